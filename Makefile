@@ -1,0 +1,114 @@
+# aicc: top-level Makefile.  Plain GNU make, C11, every warning an error.
+#
+#   make            build build/aicc (and libaicrt.a, libaicc.a)
+#   make check      build, then run unit (cmocka), golden (lit + FileCheck) and conformance
+#                   tests, once normally and once under ASan+UBSan; ends with "N passed, N failed"
+#   make demo       the main job on the bundled real model (see README)
+#   make bench      throughput benchmarks, reported as ratios
+#   make fuzz       libFuzzer harnesses (clang); FUZZ_SECONDS=600 to run each that long
+#   make lint       cppcheck over the sources
+#   make install PREFIX=/usr/local
+#
+# Sources are found by wildcard, so a new file in a listed directory needs no edit here.
+# Header dependencies come from -MMD, so editing ir/ops.def rebuilds everything that includes it.
+
+CC      ?= cc
+BUILD   ?= build
+PREFIX  ?= /usr/local
+VERSION := 0.1.0
+
+PKGS    := libxml-2.0 jansson libcgraph libgvc openblas libprotobuf-c
+DEPS_OK := $(shell pkg-config --exists $(PKGS) cmocka 2>/dev/null && command -v flex >/dev/null && command -v bison >/dev/null && echo yes)
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
+CMOCKA_LIBS := $(shell pkg-config --libs cmocka 2>/dev/null)
+
+# Numerics are never contracted into FMAs and never built with -ffast-math (DEVELOPERS.md).
+OPT     ?= -O2
+CFLAGS_ALL = -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -DAICC_VERSION='"$(VERSION)"' \
+	-Wall -Wextra -Werror -Wno-unused-parameter -ffp-contract=off -fno-fast-math -g $(OPT) \
+	-MMD -MP -I. -I$(BUILD)/gen $(PKG_CFLAGS) $(SAN) $(CFLAGS)
+GEN_CFLAGS = $(filter-out -Wextra,$(CFLAGS_ALL)) -Wno-sign-compare -Wno-unused-function
+
+RT_SRC   := $(sort $(wildcard runtime/*.c runtime/*/*.c))
+CC_SRC   := $(sort $(wildcard ir/*.c frontend/*.c frontend/*/*.c passes/*.c targets/*.c targets/*/*.c))
+DRV_SRC  := $(sort $(wildcard tools/*.c))
+UNIT_SRC := $(sort $(wildcard testsuite/unit/test_*.c))
+GEN_C    := $(if $(wildcard frontend/parser.y),$(BUILD)/gen/lexer.c $(BUILD)/gen/parser.c)
+GEN_H    := $(if $(wildcard frontend/parser.y),$(BUILD)/gen/parser.h $(BUILD)/gen/lexer.h)
+
+RT_OBJ   := $(RT_SRC:%.c=$(BUILD)/%.o)
+CC_OBJ   := $(CC_SRC:%.c=$(BUILD)/%.o) $(GEN_C:%.c=%.o)
+DRV_OBJ  := $(DRV_SRC:%.c=$(BUILD)/%.o)
+UNIT_BIN := $(UNIT_SRC:testsuite/unit/%.c=$(BUILD)/unit/%)
+
+.PHONY: all deps check check-fast demo bench fuzz lint install clean
+all: deps $(BUILD)/aicc
+
+# Install missing Debian packages once, then re-run make so pkg-config flags are picked up.
+deps:
+ifneq ($(DEPS_OK),yes)
+	sh tools/install-deps.sh
+endif
+
+$(BUILD)/libaicrt.a: $(RT_OBJ)
+	@mkdir -p $(@D)
+	rm -f $@ && ar rcs $@ $^
+$(BUILD)/libaicc.a: $(CC_OBJ)
+	@mkdir -p $(@D)
+	rm -f $@ && ar rcs $@ $^
+$(BUILD)/aicc: $(DRV_OBJ) $(BUILD)/libaicc.a $(BUILD)/libaicrt.a
+	$(CC) $(CFLAGS_ALL) -o $@ $(DRV_OBJ) $(BUILD)/libaicc.a $(BUILD)/libaicrt.a $(PKG_LIBS) $(LDFLAGS)
+
+$(BUILD)/%.o: %.c | $(GEN_H)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) -c -o $@ $<
+
+$(BUILD)/gen/parser.c $(BUILD)/gen/parser.h: frontend/parser.y
+	@mkdir -p $(@D)
+	bison -Werror -o $(BUILD)/gen/parser.c --header=$(BUILD)/gen/parser.h $<
+$(BUILD)/gen/lexer.c $(BUILD)/gen/lexer.h: frontend/lexer.l $(BUILD)/gen/parser.h
+	@mkdir -p $(@D)
+	flex -o $(BUILD)/gen/lexer.c --header-file=$(BUILD)/gen/lexer.h $<
+$(BUILD)/gen/%.o: $(BUILD)/gen/%.c $(BUILD)/gen/lexer.h
+	$(CC) $(GEN_CFLAGS) -c -o $@ $<
+
+$(BUILD)/unit/%: testsuite/unit/%.c $(BUILD)/libaicc.a $(BUILD)/libaicrt.a
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libaicc.a $(BUILD)/libaicrt.a $(PKG_LIBS) $(CMOCKA_LIBS)
+
+unit: $(UNIT_BIN)
+
+# make check: normal build and an ASan+UBSan build (build-san/), all test kinds in both.
+check: deps
+	$(MAKE) --no-print-directory all unit
+	$(MAKE) --no-print-directory BUILD=build-san OPT=-O1 \
+		SAN="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" all unit
+	sh tools/run-tests.sh build build-san
+
+check-fast: all unit
+	sh tools/run-tests.sh build
+
+demo: deps all
+	sh tools/demo.sh
+
+bench: deps all
+	sh tools/bench.sh
+
+fuzz: deps
+	sh tools/fuzz.sh
+
+lint:
+	cppcheck --quiet --error-exitcode=1 --enable=warning,portability --std=c11 \
+		--suppress=missingIncludeSystem -I. $(RT_SRC) $(CC_SRC) $(DRV_SRC)
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/share/aicc/machines
+	install -m 755 $(BUILD)/aicc $(DESTDIR)$(PREFIX)/bin/aicc
+	install -m 644 $(BUILD)/libaicrt.a $(DESTDIR)$(PREFIX)/lib/libaicrt.a
+	if ls targets/machines/*.xml >/dev/null 2>&1; then install -m 644 targets/machines/* $(DESTDIR)$(PREFIX)/share/aicc/machines/; fi
+
+clean:
+	rm -rf build build-san build-fuzz
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

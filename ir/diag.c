@@ -1,0 +1,117 @@
+/* ir/diag.c: clang-style diagnostics with the source line and a caret (see ir/diag.h). */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir/diag.h"
+
+typedef struct Source {
+	const char *file, *text;
+	size_t len;
+} Source;
+
+static Source sources[64];
+static int nsources;
+static int nerrors, maxerrors = 20, stopped;
+static FILE *out;
+
+void diag_source(const char *file, const char *text, size_t len)
+{
+	for (int i = 0; i < nsources; i++)
+		if (strcmp(sources[i].file, file) == 0) {
+			sources[i].text = text;
+			sources[i].len = len;
+			return;
+		}
+	if (nsources < (int)(sizeof sources / sizeof sources[0]))
+		sources[nsources++] = (Source){ file, text, len };
+}
+
+void diag_set_output(FILE *f) { out = f; }
+void diag_set_max(int max) { maxerrors = max; }
+int diag_count(void) { return nerrors; }
+int diag_stop(void) { return stopped; }
+
+void diag_reset(void)
+{
+	nsources = 0;
+	nerrors = 0;
+	stopped = 0;
+}
+
+/* Prints line `line` of file's registered text and a caret under column col (tabs kept). */
+static void show_line(FILE *f, Loc loc)
+{
+	const Source *s = NULL;
+	for (int i = 0; i < nsources; i++)
+		if (strcmp(sources[i].file, loc.file) == 0)
+			s = &sources[i];
+	if (!s || loc.line < 1)
+		return;
+	const char *p = s->text, *end = s->text + s->len;
+	for (int l = 1; l < loc.line && p < end; p++)
+		if (*p == '\n')
+			l++;
+	if (p >= end && loc.line > 1)
+		return;
+	const char *e = p;
+	while (e < end && *e != '\n')
+		e++;
+	int len = (int)(e - p);
+	if (len > 200)
+		len = 200;  /* very long lines: show the start only */
+	fputs("  ", f);
+	for (int i = 0; i < len; i++)
+		fputc(p[i] == '\0' ? ' ' : p[i], f);
+	fputs("\n  ", f);
+	for (int i = 1; i < loc.col && i <= len; i++)
+		fputc(p[i - 1] == '\t' ? '\t' : ' ', f);
+	fputs("^\n", f);
+}
+
+static void vreport(const char *kind, Loc loc, const char *fmt, va_list ap)
+{
+	FILE *f = out ? out : stderr;
+	if (loc.file && loc.line > 0)
+		fprintf(f, "%s:%d:%d: %s: ", loc.file, loc.line, loc.col, kind);
+	else if (loc.file)
+		fprintf(f, "%s: %s: ", loc.file, kind);
+	else
+		fprintf(f, "aicc: %s: ", kind);
+	vfprintf(f, fmt, ap);
+	fputc('\n', f);
+	if (loc.file && loc.line > 0)
+		show_line(f, loc);
+}
+
+void diag_error(Loc loc, const char *fmt, ...)
+{
+	if (stopped)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vreport("error", loc, fmt, ap);
+	va_end(ap);
+	if (++nerrors >= maxerrors) {
+		fprintf(out ? out : stderr, "aicc: fatal error: too many errors emitted, stopping now\n");
+		stopped = 1;
+	}
+}
+
+void diag_warning(Loc loc, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vreport("warning", loc, fmt, ap);
+	va_end(ap);
+}
+
+void diag_note(Loc loc, const char *fmt, ...)
+{
+	if (stopped)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vreport("note", loc, fmt, ap);
+	va_end(ap);
+}

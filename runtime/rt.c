@@ -1,0 +1,217 @@
+/* runtime/rt.c: dtype table, errors, the allocation hook, attributes and dense tensors.
+ * Requires nothing above runtime/.  See runtime/rt.h for the contracts. */
+#include "runtime/rt.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+const DTypeInfo rt_dtypes[DT_COUNT] = {
+#define DTYPE(id, name, bits, kind, block, elem, scale, st) \
+	{ name, bits, kind, block, DT_##elem, DT_##scale, st },
+#include "runtime/dtype.def"
+#undef DTYPE
+};
+
+DType rt_dtype_lookup(const char *name)
+{
+	for (int d = 1; d < DT_COUNT; d++)
+		if (strcmp(rt_dtypes[d].name, name) == 0)
+			return (DType)d;
+	return DT_INVALID;
+}
+
+int64_t rt_dtype_bytes(DType d, int64_t nelem)
+{
+	const DTypeInfo *t = &rt_dtypes[d];
+	int64_t bytes = (nelem * t->bits + 7) / 8;
+	if (t->kind == K_BLOCK) {
+		int64_t blocks = (nelem + t->block - 1) / t->block;
+		bytes += blocks * rt_dtypes[t->scale].bits / 8;
+		if (d == DT_NVFP4)
+			bytes += 4;
+	}
+	return bytes;
+}
+
+int rt_errorf(RtError *e, int code, const char *fmt, ...)
+{
+	if (!e)
+		return -1;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+	va_end(ap);
+	e->code = code;
+	return -1;
+}
+
+/* ---- allocation hook ---- */
+static long fail_after;  /* 0: never fail; else the countdown to the first failing call */
+
+static int should_fail(void)
+{
+	if (fail_after == 0)
+		return 0;
+	if (fail_after == 1)
+		return 1;   /* stays failing until reset */
+	fail_after--;
+	return 0;
+}
+
+void rt_alloc_fail_after(long n) { fail_after = n; }
+
+void *rt_malloc(size_t n) { return should_fail() ? NULL : malloc(n ? n : 1); }
+void *rt_calloc(size_t n, size_t size) { return should_fail() ? NULL : calloc(n ? n : 1, size ? size : 1); }
+void *rt_realloc(void *p, size_t n) { return should_fail() ? NULL : realloc(p, n ? n : 1); }
+void rt_free(void *p) { free(p); }
+
+char *rt_strdup(const char *s)
+{
+	size_t n = strlen(s) + 1;
+	char *d = rt_malloc(n);
+	if (d)
+		memcpy(d, s, n);
+	return d;
+}
+
+/* ---- attributes ---- */
+const Attr *rt_attr_find(const Attrs *as, const char *name)
+{
+	if (!as)
+		return NULL;
+	for (int i = 0; i < as->n; i++)
+		if (strcmp(as->a[i].name, name) == 0)
+			return &as->a[i];
+	return NULL;
+}
+
+int64_t rt_attr_int(const Attrs *as, const char *name, int64_t def)
+{
+	const Attr *a = rt_attr_find(as, name);
+	if (!a)
+		return def;
+	if (a->kind == ATTR_INT)
+		return a->i;
+	if (a->kind == ATTR_FLOAT)
+		return (int64_t)a->f;
+	return def;
+}
+
+double rt_attr_float(const Attrs *as, const char *name, double def)
+{
+	const Attr *a = rt_attr_find(as, name);
+	if (!a)
+		return def;
+	if (a->kind == ATTR_FLOAT)
+		return a->f;
+	if (a->kind == ATTR_INT)
+		return (double)a->i;
+	return def;
+}
+
+const char *rt_attr_str(const Attrs *as, const char *name, const char *def)
+{
+	const Attr *a = rt_attr_find(as, name);
+	return a && a->kind == ATTR_STRING ? a->s : def;
+}
+
+const int64_t *rt_attr_ints(const Attrs *as, const char *name, int *n)
+{
+	const Attr *a = rt_attr_find(as, name);
+	if (!a || a->kind != ATTR_INTS) {
+		*n = 0;
+		return NULL;
+	}
+	*n = a->n;
+	return a->ints;
+}
+
+/* ---- tensors ---- */
+static size_t storage_size(DType d)
+{
+	switch (rt_dtypes[d].storage) {
+	case S_F32: return sizeof(float);
+	case S_F64: return sizeof(double);
+	case S_I64: return sizeof(int64_t);
+	default: return 0;
+	}
+}
+
+int rt_tensor_alloc(RtTensor *t, DType d, int rank, const int64_t *dims, RtError *e)
+{
+	if (d <= DT_INVALID || d >= DT_COUNT)
+		return rt_errorf(e, RT_EINTERNAL, "tensor of invalid dtype %d", (int)d);
+	if (rank < 0 || rank > RT_MAX_RANK)
+		return rt_errorf(e, RT_EUSER, "tensor rank %d is outside 0..%d", rank, RT_MAX_RANK);
+	int64_t n = 1;
+	for (int i = 0; i < rank; i++) {
+		if (dims[i] < 0)
+			return rt_errorf(e, RT_EUSER, "tensor dimension %d is negative (%lld)", i, (long long)dims[i]);
+		if (dims[i] && n > INT64_MAX / dims[i])
+			return rt_errorf(e, RT_EUSER, "tensor element count overflows 2^63");
+		n *= dims[i];
+	}
+	size_t es = storage_size(d);
+	if ((uint64_t)n > SIZE_MAX / es)
+		return rt_errorf(e, RT_ENOMEM, "tensor of %lld elements is too large", (long long)n);
+	void *data = rt_calloc((size_t)(n ? n : 1), es);
+	if (!data)
+		return rt_errorf(e, RT_ENOMEM, "out of memory allocating %lld-element %s tensor",
+				 (long long)n, rt_dtype_name(d));
+	memset(t, 0, sizeof *t);
+	t->dtype = d;
+	t->rank = rank;
+	for (int i = 0; i < rank; i++)
+		t->dims[i] = dims[i];
+	t->n = n;
+	t->data = data;
+	t->owns = 1;
+	t->tensor_scale = 1.0f;
+	return 0;
+}
+
+void rt_tensor_free(RtTensor *t)
+{
+	if (t && t->owns)
+		rt_free(t->data);
+	if (t) {
+		t->data = NULL;
+		t->owns = 0;
+	}
+}
+
+double rt_get(const RtTensor *t, int64_t i)
+{
+	switch (rt_dtypes[t->dtype].storage) {
+	case S_F32: return ((const float *)t->data)[i];
+	case S_F64: return ((const double *)t->data)[i];
+	default: return (double)((const int64_t *)t->data)[i];
+	}
+}
+
+void rt_set(RtTensor *t, int64_t i, double v)
+{
+	switch (rt_dtypes[t->dtype].storage) {
+	case S_F32: ((float *)t->data)[i] = (float)v; break;
+	case S_F64: ((double *)t->data)[i] = v; break;
+	default: ((int64_t *)t->data)[i] = isnan(v) ? 0 : (int64_t)v; break;
+	}
+}
+
+int64_t rt_geti(const RtTensor *t, int64_t i)
+{
+	switch (rt_dtypes[t->dtype].storage) {
+	case S_I64: return ((const int64_t *)t->data)[i];
+	default: return (int64_t)rt_get(t, i);
+	}
+}
+
+void rt_seti(RtTensor *t, int64_t i, int64_t v)
+{
+	switch (rt_dtypes[t->dtype].storage) {
+	case S_I64: ((int64_t *)t->data)[i] = v; break;
+	default: rt_set(t, i, (double)v); break;
+	}
+}

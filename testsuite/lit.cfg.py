@@ -1,0 +1,24 @@
+# lit configuration for aicc's golden tests: every .aig/.test/.aip file under testsuite/ with
+# RUN: lines is a test; %aicc is the driver of the build under test (--param build=DIR).
+import os
+import lit.formats
+
+config.name = 'aicc'
+config.test_format = lit.formats.ShTest(execute_external=True)
+config.suffixes = ['.aig', '.test', '.aip', '.onnxtest']
+config.test_source_root = os.path.dirname(__file__)
+root = os.path.dirname(config.test_source_root)
+build = lit_config.params.get('build', 'build')
+if not os.path.isabs(build):
+    build = os.path.join(root, build)
+config.test_exec_root = os.path.join(build, 'lit')
+config.excludes = ['unit', 'fuzz', 'Inputs', 'lit.cfg.py']
+config.substitutions.append(('%aicc', os.path.join(build, 'aicc')))
+config.substitutions.append(('%root', root))
+config.substitutions.append(('%examples', os.path.join(root, 'examples')))
+config.substitutions.append(('%python', 'python3'))
+config.environment['PATH'] = '/usr/lib/llvm-14/bin:' + os.environ.get('PATH', '')
+for var in ('ASAN_OPTIONS', 'UBSAN_OPTIONS', 'HOME', 'OPENBLAS_CORETYPE', 'OPENBLAS_L2_SIZE',
+            'OPENBLAS_NUM_THREADS'):
+    if var in os.environ:
+        config.environment[var] = os.environ[var]

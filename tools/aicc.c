@@ -1,0 +1,50 @@
+/* tools/aicc.c: the aicc driver's entry point: dispatches to the subcommands of
+ * tools/commands.def.  `aicc MODEL ...` alone means `aicc compile MODEL ...`. */
+#include <string.h>
+
+#include "tools/driver.h"
+
+typedef struct Command {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *help;
+} Command;
+
+static const Command commands[] = {
+#define CMD(name, fn, help) { name, fn, help },
+#include "tools/commands.def"
+#undef CMD
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: aicc COMMAND [options]   (aicc MODEL ... means aicc compile MODEL ...)\n\n"
+		   "commands:\n");
+	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
+	fprintf(f, "\n'aicc COMMAND --help' describes each command's options.\n");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return EXIT_USER;
+	}
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
+		usage(stdout);
+		return EXIT_OK;
+	}
+	if (strcmp(argv[1], "--version") == 0) {
+		printf("aicc %s\n", AICC_VERSION);
+		return EXIT_OK;
+	}
+	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+		if (strcmp(argv[1], commands[i].name) == 0)
+			return commands[i].fn(argc - 1, argv + 1);
+	if (argv[1][0] == '-') {
+		drv_error("unknown option '%s' (see aicc --help)", argv[1]);
+		return EXIT_USER;
+	}
+	return cmd_compile(argc, argv);  /* argv[0] stands in for "compile" */
+}

@@ -1,0 +1,31 @@
+/* tools/driver.h: the aicc command-line driver's shared pieces.  Each subcommand lives in
+ * tools/cmd_<name>.c and is listed once in tools/commands.def. */
+#ifndef AICC_DRIVER_H
+#define AICC_DRIVER_H
+
+#include <stdio.h>
+
+/* Exit statuses (design.md §7). */
+enum { EXIT_OK = 0, EXIT_USER = 1, EXIT_INTERNAL = 2 };
+
+#define CMD(name, fn, help) int fn(int argc, char **argv);
+#include "tools/commands.def"
+#undef CMD
+
+/* Output files are written to a temporary beside the target and renamed on success, so a failed
+ * run never leaves a partial file.  out_open("-") is stdout. */
+typedef struct OutFile {
+	FILE *f;
+	char *path, *tmp;
+} OutFile;
+int out_open(OutFile *o, const char *path);    /* 0, or -1 with a message on stderr */
+int out_commit(OutFile *o);                     /* flush, close, rename; 0 or -1 */
+void out_abort(OutFile *o);                     /* close and remove the temporary */
+
+/* "--name=value" or "--name value": if argv[*i] is option `name`, sets *val, advances *i and
+ * returns 1; returns -1 (with a message) when the value is missing; 0 when not this option. */
+int opt_value(int argc, char **argv, int *i, const char *name, const char **val);
+/* Prints "aicc: error: ..." to stderr. */
+void drv_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

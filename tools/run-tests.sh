@@ -1,0 +1,35 @@
+#!/bin/sh
+# tools/run-tests.sh BUILD...: run every test kind against each build directory (unit tests with
+# cmocka, golden tests with lit + FileCheck) and print one closing line "N passed, N failed".
+# Exit status 1 if anything failed.
+set -u
+LIT=/usr/lib/llvm-14/build/utils/lit/lit.py
+export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:halt_on_error=1"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+export OPENBLAS_NUM_THREADS=1
+passed=0
+failed=0
+log=$(mktemp)
+for b in "$@"; do
+	echo "== unit tests ($b)"
+	for t in "$b"/unit/test_*; do
+		[ -x "$t" ] || continue
+		if "$t" >"$log" 2>&1; then st=0; else st=1; fi
+		p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -n 1)
+		f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -n 1)
+		p=${p:-0}; f=${f:-0}
+		if [ "$st" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi   # crashed or leaked
+		passed=$((passed + p)); failed=$((failed + f))
+		if [ "$f" -ne 0 ]; then echo "FAIL: $t"; cat "$log"; else echo "ok   $t ($p)"; fi
+	done
+	echo "== golden tests ($b)"
+	python3 "$LIT" -q --param build="$b" -j "$(nproc)" testsuite >"$log" 2>&1
+	cat "$log"
+	n=$(python3 "$LIT" --show-tests --param build="$b" testsuite 2>/dev/null | grep -c '^  aicc ::')
+	f=$(grep -cE '^(FAIL|XPASS|UNRESOLVED|TIMEOUT): aicc ::' "$log")
+	passed=$((passed + n - f)); failed=$((failed + f))
+	echo "golden ($b): $((n - f)) passed, $f failed"
+done
+rm -f "$log"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

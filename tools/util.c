@@ -1,0 +1,97 @@
+/* tools/util.c: option parsing helpers and atomic output files for the driver. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tools/driver.h"
+
+void drv_error(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fputs("aicc: error: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+int opt_value(int argc, char **argv, int *i, const char *name, const char **val)
+{
+	const char *a = argv[*i];
+	size_t n = strlen(name);
+	if (strncmp(a, name, n) != 0)
+		return 0;
+	if (a[n] == '=') {
+		*val = a + n + 1;
+		return 1;
+	}
+	if (a[n] != 0)
+		return 0;
+	if (*i + 1 >= argc) {
+		drv_error("option '%s' needs a value", name);
+		return -1;
+	}
+	*val = argv[++*i];
+	return 1;
+}
+
+int out_open(OutFile *o, const char *path)
+{
+	memset(o, 0, sizeof *o);
+	if (!path || strcmp(path, "-") == 0) {
+		o->f = stdout;
+		return 0;
+	}
+	size_t n = strlen(path) + 16;
+	o->path = strdup(path);
+	o->tmp = malloc(n);
+	if (!o->path || !o->tmp) {
+		drv_error("out of memory");
+		return -1;
+	}
+	snprintf(o->tmp, n, "%s.tmpXXXXXX", path);
+	int fd = mkstemp(o->tmp);
+	if (fd < 0 || !(o->f = fdopen(fd, "w"))) {
+		drv_error("cannot write '%s': %s", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		free(o->path);
+		free(o->tmp);
+		o->path = o->tmp = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+int out_commit(OutFile *o)
+{
+	if (!o->tmp) {
+		fflush(stdout);
+		return 0;
+	}
+	int bad = ferror(o->f);
+	bad |= fclose(o->f) != 0;
+	if (!bad && rename(o->tmp, o->path) != 0)
+		bad = 1;
+	if (bad) {
+		drv_error("cannot write '%s': %s", o->path, strerror(errno));
+		remove(o->tmp);
+	}
+	free(o->path);
+	free(o->tmp);
+	o->path = o->tmp = NULL;
+	return bad ? -1 : 0;
+}
+
+void out_abort(OutFile *o)
+{
+	if (!o->tmp)
+		return;
+	fclose(o->f);
+	remove(o->tmp);
+	free(o->path);
+	free(o->tmp);
+	o->path = o->tmp = NULL;
+}
