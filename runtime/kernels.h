@@ -1,0 +1,54 @@
+/* runtime/kernels.h: the reference kernels, one per operator of ir/ops.def.
+ *
+ * A kernel computes ONNX semantics eagerly: it reads its input tensors, allocates its outputs
+ * with rt_tensor_alloc (shape computed from the inputs and attributes, dtype as preset by the
+ * caller or as the operator defines) and fills them.  Narrow float dtypes are held in f32
+ * storage with values exactly on the dtype's grid: a kernel computes in f32 (f64 when an input
+ * is f64 or opts->accum_f64) and rounds its results to the output dtype (rt_round_tensor).
+ * Kernels never exit and never print; they return 0 or -1 with e set.
+ */
+#ifndef AICC_KERNELS_H
+#define AICC_KERNELS_H
+
+#include "runtime/rt.h"
+
+typedef enum RtOp {
+#define OP(name, imin, imax, omin, omax, shape, flops, flags, kernel, sem) RT_OP_##name,
+#include "ir/ops.def"
+#undef OP
+	RT_OP_COUNT
+} RtOp;
+
+const char *rt_op_name(RtOp op);
+RtOp rt_op_lookup(const char *name);          /* RT_OP_COUNT if unknown */
+
+/* Per-instruction numerics, as the plan records them. */
+typedef struct RtExecOpts {
+	int accum_f64;          /* accumulate in f64 (reference plans with --precision f64) */
+	DType mma_in;           /* MatMul/Gemm/Conv operand format the tensor core consumes
+				   (inputs are quantized to it first; DT_INVALID: as given) */
+	int fp8_promote_k;      /* Hopper FP8 MMA accumulation model (numerics.md §7): the limited-
+				   precision accumulator is promoted to f32 every this many K elements;
+				   0 = exact f32 accumulation */
+	int exp2_poly;          /* softmax exponentials via the FlashAttention-4 software exp2
+				   (numerics.md §9) with this polynomial degree; 0 = libm exp */
+	int scale_rule;         /* ScaleRule for block formats */
+} RtExecOpts;
+
+typedef struct RtKernelArgs {
+	RtTensor **in;          /* nin inputs; an absent optional input is NULL */
+	int nin;
+	RtTensor *out;          /* nout outputs: zeroed by the caller except .dtype (the planned
+				   dtype, or DT_INVALID to let the kernel choose) */
+	int nout;
+	const Attrs *attrs;
+	const RtExecOpts *opts;
+} RtKernelArgs;
+
+typedef int (*RtKernelFn)(const RtKernelArgs *a, RtError *e);
+
+/* The kernel of op (never NULL: operators without a standalone kernel, such as Call, get one
+ * that returns an error). */
+RtKernelFn rt_kernel(RtOp op);
+
+#endif
