@@ -41,6 +41,8 @@ RT_OBJ   := $(RT_SRC:%.c=$(BUILD)/%.o)
 CC_OBJ   := $(CC_SRC:%.c=$(BUILD)/%.o) $(GEN_C:%.c=%.o)
 DRV_OBJ  := $(DRV_SRC:%.c=$(BUILD)/%.o)
 UNIT_BIN := $(UNIT_SRC:testsuite/unit/%.c=$(BUILD)/unit/%)
+BENCH_SRC:= $(sort $(wildcard testsuite/bench/bench_*.c))
+BENCH_BIN:= $(BENCH_SRC:testsuite/bench/%.c=$(BUILD)/bench/%)
 
 .PHONY: all deps check check-fast demo bench fuzz lint install clean
 all: deps $(BUILD)/aicc
@@ -77,7 +79,12 @@ $(BUILD)/unit/%: testsuite/unit/%.c $(BUILD)/libaicc.a $(BUILD)/libaicrt.a
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libaicc.a $(BUILD)/libaicrt.a $(PKG_LIBS) $(CMOCKA_LIBS)
 
+$(BUILD)/bench/%: testsuite/bench/%.c $(BUILD)/libaicc.a $(BUILD)/libaicrt.a
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libaicc.a $(BUILD)/libaicrt.a $(PKG_LIBS)
+
 unit: $(UNIT_BIN)
+benchbins: $(BENCH_BIN)
 
 # make check: normal build and an ASan+UBSan build (build-san/), all test kinds in both.
 check: deps
@@ -92,7 +99,7 @@ check-fast: all unit
 demo: deps all
 	sh tools/demo.sh
 
-bench: deps all
+bench: deps all benchbins
 	sh tools/bench.sh
 
 fuzz: deps

@@ -191,6 +191,7 @@ struct Graph {
 	Loc loc;
 	Value **inputs;  int nin, cap_in;
 	Value **outputs; int nout, cap_out;
+	Type *out_decl;      /* declared output types (nout entries) or NULL; checked by inference */
 	Value **params;  int nparams, cap_params;
 	Node *first, *last;
 	int nnodes;          /* live nodes */
@@ -201,6 +202,7 @@ struct Graph {
 struct Module {
 	Arena *arena;
 	const char *file;
+	const char *dir;     /* directory of the source file: relative weight paths resolve here */
 	Graph *graphs, *last_graph;
 	int ngraphs;
 	/* dimension symbols: names, and values once bound (--bind S=2048) */
@@ -258,6 +260,9 @@ int ir_infer_shapes(Module *m);
 /* The constant data of v when known at compile time (a parameter with inline or in-memory data,
  * or a folded constant); NULL otherwise. */
 const RtTensor *ir_const_data(Value *v);
+/* Reorders g's node list topologically (stable: keeps the current order where legal).
+ * Returns 0, or -1 when the graph has a cycle (the list is left unchanged). */
+int ir_topo_sort(Graph *g);
 /* FLOP of one execution of n (calls: callee FLOP times repeat); 0 when shapes are symbolic. */
 double ir_node_flops(const Node *n);
 
