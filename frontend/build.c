@@ -108,7 +108,7 @@ static DType lookup_dtype(Parser *p, const char *name, Loc loc)
 	if (dt != DT_INVALID)
 		return dt;
 	const char *best = NULL;
-	int bestd = strlen(name) < 6 ? 2 : 3;
+	int bestd = 3;
 	for (int i = 1; i < DT_COUNT; i++) {
 		int d = fe_edit_distance(name, rt_dtypes[i].name);
 		if (d < bestd) {
@@ -542,7 +542,7 @@ static void check_arity(Parser *p, Op op, Loc loc)
 }
 
 /* Appends the statement's node and defines its results; clears the scratch lists. */
-static Node *make_node(Parser *p, Op op, Loc loc)
+static Node *make_node(Parser *p, Op op, Loc loc, int quiet)
 {
 	int nin = p->ops.n, nout = p->lhs.n;
 	Value **in = malloc((size_t)(nin + 1) * sizeof *in);
@@ -558,7 +558,8 @@ static Node *make_node(Parser *p, Op op, Loc loc)
 	Node *n = ir_add_node(p->g, op, in, nin, outn, nout, loc);
 	for (int i = 0; i < nout; i++) {
 		n->out[i]->loc = p->lhs.a[i].loc;
-		define(p, n->out[i], name_free(p, n->out[i]->name, n->out[i]->loc));
+		int fresh = quiet ? !names_get(&p->names, outn[i]) : name_free(p, outn[i], n->out[i]->loc);
+		define(p, n->out[i], fresh);
 	}
 	n->annot = p->annot;
 	free(in);
@@ -579,7 +580,7 @@ void fe_stmt_op(Parser *p, const char *opname, FeLoc l)
 		op = OP_Identity;
 	} else
 		check_arity(p, op, loc);
-	Node *n = make_node(p, op, loc);
+	Node *n = make_node(p, op, loc, 0);
 	if (p->attrs.n) {
 		n->attrs.n = p->attrs.n;
 		n->attrs.a = arena_alloc(p->m->arena, (size_t)p->attrs.n * sizeof *n->attrs.a);
@@ -589,14 +590,20 @@ void fe_stmt_op(Parser *p, const char *opname, FeLoc l)
 }
 
 /* After a syntax error in a statement: define the names it assigned (as placeholders) so their
- * uses do not add "undefined name" errors. */
-void fe_stmt_error(Parser *p)
+ * uses do not add "undefined name" errors, and drop the rest of the line unless the offending
+ * token (the last one scanned) begins its line.  Returns whether it does: then the parse is back
+ * at a statement boundary. */
+int fe_stmt_error(Parser *p)
 {
 	if (p->g && p->lhs.n) {
 		p->ops.n = 0;
-		make_node(p, OP_Identity, p->lhs.a[0].loc);
+		make_node(p, OP_Identity, p->lhs.a[0].loc, 1);
 	}
 	fe_recover(p);
+	if (p->tok_bol || p->ntok_eof)
+		return 1;
+	p->skip_line = p->tok_line;
+	return 0;
 }
 
 void fe_stmt_call(Parser *p, const char *callee, FeLoc l, Dim repeat, FeLoc rl, int is_repeat)
@@ -612,7 +619,7 @@ void fe_stmt_call(Parser *p, const char *callee, FeLoc l, Dim repeat, FeLoc rl, 
 	for (int i = 0; i < p->ops.n; i++)
 		if (p->ops.a[i].absent)
 			diag_error(p->ops.a[i].loc, "'_' cannot be passed to a graph: its inputs are required");
-	Node *n = make_node(p, OP_Call, loc);
+	Node *n = make_node(p, OP_Call, loc, 0);
 	n->repeat = count;
 	n->callee = names_get(&p->graphs, callee);
 	if (!n->callee) {

@@ -79,7 +79,8 @@ void names_clear(NameTab *t)
 	memset(t, 0, sizeof *t);
 }
 
-/* Case-insensitive Levenshtein distance; names longer than 64 bytes are never close. */
+/* Case-insensitive edit distance counting swaps of neighbours as one edit (optimal string
+ * alignment); names longer than 64 bytes are never close. */
 int fe_edit_distance(const char *a, const char *b)
 {
 	int la = (int)strlen(a), lb = (int)strlen(b);
@@ -97,6 +98,9 @@ int fe_edit_distance(const char *a, const char *b)
 				best = d[i - 1][j] + 1;
 			if (d[i][j - 1] + 1 < best)
 				best = d[i][j - 1] + 1;
+			if (i > 1 && j > 1 && (a[i - 1] | 0x20) == (b[j - 2] | 0x20) &&
+			    (a[i - 2] | 0x20) == (b[j - 1] | 0x20) && d[i - 2][j - 2] + 1 < best)
+				best = d[i - 2][j - 2] + 1;
 			d[i][j] = best;
 		}
 	return d[la][lb];

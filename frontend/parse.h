@@ -84,6 +84,7 @@ typedef struct Parser {
 	int skip_line;             /* error recovery: drop the rest of this line's tokens */
 	char tok[40];              /* the last token's text, for syntax error messages */
 	int ntok_eof;              /* the last token was the end of input */
+	int end_line, end_col;     /* just after the last token */
 	Graph *g;                  /* the graph being parsed */
 	NameTab names;             /* g's values by name */
 	NameTab graphs;            /* graphs by name */
@@ -107,7 +108,7 @@ static inline Loc fe_loc(const Parser *p, FeLoc l) { Loc r = { p->file, l.first_
 
 /* ---- semantic actions (frontend/build.c) ---- */
 void fe_recover(Parser *p);
-void fe_stmt_error(Parser *p);
+int fe_stmt_error(Parser *p);
 void fe_def_dim(Parser *p, const char *name, FeLoc nl, Dim d);
 Dim fe_dim_int(Parser *p, uint64_t u, FeLoc l);
 Dim fe_dim_name(Parser *p, const char *name, FeLoc l);

@@ -55,7 +55,7 @@ static void aigerror(FeLoc *l, Parser *p, const char *msg)
 }
 
 %token GRAPH "'graph'" DIM "'dim'" PARAM "'param'" CALL "'call'" REPEAT "'repeat'"
-%token ARROW "'->'" UNDERSCORE "'_'"
+%token ARROW "'->'" UNDERSCORE "'_'" RESYNC "start of the next line"
 %token <s> IDENT "name" QNAME "quoted name" STRING "string" ANNOT "annotation"
 %token <u> INT "integer"
 %token <f> FLOAT "number"
@@ -121,7 +121,11 @@ snum:	  INT				{ $$ = fe_num_int(p, $1, 0, @1); }
 
 stmts:	  %empty
 	| stmts stmt
-	| stmts error			{ fe_stmt_error(p); }
+	| stmts error			{ if (fe_stmt_error(p) && (yychar == IDENT || yychar == QNAME || yychar == ANNOT
+					      || yychar == PARAM || yychar == '}'))
+						yyerrok;	/* at a statement boundary: report the next error */
+					}
+	| stmts error RESYNC		{ yyerrok; }	/* the rest of the bad line was dropped */
 	;
 stmt:	  param | assign ;
 

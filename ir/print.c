@@ -72,6 +72,10 @@ static void put_float(FILE *f, double v, int mark)
 		fputs(v < 0 ? "-inf" : "inf", f);
 		return;
 	}
+	if (v == 0 && signbit(v)) {
+		fputs("-0.0", f);   /* "-0" would read back as the integer 0 */
+		return;
+	}
 	char buf[64];
 	for (int prec = 1; prec <= 17; prec++) {
 		snprintf(buf, sizeof buf, "%.*g", prec, v);
