@@ -82,6 +82,8 @@ static void put_float(FILE *f, double v, int mark)
 		if (strtod(buf, NULL) == v)
 			break;
 	}
+	if (strchr(buf, 'e') && v == floor(v) && fabs(v) < 1e16)
+		snprintf(buf, sizeof buf, "%.0f", v);   /* 100, not 1e+02 */
 	fputs(buf, f);
 	if (mark && !strpbrk(buf, ".e"))
 		fputs(".0", f);
