@@ -18,7 +18,7 @@ PREFIX  ?= /usr/local
 VERSION := 0.1.0
 
 PKGS    := libxml-2.0 jansson libcgraph libgvc openblas libprotobuf-c
-DEPS_OK := $(shell pkg-config --exists $(PKGS) cmocka 2>/dev/null && command -v flex >/dev/null && command -v bison >/dev/null && echo yes)
+DEPS_OK := $(shell pkg-config --exists $(PKGS) cmocka 2>/dev/null && command -v flex >/dev/null && command -v bison >/dev/null && command -v protoc-c >/dev/null && echo yes)
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
 CMOCKA_LIBS := $(shell pkg-config --libs cmocka 2>/dev/null)
@@ -36,6 +36,11 @@ DRV_SRC  := $(sort $(wildcard tools/*.c))
 UNIT_SRC := $(sort $(wildcard testsuite/unit/test_*.c))
 GEN_C    := $(if $(wildcard frontend/parser.y),$(BUILD)/gen/lexer.c $(BUILD)/gen/parser.c)
 GEN_H    := $(if $(wildcard frontend/parser.y),$(BUILD)/gen/parser.h $(BUILD)/gen/lexer.h)
+# ONNX: C bindings for onnx.proto (from libonnx-dev) generated with protobuf-c at build time.
+ONNX_INC   ?= /usr/include
+ONNX_PROTO ?= $(ONNX_INC)/onnx/onnx.proto
+GEN_C    += $(BUILD)/gen/onnx/onnx.pb-c.c
+GEN_H    += $(BUILD)/gen/onnx/onnx.pb-c.h
 
 RT_OBJ   := $(RT_SRC:%.c=$(BUILD)/%.o)
 CC_OBJ   := $(CC_SRC:%.c=$(BUILD)/%.o) $(GEN_C:%.c=%.o)
@@ -72,7 +77,10 @@ $(BUILD)/gen/parser.c $(BUILD)/gen/parser.h: frontend/parser.y
 $(BUILD)/gen/lexer.c $(BUILD)/gen/lexer.h: frontend/lexer.l $(BUILD)/gen/parser.h
 	@mkdir -p $(@D)
 	flex -o $(BUILD)/gen/lexer.c --header-file=$(BUILD)/gen/lexer.h $<
-$(BUILD)/gen/%.o: $(BUILD)/gen/%.c $(BUILD)/gen/lexer.h
+$(BUILD)/gen/onnx/onnx.pb-c.c $(BUILD)/gen/onnx/onnx.pb-c.h: $(ONNX_PROTO)
+	@mkdir -p $(BUILD)/gen
+	protoc-c --c_out=$(BUILD)/gen -I$(ONNX_INC) $(ONNX_PROTO)
+$(BUILD)/gen/%.o: $(BUILD)/gen/%.c $(GEN_H)
 	$(CC) $(GEN_CFLAGS) -c -o $@ $<
 
 $(BUILD)/unit/%: testsuite/unit/%.c $(BUILD)/libaicc.a $(BUILD)/libaicrt.a
