@@ -49,7 +49,7 @@ UNIT_BIN := $(UNIT_SRC:testsuite/unit/%.c=$(BUILD)/unit/%)
 BENCH_SRC:= $(sort $(wildcard testsuite/bench/bench_*.c))
 BENCH_BIN:= $(BENCH_SRC:testsuite/bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all deps check check-fast demo bench fuzz lint install clean
+.PHONY: all deps check check-fast demo bench benchbins fuzz fuzzbins unit lint install clean
 all: deps $(BUILD)/aicc
 
 # Install missing Debian packages once, then re-run make so pkg-config flags are picked up.
@@ -91,6 +91,12 @@ $(BUILD)/bench/%: testsuite/bench/%.c $(BUILD)/libaicc.a $(BUILD)/libaicrt.a
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libaicc.a $(BUILD)/libaicrt.a $(PKG_LIBS)
 
+FUZZ_SRC := $(sort $(wildcard testsuite/fuzz/fuzz_*.c))
+$(BUILD)/fuzz/%: testsuite/fuzz/%.c $(BUILD)/libaicc.a $(BUILD)/libaicrt.a
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) -fsanitize=fuzzer -o $@ $< $(BUILD)/libaicc.a $(BUILD)/libaicrt.a $(PKG_LIBS)
+fuzzbins: $(FUZZ_SRC:testsuite/fuzz/%.c=$(BUILD)/fuzz/%)
+
 unit: $(UNIT_BIN)
 benchbins: $(BENCH_BIN)
 
@@ -108,7 +114,7 @@ demo: deps all
 	sh tools/demo.sh
 
 bench: deps all benchbins
-	sh tools/bench.sh
+	python3 tools/bench.py $(BUILD)
 
 fuzz: deps
 	sh tools/fuzz.sh
