@@ -147,7 +147,7 @@ typedef struct Ld {
 	const char *file;
 	FILE *diag;
 	int nerr;
-	xmlNode *last_node;   /* node of the last schema error, to drop libxml2's echo */
+	int schema_errs;      /* RelaxNG errors seen; only the first is reported */
 	int oom;
 } Ld;
 
@@ -401,19 +401,21 @@ typedef struct Names {
 	int n;
 } Names;
 
-static void claim(Ld *ld, Names *ns, const char *name, int line, const char *what)
+/* Returns 0, or -1 (reported) if the name is taken. */
+static int claim(Ld *ld, Names *ns, const char *name, int line, const char *what)
 {
 	if (!name)
-		return;
+		return -1;
 	for (int i = 0; i < ns->n; i++)
 		if (strcmp(ns->name[i], name) == 0) {
 			lerr(ld, line, "%s name '%s' is already used (line %d)", what, name, ns->line[i]);
-			return;
+			return -1;
 		}
 	if (ns->n < 256) {
 		ns->name[ns->n] = name;
 		ns->line[ns->n++] = line;
 	}
+	return 0;
 }
 
 /* Parses a list of dtype names into a mask; kind_block selects block-scaled or element types. */
@@ -481,7 +483,8 @@ static void parse_units(Ld *ld, Device *d, xmlNode *n, Names *ns)
 	Unit *u = &d->units[d->nunits++];
 	u->name = attr(ld, n, "name");
 	u->line = (int)node_line(n);
-	claim(ld, ns, u->name, u->line, "units");
+	if (claim(ld, ns, u->name, u->line, "units") < 0)
+		return;
 	for (xmlNode *k = elem(n->children); k; k = elem(k->next)) {
 		if (is_elem(k, "count"))
 			qty(ld, k, &u->count, D_COUNT, R_COUNT, d, "%s.%s.count", d->id, u->name);
@@ -566,7 +569,8 @@ static void parse_mem(Ld *ld, Device *d, xmlNode *n, Names *ns)
 	s->scope = strcmp(attr(ld, n, "scope") ? attr(ld, n, "scope") : "", "unit") == 0
 		 ? SCOPE_UNIT : SCOPE_DEVICE;
 	s->line = (int)node_line(n);
-	claim(ld, ns, s->name, s->line, "memory space");
+	if (claim(ld, ns, s->name, s->line, "memory space") < 0)
+		return;
 	const char *id = d->id, *nm = s->name;
 	for (xmlNode *k = elem(n->children); k; k = elem(k->next)) {
 		if (is_elem(k, "capacity"))
@@ -593,7 +597,8 @@ static void parse_engine(Ld *ld, Device *d, xmlNode *n, Names *ns)
 	e->multicast = attr_yes(ld, n, "multicast");
 	e->reduce = attr_yes(ld, n, "reduce");
 	e->line = (int)node_line(n);
-	claim(ld, ns, e->name, e->line, "engine");
+	if (claim(ld, ns, e->name, e->line, "engine") < 0)
+		return;
 	for (xmlNode *k = elem(n->children); k; k = elem(k->next)) {
 		if (is_elem(k, "dims"))
 			qty(ld, k, &e->dims, D_COUNT, R_COUNT, d, "%s.%s.dims", d->id, e->name);
@@ -769,35 +774,6 @@ static void derive(Machine *m, Ld *ld)
 
 /* ---- schema validation ---- */
 
-/* libxml2 says only "failed to validate attributes"; name the usual culprit: a number without
- * its value, source or kind, or a kind outside the four.  Returns 1 if it reported. */
-static int explain_attrs(Ld *ld, xmlNode *node, long line)
-{
-	static const char *const prov_elems[] = {"mma", "formats", "block-scaled", "link"};
-	int has_value = xmlHasProp(node, (const xmlChar *)"value") != NULL;
-	int has_src = xmlHasProp(node, (const xmlChar *)"source") != NULL;
-	int has_kind = xmlHasProp(node, (const xmlChar *)"kind") != NULL;
-	int structural = 0;
-	for (size_t i = 0; i < sizeof prov_elems / sizeof prov_elems[0]; i++)
-		structural |= strcmp((const char *)node->name, prov_elems[i]) == 0;
-	if (!structural && !has_value && !has_src && !xmlHasProp(node, (const xmlChar *)"unit"))
-		return 0;   /* a device, mem, engine...: not a number */
-	const char *missing = !has_value && !structural ? "value" : !has_src ? "source"
-			    : !has_kind ? "kind" : NULL;
-	if (missing) {
-		lerr(ld, line, "<%s>: missing attribute '%s'%s", node->name, missing,
-		     *missing == 'v' ? "" : " (every number needs a source and a kind)");
-		return 1;
-	}
-	xmlChar *k = xmlGetProp(node, (const xmlChar *)"kind");
-	int bad = prov_parse((const char *)k) == PROV_NONE;
-	if (bad)
-		lerr(ld, line, "<%s>: kind '%s' is not one of vendor, measured, estimate, preliminary",
-		     node->name, (const char *)k);
-	xmlFree(k);
-	return bad;
-}
-
 /* libxml2's structured error callback: parser and RelaxNG errors as file:LINE: error: ... */
 static void xml_error(void *ctx, xmlErrorPtr e)
 {
@@ -810,24 +786,82 @@ static void xml_error(void *ctx, xmlErrorPtr e)
 	while (n && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
 		msg[--n] = 0;
 	xmlNode *node = e->node && e->domain == XML_FROM_RELAXNGV ? (xmlNode *)e->node : NULL;
-	long line = node ? node_line(node) : e->line;
 	if (node) {
-		/* libxml2 repeats "failed to validate" for a node (and its parents) after the
-		 * precise message; keep only the first. */
-		int generic = strstr(msg, "failed to validate") != NULL;
-		if (generic && ld->nerr > 0 && (node == ld->last_node || strstr(msg, "content")))
-			return;
-		ld->last_node = node;
-		if (generic && strstr(msg, "attributes") && explain_attrs(ld, node, line))
-			return;
-		lerr(ld, line, "<%s>: %s", node->name, msg);
+		/* After the first mismatch libxml2 backtracks and blames other elements: the
+		 * first message is the one that points at the problem. */
+		if (ld->schema_errs++ == 0)
+			lerr(ld, node_line(node), "<%s>: %s", node->name, msg);
 		return;
 	}
-	lerr(ld, line, "%s", msg);
+	lerr(ld, e->line, "%s", msg);
 }
 
-/* Loads and compiles machine.rng from the machines directory. */
-static xmlRelaxNGPtr schema_load(Ld *ld)
+/* Collects the element names machine.rng defines (its <element name="..."> patterns). */
+static void schema_names(xmlNode *n, Names *ns)
+{
+	for (; n; n = n->next) {
+		if (is_elem(n, "element")) {
+			xmlChar *name = xmlGetProp(n, (const xmlChar *)"name");
+			if (name && ns->n < 256)
+				ns->name[ns->n++] = (const char *)name;
+			else
+				xmlFree(name);
+		}
+		schema_names(n->children, ns);
+	}
+}
+
+/* Checks before RelaxNG what its messages explain badly: element names the schema does not
+ * know, and numbers (elements with value=) without a numeric value, a source or a valid kind. */
+static void precheck(Ld *ld, xmlNode *n, const Names *known, int depth)
+{
+	static const char *const prov_elems[] = {"mma", "formats", "block-scaled", "link"};
+	for (; n; n = n->next) {
+		if (n->type != XML_ELEMENT_NODE)
+			continue;
+		long line = node_line(n);
+		const char *tag = (const char *)n->name;
+		int ok = 0;
+		for (int i = 0; i < known->n && !ok; i++)
+			ok = strcmp(known->name[i], tag) == 0;
+		if (!ok) {
+			lerr(ld, line, "unknown element <%s> (machine.rng lists the elements)", tag);
+			continue;
+		}
+		int is_num = xmlHasProp(n, (const xmlChar *)"value") != NULL, is_prov = is_num;
+		for (size_t i = 0; i < sizeof prov_elems / sizeof prov_elems[0]; i++)
+			is_prov |= strcmp(tag, prov_elems[i]) == 0;
+		if (is_num) {
+			xmlChar *v = xmlGetProp(n, (const xmlChar *)"value");
+			char *end;
+			strtod((const char *)v, &end);
+			if (end == (char *)v || *end)
+				lerr(ld, line, "<%s>: value '%s' is not a number", tag, (const char *)v);
+			xmlFree(v);
+		}
+		if (is_prov) {
+			xmlChar *k = xmlGetProp(n, (const xmlChar *)"kind");
+			if (!xmlHasProp(n, (const xmlChar *)"source"))
+				lerr(ld, line, "<%s>: missing attribute 'source' (every number needs a source "
+				     "and a kind)", tag);
+			else if (!k)
+				lerr(ld, line, "<%s>: missing attribute 'kind' (vendor, measured, estimate "
+				     "or preliminary)", tag);
+			else if (prov_parse((const char *)k) == PROV_NONE)
+				lerr(ld, line, "<%s>: kind '%s' is not one of vendor, measured, estimate, "
+				     "preliminary", tag, (const char *)k);
+			xmlFree(k);
+		}
+		if (depth < 16)
+			precheck(ld, n->children, known, depth + 1);
+		else
+			lerr(ld, line, "<%s>: nested too deeply", tag);
+	}
+}
+
+/* Loads machine.rng from the machines directory: the compiled schema, and the element names
+ * it defines into `known` (strings to free with names_free). */
+static xmlRelaxNGPtr schema_load(Ld *ld, Names *known)
 {
 	char dir[4096], path[4200];
 	if (!machine_dir(dir, sizeof dir)) {
@@ -836,28 +870,44 @@ static xmlRelaxNGPtr schema_load(Ld *ld)
 		return NULL;
 	}
 	snprintf(path, sizeof path, "%s/machine.rng", dir);
-	xmlRelaxNGParserCtxtPtr pc = xmlRelaxNGNewParserCtxt(path);
-	if (!pc)
-		return NULL;
-	xmlRelaxNGPtr s = xmlRelaxNGParse(pc);
+	xmlDocPtr doc = xmlReadFile(path, NULL, XML_PARSE_NONET);
+	xmlRelaxNGParserCtxtPtr pc = doc ? xmlRelaxNGNewDocParserCtxt(doc) : NULL;
+	xmlRelaxNGPtr s = pc ? xmlRelaxNGParse(pc) : NULL;
+	if (doc)
+		schema_names(xmlDocGetRootElement(doc), known);
 	xmlRelaxNGFreeParserCtxt(pc);
+	xmlFreeDoc(doc);
 	if (!s)
 		lerr(ld, 0, "cannot load the machine schema '%s'", path);
 	return s;
 }
 
+static void names_free(Names *ns)
+{
+	for (int i = 0; i < ns->n; i++)
+		xmlFree((void *)ns->name[i]);
+	ns->n = 0;
+}
+
+/* The pre-checks, then RelaxNG validation. */
 static int validate(Ld *ld, xmlDocPtr doc)
 {
-	xmlRelaxNGPtr schema = schema_load(ld);
-	if (!schema)
+	Names *known = calloc(1, sizeof *known);
+	if (!known) {
+		ld->oom = 1;
 		return -1;
-	xmlRelaxNGValidCtxtPtr vc = xmlRelaxNGNewValidCtxt(schema);
+	}
+	xmlRelaxNGPtr schema = schema_load(ld, known);
 	int rc = -1;
+	if (schema)
+		precheck(ld, xmlDocGetRootElement(doc), known, 0);
+	names_free(known);
+	free(known);
+	xmlRelaxNGValidCtxtPtr vc = schema && ld->nerr == 0 ? xmlRelaxNGNewValidCtxt(schema) : NULL;
 	if (vc) {
-		int before = ld->nerr;
 		xmlRelaxNGSetValidStructuredErrors(vc, xml_error, ld);
 		rc = xmlRelaxNGValidateDoc(vc, doc);
-		if (rc != 0 && ld->nerr == before)
+		if (rc != 0 && ld->nerr == 0)
 			lerr(ld, 0, "does not follow the machine schema");
 		xmlRelaxNGFreeValidCtxt(vc);
 	}
@@ -930,7 +980,7 @@ static void build(Ld *ld, xmlNode *root)
 Machine *machine_load_memory(const char *file, const char *buf, size_t len, FILE *diag)
 {
 	Machine *m = calloc(1, sizeof *m);
-	Ld ld = {m, file, diag ? diag : stderr, 0, NULL, 0};
+	Ld ld = {m, file, diag ? diag : stderr, 0, 0, 0};
 	if (!m) {
 		fprintf(ld.diag, "%s: error: out of memory\n", file);
 		return NULL;
@@ -948,9 +998,12 @@ Machine *machine_load_memory(const char *file, const char *buf, size_t len, FILE
 	xmlDocPtr doc = xmlReadMemory(buf, (int)len, file, NULL,
 				      XML_PARSE_NONET | XML_PARSE_BIG_LINES | XML_PARSE_NOWARNING);
 	xmlSetStructuredErrorFunc(NULL, NULL);
-	if (doc && doc->intSubset)
-		lerr(&ld, node_line((xmlNode *)doc->intSubset), "DOCTYPE declarations are not allowed "
-		     "in machine descriptions");
+	if (doc && doc->intSubset) {
+		long line = 1;
+		for (size_t i = 0; i + 9 <= len && memcmp(buf + i, "<!DOCTYPE", 9) != 0; i++)
+			line += buf[i] == '\n';
+		lerr(&ld, line, "DOCTYPE declarations are not allowed in machine descriptions");
+	}
 	if (!doc && ld.nerr == 0)
 		lerr(&ld, 0, "cannot parse the file as XML");
 	if (doc && ld.nerr == 0 && validate(&ld, doc) == 0)
