@@ -532,8 +532,8 @@ static Module *import_model(const char *path, const Onnx__ModelProto *mp)
 	} else if (imp.opset < 0) {
 		model_error(&imp, "the model does not import the ai.onnx operator set");
 		errs++;
-	} else if (imp.opset < 7 || imp.opset > 24) {
-		model_error(&imp, "ai.onnx opset %d is not supported (aicc reads opsets 7 to 24)", imp.opset);
+	} else if (imp.opset < 1 || imp.opset > 24) {
+		model_error(&imp, "ai.onnx opset %d is not supported (aicc reads opsets 1 to 24)", imp.opset);
 		errs++;
 	}
 	if (!errs) {
@@ -552,6 +552,19 @@ static Module *import_model(const char *path, const Onnx__ModelProto *mp)
 	return m;
 }
 
+Module *fe_import_onnx_buf(const char *path, const void *buf, size_t len)
+{
+	Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, len, buf);
+	if (!mp) {
+		diag_error((Loc){ path, 0, 0 }, "not a valid ONNX model (the onnx.ModelProto protobuf "
+			   "is malformed or truncated)");
+		return NULL;
+	}
+	Module *m = import_model(path, mp);
+	onnx__model_proto__free_unpacked(mp, NULL);
+	return m;
+}
+
 Module *fe_import_onnx(const char *path)
 {
 	RtError e = { 0 };
@@ -561,14 +574,7 @@ Module *fe_import_onnx(const char *path)
 		diag_error((Loc){ 0, 0, 0 }, "%s", e.msg);
 		return NULL;
 	}
-	Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, len, buf);
+	Module *m = fe_import_onnx_buf(path, buf, len);
 	free(buf);
-	if (!mp) {
-		diag_error((Loc){ path, 0, 0 }, "not a valid ONNX model (the onnx.ModelProto protobuf "
-			   "is malformed or truncated)");
-		return NULL;
-	}
-	Module *m = import_model(path, mp);
-	onnx__model_proto__free_unpacked(mp, NULL);
 	return m;
 }

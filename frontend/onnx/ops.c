@@ -1,6 +1,6 @@
 /* frontend/onnx/ops.c: one ONNX node → aicc IR nodes, normalised to one form per operator.
  *
- * ONNX changed many operators between opsets 7 and 24; the IR keeps only the newest form, so
+ * ONNX changed many operators between opsets 1 and 24; the IR keeps only the newest form, so
  * the kernels, shape rules and passes see one contract (docs/onnx.md lists every rewrite):
  *   - attribute-style operands become constant i64/f32 inputs: axes of Squeeze/Unsqueeze (<13)
  *     and ReduceX (<13 for ReduceSum, <18 for the rest), starts/ends/axes of Slice (<10),
@@ -334,6 +334,13 @@ int onnx_convert_node(OnnxImp *imp, Graph *g, OnnxNode *on)
 		return rewrite_old_softmax(imp, g, on, o);
 	if (o == OP_BatchNormalization)
 		drop_attr(on, "spatial");
+	drop_attr(on, "consumed_inputs");      /* opsets < 6: an optimisation hint */
+	if (on->opset < 7 && find_attr(on, "broadcast") && find_attr(on, "axis")) {
+		diag_error(on->loc, "legacy broadcasting with 'axis' (opsets < 7) is not supported");
+		return -1;
+	}
+	if (on->opset < 7)
+		drop_attr(on, "broadcast");
 	if (o == OP_Cast)
 		drop_attr(on, "to");
 	if (o == OP_QuantizeLinear)

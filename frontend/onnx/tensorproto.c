@@ -260,47 +260,48 @@ int onnx_tensor_decode(const Onnx__TensorProto *tp, const char *dir, RtTensor *o
 		return rt_errorf(e, RT_EUSER, "tensor rank %zu exceeds the maximum %d", tp->n_dims, RT_MAX_RANK);
 	if (tp->segment)
 		return rt_errorf(e, RT_EUSER, "segmented tensors are not supported");
-	int64_t dims[RT_MAX_RANK];
-	for (size_t i = 0; i < tp->n_dims; i++)
+	/* Count the elements and check the data is all there before allocating anything, so a
+	 * tensor that claims huge dims without the bytes to back them is refused cheaply. */
+	int64_t dims[RT_MAX_RANK], n = 1;
+	for (size_t i = 0; i < tp->n_dims; i++) {
 		dims[i] = tp->dims[i];
-	if (rt_tensor_alloc(out, dt, (int)tp->n_dims, dims, e) < 0)
-		return -1;
-	int64_t n = out->n;
+		if (dims[i] < 0 || (dims[i] && n > INT64_MAX / 8 / dims[i]))
+			return rt_errorf(e, RT_EUSER, "tensor dim %zu is negative or the element count "
+					 "overflows", i);
+		n *= dims[i];
+	}
 	int bits = raw_bits(t);
 	int64_t rawbytes = bits == 4 ? (n + 1) / 2 : n * (bits / 8);
 	const uint8_t *raw = NULL;
 	uint8_t *ext = NULL;
 	if (tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
 		if (!(raw = ext = external_bytes(tp, dir, rawbytes, e)))
-			goto fail;
+			return -1;
 	} else if (tp->has_raw_data) {
-		if ((int64_t)tp->raw_data.len != rawbytes) {
-			rt_errorf(e, RT_EUSER, "raw_data holds %zu bytes, the tensor needs %lld",
-				  tp->raw_data.len, (long long)rawbytes);
-			goto fail;
-		}
+		if ((int64_t)tp->raw_data.len != rawbytes)
+			return rt_errorf(e, RT_EUSER, "raw_data holds %zu bytes, the tensor needs %lld",
+					 tp->raw_data.len, (long long)rawbytes);
 		raw = tp->raw_data.data;
+	} else {
+		int64_t need, have;
+		typed_counts(tp, t, n, &need, &have);
+		if (need != have)
+			return rt_errorf(e, RT_EUSER, "tensor of %lld elements has %lld values",
+					 (long long)n, (long long)have);
+	}
+	if (rt_tensor_alloc(out, dt, (int)tp->n_dims, dims, e) < 0) {
+		free(ext);
+		return -1;
 	}
 	if (raw) {
 		for (int64_t i = 0; i < n; i++)
 			store_raw(out, t, raw, i);
 	} else {
-		int64_t need, have;
-		typed_counts(tp, t, n, &need, &have);
-		if (need != have) {
-			rt_errorf(e, RT_EUSER, "tensor of %lld elements has %lld values", (long long)n,
-				  (long long)have);
-			goto fail;
-		}
 		for (int64_t i = 0; i < n; i++)
 			store_typed(out, t, tp, i);
 	}
 	free(ext);
 	return 0;
-fail:
-	free(ext);
-	rt_tensor_free(out);
-	return -1;
 }
 
 /* Reads the whole file at path into a malloc'd buffer. */
