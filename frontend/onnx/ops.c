@@ -122,7 +122,8 @@ static int copy_attrs(Node *n, const OnnxNode *on)
 			ir_set_attr_float(n, name, a->f);
 			break;
 		case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING:
-			ir_set_attr_str(n, name, arena_strndup(ar, (const char *)a->s.data, a->s.len));
+			ir_set_attr_str(n, name, a->s.len ? arena_strndup(ar, (const char *)a->s.data,
+									   a->s.len) : "");
 			break;
 		case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS:
 			if (a->n_ints > 1u << 20)
