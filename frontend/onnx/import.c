@@ -134,7 +134,8 @@ Value *onnx_const_i64(OnnxImp *imp, Graph *g, const int64_t *v, int n, int rank)
 	int64_t dims[1] = { n };
 	if (rt_tensor_alloc(&t, DT_I64, rank ? 1 : 0, dims, NULL) < 0)
 		return NULL;
-	memcpy(t.data, v, (size_t)n * sizeof *v);
+	if (n)
+		memcpy(t.data, v, (size_t)n * sizeof *v);
 	return new_const(imp, g, &t);
 }
 

@@ -7,7 +7,7 @@ OUT=${1:-build-fuzz}
 mkdir -p "$OUT"
 FLAGS="-std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -DAICC_VERSION=\"fuzz\" -g -O1 -I. -Ibuild/gen
  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
-SRC="$(ls runtime/*.c runtime/*/*.c ir/*.c frontend/*.c frontend/*/*.c 2>/dev/null || true) build/gen/onnx/onnx.pb-c.c"
+SRC="$(ls runtime/*.c runtime/*/*.c ir/*.c frontend/*.c frontend/*/*.c 2>/dev/null || true) $(ls build/gen/*.c 2>/dev/null || true) build/gen/onnx/onnx.pb-c.c"
 for h in testsuite/fuzz/fuzz_*.c; do
 	n=$(basename "$h" .c)
 	# shellcheck disable=SC2086
