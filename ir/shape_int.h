@@ -14,7 +14,7 @@
 enum { SH_MAXKNOWN = 64 };   /* longest integer tensor tracked as known values */
 
 typedef struct Known {
-	int n;                   /* element count; -1: unknown */
+	int n;                   /* element count */
 	int rank;                /* 0 (scalar) or 1 */
 	Dim *d;                  /* n elements in the arena */
 	int ok;                  /* 1: known */

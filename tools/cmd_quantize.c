@@ -86,7 +86,7 @@ static void usage(FILE *f)
 	      "                        nvfp4 adds a last line 'tensor S' with the f32 decode scale;\n"
 	      "                        int formats: the f32 scale (%a), int4_asym also the zero point\n"
 	      "\n"
-	      "Rounding is to nearest, ties to even.  Rules and sources: docs/numerics.md.\n", f);
+	      "Rounding is to nearest, ties to even.  Rules and sources: reference/numerics.md (design notes).\n", f);
 }
 
 /* One number read from stdin, with where it was. */

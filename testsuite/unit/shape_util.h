@@ -20,7 +20,7 @@ static const Loc L0 = { "t.aig", 1, 1 };
 static char diag_text[16384];
 
 /* A dim from "4096", "S" or a product "2*S". */
-static Dim dim_of(Module *m, char *tok)
+static inline Dim dim_of(Module *m, char *tok)
 {
 	char *star = strchr(tok, '*');
 	if (star) {
@@ -36,7 +36,7 @@ static Dim dim_of(Module *m, char *tok)
 }
 
 /* A type from "dt[d0, d1, ...]" where each dim is an integer or a symbol name. */
-static Type ty(Module *m, const char *spec)
+static inline Type ty(Module *m, const char *spec)
 {
 	char dt[32];
 	const char *lb = strchr(spec, '[');
@@ -61,10 +61,10 @@ static Type ty(Module *m, const char *spec)
 	return ir_type(m, rt_dtype_lookup(dt), r, d);
 }
 
-static Value *in(Graph *g, const char *name, const char *spec) { return ir_add_input(g, name, ty(g->m, spec), L0); }
+static inline Value *in(Graph *g, const char *name, const char *spec) { return ir_add_input(g, name, ty(g->m, spec), L0); }
 
 /* A constant parameter holding the given numbers (an inline literal) with type spec. */
-static Value *lit(Graph *g, const char *spec, int n, const double *v)
+static inline Value *lit(Graph *g, const char *spec, int n, const double *v)
 {
 	ParamInit *pi = arena_alloc(g->m->arena, sizeof *pi);
 	pi->kind = INIT_LITERAL;
@@ -76,7 +76,7 @@ static Value *lit(Graph *g, const char *spec, int n, const double *v)
 }
 
 /* A 1-D i64 constant of n elements. */
-static Value *ints(Graph *g, int n, ...)
+static inline Value *ints(Graph *g, int n, ...)
 {
 	double v[64];
 	char spec[32];
@@ -90,7 +90,7 @@ static Value *ints(Graph *g, int n, ...)
 }
 
 /* A node with nin inputs (Value *, NULL for absent) and nout outputs. */
-static Node *node(Graph *g, Op op, int nout, int nin, ...)
+static inline Node *node(Graph *g, Op op, int nout, int nin, ...)
 {
 	Value *v[16];
 	va_list ap;
@@ -102,7 +102,7 @@ static Node *node(Graph *g, Op op, int nout, int nin, ...)
 }
 
 /* Runs shape inference with diagnostics captured in diag_text; returns the error count. */
-static int infer(Module *m)
+static inline int infer(Module *m)
 {
 	char *buf = NULL;
 	size_t len = 0;
@@ -118,7 +118,7 @@ static int infer(Module *m)
 	return r;
 }
 
-static const char *tstr(const Value *v)
+static inline const char *tstr(const Value *v)
 {
 	static char buf[4][256];
 	static int k;
