@@ -1,4 +1,5 @@
-/* tools/cmd_compile.c: `aicc compile MODEL [options]`: read a model, bind dimensions, verify,
+/* tools/cmd_compile.c: `aicc compile MODEL [options]`: read a model (.aig, or .onnx through the
+ * ONNX importer), bind dimensions (--bind, --shape), verify,
  * infer shapes, and emit the IR or a summary (later: run the passes and a target). */
 #include <errno.h>
 #include <jansson.h>
@@ -13,16 +14,19 @@ typedef struct CompileOpts {
 	const char *model, *output, *emit, *target;
 	const char *binds[64];
 	int nbinds;
+	const char *shapes[64];      /* --shape x=1,3,48,262 */
+	int nshapes;
 	const char *print_after;
 	int print_after_all;
 } CompileOpts;
 
 static void compile_help(void)
 {
-	printf("usage: aicc compile MODEL(.aig) [options]\n"
+	printf("usage: aicc compile MODEL(.aig|.onnx) [options]\n"
 	       "  --emit ir|summary     what to write (default: summary)\n"
 	       "  -o FILE               output file (default: stdout)\n"
 	       "  --bind S=2048,B=1     bind dimension symbols (repeatable)\n"
+	       "  --shape x=1,3,48,262  give input x this shape, binding its symbolic dims (repeatable)\n"
 	       "  --print-after PASS    print the IR to stderr after PASS (verify, infer-shapes)\n"
 	       "  --print-after-all     print the IR after every pass\n");
 }
@@ -47,6 +51,59 @@ static int apply_binds(Module *m, const char *spec)
 	}
 	free(s);
 	return rc;
+}
+
+/* Parses "x=1,3,48,262": input x of the entry graph gets that shape; each symbolic dim of x that
+ * is a plain symbol is bound to the given value, a constant dim must agree.  -1 on errors. */
+static int apply_shape(Module *m, const char *spec)
+{
+	const char *eq = strchr(spec, '=');
+	Graph *g = ir_entry(m);
+	Value *x = NULL;
+	for (int i = 0; g && eq && i < g->nin; i++)
+		if (strlen(g->inputs[i]->name) == (size_t)(eq - spec) &&
+		    strncmp(g->inputs[i]->name, spec, (size_t)(eq - spec)) == 0)
+			x = g->inputs[i];
+	if (!eq || !x) {
+		drv_error("--shape expects INPUT=D0,D1,... naming an input of the model, got '%s'", spec);
+		return -1;
+	}
+	Dim dims[IR_MAX_RANK];
+	int rank = 0;
+	for (const char *p = eq + 1; *p; rank++) {
+		char *end;
+		errno = 0;
+		long long v = strtoll(p, &end, 10);
+		if (end == p || errno || v < 0 || (*end && *end != ',') || rank == IR_MAX_RANK) {
+			drv_error("--shape %s: dims must be non-negative integers separated by commas", spec);
+			return -1;
+		}
+		dims[rank] = dim_c(v);
+		p = *end ? end + 1 : end;
+	}
+	if (x->type.rank >= 0 && x->type.rank != rank) {
+		drv_error("--shape %s: input '%s' has rank %d, not %d", spec, x->name, x->type.rank, rank);
+		return -1;
+	}
+	for (int i = 0; i < rank && x->type.rank >= 0; i++) {
+		Dim d = x->type.dims[i];
+		char buf[256];
+		if (dim_isconst(d) && d.k != dims[i].k) {
+			drv_error("--shape %s: dim %d of input '%s' is %lld, not %lld", spec, i, x->name,
+				  (long long)d.k, (long long)dims[i].k);
+			return -1;
+		}
+		if (!dim_isconst(d) && ir_sym_find(m, dim_str(m, d, buf, sizeof buf)) >= 0)
+			ir_bind(m, buf, dims[i].k);
+	}
+	x->type = ir_type(m, x->type.dt, rank, dims);
+	return 0;
+}
+
+static int has_suffix(const char *s, const char *suf)
+{
+	size_t n = strlen(s), k = strlen(suf);
+	return n >= k && strcmp(s + n - k, suf) == 0;
 }
 
 static void maybe_print(const CompileOpts *o, const Module *m, const char *pass)
@@ -96,6 +153,16 @@ static int parse_opts(int argc, char **argv, CompileOpts *o)
 				return -1;
 			continue;
 		}
+		if ((r = opt_value(argc, argv, &i, "--shape", &v))) {
+			if (r < 0)
+				return -1;
+			if (o->nshapes == 64) {
+				drv_error("too many --shape options");
+				return -1;
+			}
+			o->shapes[o->nshapes++] = v;
+			continue;
+		}
 		if ((r = opt_value(argc, argv, &i, "--bind", &v))) {
 			if (r < 0)
 				return -1;
@@ -136,12 +203,15 @@ int cmd_compile(int argc, char **argv)
 	CompileOpts o;
 	if (parse_opts(argc, argv, &o) < 0)
 		return EXIT_USER;
-	Module *m = fe_parse_aig(o.model);
+	Module *m = has_suffix(o.model, ".onnx") ? fe_import_onnx(o.model) : fe_parse_aig(o.model);
 	if (!m)
 		return EXIT_USER;
 	int rc = EXIT_USER;
 	for (int i = 0; i < o.nbinds; i++)
 		if (apply_binds(m, o.binds[i]) < 0)
+			goto out;
+	for (int i = 0; i < o.nshapes; i++)
+		if (apply_shape(m, o.shapes[i]) < 0)
 			goto out;
 	if (ir_verify(m) > 0)
 		goto out;
