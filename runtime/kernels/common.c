@@ -107,11 +107,6 @@ double kn_rne(double x)
 	return r;
 }
 
-int kn_numerics_ok(void)
-{
-	return rt_round_tensor && rt_round && rt_quantize_blocks && rt_quantize_int;
-}
-
 int kn_finish(RtTensor *t, const RtExecOpts *o, RtError *e)
 {
 	DType d = t->dtype;
@@ -122,8 +117,6 @@ int kn_finish(RtTensor *t, const RtExecOpts *o, RtError *e)
 	}
 	if (d == DT_F32 || d == DT_F64 || rt_dtypes[d].storage != S_F32)
 		return 0;
-	if (!kn_numerics_ok())
-		return rt_errorf(e, RT_EINTERNAL, "rounding to %s needs runtime/numerics.c", rt_dtype_name(d));
 	/* IEEE-like formats overflow to Inf/NaN as arithmetic does; block formats always saturate. */
 	QuantOpts q = { o && o->scale_rule ? SCALE_RCEIL : SCALE_FLOOR, rt_dtypes[d].kind == K_BLOCK, 0 };
 	int64_t row = t->rank ? t->dims[t->rank - 1] : 1;

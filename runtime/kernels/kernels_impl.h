@@ -18,12 +18,6 @@
 #include "runtime/kernels.h"
 #include "runtime/numerics.h"
 
-/* The numerics codecs are linked weakly until runtime/numerics.c exists on every branch: a
- * narrow-format path then reports an error instead of failing the link. */
-#pragma weak rt_round_tensor
-#pragma weak rt_round
-#pragma weak rt_quantize_blocks
-#pragma weak rt_quantize_int
 
 /* Scratch and output allocation. */
 double *kn_alloc(int64_t n, RtError *e);
@@ -47,7 +41,6 @@ int64_t kn_wrap_int(DType d, int64_t x);
 int64_t kn_sat_int(DType d, double x);
 /* Round-to-nearest-even of x (ONNX Round, QuantizeLinear). */
 double kn_rne(double x);
-int kn_numerics_ok(void);
 
 /* Accumulate in f64 when opts asks for it or any float input is f64. */
 int kn_acc64(const RtKernelArgs *a);

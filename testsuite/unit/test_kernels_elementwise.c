@@ -292,6 +292,52 @@ static void test_exp2_fa4(void **state)
 	rt_tensor_free(&x);
 }
 
+/* Narrow formats through runtime/numerics: Cast saturation, Quantize grids, narrow outputs. */
+static void test_narrow_formats(void **state)
+{
+	RtTensor x = KT_T(DT_F32, 1, KT_DIMS(4), KT_VALS(500, -1000, 1.0 + 1.0 / 16, 0.3));
+	RtTensor *in[] = { &x };
+	Attr at[] = { kt_as("to", "f8e4m3"), kt_ai("saturate", 1) };
+	Attrs as = { 2, at };
+	Kt k = kt_run("Cast", in, 1, 1, &as, NULL);
+	/* clamp to +-448; 1+1/16 is a tie between 1 and 1.125: even mantissa -> 1; 0.3 -> 0.3125 */
+	kt_expect(&k.out[0], 1, KT_DIMS(4), KT_VALS(448, -448, 1, 0.3125), 0);
+	kt_free(&k);
+	at[1] = kt_ai("saturate", 0);
+	k = kt_run("Cast", in, 1, 1, &as, NULL);
+	assert_true(isnan(rt_f32(&k.out[0])[0]));   /* E4M3 has no Inf: overflow is NaN */
+	kt_free(&k);
+	Attr bt[] = { kt_as("to", "bf16") };
+	Attrs bs = { 1, bt };
+	RtTensor y = KT_T(DT_F32, 1, KT_DIMS(2), KT_VALS(1.0 + 1.0 / 256, 1.0 + 3.0 / 256));
+	RtTensor *yin[] = { &y };
+	k = kt_run("Quantize", yin, 1, 1, &bs, NULL);
+	assert_int_equal(k.out[0].dtype, DT_BF16);
+	kt_expect(&k.out[0], 1, KT_DIMS(2), KT_VALS(1, 1.0 + 4.0 / 256), 0);   /* RNE ties to even */
+	kt_free(&k);
+	/* mxfp4 block (FLOOR rule): amax 6 -> scale 1; elements on the E2M1 grid */
+	RtTensor z = KT_T(DT_F32, 1, KT_DIMS(4), KT_VALS(6, 2.4, -0.7, 0.2));
+	RtTensor *zin[] = { &z };
+	Attr mt[] = { kt_as("to", "mxfp4") };
+	Attrs ms = { 1, mt };
+	k = kt_run("Quantize", zin, 1, 1, &ms, NULL);
+	kt_expect(&k.out[0], 1, KT_DIMS(4), KT_VALS(6, 2, -0.5, 0), 0);
+	kt_free(&k);
+	/* an f16 output of Add is rounded to f16: 1 + 2^-11 ties to 1 */
+	RtTensor a = KT_T(DT_F32, 1, KT_DIMS(1), KT_VALS(1)), b = KT_T(DT_F32, 1, KT_DIMS(1), KT_VALS(1.0 / 2048));
+	RtTensor *ab[] = { &a, &b };
+	RtExecOpts o = { 0 };
+	o.mma_in = DT_INVALID;
+	RtKernelArgs args;
+	RtTensor out = { .dtype = DT_F16 };
+	RtError e = { 0 };
+	args = (RtKernelArgs){ ab, 2, &out, 1, NULL, &o };
+	assert_int_equal(rt_kernel(rt_op_lookup("Add"))(&args, &e), 0);
+	assert_true(rt_f32(&out)[0] == 1.0f);
+	rt_tensor_free(&out);
+	rt_tensor_free(&x), rt_tensor_free(&y), rt_tensor_free(&z), rt_tensor_free(&a), rt_tensor_free(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -300,7 +346,7 @@ int main(void)
 		cmocka_unit_test(test_variadic_where_clip), cmocka_unit_test(test_cast),
 		cmocka_unit_test(test_reduce), cmocka_unit_test(test_softmax),
 		cmocka_unit_test(test_argmax_topk), cmocka_unit_test(test_cumsum),
-		cmocka_unit_test(test_exp2_fa4),
+		cmocka_unit_test(test_exp2_fa4), cmocka_unit_test(test_narrow_formats),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,4 +1,4 @@
-/* runtime/kernels/quant.c: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear and the
+/* runtime/kernels/qlinear.c: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear and the
  * aicc Quantize operator.
  *
  * Scales and zero points are per tensor, per axis (1-D of the axis' length) or blocked
@@ -83,10 +83,6 @@ int rk_QuantizeLinear(const RtKernelArgs *a, RtError *e)
 		return -1;
 	RtTensor *y = &a->out[0];
 	int f64 = x->dtype == DT_F64, sat = (int)rt_attr_int(a->attrs, "saturate", 1);
-	if (!kn_isint(y->dtype) && !kn_numerics_ok()) {
-		kn_free_outs(a);
-		return rt_errorf(e, RT_EINTERNAL, "QuantizeLinear to %s needs runtime/numerics.c", rt_dtype_name(y->dtype));
-	}
 	for (int64_t i = 0; i < x->n; i++) {
 		int64_t j = qidx(&q, x, s, i);
 		double v = kn_acc(f64, rt_get(x, i) / rt_get(s, j));
@@ -161,8 +157,6 @@ int rk_Quantize(const RtKernelArgs *a, RtError *e)
 		d = rt_dtype_lookup(rt_attr_str(a->attrs, "to", ""));
 	if (d == DT_INVALID)
 		return rt_errorf(e, RT_EUSER, "Quantize: missing or unknown target dtype `to`");
-	if (!kn_isint(d) && d != DT_F32 && d != DT_F64 && !kn_numerics_ok())
-		return rt_errorf(e, RT_EINTERNAL, "Quantize to %s needs runtime/numerics.c", rt_dtype_name(d));
 	if (rt_tensor_alloc(&a->out[0], d, x->rank, x->dims, e) < 0)
 		return -1;
 	RtTensor *y = &a->out[0];
