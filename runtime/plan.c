@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const plan_init_names[PINIT_COUNT] = { "normal", "uniform", "fill", "inline", "npy", "safetensors" };
+const char *const plan_init_names[PINIT_COUNT] = { "normal", "uniform", "fill", "inline", "npy", "safetensors", "unbound" };
 const char *const plan_instr_names[PI_COUNT] = { "kernel", "copy", "collective", "record", "wait" };
 const char *const plan_coll_names[PC_COUNT] = { "allreduce", "allgather" };
 static const char *const formats[] = { "row" };

@@ -66,6 +66,7 @@ typedef struct PlanBuffer {
 
 typedef enum PlanInitKind {
 	PINIT_NORMAL, PINIT_UNIFORM, PINIT_FILL, PINIT_INLINE, PINIT_NPY, PINIT_SAFETENSORS,
+	PINIT_UNBOUND,           /* a parameter without data: bound by --input, or --timing-only */
 	PINIT_COUNT
 } PlanInitKind;
 
@@ -180,7 +181,7 @@ int64_t plan_buffer_numel(const PlanBuffer *b);
 int plan_default_unit(const Plan *p, int device, PlanInstrKind k);
 
 /* ---- names shared by the writer, the reader and the report ---- */
-extern const char *const plan_init_names[PINIT_COUNT];   /* normal uniform fill inline npy safetensors */
+extern const char *const plan_init_names[PINIT_COUNT];   /* normal ... safetensors unbound */
 extern const char *const plan_instr_names[PI_COUNT];     /* kernel copy collective record wait */
 extern const char *const plan_coll_names[PC_COUNT];      /* allreduce allgather */
 int plan_format_known(const char *format);               /* 1 for a known buffer layout name */

@@ -175,6 +175,7 @@ static void put_const(FILE *f, const Plan *p, const PlanConst *c)
 			put_str(f, c->key);
 		}
 		break;
+	case PINIT_UNBOUND:
 	case PINIT_COUNT:
 		break;
 	}
