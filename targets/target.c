@@ -1,13 +1,12 @@
 /* targets/target.c: the target table (expanded from targets/targets.def), cost-hook
- * registration, and machine descriptions as TgtMachine.  Machine files are looked up like the
- * XML machines: $AICC_MACHINES, then <exe dir>/../share/aicc/machines, then
- * <exe dir>/../targets/machines; the machine hash is FNV-1a 64 of the file's bytes. */
+ * registration, and machine descriptions (targets/machine.h) turned into plan entities: the
+ * plan records, per device, the peak FLOP/s at f32 and f64, a fixed per-instruction overhead,
+ * and its device-wide memory spaces with capacity and bandwidth (times the machine's achievable
+ * efficiency when it states one), so the runtime times plans without the XML. */
 #include "targets/target.h"
 
-#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 const Target tgt_targets[] = {
 #define TARGET(name, machine, lower, cost, help) { #name, machine, help, lower, cost },
@@ -30,79 +29,98 @@ void tgt_register_costs(void)
 		rt_cost_register(tgt_targets[i].name, tgt_targets[i].cost);
 }
 
-/* Writes into buf the first existing candidate path for machine `name`; 0 or -1. */
-static int machine_path(const char *name, char *buf, size_t n)
+/* The fixed cost of one instruction on d: its primary unit's pipeline latency if the machine
+ * gives one, else the latency of its main memory (a kernel's first access), else 0. */
+static double device_overhead(const Device *d, const MemSpace *main)
 {
-	char exe[PATH_MAX];
-	ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
-	exe[k > 0 ? k : 0] = 0;
-	char *slash = strrchr(exe, '/');
-	if (slash)
-		*slash = 0;
-	const char *env = getenv("AICC_MACHINES");
-	const char *fmt[3] = { "%s/%s.aim", "%s/../share/aicc/machines/%s.aim", "%s/../targets/machines/%s.aim" };
-	const char *dir[3] = { env, exe, exe };
-	for (int i = 0; i < 3; i++) {
-		if (!dir[i] || !*dir[i])
+	if (d->nunits > 0 && num_has(&d->units[0].latency))
+		return d->units[0].latency.v;
+	return main && num_has(&main->latency) ? main->latency.v : 0;
+}
+
+/* One plan device (with its spaces and compute unit) for machine device d. */
+static int describe_device(Plan *p, const Device *d, RtError *e)
+{
+	const MemSpace *main = NULL;
+	for (int i = 0; i < d->nmems; i++)
+		if (d->mems[i].scope == SCOPE_DEVICE && num_has(&d->mems[i].bandwidth) &&
+		    (!main || d->mems[i].capacity.v > main->capacity.v))
+			main = &d->mems[i];
+	PlanDevice pd = { .name = (char *)d->id, .kind = (char *)devkind_name(d->kind),
+			  .peak_flops = dev_peak(d, DT_F32), .peak_flops_f64 = dev_peak(d, DT_F64),
+			  .overhead_s = device_overhead(d, main), .clock_hz = d->clock.v };
+	int dev = plan_add_device(p, &pd, e);
+	if (dev < 0)
+		return -1;
+	for (int i = 0; i < d->nmems; i++) {
+		const MemSpace *ms = &d->mems[i];
+		if (ms->scope != SCOPE_DEVICE || !num_has(&ms->bandwidth))
 			continue;
-		snprintf(buf, n, fmt[i], dir[i], name);
-		if (access(buf, R_OK) == 0)
-			return 0;
+		char name[128];
+		snprintf(name, sizeof name, "%s.%s", d->id, ms->name);
+		PlanSpace sp = { .name = name, .device = dev, .capacity = (int64_t)mem_total_capacity(d, ms),
+				 .bandwidth = ms->bandwidth.v * (num_has(&ms->efficiency) ? ms->efficiency.v : 1) };
+		if (plan_add_space(p, &sp, e) < 0)
+			return -1;
 	}
-	return -1;
+	char uname[128];
+	snprintf(uname, sizeof uname, "%s.core", d->id);
+	PlanUnit u = { .name = uname, .kind = "compute", .device = dev };
+	return plan_add_unit(p, &u, e) < 0 ? -1 : 0;
 }
 
-static char *slurp(const char *path, size_t *len)
+/* Links between instantiated devices (one per device class), bandwidth one way. */
+static int describe_links(Plan *p, const Machine *m, RtError *e)
 {
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	char *s = NULL;
-	size_t cap = 0, n = 0, got;
-	do {
-		if (n == cap) {
-			char *t = realloc(s, cap = cap ? cap * 2 : 4096);
-			if (!t) {
-				free(s);
-				fclose(f);
-				return NULL;
-			}
-			s = t;
+	for (int i = 0; i < m->nlinks; i++) {
+		const Link *l = &m->links[i];
+		int a = plan_find_device(p, l->from->id), b = plan_find_device(p, l->to->id);
+		if (a < 0 || b < 0 || a == b)
+			continue;
+		PlanLink pl = { .name = (char *)l->id, .src = a, .dst = b, .bandwidth = link_oneway_bw(l),
+				.latency_s = l->latency.v };
+		if (plan_add_link(p, &pl, e) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+int tgt_machine_load(const char *name, const char *const *sets, int nsets, TgtMachine *tm, RtError *e)
+{
+	memset(tm, 0, sizeof *tm);
+	if (!(tm->m = machine_load(name, stderr)))
+		return rt_errorf(e, RT_EUSER, "aicc: error: cannot load machine '%s'", name);
+	for (int i = 0; i < nsets; i++) {
+		char err[512], *eq = strchr(sets[i], '='), path[256];
+		if (!eq || (size_t)(eq - sets[i]) >= sizeof path) {
+			tgt_machine_free(tm);
+			return rt_errorf(e, RT_EUSER, "aicc: error: --set expects key=value, got '%s'", sets[i]);
 		}
-		got = fread(s + n, 1, cap - n, f);
-		n += got;
-	} while (got);
-	fclose(f);
-	*len = n;
-	return s;
-}
-
-int tgt_machine_load(const char *name, TgtMachine *m, RtError *e)
-{
-	char path[PATH_MAX];
-	size_t len = strlen(name);
-	int is_path = strchr(name, '/') || (len > 4 && strcmp(name + len - 4, ".aim") == 0);
-	if (is_path)
-		snprintf(path, sizeof path, "%s", name);
-	else if (machine_path(name, path, sizeof path) < 0)
-		return rt_errorf(e, RT_EUSER, "aicc: error: unknown machine '%s' (no %s.aim in $AICC_MACHINES "
-				 "or the installed machine directories)", name, name);
-	char *text = slurp(path, &len);
-	if (!text)
-		return rt_errorf(e, RT_EUSER, "%s: error: cannot read machine description", path);
-	m->desc = plan_parse(path, text, len, e);
-	if (m->desc) {
-		m->desc->machine_hash = plan_hash(text, len);
-		m->desc->file = NULL;
+		snprintf(path, sizeof path, "%.*s", (int)(eq - sets[i]), sets[i]);
+		if (machine_set(tm->m, path, eq + 1, err, sizeof err) < 0) {
+			tgt_machine_free(tm);
+			return rt_errorf(e, RT_EUSER, "aicc: error: --set %s: %s", sets[i], err);
+		}
 	}
-	free(text);
-	return m->desc ? 0 : -1;
+	uint64_t hash = strtoull(tm->m->hash, NULL, 16);
+	int rc = (tm->desc = plan_new("machine", tm->m->name, hash, e)) ? 0 : -1;
+	for (int i = 0; rc == 0 && i < tm->m->ndevs; i++)
+		if (!tm->m->devs[i].is_host)
+			rc = describe_device(tm->desc, &tm->m->devs[i], e);
+	if (rc == 0)
+		rc = describe_links(tm->desc, tm->m, e);
+	if (rc < 0)
+		tgt_machine_free(tm);
+	return rc;
 }
 
 void tgt_machine_free(TgtMachine *m)
 {
 	plan_free(m->desc);
+	if (m->m)
+		machine_free(m->m);
 	m->desc = NULL;
+	m->m = NULL;
 }
 
 int tgt_machine_copy(const TgtMachine *m, Plan *p, RtError *e)

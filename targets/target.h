@@ -3,10 +3,8 @@
  *
  * A target turns a shape-inferred graph into a Plan through runtime/plan.h's builder; its cost
  * hook prices instructions for the runtime's timing engine.  Targets are listed once in
- * targets/targets.def.  TgtMachine holds a machine's devices, memory spaces, units and links as
- * plan entities (so they copy straight into plans), with the machine's name and the hash of its
- * description file.  Until the XML machine loader (targets/machine.h) is wired in, descriptions
- * are read from files in the plan's own machine syntax (docs/plan-format.md §Machine files).
+ * targets/targets.def.  TgtMachine pairs a machine description (targets/machine.h) with its
+ * devices, memory spaces, units and links as plan entities, which copy straight into plans.
  */
 #ifndef AICC_TARGET_H
 #define AICC_TARGET_H
@@ -14,15 +12,22 @@
 #include "ir/ir.h"
 #include "runtime/interp.h"
 #include "runtime/plan.h"
+#include "targets/machine.h"
 
 /* ---- machines ---- */
+/* A machine description (targets/machine.h) and the plan entities that describe it: one device
+ * per non-host device class of the machine ("<id>"), one memory space per device-scope memory
+ * with a bandwidth ("<id>.<mem>"), one compute unit ("<id>.core"), and one link per machine
+ * link between two instantiated devices.  The plan records the machine's name and hash. */
 typedef struct TgtMachine {
+	Machine *m;
 	Plan *desc;          /* devices, spaces, units, links; desc->machine, desc->machine_hash */
 } TgtMachine;
 
-/* Loads machine `name_or_path` (a path if it contains '/' or ends in ".aim"; otherwise looked up
- * as NAME.aim in $AICC_MACHINES, <exe dir>/../share/aicc/machines, <exe dir>/../targets/machines).  0, or -1 with e set. */
-int tgt_machine_load(const char *name_or_path, TgtMachine *m, RtError *e);
+/* Loads machine `name_or_path` (machine_load) and applies `--set key=value` overrides.
+ * Diagnostics from the XML loader go to stderr; returns 0, or -1 with e set. */
+int tgt_machine_load(const char *name_or_path, const char *const *sets, int nsets, TgtMachine *m,
+		     RtError *e);
 void tgt_machine_free(TgtMachine *m);
 /* Copies the machine's devices, spaces, units and links into plan p. */
 int tgt_machine_copy(const TgtMachine *m, Plan *p, RtError *e);
