@@ -55,6 +55,13 @@ float rt_bits_f32(uint32_t u)
 	return x;
 }
 
+/* 2^k as a float for k in [-149, 127] (subnormal powers of two included); the products with
+ * small integers above are exact. */
+static float pow2f(int k)
+{
+	return rt_bits_f32(k >= -126 ? (uint32_t)(k + 127) << 23 : 1u << (k + 149));
+}
+
 uint32_t rt_fmt_encode(const FmtDesc *f, float x, int sat)
 {
 	return enc_core(rt_f32_bits(x), 0, f->M, f->emin, f->maxmag, f->infmag, f->nanmag,
@@ -76,9 +83,9 @@ float rt_fmt_decode(const FmtDesc *f, uint32_t code)
 	else {
 		uint32_t e = mag >> f->M, m = mag & ((1u << f->M) - 1);
 		if (e == 0)
-			v = ldexpf((float)m, f->emin - f->M);
+			v = (float)m * pow2f(f->emin - f->M);
 		else
-			v = ldexpf((float)(m | (1u << f->M)), f->emin + (int)e - 1 - f->M);
+			v = (float)(m | (1u << f->M)) * pow2f(f->emin + (int)e - 1 - f->M);
 	}
 	return neg ? -v : v;
 }

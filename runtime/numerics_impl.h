@@ -45,11 +45,16 @@ static inline uint32_t enc_core(uint32_t u, int eoff, int M, int emin, uint32_t 
 	}
 	int E = (int)(a >> 23);
 	uint32_t sig = a & 0x7FFFFFu;
-	if (E)
+	if (E) {
 		sig |= 0x800000u;
-	else
-		E = 1;
-	E -= 127 + eoff;                 /* value = sig * 2^(E - 23) */
+	} else {                         /* float32 subnormal or zero: normalise */
+		if (!sig)
+			return sign;
+		int lz = __builtin_clz(sig) - 8;
+		sig <<= lz;
+		E = 1 - lz;
+	}
+	E -= 127 + eoff;                 /* value = sig * 2^(E - 23), sig in [2^23, 2^24) */
 	int et = E > emin ? E : emin;    /* exponent of the target binade */
 	int shift = et - M - E + 23;     /* >= 23 - M >= 1: the target ulp is 2^(et - M) */
 	uint32_t q;

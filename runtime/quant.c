@@ -181,6 +181,20 @@ static void mx_block(DType fmt, const MxElem *m, const float *x, int64_t len, Sc
 }
 
 /* ---- NVFP4 (numerics.md §4) ---- */
+
+/* E2M1 code of clamp(t, -6, 6), RNE, as the count of decision thresholds below |t|: ties at
+ * 0.25, 1.25, 2.5, 5 go down (to the even codes 0, 2, 4, 6), ties at 0.75, 1.75, 3.5 go up
+ * (to 2, 4, 6) -- the table of numerics.md §4/§11 row 5.  The sign comes from the bits, so
+ * values rounding to zero keep it (code 0x8 is -0), as enc_core does.  t is never NaN here. */
+static inline uint32_t e2m1_clamped(float t)
+{
+	uint32_t u = rt_f32_bits(t);
+	float a = rt_bits_f32(u & 0x7FFFFFFFu);
+	uint32_t c = (uint32_t)(a > 0.25f) + (uint32_t)(a >= 0.75f) + (uint32_t)(a > 1.25f) +
+		     (uint32_t)(a >= 1.75f) + (uint32_t)(a > 2.5f) + (uint32_t)(a >= 3.5f) +
+		     (uint32_t)(a > 5.0f);
+	return c | ((u >> 28) & 0x8u);
+}
 void rt_nvfp4_global_scale(float amax, float *s_enc, float *s_dec)
 {
 	float enc = 2688.0f / amax;      /* 448 * 6 / amax_tensor, float32 */
@@ -206,16 +220,18 @@ int rt_quantize_nvfp4(const float *x, int64_t n, int block, float s_enc, float s
 		float sbv = tab_e4m3[sb];
 		float enc_b = fminf(1.0f / (sbv * s_dec), FLT_MAX);
 		double dscale = (double)sbv * (double)s_dec;   /* exact: <= 28 significant bits */
+		float dq[16];   /* q * s_b * S_dec: exact product, one rounding to float32 */
+		for (int c = 0; c < 16; c++)
+			dq[c] = (float)((double)tab_e2m1[c] * dscale);
 		if (scales)
 			scales[b] = (uint8_t)sb;
 		for (int64_t i = 0; i < len; i++) {
 			float t = xb[i] * enc_b;
-			t = t > 6.0f ? 6.0f : t < -6.0f ? -6.0f : t;
-			uint32_t c = enc_core(rt_f32_bits(t), 0, 1, 0, 0x7, 0, 0, 4, 1);
+			uint32_t c = e2m1_clamped(t);
 			if (codes)
 				codes[i0 + i] = (uint8_t)c;
-			if (deq)   /* exact product, one rounding to float32 */
-				deq[i0 + i] = (float)((double)tab_e2m1[c] * dscale);
+			if (deq)
+				deq[i0 + i] = dq[c];
 		}
 	}
 	return 0;
