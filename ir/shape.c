@@ -285,6 +285,19 @@ static int literal_dims(const Value *v, int *rank, int64_t *dims)
 	return 0;
 }
 
+/* A literal number as an integer, saturating: 9223372036854775807 written in .aig is read as
+ * the double 2^63 (ONNX exports use INT64_MAX as "to the end" in Slice). */
+static int64_t sat_int(double x)
+{
+	if (x != x)
+		return 0;
+	if (x >= 9223372036854775807.0)
+		return INT64_MAX;
+	if (x <= -9223372036854775808.0)
+		return INT64_MIN;
+	return (int64_t)x;
+}
+
 const RtTensor *ir_const_data(Value *v)
 {
 	if (!v || v->kind != V_PARAM || !v->init)
@@ -309,7 +322,10 @@ const RtTensor *ir_const_data(Value *v)
 	if (rt_tensor_alloc(t, dt, rank, dims, NULL) < 0)
 		return NULL;
 	for (int64_t i = 0; i < pi->nlit; i++)
-		rt_set(t, i, pi->lit[i]);
+		if (rt_dtypes[dt].storage == S_I64)
+			rt_seti(t, i, sat_int(pi->lit[i]));
+		else
+			rt_set(t, i, pi->lit[i]);
 	pi->data = t;
 	return t;
 }
