@@ -6,16 +6,18 @@
  * two live buffers share bytes, so this is faithful to the memory plan) and are released after
  * their last use.  Inputs are bound from RtBinding tensors (converted and rounded to the
  * buffer's dtype) or seeded random data; constants are materialised from seeded initialisers
- * (runtime/random.h, their call instance mixed in) or inline data.  Requires runtime/kernels.h,
- * runtime/numerics.h, runtime/random.h. */
+ * (runtime/random.h, their call instance mixed in), inline data, or .npy/.safetensors files.
+ * Requires runtime/kernels.h, numerics.h, random.h, npy.h, safetensors.h. */
 #include "runtime/interp.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/npy.h"
 #include "runtime/numerics.h"
 #include "runtime/random.h"
+#include "runtime/safetensors.h"
 
 typedef struct Vm {
 	const Plan *p;
@@ -108,6 +110,22 @@ static int bind_inputs(Vm *m)
 	return 0;
 }
 
+/* A constant from an .npy or .safetensors file (relative paths against o->base_dir). */
+static int load_file(Vm *m, const PlanConst *c, const char *name)
+{
+	char path[4096];
+	const char *dir = m->o->base_dir;
+	snprintf(path, sizeof path, "%s%s%s", c->path[0] != '/' && dir ? dir : "",
+		 c->path[0] != '/' && dir ? "/" : "", c->path);
+	RtTensor t;
+	int rc = c->kind == PINIT_NPY ? rt_npy_read(path, &t, m->e) : rt_safetensors_read(path, c->key, &t, m->e);
+	if (rc < 0)
+		return -1;
+	rc = bind_tensor(m, c->buffer, name, &t);
+	rt_tensor_free(&t);
+	return rc;
+}
+
 /* Materialises constant c into its buffer. */
 static int materialise(Vm *m, const PlanConst *c)
 {
@@ -119,8 +137,7 @@ static int materialise(Vm *m, const PlanConst *c)
 		return rt_errorf(m->e, RT_EUSER, "parameter '%s' is unbound: give --input %s=FILE.npy or run "
 				 "with --timing-only", name, name);
 	if (c->kind == PINIT_NPY || c->kind == PINIT_SAFETENSORS)
-		return rt_errorf(m->e, RT_EUSER, "parameter '%s': loading %s files is not built into this "
-				 "interpreter yet; give --input %s=FILE.npy", name, plan_init_names[c->kind], name);
+		return load_file(m, c, name);
 	RtTensor *t = &m->val[c->buffer];
 	if (alloc_buffer(m->p, c->buffer, t, m->e) < 0)
 		return -1;

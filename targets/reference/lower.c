@@ -109,15 +109,22 @@ static int add_buffer(Lw *w, int v)
 	return w->buf[v] < 0 ? -1 : 0;
 }
 
-/* The path of a weight file relative to the model's directory. */
+/* The path of a weight file: resolved against the model's directory, then made absolute when
+ * it exists, so the plan runs from any directory. */
 static char *weight_path(const Lw *w, const char *path)
 {
 	const char *dir = w->in->m->dir;
-	size_t n = strlen(path) + (dir ? strlen(dir) : 0) + 2;
+	int rel = path[0] != '/' && dir && *dir;
+	size_t n = strlen(path) + (rel ? strlen(dir) : 0) + 2;
 	char *s = malloc(n);
-	if (s)
-		snprintf(s, n, "%s%s%s", path[0] != '/' && dir && *dir ? dir : "",
-			 path[0] != '/' && dir && *dir ? "/" : "", path);
+	if (!s)
+		return NULL;
+	snprintf(s, n, "%s%s%s", rel ? dir : "", rel ? "/" : "", path);
+	char *abs = realpath(s, NULL);
+	if (abs) {
+		free(s);
+		return abs;
+	}
 	return s;
 }
 
