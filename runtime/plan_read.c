@@ -934,7 +934,9 @@ static int rd_lines(Rd *r, const char *text, size_t len)
 			rc = rd_version(r, buf);
 		else if (r->seen_end)
 			rc = strspn(buf, " \t") == n ? 0 : fail(r, "text after 'end'");
-		else if ((rc = tokenize(r, buf)) == 0 && r->ntoks && r->toks[0].key[0] != '#')
+		else if (buf[strspn(buf, " \t")] == '#')
+			continue;   /* a comment line */
+		else if ((rc = tokenize(r, buf)) == 0 && r->ntoks)
 			rc = rd_line(r);
 	}
 	rt_free(buf);
