@@ -44,6 +44,7 @@ typedef struct RtTiming {
 	double flops;                    /* total */
 	double *bytes;                   /* per space */
 	double *busy_s;                  /* per device: sum of its units' busy time */
+	double *dev_flops;               /* per device */
 	double *unit_busy_s;             /* per unit */
 	double *link_busy_s;             /* per link */
 	int64_t *peak_bytes;             /* per space: most bytes live at once */

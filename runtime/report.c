@@ -27,6 +27,7 @@ static json_t *devices_json(const Plan *p, const RtTiming *t)
 		json_object_set_new(o, "kind", json_string(p->devices[d].kind));
 		json_object_set_new(o, "peak_flops", num(p->devices[d].peak_flops));
 		json_object_set_new(o, "busy_s", num(t->busy_s ? t->busy_s[d] : 0));
+		json_object_set_new(o, "flops", num(t->dev_flops ? t->dev_flops[d] : 0));
 		for (int s = 0; s < p->nspaces; s++)
 			if (p->spaces[s].device == d)
 				json_object_set_new(peak, p->spaces[s].name, json_integer(t->peak_bytes ? t->peak_bytes[s] : 0));

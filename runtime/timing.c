@@ -167,6 +167,7 @@ static void step(Sim *m, RtTiming *tm, int s, double t)
 	m->stream_t[s] = end;
 	tm->spans[tm->nspans++] = (RtSpan){ s, m->pc[s], u, l, t, end };
 	tm->flops += in->flops;
+	tm->dev_flops[p->streams[s].device] += in->flops;
 	if (in->kind != PI_RECORD && in->kind != PI_WAIT)
 		rt_instr_bytes(p, in, tm->bytes);
 	if (end > tm->latency_s)
@@ -179,6 +180,7 @@ static int alloc_timing(const Plan *p, RtTiming *t, Sim *m)
 	size_t ns = (size_t)p->nstreams + 1, nu = (size_t)p->nunits + 1, nl = (size_t)p->nlinks + 1;
 	t->bytes = rt_calloc((size_t)p->nspaces + 1, sizeof *t->bytes);
 	t->busy_s = rt_calloc((size_t)p->ndevices + 1, sizeof *t->busy_s);
+	t->dev_flops = rt_calloc((size_t)p->ndevices + 1, sizeof *t->dev_flops);
 	t->unit_busy_s = rt_calloc(nu, sizeof *t->unit_busy_s);
 	t->link_busy_s = rt_calloc(nl, sizeof *t->link_busy_s);
 	t->peak_bytes = rt_calloc((size_t)p->nspaces + 1, sizeof *t->peak_bytes);
@@ -188,7 +190,7 @@ static int alloc_timing(const Plan *p, RtTiming *t, Sim *m)
 	m->link_t = rt_calloc(nl, sizeof *m->link_t);
 	m->event_t = rt_calloc((size_t)p->nevents + 1, sizeof *m->event_t);
 	m->pc = rt_calloc(ns, sizeof *m->pc);
-	if (!t->bytes || !t->busy_s || !t->unit_busy_s || !t->link_busy_s || !t->peak_bytes || !t->spans ||
+	if (!t->bytes || !t->busy_s || !t->dev_flops || !t->unit_busy_s || !t->link_busy_s || !t->peak_bytes || !t->spans ||
 	    !m->stream_t || !m->unit_t || !m->link_t || !m->event_t || !m->pc)
 		return -1;
 	for (int i = 0; i < p->nevents; i++)
@@ -273,7 +275,7 @@ int rt_simulate(const Plan *p, RtTiming *t, RtError *e)
 
 void rt_timing_free(RtTiming *t)
 {
-	rt_free(t->bytes), rt_free(t->busy_s), rt_free(t->unit_busy_s), rt_free(t->link_busy_s);
+	rt_free(t->bytes), rt_free(t->busy_s), rt_free(t->dev_flops), rt_free(t->unit_busy_s), rt_free(t->link_busy_s);
 	rt_free(t->peak_bytes), rt_free(t->spans);
 	memset(t, 0, sizeof *t);
 }

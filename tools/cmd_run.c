@@ -177,9 +177,9 @@ static void summary(const Plan *p, const RtRun *r, const RtCheck *c, char **file
 	printf("plan %s: target %s, machine %s\n", p->file, p->target, p->machine);
 	printf("latency        %s\n", seconds(t->latency_s, a, sizeof a));
 	for (int i = 0; i < p->ndevices; i++) {
-		double ach = t->latency_s > 0 ? t->flops / t->latency_s : 0;
+		double ach = t->latency_s > 0 ? t->dev_flops[i] / t->latency_s : 0;
 		printf("compute        %s in %s busy on %s: %s/s achieved, %.2f%% of peak %s/s\n",
-		       si(t->flops, "FLOP", a, sizeof a), seconds(t->busy_s[i], d, sizeof d), p->devices[i].name,
+		       si(t->dev_flops[i], "FLOP", a, sizeof a), seconds(t->busy_s[i], d, sizeof d), p->devices[i].name,
 		       si(ach, "FLOP", b, sizeof b), 100 * ach / p->devices[i].peak_flops,
 		       si(p->devices[i].peak_flops, "FLOP", f, sizeof f));
 	}
