@@ -18,7 +18,7 @@ PREFIX  ?= /usr/local
 VERSION := 0.1.0
 
 PKGS    := libxml-2.0 jansson libcgraph libgvc openblas libprotobuf-c
-DEPS_OK := $(shell pkg-config --exists $(PKGS) cmocka 2>/dev/null && command -v flex >/dev/null && command -v bison >/dev/null && echo yes)
+DEPS_OK := $(shell pkg-config --exists $(PKGS) cmocka 2>/dev/null && command -v flex >/dev/null && command -v bison >/dev/null && command -v protoc-c >/dev/null && echo yes)
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
 CMOCKA_LIBS := $(shell pkg-config --libs cmocka 2>/dev/null)
@@ -36,6 +36,11 @@ DRV_SRC  := $(sort $(wildcard tools/*.c))
 UNIT_SRC := $(sort $(wildcard testsuite/unit/test_*.c))
 GEN_C    := $(if $(wildcard frontend/parser.y),$(BUILD)/gen/lexer.c $(BUILD)/gen/parser.c)
 GEN_H    := $(if $(wildcard frontend/parser.y),$(BUILD)/gen/parser.h $(BUILD)/gen/lexer.h)
+# ONNX: C bindings for onnx.proto (from libonnx-dev) generated with protobuf-c at build time.
+ONNX_INC   ?= /usr/include
+ONNX_PROTO ?= $(ONNX_INC)/onnx/onnx.proto
+GEN_C    += $(BUILD)/gen/onnx/onnx.pb-c.c
+GEN_H    += $(BUILD)/gen/onnx/onnx.pb-c.h
 
 RT_OBJ   := $(RT_SRC:%.c=$(BUILD)/%.o)
 CC_OBJ   := $(CC_SRC:%.c=$(BUILD)/%.o) $(GEN_C:%.c=%.o)
@@ -44,7 +49,7 @@ UNIT_BIN := $(UNIT_SRC:testsuite/unit/%.c=$(BUILD)/unit/%)
 BENCH_SRC:= $(sort $(wildcard testsuite/bench/bench_*.c))
 BENCH_BIN:= $(BENCH_SRC:testsuite/bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all deps check check-fast demo bench fuzz lint install clean
+.PHONY: all deps check check-fast demo bench benchbins fuzz fuzzbins unit lint install clean
 all: deps $(BUILD)/aicc
 
 # Install missing Debian packages once, then re-run make so pkg-config flags are picked up.
@@ -72,7 +77,10 @@ $(BUILD)/gen/parser.c $(BUILD)/gen/parser.h: frontend/parser.y
 $(BUILD)/gen/lexer.c $(BUILD)/gen/lexer.h: frontend/lexer.l $(BUILD)/gen/parser.h
 	@mkdir -p $(@D)
 	flex -o $(BUILD)/gen/lexer.c --header-file=$(BUILD)/gen/lexer.h $<
-$(BUILD)/gen/%.o: $(BUILD)/gen/%.c $(BUILD)/gen/lexer.h
+$(BUILD)/gen/onnx/onnx.pb-c.c $(BUILD)/gen/onnx/onnx.pb-c.h: $(ONNX_PROTO)
+	@mkdir -p $(BUILD)/gen
+	protoc-c --c_out=$(BUILD)/gen -I$(ONNX_INC) $(ONNX_PROTO)
+$(BUILD)/gen/%.o: $(BUILD)/gen/%.c $(GEN_H)
 	$(CC) $(GEN_CFLAGS) -c -o $@ $<
 
 $(BUILD)/unit/%: testsuite/unit/%.c $(BUILD)/libaicc.a $(BUILD)/libaicrt.a
@@ -82,6 +90,12 @@ $(BUILD)/unit/%: testsuite/unit/%.c $(BUILD)/libaicc.a $(BUILD)/libaicrt.a
 $(BUILD)/bench/%: testsuite/bench/%.c $(BUILD)/libaicc.a $(BUILD)/libaicrt.a
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libaicc.a $(BUILD)/libaicrt.a $(PKG_LIBS)
+
+FUZZ_SRC := $(sort $(wildcard testsuite/fuzz/fuzz_*.c))
+$(BUILD)/fuzz/%: testsuite/fuzz/%.c $(BUILD)/libaicc.a $(BUILD)/libaicrt.a
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) -fsanitize=fuzzer -o $@ $< $(BUILD)/libaicc.a $(BUILD)/libaicrt.a $(PKG_LIBS)
+fuzzbins: $(FUZZ_SRC:testsuite/fuzz/%.c=$(BUILD)/fuzz/%)
 
 unit: $(UNIT_BIN)
 benchbins: $(BENCH_BIN)
@@ -100,7 +114,7 @@ demo: deps all
 	sh tools/demo.sh
 
 bench: deps all benchbins
-	sh tools/bench.sh
+	python3 tools/bench.py $(BUILD)
 
 fuzz: deps
 	sh tools/fuzz.sh

@@ -13,4 +13,17 @@ Module *fe_parse_aig(const char *path);
  * NUL-terminated and may contain NUL bytes (reported as errors). */
 Module *fe_parse_aig_text(const char *name, const char *text, size_t len);
 
+/* Imports the ONNX model (a serialized onnx.ModelProto) at path: initializers and Constant nodes
+ * become parameters with in-memory data, symbolic dims become dimension symbols, and every
+ * operator is normalised to aicc's IR form (docs/onnx.md).  Errors name the file, node and
+ * operator ("model.onnx: node 'Conv_12' (Conv, opset 11): error: ...").  NULL after errors. */
+Module *fe_import_onnx(const char *path);
+/* The same for a model held in memory; `path` names it in diagnostics and its directory
+ * resolves external data. */
+Module *fe_import_onnx_buf(const char *path, const void *buf, size_t len);
+/* Reads a serialized onnx.TensorProto (.pb) file into *t (the caller frees it with
+ * rt_tensor_free); *name, if name is not NULL, receives the tensor's name (malloc'd) or NULL.
+ * Returns 0, or -1 with a message in e. */
+int fe_read_tensor_pb(const char *path, RtTensor *t, char **name, RtError *e);
+
 #endif

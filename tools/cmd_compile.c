@@ -1,5 +1,6 @@
-/* tools/cmd_compile.c: `aicc compile MODEL [options]`: read a model, bind dimensions, verify,
- * infer shapes, and emit the IR or a summary (later: run the passes and a target). */
+/* tools/cmd_compile.c: `aicc compile MODEL [options]`: read a model (.aig, or .onnx through the
+ * ONNX importer), bind dimensions (--bind, --shape), verify, infer shapes, and emit the IR, a
+ * summary, or a target's plan (tools/plan_build.c). */
 #include <errno.h>
 #include <jansson.h>
 #include <stdlib.h>
@@ -8,45 +9,33 @@
 #include "frontend/frontend.h"
 #include "ir/diag.h"
 #include "tools/driver.h"
+#include "tools/plan_build.h"
 
 typedef struct CompileOpts {
-	const char *model, *output, *emit, *target;
+	const char *model, *output, *emit, *target, *machine, *precision;
 	const char *binds[64];
 	int nbinds;
+	const char *sets[64];
+	int nsets;
+	const char *shapes[64];      /* --shape x=1,3,48,262 */
+	int nshapes;
 	const char *print_after;
 	int print_after_all;
 } CompileOpts;
 
 static void compile_help(void)
 {
-	printf("usage: aicc compile MODEL(.aig) [options]\n"
-	       "  --emit ir|summary     what to write (default: summary)\n"
+	printf("usage: aicc compile MODEL(.aig|.onnx) [options]\n"
+	       "  --emit ir|summary|plan  what to write (default: summary)\n"
+	       "  --target T            target of --emit plan (default: reference; see aicc targets)\n"
+	       "  --machine NAME|FILE   machine description (default: the target's)\n"
+	       "  --set key=value       override a machine field (repeatable)\n"
+	       "  --precision P         the target's precision policy (reference: f32 or f64)\n"
 	       "  -o FILE               output file (default: stdout)\n"
 	       "  --bind S=2048,B=1     bind dimension symbols (repeatable)\n"
+	       "  --shape x=1,3,48,262  give input x this shape, binding its symbolic dims (repeatable)\n"
 	       "  --print-after PASS    print the IR to stderr after PASS (verify, infer-shapes)\n"
 	       "  --print-after-all     print the IR after every pass\n");
-}
-
-/* Parses "S=2048,B=1" and binds each symbol; -1 with a message on malformed text. */
-static int apply_binds(Module *m, const char *spec)
-{
-	char *s = strdup(spec), *save = NULL;
-	int rc = 0;
-	for (char *tok = strtok_r(s, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		char *eq = strchr(tok, '=');
-		char *end = NULL;
-		errno = 0;
-		long long v = eq ? strtoll(eq + 1, &end, 10) : -1;
-		if (!eq || eq == tok || !end || *end || errno || v < 0) {
-			drv_error("--bind expects NAME=VALUE with a non-negative integer, got '%s'", tok);
-			rc = -1;
-			break;
-		}
-		*eq = 0;
-		ir_bind(m, tok, v);
-	}
-	free(s);
-	return rc;
 }
 
 static void maybe_print(const CompileOpts *o, const Module *m, const char *pass)
@@ -91,6 +80,8 @@ static int parse_opts(int argc, char **argv, CompileOpts *o)
 		if ((r = opt_value(argc, argv, &i, "--emit", &o->emit)) ||
 		    (r = opt_value(argc, argv, &i, "-o", &o->output)) ||
 		    (r = opt_value(argc, argv, &i, "--target", &o->target)) ||
+		    (r = opt_value(argc, argv, &i, "--machine", &o->machine)) ||
+		    (r = opt_value(argc, argv, &i, "--precision", &o->precision)) ||
 		    (r = opt_value(argc, argv, &i, "--print-after", &o->print_after))) {
 			if (r < 0)
 				return -1;
@@ -104,6 +95,26 @@ static int parse_opts(int argc, char **argv, CompileOpts *o)
 				return -1;
 			}
 			o->binds[o->nbinds++] = v;
+			continue;
+		}
+		if ((r = opt_value(argc, argv, &i, "--shape", &v))) {
+			if (r < 0)
+				return -1;
+			if (o->nshapes == 64) {
+				drv_error("too many --shape options");
+				return -1;
+			}
+			o->shapes[o->nshapes++] = v;
+			continue;
+		}
+		if ((r = opt_value(argc, argv, &i, "--set", &v))) {
+			if (r < 0)
+				return -1;
+			if (o->nsets == 64) {
+				drv_error("too many --set options");
+				return -1;
+			}
+			o->sets[o->nsets++] = v;
 			continue;
 		}
 		if (strcmp(argv[i], "--print-after-all") == 0) {
@@ -124,11 +135,20 @@ static int parse_opts(int argc, char **argv, CompileOpts *o)
 		drv_error("no model given (see aicc compile --help)");
 		return -1;
 	}
-	if (strcmp(o->emit, "ir") && strcmp(o->emit, "summary")) {
-		drv_error("unknown --emit kind '%s' (expected ir or summary)", o->emit);
+	if (strcmp(o->emit, "ir") && strcmp(o->emit, "summary") && strcmp(o->emit, "plan")) {
+		drv_error("unknown --emit kind '%s' (expected ir, summary or plan)", o->emit);
 		return -1;
 	}
 	return 0;
+}
+
+/* The plan of --emit plan; every bound symbol is recorded so --check can rebuild the graph. */
+static Plan *build(const CompileOpts *o, Module *m)
+{
+	char binds[4096];
+	drv_bound_symbols(m, binds, sizeof binds);
+	BuildOpts b = { o->model, *binds ? binds : NULL, o->target, o->machine, o->sets, o->nsets, o->precision };
+	return drv_build_plan(m, &b);
 }
 
 int cmd_compile(int argc, char **argv)
@@ -136,12 +156,15 @@ int cmd_compile(int argc, char **argv)
 	CompileOpts o;
 	if (parse_opts(argc, argv, &o) < 0)
 		return EXIT_USER;
-	Module *m = fe_parse_aig(o.model);
+	Module *m = drv_load_model(o.model);
 	if (!m)
 		return EXIT_USER;
 	int rc = EXIT_USER;
 	for (int i = 0; i < o.nbinds; i++)
-		if (apply_binds(m, o.binds[i]) < 0)
+		if (drv_apply_binds(m, o.binds[i]) < 0)
+			goto out;
+	for (int i = 0; i < o.nshapes; i++)
+		if (drv_apply_shape(m, o.shapes[i]) < 0)
 			goto out;
 	if (ir_verify(m) > 0)
 		goto out;
@@ -149,13 +172,21 @@ int cmd_compile(int argc, char **argv)
 	if (ir_infer_shapes(m) > 0)
 		goto out;
 	maybe_print(&o, m, "infer-shapes");
-	OutFile f;
-	if (out_open(&f, o.output) < 0)
+	Plan *plan = NULL;
+	if (strcmp(o.emit, "plan") == 0 && !(plan = build(&o, m)))
 		goto out;
-	if (strcmp(o.emit, "ir") == 0)
+	OutFile f;
+	if (out_open(&f, o.output) < 0) {
+		plan_free(plan);
+		goto out;
+	}
+	if (plan)
+		plan_write(plan, f.f);
+	else if (strcmp(o.emit, "ir") == 0)
 		ir_print_module(m, f.f);
 	else
 		emit_summary(m, f.f);
+	plan_free(plan);
 	rc = out_commit(&f) < 0 ? EXIT_USER : EXIT_OK;
 out:
 	ir_module_free(m);

@@ -1,3 +1,271 @@
-/* tools/cmd_run.c: PLACEHOLDER until the runtime work lands. */
+/* tools/cmd_run.c: `aicc run PLAN [options]`: load and verify a plan, bind inputs, execute it in
+ * the reference interpreter (runtime/interp.h), simulate its time, write outputs (.npy), a JSON
+ * report and a Chrome trace, and with --check compare against the reference plan of the same
+ * graph.  Prints a human summary on stdout; exit 1 on user errors or a failed check. */
+#include <errno.h>
+#include <inttypes.h>
+#include <libgen.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "runtime/interp.h"
+#include "runtime/npy.h"
 #include "tools/driver.h"
-int cmd_run(int argc, char **argv) { (void)argc; (void)argv; drv_error("'run' is not built yet"); return EXIT_INTERNAL; }
+#include "tools/plan_build.h"
+
+#define MAX_INPUTS 256
+
+typedef struct RunOpts {
+	const char *plan, *outdir, *report, *trace;
+	const char *inputs[MAX_INPUTS];
+	int ninputs;
+	uint64_t seed;
+	int check, per_node, timing_only;
+} RunOpts;
+
+static void run_help(void)
+{
+	printf("usage: aicc run PLAN.aip [options]\n"
+	       "  --input NAME=FILE.npy  bind an input (or an unbound parameter); repeatable\n"
+	       "  --seed N               seed for inputs given no data (default 0)\n"
+	       "  --output-dir DIR       write every output as DIR/<name>.npy\n"
+	       "  --report FILE.json     write the JSON report\n"
+	       "  --trace FILE.json      write a Chrome trace-event timeline (Perfetto)\n"
+	       "  --check                compare against the reference plan of the same graph\n"
+	       "  --per-node             with --check: report the first node out of tolerance\n"
+	       "  --timing-only          simulate time and memory without computing values\n");
+}
+
+static int parse_flag(RunOpts *o, const char *a)
+{
+	if (strcmp(a, "--check") == 0)
+		return o->check = 1;
+	if (strcmp(a, "--per-node") == 0)
+		return o->per_node = 1;
+	if (strcmp(a, "--timing-only") == 0)
+		return o->timing_only = 1;
+	return 0;
+}
+
+static int parse_opts(int argc, char **argv, RunOpts *o)
+{
+	memset(o, 0, sizeof *o);
+	for (int i = 1; i < argc; i++) {
+		const char *v;
+		int r;
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+			run_help();
+			exit(EXIT_OK);
+		}
+		if (parse_flag(o, argv[i]))
+			continue;
+		if ((r = opt_value(argc, argv, &i, "--output-dir", &o->outdir)) ||
+		    (r = opt_value(argc, argv, &i, "--report", &o->report)) ||
+		    (r = opt_value(argc, argv, &i, "--trace", &o->trace))) {
+			if (r < 0)
+				return -1;
+			continue;
+		}
+		if ((r = opt_value(argc, argv, &i, "--input", &v))) {
+			if (r < 0)
+				return -1;
+			if (o->ninputs == MAX_INPUTS || !strchr(v, '=') || v[0] == '=') {
+				drv_error("--input expects NAME=FILE.npy (at most %d), got '%s'", MAX_INPUTS, v);
+				return -1;
+			}
+			o->inputs[o->ninputs++] = v;
+			continue;
+		}
+		if ((r = opt_value(argc, argv, &i, "--seed", &v))) {
+			char *end;
+			errno = 0;
+			if (r < 0 || (o->seed = strtoull(v, &end, 10), *end || errno || v[0] == '-')) {
+				drv_error("--seed expects a non-negative integer");
+				return -1;
+			}
+			continue;
+		}
+		if (argv[i][0] == '-' && argv[i][1]) {
+			drv_error("unknown option '%s' (see aicc run --help)", argv[i]);
+			return -1;
+		}
+		if (o->plan) {
+			drv_error("more than one plan given ('%s' and '%s')", o->plan, argv[i]);
+			return -1;
+		}
+		o->plan = argv[i];
+	}
+	if (!o->plan)
+		drv_error("no plan given (see aicc run --help)");
+	else if (o->per_node && !o->check)
+		drv_error("--per-node needs --check");
+	else if (o->check && o->timing_only)
+		drv_error("--check compares values; it cannot be combined with --timing-only");
+	else
+		return 0;
+	return -1;
+}
+
+/* Reads every --input file into tensors; bindings point into ts. */
+static int read_inputs(const RunOpts *o, RtTensor *ts, RtBinding *b)
+{
+	for (int i = 0; i < o->ninputs; i++) {
+		const char *eq = strchr(o->inputs[i], '=');
+		RtError e = { 0 };
+		if (rt_npy_read(eq + 1, &ts[i], &e) < 0) {
+			fprintf(stderr, "%s\n", e.msg);
+			return -1;
+		}
+		b[i].name = strndup(o->inputs[i], (size_t)(eq - o->inputs[i]));
+		b[i].t = &ts[i];
+	}
+	return 0;
+}
+
+/* Writes outputs as DIR/<name>.npy; files[i] receives each path (malloc'd). */
+static int write_outputs(const Plan *p, const RtRun *r, const char *dir, char **files)
+{
+	if (mkdir(dir, 0777) < 0 && errno != EEXIST) {
+		drv_error("cannot create output directory '%s': %s", dir, strerror(errno));
+		return -1;
+	}
+	for (int i = 0; i < p->noutputs; i++) {
+		size_t n = strlen(dir) + strlen(p->outputs[i].name) + 6;
+		files[i] = malloc(n);
+		snprintf(files[i], n, "%s/%s.npy", dir, p->outputs[i].name);
+		for (char *c = files[i] + strlen(dir) + 1; *c; c++)
+			if (*c == '/')
+				*c = '_';
+		RtError e = { 0 };
+		if (rt_npy_write(files[i], &r->outputs[i], &e) < 0) {
+			fprintf(stderr, "%s\n", e.msg);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Scales v into a short human number with SI prefix. */
+static const char *si(double v, const char *unit, char *buf, size_t n)
+{
+	const char *pre[] = { "", "k", "M", "G", "T", "P", "E" };
+	int k = 0;
+	while (v >= 1000 && k < 6)
+		v /= 1000, k++;
+	snprintf(buf, n, "%.4g %s%s", v, pre[k], unit);
+	return buf;
+}
+
+static const char *seconds(double s, char *buf, size_t n)
+{
+	if (s >= 1 || s == 0)
+		snprintf(buf, n, "%.4g s", s);
+	else if (s >= 1e-3)
+		snprintf(buf, n, "%.4g ms", s * 1e3);
+	else if (s >= 1e-6)
+		snprintf(buf, n, "%.4g us", s * 1e6);
+	else
+		snprintf(buf, n, "%.4g ns", s * 1e9);
+	return buf;
+}
+
+static void summary(const Plan *p, const RtRun *r, const RtCheck *c, char **files)
+{
+	const RtTiming *t = &r->timing;
+	char a[64], b[64], d[64], f[64];
+	printf("plan %s: target %s, machine %s\n", p->file, p->target, p->machine);
+	printf("latency        %s\n", seconds(t->latency_s, a, sizeof a));
+	for (int i = 0; i < p->ndevices; i++) {
+		double ach = t->latency_s > 0 ? t->dev_flops[i] / t->latency_s : 0;
+		printf("compute        %s in %s busy on %s: %s/s achieved, %.2f%% of peak %s/s\n",
+		       si(t->dev_flops[i], "FLOP", a, sizeof a), seconds(t->busy_s[i], d, sizeof d), p->devices[i].name,
+		       si(ach, "FLOP", b, sizeof b), 100 * ach / p->devices[i].peak_flops,
+		       si(p->devices[i].peak_flops, "FLOP", f, sizeof f));
+	}
+	for (int s = 0; s < p->nspaces; s++)
+		printf("memory         %s: %s moved, peak %s of %s\n", p->spaces[s].name, si(t->bytes[s], "B", a, sizeof a),
+		       si((double)t->peak_bytes[s], "B", b, sizeof b), si((double)p->spaces[s].capacity, "B", d, sizeof d));
+	for (int i = 0; r->outputs && i < p->noutputs; i++)
+		printf("output         %s %s%s%s\n", p->outputs[i].name, rt_dtype_name(r->outputs[i].dtype),
+		       files[i] ? " -> " : "", files[i] ? files[i] : "");
+	for (int i = 0; c && i < c->nouts; i++)
+		printf("check          %s: max_abs_err %.3g, max_rel_err %.3g, tolerance %.3g: %s\n", c->outs[i].name,
+		       c->outs[i].max_abs, c->outs[i].max_rel, c->outs[i].tolerance, c->outs[i].ok ? "ok" : "FAIL");
+	if (c && c->first_bad_node)
+		printf("first bad node %s (buffer %s): max_rel_err %.3g > tolerance %.3g\n", c->first_bad_node,
+		       c->first_bad_buffer, c->first_bad_err, c->first_bad_tol);
+}
+
+static int write_json(const char *path, const Plan *p, const RtRun *r, const RtCheck *c, char **files, int trace)
+{
+	OutFile f;
+	if (out_open(&f, path) < 0)
+		return -1;
+	int rc = trace ? rt_trace_write(p, &r->timing, f.f) : rt_report_write(p, r, c, (const char *const *)files, f.f);
+	if (rc < 0) {
+		out_abort(&f);
+		return -1;
+	}
+	return out_commit(&f);
+}
+
+/* Runs (or checks) the loaded plan and writes everything asked for. */
+static int execute(const RunOpts *o, const Plan *p, RtBinding *bind)
+{
+	RtRun r;
+	RtCheck c = { 0 };
+	RtError e = { 0 };
+	char *dir = strdup(o->plan);
+	RtRunOpts ro = { bind, o->ninputs, o->seed, o->timing_only, 0, dirname(dir) };
+	int rc = o->check ? rt_check(p, &ro, o->per_node, &r, &c, &e) : rt_run(p, &ro, &r, &e);
+	if (rc < 0) {
+		fprintf(stderr, "%s\n", e.msg);
+		free(dir);
+		return e.code == RT_EINTERNAL ? EXIT_INTERNAL : EXIT_USER;
+	}
+	char **files = calloc((size_t)p->noutputs + 1, sizeof *files);
+	int st = EXIT_OK;
+	if (o->outdir && !o->timing_only && write_outputs(p, &r, o->outdir, files) < 0)
+		st = EXIT_USER;
+	if (st == EXIT_OK && o->report && write_json(o->report, p, &r, o->check ? &c : NULL, files, 0) < 0)
+		st = EXIT_USER;
+	if (st == EXIT_OK && o->trace && write_json(o->trace, p, &r, NULL, files, 1) < 0)
+		st = EXIT_USER;
+	if (st == EXIT_OK)
+		summary(p, &r, o->check ? &c : NULL, files);
+	if (st == EXIT_OK && o->check && !c.ok)
+		st = EXIT_USER;
+	for (int i = 0; i < p->noutputs; i++)
+		free(files[i]);
+	free(files);
+	free(dir);
+	rt_check_free(&c);
+	rt_run_free(p, &r);
+	return st;
+}
+
+int cmd_run(int argc, char **argv)
+{
+	RunOpts o;
+	if (parse_opts(argc, argv, &o) < 0)
+		return EXIT_USER;
+	drv_register_runtime_hooks();
+	RtError e = { 0 };
+	Plan *p = plan_read(o.plan, &e);
+	if (!p) {
+		fprintf(stderr, "%s\n", e.msg);
+		return e.code == RT_EINTERNAL ? EXIT_INTERNAL : EXIT_USER;
+	}
+	RtTensor ts[MAX_INPUTS];
+	RtBinding bind[MAX_INPUTS];
+	memset(bind, 0, sizeof bind);
+	int rc = read_inputs(&o, ts, bind) < 0 ? EXIT_USER : execute(&o, p, bind);
+	for (int i = 0; i < o.ninputs; i++)
+		if (bind[i].name) {
+			free((char *)bind[i].name);
+			rt_tensor_free(&ts[i]);
+		}
+	plan_free(p);
+	return rc;
+}

@@ -1,0 +1,365 @@
+/* frontend/onnx/ops.c: one ONNX node → aicc IR nodes, normalised to one form per operator.
+ *
+ * ONNX changed many operators between opsets 1 and 24; the IR keeps only the newest form, so
+ * the kernels, shape rules and passes see one contract (docs/onnx.md lists every rewrite):
+ *   - attribute-style operands become constant i64/f32 inputs: axes of Squeeze/Unsqueeze (<13)
+ *     and ReduceX (<13 for ReduceSum, <18 for the rest), starts/ends/axes of Slice (<10),
+ *     split of Split (<13), min/max of Clip (<11), pads/value of Pad (<11), k of TopK (<10);
+ *   - Softmax/LogSoftmax before opset 13 (coerce to 2-D at `axis`) become
+ *     Reshape(Softmax(Flatten(x, axis), axis=1), Shape(x)) unless axis is the last one;
+ *   - dtype-valued attributes (Cast `to`, QuantizeLinear `output_dtype`) become aicc dtype names;
+ *     ConstantOfShape's tensor `value` becomes {value=<number>, dtype=<name>};
+ *   - LessOrEqual/GreaterOrEqual become Or(Less|Greater, Equal).
+ * Operators outside ir/ops.def are an error naming the operator (with a "did you mean").
+ */
+#include <math.h>
+#include <string.h>
+
+#include "frontend/onnx/onnx_int.h"
+#include "ir/diag.h"
+
+static const Onnx__AttributeProto *find_attr(const OnnxNode *on, const char *name)
+{
+	for (size_t i = 0; i < on->np->n_attribute; i++) {
+		const Onnx__AttributeProto *a = on->np->attribute[i];
+		if (a && a->name && strcmp(a->name, name) == 0)
+			return a;
+	}
+	return NULL;
+}
+
+static void drop_attr(OnnxNode *on, const char *name)
+{
+	if (on->ndrop < (int)(sizeof on->drop / sizeof on->drop[0]))
+		on->drop[on->ndrop++] = name;
+}
+
+static int dropped(const OnnxNode *on, const char *name)
+{
+	for (int i = 0; i < on->ndrop; i++)
+		if (strcmp(on->drop[i], name) == 0)
+			return 1;
+	return 0;
+}
+
+/* Puts v at input slot i, padding the skipped optional slots with absent inputs. */
+static void set_input(OnnxNode *on, int i, Value *v)
+{
+	while (on->nin < i)
+		on->in[on->nin++] = NULL;
+	on->in[i] = v;
+	if (on->nin <= i)
+		on->nin = i + 1;
+}
+
+/* Moves the ints attribute `name` to input slot `slot` as a constant i64 vector.  Returns 0
+ * (also when the attribute is absent), -1 on error. */
+static int ints_to_input(OnnxImp *imp, Graph *g, OnnxNode *on, const char *name, int slot)
+{
+	const Onnx__AttributeProto *a = find_attr(on, name);
+	if (!a)
+		return 0;
+	drop_attr(on, name);
+	if (on->nin > slot && on->in[slot]) {
+		diag_error(on->loc, "'%s' is given both as an attribute and as input %d", name, slot);
+		return -1;
+	}
+	Value *v = onnx_const_i64(imp, g, a->ints, (int)a->n_ints, 1);
+	if (!v)
+		return -1;
+	set_input(on, slot, v);
+	return 0;
+}
+
+/* Moves the float attribute `name` to input slot `slot` as an f32 scalar. */
+static int float_to_input(OnnxImp *imp, Graph *g, OnnxNode *on, const char *name, int slot)
+{
+	const Onnx__AttributeProto *a = find_attr(on, name);
+	if (!a)
+		return 0;
+	drop_attr(on, name);
+	Value *v = onnx_const_scalar(imp, g, DT_F32, a->f);
+	if (!v)
+		return -1;
+	set_input(on, slot, v);
+	return 0;
+}
+
+/* Replaces the ONNX dtype number in attribute `name` by the aicc dtype name. */
+static int dtype_attr(Node *n, const OnnxNode *on, const char *name)
+{
+	const Onnx__AttributeProto *a = find_attr(on, name);
+	if (!a)
+		return 0;
+	DType d = onnx_dtype((int)a->i);
+	if (d == DT_INVALID) {
+		diag_error(on->loc, "attribute %s=%s (%lld): aicc has no such dtype", name,
+			   onnx_dtype_name((int)a->i), (long long)a->i);
+		return -1;
+	}
+	ir_set_attr_str(n, name, rt_dtype_name(d));
+	return 0;
+}
+
+/* Copies every attribute that was not consumed by the normalisation onto n. */
+static int copy_attrs(Node *n, const OnnxNode *on)
+{
+	Arena *ar = n->graph->m->arena;
+	for (size_t i = 0; i < on->np->n_attribute; i++) {
+		const Onnx__AttributeProto *a = on->np->attribute[i];
+		const char *name = a->name ? a->name : "";
+		if (dropped(on, name))
+			continue;
+		if (!*name) {
+			diag_error(on->loc, "attribute #%zu has no name", i);
+			return -1;
+		}
+		switch (a->has_type ? (int)a->type : -1) {
+		case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT:
+			ir_set_attr_int(n, name, a->i);
+			break;
+		case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT:
+			ir_set_attr_float(n, name, a->f);
+			break;
+		case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING:
+			ir_set_attr_str(n, name, a->s.len ? arena_strndup(ar, (const char *)a->s.data,
+									   a->s.len) : "");
+			break;
+		case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS:
+			if (a->n_ints > 1u << 20)
+				goto bad;
+			ir_set_attr_ints(n, name, a->ints, (int)a->n_ints);
+			break;
+		case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS: {
+			if (a->n_floats > 1u << 20)
+				goto bad;
+			double *f = arena_alloc(ar, (a->n_floats + 1) * sizeof *f);
+			for (size_t k = 0; k < a->n_floats; k++)
+				f[k] = a->floats[k];
+			ir_set_attr_floats(n, name, f, (int)a->n_floats);
+			break;
+		}
+		default:
+		bad:
+			diag_error(on->loc, "attribute '%s' has a kind aicc does not support "
+				   "(tensor, graph, strings or type attributes)", name);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Checks the arity against ir/ops.def after trailing absent inputs/outputs are trimmed. */
+static int check_arity(Op op, OnnxNode *on)
+{
+	const OpInfo *oi = &ir_ops[op];
+	while (on->nin > oi->in_min && on->nin > 0 && !on->in[on->nin - 1])
+		on->nin--;
+	while (on->nout > oi->out_min && on->nout > 0 && !on->outnames[on->nout - 1])
+		on->nout--;
+	if (on->nin < oi->in_min || (oi->in_max >= 0 && on->nin > oi->in_max)) {
+		diag_error(on->loc, "%d inputs given; %s takes %d to %d", on->nin, oi->name,
+			   oi->in_min, oi->in_max);
+		return -1;
+	}
+	for (int i = 0; i < oi->in_min; i++)
+		if (!on->in[i]) {
+			diag_error(on->loc, "required input %d is missing", i);
+			return -1;
+		}
+	if (on->nout < oi->out_min || (oi->out_max >= 0 && on->nout > oi->out_max)) {
+		diag_error(on->loc, "%d outputs requested; aicc's %s produces %d to %d", on->nout,
+			   oi->name, oi->out_min, oi->out_max);
+		return -1;
+	}
+	return 0;
+}
+
+/* Appends the IR node for on with op, binding its named outputs. */
+static Node *emit(OnnxImp *imp, Graph *g, OnnxNode *on, Op op)
+{
+	const char *names[16];
+	for (int i = 0; i < on->nout; i++)
+		names[i] = on->outnames[i] ? on->outnames[i] : ir_fresh_name(g, "unused");
+	Node *n = ir_add_node(g, op, on->in, on->nin, names, on->nout, on->loc);
+	for (int i = 0; i < on->nout; i++)
+		if (on->outnames[i])
+			onnx_define(imp, on->outnames[i], n->out[i]);
+	return n;
+}
+
+/* A helper node with fresh output names inside a rewrite. */
+static Node *aux_node(Graph *g, Op op, Value **in, int nin, Loc loc)
+{
+	const char *name = ir_fresh_name(g, "t");
+	return ir_add_node(g, op, in, nin, &name, 1, loc);
+}
+
+/* LessOrEqual / GreaterOrEqual → Or(Less|Greater(a, b), Equal(a, b)) (NaN-exact). */
+static int rewrite_cmp_or_equal(OnnxImp *imp, Graph *g, OnnxNode *on, Op strict)
+{
+	if (on->nin != 2 || !on->in[0] || !on->in[1] || on->nout != 1 || !on->outnames[0]) {
+		diag_error(on->loc, "expects 2 inputs and 1 output");
+		return -1;
+	}
+	Node *a = aux_node(g, strict, on->in, 2, on->loc);
+	Node *b = aux_node(g, OP_Equal, on->in, 2, on->loc);
+	on->in[0] = a->out[0];
+	on->in[1] = b->out[0];
+	emit(imp, g, on, OP_Or);
+	return 0;
+}
+
+/* Softmax/LogSoftmax before opset 13: coerce X to 2-D [prod(d<axis), prod(d>=axis)], normalise
+ * each row, restore X's shape.  Equal to the new form when axis is the last axis. */
+static int rewrite_old_softmax(OnnxImp *imp, Graph *g, OnnxNode *on, Op op)
+{
+	const Onnx__AttributeProto *ax = find_attr(on, "axis");
+	int64_t axis = ax ? ax->i : 1;
+	drop_attr(on, "axis");
+	if (check_arity(op, on) < 0)
+		return -1;
+	int r = onnx_known_rank(imp, on->in[0]);
+	if (r >= 0 && (axis == r - 1 || axis == -1)) {
+		Node *n = emit(imp, g, on, op);
+		ir_set_attr_int(n, "axis", -1);
+		return copy_attrs(n, on);
+	}
+	Value *x = on->in[0];
+	Node *shape = aux_node(g, OP_Shape, &x, 1, on->loc);
+	Node *flat = aux_node(g, OP_Flatten, &x, 1, on->loc);
+	ir_set_attr_int(flat, "axis", axis);
+	Node *sm = aux_node(g, op, flat->out, 1, on->loc);
+	ir_set_attr_int(sm, "axis", 1);
+	if (copy_attrs(sm, on) < 0)
+		return -1;
+	on->in[0] = sm->out[0];
+	on->in[1] = shape->out[0];
+	on->nin = 2;
+	emit(imp, g, on, OP_Reshape);
+	return 0;
+}
+
+/* ConstantOfShape's `value` (a one-element tensor) → {value=<number>, dtype=<name>}. */
+static int constofshape_attrs(OnnxImp *imp, Node *n, OnnxNode *on)
+{
+	const Onnx__AttributeProto *a = find_attr(on, "value");
+	drop_attr(on, "value");
+	if (!a) {
+		ir_set_attr_float(n, "value", 0.0);
+		ir_set_attr_str(n, "dtype", "f32");
+		return 0;
+	}
+	RtTensor t;
+	RtError e = { 0 };
+	if (!a->t || onnx_tensor_decode(a->t, NULL, &t, &e) < 0) {
+		diag_error(on->loc, "attribute 'value': %s", a->t ? e.msg : "not a tensor");
+		return -1;
+	}
+	int rc = 0;
+	if (t.n != 1) {
+		diag_error(on->loc, "attribute 'value' must hold one element, it has %lld", (long long)t.n);
+		rc = -1;
+	} else if (rt_dtype_isfloat(t.dtype)) {
+		ir_set_attr_float(n, "value", rt_get(&t, 0));
+	} else {
+		ir_set_attr_int(n, "value", rt_geti(&t, 0));
+	}
+	ir_set_attr_str(n, "dtype", rt_dtype_name(t.dtype));
+	rt_tensor_free(&t);
+	return rc;
+}
+
+static int is_reduce(const char *op)
+{
+	return strncmp(op, "Reduce", 6) == 0;
+}
+
+/* Moves the attribute forms of older opsets to inputs (see the file comment). */
+static int normalise_inputs(OnnxImp *imp, Graph *g, OnnxNode *on, const char *op)
+{
+	int v = on->opset;
+	if ((strcmp(op, "Squeeze") == 0 || strcmp(op, "Unsqueeze") == 0) && v < 13)
+		return ints_to_input(imp, g, on, "axes", 1);
+	if (is_reduce(op) && (v < 13 || (v < 18 && strcmp(op, "ReduceSum") != 0)))
+		return ints_to_input(imp, g, on, "axes", 1);
+	if (strcmp(op, "Slice") == 0 && v < 10)
+		return ints_to_input(imp, g, on, "starts", 1) | ints_to_input(imp, g, on, "ends", 2) |
+		       ints_to_input(imp, g, on, "axes", 3);
+	if (strcmp(op, "Split") == 0 && v < 13)
+		return ints_to_input(imp, g, on, "split", 1);
+	if (strcmp(op, "Clip") == 0 && v < 11) {
+		if (!find_attr(on, "min") && find_attr(on, "max")) {
+			set_input(on, 1, onnx_const_scalar(imp, g, DT_F32, -INFINITY));
+		}
+		return float_to_input(imp, g, on, "min", 1) | float_to_input(imp, g, on, "max", 2);
+	}
+	if (strcmp(op, "Pad") == 0 && v < 11)
+		return ints_to_input(imp, g, on, "pads", 1) | float_to_input(imp, g, on, "value", 2);
+	if (strcmp(op, "TopK") == 0 && v < 10) {
+		const Onnx__AttributeProto *a = find_attr(on, "k");
+		if (!a) {
+			diag_error(on->loc, "attribute 'k' is required");
+			return -1;
+		}
+		drop_attr(on, "k");
+		set_input(on, 1, onnx_const_i64(imp, g, &a->i, 1, 1));
+	}
+	return 0;
+}
+
+int onnx_convert_node(OnnxImp *imp, Graph *g, OnnxNode *on)
+{
+	const char *op = on->np->op_type;
+	if (strcmp(op, "LessOrEqual") == 0)
+		return rewrite_cmp_or_equal(imp, g, on, OP_Less);
+	if (strcmp(op, "GreaterOrEqual") == 0)
+		return rewrite_cmp_or_equal(imp, g, on, OP_Greater);
+	Op o = ir_op_lookup(op);
+	if (o == OP_COUNT || o == OP_Call || o == OP_Constant) {
+		const char *s = ir_op_suggest(op);
+		if (s && o == OP_COUNT && strcmp(s, op) != 0)
+			diag_error(on->loc, "unsupported operator '%s' (did you mean '%s'?)", op, s);
+		else
+			diag_error(on->loc, "unsupported operator '%s'", op);
+		return -1;
+	}
+	if (o == OP_GroupNormalization && on->opset < 21) {
+		diag_error(on->loc, "GroupNormalization before opset 21 (per-group scale and bias) "
+			   "is not supported; re-export with opset 21");
+		return -1;
+	}
+	if (normalise_inputs(imp, g, on, op) < 0)
+		return -1;
+	if ((o == OP_Softmax || o == OP_LogSoftmax) && on->opset < 13)
+		return rewrite_old_softmax(imp, g, on, o);
+	if (o == OP_BatchNormalization)
+		drop_attr(on, "spatial");
+	drop_attr(on, "consumed_inputs");      /* opsets < 6: an optimisation hint */
+	if (on->opset < 7 && find_attr(on, "broadcast") && find_attr(on, "axis")) {
+		diag_error(on->loc, "legacy broadcasting with 'axis' (opsets < 7) is not supported");
+		return -1;
+	}
+	if (on->opset < 7)
+		drop_attr(on, "broadcast");
+	if (o == OP_Cast)
+		drop_attr(on, "to");
+	if (o == OP_QuantizeLinear)
+		drop_attr(on, "output_dtype");
+	if (check_arity(o, on) < 0)
+		return -1;
+	Node *n = emit(imp, g, on, o);
+	if (o == OP_ConstantOfShape && constofshape_attrs(imp, n, on) < 0)
+		return -1;
+	if (o == OP_Cast) {
+		if (!find_attr(on, "to")) {
+			diag_error(on->loc, "attribute 'to' is required");
+			return -1;
+		}
+		if (dtype_attr(n, on, "to") < 0)
+			return -1;
+	}
+	if (o == OP_QuantizeLinear && dtype_attr(n, on, "output_dtype") < 0)
+		return -1;
+	return copy_attrs(n, on);
+}

@@ -1,0 +1,231 @@
+/* runtime/check.c: `aicc run --check`: run a plan and the reference plan of the same graph on
+ * the same inputs and compare outputs (and, per node, every value both plans name) against
+ * tolerances derived from the formats the plan computes in (docs/plan-format.md §Tolerances).
+ * The reference plan is rebuilt through the hook the driver registers (rt_set_rebuild), so the
+ * runtime needs no compiler header. */
+#include "runtime/interp.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/numerics.h"
+#include "runtime/random.h"
+
+static RtRebuildFn rebuild;
+void rt_set_rebuild(RtRebuildFn fn) { rebuild = fn; }
+
+/* Explicit significand bits (without the hidden bit) of the float formats (IEEE 754; OCP FP8
+ * and MX v1.0; numerics.md); block types use their element format. */
+static int mantissa_bits(DType d)
+{
+	if (rt_dtypes[d].kind == K_BLOCK)
+		d = rt_dtypes[d].elem;
+	switch (d) {
+	case DT_F64: return 52;
+	case DT_F32: return 23;
+	case DT_TF32: case DT_F16: return 10;
+	case DT_BF16: return 7;
+	case DT_F8E4M3: case DT_F6E2M3: return 3;
+	case DT_F8E5M2: case DT_F6E3M2: return 2;
+	case DT_F4E2M1: return 1;
+	case DT_I8: return 7;       /* mxint8 elements */
+	default: return -1;         /* integers: exact */
+	}
+}
+
+double rt_tolerance(DType dt)
+{
+	int m = mantissa_bits(dt);
+	return m < 0 ? 0 : 8 * ldexp(1.0, -(m + 1));
+}
+
+/* The narrowest float format plan p computes in: buffer dtypes and MMA operand formats. */
+static DType narrowest(const Plan *p)
+{
+	DType best = DT_F64;
+	for (int b = 0; b < p->nbuffers; b++) {
+		DType d = p->buffers[b].dtype;
+		if (rt_dtype_isfloat(d) && mantissa_bits(d) >= 0 && mantissa_bits(d) < mantissa_bits(best))
+			best = d;
+	}
+	for (int s = 0; s < p->nstreams; s++)
+		for (int i = 0; i < p->streams[s].nins; i++) {
+			DType d = p->streams[s].ins[i].opts.mma_in;
+			if (d != DT_INVALID && mantissa_bits(d) >= 0 && mantissa_bits(d) < mantissa_bits(best))
+				best = d;
+		}
+	return best;
+}
+
+void rt_compare(const RtTensor *got, const RtTensor *ref, double tol, RtCheckOut *o)
+{
+	double amax = 0, emax = 0;
+	int nan_mismatch = got->n != ref->n;
+	for (int64_t i = 0; !nan_mismatch && i < ref->n; i++) {
+		double g = rt_get(got, i), r = rt_get(ref, i);
+		if (isnan(g) || isnan(r)) {
+			nan_mismatch |= isnan(g) != isnan(r);
+			continue;
+		}
+		if (isinf(g) || isinf(r)) {
+			nan_mismatch |= g != r;
+			continue;
+		}
+		amax = fmax(amax, fabs(r));
+		emax = fmax(emax, fabs(g - r));
+	}
+	o->max_abs = nan_mismatch ? INFINITY : emax;
+	o->max_rel = nan_mismatch ? INFINITY : emax / (amax > 0 ? amax : 1);
+	o->tolerance = tol;
+	o->ok = !nan_mismatch && o->max_rel <= tol;
+}
+
+/* Seeded inputs shared by both runs, rounded to p's input dtypes so both see the same values. */
+static int shared_inputs(const Plan *p, const RtRunOpts *o, RtBinding **bind, RtTensor **store, RtError *e)
+{
+	*bind = rt_calloc((size_t)(o->nbind + p->ninputs) + 1, sizeof **bind);
+	*store = rt_calloc((size_t)p->ninputs + 1, sizeof **store);
+	if (!*bind || !*store)
+		return rt_errorf(e, RT_ENOMEM, "out of memory preparing --check inputs");
+	int nb = 0;
+	for (int i = 0; i < o->nbind; i++)
+		(*bind)[nb++] = o->bind[i];
+	for (int i = 0; i < p->ninputs; i++) {
+		int given = 0;
+		for (int j = 0; j < o->nbind; j++)
+			given |= strcmp(o->bind[j].name, p->inputs[i].name) == 0;
+		if (given)
+			continue;
+		/* the same data the interpreter would generate for p, made once for both runs */
+		const PlanBuffer *pb = &p->buffers[p->inputs[i].buffer];
+		RtTensor *t = &(*store)[i];
+		if (rt_tensor_alloc(t, pb->dtype, pb->rank, pb->dims, e) < 0)
+			return -1;
+		float *tmp = rt_malloc(sizeof(float) * (size_t)(t->n ? t->n : 1));
+		if (!tmp)
+			return rt_errorf(e, RT_ENOMEM, "out of memory preparing --check inputs");
+		if (rt_dtype_isfloat(t->dtype))
+			rt_fill_normal(tmp, t->n, 0.0f, 1.0f, o->seed, (uint64_t)i);
+		else
+			rt_fill_uniform(tmp, t->n, 0.0f, 2.0f, o->seed, (uint64_t)i);
+		for (int64_t k = 0; k < t->n; k++)
+			rt_set(t, k, rt_dtype_isfloat(t->dtype) ? tmp[k] : floor(tmp[k]));
+		rt_free(tmp);
+		if (rt_dtypes[t->dtype].storage == S_F32 && t->dtype != DT_F32) {
+			QuantOpts q = { SCALE_FLOOR, 1, 0 };
+			rt_round_tensor(t->dtype, rt_f32(t), t->n, t->rank ? t->dims[t->rank - 1] : 1, &q);
+		}
+		(*bind)[nb++] = (RtBinding){ p->inputs[i].name, t };
+	}
+	return nb;
+}
+
+/* Index of the kernel in plan q that computes node `name` (its first output), or -1. */
+static int node_buffer(const Plan *q, const char *name)
+{
+	for (int s = 0; s < q->nstreams; s++)
+		for (int i = 0; i < q->streams[s].nins; i++) {
+			const PlanInstr *in = &q->streams[s].ins[i];
+			if (in->kind == PI_KERNEL && in->node && in->nout && strcmp(in->node, name) == 0)
+				return in->out[0];
+		}
+	return -1;
+}
+
+/* The first node, in p's execution order, whose value is out of tolerance against the reference. */
+static void first_bad_node(const Plan *p, const RtRun *r, const Plan *ref, const RtRun *rr, double tol, RtCheck *c)
+{
+	PlanStep *order;
+	int n;
+	RtError e;
+	if (plan_linearize(p, &order, &n, &e) < 0)
+		return;
+	for (int t = 0; t < n && !c->first_bad_node; t++) {
+		const PlanInstr *in = &p->streams[order[t].stream].ins[order[t].index];
+		if (in->kind != PI_KERNEL || !in->node || !in->nout)
+			continue;
+		int rb = node_buffer(ref, in->node);
+		const RtTensor *g = &r->values[in->out[0]];
+		if (rb < 0 || !g->data || !rr->values[rb].data || g->n != rr->values[rb].n)
+			continue;
+		RtCheckOut o;
+		rt_compare(g, &rr->values[rb], rt_dtype_isfloat(g->dtype) ? tol : 0, &o);
+		if (!o.ok) {
+			c->first_bad_node = in->node;
+			c->first_bad_buffer = p->buffers[in->out[0]].name;
+			c->first_bad_err = o.max_rel;
+			c->first_bad_tol = o.tolerance;
+		}
+	}
+	rt_free(order);
+}
+
+static int compare_outputs(const Plan *p, const RtRun *r, const Plan *ref, const RtRun *rr, double tol,
+			   RtCheck *c, RtError *e)
+{
+	c->outs = rt_calloc((size_t)p->noutputs + 1, sizeof *c->outs);
+	if (!c->outs)
+		return rt_errorf(e, RT_ENOMEM, "out of memory comparing outputs");
+	c->nouts = p->noutputs;
+	c->ok = 1;
+	for (int i = 0; i < p->noutputs; i++) {
+		int j = 0;
+		while (j < ref->noutputs && strcmp(ref->outputs[j].name, p->outputs[i].name))
+			j++;
+		if (j == ref->noutputs)
+			return rt_errorf(e, RT_EUSER, "--check: the reference plan has no output '%s'", p->outputs[i].name);
+		const RtTensor *g = &r->outputs[i];
+		rt_compare(g, &rr->outputs[j], rt_dtype_isfloat(g->dtype) ? tol : 0, &c->outs[i]);
+		c->outs[i].name = p->outputs[i].name;
+		c->ok &= c->outs[i].ok;
+	}
+	return 0;
+}
+
+int rt_check(const Plan *p, const RtRunOpts *o, int per_node, RtRun *r, RtCheck *c, RtError *e)
+{
+	memset(c, 0, sizeof *c);
+	memset(r, 0, sizeof *r);
+	if (!rebuild)
+		return rt_errorf(e, RT_EINTERNAL, "--check: no reference builder registered");
+	if (!p->source.model)
+		return rt_errorf(e, RT_EUSER, "--check: the plan does not record the graph it came from");
+	const char *prec = p->source.precision && strcmp(p->source.precision, "f64") == 0 ? "f64" : "f32";
+	Plan *ref = rebuild(p, prec, e);
+	if (!ref)
+		return -1;
+	RtBinding *bind = NULL;
+	RtTensor *store = NULL;
+	RtRun rr = { 0 };
+	int nb = shared_inputs(p, o, &bind, &store, e), rc = nb < 0 ? -1 : 0;
+	RtRunOpts a = *o, b = *o;
+	a.bind = b.bind = bind;
+	a.nbind = b.nbind = nb;
+	a.keep_all = b.keep_all = per_node;
+	if (rc == 0)
+		rc = rt_run(p, &a, r, e);
+	if (rc == 0 && (rc = rt_run(ref, &b, &rr, e)) < 0) {
+		char msg[sizeof e->msg];
+		snprintf(msg, sizeof msg, "%s", e->msg);
+		rt_errorf(e, e->code, "--check: the reference run failed: %s", msg);
+	}
+	double tol = rt_tolerance(narrowest(p));
+	if (rc == 0)
+		rc = compare_outputs(p, r, ref, &rr, tol, c, e);
+	if (rc == 0 && per_node)
+		first_bad_node(p, r, ref, &rr, tol, c);
+	for (int i = 0; store && i < p->ninputs; i++)
+		rt_tensor_free(&store[i]);
+	rt_free(store);
+	rt_free(bind);
+	rt_run_free(ref, &rr);
+	plan_free(ref);
+	return rc;
+}
+
+void rt_check_free(RtCheck *c)
+{
+	rt_free(c->outs);
+	memset(c, 0, sizeof *c);
+}

@@ -1,0 +1,331 @@
+/* runtime/interp.c: the plan interpreter.  One dispatch loop over the plan's uniform
+ * instructions in plan_linearize order: kernels call rt_kernel(op) with the instruction's
+ * attributes and RtExecOpts and their outputs are checked against the planned buffers (dtype
+ * and shape); copies move values; collectives combine the values of their ranks; events order
+ * streams (the order already honours them).  Values live per buffer (the verifier guarantees no
+ * two live buffers share bytes, so this is faithful to the memory plan) and are released after
+ * their last use.  Inputs are bound from RtBinding tensors (converted and rounded to the
+ * buffer's dtype) or seeded random data; constants are materialised from seeded initialisers
+ * (runtime/random.h, their call instance mixed in), inline data, or .npy/.safetensors files.
+ * Requires runtime/kernels.h, numerics.h, random.h, npy.h, safetensors.h. */
+#include "runtime/interp.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/npy.h"
+#include "runtime/numerics.h"
+#include "runtime/random.h"
+#include "runtime/safetensors.h"
+
+typedef struct Vm {
+	const Plan *p;
+	const RtRunOpts *o;
+	RtTensor *val;           /* per buffer; data NULL when not set */
+	RtError *e;
+} Vm;
+
+static int at_line(const Vm *m, int line, RtError *e)
+{
+	char msg[sizeof e->msg];
+	snprintf(msg, sizeof msg, "%s", e->msg);
+	return rt_errorf(e, e->code ? e->code : RT_EUSER, "%s:%d: error: %s", m->p->file ? m->p->file : "<plan>",
+			 line, msg);
+}
+
+static int alloc_buffer(const Plan *p, int b, RtTensor *t, RtError *e)
+{
+	const PlanBuffer *pb = &p->buffers[b];
+	return rt_tensor_alloc(t, pb->dtype, pb->rank, pb->dims, e);
+}
+
+/* Rounds t's values to its dtype's grid (narrow floats and block formats; others unchanged). */
+static void round_to_dtype(RtTensor *t)
+{
+	if (rt_dtypes[t->dtype].storage != S_F32 || t->dtype == DT_F32)
+		return;
+	QuantOpts q = { SCALE_FLOOR, 1, 0 };
+	rt_round_tensor(t->dtype, rt_f32(t), t->n, t->rank ? t->dims[t->rank - 1] : 1, &q);
+}
+
+/* Seeded data for an input without a binding: floats normal(0, 1), integers and bools 0 or 1
+ * (valid indices for any non-empty axis), keyed by (seed, input index). */
+static int random_fill(RtTensor *t, uint64_t seed, uint64_t instance, RtError *e)
+{
+	float *tmp = rt_malloc(sizeof(float) * (size_t)(t->n ? t->n : 1));
+	if (!tmp)
+		return rt_errorf(e, RT_ENOMEM, "out of memory generating input data");
+	if (rt_dtype_isfloat(t->dtype))
+		rt_fill_normal(tmp, t->n, 0.0f, 1.0f, seed, instance);
+	else
+		rt_fill_uniform(tmp, t->n, 0.0f, 2.0f, seed, instance);
+	for (int64_t i = 0; i < t->n; i++)
+		rt_set(t, i, rt_dtype_isfloat(t->dtype) ? tmp[i] : floor(tmp[i]));
+	rt_free(tmp);
+	round_to_dtype(t);
+	return 0;
+}
+
+static const RtTensor *binding(const RtRunOpts *o, const char *name)
+{
+	for (int i = 0; i < o->nbind; i++)
+		if (strcmp(o->bind[i].name, name) == 0)
+			return o->bind[i].t;
+	return NULL;
+}
+
+/* Buffer b := the given tensor, which must have the buffer's shape; converted to its dtype. */
+static int bind_tensor(Vm *m, int b, const char *name, const RtTensor *src)
+{
+	const PlanBuffer *pb = &m->p->buffers[b];
+	int same = src->rank == pb->rank;
+	for (int i = 0; same && i < pb->rank; i++)
+		same = src->dims[i] == pb->dims[i];
+	if (!same)
+		return rt_errorf(m->e, RT_EUSER, "input '%s': the data's shape does not match the plan's "
+				 "buffer '%s' (rank %d)", name, pb->name, pb->rank);
+	RtTensor *t = &m->val[b];
+	if (alloc_buffer(m->p, b, t, m->e) < 0)
+		return -1;
+	for (int64_t i = 0; i < t->n; i++)
+		rt_set(t, i, rt_get(src, i));
+	t->tensor_scale = src->tensor_scale;
+	round_to_dtype(t);
+	return 0;
+}
+
+static int bind_inputs(Vm *m)
+{
+	for (int i = 0; i < m->p->ninputs; i++) {
+		const PlanIO *io = &m->p->inputs[i];
+		const RtTensor *src = binding(m->o, io->name);
+		if (src) {
+			if (bind_tensor(m, io->buffer, io->name, src) < 0)
+				return -1;
+		} else if (alloc_buffer(m->p, io->buffer, &m->val[io->buffer], m->e) < 0 ||
+			   random_fill(&m->val[io->buffer], m->o->seed, (uint64_t)i, m->e) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* A constant from an .npy or .safetensors file (relative paths against o->base_dir). */
+static int load_file(Vm *m, const PlanConst *c, const char *name)
+{
+	char path[4096];
+	const char *dir = m->o->base_dir;
+	snprintf(path, sizeof path, "%s%s%s", c->path[0] != '/' && dir ? dir : "",
+		 c->path[0] != '/' && dir ? "/" : "", c->path);
+	RtTensor t;
+	int rc = c->kind == PINIT_NPY ? rt_npy_read(path, &t, m->e) : rt_safetensors_read(path, c->key, &t, m->e);
+	if (rc < 0)
+		return -1;
+	rc = bind_tensor(m, c->buffer, name, &t);
+	rt_tensor_free(&t);
+	return rc;
+}
+
+/* Materialises constant c into its buffer. */
+static int materialise(Vm *m, const PlanConst *c)
+{
+	const char *name = m->p->buffers[c->buffer].name;
+	const RtTensor *src = binding(m->o, name);
+	if (src)
+		return bind_tensor(m, c->buffer, name, src);
+	if (c->kind == PINIT_UNBOUND)
+		return rt_errorf(m->e, RT_EUSER, "parameter '%s' is unbound: give --input %s=FILE.npy or run "
+				 "with --timing-only", name, name);
+	if (c->kind == PINIT_NPY || c->kind == PINIT_SAFETENSORS)
+		return load_file(m, c, name);
+	RtTensor *t = &m->val[c->buffer];
+	if (alloc_buffer(m->p, c->buffer, t, m->e) < 0)
+		return -1;
+	float *tmp = NULL;
+	if (c->kind == PINIT_NORMAL || c->kind == PINIT_UNIFORM) {
+		if (!(tmp = rt_malloc(sizeof(float) * (size_t)(t->n ? t->n : 1))))
+			return rt_errorf(m->e, RT_ENOMEM, "out of memory materialising '%s'", name);
+		if (c->kind == PINIT_NORMAL)
+			rt_fill_normal(tmp, t->n, (float)c->a, (float)c->b, c->seed, (uint64_t)c->instance);
+		else
+			rt_fill_uniform(tmp, t->n, (float)c->a, (float)c->b, c->seed, (uint64_t)c->instance);
+	}
+	for (int64_t i = 0; i < t->n; i++)
+		rt_set(t, i, tmp ? tmp[i] : c->kind == PINIT_FILL ? c->a : c->vals[i]);
+	rt_free(tmp);
+	round_to_dtype(t);
+	return 0;
+}
+
+/* Checks a kernel's output against its planned buffer. */
+static int check_output(Vm *m, const PlanInstr *in, int k, const RtTensor *t)
+{
+	const PlanBuffer *pb = &m->p->buffers[in->out[k]];
+	int ok = t->dtype == pb->dtype && t->rank == pb->rank && t->data;
+	for (int i = 0; ok && i < pb->rank; i++)
+		ok = t->dims[i] == pb->dims[i];
+	if (ok)
+		return 0;
+	char got[160] = "", want[160] = "";
+	for (int i = 0; i < t->rank && i < RT_MAX_RANK; i++)
+		snprintf(got + strlen(got), sizeof got - strlen(got), "%s%lld", i ? "," : "", (long long)t->dims[i]);
+	for (int i = 0; i < pb->rank; i++)
+		snprintf(want + strlen(want), sizeof want - strlen(want), "%s%lld", i ? "," : "", (long long)pb->dims[i]);
+	return rt_errorf(m->e, RT_EUSER, "%s output %d is %s[%s] but the plan's buffer '%s' is %s[%s]",
+			 plan_op_name(in->op), k, t->dtype > 0 && t->dtype < DT_COUNT ? rt_dtype_name(t->dtype) : "?",
+			 got, pb->name, rt_dtype_name(pb->dtype), want);
+}
+
+static int exec_kernel(Vm *m, const PlanInstr *in)
+{
+	RtTensor *ins[64], outs[64];
+	if (in->nin > 64 || in->nout > 64)
+		return rt_errorf(m->e, RT_EUSER, "more than 64 operands");
+	for (int k = 0; k < in->nin; k++)
+		ins[k] = in->in[k] >= 0 ? &m->val[in->in[k]] : NULL;
+	memset(outs, 0, sizeof outs[0] * (size_t)in->nout);
+	for (int k = 0; k < in->nout; k++)
+		outs[k].dtype = m->p->buffers[in->out[k]].dtype;
+	RtKernelArgs a = { ins, in->nin, outs, in->nout, &in->attrs, &in->opts };
+	int rc = rt_kernel(in->op)(&a, m->e);
+	for (int k = 0; rc == 0 && k < in->nout; k++)
+		rc = check_output(m, in, k, &outs[k]);
+	for (int k = 0; k < in->nout; k++) {
+		if (rc == 0) {
+			rt_tensor_free(&m->val[in->out[k]]);
+			m->val[in->out[k]] = outs[k];
+		} else
+			rt_tensor_free(&outs[k]);
+	}
+	return rc;
+}
+
+static int copy_value(Vm *m, int from, int to)
+{
+	RtTensor t;
+	if (alloc_buffer(m->p, to, &t, m->e) < 0)
+		return -1;
+	const RtTensor *s = &m->val[from];
+	for (int64_t i = 0; i < t.n; i++)
+		rt_set(&t, i, rt_get(s, i));
+	t.tensor_scale = s->tensor_scale;
+	rt_tensor_free(&m->val[to]);
+	m->val[to] = t;
+	return 0;
+}
+
+/* All-reduce: every output := the sum of the inputs (in rank order, so every rank rounds the same
+ * way).  All-gather: every output := the inputs concatenated in rank order. */
+static int exec_collective(Vm *m, const PlanInstr *in)
+{
+	RtTensor acc;
+	if (alloc_buffer(m->p, in->out[0], &acc, m->e) < 0)
+		return -1;
+	int64_t n = m->val[in->in[0]].n;
+	for (int r = 0; r < in->nin; r++)
+		for (int64_t i = 0; i < n; i++) {
+			const RtTensor *x = &m->val[in->in[r]];
+			if (in->coll == PC_ALLREDUCE)
+				rt_set(&acc, i, rt_get(&acc, i) + rt_get(x, i));
+			else
+				rt_set(&acc, r * n + i, rt_get(x, i));
+		}
+	round_to_dtype(&acc);
+	int rc = 0;
+	for (int r = 0; r < in->nout && rc == 0; r++) {
+		RtTensor t;
+		rc = alloc_buffer(m->p, in->out[r], &t, m->e);
+		if (rc == 0) {
+			memcpy(t.data, acc.data, (size_t)t.n * (rt_dtypes[t.dtype].storage == S_F32 ? 4 : 8));
+			rt_tensor_free(&m->val[in->out[r]]);
+			m->val[in->out[r]] = t;
+		}
+	}
+	rt_tensor_free(&acc);
+	return rc;
+}
+
+/* The dispatch loop. */
+static int execute(Vm *m, const PlanStep *order, int n, const int *last)
+{
+	for (int t = 0; t < n; t++) {
+		const PlanInstr *in = &m->p->streams[order[t].stream].ins[order[t].index];
+		int rc = 0;
+		switch (in->kind) {
+		case PI_KERNEL: rc = exec_kernel(m, in); break;
+		case PI_COPY: rc = copy_value(m, in->in[0], in->out[0]); break;
+		case PI_COLLECTIVE: rc = exec_collective(m, in); break;
+		case PI_RECORD: case PI_WAIT: case PI_COUNT: break;
+		}
+		if (rc < 0)
+			return at_line(m, in->line, m->e);
+		for (int k = 0; k < in->nin && !m->o->keep_all; k++)
+			if (in->in[k] >= 0 && last[in->in[k]] == t)
+				rt_tensor_free(&m->val[in->in[k]]);
+	}
+	return 0;
+}
+
+static int run_values(Vm *m, RtRun *r)
+{
+	PlanStep *order = NULL;
+	int n, *first = NULL, *last = NULL;
+	int rc = plan_linearize(m->p, &order, &n, m->e);
+	if (rc == 0)
+		rc = plan_liveness(m->p, order, n, &first, &last, m->e);
+	if (rc == 0)
+		rc = bind_inputs(m);
+	for (int i = 0; rc == 0 && i < m->p->nconsts; i++)
+		rc = materialise(m, &m->p->consts[i]);
+	if (rc == 0)
+		rc = execute(m, order, n, last);
+	if (rc == 0 && !(r->outputs = rt_calloc((size_t)m->p->noutputs + 1, sizeof *r->outputs)))
+		rc = rt_errorf(m->e, RT_ENOMEM, "out of memory collecting outputs");
+	for (int i = 0; rc == 0 && i < m->p->noutputs; i++) {
+		int b = m->p->outputs[i].buffer;
+		RtTensor *o = &r->outputs[i];
+		if ((rc = alloc_buffer(m->p, b, o, m->e)) == 0) {
+			memcpy(o->data, m->val[b].data, (size_t)o->n * (rt_dtypes[o->dtype].storage == S_F32 ? 4 : 8));
+			o->tensor_scale = m->val[b].tensor_scale;
+		}
+	}
+	rt_free(order), rt_free(first), rt_free(last);
+	return rc;
+}
+
+int rt_run(const Plan *p, const RtRunOpts *o, RtRun *r, RtError *e)
+{
+	memset(r, 0, sizeof *r);
+	if (rt_simulate(p, &r->timing, e) < 0)
+		return -1;
+	if (o->timing_only)
+		return 0;
+	Vm m = { p, o, rt_calloc((size_t)p->nbuffers + 1, sizeof(RtTensor)), e };
+	if (!m.val)
+		return rt_errorf(e, RT_ENOMEM, "out of memory starting the interpreter");
+	int rc = run_values(&m, r);
+	if (rc == 0 && o->keep_all)
+		r->values = m.val;
+	else {
+		for (int b = 0; b < p->nbuffers; b++)
+			rt_tensor_free(&m.val[b]);
+		rt_free(m.val);
+	}
+	if (rc < 0)
+		rt_run_free(p, r);
+	return rc;
+}
+
+void rt_run_free(const Plan *p, RtRun *r)
+{
+	if (r->outputs)
+		for (int i = 0; i < p->noutputs; i++)
+			rt_tensor_free(&r->outputs[i]);
+	if (r->values)
+		for (int b = 0; b < p->nbuffers; b++)
+			rt_tensor_free(&r->values[b]);
+	rt_free(r->outputs);
+	rt_free(r->values);
+	rt_timing_free(&r->timing);
+	r->outputs = r->values = NULL;
+}

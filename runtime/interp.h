@@ -1,0 +1,114 @@
+/* runtime/interp.h: the plan interpreter, the timing engine, reports and traces.
+ *
+ * rt_run executes a verified Plan: binds inputs (given tensors, or seeded random data),
+ * materialises constants, runs every instruction in plan_linearize order through one dispatch
+ * loop (kernels via rt_kernel with the instruction's RtExecOpts, copies, collectives, events),
+ * checks each result against its planned buffer, and simulates time (runtime/timing.c): a
+ * discrete-event simulation over the plan's units and links where each instruction's duration
+ * comes from the cost hook its target registered (rt_cost_register) or the generic roofline.
+ * With --check, rt_check runs the reference plan of the same graph (rebuilt through a hook the
+ * driver registers, since the runtime includes no compiler header) and compares the outputs.
+ * Nothing here prints or exits; results come back in RtRun, errors in RtError.
+ */
+#ifndef AICC_INTERP_H
+#define AICC_INTERP_H
+
+#include "runtime/plan.h"
+
+/* ---- cost hooks ---- */
+/* Seconds instruction `in` of stream `stream` occupies its unit (or link). */
+typedef double (*RtCostFn)(const Plan *p, int stream, const PlanInstr *in);
+/* Registers the cost model of target `name` (a static string); later registrations replace. */
+void rt_cost_register(const char *name, RtCostFn fn);
+RtCostFn rt_cost_lookup(const char *name);     /* NULL if none */
+/* The generic model of backends.md §0: overhead + max(flops/peak, bytes/bandwidth) for kernels,
+ * latency + bytes/bandwidth for copies and collectives (ring all-reduce: 2(p-1)/p of the data). */
+double rt_cost_roofline(const Plan *p, int stream, const PlanInstr *in);
+/* Bytes instruction `in` moves through each space (reads + writes), added into bytes[nspaces]. */
+void rt_instr_bytes(const Plan *p, const PlanInstr *in, double *bytes);
+
+/* ---- rebuilding the reference plan for --check ---- */
+/* Builds the reference plan (target `reference`, precision "f32" or "f64") of the graph p was
+ * compiled from (p->source).  Returns the plan or NULL with e set. */
+typedef Plan *(*RtRebuildFn)(const Plan *p, const char *precision, RtError *e);
+void rt_set_rebuild(RtRebuildFn fn);
+
+/* ---- timing ---- */
+typedef struct RtSpan {             /* one instruction on the timeline */
+	int stream, index, unit, link;   /* unit or link: the resource it occupied (-1 for none) */
+	double start, end;               /* seconds */
+} RtSpan;
+
+typedef struct RtTiming {
+	double latency_s;                /* end of the last instruction */
+	double flops;                    /* total */
+	double *bytes;                   /* per space */
+	double *busy_s;                  /* per device: sum of its units' busy time */
+	double *dev_flops;               /* per device */
+	double *unit_busy_s;             /* per unit */
+	double *link_busy_s;             /* per link */
+	int64_t *peak_bytes;             /* per space: most bytes live at once */
+	RtSpan *spans;                   /* one per instruction, in plan_linearize order */
+	int nspans;
+} RtTiming;
+
+/* Simulates p's execution time.  Returns 0, or -1 with e set (no cost model, no memory). */
+int rt_simulate(const Plan *p, RtTiming *t, RtError *e);
+void rt_timing_free(RtTiming *t);
+
+/* ---- execution ---- */
+typedef struct RtBinding {          /* a tensor given for an input (or unbound parameter) */
+	const char *name;
+	RtTensor *t;                     /* borrowed */
+} RtBinding;
+
+typedef struct RtRunOpts {
+	const RtBinding *bind; int nbind;
+	uint64_t seed;                   /* for inputs given no data */
+	int timing_only;                 /* no values: timing and memory only */
+	int keep_all;                    /* keep every buffer's final value (per-node --check) */
+	const char *base_dir;            /* resolves relative npy/safetensors paths; NULL: cwd */
+} RtRunOpts;
+
+typedef struct RtRun {
+	RtTensor *outputs;               /* p->noutputs tensors (not with timing_only) */
+	RtTensor *values;                /* keep_all: p->nbuffers tensors, data NULL if never set */
+	RtTiming timing;
+} RtRun;
+
+int rt_run(const Plan *p, const RtRunOpts *o, RtRun *r, RtError *e);
+void rt_run_free(const Plan *p, RtRun *r);
+
+/* ---- comparison against the reference (--check) ---- */
+typedef struct RtCheckOut {
+	const char *name;                /* the plan's output name */
+	double max_abs, max_rel, tolerance;
+	int ok;
+} RtCheckOut;
+
+typedef struct RtCheck {
+	RtCheckOut *outs; int nouts;
+	const char *first_bad_node;      /* per-node: first node out of tolerance, or NULL */
+	const char *first_bad_buffer;
+	double first_bad_err, first_bad_tol;
+	int ok;
+} RtCheck;
+
+/* The relative tolerance for a computation whose narrowest float format is dt (docs/plan-format.md
+ * §Tolerances). */
+double rt_tolerance(DType dt);
+/* Compares `got` against `ref` (same element count): max abs/rel error and whether every element
+ * satisfies |g - r| <= tol * (|r| + max|ref|)... see docs. */
+void rt_compare(const RtTensor *got, const RtTensor *ref, double tol, RtCheckOut *o);
+/* Runs p and its reference plan on the same inputs and compares.  Returns 0 (see c->ok), or -1. */
+int rt_check(const Plan *p, const RtRunOpts *o, int per_node, RtRun *r, RtCheck *c, RtError *e);
+void rt_check_free(RtCheck *c);
+
+/* ---- outputs ---- */
+/* One JSON object (docs/plan-format.md §Report); c may be NULL.  outfiles: per output, the file
+ * it was written to, or NULL.  Returns 0 or -1. */
+int rt_report_write(const Plan *p, const RtRun *r, const RtCheck *c, const char *const *outfiles, FILE *f);
+/* Chrome trace-event JSON: one track per unit and per link.  Returns 0 or -1. */
+int rt_trace_write(const Plan *p, const RtTiming *t, FILE *f);
+
+#endif

@@ -1,0 +1,118 @@
+/* runtime/kernels/kernels_impl.h: private helpers shared by the reference kernels.
+ *
+ * Provides output allocation with the caller's planned dtype, axis normalisation, ONNX
+ * multidirectional broadcasting (shape and a strided multi-tensor iterator), whole-tensor
+ * loads into double scratch arrays, the accumulation-precision rule and the final rounding of
+ * a result to its dtype's grid.  Kernels compute in double scratch and round every accumulation
+ * step to f32 unless f64 accumulation is on: since double has more than 2*24+2 significand bits,
+ * (float)(a op b) computed in double equals the f32 operation exactly (no double rounding), so
+ * one code path serves both precisions.  Requires runtime/rt.h and runtime/kernels.h only.
+ */
+#ifndef AICC_KERNELS_IMPL_H
+#define AICC_KERNELS_IMPL_H
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "runtime/kernels.h"
+#include "runtime/numerics.h"
+
+
+/* Scratch and output allocation. */
+double *kn_alloc(int64_t n, RtError *e);
+/* Allocates out[i] with the planned dtype, or def when the caller left it DT_INVALID. */
+int kn_out(const RtKernelArgs *a, int i, DType def, int rank, const int64_t *dims, RtError *e);
+/* Allocates out[i] with the shape of t. */
+int kn_out_like(const RtKernelArgs *a, int i, DType def, const RtTensor *t, RtError *e);
+/* Frees every output allocated so far (on an error path). */
+void kn_free_outs(const RtKernelArgs *a);
+
+/* The whole tensor as doubles (a fresh array, rt_free it). */
+double *kn_load(const RtTensor *t, RtError *e);
+/* Stores n doubles into t (already allocated) and rounds t to its dtype (kn_finish). */
+int kn_store(RtTensor *t, const double *v, const RtExecOpts *o, RtError *e);
+/* Rounds t in place to its dtype: narrow floats to their grid (numerics API), integers wrap to
+ * their width as two's complement (u8 modulo 256), bool to 0/1. */
+int kn_finish(RtTensor *t, const RtExecOpts *o, RtError *e);
+/* x rounded to the integer dtype d (wrapping) or unchanged for other dtypes. */
+int64_t kn_wrap_int(DType d, int64_t x);
+/* Saturating conversion of an already-rounded value to integer dtype d. */
+int64_t kn_sat_int(DType d, double x);
+/* Round-to-nearest-even of x (ONNX Round, QuantizeLinear). */
+double kn_rne(double x);
+
+/* Accumulate in f64 when opts asks for it or any float input is f64. */
+int kn_acc64(const RtKernelArgs *a);
+static inline double kn_acc(int f64, double v) { return f64 ? v : (double)(float)v; }
+
+/* Input i (NULL when absent or beyond nin). */
+static inline const RtTensor *kn_in(const RtKernelArgs *a, int i)
+{ return i < a->nin ? a->in[i] : NULL; }
+static inline int kn_isint(DType d)
+{ int k = rt_dtypes[d].kind; return k == K_INT || k == K_UINT || k == K_BOOL; }
+
+/* Normalises axis into [0, rank) or fails naming op. */
+int kn_axis(const char *op, int64_t axis, int rank, int *out, RtError *e);
+/* Reads an i64 tensor (shape, axes, pads...) of at most RT_MAX_RANK*2 elements into v. */
+int kn_ints(const char *op, const RtTensor *t, int64_t *v, int max, int *n, RtError *e);
+int64_t kn_numel(int rank, const int64_t *dims);
+
+/* ONNX multidirectional broadcasting of n shapes into (rank, dims). */
+int kn_bcast(const char *op, const RtTensor *const *ts, int n, int *rank, int64_t *dims, RtError *e);
+/* Element strides of t viewed with the broadcast shape (0 on broadcast axes). */
+void kn_bstrides(const RtTensor *t, int rank, const int64_t *dims, int64_t *str);
+/* Row-major strides of a contiguous shape. */
+void kn_strides(int rank, const int64_t *dims, int64_t *str);
+
+/* Walks a broadcast shape in row-major order keeping the offset of up to 4 operands. */
+typedef struct KnIter {
+	int rank, nt;
+	int64_t dims[RT_MAX_RANK], idx[RT_MAX_RANK];
+	int64_t str[4][RT_MAX_RANK];
+	int64_t off[4];
+} KnIter;
+void kn_iter_init(KnIter *it, int rank, const int64_t *dims, const RtTensor *const *ts, int nt);
+void kn_iter_next(KnIter *it);
+
+/* y := x with axes permuted: y's axis k is x's axis perm[k]. */
+void kn_transpose(const double *x, int rank, const int64_t *dims, const int *perm, double *y);
+/* x regrouped as [nrows, rowlen]: the axes with red[k] == 0 outer (in order), the axes with
+ * red[k] != 0 inner, so each row holds one reduction group.  A fresh array. */
+double *kn_gather_rows(const double *x, int rank, const int64_t *dims, const int *red,
+		       int64_t *nrows, int64_t *rowlen, RtError *e);
+/* Inverse of kn_gather_rows for the same shape and mask: scatters rows back into y. */
+void kn_scatter_rows(const double *rows, int rank, const int64_t *dims, const int *red, double *y);
+
+/* Softmax-style exponential: exp(x), or the FA4 software exp2 polynomial on x*log2(e) when
+ * opts->exp2_poly > 0 (numerics.md §9). */
+double kn_exp(const RtExecOpts *o, double x);
+/* Softmax of one contiguous row in place (log-softmax when logsm), max-subtracted. */
+void kn_softmax_row(const RtExecOpts *o, int f64, double *x, int64_t n, int logsm);
+/* FlashAttention-4 software 2^x in f32 with a degree-deg polynomial (numerics.md §9). */
+float kn_exp2_fa4(float x, int deg);
+
+/* Dense row-major matrix product C[M,N] = A[M,K] @ B[K,N] on doubles with the numerics of o
+ * (f32/f64 accumulation, operand format, FP8 promotion).  Used by MatMul's non-BLAS paths,
+ * Attention, Conv, Einsum and GroupedMatMul. */
+int kn_gemm(const RtExecOpts *o, int f64, int64_t M, int64_t N, int64_t K,
+	    const double *A, int64_t lda, int transa, const double *B, int64_t ldb, int transb,
+	    double *C, RtError *e);
+
+/* Every kernel, declared from ir/ops.def. */
+#define OP(name, imin, imax, omin, omax, shape, flops, flags, kernel, sem) \
+	int rk_##kernel(const RtKernelArgs *a, RtError *e);
+#include "ir/ops.def"
+#undef OP
+
+/* f32 matrix product through OpenBLAS (C[M,N] = op(A) @ op(B), ldc = N), applying
+ * opts->mma_in operand rounding and the FP8 promotion model when set. */
+int kn_mm_f32(const RtExecOpts *o, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
+	      int transa, const float *B, int64_t ldb, int transb, float *C, RtError *e);
+/* Hopper FP8 tensor-core dot product model (numerics.md §7) of a[0..K) and b[0..K) (b with
+ * stride ldb): 13 fraction bits, 32-product MMA steps, promotion to f32 every promote_k. */
+float kn_hopper_dot(const float *a, const float *b, int64_t ldb, int64_t K, int promote_k);
+
+#define KN_TRY(x) do { if ((x) < 0) goto fail; } while (0)
+
+#endif

@@ -1,0 +1,406 @@
+/* runtime/kernels/matmul.c: MatMul, Gemm, MatMulInteger, QLinearMatMul and the shared
+ * matrix-product engine.
+ *
+ * f32 products go through OpenBLAS cblas_sgemm (one call per broadcast batch, directly on the
+ * tensors' storage), f64 (inputs f64 or opts->accum_f64) through cblas_dgemm.  When
+ * opts->mma_in names a narrow operand format, A is rounded to it along its rows and B along its
+ * columns (block scales run along K, as tensor cores consume them), then the products are
+ * accumulated in f32; with opts->fp8_promote_k > 0 the accumulation follows the Hopper FP8
+ * model of numerics.md §7 instead.  Integer products are exact in i64.
+ * Specs: https://onnx.ai/onnx/operators/onnx__MatMul.html, onnx__Gemm.html,
+ * onnx__MatMulInteger.html, onnx__QLinearMatMul.html.
+ */
+#include "runtime/kernels/kernels_impl.h"
+
+#include <cblas.h>
+
+/* ---- the Hopper FP8 accumulation model (numerics.md §7, DeepSeek-V3 §3.3.2) ---- */
+enum { HOP_FRAC = 13, HOP_MMA_K = 32 };
+
+/* x truncated toward zero to a multiple of 2^q. */
+static double trunc_to(double x, int q) { return ldexp(trunc(ldexp(x, -q)), q); }
+
+/* floor(log2 |x|) for x != 0. */
+static int ilog2(double x)
+{
+	int ex;
+	frexp(x, &ex);
+	return ex - 1;
+}
+
+/* One 32-product MMA step: align every term (products and the running sum) to the largest
+ * exponent, keep HOP_FRAC fraction bits (truncating), add exactly, truncate the sum again. */
+static double hopper_step(double acc, const double *p, int n)
+{
+	int emax = INT32_MIN;
+	if (acc != 0)
+		emax = ilog2(acc);
+	for (int i = 0; i < n; i++)
+		if (p[i] != 0 && ilog2(p[i]) > emax)
+			emax = ilog2(p[i]);
+	if (emax == INT32_MIN)
+		return 0;
+	double s = trunc_to(acc, emax - HOP_FRAC);
+	for (int i = 0; i < n; i++)
+		s += trunc_to(p[i], emax - HOP_FRAC);   /* exact: all terms share one fine grid */
+	return s == 0 ? 0 : trunc_to(s, ilog2(s) - HOP_FRAC);
+}
+
+float kn_hopper_dot(const float *a, const float *b, int64_t ldb, int64_t K, int promote_k)
+{
+	float acc = 0;
+	double tc = 0, p[HOP_MMA_K];
+	int64_t since = 0;
+	for (int64_t k0 = 0; k0 < K; k0 += HOP_MMA_K) {
+		int n = (int)(K - k0 < HOP_MMA_K ? K - k0 : HOP_MMA_K);
+		for (int i = 0; i < n; i++)
+			p[i] = (double)a[k0 + i] * (double)b[(k0 + i) * ldb];   /* exact */
+		tc = hopper_step(tc, p, n);
+		since += n;
+		if (promote_k > 0 && since >= promote_k) {
+			acc = acc + (float)tc;   /* promotion: round to f32, add with RNE */
+			tc = 0;
+			since = 0;
+		}
+	}
+	return acc + (float)tc;
+}
+
+/* ---- low-precision operands ---- */
+static int is_narrow(DType d)
+{
+	return d != DT_INVALID && d != DT_F32 && d != DT_F64 &&
+	       (rt_dtypes[d].storage == S_F32 || d == DT_I8);
+}
+
+/* Rounds `rows` rows of length K in place to fmt (block scales along each row; int8 with one
+ * symmetric scale per row). */
+static int quant_rows(const RtExecOpts *o, DType fmt, float *x, int64_t rows, int64_t K, RtError *e)
+{
+	if (rows == 0 || K == 0)
+		return 0;
+	if (fmt == DT_I8) {
+		int32_t *codes = rt_malloc((size_t)K * sizeof *codes);
+		if (!codes)
+			return rt_errorf(e, RT_ENOMEM, "out of memory quantizing to int8");
+		for (int64_t r = 0; r < rows; r++) {
+			float sc;
+			rt_quantize_int(8, 0, x + r * K, K, 0, x + r * K, codes, &sc, NULL);
+		}
+		rt_free(codes);
+		return 0;
+	}
+	QuantOpts q = { o->scale_rule ? SCALE_RCEIL : SCALE_FLOOR, 1, 0 };
+	rt_round_tensor(fmt, x, rows * K, K, &q);
+	return 0;
+}
+
+/* Copies op(X) (rows x K, row-major result) from X with leading dimension ld. */
+static void copy_rows(const float *X, int64_t ld, int trans, int64_t rows, int64_t K, float *out)
+{
+	for (int64_t r = 0; r < rows; r++)
+		for (int64_t k = 0; k < K; k++)
+			out[r * K + k] = trans ? X[k * ld + r] : X[r * ld + k];
+}
+
+/* The low-precision product: A rows and B columns rounded to mma_in, f32 accumulation. */
+static int mm_lowp(const RtExecOpts *o, int64_t M, int64_t N, int64_t K, const float *A,
+		   int64_t lda, int ta, const float *B, int64_t ldb, int tb, float *C, RtError *e)
+{
+	float *aq = rt_malloc((size_t)(M * K + 1) * sizeof *aq);
+	float *bq = rt_malloc((size_t)(N * K + 1) * sizeof *bq);   /* B^T: one row per column */
+	int rc = -1;
+	if (!aq || !bq) {
+		rt_errorf(e, RT_ENOMEM, "out of memory for quantized operands");
+		goto out;
+	}
+	copy_rows(A, lda, ta, M, K, aq);
+	copy_rows(B, ldb, !tb, N, K, bq);
+	if (quant_rows(o, o->mma_in, aq, M, K, e) < 0 || quant_rows(o, o->mma_in, bq, N, K, e) < 0)
+		goto out;
+	if (o->fp8_promote_k > 0) {
+		for (int64_t i = 0; i < M; i++)
+			for (int64_t j = 0; j < N; j++)
+				C[i * N + j] = kn_hopper_dot(aq + i * K, bq + j * K, 1, K, o->fp8_promote_k);
+	} else if (M && N) {
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)M, (int)N, (int)K, 1.0f,
+			    aq, (int)(K ? K : 1), bq, (int)(K ? K : 1), 0.0f, C, (int)N);
+	}
+	rc = 0;
+out:
+	rt_free(aq);
+	rt_free(bq);
+	return rc;
+}
+
+int kn_mm_f32(const RtExecOpts *o, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
+	      int ta, const float *B, int64_t ldb, int tb, float *C, RtError *e)
+{
+	if (M > INT32_MAX || N > INT32_MAX || K > INT32_MAX)
+		return rt_errorf(e, RT_EUSER, "matrix dimension beyond 2^31");
+	if (o && (is_narrow(o->mma_in) || o->fp8_promote_k > 0))
+		return mm_lowp(o, M, N, K, A, lda, ta, B, ldb, tb, C, e);
+	if (M == 0 || N == 0)
+		return 0;
+	if (K == 0) {
+		memset(C, 0, (size_t)(M * N) * sizeof *C);
+		return 0;
+	}
+	cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+		    (int)M, (int)N, (int)K, 1.0f, A, (int)lda, B, (int)ldb, 0.0f, C, (int)N);
+	return 0;
+}
+
+int kn_gemm(const RtExecOpts *o, int f64, int64_t M, int64_t N, int64_t K,
+	    const double *A, int64_t lda, int ta, const double *B, int64_t ldb, int tb,
+	    double *C, RtError *e)
+{
+	if (f64 && !(o && (is_narrow(o->mma_in) || o->fp8_promote_k > 0))) {
+		if (M > INT32_MAX || N > INT32_MAX || K > INT32_MAX)
+			return rt_errorf(e, RT_EUSER, "matrix dimension beyond 2^31");
+		if (M && N)
+			cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+				    (int)M, (int)N, (int)K, 1.0, A, (int)(lda ? lda : 1), B, (int)(ldb ? ldb : 1),
+				    0.0, C, (int)N);
+		return 0;
+	}
+	int64_t na = ta ? K * lda : M * lda, nb = tb ? N * ldb : K * ldb;
+	float *af = rt_malloc((size_t)(na + 1) * sizeof *af), *bf = rt_malloc((size_t)(nb + 1) * sizeof *bf);
+	float *cf = rt_malloc((size_t)(M * N + 1) * sizeof *cf);
+	int rc = -1;
+	if (!af || !bf || !cf) {
+		rt_errorf(e, RT_ENOMEM, "out of memory in matrix product");
+		goto out;
+	}
+	for (int64_t i = 0; i < na; i++)
+		af[i] = (float)A[i];
+	for (int64_t i = 0; i < nb; i++)
+		bf[i] = (float)B[i];
+	if (kn_mm_f32(o, M, N, K, af, lda ? lda : 1, ta, bf, ldb ? ldb : 1, tb, cf, e) < 0)
+		goto out;
+	for (int64_t i = 0; i < M * N; i++)
+		C[i] = cf[i];
+	rc = 0;
+out:
+	rt_free(af), rt_free(bf), rt_free(cf);
+	return rc;
+}
+
+/* ---- batched shapes ---- */
+typedef struct MmShape {
+	int rank, brank;                 /* output rank; batch rank */
+	int64_t dims[RT_MAX_RANK];       /* output dims (1-D operands' axes removed) */
+	int64_t bdims[RT_MAX_RANK];      /* broadcast batch dims */
+	int64_t M, N, K, nbatch;
+	RtTensor abatch, bbatch;         /* batch-only views of A and B (shapes for strides) */
+} MmShape;
+
+/* numpy matmul shapes: 1-D A gets a leading 1, 1-D B a trailing 1, both removed afterwards. */
+static int mm_shape(const char *op, const RtTensor *A, const RtTensor *B, MmShape *s, RtError *e)
+{
+	if (A->rank < 1 || B->rank < 1)
+		return rt_errorf(e, RT_EUSER, "%s: operands must have rank >= 1", op);
+	memset(s, 0, sizeof *s);
+	s->M = A->rank == 1 ? 1 : A->dims[A->rank - 2];
+	s->K = A->dims[A->rank - 1];
+	int64_t kb = B->rank == 1 ? B->dims[0] : B->dims[B->rank - 2];
+	s->N = B->rank == 1 ? 1 : B->dims[B->rank - 1];
+	if (kb != s->K)
+		return rt_errorf(e, RT_EUSER, "%s: inner dimensions differ (%lld vs %lld)", op,
+				 (long long)s->K, (long long)kb);
+	s->abatch.rank = A->rank > 2 ? A->rank - 2 : 0;
+	s->bbatch.rank = B->rank > 2 ? B->rank - 2 : 0;
+	memcpy(s->abatch.dims, A->dims, sizeof(int64_t) * (size_t)s->abatch.rank);
+	memcpy(s->bbatch.dims, B->dims, sizeof(int64_t) * (size_t)s->bbatch.rank);
+	const RtTensor *ts[2] = { &s->abatch, &s->bbatch };
+	if (kn_bcast(op, ts, 2, &s->brank, s->bdims, e) < 0)
+		return -1;
+	s->nbatch = kn_numel(s->brank, s->bdims);
+	memcpy(s->dims, s->bdims, sizeof(int64_t) * (size_t)s->brank);
+	s->rank = s->brank;
+	if (A->rank > 1)
+		s->dims[s->rank++] = s->M;
+	if (B->rank > 1)
+		s->dims[s->rank++] = s->N;
+	return 0;
+}
+
+/* f32 storage fast path: sgemm per batch straight from the tensors' floats. */
+static int matmul_f32(const RtKernelArgs *a, const MmShape *s, RtError *e)
+{
+	const RtTensor *A = a->in[0], *B = a->in[1];
+	const RtTensor *ts[2] = { &s->abatch, &s->bbatch };
+	KnIter it;
+	kn_iter_init(&it, s->brank, s->bdims, ts, 2);
+	float *C = rt_f32(&a->out[0]);
+	int64_t ldb = B->rank == 1 ? 1 : s->N;
+	for (int64_t b = 0; b < s->nbatch; b++, kn_iter_next(&it))
+		if (kn_mm_f32(a->opts, s->M, s->N, s->K, rt_f32(A) + it.off[0] * s->M * s->K, s->K, 0,
+			      rt_f32(B) + it.off[1] * s->K * s->N, ldb, 0, C + b * s->M * s->N, e) < 0)
+			return -1;
+	return 0;
+}
+
+/* General path: doubles (f64 accumulation, integers through double). */
+static int matmul_f64(const RtKernelArgs *a, const MmShape *s, int f64, RtError *e)
+{
+	const RtTensor *ts[2] = { &s->abatch, &s->bbatch };
+	double *av = kn_load(a->in[0], e), *bv = av ? kn_load(a->in[1], e) : NULL;
+	double *cv = bv ? kn_alloc(a->out[0].n, e) : NULL;
+	int rc = -1;
+	if (!cv)
+		goto out;
+	KnIter it;
+	kn_iter_init(&it, s->brank, s->bdims, ts, 2);
+	int64_t ldb = a->in[1]->rank == 1 ? 1 : s->N;
+	for (int64_t b = 0; b < s->nbatch; b++, kn_iter_next(&it))
+		if (kn_gemm(a->opts, f64, s->M, s->N, s->K, av + it.off[0] * s->M * s->K, s->K, 0,
+			    bv + it.off[1] * s->K * s->N, ldb, 0, cv + b * s->M * s->N, e) < 0)
+			goto out;
+	rc = kn_store(&a->out[0], cv, a->opts, e);
+out:
+	rt_free(av), rt_free(bv), rt_free(cv);
+	return rc;
+}
+
+int rk_MatMul(const RtKernelArgs *a, RtError *e)
+{
+	const RtTensor *A = a->in[0], *B = a->in[1];
+	MmShape s;
+	if (mm_shape("MatMul", A, B, &s, e) < 0 || kn_out(a, 0, A->dtype, s.rank, s.dims, e) < 0)
+		return -1;
+	int f64 = kn_acc64(a) || a->out[0].dtype == DT_F64;
+	int f32s = rt_dtypes[A->dtype].storage == S_F32 && rt_dtypes[B->dtype].storage == S_F32 &&
+		   rt_dtypes[a->out[0].dtype].storage == S_F32;
+	int rc = (!f64 && f32s) ? matmul_f32(a, &s, e) : matmul_f64(a, &s, f64, e);
+	if (rc == 0 && f32s && !f64)
+		rc = kn_finish(&a->out[0], a->opts, e);
+	if (rc < 0)
+		kn_free_outs(a);
+	return rc;
+}
+
+/* Gemm: Y := alpha*op(A)@op(B) + beta*C with C broadcast to (M, N). */
+int rk_Gemm(const RtKernelArgs *a, RtError *e)
+{
+	const RtTensor *A = a->in[0], *B = a->in[1], *C = kn_in(a, 2);
+	int ta = (int)rt_attr_int(a->attrs, "transA", 0), tb = (int)rt_attr_int(a->attrs, "transB", 0);
+	double alpha = rt_attr_float(a->attrs, "alpha", 1.0), beta = rt_attr_float(a->attrs, "beta", 1.0);
+	if (A->rank != 2 || B->rank != 2)
+		return rt_errorf(e, RT_EUSER, "Gemm: A and B must be 2-D");
+	int64_t M = A->dims[ta], K = A->dims[!ta], N = B->dims[!tb], dims[2] = { M, N };
+	if (B->dims[tb] != K)
+		return rt_errorf(e, RT_EUSER, "Gemm: inner dimensions differ (%lld vs %lld)",
+				 (long long)K, (long long)B->dims[tb]);
+	int f64 = kn_acc64(a);
+	double *av = kn_load(A, e), *bv = av ? kn_load(B, e) : NULL, *y = bv ? kn_alloc(M * N, e) : NULL;
+	if (!y)
+		goto fail;
+	KN_TRY(kn_out(a, 0, A->dtype, 2, dims, e));
+	KN_TRY(kn_gemm(a->opts, f64, M, N, K, av, A->dims[1], ta, bv, B->dims[1], tb, y, e));
+	if (C) {
+		RtTensor yt = { .rank = 2, .dims = { M, N } };
+		const RtTensor *ts[2] = { &yt, C };
+		int r;
+		int64_t bd[RT_MAX_RANK];
+		KN_TRY(kn_bcast("Gemm", ts, 2, &r, bd, e));
+		if (r != 2 || bd[0] != M || bd[1] != N) {
+			rt_errorf(e, RT_EUSER, "Gemm: C does not broadcast to (%lld, %lld)", (long long)M, (long long)N);
+			goto fail;
+		}
+		KnIter it;
+		kn_iter_init(&it, 2, dims, ts, 2);
+		for (int64_t i = 0; i < M * N; i++, kn_iter_next(&it))
+			y[i] = kn_acc(f64, kn_acc(f64, alpha * y[i]) + kn_acc(f64, beta * rt_get(C, it.off[1])));
+	} else {
+		for (int64_t i = 0; i < M * N; i++)
+			y[i] = kn_acc(f64, alpha * y[i]);
+	}
+	KN_TRY(kn_store(&a->out[0], y, a->opts, e));
+	rt_free(av), rt_free(bv), rt_free(y);
+	return 0;
+fail:
+	rt_free(av), rt_free(bv), rt_free(y);
+	kn_free_outs(a);
+	return -1;
+}
+
+/* ---- integer matmuls ---- */
+/* Zero point of row i (A) or column j (B): scalar or one per row/column. */
+static int64_t zp_at(const RtTensor *zp, int64_t i)
+{
+	return !zp ? 0 : zp->n == 1 ? rt_geti(zp, 0) : rt_geti(zp, i % zp->n);
+}
+static double sc_at(const RtTensor *sc, int64_t i)
+{
+	return sc->n == 1 ? rt_get(sc, 0) : rt_get(sc, i % sc->n);
+}
+
+/* acc[b, i, j] := sum_k (A[b,i,k] - za_i) * (B[b,k,j] - zb_j), exact in i64. */
+static int int_matmul(const RtKernelArgs *a, const RtTensor *A, const RtTensor *za,
+		      const RtTensor *B, const RtTensor *zb, MmShape *s, int64_t **out, RtError *e)
+{
+	const RtTensor *ts[2] = { &s->abatch, &s->bbatch };
+	int64_t *acc = rt_calloc((size_t)(s->nbatch * s->M * s->N + 1), sizeof *acc);
+	if (!acc)
+		return rt_errorf(e, RT_ENOMEM, "out of memory in integer matmul");
+	KnIter it;
+	kn_iter_init(&it, s->brank, s->bdims, ts, 2);
+	int64_t ldb = B->rank == 1 ? 1 : s->N;
+	for (int64_t b = 0; b < s->nbatch; b++, kn_iter_next(&it)) {
+		const int64_t *ab = rt_i64(A) + it.off[0] * s->M * s->K, *bb = rt_i64(B) + it.off[1] * s->K * s->N;
+		for (int64_t i = 0; i < s->M; i++)
+			for (int64_t j = 0; j < s->N; j++) {
+				int64_t t = 0;
+				for (int64_t k = 0; k < s->K; k++)
+					t += (ab[i * s->K + k] - zp_at(za, i)) * (bb[k * ldb + j] - zp_at(zb, j));
+				acc[(b * s->M + i) * s->N + j] = t;
+			}
+	}
+	*out = acc;
+	return 0;
+}
+
+int rk_MatMulInteger(const RtKernelArgs *a, RtError *e)
+{
+	const RtTensor *A = a->in[0], *B = a->in[1];
+	MmShape s;
+	int64_t *acc;
+	if (!kn_isint(A->dtype) || !kn_isint(B->dtype))
+		return rt_errorf(e, RT_EUSER, "MatMulInteger: operands must be integers");
+	if (mm_shape("MatMulInteger", A, B, &s, e) < 0 || kn_out(a, 0, DT_I32, s.rank, s.dims, e) < 0)
+		return -1;
+	if (int_matmul(a, A, kn_in(a, 2), B, kn_in(a, 3), &s, &acc, e) < 0) {
+		kn_free_outs(a);
+		return -1;
+	}
+	for (int64_t i = 0; i < a->out[0].n; i++)
+		rt_i64(&a->out[0])[i] = kn_wrap_int(a->out[0].dtype, acc[i]);
+	rt_free(acc);
+	return 0;
+}
+
+/* QLinearMatMul: the exact integer product rescaled by a_scale*b_scale/y_scale, RNE, plus
+ * y_zero_point, saturated to y's dtype (that of y_zero_point). */
+int rk_QLinearMatMul(const RtKernelArgs *a, RtError *e)
+{
+	const RtTensor *A = a->in[0], *as = a->in[1], *B = a->in[3], *bs = a->in[4];
+	const RtTensor *ys = a->in[6], *yz = a->in[7];
+	MmShape s;
+	int64_t *acc;
+	if (mm_shape("QLinearMatMul", A, B, &s, e) < 0 || kn_out(a, 0, yz->dtype, s.rank, s.dims, e) < 0)
+		return -1;
+	if (int_matmul(a, A, a->in[2], B, a->in[5], &s, &acc, e) < 0) {
+		kn_free_outs(a);
+		return -1;
+	}
+	RtTensor *y = &a->out[0];
+	for (int64_t i = 0; i < y->n; i++) {
+		int64_t r = (i / s.N) % s.M, c = i % s.N;
+		double scale = (double)(float)(sc_at(as, r) * sc_at(bs, c)) / rt_get(ys, 0);
+		double q = kn_rne((double)(float)((double)acc[i] * scale)) + (double)rt_geti(yz, 0);
+		rt_i64(y)[i] = kn_sat_int(y->dtype, q);
+	}
+	rt_free(acc);
+	return 0;
+}

@@ -1,0 +1,436 @@
+/* runtime/plan.c: the plan builder, lookups and the tables of names shared by the writer, the
+ * reader and the report.  Requires runtime/rt.h (allocation hook, dtypes) and runtime/kernels.h
+ * (operator names).  Every builder function deep-copies what it is given, so callers may pass
+ * stack data; on allocation failure it returns -1 with e set and leaves the plan consistent
+ * (plan_free still frees everything). */
+#include "runtime/plan.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const char *const plan_init_names[PINIT_COUNT] = { "normal", "uniform", "fill", "inline", "npy", "safetensors", "unbound" };
+const char *const plan_instr_names[PI_COUNT] = { "kernel", "copy", "collective", "record", "wait" };
+const char *const plan_coll_names[PC_COUNT] = { "allreduce", "allgather" };
+static const char *const formats[] = { "row" };
+static const char *const op_names[RT_OP_COUNT] = {
+#define OP(name, imin, imax, omin, omax, shape, flops, flags, kernel, sem) #name,
+#include "ir/ops.def"
+#undef OP
+};
+
+const char *plan_op_name(RtOp op) { return op >= 0 && op < RT_OP_COUNT ? op_names[op] : "?"; }
+
+RtOp plan_op_lookup(const char *name)
+{
+	for (int i = 0; i < RT_OP_COUNT; i++)
+		if (strcmp(op_names[i], name) == 0)
+			return (RtOp)i;
+	return RT_OP_COUNT;
+}
+
+int plan_format_known(const char *format)
+{
+	for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++)
+		if (strcmp(formats[i], format) == 0)
+			return 1;
+	return 0;
+}
+
+uint64_t plan_hash(const void *data, size_t n)
+{
+	const unsigned char *s = data;
+	uint64_t h = 1469598103934665603ull;
+	for (size_t i = 0; i < n; i++) {
+		h ^= s[i];
+		h *= 1099511628211ull;
+	}
+	return h;
+}
+
+static int nomem(RtError *e)
+{
+	return rt_errorf(e, RT_ENOMEM, "out of memory building a plan");
+}
+
+/* Grows *v (element size sz) so it holds at least n+1 elements; 0 or -1. */
+static int grow(void **v, int *cap, int n, size_t sz)
+{
+	if (n < *cap)
+		return 0;
+	int nc = *cap ? *cap * 2 : 8;
+	void *nv = rt_realloc(*v, (size_t)nc * sz);
+	if (!nv)
+		return -1;
+	*v = nv;
+	*cap = nc;
+	return 0;
+}
+#define PUSH(p, vec, e) (grow((void **)&(p)->vec, &(p)->cap_##vec, (p)->n##vec, sizeof *(p)->vec) \
+			 ? nomem(e) : (p)->n##vec++)
+
+/* A copy of s owned by the plan (NULL stays NULL); sets *fail on allocation failure. */
+static char *dup(const char *s, int *fail)
+{
+	if (!s)
+		return NULL;
+	char *d = rt_strdup(s);
+	if (!d)
+		*fail = 1;
+	return d;
+}
+
+Plan *plan_new(const char *target, const char *machine, uint64_t machine_hash, RtError *e)
+{
+	Plan *p = rt_calloc(1, sizeof *p);
+	if (!p) {
+		nomem(e);
+		return NULL;
+	}
+	int fail = 0;
+	p->target = dup(target, &fail);
+	p->machine = dup(machine, &fail);
+	p->machine_hash = machine_hash;
+	if (fail) {
+		plan_free(p);
+		nomem(e);
+		return NULL;
+	}
+	return p;
+}
+
+static void attrs_free(Attrs *as)
+{
+	for (int i = 0; i < as->n; i++) {
+		rt_free((char *)as->a[i].name);
+		rt_free((char *)as->a[i].s);
+		rt_free(as->a[i].ints);
+		rt_free(as->a[i].floats);
+	}
+	rt_free(as->a);
+}
+
+static void instr_free(PlanInstr *in)
+{
+	rt_free(in->in);
+	rt_free(in->out);
+	attrs_free(&in->attrs);
+	for (int i = 0; i < in->ntile; i++) {
+		rt_free(in->tile[i].key);
+		rt_free(in->tile[i].val);
+	}
+	rt_free(in->tile);
+	rt_free(in->node);
+}
+
+void plan_free(Plan *p)
+{
+	if (!p)
+		return;
+	rt_free(p->target);
+	rt_free(p->machine);
+	rt_free(p->source.model);
+	rt_free(p->source.binds);
+	rt_free(p->source.precision);
+	for (int i = 0; i < p->ndevices; i++) {
+		rt_free(p->devices[i].name);
+		rt_free(p->devices[i].kind);
+	}
+	for (int i = 0; i < p->nspaces; i++)
+		rt_free(p->spaces[i].name);
+	for (int i = 0; i < p->nunits; i++) {
+		rt_free(p->units[i].name);
+		rt_free(p->units[i].kind);
+	}
+	for (int i = 0; i < p->nlinks; i++)
+		rt_free(p->links[i].name);
+	for (int i = 0; i < p->nbuffers; i++) {
+		rt_free(p->buffers[i].name);
+		rt_free(p->buffers[i].format);
+	}
+	for (int i = 0; i < p->nconsts; i++) {
+		rt_free(p->consts[i].path);
+		rt_free(p->consts[i].key);
+		rt_free(p->consts[i].vals);
+	}
+	for (int i = 0; i < p->ninputs; i++)
+		rt_free(p->inputs[i].name);
+	for (int i = 0; i < p->noutputs; i++)
+		rt_free(p->outputs[i].name);
+	for (int i = 0; i < p->nevents; i++)
+		rt_free(p->events[i]);
+	for (int i = 0; i < p->nstreams; i++) {
+		for (int j = 0; j < p->streams[i].nins; j++)
+			instr_free(&p->streams[i].ins[j]);
+		rt_free(p->streams[i].ins);
+		rt_free(p->streams[i].name);
+	}
+	rt_free(p->devices); rt_free(p->spaces); rt_free(p->units); rt_free(p->links);
+	rt_free(p->buffers); rt_free(p->consts); rt_free(p->inputs); rt_free(p->outputs);
+	rt_free(p->events); rt_free(p->streams);
+	rt_free(p);
+}
+
+int plan_set_source(Plan *p, const char *model, const char *binds, const char *precision, RtError *e)
+{
+	int fail = 0;
+	rt_free(p->source.model);
+	rt_free(p->source.binds);
+	rt_free(p->source.precision);
+	p->source.model = dup(model, &fail);
+	p->source.binds = dup(binds, &fail);
+	p->source.precision = dup(precision, &fail);
+	return fail ? nomem(e) : 0;
+}
+
+int plan_add_device(Plan *p, const PlanDevice *d, RtError *e)
+{
+	int i = PUSH(p, devices, e), fail = 0;
+	if (i < 0)
+		return -1;
+	p->devices[i] = *d;
+	p->devices[i].name = dup(d->name, &fail);
+	p->devices[i].kind = dup(d->kind ? d->kind : "cpu", &fail);
+	return fail ? nomem(e) : i;
+}
+
+int plan_add_space(Plan *p, const PlanSpace *s, RtError *e)
+{
+	int i = PUSH(p, spaces, e), fail = 0;
+	if (i < 0)
+		return -1;
+	p->spaces[i] = *s;
+	p->spaces[i].name = dup(s->name, &fail);
+	return fail ? nomem(e) : i;
+}
+
+int plan_add_unit(Plan *p, const PlanUnit *u, RtError *e)
+{
+	int i = PUSH(p, units, e), fail = 0;
+	if (i < 0)
+		return -1;
+	p->units[i] = *u;
+	p->units[i].name = dup(u->name, &fail);
+	p->units[i].kind = dup(u->kind, &fail);
+	return fail ? nomem(e) : i;
+}
+
+int plan_add_link(Plan *p, const PlanLink *l, RtError *e)
+{
+	int i = PUSH(p, links, e), fail = 0;
+	if (i < 0)
+		return -1;
+	p->links[i] = *l;
+	p->links[i].name = dup(l->name, &fail);
+	return fail ? nomem(e) : i;
+}
+
+int plan_add_buffer(Plan *p, const char *name, int space, int64_t offset, DType dt, int rank,
+		    const int64_t *dims, RtError *e)
+{
+	if (rank < 0 || rank > RT_MAX_RANK)
+		return rt_errorf(e, RT_EINTERNAL, "buffer '%s' has rank %d", name, rank);
+	int i = PUSH(p, buffers, e), fail = 0;
+	if (i < 0)
+		return -1;
+	PlanBuffer *b = &p->buffers[i];
+	memset(b, 0, sizeof *b);
+	b->space = space;
+	b->offset = offset;
+	b->dtype = dt;
+	b->rank = rank;
+	for (int k = 0; k < rank; k++)
+		b->dims[k] = dims[k];
+	int64_t n = plan_buffer_numel(b);
+	b->size = n < 0 ? -1 : rt_dtype_bytes(dt, n);
+	b->name = dup(name, &fail);
+	b->format = dup("row", &fail);
+	return fail ? nomem(e) : i;
+}
+
+int plan_add_const(Plan *p, const PlanConst *c, RtError *e)
+{
+	int i = PUSH(p, consts, e), fail = 0;
+	if (i < 0)
+		return -1;
+	PlanConst *d = &p->consts[i];
+	*d = *c;
+	d->path = dup(c->path, &fail);
+	d->key = dup(c->key, &fail);
+	d->vals = NULL;
+	if (c->nvals > 0) {
+		d->vals = rt_malloc((size_t)c->nvals * sizeof *d->vals);
+		if (d->vals)
+			memcpy(d->vals, c->vals, (size_t)c->nvals * sizeof *d->vals);
+		else
+			fail = 1, d->nvals = 0;
+	}
+	return fail ? nomem(e) : i;
+}
+
+static int add_io(Plan *p, int output, const char *name, int buffer, RtError *e)
+{
+	int i = output ? PUSH(p, outputs, e) : PUSH(p, inputs, e), fail = 0;
+	if (i < 0)
+		return -1;
+	PlanIO *io = output ? &p->outputs[i] : &p->inputs[i];
+	io->name = dup(name, &fail);
+	io->buffer = buffer;
+	io->line = 0;
+	return fail ? nomem(e) : i;
+}
+
+int plan_add_input(Plan *p, const char *name, int buffer, RtError *e) { return add_io(p, 0, name, buffer, e); }
+int plan_add_output(Plan *p, const char *name, int buffer, RtError *e) { return add_io(p, 1, name, buffer, e); }
+
+int plan_add_event(Plan *p, const char *name, RtError *e)
+{
+	int i = PUSH(p, events, e), fail = 0;
+	if (i < 0)
+		return -1;
+	p->events[i] = dup(name, &fail);
+	return fail ? nomem(e) : i;
+}
+
+int plan_add_stream(Plan *p, const char *name, int device, RtError *e)
+{
+	int i = PUSH(p, streams, e), fail = 0;
+	if (i < 0)
+		return -1;
+	PlanStream *s = &p->streams[i];
+	memset(s, 0, sizeof *s);
+	s->name = dup(name, &fail);
+	s->device = device;
+	return fail ? nomem(e) : i;
+}
+
+void plan_instr_init(PlanInstr *in, PlanInstrKind kind)
+{
+	memset(in, 0, sizeof *in);
+	in->kind = kind;
+	in->op = RT_OP_COUNT;
+	in->event = in->link = in->unit = -1;
+	in->cycle = in->dur = -1;
+}
+
+/* Deep copy of one attribute into d; 0 or -1. */
+static int attr_copy(Attr *d, const Attr *s)
+{
+	int fail = 0;
+	*d = *s;
+	d->name = dup(s->name, &fail);
+	d->s = dup(s->s, &fail);
+	d->ints = NULL;
+	d->floats = NULL;
+	if (s->kind == ATTR_INTS && s->n > 0) {
+		d->ints = rt_malloc((size_t)s->n * sizeof *d->ints);
+		if (d->ints)
+			memcpy(d->ints, s->ints, (size_t)s->n * sizeof *d->ints);
+		else
+			fail = 1;
+	}
+	if (s->kind == ATTR_FLOATS && s->n > 0) {
+		d->floats = rt_malloc((size_t)s->n * sizeof *d->floats);
+		if (d->floats)
+			memcpy(d->floats, s->floats, (size_t)s->n * sizeof *d->floats);
+		else
+			fail = 1;
+	}
+	return fail ? -1 : 0;
+}
+
+static int *ints_dup(const int *v, int n, int *fail)
+{
+	if (n <= 0)
+		return NULL;
+	int *d = rt_malloc((size_t)n * sizeof *d);
+	if (!d) {
+		*fail = 1;
+		return NULL;
+	}
+	memcpy(d, v, (size_t)n * sizeof *d);
+	return d;
+}
+
+/* Deep copy of src's owned parts into d (whose scalar fields are already copied). */
+static int instr_copy(PlanInstr *d, const PlanInstr *s)
+{
+	int fail = 0;
+	d->in = ints_dup(s->in, s->nin, &fail);
+	d->out = ints_dup(s->out, s->nout, &fail);
+	d->node = dup(s->node, &fail);
+	d->attrs.a = NULL;
+	d->attrs.n = 0;
+	d->tile = NULL;
+	d->ntile = 0;
+	if (s->attrs.n > 0 && !(d->attrs.a = rt_calloc((size_t)s->attrs.n, sizeof(Attr))))
+		return -1;
+	for (int i = 0; i < s->attrs.n && !fail; i++, d->attrs.n++)
+		fail = attr_copy(&d->attrs.a[i], &s->attrs.a[i]) < 0;
+	if (fail)
+		return -1;
+	if (s->ntile > 0 && !(d->tile = rt_calloc((size_t)s->ntile, sizeof(PlanKV))))
+		return -1;
+	for (int i = 0; i < s->ntile && !fail; i++, d->ntile++) {
+		d->tile[i].key = dup(s->tile[i].key, &fail);
+		d->tile[i].val = dup(s->tile[i].val, &fail);
+	}
+	return fail ? -1 : 0;
+}
+
+int plan_add_instr(Plan *p, int s, const PlanInstr *in, RtError *e)
+{
+	PlanStream *st = &p->streams[s];
+	if (grow((void **)&st->ins, &st->cap, st->nins, sizeof *st->ins))
+		return nomem(e);
+	PlanInstr *d = &st->ins[st->nins];
+	*d = *in;
+	if (instr_copy(d, in) < 0) {
+		instr_free(d);
+		return nomem(e);
+	}
+	return st->nins++;
+}
+
+/* ---- lookups ---- */
+#define FIND(vec, field) \
+	for (int i = 0; i < p->n##vec; i++) \
+		if (p->vec[i].field && strcmp(p->vec[i].field, name) == 0) \
+			return i; \
+	return -1;
+
+int plan_find_buffer(const Plan *p, const char *name) { FIND(buffers, name) }
+int plan_find_device(const Plan *p, const char *name) { FIND(devices, name) }
+int plan_find_space(const Plan *p, const char *name) { FIND(spaces, name) }
+int plan_find_unit(const Plan *p, const char *name) { FIND(units, name) }
+int plan_find_link(const Plan *p, const char *name) { FIND(links, name) }
+
+int plan_find_event(const Plan *p, const char *name)
+{
+	for (int i = 0; i < p->nevents; i++)
+		if (strcmp(p->events[i], name) == 0)
+			return i;
+	return -1;
+}
+
+int64_t plan_buffer_numel(const PlanBuffer *b)
+{
+	int64_t n = 1;
+	for (int i = 0; i < b->rank; i++) {
+		if (b->dims[i] < 0 || (b->dims[i] && n > INT64_MAX / b->dims[i]))
+			return -1;
+		n *= b->dims[i];
+	}
+	return n;
+}
+
+int plan_default_unit(const Plan *p, int device, PlanInstrKind k)
+{
+	const char *want = k == PI_COPY ? "dma" : "compute";
+	for (int i = 0; i < p->nunits; i++)
+		if (p->units[i].device == device && strcmp(p->units[i].kind, want) == 0)
+			return i;
+	for (int i = 0; i < p->nunits; i++)   /* no dma unit: copies share the compute unit */
+		if (p->units[i].device == device && strcmp(p->units[i].kind, "compute") == 0)
+			return i;
+	return -1;
+}

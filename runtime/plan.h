@@ -1,0 +1,223 @@
+/* runtime/plan.h: the plan (.aip), the one data structure between targets and the interpreter.
+ *
+ * A Plan says what runs where: the target and machine it was built for, the graph it came from
+ * (so `aicc run --check` can rebuild the reference plan), devices with their memory spaces,
+ * compute units and links, buffers placed in those spaces, constants (by reference: seeded
+ * initialisers, .npy or .safetensors tensors, or small inline data), the plan's inputs and
+ * outputs, events, and per device one or more ordered instruction streams.  Targets build plans
+ * with the plan_add_* builder below; plan_write serialises them (runtime/plan_write.c),
+ * plan_read parses and fully verifies them (runtime/plan_read.c, runtime/plan_verify.c).  The
+ * text format is specified in docs/plan-format.md.  Entities refer to each other by index; every
+ * string is owned by the plan (rt_malloc'd) and freed by plan_free.
+ */
+#ifndef AICC_PLAN_H
+#define AICC_PLAN_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "runtime/kernels.h"
+#include "runtime/rt.h"
+
+#define PLAN_VERSION 1
+#define PLAN_INLINE_MAX 4096   /* inline constants hold at most this many values */
+
+typedef struct PlanDevice {
+	char *name, *kind;       /* kind: cpu, gpu, tpu, lpu (free text, from the machine) */
+	double peak_flops;       /* FLOP/s at the device's widest float format */
+	double peak_flops_f64;   /* FLOP/s in f64 (0: same as peak_flops) */
+	double overhead_s;       /* fixed cost per instruction (launch, pipeline fill) */
+	double clock_hz;         /* static targets: cycle length; 0 if unused */
+	int line;
+} PlanDevice;
+
+typedef struct PlanSpace {
+	char *name;
+	int device;
+	int64_t capacity;        /* bytes */
+	double bandwidth;        /* bytes/s */
+	int line;
+} PlanSpace;
+
+typedef struct PlanUnit {
+	char *name, *kind;       /* kind: compute, dma, or a target's functional unit */
+	int device;
+	int line;
+} PlanUnit;
+
+typedef struct PlanLink {
+	char *name;
+	int src, dst;            /* devices */
+	double bandwidth;        /* bytes/s per direction */
+	double latency_s;        /* alpha of the alpha + n*beta model */
+	int line;
+} PlanLink;
+
+typedef struct PlanBuffer {
+	char *name;
+	int space;
+	int64_t offset, size;    /* bytes within the space */
+	DType dtype;
+	int rank;
+	int64_t dims[RT_MAX_RANK];
+	char *format;            /* layout: "row" (row-major dense) */
+	int line;
+} PlanBuffer;
+
+typedef enum PlanInitKind {
+	PINIT_NORMAL, PINIT_UNIFORM, PINIT_FILL, PINIT_INLINE, PINIT_NPY, PINIT_SAFETENSORS,
+	PINIT_UNBOUND,           /* a parameter without data: bound by --input, or --timing-only */
+	PINIT_COUNT
+} PlanInitKind;
+
+typedef struct PlanConst {
+	int buffer;
+	PlanInitKind kind;
+	double a, b;             /* normal: mean, std; uniform: low, high; fill: value */
+	uint64_t seed;
+	int64_t instance;        /* flattened call instance, mixed into the seed */
+	char *path, *key;        /* npy: path; safetensors: path and key */
+	double *vals;            /* inline: nvals values */
+	int64_t nvals;
+	int line;
+} PlanConst;
+
+typedef struct PlanIO {
+	char *name;
+	int buffer;
+	int line;
+} PlanIO;
+
+typedef enum PlanInstrKind { PI_KERNEL, PI_COPY, PI_COLLECTIVE, PI_RECORD, PI_WAIT, PI_COUNT } PlanInstrKind;
+typedef enum PlanCollKind { PC_ALLREDUCE, PC_ALLGATHER, PC_COUNT } PlanCollKind;
+
+typedef struct PlanKV {          /* opaque target attributes (tiling), kept as text */
+	char *key, *val;
+} PlanKV;
+
+typedef struct PlanInstr {
+	PlanInstrKind kind;
+	RtOp op;                 /* PI_KERNEL */
+	PlanCollKind coll;       /* PI_COLLECTIVE */
+	int *in, nin;            /* buffers; -1 for an absent optional input */
+	int *out, nout;
+	Attrs attrs;             /* operator attributes (ONNX semantics) */
+	RtExecOpts opts;         /* numerics: accumulation, MMA format, FP8 promotion, exp2 */
+	PlanKV *tile; int ntile; /* target attributes */
+	double flops;            /* work of this instruction, from the target */
+	char *node;              /* the source node it came from, or NULL */
+	int event;               /* PI_RECORD / PI_WAIT */
+	int link;                /* PI_COPY / PI_COLLECTIVE: link used, or -1 (on-device copy) */
+	int unit;                /* unit that executes it, or -1: the stream device's default */
+	int64_t cycle, dur;      /* static targets: issue cycle and occupancy, -1 when absent */
+	int line;
+} PlanInstr;
+
+typedef struct PlanStream {
+	char *name;
+	int device;
+	PlanInstr *ins; int nins, cap;
+	int line;
+} PlanStream;
+
+typedef struct PlanSource {
+	char *model;             /* path of the graph the plan was compiled from, or NULL */
+	char *binds;             /* "S=4,B=1" as given to --bind, or NULL */
+	char *precision;         /* the compile's precision policy, or NULL */
+} PlanSource;
+
+#define PLAN_VEC(T, name) T *name; int n##name, cap_##name
+typedef struct Plan {
+	char *target;
+	char *machine;
+	uint64_t machine_hash;   /* FNV-1a 64 of the machine description's bytes */
+	PlanSource source;
+	PLAN_VEC(PlanDevice, devices);
+	PLAN_VEC(PlanSpace, spaces);
+	PLAN_VEC(PlanUnit, units);
+	PLAN_VEC(PlanLink, links);
+	PLAN_VEC(PlanBuffer, buffers);
+	PLAN_VEC(PlanConst, consts);
+	PLAN_VEC(PlanIO, inputs);
+	PLAN_VEC(PlanIO, outputs);
+	PLAN_VEC(char *, events);
+	PLAN_VEC(PlanStream, streams);
+	const char *file;        /* for diagnostics, not owned; NULL when built in memory */
+} Plan;
+#undef PLAN_VEC
+
+/* ---- builder: every function returns the new entity's index, or -1 with e set (no memory) ---- */
+Plan *plan_new(const char *target, const char *machine, uint64_t machine_hash, RtError *e);
+void plan_free(Plan *p);
+int plan_set_source(Plan *p, const char *model, const char *binds, const char *precision, RtError *e);
+int plan_add_device(Plan *p, const PlanDevice *d, RtError *e);        /* strings copied */
+int plan_add_space(Plan *p, const PlanSpace *s, RtError *e);
+int plan_add_unit(Plan *p, const PlanUnit *u, RtError *e);
+int plan_add_link(Plan *p, const PlanLink *l, RtError *e);
+int plan_add_buffer(Plan *p, const char *name, int space, int64_t offset, DType dt, int rank,
+		    const int64_t *dims, RtError *e);   /* size from rt_dtype_bytes, format "row" */
+int plan_add_const(Plan *p, const PlanConst *c, RtError *e);          /* strings/values copied */
+int plan_add_input(Plan *p, const char *name, int buffer, RtError *e);
+int plan_add_output(Plan *p, const char *name, int buffer, RtError *e);
+int plan_add_event(Plan *p, const char *name, RtError *e);
+int plan_add_stream(Plan *p, const char *name, int device, RtError *e);
+/* Appends an instruction to stream s.  The PlanInstr's arrays, attributes, tiling pairs and node
+ * name are deep-copied; unset fields should be zero except event/link/unit/cycle/dur (-1 = none):
+ * use plan_instr_init. */
+int plan_add_instr(Plan *p, int s, const PlanInstr *in, RtError *e);
+void plan_instr_init(PlanInstr *in, PlanInstrKind kind);
+
+/* ---- lookups ---- */
+int plan_find_buffer(const Plan *p, const char *name);   /* -1 if none */
+int plan_find_device(const Plan *p, const char *name);
+int plan_find_space(const Plan *p, const char *name);
+int plan_find_unit(const Plan *p, const char *name);
+int plan_find_link(const Plan *p, const char *name);
+int plan_find_event(const Plan *p, const char *name);
+/* The element count of buffer b (product of dims; 1 for rank 0), or -1 on overflow. */
+int64_t plan_buffer_numel(const PlanBuffer *b);
+/* The default unit of device d for instruction kind k (first unit of kind "compute" for kernels,
+ * "dma" for copies), or -1 if the device declares none. */
+int plan_default_unit(const Plan *p, int device, PlanInstrKind k);
+
+/* ---- names shared by the writer, the reader and the report ---- */
+extern const char *const plan_init_names[PINIT_COUNT];   /* normal ... safetensors unbound */
+extern const char *const plan_instr_names[PI_COUNT];     /* kernel copy collective record wait */
+extern const char *const plan_coll_names[PC_COUNT];      /* allreduce allgather */
+int plan_format_known(const char *format);               /* 1 for a known buffer layout name */
+/* Operator names from ir/ops.def (the plan layer does not depend on the kernels). */
+const char *plan_op_name(RtOp op);
+RtOp plan_op_lookup(const char *name);                   /* RT_OP_COUNT if unknown */
+
+/* 64-bit FNV-1a hash of n bytes (machine descriptions, plan identity). */
+uint64_t plan_hash(const void *data, size_t n);
+
+/* ---- execution order ---- */
+typedef struct PlanStep {
+	int stream, index;       /* p->streams[stream].ins[index] */
+} PlanStep;
+/* The one sequential order in which the interpreter executes the plan and the verifier computes
+ * liveness: streams in file order, each run until it waits on an event not yet recorded, round
+ * after round.  Returns 0 with *order (rt_malloc'd, *n entries), or -1 with e set when waits can
+ * never be satisfied (deadlock) or memory runs out. */
+int plan_linearize(const Plan *p, PlanStep **order, int *n, RtError *e);
+
+/* Live range of every buffer over a linear order: first and last step that touches it; inputs
+ * and constants are live from step -1, outputs and constants until step n.  first > last for a
+ * buffer no step touches.  Returns rt_malloc'd arrays, or -1 (no memory). */
+int plan_liveness(const Plan *p, const PlanStep *order, int n, int **first, int **last, RtError *e);
+
+/* ---- text form (docs/plan-format.md) ---- */
+/* Writes p in the canonical text form.  Returns 0, or -1 if writing failed. */
+int plan_write(const Plan *p, FILE *f);
+/* Parses and verifies the plan text (len bytes; need not be NUL-terminated).  `file` names it in
+ * errors.  Returns the plan, or NULL with e->msg = "file:LINE: error: ..." (first error). */
+Plan *plan_parse(const char *file, const char *text, size_t len, RtError *e);
+/* Reads the file at path and calls plan_parse. */
+Plan *plan_read(const char *path, RtError *e);
+/* Checks every rule of docs/plan-format.md §Verification on a parsed or built plan.  Returns 0,
+ * or -1 with e->msg = "file:LINE: error: ..." naming the offending line (or "<plan>" when built
+ * in memory). */
+int plan_verify(const Plan *p, RtError *e);
+
+#endif

@@ -1,0 +1,525 @@
+/* runtime/plan_verify.c: the plan verifier, the execution order and liveness.
+ *
+ * plan_verify checks every semantic rule of docs/plan-format.md §Verification on a Plan, whether
+ * parsed or built by a target: entity references and numeric ranges, buffer sizes against
+ * dtype x shape, bounds within memory-space capacities, operator arities (from ir/ops.def),
+ * instruction operands on the right device, events recorded once and waits that can be
+ * satisfied, every buffer written before it is read, no two buffers overlapping in the same
+ * space while both are live, and for static schedules (issue cycles) no unit conflicts and no
+ * read before its producer's data is ready.  The first problem is returned as
+ * "file:LINE: error: message"; the verifier never indexes anything it has not checked. */
+#include "runtime/plan.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct { int imin, imax, omin, omax; } arity[RT_OP_COUNT] = {
+#define OP(name, imin, imax, omin, omax, shape, flops, flags, kernel, sem) { imin, imax, omin, omax },
+#include "ir/ops.def"
+#undef OP
+};
+
+static int verr(const Plan *p, RtError *e, int line, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static int verr(const Plan *p, RtError *e, int line, const char *fmt, ...)
+{
+	char msg[768];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	const char *file = p->file ? p->file : "<plan>";
+	if (line > 0)
+		return rt_errorf(e, RT_EUSER, "%s:%d: error: %s", file, line, msg);
+	return rt_errorf(e, RT_EUSER, "%s: error: %s", file, msg);
+}
+
+static int finite_pos(double v) { return v > 0 && v < INFINITY; }
+static int finite_nonneg(double v) { return v >= 0 && v < INFINITY; }
+
+/* ---- machine ---- */
+static int check_machine(const Plan *p, RtError *e)
+{
+	if (p->ndevices == 0)
+		return verr(p, e, 0, "the plan declares no device");
+	for (int i = 0; i < p->ndevices; i++) {
+		const PlanDevice *d = &p->devices[i];
+		if (!finite_pos(d->peak_flops) || !finite_nonneg(d->peak_flops_f64) ||
+		    !finite_nonneg(d->overhead_s) || !finite_nonneg(d->clock_hz))
+			return verr(p, e, d->line, "device '%s': peak must be positive, peak_f64, overhead and "
+				    "clock non-negative and finite", d->name);
+	}
+	for (int i = 0; i < p->nspaces; i++) {
+		const PlanSpace *s = &p->spaces[i];
+		if (s->device < 0 || s->device >= p->ndevices)
+			return verr(p, e, s->line, "space '%s' is on an undefined device", s->name);
+		if (s->capacity < 0 || !finite_pos(s->bandwidth))
+			return verr(p, e, s->line, "space '%s': capacity must be >= 0 and bandwidth positive", s->name);
+	}
+	for (int i = 0; i < p->nunits; i++)
+		if (p->units[i].device < 0 || p->units[i].device >= p->ndevices)
+			return verr(p, e, p->units[i].line, "unit '%s' is on an undefined device", p->units[i].name);
+	for (int i = 0; i < p->nlinks; i++) {
+		const PlanLink *l = &p->links[i];
+		if (l->src < 0 || l->src >= p->ndevices || l->dst < 0 || l->dst >= p->ndevices)
+			return verr(p, e, l->line, "link '%s' joins undefined devices", l->name);
+		if (!finite_pos(l->bandwidth) || !finite_nonneg(l->latency_s))
+			return verr(p, e, l->line, "link '%s': bandwidth must be positive, latency non-negative", l->name);
+	}
+	return 0;
+}
+
+/* ---- buffers, constants, inputs, outputs ---- */
+static int check_buffer(const Plan *p, const PlanBuffer *b, RtError *e)
+{
+	if (b->space < 0 || b->space >= p->nspaces)
+		return verr(p, e, b->line, "buffer '%s' is in an undefined space", b->name);
+	if (b->dtype <= DT_INVALID || b->dtype >= DT_COUNT)
+		return verr(p, e, b->line, "buffer '%s' has an invalid dtype", b->name);
+	if (b->rank < 0 || b->rank > RT_MAX_RANK)
+		return verr(p, e, b->line, "buffer '%s' has rank %d (at most %d)", b->name, b->rank, RT_MAX_RANK);
+	for (int i = 0; i < b->rank; i++)
+		if (b->dims[i] < 0)
+			return verr(p, e, b->line, "buffer '%s' has a negative dimension", b->name);
+	int64_t n = plan_buffer_numel(b);
+	if (n < 0 || n > INT64_MAX / 64)
+		return verr(p, e, b->line, "buffer '%s': element count overflows", b->name);
+	int64_t want = rt_dtype_bytes(b->dtype, n);
+	if (b->size != want)
+		return verr(p, e, b->line, "buffer '%s': size %" PRId64 " does not match %s x %" PRId64
+			    " elements = %" PRId64 " bytes", b->name, b->size, rt_dtype_name(b->dtype), n, want);
+	const PlanSpace *s = &p->spaces[b->space];
+	if (b->offset < 0 || b->offset > s->capacity || b->size > s->capacity - b->offset)
+		return verr(p, e, b->line, "buffer '%s': bytes [%" PRId64 ", %" PRId64 ") exceed space '%s' "
+			    "(capacity %" PRId64 ")", b->name, b->offset, b->offset + b->size, s->name, s->capacity);
+	if (!b->format || !plan_format_known(b->format))
+		return verr(p, e, b->line, "buffer '%s': unknown format '%s'", b->name, b->format ? b->format : "");
+	return 0;
+}
+
+static int check_const(const Plan *p, const PlanConst *c, RtError *e)
+{
+	if (c->buffer < 0 || c->buffer >= p->nbuffers || c->kind >= PINIT_COUNT)
+		return verr(p, e, c->line, "constant of an undefined buffer or initialiser");
+	const PlanBuffer *b = &p->buffers[c->buffer];
+	int64_t n = plan_buffer_numel(b);
+	switch (c->kind) {
+	case PINIT_NORMAL:
+		if (!finite_nonneg(c->b) || !isfinite(c->a))
+			return verr(p, e, c->line, "const '%s': normal needs a finite mean and std >= 0", b->name);
+		break;
+	case PINIT_UNIFORM:
+		if (!isfinite(c->a) || !isfinite(c->b) || c->a > c->b)
+			return verr(p, e, c->line, "const '%s': uniform needs finite low <= high", b->name);
+		break;
+	case PINIT_INLINE:
+		if (c->nvals != n || c->nvals > PLAN_INLINE_MAX)
+			return verr(p, e, c->line, "const '%s': %" PRId64 " inline values for %" PRId64 " elements "
+				    "(inline data holds at most %d)", b->name, c->nvals, n, PLAN_INLINE_MAX);
+		break;
+	case PINIT_NPY:
+	case PINIT_SAFETENSORS:
+		if (!c->path || !*c->path || (c->kind == PINIT_SAFETENSORS && (!c->key || !*c->key)))
+			return verr(p, e, c->line, "const '%s': empty path or key", b->name);
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+static int check_io(const Plan *p, const PlanIO *io, int nio, const char *what, RtError *e)
+{
+	for (int i = 0; i < nio; i++) {
+		if (io[i].buffer < 0 || io[i].buffer >= p->nbuffers)
+			return verr(p, e, io[i].line, "%s '%s' names an undefined buffer", what, io[i].name);
+		for (int j = 0; j < i; j++)
+			if (strcmp(io[i].name, io[j].name) == 0)
+				return verr(p, e, io[i].line, "%s '%s' is declared twice", what, io[i].name);
+	}
+	return 0;
+}
+
+/* Marks in `role` (1 input, 2 constant) each buffer bound from outside; errors on a buffer
+ * that is both, or initialised twice. */
+static int check_data(const Plan *p, unsigned char *role, RtError *e)
+{
+	for (int i = 0; i < p->nbuffers; i++)
+		if (check_buffer(p, &p->buffers[i], e) < 0)
+			return -1;
+	for (int i = 0; i < p->nconsts; i++) {
+		const PlanConst *c = &p->consts[i];
+		if (check_const(p, c, e) < 0)
+			return -1;
+		if (role[c->buffer])
+			return verr(p, e, c->line, "buffer '%s' is initialised twice", p->buffers[c->buffer].name);
+		role[c->buffer] = 2;
+	}
+	if (check_io(p, p->inputs, p->ninputs, "input", e) || check_io(p, p->outputs, p->noutputs, "output", e))
+		return -1;
+	for (int i = 0; i < p->ninputs; i++) {
+		int b = p->inputs[i].buffer;
+		if (role[b])
+			return verr(p, e, p->inputs[i].line, "input '%s': buffer '%s' is already %s", p->inputs[i].name,
+				    p->buffers[b].name, role[b] == 2 ? "a constant" : "an input");
+		role[b] = 1;
+	}
+	return 0;
+}
+
+/* ---- instructions ---- */
+static int buf_device(const Plan *p, int b) { return p->spaces[p->buffers[b].space].device; }
+
+static int check_operands(const Plan *p, const PlanInstr *in, RtError *e)
+{
+	for (int k = 0; k < in->nin + in->nout; k++) {
+		int b = k < in->nin ? in->in[k] : in->out[k - in->nin];
+		if (b < -1 || b >= p->nbuffers || (b == -1 && (k >= in->nin || in->kind != PI_KERNEL)))
+			return verr(p, e, in->line, "operand %d names an undefined buffer", k);
+	}
+	for (int i = 0; i < in->nout; i++)
+		for (int j = 0; j < i; j++)
+			if (in->out[i] == in->out[j])
+				return verr(p, e, in->line, "buffer '%s' is written twice by one instruction",
+					    p->buffers[in->out[i]].name);
+	return 0;
+}
+
+static int check_kernel(const Plan *p, const PlanStream *s, const PlanInstr *in, RtError *e)
+{
+	if (in->op < 0 || in->op >= RT_OP_COUNT)
+		return verr(p, e, in->line, "kernel with an invalid operator");
+	const char *name = plan_op_name(in->op);
+	if (in->nin < arity[in->op].imin || (arity[in->op].imax >= 0 && in->nin > arity[in->op].imax))
+		return verr(p, e, in->line, "%s takes %d to %d inputs, not %d", name, arity[in->op].imin,
+			    arity[in->op].imax, in->nin);
+	if (in->nout < arity[in->op].omin || (arity[in->op].omax >= 0 && in->nout > arity[in->op].omax) || in->nout < 1)
+		return verr(p, e, in->line, "%s produces %d to %d outputs, not %d", name, arity[in->op].omin,
+			    arity[in->op].omax, in->nout);
+	if (in->op == RT_OP_Call)
+		return verr(p, e, in->line, "Call cannot be a kernel: targets flatten calls");
+	for (int k = 0; k < in->nin + in->nout; k++) {
+		int b = k < in->nin ? in->in[k] : in->out[k - in->nin];
+		if (b >= 0 && buf_device(p, b) != s->device)
+			return verr(p, e, in->line, "%s operand '%s' is on device '%s', not on the stream's device '%s'",
+				    name, p->buffers[b].name, p->devices[buf_device(p, b)].name, p->devices[s->device].name);
+	}
+	if (in->opts.mma_in < DT_INVALID || in->opts.mma_in >= DT_COUNT)
+		return verr(p, e, in->line, "invalid mma_in format");
+	return 0;
+}
+
+static int same_data(const PlanBuffer *a, const PlanBuffer *b)
+{
+	return a->dtype == b->dtype && plan_buffer_numel(a) == plan_buffer_numel(b);
+}
+
+static int check_copy(const Plan *p, const PlanStream *s, const PlanInstr *in, RtError *e)
+{
+	if (in->nin != 1 || in->nout != 1)
+		return verr(p, e, in->line, "copy takes one input and one output");
+	const PlanBuffer *a = &p->buffers[in->in[0]], *b = &p->buffers[in->out[0]];
+	if (!same_data(a, b))
+		return verr(p, e, in->line, "copy from '%s' to '%s': dtypes or element counts differ", a->name, b->name);
+	int da = buf_device(p, in->in[0]), db = buf_device(p, in->out[0]);
+	if (da != s->device && db != s->device)
+		return verr(p, e, in->line, "copy on stream '%s' touches neither end on its device", s->name);
+	if (da != db && in->link < 0)
+		return verr(p, e, in->line, "copy from device '%s' to '%s' needs a link", p->devices[da].name,
+			    p->devices[db].name);
+	if (in->link >= 0) {
+		const PlanLink *l = &p->links[in->link];
+		if (!((l->src == da && l->dst == db) || (l->src == db && l->dst == da)))
+			return verr(p, e, in->line, "link '%s' does not join devices '%s' and '%s'", l->name,
+				    p->devices[da].name, p->devices[db].name);
+	}
+	return 0;
+}
+
+static int check_collective(const Plan *p, const PlanInstr *in, RtError *e)
+{
+	if (in->coll < 0 || in->coll >= PC_COUNT || in->nin < 1 || in->nin != in->nout)
+		return verr(p, e, in->line, "collective needs as many outputs as inputs (one per rank)");
+	const PlanBuffer *a = &p->buffers[in->in[0]];
+	for (int i = 0; i < in->nin; i++) {
+		const PlanBuffer *x = &p->buffers[in->in[i]], *y = &p->buffers[in->out[i]];
+		int64_t ny = plan_buffer_numel(y), nx = plan_buffer_numel(x);
+		int ok = same_data(x, a) && x->dtype == y->dtype &&
+			 ny == (in->coll == PC_ALLGATHER ? nx * in->nin : nx);
+		if (!ok)
+			return verr(p, e, in->line, "%s rank %d: '%s' -> '%s' has mismatched dtype or size",
+				    plan_coll_names[in->coll], i, x->name, y->name);
+	}
+	if (in->nin > 1 && in->link < 0)
+		return verr(p, e, in->line, "%s across %d ranks needs a link", plan_coll_names[in->coll], in->nin);
+	return 0;
+}
+
+static int check_instr(const Plan *p, const PlanStream *s, const PlanInstr *in, RtError *e)
+{
+	if (in->kind < 0 || in->kind >= PI_COUNT)
+		return verr(p, e, in->line, "invalid instruction kind");
+	if (in->link < -1 || in->link >= p->nlinks || in->unit < -1 || in->unit >= p->nunits)
+		return verr(p, e, in->line, "undefined link or unit");
+	if (in->unit >= 0 && p->units[in->unit].device != s->device)
+		return verr(p, e, in->line, "unit '%s' is not on the stream's device", p->units[in->unit].name);
+	if (in->kind == PI_RECORD || in->kind == PI_WAIT)
+		return in->event < 0 || in->event >= p->nevents ? verr(p, e, in->line, "undefined event") : 0;
+	if (check_operands(p, in, e) < 0)
+		return -1;
+	if (in->kind == PI_KERNEL)
+		return check_kernel(p, s, in, e);
+	if (in->kind == PI_COPY)
+		return check_copy(p, s, in, e);
+	return check_collective(p, in, e);
+}
+
+static int check_streams(const Plan *p, RtError *e)
+{
+	int *recorded = rt_calloc((size_t)p->nevents + 1, sizeof *recorded);
+	if (!recorded)
+		return rt_errorf(e, RT_ENOMEM, "out of memory verifying the plan");
+	int rc = 0;
+	for (int i = 0; i < p->nstreams && rc == 0; i++) {
+		const PlanStream *s = &p->streams[i];
+		if (s->device < 0 || s->device >= p->ndevices)
+			rc = verr(p, e, s->line, "stream '%s' is on an undefined device", s->name);
+		for (int j = 0; j < s->nins && rc == 0; j++) {
+			const PlanInstr *in = &s->ins[j];
+			rc = check_instr(p, s, in, e);
+			if (rc == 0 && in->kind == PI_RECORD && recorded[in->event]++)
+				rc = verr(p, e, in->line, "event '%s' is recorded twice", p->events[in->event]);
+		}
+	}
+	for (int i = 0; i < p->nstreams && rc == 0; i++)
+		for (int j = 0; j < p->streams[i].nins && rc == 0; j++) {
+			const PlanInstr *in = &p->streams[i].ins[j];
+			if (in->kind == PI_WAIT && !recorded[in->event])
+				rc = verr(p, e, in->line, "wait on event '%s', which no stream records",
+					  p->events[in->event]);
+		}
+	rt_free(recorded);
+	return rc;
+}
+
+/* ---- execution order ---- */
+int plan_linearize(const Plan *p, PlanStep **order, int *n, RtError *e)
+{
+	int total = 0;
+	for (int i = 0; i < p->nstreams; i++)
+		total += p->streams[i].nins;
+	int *pc = rt_calloc((size_t)p->nstreams + 1, sizeof *pc);
+	unsigned char *done = rt_calloc((size_t)p->nevents + 1, 1);
+	*order = rt_malloc(((size_t)total + 1) * sizeof **order);
+	*n = 0;
+	if (!pc || !done || !*order) {
+		rt_free(pc), rt_free(done), rt_free(*order), *order = NULL;
+		return rt_errorf(e, RT_ENOMEM, "out of memory ordering the plan");
+	}
+	for (int progress = 1; progress && *n < total;) {
+		progress = 0;
+		for (int s = 0; s < p->nstreams; s++) {
+			const PlanStream *st = &p->streams[s];
+			while (pc[s] < st->nins) {
+				const PlanInstr *in = &st->ins[pc[s]];
+				if (in->kind == PI_WAIT && !done[in->event])
+					break;
+				if (in->kind == PI_RECORD)
+					done[in->event] = 1;
+				(*order)[(*n)++] = (PlanStep){ s, pc[s]++ };
+				progress = 1;
+			}
+		}
+	}
+	int rc = 0;
+	for (int s = 0; s < p->nstreams && *n < total && rc == 0; s++)
+		if (pc[s] < p->streams[s].nins) {
+			const PlanInstr *in = &p->streams[s].ins[pc[s]];
+			rc = verr(p, e, in->line, "deadlock: stream '%s' waits on event '%s', which can never be "
+				  "recorded", p->streams[s].name, p->events[in->event]);
+		}
+	rt_free(pc);
+	rt_free(done);
+	if (rc < 0) {
+		rt_free(*order);
+		*order = NULL;
+	}
+	return rc;
+}
+
+int plan_liveness(const Plan *p, const PlanStep *order, int n, int **first, int **last, RtError *e)
+{
+	*first = rt_malloc(((size_t)p->nbuffers + 1) * sizeof **first);
+	*last = rt_malloc(((size_t)p->nbuffers + 1) * sizeof **last);
+	if (!*first || !*last) {
+		rt_free(*first), rt_free(*last), *first = *last = NULL;
+		return rt_errorf(e, RT_ENOMEM, "out of memory computing liveness");
+	}
+	for (int b = 0; b < p->nbuffers; b++)
+		(*first)[b] = INT32_MAX, (*last)[b] = -2;
+	for (int i = 0; i < p->nconsts; i++)
+		(*first)[p->consts[i].buffer] = -1, (*last)[p->consts[i].buffer] = n;
+	for (int i = 0; i < p->ninputs; i++)
+		(*first)[p->inputs[i].buffer] = -1;
+	for (int i = 0; i < p->noutputs; i++)
+		(*last)[p->outputs[i].buffer] = n;
+	for (int t = 0; t < n; t++) {
+		const PlanInstr *in = &p->streams[order[t].stream].ins[order[t].index];
+		for (int k = 0; k < in->nin + in->nout; k++) {
+			int b = k < in->nin ? in->in[k] : in->out[k - in->nin];
+			if (b < 0)
+				continue;
+			if ((*first)[b] > t)
+				(*first)[b] = t;
+			if ((*last)[b] < t)
+				(*last)[b] = t;
+		}
+	}
+	return 0;
+}
+
+/* Every buffer an instruction reads was bound (input, constant) or written by an earlier step;
+ * every plan output is produced. */
+static int check_dataflow(const Plan *p, const PlanStep *order, int n, const unsigned char *role, RtError *e)
+{
+	unsigned char *ready = rt_malloc((size_t)p->nbuffers + 1);
+	if (!ready)
+		return rt_errorf(e, RT_ENOMEM, "out of memory verifying the plan");
+	for (int b = 0; b < p->nbuffers; b++)
+		ready[b] = role[b] != 0;
+	int rc = 0;
+	for (int t = 0; t < n && rc == 0; t++) {
+		const PlanInstr *in = &p->streams[order[t].stream].ins[order[t].index];
+		for (int k = 0; k < in->nin && rc == 0; k++)
+			if (in->in[k] >= 0 && !ready[in->in[k]])
+				rc = verr(p, e, in->line, "buffer '%s' is read before it is written",
+					  p->buffers[in->in[k]].name);
+		for (int k = 0; k < in->nout && rc == 0; k++) {
+			if (role[in->out[k]] == 2)
+				rc = verr(p, e, in->line, "constant buffer '%s' is overwritten", p->buffers[in->out[k]].name);
+			ready[in->out[k]] = 1;
+		}
+	}
+	for (int i = 0; i < p->noutputs && rc == 0; i++)
+		if (!ready[p->outputs[i].buffer])
+			rc = verr(p, e, p->outputs[i].line, "output '%s' is never written", p->outputs[i].name);
+	rt_free(ready);
+	return rc;
+}
+
+/* ---- no two live buffers share bytes ---- */
+static const Plan *sort_plan;
+static int by_space_offset(const void *x, const void *y)
+{
+	const PlanBuffer *a = &sort_plan->buffers[*(const int *)x], *b = &sort_plan->buffers[*(const int *)y];
+	if (a->space != b->space)
+		return a->space < b->space ? -1 : 1;
+	if (a->offset != b->offset)
+		return a->offset < b->offset ? -1 : 1;
+	return *(const int *)x - *(const int *)y;
+}
+
+static int check_overlap(const Plan *p, const int *first, const int *last, RtError *e)
+{
+	int *idx = rt_malloc(((size_t)p->nbuffers + 1) * sizeof *idx);
+	if (!idx)
+		return rt_errorf(e, RT_ENOMEM, "out of memory verifying the plan");
+	for (int b = 0; b < p->nbuffers; b++)
+		idx[b] = b;
+	sort_plan = p;
+	qsort(idx, (size_t)p->nbuffers, sizeof *idx, by_space_offset);
+	int rc = 0;
+	for (int i = 0; i < p->nbuffers && rc == 0; i++) {
+		const PlanBuffer *a = &p->buffers[idx[i]];
+		for (int j = i + 1; j < p->nbuffers && rc == 0; j++) {
+			const PlanBuffer *b = &p->buffers[idx[j]];
+			if (b->space != a->space || b->offset >= a->offset + a->size)
+				break;
+			if (a->size == 0 || b->size == 0)
+				continue;
+			int x = idx[i], y = idx[j];
+			if (first[x] <= last[y] && first[y] <= last[x]) {
+				const PlanBuffer *late = x > y ? a : b, *early = x > y ? b : a;
+				rc = verr(p, e, late->line, "buffer '%s' overlaps buffer '%s' (line %d) in space '%s' "
+					  "while both are live", late->name, early->name, early->line,
+					  p->spaces[a->space].name);
+			}
+		}
+	}
+	rt_free(idx);
+	return rc;
+}
+
+/* ---- static schedules: issue cycles ---- */
+static int check_static(const Plan *p, const PlanStep *order, int n, RtError *e)
+{
+	int64_t *ready = rt_malloc(((size_t)p->nbuffers + 1) * sizeof *ready);
+	int64_t *busy = rt_malloc(((size_t)p->nunits + 1) * sizeof *busy);
+	if (!ready || !busy) {
+		rt_free(ready), rt_free(busy);
+		return rt_errorf(e, RT_ENOMEM, "out of memory verifying the plan");
+	}
+	for (int b = 0; b < p->nbuffers; b++)
+		ready[b] = 0;
+	for (int u = 0; u < p->nunits; u++)
+		busy[u] = 0;
+	int rc = 0;
+	for (int t = 0; t < n && rc == 0; t++) {
+		const PlanStream *s = &p->streams[order[t].stream];
+		const PlanInstr *in = &s->ins[order[t].index];
+		if (in->cycle < 0)
+			continue;
+		int u = in->unit >= 0 ? in->unit : plan_default_unit(p, s->device, in->kind);
+		int64_t end = in->cycle + (in->dur > 0 ? in->dur : 1);
+		if (u < 0)
+			rc = verr(p, e, in->line, "an instruction with an issue cycle needs a unit");
+		else if (in->cycle < busy[u])
+			rc = verr(p, e, in->line, "unit '%s' is busy until cycle %" PRId64 ", issue at %" PRId64
+				  " conflicts", p->units[u].name, busy[u], in->cycle);
+		for (int k = 0; k < in->nin && rc == 0; k++)
+			if (in->in[k] >= 0 && in->cycle < ready[in->in[k]])
+				rc = verr(p, e, in->line, "'%s' is read at cycle %" PRId64 " but ready only at cycle %"
+					  PRId64, p->buffers[in->in[k]].name, in->cycle, ready[in->in[k]]);
+		if (rc == 0) {
+			busy[u] = end;
+			for (int k = 0; k < in->nout; k++)
+				ready[in->out[k]] = end;
+		}
+	}
+	rt_free(ready);
+	rt_free(busy);
+	return rc;
+}
+
+int plan_verify(const Plan *p, RtError *e)
+{
+	if (!p->target || !p->machine)
+		return verr(p, e, 0, "the plan lacks a target or machine");
+	unsigned char *role = rt_calloc((size_t)p->nbuffers + 1, 1);
+	if (!role)
+		return rt_errorf(e, RT_ENOMEM, "out of memory verifying the plan");
+	PlanStep *order = NULL;
+	int *first = NULL, *last = NULL, n = 0;
+	int rc = check_machine(p, e);
+	if (rc == 0)
+		rc = check_data(p, role, e);
+	if (rc == 0)
+		rc = check_streams(p, e);
+	if (rc == 0)
+		rc = plan_linearize(p, &order, &n, e);
+	if (rc == 0)
+		rc = check_dataflow(p, order, n, role, e);
+	if (rc == 0)
+		rc = plan_liveness(p, order, n, &first, &last, e);
+	if (rc == 0)
+		rc = check_overlap(p, first, last, e);
+	if (rc == 0)
+		rc = check_static(p, order, n, e);
+	rt_free(role);
+	rt_free(order);
+	rt_free(first);
+	rt_free(last);
+	return rc;
+}

@@ -1,0 +1,267 @@
+/* runtime/plan_write.c: the one plan writer.  Serialises a Plan in the canonical text form of
+ * docs/plan-format.md: one entity per line, fields in a fixed order, defaults omitted, floats in
+ * their shortest round-trip spelling, so plan_parse followed by plan_write reproduces a written
+ * file byte for byte.  Requires runtime/plan.h; pure (writes only to the given FILE). */
+#include "runtime/plan.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Writes v as the shortest decimal that reads back to the same double; float-looking (keeps a
+ * '.' or exponent) when as_float is set so the reader can tell floats from integers. */
+static void put_num(FILE *f, double v, int as_float)
+{
+	if (isnan(v)) {
+		fputs("nan", f);
+		return;
+	}
+	if (isinf(v)) {
+		fputs(v < 0 ? "-inf" : "inf", f);
+		return;
+	}
+	char buf[40];
+	for (int prec = 1; prec <= 17; prec++) {
+		snprintf(buf, sizeof buf, "%.*g", prec, v);
+		if (strtod(buf, NULL) == v)
+			break;
+	}
+	fputs(buf, f);
+	if (as_float && !strpbrk(buf, ".en"))
+		fputs(".0", f);
+}
+
+/* A quoted string with \" \\ \n \t and \xHH escapes for other control bytes. */
+static void put_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+		if (*c == '"' || *c == '\\')
+			fprintf(f, "\\%c", *c);
+		else if (*c == '\n')
+			fputs("\\n", f);
+		else if (*c == '\t')
+			fputs("\\t", f);
+		else if (*c < 0x20 || *c == 0x7f)
+			fprintf(f, "\\x%02x", *c);
+		else
+			fputc(*c, f);
+	}
+	fputc('"', f);
+}
+
+static void put_dims(FILE *f, const int64_t *d, int n)
+{
+	fputc('[', f);
+	for (int i = 0; i < n; i++)
+		fprintf(f, "%s%" PRId64, i ? "," : "", d[i]);
+	fputc(']', f);
+}
+
+static void put_bufs(FILE *f, const Plan *p, const char *key, const int *b, int n)
+{
+	fprintf(f, " %s=[", key);
+	for (int i = 0; i < n; i++)
+		fprintf(f, "%s%s", i ? "," : "", b[i] < 0 ? "_" : p->buffers[b[i]].name);
+	fputc(']', f);
+}
+
+static void put_attr(FILE *f, const Attr *a)
+{
+	fprintf(f, " a.%s=", a->name);
+	switch (a->kind) {
+	case ATTR_INT: fprintf(f, "%" PRId64, a->i); break;
+	case ATTR_FLOAT: put_num(f, a->f, 1); break;
+	case ATTR_STRING: put_str(f, a->s); break;
+	case ATTR_INTS: put_dims(f, a->ints, a->n); break;
+	case ATTR_FLOATS:
+		fputs("f[", f);
+		for (int i = 0; i < a->n; i++) {
+			if (i)
+				fputc(',', f);
+			put_num(f, a->floats[i], 1);
+		}
+		fputc(']', f);
+		break;
+	}
+}
+
+/* Numerics fields: only those that differ from the defaults. */
+static void put_opts(FILE *f, const RtExecOpts *o)
+{
+	if (o->accum_f64)
+		fputs(" accum=f64", f);
+	if (o->mma_in != DT_INVALID)
+		fprintf(f, " mma_in=%s", rt_dtype_name(o->mma_in));
+	if (o->fp8_promote_k)
+		fprintf(f, " fp8_promote=%d", o->fp8_promote_k);
+	if (o->exp2_poly)
+		fprintf(f, " exp2_poly=%d", o->exp2_poly);
+	if (o->scale_rule)
+		fputs(" scale_rule=rceil", f);
+}
+
+static void put_instr(FILE *f, const Plan *p, const PlanInstr *in)
+{
+	fprintf(f, "  %s", plan_instr_names[in->kind]);
+	if (in->kind == PI_KERNEL)
+		fprintf(f, " %s", plan_op_name(in->op));
+	if (in->kind == PI_COLLECTIVE)
+		fprintf(f, " %s", plan_coll_names[in->coll]);
+	if (in->kind == PI_RECORD || in->kind == PI_WAIT)
+		fprintf(f, " %s", p->events[in->event]);
+	if (in->kind != PI_RECORD && in->kind != PI_WAIT) {
+		put_bufs(f, p, "in", in->in, in->nin);
+		put_bufs(f, p, "out", in->out, in->nout);
+	}
+	if (in->link >= 0)
+		fprintf(f, " link=%s", p->links[in->link].name);
+	if (in->unit >= 0)
+		fprintf(f, " unit=%s", p->units[in->unit].name);
+	if (in->cycle >= 0)
+		fprintf(f, " cycle=%" PRId64, in->cycle);
+	if (in->dur >= 0)
+		fprintf(f, " dur=%" PRId64, in->dur);
+	if (in->flops > 0) {
+		fputs(" flops=", f);
+		put_num(f, in->flops, 0);
+	}
+	put_opts(f, &in->opts);
+	for (int i = 0; i < in->attrs.n; i++)
+		put_attr(f, &in->attrs.a[i]);
+	for (int i = 0; i < in->ntile; i++) {
+		fprintf(f, " t.%s=", in->tile[i].key);
+		put_str(f, in->tile[i].val);
+	}
+	if (in->node) {
+		fputs(" node=", f);
+		put_str(f, in->node);
+	}
+	fputc('\n', f);
+}
+
+static void put_const(FILE *f, const Plan *p, const PlanConst *c)
+{
+	fprintf(f, "const %s init=%s", p->buffers[c->buffer].name, plan_init_names[c->kind]);
+	switch (c->kind) {
+	case PINIT_NORMAL:
+	case PINIT_UNIFORM:
+		fputs(c->kind == PINIT_NORMAL ? " mean=" : " low=", f);
+		put_num(f, c->a, 0);
+		fputs(c->kind == PINIT_NORMAL ? " std=" : " high=", f);
+		put_num(f, c->b, 0);
+		fprintf(f, " seed=%" PRIu64 " instance=%" PRId64, c->seed, c->instance);
+		break;
+	case PINIT_FILL:
+		fputs(" value=", f);
+		put_num(f, c->a, 0);
+		break;
+	case PINIT_INLINE:
+		fputs(" values=[", f);
+		for (int64_t i = 0; i < c->nvals; i++) {
+			if (i)
+				fputc(',', f);
+			put_num(f, c->vals[i], 0);
+		}
+		fputc(']', f);
+		break;
+	case PINIT_NPY:
+	case PINIT_SAFETENSORS:
+		fputs(" path=", f);
+		put_str(f, c->path);
+		if (c->kind == PINIT_SAFETENSORS) {
+			fputs(" key=", f);
+			put_str(f, c->key);
+		}
+		break;
+	case PINIT_UNBOUND:
+	case PINIT_COUNT:
+		break;
+	}
+	fputc('\n', f);
+}
+
+static void put_machine(FILE *f, const Plan *p)
+{
+	for (int i = 0; i < p->ndevices; i++) {
+		const PlanDevice *d = &p->devices[i];
+		fprintf(f, "device %s kind=%s peak=", d->name, d->kind);
+		put_num(f, d->peak_flops, 0);
+		if (d->peak_flops_f64 > 0) {
+			fputs(" peak_f64=", f);
+			put_num(f, d->peak_flops_f64, 0);
+		}
+		fputs(" overhead=", f);
+		put_num(f, d->overhead_s, 0);
+		if (d->clock_hz > 0) {
+			fputs(" clock=", f);
+			put_num(f, d->clock_hz, 0);
+		}
+		fputc('\n', f);
+	}
+	for (int i = 0; i < p->nspaces; i++) {
+		const PlanSpace *s = &p->spaces[i];
+		fprintf(f, "space %s device=%s capacity=%" PRId64 " bandwidth=", s->name,
+			p->devices[s->device].name, s->capacity);
+		put_num(f, s->bandwidth, 0);
+		fputc('\n', f);
+	}
+	for (int i = 0; i < p->nunits; i++)
+		fprintf(f, "unit %s device=%s kind=%s\n", p->units[i].name,
+			p->devices[p->units[i].device].name, p->units[i].kind);
+	for (int i = 0; i < p->nlinks; i++) {
+		const PlanLink *l = &p->links[i];
+		fprintf(f, "link %s src=%s dst=%s bandwidth=", l->name, p->devices[l->src].name,
+			p->devices[l->dst].name);
+		put_num(f, l->bandwidth, 0);
+		fputs(" latency=", f);
+		put_num(f, l->latency_s, 0);
+		fputc('\n', f);
+	}
+}
+
+static void put_header(FILE *f, const Plan *p)
+{
+	fprintf(f, "aicc-plan %d\ntarget %s\nmachine %s hash=%016" PRIx64 "\n", PLAN_VERSION,
+		p->target, p->machine, p->machine_hash);
+	if (p->source.model || p->source.binds || p->source.precision) {
+		fputs("source", f);
+		if (p->source.model)
+			fputs(" model=", f), put_str(f, p->source.model);
+		if (p->source.binds)
+			fputs(" bind=", f), put_str(f, p->source.binds);
+		if (p->source.precision)
+			fprintf(f, " precision=%s", p->source.precision);
+		fputc('\n', f);
+	}
+}
+
+int plan_write(const Plan *p, FILE *f)
+{
+	put_header(f, p);
+	put_machine(f, p);
+	for (int i = 0; i < p->nbuffers; i++) {
+		const PlanBuffer *b = &p->buffers[i];
+		fprintf(f, "buffer %s space=%s offset=%" PRId64 " size=%" PRId64 " dtype=%s shape=",
+			b->name, p->spaces[b->space].name, b->offset, b->size, rt_dtype_name(b->dtype));
+		put_dims(f, b->dims, b->rank);
+		fprintf(f, " format=%s\n", b->format);
+	}
+	for (int i = 0; i < p->nconsts; i++)
+		put_const(f, p, &p->consts[i]);
+	for (int i = 0; i < p->ninputs; i++)
+		fprintf(f, "input %s buffer=%s\n", p->inputs[i].name, p->buffers[p->inputs[i].buffer].name);
+	for (int i = 0; i < p->noutputs; i++)
+		fprintf(f, "output %s buffer=%s\n", p->outputs[i].name, p->buffers[p->outputs[i].buffer].name);
+	for (int i = 0; i < p->nevents; i++)
+		fprintf(f, "event %s\n", p->events[i]);
+	for (int i = 0; i < p->nstreams; i++) {
+		const PlanStream *s = &p->streams[i];
+		fprintf(f, "stream %s device=%s count=%d\n", s->name, p->devices[s->device].name, s->nins);
+		for (int j = 0; j < s->nins; j++)
+			put_instr(f, p, &s->ins[j]);
+	}
+	fputs("end\n", f);
+	return ferror(f) ? -1 : 0;
+}

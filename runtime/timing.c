@@ -1,0 +1,281 @@
+/* runtime/timing.c: cost hooks and the discrete-event timing simulation.
+ *
+ * Each stream is an in-order queue; each instruction occupies one resource: its unit (kernels,
+ * on-device copies) or its link (copies and collectives between devices).  The simulation is a
+ * list scheduler over events in time: among the stream heads whose waits are satisfied, the one
+ * that can start earliest starts next, at max(its stream's previous end, its resource's free
+ * time, the time the events it waits on were recorded); ties go to the lower stream index.  So
+ * instructions overlap only where the plan allows it: different streams, different resources.
+ * Static instructions (issue cycle given) start no earlier than cycle / clock.  Durations come
+ * from the target's cost hook (rt_cost_register) or the generic roofline of backends.md §0.
+ * Also computes FLOP totals, bytes per memory space, busy time per device, unit and link, and
+ * peak live bytes per space (plan_liveness over the execution order). */
+#include "runtime/interp.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_HOOKS 32
+static struct { const char *name; RtCostFn fn; } hooks[MAX_HOOKS];
+static int nhooks;
+
+void rt_cost_register(const char *name, RtCostFn fn)
+{
+	for (int i = 0; i < nhooks; i++)
+		if (strcmp(hooks[i].name, name) == 0) {
+			hooks[i].fn = fn;
+			return;
+		}
+	if (nhooks < MAX_HOOKS)
+		hooks[nhooks].name = name, hooks[nhooks++].fn = fn;
+}
+
+RtCostFn rt_cost_lookup(const char *name)
+{
+	for (int i = 0; i < nhooks; i++)
+		if (strcmp(hooks[i].name, name) == 0)
+			return hooks[i].fn;
+	return NULL;
+}
+
+void rt_instr_bytes(const Plan *p, const PlanInstr *in, double *bytes)
+{
+	for (int k = 0; k < in->nin + in->nout; k++) {
+		int b = k < in->nin ? in->in[k] : in->out[k - in->nin];
+		if (b >= 0)
+			bytes[p->buffers[b].space] += (double)p->buffers[b].size;
+	}
+}
+
+/* Seconds to move the operands of a kernel: each space's bytes at that space's bandwidth; the
+ * slowest space bounds (spaces are accessed concurrently). */
+static double kernel_mem_time(const Plan *p, const PlanInstr *in)
+{
+	double t = 0;
+	for (int k = 0; k < in->nin + in->nout; k++) {
+		int b = k < in->nin ? in->in[k] : in->out[k - in->nin];
+		if (b < 0)
+			continue;
+		const PlanSpace *s = &p->spaces[p->buffers[b].space];
+		double tb = 0;
+		for (int j = 0; j < in->nin + in->nout; j++) {
+			int c = j < in->nin ? in->in[j] : in->out[j - in->nin];
+			if (c >= 0 && p->buffers[c].space == p->buffers[b].space)
+				tb += (double)p->buffers[c].size;
+		}
+		t = fmax(t, tb / s->bandwidth);
+	}
+	return t;
+}
+
+/* alpha + n * beta over a link, or the slower space's bandwidth for an on-device copy. */
+static double copy_time(const Plan *p, const PlanInstr *in)
+{
+	double n = (double)p->buffers[in->in[0]].size;
+	if (in->link >= 0)
+		return p->links[in->link].latency_s + n / p->links[in->link].bandwidth;
+	double bw = fmin(p->spaces[p->buffers[in->in[0]].space].bandwidth,
+			 p->spaces[p->buffers[in->out[0]].space].bandwidth);
+	return n / bw;
+}
+
+/* Ring algorithms (backends.md §7): all-reduce moves 2(p-1)/p of the data per rank in 2(p-1)
+ * steps; all-gather (p-1)/p of the result in p-1 steps. */
+static double collective_time(const Plan *p, const PlanInstr *in)
+{
+	double ranks = in->nin, n = (double)p->buffers[in->in[0]].size;
+	if (ranks < 2 || in->link < 0)
+		return 0;
+	const PlanLink *l = &p->links[in->link];
+	if (in->coll == PC_ALLREDUCE)
+		return 2 * (ranks - 1) * l->latency_s + 2 * (ranks - 1) / ranks * n / l->bandwidth;
+	return (ranks - 1) * l->latency_s + (ranks - 1) * n / l->bandwidth;
+}
+
+double rt_cost_roofline(const Plan *p, int stream, const PlanInstr *in)
+{
+	const PlanDevice *d = &p->devices[p->streams[stream].device];
+	switch (in->kind) {
+	case PI_KERNEL: {
+		double peak = in->opts.accum_f64 && d->peak_flops_f64 > 0 ? d->peak_flops_f64 : d->peak_flops;
+		return d->overhead_s + fmax(in->flops / peak, kernel_mem_time(p, in));
+	}
+	case PI_COPY: return copy_time(p, in);
+	case PI_COLLECTIVE: return collective_time(p, in);
+	default: return 0;
+	}
+}
+
+/* ---- the simulation ---- */
+typedef struct Sim {
+	const Plan *p;
+	RtCostFn cost;
+	double *stream_t, *unit_t, *link_t, *event_t;
+	int *pc;
+	int total;
+} Sim;
+
+/* The resource instruction `in` of stream s occupies: *unit or *link (the other is -1). */
+static void resource(const Plan *p, int s, const PlanInstr *in, int *unit, int *link)
+{
+	*unit = *link = -1;
+	if (in->kind == PI_RECORD || in->kind == PI_WAIT)
+		return;
+	if (in->link >= 0 && in->kind != PI_KERNEL)
+		*link = in->link;
+	else
+		*unit = in->unit >= 0 ? in->unit : plan_default_unit(p, p->streams[s].device, in->kind);
+}
+
+/* Earliest start of stream s's next instruction, or INFINITY if it waits on an unrecorded event. */
+static double earliest(const Sim *m, int s)
+{
+	const PlanInstr *in = &m->p->streams[s].ins[m->pc[s]];
+	double t = m->stream_t[s];
+	if (in->kind == PI_WAIT)
+		return m->event_t[in->event] < 0 ? INFINITY : fmax(t, m->event_t[in->event]);
+	int u, l;
+	resource(m->p, s, in, &u, &l);
+	if (u >= 0)
+		t = fmax(t, m->unit_t[u]);
+	if (l >= 0)
+		t = fmax(t, m->link_t[l]);
+	double clock = m->p->devices[m->p->streams[s].device].clock_hz;
+	if (in->cycle >= 0 && clock > 0)
+		t = fmax(t, (double)in->cycle / clock);
+	return t;
+}
+
+/* Runs stream s's next instruction from time t; records its span. */
+static void step(Sim *m, RtTiming *tm, int s, double t)
+{
+	const Plan *p = m->p;
+	const PlanInstr *in = &p->streams[s].ins[m->pc[s]];
+	int u, l;
+	resource(p, s, in, &u, &l);
+	double d = in->kind == PI_RECORD || in->kind == PI_WAIT ? 0 : m->cost(p, s, in);
+	if (!(d >= 0) || isinf(d))
+		d = 0;
+	double end = t + d;
+	if (in->kind == PI_RECORD)
+		m->event_t[in->event] = end;
+	if (u >= 0)
+		m->unit_t[u] = end, tm->unit_busy_s[u] += d, tm->busy_s[p->units[u].device] += d;
+	if (l >= 0)
+		m->link_t[l] = end, tm->link_busy_s[l] += d;
+	m->stream_t[s] = end;
+	tm->spans[tm->nspans++] = (RtSpan){ s, m->pc[s], u, l, t, end };
+	tm->flops += in->flops;
+	tm->dev_flops[p->streams[s].device] += in->flops;
+	if (in->kind != PI_RECORD && in->kind != PI_WAIT)
+		rt_instr_bytes(p, in, tm->bytes);
+	if (end > tm->latency_s)
+		tm->latency_s = end;
+	m->pc[s]++;
+}
+
+static int alloc_timing(const Plan *p, RtTiming *t, Sim *m)
+{
+	size_t ns = (size_t)p->nstreams + 1, nu = (size_t)p->nunits + 1, nl = (size_t)p->nlinks + 1;
+	t->bytes = rt_calloc((size_t)p->nspaces + 1, sizeof *t->bytes);
+	t->busy_s = rt_calloc((size_t)p->ndevices + 1, sizeof *t->busy_s);
+	t->dev_flops = rt_calloc((size_t)p->ndevices + 1, sizeof *t->dev_flops);
+	t->unit_busy_s = rt_calloc(nu, sizeof *t->unit_busy_s);
+	t->link_busy_s = rt_calloc(nl, sizeof *t->link_busy_s);
+	t->peak_bytes = rt_calloc((size_t)p->nspaces + 1, sizeof *t->peak_bytes);
+	t->spans = rt_calloc((size_t)m->total + 1, sizeof *t->spans);
+	m->stream_t = rt_calloc(ns, sizeof *m->stream_t);
+	m->unit_t = rt_calloc(nu, sizeof *m->unit_t);
+	m->link_t = rt_calloc(nl, sizeof *m->link_t);
+	m->event_t = rt_calloc((size_t)p->nevents + 1, sizeof *m->event_t);
+	m->pc = rt_calloc(ns, sizeof *m->pc);
+	if (!t->bytes || !t->busy_s || !t->dev_flops || !t->unit_busy_s || !t->link_busy_s || !t->peak_bytes || !t->spans ||
+	    !m->stream_t || !m->unit_t || !m->link_t || !m->event_t || !m->pc)
+		return -1;
+	for (int i = 0; i < p->nevents; i++)
+		m->event_t[i] = -1;
+	return 0;
+}
+
+/* Peak bytes live at once per space over the execution order: a sweep over allocation (+size at
+ * a buffer's first step) and release (-size after its last step) events. */
+typedef struct MemEv { int step; int64_t delta; int space; } MemEv;
+static int by_step(const void *x, const void *y)
+{
+	const MemEv *a = x, *b = y;
+	if (a->step != b->step)
+		return a->step < b->step ? -1 : 1;
+	return (a->delta > b->delta) - (a->delta < b->delta);   /* releases first */
+}
+
+static int peak_memory(const Plan *p, RtTiming *t, RtError *e)
+{
+	PlanStep *order;
+	int n, *first, *last, nev = 0;
+	if (plan_linearize(p, &order, &n, e) < 0)
+		return -1;
+	int lrc = plan_liveness(p, order, n, &first, &last, e);
+	rt_free(order);
+	if (lrc < 0)
+		return -1;
+	MemEv *ev = rt_malloc(sizeof *ev * (size_t)(2 * p->nbuffers + 1));
+	int64_t *live = rt_calloc((size_t)p->nspaces + 1, sizeof *live);
+	int rc = ev && live ? 0 : rt_errorf(e, RT_ENOMEM, "out of memory in the timing engine");
+	for (int b = 0; rc == 0 && b < p->nbuffers; b++)
+		if (first[b] <= last[b]) {
+			ev[nev++] = (MemEv){ first[b], p->buffers[b].size, p->buffers[b].space };
+			ev[nev++] = (MemEv){ last[b] + 1, -p->buffers[b].size, p->buffers[b].space };
+		}
+	if (rc == 0)
+		qsort(ev, (size_t)nev, sizeof *ev, by_step);
+	for (int i = 0; rc == 0 && i < nev; i++) {
+		live[ev[i].space] += ev[i].delta;
+		if (live[ev[i].space] > t->peak_bytes[ev[i].space])
+			t->peak_bytes[ev[i].space] = live[ev[i].space];
+	}
+	rt_free(ev);
+	rt_free(live);
+	rt_free(first);
+	rt_free(last);
+	return rc;
+}
+
+int rt_simulate(const Plan *p, RtTiming *t, RtError *e)
+{
+	Sim m = { .p = p, .cost = rt_cost_lookup(p->target) };
+	memset(t, 0, sizeof *t);
+	if (!m.cost)
+		return rt_errorf(e, RT_EUSER, "no cost model registered for target '%s'", p->target);
+	for (int i = 0; i < p->nstreams; i++)
+		m.total += p->streams[i].nins;
+	int rc = alloc_timing(p, t, &m) < 0 ? rt_errorf(e, RT_ENOMEM, "out of memory in the timing engine") : 0;
+	for (int done = 0; rc == 0 && done < m.total; done++) {
+		int best = -1;
+		double bt = INFINITY;
+		for (int s = 0; s < p->nstreams; s++) {
+			if (m.pc[s] >= p->streams[s].nins)
+				continue;
+			double ts = earliest(&m, s);
+			if (ts < bt)
+				bt = ts, best = s;
+		}
+		if (best < 0)
+			rc = rt_errorf(e, RT_EUSER, "timing: deadlock (a wait can never be satisfied)");
+		else
+			step(&m, t, best, bt);
+	}
+	if (rc == 0)
+		rc = peak_memory(p, t, e);
+	rt_free(m.stream_t), rt_free(m.unit_t), rt_free(m.link_t), rt_free(m.event_t), rt_free(m.pc);
+	if (rc < 0)
+		rt_timing_free(t);
+	return rc;
+}
+
+void rt_timing_free(RtTiming *t)
+{
+	rt_free(t->bytes), rt_free(t->busy_s), rt_free(t->dev_flops), rt_free(t->unit_busy_s), rt_free(t->link_busy_s);
+	rt_free(t->peak_bytes), rt_free(t->spans);
+	memset(t, 0, sizeof *t);
+}

@@ -1,0 +1,291 @@
+/* targets/reference/lower.c: the reference target.  Any shape-inferred graph becomes a
+ * one-device plan: calls flattened (targets/flatten.c), one kernel instruction per node, no
+ * fusion, every computed float value in f32 (f64 with --precision f64, which also accumulates in
+ * f64); explicit conversions (Cast, CastLike, quantize/dequantize) keep the dtype the graph asks
+ * for, integers stay integers.  Buffers live in the device's first memory space, placed first-fit
+ * with reuse after their last use (offsets aligned to 64 bytes).  Parameters become constants by
+ * reference (seeded initialiser with its call instance, .npy/.safetensors path, small inline
+ * data) or `unbound`.  The plan this produces is what `aicc run --check` compares against. */
+#include "targets/target.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define ALIGN 64
+
+typedef struct Lw {
+	const TgtInput *in;
+	Plan *p;
+	Flat f;
+	int *buf;            /* flat value -> plan buffer */
+	int space, stream;
+	DType fdt;           /* f32 or f64 */
+	RtError *e;
+	/* first-fit allocator: live [off, off+size) intervals sorted by offset */
+	int64_t *lo, *hi; int *owner; int nlive;
+	int64_t top;         /* high-water mark */
+} Lw;
+
+/* The plan dtype of flat value v under the reference precision policy. */
+static DType ref_dtype(const Lw *w, const FlatVal *v)
+{
+	if (!rt_dtype_isfloat(v->dt))
+		return v->dt;
+	if (v->def >= 0) {
+		const Node *n = w->f.nodes[v->def].n;
+		if (n->op == OP_Cast || n->op == OP_CastLike || (ir_ops[n->op].flags & F_QOP))
+			return v->dt;
+	}
+	return w->fdt;
+}
+
+/* A plan name for s: characters the plan syntax reserves become '_'. */
+static void plan_name(char *d, size_t n, const char *s)
+{
+	size_t i = 0;
+	for (; s[i] && i + 1 < n; i++)
+		d[i] = ((unsigned char)s[i] <= ' ' || (unsigned char)s[i] >= 0x7f || strchr("=,[]\"", s[i])) ? '_' : s[i];
+	d[i] = 0;
+	if (strcmp(d, "_") == 0 || !*d)
+		snprintf(d, n, "v_");
+}
+
+/* Reserves size bytes first-fit among live intervals; returns the offset. */
+static int64_t place(Lw *w, int64_t size, int owner)
+{
+	int64_t off = 0;
+	int at = 0;
+	for (; at < w->nlive; at++) {
+		if (w->lo[at] - off >= size)
+			break;
+		int64_t end = (w->hi[at] + ALIGN - 1) / ALIGN * ALIGN;
+		if (end > off)
+			off = end;
+	}
+	memmove(w->lo + at + 1, w->lo + at, sizeof *w->lo * (size_t)(w->nlive - at));
+	memmove(w->hi + at + 1, w->hi + at, sizeof *w->hi * (size_t)(w->nlive - at));
+	memmove(w->owner + at + 1, w->owner + at, sizeof *w->owner * (size_t)(w->nlive - at));
+	w->lo[at] = off;
+	w->hi[at] = off + size;
+	w->owner[at] = owner;
+	w->nlive++;
+	if (off + size > w->top)
+		w->top = off + size;
+	return off;
+}
+
+/* Frees the intervals of values whose last use is before node i (never inputs, params, outputs). */
+static void release(Lw *w, int i)
+{
+	int k = 0;
+	for (int j = 0; j < w->nlive; j++) {
+		const FlatVal *v = &w->f.vals[w->owner[j]];
+		int dead = v->def >= 0 && !v->is_output && (v->last < 0 ? v->def : v->last) < i;
+		if (!dead) {
+			w->lo[k] = w->lo[j], w->hi[k] = w->hi[j], w->owner[k] = w->owner[j];
+			k++;
+		}
+	}
+	w->nlive = k;
+}
+
+static int add_buffer(Lw *w, int v)
+{
+	const FlatVal *fv = &w->f.vals[v];
+	char name[256];
+	plan_name(name, sizeof name, fv->name);
+	if (strcmp(name, fv->name) && plan_find_buffer(w->p, name) >= 0) {
+		size_t n = strlen(name);
+		snprintf(name + (n > 200 ? 200 : n), 56, ".%d", v);
+	}
+	DType dt = ref_dtype(w, fv);
+	PlanBuffer tmp = { .dtype = dt, .rank = fv->rank };
+	memcpy(tmp.dims, fv->dims, sizeof tmp.dims);
+	int64_t n = plan_buffer_numel(&tmp);
+	if (n < 0 || n > INT64_MAX / 64)
+		return rt_errorf(w->e, RT_EUSER, "value '%s' has too many elements", fv->name);
+	int64_t off = place(w, rt_dtype_bytes(dt, n), v);
+	w->buf[v] = plan_add_buffer(w->p, name, w->space, off, dt, fv->rank, fv->dims, w->e);
+	return w->buf[v] < 0 ? -1 : 0;
+}
+
+/* The path of a weight file: resolved against the model's directory, then made absolute when
+ * it exists, so the plan runs from any directory. */
+static char *weight_path(const Lw *w, const char *path)
+{
+	const char *dir = w->in->m->dir;
+	int rel = path[0] != '/' && dir && *dir;
+	size_t n = strlen(path) + (rel ? strlen(dir) : 0) + 2;
+	char *s = malloc(n);
+	if (!s)
+		return NULL;
+	snprintf(s, n, "%s%s%s", rel ? dir : "", rel ? "/" : "", path);
+	char *abs = realpath(s, NULL);
+	if (abs) {
+		free(s);
+		return abs;
+	}
+	return s;
+}
+
+/* Constant data given inline (literal or in-memory tensor), at most PLAN_INLINE_MAX values. */
+static int inline_const(Lw *w, const FlatVal *fv, PlanConst *c)
+{
+	const ParamInit *pi = fv->v->init;
+	int64_t n = plan_buffer_numel(&w->p->buffers[c->buffer]);
+	int64_t have = pi->kind == INIT_DATA ? (pi->data ? pi->data->n : 0) : pi->nlit;
+	if (have == 1 && n != 1) {
+		c->kind = PINIT_FILL;
+		c->a = pi->kind == INIT_DATA ? rt_get(pi->data, 0) : pi->lit[0];
+		return 0;
+	}
+	if (have != n || n > PLAN_INLINE_MAX)
+		return rt_errorf(w->e, RT_EUSER, "parameter '%s': %lld values for %lld elements (inline data "
+				 "holds at most %d values; use an .npy or .safetensors file)", fv->name,
+				 (long long)have, (long long)n, PLAN_INLINE_MAX);
+	c->kind = PINIT_INLINE;
+	c->nvals = n;
+	c->vals = malloc(sizeof(double) * (size_t)(n ? n : 1));
+	if (!c->vals)
+		return rt_errorf(w->e, RT_ENOMEM, "out of memory lowering constants");
+	for (int64_t i = 0; i < n; i++)
+		c->vals[i] = pi->kind == INIT_DATA ? rt_get(pi->data, i) : pi->lit[i];
+	return 0;
+}
+
+static int add_const(Lw *w, int v)
+{
+	const FlatVal *fv = &w->f.vals[v];
+	const ParamInit *pi = fv->v->init;
+	PlanConst c = { .buffer = w->buf[v], .seed = pi->seed, .instance = fv->instance, .a = pi->a, .b = pi->b };
+	int rc = 0;
+	switch (pi->kind) {
+	case INIT_NONE: c.kind = PINIT_UNBOUND; break;
+	case INIT_NORMAL: c.kind = PINIT_NORMAL; break;
+	case INIT_UNIFORM: c.kind = PINIT_UNIFORM; break;
+	case INIT_FILL: c.kind = PINIT_FILL; break;
+	case INIT_LITERAL:
+	case INIT_DATA: rc = inline_const(w, fv, &c); break;
+	case INIT_NPY:
+	case INIT_SAFETENSORS:
+		c.kind = pi->kind == INIT_NPY ? PINIT_NPY : PINIT_SAFETENSORS;
+		c.key = (char *)pi->key;
+		if (!(c.path = weight_path(w, pi->path)))
+			rc = rt_errorf(w->e, RT_ENOMEM, "out of memory lowering constants");
+		break;
+	}
+	if (rc == 0 && plan_add_const(w->p, &c, w->e) < 0)
+		rc = -1;
+	free(c.vals);
+	free(c.path);
+	return rc;
+}
+
+static int add_kernel(Lw *w, int i)
+{
+	const FlatNode *fn = &w->f.nodes[i];
+	int ins[64], outs[64];
+	if (fn->nin > 64 || fn->nout > 64)
+		return rt_errorf(w->e, RT_EUSER, "node '%s' has more than 64 operands", w->f.vals[fn->out[0]].name);
+	PlanInstr in;
+	plan_instr_init(&in, PI_KERNEL);
+	in.op = (RtOp)fn->n->op;
+	for (int k = 0; k < fn->nin; k++)
+		ins[k] = fn->in[k] >= 0 ? w->buf[fn->in[k]] : -1;
+	for (int k = 0; k < fn->nout; k++)
+		outs[k] = w->buf[fn->out[k]];
+	in.in = ins, in.nin = fn->nin;
+	in.out = outs, in.nout = fn->nout;
+	in.attrs = fn->n->attrs;
+	in.opts.mma_in = DT_INVALID;
+	in.opts.accum_f64 = w->fdt == DT_F64;
+	double fl = ir_node_flops(fn->n);
+	in.flops = fl > 0 ? fl : 0;
+	in.node = fn->nout ? w->p->buffers[outs[0]].name : NULL;
+	return plan_add_instr(w->p, w->stream, &in, w->e) < 0 ? -1 : 0;
+}
+
+/* Buffers for inputs and parameters (live throughout), then node by node with reuse. */
+static int lower_body(Lw *w)
+{
+	for (int i = 0; i < w->f.ninputs; i++)
+		if (add_buffer(w, w->f.inputs[i]) < 0)
+			return -1;
+	for (int i = 0; i < w->f.nparams; i++)
+		if (add_buffer(w, w->f.params[i]) < 0 || add_const(w, w->f.params[i]) < 0)
+			return -1;
+	for (int i = 0; i < w->f.nnodes; i++) {
+		release(w, i);
+		for (int k = 0; k < w->f.nodes[i].nout; k++)
+			if (add_buffer(w, w->f.nodes[i].out[k]) < 0)
+				return -1;
+	}
+	for (int i = 0; i < w->f.nnodes; i++)
+		if (add_kernel(w, i) < 0)
+			return -1;
+	for (int i = 0; i < w->f.ninputs; i++)
+		if (plan_add_input(w->p, w->p->buffers[w->buf[w->f.inputs[i]]].name, w->buf[w->f.inputs[i]], w->e) < 0)
+			return -1;
+	for (int i = 0; i < w->f.noutputs; i++) {
+		char name[256];
+		plan_name(name, sizeof name, w->in->g->outputs[i]->name);
+		if (plan_add_output(w->p, name, w->buf[w->f.outputs[i]], w->e) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int lower_setup(Lw *w)
+{
+	const Plan *d = w->in->machine->desc;
+	w->p = plan_new("reference", d->machine, d->machine_hash, w->e);
+	if (!w->p || tgt_machine_copy(w->in->machine, w->p, w->e) < 0)
+		return -1;
+	if (plan_set_source(w->p, w->in->model, w->in->binds, w->fdt == DT_F64 ? "f64" : "f32", w->e) < 0)
+		return -1;
+	w->space = -1;
+	for (int i = 0; i < w->p->nspaces && w->space < 0; i++)
+		if (w->p->spaces[i].device == 0)
+			w->space = i;
+	if (w->space < 0)
+		return rt_errorf(w->e, RT_EUSER, "machine '%s' has no memory space on device '%s'", d->machine,
+				 w->p->devices[0].name);
+	w->stream = plan_add_stream(w->p, "main", 0, w->e);
+	int n = w->f.nvals + 1;
+	w->buf = malloc(sizeof(int) * (size_t)n);
+	w->lo = malloc(sizeof(int64_t) * (size_t)n);
+	w->hi = malloc(sizeof(int64_t) * (size_t)n);
+	w->owner = malloc(sizeof(int) * (size_t)n);
+	if (w->stream < 0 || !w->buf || !w->lo || !w->hi || !w->owner)
+		return rt_errorf(w->e, RT_ENOMEM, "out of memory lowering the graph");
+	return 0;
+}
+
+Plan *ref_lower(const TgtInput *in, RtError *e)
+{
+	Lw w = { .in = in, .e = e, .fdt = DT_F32 };
+	if (in->precision && strcmp(in->precision, "f32") && strcmp(in->precision, "f64")) {
+		rt_errorf(e, RT_EUSER, "aicc: error: the reference target computes in f32 or f64, not '%s'",
+			  in->precision);
+		return NULL;
+	}
+	if (in->precision && strcmp(in->precision, "f64") == 0)
+		w.fdt = DT_F64;
+	int rc = tgt_flatten(in->g, &w.f, e);
+	if (rc == 0)
+		rc = lower_setup(&w);
+	if (rc == 0)
+		rc = lower_body(&w);
+	if (rc == 0 && plan_verify(w.p, e) < 0) {
+		char msg[sizeof e->msg];
+		snprintf(msg, sizeof msg, "%s", e->msg);
+		rc = rt_errorf(e, RT_EINTERNAL, "aicc: internal error: the reference plan fails verification: %s", msg);
+	}
+	tgt_flat_free(&w.f);
+	free(w.buf), free(w.lo), free(w.hi), free(w.owner);
+	if (rc < 0) {
+		plan_free(w.p);
+		return NULL;
+	}
+	return w.p;
+}

@@ -1,0 +1,142 @@
+/* targets/target.c: the target table (expanded from targets/targets.def), cost-hook
+ * registration, and machine descriptions (targets/machine.h) turned into plan entities: the
+ * plan records, per device, the peak FLOP/s at f32 and f64, a fixed per-instruction overhead,
+ * and its device-wide memory spaces with capacity and bandwidth (times the machine's achievable
+ * efficiency when it states one), so the runtime times plans without the XML. */
+#include "targets/target.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const Target tgt_targets[] = {
+#define TARGET(name, machine, lower, cost, help) { #name, machine, help, lower, cost },
+#include "targets/targets.def"
+#undef TARGET
+};
+const int tgt_ntargets = (int)(sizeof tgt_targets / sizeof tgt_targets[0]);
+
+const Target *tgt_find(const char *name)
+{
+	for (int i = 0; i < tgt_ntargets; i++)
+		if (strcmp(tgt_targets[i].name, name) == 0)
+			return &tgt_targets[i];
+	return NULL;
+}
+
+void tgt_register_costs(void)
+{
+	for (int i = 0; i < tgt_ntargets; i++)
+		rt_cost_register(tgt_targets[i].name, tgt_targets[i].cost);
+}
+
+/* The fixed cost of one instruction on d: its primary unit's pipeline latency if the machine
+ * gives one, else the latency of its main memory (a kernel's first access), else 0. */
+static double device_overhead(const Device *d, const MemSpace *main)
+{
+	if (d->nunits > 0 && num_has(&d->units[0].latency))
+		return d->units[0].latency.v;
+	return main && num_has(&main->latency) ? main->latency.v : 0;
+}
+
+/* One plan device (with its spaces and compute unit) for machine device d. */
+static int describe_device(Plan *p, const Device *d, RtError *e)
+{
+	const MemSpace *main = NULL;
+	for (int i = 0; i < d->nmems; i++)
+		if (d->mems[i].scope == SCOPE_DEVICE && num_has(&d->mems[i].bandwidth) &&
+		    (!main || d->mems[i].capacity.v > main->capacity.v))
+			main = &d->mems[i];
+	PlanDevice pd = { .name = (char *)d->id, .kind = (char *)devkind_name(d->kind),
+			  .peak_flops = dev_peak(d, DT_F32), .peak_flops_f64 = dev_peak(d, DT_F64),
+			  .overhead_s = device_overhead(d, main), .clock_hz = d->clock.v };
+	int dev = plan_add_device(p, &pd, e);
+	if (dev < 0)
+		return -1;
+	for (int i = 0; i < d->nmems; i++) {
+		const MemSpace *ms = &d->mems[i];
+		if (ms->scope != SCOPE_DEVICE || !num_has(&ms->bandwidth))
+			continue;
+		char name[128];
+		snprintf(name, sizeof name, "%s.%s", d->id, ms->name);
+		PlanSpace sp = { .name = name, .device = dev, .capacity = (int64_t)mem_total_capacity(d, ms),
+				 .bandwidth = ms->bandwidth.v * (num_has(&ms->efficiency) ? ms->efficiency.v : 1) };
+		if (plan_add_space(p, &sp, e) < 0)
+			return -1;
+	}
+	char uname[128];
+	snprintf(uname, sizeof uname, "%s.core", d->id);
+	PlanUnit u = { .name = uname, .kind = "compute", .device = dev };
+	return plan_add_unit(p, &u, e) < 0 ? -1 : 0;
+}
+
+/* Links between instantiated devices (one per device class), bandwidth one way. */
+static int describe_links(Plan *p, const Machine *m, RtError *e)
+{
+	for (int i = 0; i < m->nlinks; i++) {
+		const Link *l = &m->links[i];
+		int a = plan_find_device(p, l->from->id), b = plan_find_device(p, l->to->id);
+		if (a < 0 || b < 0 || a == b)
+			continue;
+		PlanLink pl = { .name = (char *)l->id, .src = a, .dst = b, .bandwidth = link_oneway_bw(l),
+				.latency_s = l->latency.v };
+		if (plan_add_link(p, &pl, e) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+int tgt_machine_load(const char *name, const char *const *sets, int nsets, TgtMachine *tm, RtError *e)
+{
+	memset(tm, 0, sizeof *tm);
+	if (!(tm->m = machine_load(name, stderr)))
+		return rt_errorf(e, RT_EUSER, "aicc: error: cannot load machine '%s'", name);
+	for (int i = 0; i < nsets; i++) {
+		char err[512], *eq = strchr(sets[i], '='), path[256];
+		if (!eq || (size_t)(eq - sets[i]) >= sizeof path) {
+			tgt_machine_free(tm);
+			return rt_errorf(e, RT_EUSER, "aicc: error: --set expects key=value, got '%s'", sets[i]);
+		}
+		snprintf(path, sizeof path, "%.*s", (int)(eq - sets[i]), sets[i]);
+		if (machine_set(tm->m, path, eq + 1, err, sizeof err) < 0) {
+			tgt_machine_free(tm);
+			return rt_errorf(e, RT_EUSER, "aicc: error: --set %s: %s", sets[i], err);
+		}
+	}
+	uint64_t hash = strtoull(tm->m->hash, NULL, 16);
+	int rc = (tm->desc = plan_new("machine", tm->m->name, hash, e)) ? 0 : -1;
+	for (int i = 0; rc == 0 && i < tm->m->ndevs; i++)
+		if (!tm->m->devs[i].is_host)
+			rc = describe_device(tm->desc, &tm->m->devs[i], e);
+	if (rc == 0)
+		rc = describe_links(tm->desc, tm->m, e);
+	if (rc < 0)
+		tgt_machine_free(tm);
+	return rc;
+}
+
+void tgt_machine_free(TgtMachine *m)
+{
+	plan_free(m->desc);
+	if (m->m)
+		machine_free(m->m);
+	m->desc = NULL;
+	m->m = NULL;
+}
+
+int tgt_machine_copy(const TgtMachine *m, Plan *p, RtError *e)
+{
+	const Plan *d = m->desc;
+	for (int i = 0; i < d->ndevices; i++)
+		if (plan_add_device(p, &d->devices[i], e) < 0)
+			return -1;
+	for (int i = 0; i < d->nspaces; i++)
+		if (plan_add_space(p, &d->spaces[i], e) < 0)
+			return -1;
+	for (int i = 0; i < d->nunits; i++)
+		if (plan_add_unit(p, &d->units[i], e) < 0)
+			return -1;
+	for (int i = 0; i < d->nlinks; i++)
+		if (plan_add_link(p, &d->links[i], e) < 0)
+			return -1;
+	return 0;
+}

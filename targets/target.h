@@ -1,0 +1,96 @@
+/* targets/target.h: the target interface, the machine numbers a target needs, and the call
+ * flattener shared by every target.
+ *
+ * A target turns a shape-inferred graph into a Plan through runtime/plan.h's builder; its cost
+ * hook prices instructions for the runtime's timing engine.  Targets are listed once in
+ * targets/targets.def.  TgtMachine pairs a machine description (targets/machine.h) with its
+ * devices, memory spaces, units and links as plan entities, which copy straight into plans.
+ */
+#ifndef AICC_TARGET_H
+#define AICC_TARGET_H
+
+#include "ir/ir.h"
+#include "runtime/interp.h"
+#include "runtime/plan.h"
+#include "targets/machine.h"
+
+/* ---- machines ---- */
+/* A machine description (targets/machine.h) and the plan entities that describe it: one device
+ * per non-host device class of the machine ("<id>"), one memory space per device-scope memory
+ * with a bandwidth ("<id>.<mem>"), one compute unit ("<id>.core"), and one link per machine
+ * link between two instantiated devices.  The plan records the machine's name and hash. */
+typedef struct TgtMachine {
+	Machine *m;
+	Plan *desc;          /* devices, spaces, units, links; desc->machine, desc->machine_hash */
+} TgtMachine;
+
+/* Loads machine `name_or_path` (machine_load) and applies `--set key=value` overrides.
+ * Diagnostics from the XML loader go to stderr; returns 0, or -1 with e set. */
+int tgt_machine_load(const char *name_or_path, const char *const *sets, int nsets, TgtMachine *m,
+		     RtError *e);
+void tgt_machine_free(TgtMachine *m);
+/* Copies the machine's devices, spaces, units and links into plan p. */
+int tgt_machine_copy(const TgtMachine *m, Plan *p, RtError *e);
+
+/* ---- flattening: calls and repeats expanded into one straight-line node list ---- */
+typedef struct FlatVal {
+	char *name;          /* unique: "x" in the entry graph, "block#3/h" inside call instance 3 */
+	Value *v;            /* the IR value it instantiates (kind, init, source type) */
+	int64_t instance;    /* call instance (0: entry graph); mixed into parameter seeds */
+	DType dt;
+	int rank;
+	int64_t dims[RT_MAX_RANK];
+	int def;             /* defining flat node, or -1 for inputs and parameters */
+	int last;            /* last flat node that reads it, or -1 */
+	int is_output;
+} FlatVal;
+
+typedef struct FlatNode {
+	Node *n;             /* the IR node (op, attrs, annotations) */
+	int *in, nin;        /* flat values; -1 for an absent optional input */
+	int *out, nout;
+	int64_t instance;
+} FlatNode;
+
+typedef struct Flat {
+	FlatVal *vals; int nvals, cap_vals;
+	FlatNode *nodes; int nnodes, cap_nodes;
+	int *inputs, ninputs;       /* the entry graph's inputs */
+	int *params; int nparams, cap_params;
+	int *outputs, noutputs;     /* the entry graph's outputs */
+} Flat;
+
+/* Expands every Call of g (repeat N included) into f, with concrete shapes (every symbol must be
+ * bound).  Returns 0, or -1 with e set ("graph.aig:LINE:COL: error: ..."). */
+int tgt_flatten(Graph *g, Flat *f, RtError *e);
+void tgt_flat_free(Flat *f);
+
+/* ---- targets ---- */
+typedef struct TgtInput {
+	Module *m;
+	Graph *g;            /* entry graph, shapes inferred */
+	const TgtMachine *machine;
+	const char *precision;   /* "f32" (default) or "f64" for the reference target */
+	const char *model;       /* source path and binds, recorded in the plan for --check */
+	const char *binds;
+} TgtInput;
+
+typedef struct Target {
+	const char *name, *default_machine, *help;
+	Plan *(*lower)(const TgtInput *in, RtError *e);
+	RtCostFn cost;
+} Target;
+
+#define TARGET(name, machine, lower, cost, help) \
+	Plan *lower(const TgtInput *in, RtError *e); \
+	double cost(const Plan *p, int stream, const PlanInstr *in);
+#include "targets/targets.def"
+#undef TARGET
+
+extern const Target tgt_targets[];
+extern const int tgt_ntargets;
+const Target *tgt_find(const char *name);      /* NULL if unknown */
+/* Registers every target's cost hook with the runtime (the driver calls this once). */
+void tgt_register_costs(void);
+
+#endif

@@ -1,0 +1,112 @@
+"""testsuite/onnx/Inputs/mkonnx.py KIND OUT.onnx: write a small hand-encoded ONNX model for the
+importer's tests (plain Python, no onnx package).  KINDs: `unsupported` (a Resize node),
+`external` (an initializer whose external data file is missing), `symbolic` (dim_param names
+with dots, a Constant node, opset-11 Squeeze and Softmax forms), `cycle` (two nodes feeding
+each other), `badraw` (raw_data of the wrong length)."""
+import struct
+import sys
+
+
+def varint(n):
+    out = bytearray()
+    n &= (1 << 64) - 1
+    while True:
+        b = n & 0x7f
+        n >>= 7
+        out.append(b | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def fld(num, wire, payload):
+    return varint(num << 3 | wire) + payload
+
+
+def vi(num, n):
+    return fld(num, 0, varint(n))
+
+
+def s(num, text):
+    b = text if isinstance(text, bytes) else text.encode()
+    return fld(num, 2, varint(len(b)) + b)
+
+
+def msg(num, body):
+    return fld(num, 2, varint(len(body)) + body)
+
+
+def tensor(name, dims, dtype=1, floats=None, ints=None, raw=None, external=None):
+    b = b''.join(vi(1, d) for d in dims) + vi(2, dtype)
+    if floats is not None:
+        b += s(4, struct.pack('<%df' % len(floats), *floats))
+    if ints is not None:
+        b += s(7, b''.join(varint(i) for i in ints))
+    b += s(8, name)
+    if raw is not None:
+        b += s(9, raw)
+    if external is not None:
+        b += b''.join(msg(13, s(1, k) + s(2, v)) for k, v in external) + vi(14, 1)
+    return b
+
+
+def value_info(name, dims, dtype=1):
+    shape = b''.join(msg(1, vi(1, d) if isinstance(d, int) else s(2, d)) for d in dims)
+    return s(1, name) + msg(2, msg(1, vi(1, dtype) + msg(2, shape)))
+
+
+def attr_ints(name, v):
+    return s(1, name) + s(8, b''.join(varint(i) for i in v)) + vi(20, 7)
+
+
+def attr_int(name, v):
+    return s(1, name) + vi(3, v) + vi(20, 2)
+
+
+def attr_tensor(name, t):
+    return s(1, name) + msg(5, t) + vi(20, 4)
+
+
+def node(op, ins, outs, name='', attrs=()):
+    b = b''.join(s(1, i) for i in ins) + b''.join(s(2, o) for o in outs)
+    if name:
+        b += s(3, name)
+    return b + s(4, op) + b''.join(msg(5, a) for a in attrs)
+
+
+def model(nodes, inputs, outputs, inits=(), opset=11):
+    g = b''.join(msg(1, n) for n in nodes) + s(2, 'g')
+    g += b''.join(msg(5, t) for t in inits)
+    g += b''.join(msg(11, i) for i in inputs) + b''.join(msg(12, o) for o in outputs)
+    return vi(1, 7) + msg(8, s(1, '') + vi(2, opset)) + msg(7, g)
+
+
+def main():
+    kind, out = sys.argv[1], sys.argv[2]
+    x = value_info('x', [1, 3, 'N', 'p2o.DynamicDimension.0'])
+    y = value_info('y', [])
+    if kind == 'unsupported':
+        m = model([node('Resize', ['x'], ['y'], 'Resize_3')], [x], [y])
+    elif kind == 'external':
+        w = tensor('w', [4], external=[('location', 'weights.bin'), ('offset', '0')])
+        m = model([node('Add', ['x', 'w'], ['y'], 'add0')], [x], [y], [w])
+    elif kind == 'badraw':
+        w = tensor('w', [4], raw=b'\0' * 12)
+        m = model([node('Add', ['x', 'w'], ['y'], 'add0')], [x], [y], [w])
+    elif kind == 'cycle':
+        m = model([node('Relu', ['b'], ['a'], 'r0'), node('Relu', ['a'], ['b'], 'r1'),
+                   node('Add', ['x', 'a'], ['y'], 'add')], [x], [y])
+    elif kind == 'symbolic':
+        c = tensor('c', [1], floats=[2.0])
+        m = model([node('Constant', [], ['k'], 'k0', [attr_tensor('value', c)]),
+                   node('Mul', ['x', 'k'], ['m'], 'mul0'),
+                   node('Squeeze', ['m'], ['s'], 'sq0', [attr_ints('axes', [0])]),
+                   node('Softmax', ['s'], ['y'], 'sm0', [attr_int('axis', 1)])],
+                  [x], [y])
+    else:
+        sys.exit('mkonnx: unknown kind ' + kind)
+    with open(out, 'wb') as f:
+        f.write(m)
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,199 @@
+/* testsuite/unit/test_kernels_attention.c: Attention (GQA, causal, past KV, masks, a fully
+ * masked row, softcap, 3-D inputs, qk output modes), RotaryEmbedding and the normalisations,
+ * against values computed by hand (e = exp(1)). */
+#include "testsuite/unit/kernel_test.h"
+
+/* Q (1,2,2,1): head 0 = [1, 0], head 1 = [0, 2]; K (1,1,2,1) = [1, -1]; V = [10, 20]. */
+typedef struct Qkv { RtTensor q, k, v; } Qkv;
+
+static Qkv mk_qkv(void)
+{
+	Qkv t = { KT_T(DT_F32, 4, KT_DIMS(1, 2, 2, 1), KT_VALS(1, 0, 0, 2)),
+		  KT_T(DT_F32, 4, KT_DIMS(1, 1, 2, 1), KT_VALS(1, -1)),
+		  KT_T(DT_F32, 4, KT_DIMS(1, 1, 2, 1), KT_VALS(10, 20)) };
+	return t;
+}
+static void free_qkv(Qkv *t) { rt_tensor_free(&t->q), rt_tensor_free(&t->k), rt_tensor_free(&t->v); }
+
+#define Y_11 11.1920292   /* 10*s(2) + 20*(1-s(2)), s = sigmoid: scores [1,-1] */
+#define Y_10 10.1798621   /* scores [2,-2] */
+
+static void test_attention_gqa(void **state)
+{
+	Qkv t = mk_qkv();
+	RtTensor *in[] = { &t.q, &t.k, &t.v };
+	Kt k = kt_run("Attention", in, 3, 1, NULL, NULL);
+	assert_int_equal(k.rc, 0);
+	kt_expect(&k.out[0], 4, KT_DIMS(1, 2, 2, 1), KT_VALS(Y_11, 15, 15, Y_10), 1e-6);
+	kt_free(&k);
+	Attr at[] = { kt_ai("is_causal", 1) };
+	Attrs as = { 1, at };
+	k = kt_run("Attention", in, 3, 1, &as, NULL);
+	kt_expect(&k.out[0], 4, KT_DIMS(1, 2, 2, 1), KT_VALS(10, 15, 10, Y_10), 1e-6);
+	kt_free(&k);
+	free_qkv(&t);
+}
+
+static void test_attention_past(void **state)
+{
+	RtTensor q = KT_T(DT_F32, 4, KT_DIMS(1, 1, 1, 1), KT_VALS(1));
+	RtTensor kc = KT_T(DT_F32, 4, KT_DIMS(1, 1, 1, 1), KT_VALS(-1)), vc = KT_T(DT_F32, 4, KT_DIMS(1, 1, 1, 1), KT_VALS(20));
+	RtTensor pk = KT_T(DT_F32, 4, KT_DIMS(1, 1, 1, 1), KT_VALS(1)), pv = KT_T(DT_F32, 4, KT_DIMS(1, 1, 1, 1), KT_VALS(10));
+	RtTensor *in[] = { &q, &kc, &vc, NULL, &pk, &pv };
+	Attr at[] = { kt_ai("is_causal", 1) };   /* the diagonal is offset by the past length */
+	Attrs as = { 1, at };
+	Kt k = kt_run("Attention", in, 6, 4, &as, NULL);
+	assert_int_equal(k.rc, 0);
+	kt_expect(&k.out[0], 4, KT_DIMS(1, 1, 1, 1), KT_VALS(Y_11), 1e-6);
+	kt_expect(&k.out[1], 4, KT_DIMS(1, 1, 2, 1), KT_VALS(1, -1), 0);
+	kt_expect(&k.out[2], 4, KT_DIMS(1, 1, 2, 1), KT_VALS(10, 20), 0);
+	kt_expect(&k.out[3], 4, KT_DIMS(1, 1, 1, 2), KT_VALS(1, -1), 0);   /* mode 0: scaled QK */
+	kt_free(&k);
+	rt_tensor_free(&q), rt_tensor_free(&kc), rt_tensor_free(&vc), rt_tensor_free(&pk), rt_tensor_free(&pv);
+}
+
+static void test_attention_masks(void **state)
+{
+	Qkv t = mk_qkv();
+	/* additive mask (S_q, T): row 0 cannot see key 1 */
+	RtTensor m = KT_T(DT_F32, 2, KT_DIMS(2, 2), KT_VALS(0, -INFINITY, 0, 0));
+	RtTensor *in[] = { &t.q, &t.k, &t.v, &m };
+	Kt k = kt_run("Attention", in, 4, 1, NULL, NULL);
+	kt_expect(&k.out[0], 4, KT_DIMS(1, 2, 2, 1), KT_VALS(10, 15, 10, Y_10), 1e-6);
+	kt_free(&k);
+	/* boolean mask per head (1,2,2,2): head 1 row 1 fully masked -> 0, never NaN */
+	RtTensor bm = KT_T(DT_BOOL, 4, KT_DIMS(1, 2, 2, 2), KT_VALS(1, 1, 1, 1, 1, 1, 0, 0));
+	in[3] = &bm;
+	k = kt_run("Attention", in, 4, 1, NULL, NULL);
+	kt_expect(&k.out[0], 4, KT_DIMS(1, 2, 2, 1), KT_VALS(Y_11, 15, 15, 0), 1e-6);
+	kt_free(&k);
+	/* a mask shorter than T is padded with false */
+	RtTensor sm = KT_T(DT_BOOL, 2, KT_DIMS(2, 1), KT_VALS(1, 1));
+	in[3] = &sm;
+	Attr at[] = { kt_ai("qk_matmul_output_mode", 3) };
+	Attrs as = { 1, at };
+	k = kt_run("Attention", in, 4, 4, &as, NULL);
+	kt_expect(&k.out[0], 4, KT_DIMS(1, 2, 2, 1), KT_VALS(10, 10, 10, 10), 1e-6);
+	kt_expect(&k.out[3], 4, KT_DIMS(1, 2, 2, 2), KT_VALS(1, 0, 1, 0, 1, 0, 1, 0), 1e-7);
+	kt_free(&k);
+	rt_tensor_free(&m), rt_tensor_free(&bm), rt_tensor_free(&sm);
+	free_qkv(&t);
+}
+
+static void test_attention_3d_softcap_scale(void **state)
+{
+	/* 3-D: Q (1, 2, 2) = [s][h]: s0 = (1, 0), s1 = (0, 2) */
+	RtTensor q = KT_T(DT_F32, 3, KT_DIMS(1, 2, 2), KT_VALS(1, 0, 0, 2));
+	RtTensor kk = KT_T(DT_F32, 3, KT_DIMS(1, 2, 1), KT_VALS(1, -1)), v = KT_T(DT_F32, 3, KT_DIMS(1, 2, 1), KT_VALS(10, 20));
+	RtTensor *in[] = { &q, &kk, &v };
+	Attr at[] = { kt_ai("q_num_heads", 2), kt_ai("kv_num_heads", 1), kt_af("softcap", 1.0) };
+	Attrs as = { 2, at };
+	Kt k = kt_run("Attention", in, 3, 3, &as, NULL);
+	assert_int_equal(k.rc, 0);
+	/* Y (1, S, heads*vhs): s0 = (head0 row0, head1 row0) = (Y_11, 15); s1 = (15, Y_10) */
+	kt_expect(&k.out[0], 3, KT_DIMS(1, 2, 2), KT_VALS(Y_11, 15, 15, Y_10), 1e-6);
+	kt_expect(&k.out[1], 4, KT_DIMS(1, 1, 2, 1), KT_VALS(1, -1), 0);
+	kt_free(&k);
+	as.n = 3;   /* softcap 1: scores tanh(+-1) */
+	k = kt_run("Attention", in, 3, 1, &as, NULL);
+	kt_expect(&k.out[0], 3, KT_DIMS(1, 2, 2), KT_VALS(11.7899250, 15, 15, 11.2696600), 1e-6);
+	kt_free(&k);
+	Attr sc[] = { kt_ai("q_num_heads", 2), kt_ai("kv_num_heads", 1), kt_af("scale", 0.5) };
+	Attrs ss = { 3, sc };
+	k = kt_run("Attention", in, 3, 1, &ss, NULL);   /* scores halved: [0.5,-0.5] and [1,-1] */
+	kt_expect(&k.out[0], 3, KT_DIMS(1, 2, 2), KT_VALS(12.6894142, 15, 15, Y_11), 1e-6);
+	kt_free(&k);
+	rt_tensor_free(&q), rt_tensor_free(&kk), rt_tensor_free(&v);
+}
+
+static void test_attention_exp2_poly(void **state)
+{
+	Qkv t = mk_qkv();
+	RtTensor *in[] = { &t.q, &t.k, &t.v };
+	RtExecOpts o = { 0 };
+	o.mma_in = DT_INVALID;
+	o.exp2_poly = 1;   /* degree 1: relative error ~ 6e-2 on 2^f, visible in the output */
+	Kt k = kt_run("Attention", in, 3, 1, NULL, &o);
+	double d = fabs(rt_f32(&k.out[0])[0] - Y_11);
+	assert_true(d > 1e-4 && d < 0.5);
+	kt_free(&k);
+	o.exp2_poly = 5;
+	k = kt_run("Attention", in, 3, 1, NULL, &o);
+	kt_expect(&k.out[0], 4, KT_DIMS(1, 2, 2, 1), KT_VALS(Y_11, 15, 15, Y_10), 1e-5);
+	kt_free(&k);
+	free_qkv(&t);
+}
+
+static void test_rotary(void **state)
+{
+	RtTensor x = KT_T(DT_F32, 4, KT_DIMS(1, 1, 1, 4), KT_VALS(1, 2, 3, 4));
+	RtTensor c = KT_T(DT_F32, 3, KT_DIMS(1, 1, 2), KT_VALS(1, 0)), s = KT_T(DT_F32, 3, KT_DIMS(1, 1, 2), KT_VALS(0, 1));
+	RtTensor *in[] = { &x, &c, &s };
+	Kt k = kt_run("RotaryEmbedding", in, 3, 1, NULL, NULL);
+	assert_int_equal(k.rc, 0);
+	kt_expect(&k.out[0], 4, KT_DIMS(1, 1, 1, 4), KT_VALS(1, -4, 3, 2), 0);
+	kt_free(&k);
+	Attr at[] = { kt_ai("interleaved", 1) };
+	Attrs as = { 1, at };
+	k = kt_run("RotaryEmbedding", in, 3, 1, &as, NULL);
+	kt_expect(&k.out[0], 4, KT_DIMS(1, 1, 1, 4), KT_VALS(1, 2, -4, 3), 0);
+	kt_free(&k);
+	/* position_ids into a (2, 2) cache; 3-D input with num_heads=1; partial rotation dim 2 */
+	RtTensor x3 = KT_T(DT_F32, 3, KT_DIMS(1, 1, 4), KT_VALS(1, 2, 3, 4));
+	RtTensor cc = KT_T(DT_F32, 2, KT_DIMS(2, 1), KT_VALS(1, 0)), sc = KT_T(DT_F32, 2, KT_DIMS(2, 1), KT_VALS(0, 1));
+	RtTensor pos = KT_T(DT_I64, 2, KT_DIMS(1, 1), KT_VALS(1));
+	RtTensor *in3[] = { &x3, &cc, &sc, &pos };
+	Attr a3[] = { kt_ai("num_heads", 1), kt_ai("rotary_embedding_dim", 2) };
+	Attrs s3 = { 2, a3 };
+	k = kt_run("RotaryEmbedding", in3, 4, 1, &s3, NULL);
+	kt_expect(&k.out[0], 3, KT_DIMS(1, 1, 4), KT_VALS(-2, 1, 3, 4), 0);
+	kt_free(&k);
+	rt_tensor_free(&x), rt_tensor_free(&c), rt_tensor_free(&s), rt_tensor_free(&x3);
+	rt_tensor_free(&cc), rt_tensor_free(&sc), rt_tensor_free(&pos);
+}
+
+static void test_norms(void **state)
+{
+	RtTensor x = KT_T(DT_F32, 2, KT_DIMS(1, 4), KT_VALS(1, 2, 3, 4));
+	RtTensor s = KT_T(DT_F32, 1, KT_DIMS(4), KT_VALS(2, 2, 2, 2)), b = KT_T(DT_F32, 1, KT_DIMS(4), KT_VALS(1, 1, 1, 1));
+	RtTensor *in[] = { &x, &s, &b };
+	Kt k = kt_run("LayerNormalization", in, 3, 3, NULL, NULL);
+	assert_int_equal(k.rc, 0);
+	kt_expect(&k.out[0], 2, KT_DIMS(1, 4), KT_VALS(-1.6832738, 0.1055754, 1.8944246, 3.6832738), 1e-5);
+	kt_expect(&k.out[1], 2, KT_DIMS(1, 1), KT_VALS(2.5), 0);
+	kt_expect(&k.out[2], 2, KT_DIMS(1, 1), KT_VALS(0.8944236), 1e-6);
+	kt_free(&k);
+	k = kt_run("RMSNormalization", in, 2, 1, NULL, NULL);
+	kt_expect(&k.out[0], 2, KT_DIMS(1, 4), KT_VALS(0.7302963, 1.4605926, 2.1908889, 2.9211852), 1e-5);
+	kt_free(&k);
+	/* GroupNorm: X (1, 2, 2), one group over everything = LayerNorm of [1,2,3,4] */
+	RtTensor xg = KT_T(DT_F32, 3, KT_DIMS(1, 2, 2), KT_VALS(1, 2, 3, 4));
+	RtTensor sg = KT_T(DT_F32, 1, KT_DIMS(2), KT_VALS(1, 2)), bg = KT_T(DT_F32, 1, KT_DIMS(2), KT_VALS(0, 1));
+	RtTensor *gin[] = { &xg, &sg, &bg };
+	Attr ga[] = { kt_ai("num_groups", 1) };
+	Attrs gs = { 1, ga };
+	k = kt_run("GroupNormalization", gin, 3, 1, &gs, NULL);
+	kt_expect(&k.out[0], 3, KT_DIMS(1, 2, 2), KT_VALS(-1.3416355, -0.4472118, 1.8944236, 3.6832710), 1e-5);
+	kt_free(&k);
+	RtTensor m = KT_T(DT_F32, 1, KT_DIMS(2), KT_VALS(1, 3)), v = KT_T(DT_F32, 1, KT_DIMS(2), KT_VALS(4, 0.25));
+	RtTensor *bn[] = { &xg, &sg, &bg, &m, &v };
+	Attr ba[] = { kt_af("epsilon", 0) };
+	Attrs bs = { 1, ba };
+	k = kt_run("BatchNormalization", bn, 5, 1, &bs, NULL);
+	/* c0: (x-1)/2*1+0; c1: (x-3)/0.5*2+1 */
+	kt_expect(&k.out[0], 3, KT_DIMS(1, 2, 2), KT_VALS(0, 0.5, 1, 5), 1e-6);
+	kt_free(&k);
+	rt_tensor_free(&x), rt_tensor_free(&s), rt_tensor_free(&b), rt_tensor_free(&xg);
+	rt_tensor_free(&sg), rt_tensor_free(&bg), rt_tensor_free(&m), rt_tensor_free(&v);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_attention_gqa), cmocka_unit_test(test_attention_past),
+		cmocka_unit_test(test_attention_masks), cmocka_unit_test(test_attention_3d_softcap_scale),
+		cmocka_unit_test(test_attention_exp2_poly), cmocka_unit_test(test_rotary),
+		cmocka_unit_test(test_norms),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,202 @@
+/* testsuite/unit/test_numerics.c: cmocka tests of runtime/numerics.h and runtime/random.h.
+ *
+ * Exhaustive decode -> encode round trips for every code of every 4/6/8/16/19-bit format,
+ * monotonicity of each grid, the numerics.md §11 cross-check examples, rt_round of integer
+ * dtypes (ONNX-style), rt_round_tensor on rows of block formats, and the determinism of the
+ * seeded initialisers (fixed expected bits).
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "runtime/numerics.h"
+#include "runtime/random.h"
+
+static uint32_t fbits(float x) { uint32_t u; memcpy(&u, &x, 4); return u; }
+
+/* Every code decodes and re-encodes to itself, except NaN codes (which map to the canonical
+ * NaN) and, without saturation, nothing else; decoded grids are strictly increasing. */
+static void roundtrip(DType dt, int bits)
+{
+	uint32_t n = 1u << bits, sign = n >> 1;
+	float prev = -INFINITY;
+	for (uint32_t c = 0; c < n; c++) {
+		float v = rt_decode(dt, c);
+		uint32_t back = rt_encode(dt, v, 0);
+		if (isnan(v)) {
+			assert_true(isnan(rt_decode(dt, back)));
+			continue;
+		}
+		assert_int_equal(back, c);
+		if (!isinf(v))    /* finite values encode alike in both modes */
+			assert_int_equal(rt_encode(dt, v, 1), c);
+		if (c < sign) {   /* positive half ascending */
+			assert_true(v > prev || (c == 0 && v == 0));
+			prev = v;
+		}
+		if (c >= sign && !isinf(v))
+			assert_true(fbits(v) == (fbits(rt_decode(dt, c - sign)) ^ 0x80000000u));
+	}
+}
+
+static void test_roundtrip_all(void **s)
+{
+	(void)s;
+	roundtrip(DT_F4E2M1, 4);
+	roundtrip(DT_F6E3M2, 6);
+	roundtrip(DT_F6E2M3, 6);
+	roundtrip(DT_F8E4M3, 8);
+	roundtrip(DT_F8E5M2, 8);
+	roundtrip(DT_F16, 16);
+	roundtrip(DT_BF16, 16);
+	roundtrip(DT_TF32, 19);
+	for (uint32_t c = 0; c < 255; c++)   /* E8M0: 2^(c-127) */
+		assert_int_equal(rt_encode(DT_E8M0, rt_decode(DT_E8M0, c), 0), c);
+	assert_true(isnan(rt_decode(DT_E8M0, 0xFF)));
+}
+
+/* numerics.md §1 table and §11 rows 1-6. */
+static void test_cross_checks(void **s)
+{
+	(void)s;
+	assert_int_equal(rt_encode(DT_F8E4M3, 30, 1), 0x5F);          /* 0 1011 111 */
+	assert_int_equal(rt_encode(DT_F8E4M3, -24, 1), 0xDC);         /* 1 1011 100 */
+	assert_int_equal(rt_encode(DT_F8E5M2, 32, 1), 0x50);          /* 0 10100 00 */
+	assert_int_equal(rt_encode(DT_F8E5M2, -24, 1), 0xCE);         /* 1 10011 10 */
+	assert_int_equal(rt_encode(DT_F8E4M3, 448, 0), 0x7E);
+	assert_true(rt_round(DT_F8E4M3, 464, 0) == 448);
+	assert_true(isnan(rt_round(DT_F8E4M3, 465, 0)));
+	assert_true(rt_round(DT_F8E4M3, 465, 1) == 448);
+	assert_true(rt_round(DT_F8E5M2, 61439, 0) == 57344);
+	assert_true(isinf(rt_round(DT_F8E5M2, 61440, 0)));
+	assert_true(rt_decode(DT_F8E4M3, 0x7E) == 448 && rt_decode(DT_F8E4M3, 0x08) == 0x1p-6f);
+	assert_true(rt_decode(DT_F8E4M3, 0x01) == 0x1p-9f && isnan(rt_decode(DT_F8E4M3, 0xFF)));
+	assert_true(rt_decode(DT_F8E5M2, 0x7B) == 57344 && rt_decode(DT_F8E5M2, 0x01) == 0x1p-16f);
+	assert_true(isinf(rt_decode(DT_F8E5M2, 0xFC)) && rt_decode(DT_F8E5M2, 0xFC) < 0);
+	assert_true(rt_decode(DT_F6E3M2, 0x1F) == 28 && rt_decode(DT_F6E3M2, 0x01) == 0.0625f);
+	assert_true(rt_decode(DT_F6E2M3, 0x1F) == 7.5f && rt_decode(DT_F6E2M3, 0x01) == 0.125f);
+	static const float fp4[8] = { 0, 0.5f, 1, 1.5f, 2, 3, 4, 6 };
+	for (int c = 0; c < 8; c++) {
+		assert_true(rt_decode(DT_F4E2M1, c) == fp4[c]);
+		assert_true(rt_decode(DT_F4E2M1, c | 8) == -fp4[c]);
+	}
+	assert_int_equal(fbits(rt_decode(DT_F4E2M1, 8)), 0x80000000u);   /* 0x8 is -0 */
+	static const float ties[][2] = { { 0.25f, 0 }, { 0.75f, 1 }, { 1.25f, 1 }, { 1.75f, 2 },
+					 { 2.5f, 2 }, { 3.5f, 4 }, { 5, 4 } };
+	for (int i = 0; i < 7; i++)
+		assert_true(rt_round(DT_F4E2M1, ties[i][0], 1) == ties[i][1]);
+	assert_true(rt_decode(DT_E8M0, 0x82) == 8 && rt_decode(DT_E8M0, 135) == 256);
+	assert_true(rt_decode(DT_E8M0, 142) == 32768 && rt_decode(DT_E8M0, 0) == 0x1p-127f);
+	assert_true(rt_decode(DT_E8M0, 0xFE) == 0x1p127f);
+	assert_true(rt_decode(DT_F16, 0x7BFF) == 65504 && rt_decode(DT_F16, 1) == 0x1p-24f);
+	assert_true(rt_decode(DT_BF16, 0x7F7F) == 0x1.fep127f && rt_decode(DT_BF16, 1) == 0x1p-133f);
+}
+
+/* BF16 against the integer trick of numerics.md §2 on pseudo-random bit patterns. */
+static void test_bf16_trick(void **s)
+{
+	(void)s;
+	for (uint64_t j = 0; j < 200000; j++) {
+		uint32_t u = (uint32_t)rt_rand_u64(1, 2, j);
+		float x;
+		memcpy(&x, &u, 4);
+		if (isnan(x))
+			continue;
+		uint32_t want = (u + 0x7FFF + ((u >> 16) & 1)) >> 16;
+		assert_int_equal(rt_encode(DT_BF16, x, 0), want);
+	}
+}
+
+static void test_int_round(void **s)
+{
+	(void)s;
+	assert_true(rt_round(DT_I8, 2.5f, 0) == 2 && rt_round(DT_I8, -3.5f, 0) == -4);
+	assert_true(rt_round(DT_I8, 300, 0) == 127 && rt_round(DT_I8, -300, 0) == -128);
+	assert_true(rt_round(DT_I4, 9, 0) == 7 && rt_round(DT_I4, -9, 0) == -8);
+	assert_true(rt_round(DT_U8, -1, 0) == 0 && rt_round(DT_U8, 255.5f, 0) == 255);
+	assert_true(rt_round(DT_I32, NAN, 0) == 0);
+	assert_true(rt_round(DT_BOOL, NAN, 0) == 1 && rt_round(DT_BOOL, -0.0f, 0) == 0);
+	assert_true(rt_round(DT_F32, 0.1f, 0) == 0.1f);
+	assert_true(isnan(rt_round(DT_F4E2M1, NAN, 1)));
+}
+
+static void test_blocks(void **s)
+{
+	(void)s;
+	float x[40], d[40], ts = 0;
+	uint8_t c[40], sc[3];
+	for (int i = 0; i < 40; i++)
+		x[i] = (float)(i - 20) * 0.25f;
+	QuantOpts o = { SCALE_FLOOR, 1, 0 };
+	assert_int_equal(rt_quantize_blocks(DT_MXFP4, x, 40, &o, d, c, sc, &ts), 0);
+	assert_int_equal(sc[0], 127 + 2 - 2);   /* amax 5: floor(log2 5) = 2, emax 2 */
+	assert_int_equal(sc[1], 127 + 2 - 2);   /* block 1 [3, 4.75]: amax 4.75 */
+	assert_true(ts == 1.0f);
+	assert_int_equal(rt_quantize_blocks(DT_F16, x, 40, &o, d, c, sc, &ts), -1);
+	/* rt_round_tensor: two rows of 20, blocks restart per row */
+	float y[40];
+	memcpy(y, x, sizeof y);
+	rt_round_tensor(DT_MXFP8, y, 40, 20, &o);
+	for (int r = 0; r < 2; r++) {
+		rt_quantize_blocks(DT_MXFP8, x + 20 * r, 20, &o, d, NULL, NULL, NULL);
+		assert_memory_equal(y + 20 * r, d, 20 * sizeof(float));
+	}
+	/* nvfp4 in place equals out of place; NaN is refused */
+	memcpy(y, x, sizeof y);
+	rt_round_tensor(DT_NVFP4, y, 40, 40, &o);
+	rt_quantize_blocks(DT_NVFP4, x, 40, &o, d, c, sc, &ts);
+	assert_memory_equal(y, d, sizeof y);
+	x[3] = NAN;
+	assert_int_equal(rt_quantize_blocks(DT_NVFP4, x, 40, &o, d, c, sc, &ts), -1);
+	assert_true(isnan(d[0]) && isnan(ts));
+	/* integers */
+	float g[4] = { 7, 1, 3.5f, -1.75f }, gd[4], gs[2];
+	int32_t gc[4];
+	assert_int_equal(rt_quantize_int(4, 0, g, 4, 2, gd, gc, gs, NULL), 0);
+	assert_int_equal(gc[3], 0xC);
+	assert_true(gs[1] == 0.5f && gd[3] == -2.0f);
+}
+
+/* The initialisers are pinned: these bits must never change (they seed users' models). */
+static void test_random(void **s)
+{
+	(void)s;
+	float a[64], b[64];
+	rt_fill_normal(a, 64, 0, 1, 42, 0);
+	rt_fill_normal(b, 64, 0, 1, 42, 0);
+	assert_memory_equal(a, b, sizeof a);
+	rt_fill_normal(b, 64, 0, 1, 42, 1);
+	assert_memory_not_equal(a, b, sizeof a);
+	float big[1000], mean = 0, var = 0;
+	rt_fill_normal(big, 1000, 0, 1, 7, 3);
+	for (int i = 0; i < 1000; i++)
+		mean += big[i];
+	mean /= 1000;
+	for (int i = 0; i < 1000; i++)
+		var += (big[i] - mean) * (big[i] - mean);
+	var /= 1000;
+	assert_true(fabsf(mean) < 0.1f && fabsf(var - 1) < 0.1f);
+	rt_fill_uniform(b, 64, -1, 1, 42, 0);
+	for (int i = 0; i < 64; i++)
+		assert_true(b[i] >= -1 && b[i] < 1);
+	/* pinned; cross-checked with an independent Python splitmix64 and libm Box-Muller */
+	assert_int_equal(rt_rand_u64(0, 0, 0), 0xB496C2B5E3E06D5Bull);
+	assert_true(a[0] == 0x1.27f6d2p-1f && a[1] == 0x1.85a65cp-1f);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_roundtrip_all),
+		cmocka_unit_test(test_cross_checks),
+		cmocka_unit_test(test_bf16_trick),
+		cmocka_unit_test(test_int_round),
+		cmocka_unit_test(test_blocks),
+		cmocka_unit_test(test_random),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

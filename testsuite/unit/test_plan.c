@@ -1,0 +1,273 @@
+/* testsuite/unit/test_plan.c: cmocka tests of runtime/plan.h and the timing engine.
+ *
+ * A plan built through the builder API with every entity and field kind (devices, spaces,
+ * units, links, every initialiser, attributes of every kind, target attributes, numerics
+ * options, static cycles, events, copies and collectives) is written, parsed back and written
+ * again: the two texts must be identical.  Then: every verifier rule that needs a built plan,
+ * allocation-failure injection over the reader (no crash, no leak under ASan), the execution
+ * order and liveness, and the discrete-event simulation: roofline durations, overlap between
+ * streams only after an event, link time alpha + n*beta, and peak live bytes.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "runtime/interp.h"
+#include "runtime/plan.h"
+
+/* Serialises p into a malloc'd string. */
+static char *to_text(const Plan *p)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	assert_non_null(f);
+	assert_int_equal(plan_write(p, f), 0);
+	fclose(f);
+	return buf;
+}
+
+/* Two devices, one link, every kind of entity and field. */
+static Plan *build_rich(void)
+{
+	RtError e = { 0 };
+	Plan *p = plan_new("reference", "unit-machine", 0x0123456789abcdefull, &e);
+	assert_non_null(p);
+	assert_int_equal(plan_set_source(p, "m.aig", "S=4,B=1", "f32", &e), 0);
+	PlanDevice d0 = { .name = "d0", .kind = "cpu", .peak_flops = 1e9, .peak_flops_f64 = 5e8, .overhead_s = 1e-6 };
+	PlanDevice d1 = { .name = "d1", .kind = "lpu", .peak_flops = 2e9, .overhead_s = 0, .clock_hz = 1e9 };
+	assert_int_equal(plan_add_device(p, &d0, &e), 0);
+	assert_int_equal(plan_add_device(p, &d1, &e), 1);
+	PlanSpace s0 = { .name = "d0.mem", .device = 0, .capacity = 1 << 20, .bandwidth = 1e10 };
+	PlanSpace s1 = { .name = "d1.sram", .device = 1, .capacity = 1 << 20, .bandwidth = 1e11 };
+	plan_add_space(p, &s0, &e);
+	plan_add_space(p, &s1, &e);
+	PlanUnit u0 = { .name = "d0.core", .kind = "compute", .device = 0 };
+	PlanUnit u1 = { .name = "d1.mxm", .kind = "compute", .device = 1 };
+	plan_add_unit(p, &u0, &e);
+	plan_add_unit(p, &u1, &e);
+	PlanLink l = { .name = "c2c", .src = 0, .dst = 1, .bandwidth = 1e9, .latency_s = 1e-7 };
+	plan_add_link(p, &l, &e);
+	int64_t d4[] = { 4 }, d22[] = { 2, 2 };
+	int x = plan_add_buffer(p, "x", 0, 0, DT_F32, 1, d4, &e);
+	int w = plan_add_buffer(p, "w", 0, 64, DT_BF16, 1, d4, &e);
+	int c = plan_add_buffer(p, "c", 0, 128, DT_F32, 2, d22, &e);
+	int f = plan_add_buffer(p, "f", 0, 192, DT_F32, 1, d4, &e);
+	int n = plan_add_buffer(p, "n", 0, 256, DT_F32, 1, d4, &e);
+	int st = plan_add_buffer(p, "st", 0, 320, DT_F32, 1, d4, &e);
+	int ub = plan_add_buffer(p, "u", 0, 384, DT_F32, 1, d4, &e);
+	int y = plan_add_buffer(p, "y", 0, 448, DT_F32, 1, d4, &e);
+	int yb = plan_add_buffer(p, "yb", 1, 0, DT_F32, 1, d4, &e);
+	int z = plan_add_buffer(p, "z", 1, 64, DT_F32, 1, d4, &e);
+	double vals[] = { 1.5, -2, 0.1, 3e-9 };
+	PlanConst k1 = { .buffer = w, .kind = PINIT_NORMAL, .a = 0, .b = 0.02, .seed = 7, .instance = 3 };
+	PlanConst k2 = { .buffer = c, .kind = PINIT_INLINE, .vals = vals, .nvals = 4 };
+	PlanConst k3 = { .buffer = f, .kind = PINIT_FILL, .a = 0.5 };
+	PlanConst k4 = { .buffer = n, .kind = PINIT_NPY, .path = "w \"q\".npy" };
+	PlanConst k5 = { .buffer = st, .kind = PINIT_SAFETENSORS, .path = "m.safetensors", .key = "layer.0.w" };
+	PlanConst k6 = { .buffer = ub, .kind = PINIT_UNBOUND };
+	PlanConst *ks[] = { &k1, &k2, &k3, &k4, &k5, &k6 };
+	for (int i = 0; i < 6; i++)
+		assert_int_equal(plan_add_const(p, ks[i], &e), i);
+	plan_add_input(p, "x", x, &e);
+	plan_add_output(p, "z", z, &e);
+	plan_add_event(p, "sent", &e);
+	int sa = plan_add_stream(p, "sa", 0, &e), sb = plan_add_stream(p, "sb", 1, &e);
+
+	Attr attrs[5] = {
+		{ .name = "axis", .kind = ATTR_INT, .i = -1 },
+		{ .name = "eps", .kind = ATTR_FLOAT, .f = 1e-5 },
+		{ .name = "mode", .kind = ATTR_STRING, .s = "tanh \"x\"" },
+		{ .name = "perm", .kind = ATTR_INTS, .n = 2, .ints = (int64_t[]){ 1, 0 } },
+		{ .name = "scales", .kind = ATTR_FLOATS, .n = 2, .floats = (double[]){ 0.5, 2 } },
+	};
+	PlanKV tile[] = { { "BM", "128" }, { "stages", "4" } };
+	PlanInstr in;
+	plan_instr_init(&in, PI_KERNEL);
+	in.op = RT_OP_Add;
+	in.in = (int[]){ x, w };
+	in.nin = 2;
+	in.out = (int[]){ y };
+	in.nout = 1;
+	in.attrs = (Attrs){ 5, attrs };
+	in.tile = tile;
+	in.ntile = 2;
+	in.flops = 4;
+	in.node = "add0";
+	in.opts = (RtExecOpts){ .accum_f64 = 1, .mma_in = DT_BF16, .fp8_promote_k = 128, .exp2_poly = 3, .scale_rule = 1 };
+	assert_int_equal(plan_add_instr(p, sa, &in, &e), 0);
+	plan_instr_init(&in, PI_COPY);
+	in.in = (int[]){ y }, in.nin = 1, in.out = (int[]){ yb }, in.nout = 1, in.link = 0;
+	plan_add_instr(p, sa, &in, &e);
+	plan_instr_init(&in, PI_RECORD);
+	in.event = 0;
+	plan_add_instr(p, sa, &in, &e);
+	plan_instr_init(&in, PI_WAIT);
+	in.event = 0;
+	plan_add_instr(p, sb, &in, &e);
+	plan_instr_init(&in, PI_KERNEL);
+	in.op = RT_OP_Relu, in.in = (int[]){ yb }, in.nin = 1, in.out = (int[]){ z }, in.nout = 1;
+	in.unit = 1, in.cycle = 100, in.dur = 4, in.flops = 4;
+	plan_add_instr(p, sb, &in, &e);
+	return p;
+}
+
+static void round_trip(void **s)
+{
+	(void)s;
+	Plan *p = build_rich();
+	RtError e = { 0 };
+	assert_int_equal(plan_verify(p, &e), 0);
+	char *t1 = to_text(p);
+	Plan *q = plan_parse("rich.aip", t1, strlen(t1), &e);
+	if (!q)
+		fail_msg("%s\n%s", e.msg, t1);
+	char *t2 = to_text(q);
+	assert_string_equal(t1, t2);
+	assert_non_null(strstr(t1, "a.mode=\"tanh \\\"x\\\"\""));
+	assert_non_null(strstr(t1, "a.scales=f[0.5,2.0] t.BM=\"128\""));
+	assert_non_null(strstr(t1, "accum=f64 mma_in=bf16 fp8_promote=128 exp2_poly=3 scale_rule=rceil"));
+	assert_non_null(strstr(t1, "unit=d1.mxm cycle=100 dur=4"));
+	assert_int_equal(q->consts[1].nvals, 4);
+	assert_true(q->consts[1].vals[3] == 3e-9);
+	assert_string_equal(q->consts[3].path, "w \"q\".npy");
+	free(t1);
+	free(t2);
+	plan_free(p);
+	plan_free(q);
+}
+
+/* Every allocation of the reader may fail: it reports ENOMEM (or succeeds), never crashes or leaks. */
+static void reader_alloc_failures(void **s)
+{
+	(void)s;
+	Plan *p = build_rich();
+	char *text = to_text(p);
+	plan_free(p);
+	int failures = 0;
+	for (long n = 1; n < 4000; n++) {
+		RtError e = { 0 };
+		rt_alloc_fail_after(n);
+		Plan *q = plan_parse("rich.aip", text, strlen(text), &e);
+		rt_alloc_fail_after(0);
+		if (q) {
+			plan_free(q);
+			break;
+		}
+		assert_int_equal(e.code, RT_ENOMEM);
+		failures++;
+	}
+	assert_true(failures > 50);
+	free(text);
+}
+
+static void verifier_on_built_plans(void **s)
+{
+	(void)s;
+	RtError e = { 0 };
+	Plan *p = build_rich();
+	p->buffers[2].size = 7;
+	assert_int_equal(plan_verify(p, &e), -1);
+	assert_non_null(strstr(e.msg, "<plan>: error: buffer 'c': size 7 does not match f32 x 4 elements = 16 bytes"));
+	p->buffers[2].size = 16;
+	p->streams[0].ins[0].in[0] = 99;   /* an out-of-range index is reported, not followed */
+	assert_int_equal(plan_verify(p, &e), -1);
+	assert_non_null(strstr(e.msg, "undefined buffer"));
+	p->streams[0].ins[0].in[0] = 0;
+	p->streams[1].ins[1].cycle = 1;    /* unit d1.mxm: fine alone */
+	assert_int_equal(plan_verify(p, &e), 0);
+	plan_free(p);
+}
+
+static void order_and_liveness(void **s)
+{
+	(void)s;
+	RtError e = { 0 };
+	Plan *p = build_rich();
+	PlanStep *o;
+	int n, *first, *last;
+	assert_int_equal(plan_linearize(p, &o, &n, &e), 0);
+	assert_int_equal(n, 5);
+	int want[5][2] = { { 0, 0 }, { 0, 1 }, { 0, 2 }, { 1, 0 }, { 1, 1 } };
+	for (int i = 0; i < 5; i++) {
+		assert_int_equal(o[i].stream, want[i][0]);
+		assert_int_equal(o[i].index, want[i][1]);
+	}
+	assert_int_equal(plan_liveness(p, o, n, &first, &last, &e), 0);
+	assert_int_equal(first[0], -1);          /* input x */
+	assert_int_equal(last[0], 0);
+	assert_int_equal(first[7], 0);           /* y: written at 0, copied at 1 */
+	assert_int_equal(last[7], 1);
+	assert_int_equal(last[9], n);            /* output z lives to the end */
+	free(o), free(first), free(last);
+	plan_free(p);
+}
+
+/* ---- timing ---- */
+static double unit_cost(const Plan *p, int stream, const PlanInstr *in) { return rt_cost_roofline(p, stream, in); }
+
+static void timing_roofline_and_overlap(void **s)
+{
+	(void)s;
+	RtError e = { 0 };
+	Plan *p = build_rich();
+	p->streams[1].ins[1].cycle = -1;
+	rt_cost_register("reference", unit_cost);
+	RtTiming t;
+	assert_int_equal(rt_simulate(p, &t, &e), 0);
+	/* Add on d0 (accum f64): overhead 1 us + max(4 FLOP / 0.5 GFLOP/s, (16+8+16) B / 10 GB/s) */
+	assert_true(fabs((t.spans[0].end - t.spans[0].start) - (1e-6 + 8e-9)) < 1e-15);
+	/* copy over c2c: 100 ns + 16 B / 1 GB/s */
+	assert_true(fabs((t.spans[1].end - t.spans[1].start) - (1e-7 + 16e-9)) < 1e-15);
+	assert_int_equal(t.spans[1].link, 0);
+	/* Relu on d1 waits for the event recorded after the copy */
+	const RtSpan *relu = &t.spans[4];
+	assert_true(relu->start >= t.spans[1].end);
+	assert_true(fabs(t.latency_s - relu->end) < 1e-18);
+	assert_true(t.flops == 8);
+	assert_int_equal(t.peak_bytes[1], 32);   /* yb and z */
+	rt_timing_free(&t);
+	plan_free(p);
+}
+
+static void timing_independent_streams_overlap(void **s)
+{
+	(void)s;
+	RtError e = { 0 };
+	Plan *p = build_rich();
+	/* drop the wait: the Relu stream no longer depends on the copy, so it starts at 0 */
+	PlanStream *sb = &p->streams[1];
+	sb->ins[0].kind = PI_RECORD;
+	p->nevents = 1;
+	sb->ins[1].cycle = -1;
+	p->streams[0].ins[2].kind = PI_WAIT;   /* the other stream now waits instead */
+	rt_cost_register("reference", unit_cost);
+	RtTiming t;
+	assert_int_equal(rt_simulate(p, &t, &e), 0);
+	int seen = 0;
+	for (int i = 0; i < t.nspans; i++)
+		if (t.spans[i].stream == 1 && p->streams[1].ins[t.spans[i].index].kind == PI_KERNEL)
+			seen = 1, assert_true(t.spans[i].start == 0);
+	assert_true(seen);
+	rt_timing_free(&t);
+	plan_free(p);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(round_trip),
+		cmocka_unit_test(reader_alloc_failures),
+		cmocka_unit_test(verifier_on_built_plans),
+		cmocka_unit_test(order_and_liveness),
+		cmocka_unit_test(timing_roofline_and_overlap),
+		cmocka_unit_test(timing_independent_streams_overlap),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

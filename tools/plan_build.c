@@ -1,0 +1,162 @@
+/* tools/plan_build.c: from a shape-inferred module to a plan (tools/plan_build.h), and the
+ * reference rebuild for --check: re-read the model a plan records, bind the same symbols, verify,
+ * infer shapes and lower it with the `reference` target at the plan's precision. */
+#include "tools/plan_build.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "frontend/frontend.h"
+#include "targets/target.h"
+#include "tools/driver.h"
+
+int drv_apply_binds(Module *m, const char *spec)
+{
+	char *s = strdup(spec), *save = NULL;
+	int rc = 0;
+	for (char *tok = strtok_r(s, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(tok, '=');
+		char *end = NULL;
+		errno = 0;
+		long long v = eq ? strtoll(eq + 1, &end, 10) : -1;
+		if (!eq || eq == tok || !end || *end || errno || v < 0) {
+			drv_error("--bind expects NAME=VALUE with a non-negative integer, got '%s'", tok);
+			rc = -1;
+			break;
+		}
+		*eq = 0;
+		ir_bind(m, tok, v);
+	}
+	free(s);
+	return rc;
+}
+
+/* Parses "x=1,3,48,262": input x of the entry graph gets that shape; each symbolic dim of x that
+ * is a plain symbol is bound to the given value, a constant dim must agree.  -1 on errors. */
+int drv_apply_shape(Module *m, const char *spec)
+{
+	const char *eq = strchr(spec, '=');
+	Graph *g = ir_entry(m);
+	Value *x = NULL;
+	for (int i = 0; g && eq && i < g->nin; i++)
+		if (strlen(g->inputs[i]->name) == (size_t)(eq - spec) &&
+		    strncmp(g->inputs[i]->name, spec, (size_t)(eq - spec)) == 0)
+			x = g->inputs[i];
+	if (!eq || !x) {
+		drv_error("--shape expects INPUT=D0,D1,... naming an input of the model, got '%s'", spec);
+		return -1;
+	}
+	Dim dims[IR_MAX_RANK];
+	int rank = 0;
+	for (const char *p = eq + 1; *p; rank++) {
+		char *end;
+		errno = 0;
+		long long v = strtoll(p, &end, 10);
+		if (end == p || errno || v < 0 || (*end && *end != ',') || rank == IR_MAX_RANK) {
+			drv_error("--shape %s: dims must be non-negative integers separated by commas", spec);
+			return -1;
+		}
+		dims[rank] = dim_c(v);
+		p = *end ? end + 1 : end;
+	}
+	if (x->type.rank >= 0 && x->type.rank != rank) {
+		drv_error("--shape %s: input '%s' has rank %d, not %d", spec, x->name, x->type.rank, rank);
+		return -1;
+	}
+	for (int i = 0; i < rank && x->type.rank >= 0; i++) {
+		Dim d = x->type.dims[i];
+		char buf[256];
+		if (dim_isconst(d) && d.k != dims[i].k) {
+			drv_error("--shape %s: dim %d of input '%s' is %lld, not %lld", spec, i, x->name,
+				  (long long)d.k, (long long)dims[i].k);
+			return -1;
+		}
+		if (!dim_isconst(d) && ir_sym_find(m, dim_str(m, d, buf, sizeof buf)) >= 0)
+			ir_bind(m, buf, dims[i].k);
+	}
+	x->type = ir_type(m, x->type.dt, rank, dims);
+	return 0;
+}
+
+static int has_suffix(const char *s, const char *suf)
+{
+	size_t n = strlen(s), k = strlen(suf);
+	return n >= k && strcmp(s + n - k, suf) == 0;
+}
+
+Module *drv_load_model(const char *path)
+{
+	return has_suffix(path, ".onnx") ? fe_import_onnx(path) : fe_parse_aig(path);
+}
+
+/* Every bound symbol of m as "A=1,B=2" (what --check must bind again), in buf. */
+const char *drv_bound_symbols(const Module *m, char *buf, size_t n)
+{
+	size_t len = 0;
+	buf[0] = 0;
+	for (int i = 0; i < m->nsyms && len < n; i++)
+		if (m->symbound[i])
+			len += (size_t)snprintf(buf + len, n - len, "%s%s=%lld", len ? "," : "", m->symnames[i],
+						(long long)m->symval[i]);
+	return buf;
+}
+
+/* Lowers with the target named in o; the error (if any) in e. */
+static Plan *lower(Module *m, const BuildOpts *o, RtError *e)
+{
+	const Target *t = tgt_find(o->target);
+	if (!t) {
+		rt_errorf(e, RT_EUSER, "aicc: error: unknown target '%s' (see aicc targets)", o->target);
+		return NULL;
+	}
+	TgtMachine mach;
+	if (tgt_machine_load(o->machine ? o->machine : t->default_machine, o->sets, o->nsets, &mach, e) < 0)
+		return NULL;
+	Graph *g = ir_entry(m);
+	if (!g) {
+		tgt_machine_free(&mach);
+		rt_errorf(e, RT_EUSER, "aicc: error: the model defines no graph");
+		return NULL;
+	}
+	TgtInput in = { m, g, &mach, o->precision, o->model, o->binds };
+	Plan *p = t->lower(&in, e);
+	tgt_machine_free(&mach);
+	return p;
+}
+
+Plan *drv_build_plan(Module *m, const BuildOpts *o)
+{
+	RtError e = { 0 };
+	Plan *p = lower(m, o, &e);
+	if (!p)
+		fprintf(stderr, "%s\n", e.msg);
+	return p;
+}
+
+/* The --check hook: the reference plan of the graph p was compiled from. */
+static Plan *rebuild_reference(const Plan *p, const char *precision, RtError *e)
+{
+	Module *m = drv_load_model(p->source.model);
+	if (!m) {
+		rt_errorf(e, RT_EUSER, "--check: cannot rebuild the reference: '%s' does not parse", p->source.model);
+		return NULL;
+	}
+	Plan *ref = NULL;
+	if (p->source.binds && *p->source.binds && drv_apply_binds(m, p->source.binds) < 0)
+		rt_errorf(e, RT_EUSER, "--check: the plan's binds '%s' are malformed", p->source.binds);
+	else if (ir_verify(m) > 0 || ir_infer_shapes(m) > 0)
+		rt_errorf(e, RT_EUSER, "--check: '%s' no longer verifies", p->source.model);
+	else {
+		BuildOpts o = { p->source.model, p->source.binds, "reference", NULL, NULL, 0, precision };
+		ref = lower(m, &o, e);
+	}
+	ir_module_free(m);
+	return ref;
+}
+
+void drv_register_runtime_hooks(void)
+{
+	tgt_register_costs();
+	rt_set_rebuild(rebuild_reference);
+}

@@ -1,0 +1,35 @@
+/* tools/plan_build.h: building plans in the driver: the pipeline from a shape-inferred module to
+ * a target's plan, shared by `aicc compile --emit plan` and the reference rebuild behind
+ * `aicc run --check` (registered with the runtime by drv_register_runtime_hooks). */
+#ifndef AICC_PLAN_BUILD_H
+#define AICC_PLAN_BUILD_H
+
+#include "ir/ir.h"
+#include "runtime/plan.h"
+
+/* Binds "S=2048,B=1"; -1 with a message on stderr for malformed text. */
+int drv_apply_binds(Module *m, const char *spec);
+
+/* Gives input x of the entry graph the shape "x=1,3,48,262", binding its symbolic dims; -1 with
+ * a message on stderr when malformed or inconsistent. */
+int drv_apply_shape(Module *m, const char *spec);
+/* Reads a model: .onnx through the ONNX importer, anything else as .aig.  NULL after errors. */
+Module *drv_load_model(const char *path);
+/* Writes every bound symbol of m as "A=1,B=2" into buf (n bytes) and returns buf. */
+const char *drv_bound_symbols(const Module *m, char *buf, size_t n);
+
+typedef struct BuildOpts {
+	const char *model;            /* recorded in the plan for --check */
+	const char *binds;            /* all --bind options joined with ',' (or NULL) */
+	const char *target, *machine; /* machine NULL: the target's default */
+	const char *const *sets; int nsets;
+	const char *precision;        /* NULL: the target's default */
+} BuildOpts;
+
+/* Lowers the entry graph of m (verified, shapes inferred) for o->target.  Returns the plan, or
+ * NULL after printing the error. */
+Plan *drv_build_plan(Module *m, const BuildOpts *o);
+/* Registers the targets' cost hooks and the --check rebuild hook with the runtime. */
+void drv_register_runtime_hooks(void);
+
+#endif
