@@ -21,6 +21,7 @@ typedef struct CompileOpts {
 	int nshapes;
 	const char *print_after;
 	int print_after_all;
+	int parse_only;              /* --parse-only: structure checks, no shape inference */
 } CompileOpts;
 
 static void compile_help(void)
@@ -35,7 +36,9 @@ static void compile_help(void)
 	       "  --bind S=2048,B=1     bind dimension symbols (repeatable)\n"
 	       "  --shape x=1,3,48,262  give input x this shape, binding its symbolic dims (repeatable)\n"
 	       "  --print-after PASS    print the IR to stderr after PASS (verify, infer-shapes)\n"
-	       "  --print-after-all     print the IR after every pass\n");
+	       "  --print-after-all     print the IR after every pass\n"
+	       "  --parse-only          parse and verify the structure only (no shape inference),\n"
+	       "                        e.g. to reformat a file with --emit ir\n");
 }
 
 static void maybe_print(const CompileOpts *o, const Module *m, const char *pass)
@@ -117,6 +120,10 @@ static int parse_opts(int argc, char **argv, CompileOpts *o)
 			o->sets[o->nsets++] = v;
 			continue;
 		}
+		if (strcmp(argv[i], "--parse-only") == 0) {
+			o->parse_only = 1;
+			continue;
+		}
 		if (strcmp(argv[i], "--print-after-all") == 0) {
 			o->print_after_all = 1;
 			continue;
@@ -169,7 +176,11 @@ int cmd_compile(int argc, char **argv)
 	if (ir_verify(m) > 0)
 		goto out;
 	maybe_print(&o, m, "verify");
-	if (ir_infer_shapes(m) > 0)
+	if (o.parse_only && strcmp(o.emit, "ir") != 0) {
+		drv_error("--parse-only goes with --emit ir");
+		goto out;
+	}
+	if (!o.parse_only && ir_infer_shapes(m) > 0)
 		goto out;
 	maybe_print(&o, m, "infer-shapes");
 	Plan *plan = NULL;
