@@ -1,4 +1,5 @@
 /* ir/ir.c: the operator table, modules, graphs and the builder API (see ir/ir.h). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "ir/ir.h"
@@ -16,11 +17,33 @@ const OpInfo ir_ops[OP_COUNT] = {
 #undef OP
 };
 
+/* Operator indices sorted by name, for binary search (built on first use). */
+static int op_sorted[OP_COUNT];
+static int op_sorted_ready;
+
+static int op_name_cmp(const void *a, const void *b)
+{
+	return strcmp(ir_ops[*(const int *)a].name, ir_ops[*(const int *)b].name);
+}
+
 Op ir_op_lookup(const char *name)
 {
-	for (int i = 0; i < OP_COUNT; i++)
-		if (strcmp(ir_ops[i].name, name) == 0)
-			return (Op)i;
+	if (!op_sorted_ready) {
+		for (int i = 0; i < OP_COUNT; i++)
+			op_sorted[i] = i;
+		qsort(op_sorted, OP_COUNT, sizeof op_sorted[0], op_name_cmp);
+		op_sorted_ready = 1;
+	}
+	int lo = 0, hi = OP_COUNT - 1;
+	while (lo <= hi) {
+		int mid = (lo + hi) / 2, c = strcmp(name, ir_ops[op_sorted[mid]].name);
+		if (c == 0)
+			return (Op)op_sorted[mid];
+		if (c < 0)
+			hi = mid - 1;
+		else
+			lo = mid + 1;
+	}
 	return OP_COUNT;
 }
 
