@@ -1,7 +1,11 @@
 /* tools/aicc.c: the aicc driver's entry point: dispatches to the subcommands of
  * tools/commands.def.  `aicc MODEL ...` alone means `aicc compile MODEL ...`. */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "runtime/blas.h"
 #include "tools/driver.h"
 
 typedef struct Command {
@@ -25,8 +29,21 @@ static void usage(FILE *f)
 	fprintf(f, "\n'aicc COMMAND --help' describes each command's options.\n");
 }
 
+/* OpenBLAS chooses its kernels when the library loads; if it chose a core too weak for this CPU
+ * (runtime/blas.h), run this program again with OPENBLAS_CORETYPE naming the right one. */
+static void fix_blas_coretype(char **argv)
+{
+	const char *core = rt_blas_fix_coretype();
+	if (!core)
+		return;
+	setenv("OPENBLAS_CORETYPE", core, 1);
+	execv("/proc/self/exe", argv);
+	/* exec failed: carry on with the slow kernels, results are the same */
+}
+
 int main(int argc, char **argv)
 {
+	fix_blas_coretype(argv);
 	if (argc < 2) {
 		usage(stderr);
 		return EXIT_USER;
