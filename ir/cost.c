@@ -194,8 +194,8 @@ static Summary summarize(Graph *g, int depth)
 		return s;
 	for (int i = 0; i < g->nparams; i++) {
 		int64_t k = ir_type_numel(g->params[i]->type);
-		if (k < 0)
-			continue;   /* symbolic or untyped: not counted */
+		if (k < 0 || (g->params[i]->init && g->params[i]->init->inline_lit))
+			continue;   /* symbolic or untyped, or an inline literal operand: not a weight */
 		s.parameters = sat_add(s.parameters, k);
 		s.parameter_bytes = sat_add(s.parameter_bytes, rt_dtype_bytes(g->params[i]->type.dt, k));
 	}

@@ -268,7 +268,8 @@ double ir_node_flops(const Node *n);
 
 typedef struct Summary {
 	int64_t nodes;            /* executed nodes, calls expanded */
-	int64_t parameters;       /* parameter elements, calls expanded */
+	int64_t parameters;       /* weight elements, calls expanded (inline literal operands
+	                             such as Reshape(x, [0, -1]) are constants, not counted) */
 	int64_t parameter_bytes;  /* bytes of those in their dtypes (block scales included) */
 	double flops;             /* one forward pass with the bound dims */
 } Summary;
