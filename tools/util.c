@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "tools/driver.h"
@@ -53,6 +54,11 @@ int out_open(OutFile *o, const char *path)
 	}
 	snprintf(o->tmp, n, "%s.tmpXXXXXX", path);
 	int fd = mkstemp(o->tmp);
+	if (fd >= 0) {  /* mkstemp makes 0600; give the file the usual 0666 less the umask */
+		mode_t mask = umask(0);
+		umask(mask);
+		fchmod(fd, 0666 & ~mask);
+	}
 	if (fd < 0 || !(o->f = fdopen(fd, "w"))) {
 		drv_error("cannot write '%s': %s", path, strerror(errno));
 		if (fd >= 0)
