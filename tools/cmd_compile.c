@@ -9,6 +9,7 @@
 #include "frontend/frontend.h"
 #include "ir/diag.h"
 #include "tools/driver.h"
+#include "tools/pass_opts.h"   /* passes */
 
 typedef struct CompileOpts {
 	const char *model, *output, *emit, *target;
@@ -18,6 +19,7 @@ typedef struct CompileOpts {
 	int nshapes;
 	const char *print_after;
 	int print_after_all;
+	PassOpts passes;     /* passes: --passes, -O, --remarks, ... (tools/pass_opts.c) */
 } CompileOpts;
 
 static void compile_help(void)
@@ -29,6 +31,7 @@ static void compile_help(void)
 	       "  --shape x=1,3,48,262  give input x this shape, binding its symbolic dims (repeatable)\n"
 	       "  --print-after PASS    print the IR to stderr after PASS (verify, infer-shapes)\n"
 	       "  --print-after-all     print the IR after every pass\n");
+	pass_opts_help();    /* passes */
 }
 
 /* Parses "S=2048,B=1" and binds each symbol; -1 with a message on malformed text. */
@@ -136,6 +139,7 @@ static int emit_summary(Module *m, FILE *f)
 static int parse_opts(int argc, char **argv, CompileOpts *o)
 {
 	memset(o, 0, sizeof *o);
+	pass_opts_init(&o->passes);    /* passes */
 	o->emit = "summary";
 	o->target = "reference";
 	for (int i = 1; i < argc; i++) {
@@ -173,8 +177,11 @@ static int parse_opts(int argc, char **argv, CompileOpts *o)
 			o->binds[o->nbinds++] = v;
 			continue;
 		}
-		if (strcmp(argv[i], "--print-after-all") == 0) {
-			o->print_after_all = 1;
+		if (strcmp(argv[i], "--print-after-all") == 0)
+			o->print_after_all = 1;    /* and, for the passes: */
+		if ((r = pass_opts_parse(argc, argv, &i, &o->passes))) {    /* passes */
+			if (r < 0)
+				return -1;
 			continue;
 		}
 		if (argv[i][0] == '-' && argv[i][1]) {
@@ -219,6 +226,11 @@ int cmd_compile(int argc, char **argv)
 	if (ir_infer_shapes(m) > 0)
 		goto out;
 	maybe_print(&o, m, "infer-shapes");
+	/* passes: run the pipeline after shape inference */
+	o.passes.ctx.print_after = o.print_after;
+	if (pass_opts_run(&o.passes, m) > 0)
+		goto out;
+	/* end passes */
 	OutFile f;
 	if (out_open(&f, o.output) < 0)
 		goto out;
@@ -228,6 +240,7 @@ int cmd_compile(int argc, char **argv)
 		emit_summary(m, f.f);
 	rc = out_commit(&f) < 0 ? EXIT_USER : EXIT_OK;
 out:
+	pass_ctx_free(&o.passes.ctx);    /* passes */
 	ir_module_free(m);
 	return rc;
 }
