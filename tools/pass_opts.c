@@ -18,7 +18,7 @@ void pass_opts_init(PassOpts *po)
 void pass_opts_help(void)
 {
 	printf("  --passes=a,b,c        run these passes (see --list-passes); -O1 runs %s\n"
-	       "  -O0 | -O1             no passes (default) | the default pipeline\n"
+	       "  -O0 | -O1             no passes (default for now) | the default pipeline\n"
 	       "  --list-passes         list the passes and exit\n"
 	       "  --verify-each         verify the IR and re-infer shapes after every pass\n"
 	       "  --remarks=canon,fusion,memory|all   say what each pass did and did not do, and why\n"
