@@ -53,8 +53,12 @@ static int only(Match *mt, Value *v, int uses)
 	if (v->nuses == uses && !pass_is_output(v))
 		return 1;
 	if (!mt->why) {
-		snprintf(mt->buf, sizeof mt->buf, "intermediate '%s' has %d users outside the pattern%s",
-			 v->name, v->nuses - uses + pass_is_output(v), pass_is_output(v) ? " (a graph output)" : "");
+		int out = pass_is_output(v), k = v->nuses - uses - out;
+		if (k > 0)
+			snprintf(mt->buf, sizeof mt->buf, "intermediate '%s' has %d other reader%s%s", v->name, k,
+				 k == 1 ? "" : "s", out ? " and is a graph output" : "");
+		else
+			snprintf(mt->buf, sizeof mt->buf, "intermediate '%s' is a graph output", v->name);
 		mt->why = mt->buf;
 	}
 	return 0;
@@ -160,9 +164,11 @@ static Node *divide_by(Value *s, Match *mt, Value **num)
 /* sqrt(mean + eps): from the ReduceMean `mean`, through Add eps and Sqrt; the Sqrt's value. */
 static Value *sqrt_plus_eps(Node *mean, Match *mt, double *eps)
 {
+	if (!only(mt, mean->out[0], 1))
+		return NULL;
 	Node *add = user(mean->out[0], OP_Add);
 	Value *e;
-	if (!add || !only(mt, mean->out[0], 1))
+	if (!add)
 		return NULL;
 	e = other(add, mean->out[0]);
 	if (!pass_const_scalar(e, eps) || !(*eps > 0))

@@ -143,8 +143,11 @@ static void simplify_node(PassCtx *c, Graph *g, Node *n)
 	Value *to = forwarded(n);
 	if (to)
 		forward(c, g, n, to);
-	else if (n->op == OP_Transpose)
+	else if (n->op == OP_Transpose) {
 		merge_transposes(c, n);
+		if ((to = forwarded(n)))        /* the two cancelled */
+			forward(c, g, n, to);
+	}
 	else if (n->op == OP_Reshape && n->nin == 2)
 		skip_views(c, n);
 }
