@@ -322,12 +322,16 @@ static int check_capacity(PassCtx *c, Graph *g, const MemPlan *p, const char *li
 		return 0;
 	char a[32], wb[32], h[32];
 	Loc loc = p->peak_node ? p->peak_node->loc : g->loc;
+	char where[160];
+	if (cap->device)
+		snprintf(where, sizeof where, "device '%s' %s holds", cap->device, cap->space ? cap->space : "memory");
+	else
+		snprintf(where, sizeof where, "the capacity given is");
 	diag_error(loc, "activations need %s (%lld bytes) at node '%s' and weights %s (%lld bytes), but "
-		   "device '%s' %s holds %s (%lld bytes); live at the peak: %s",
+		   "%s %s (%lld bytes); live at the peak: %s",
 		   human(p->peak, a, sizeof a), (long long)p->peak,
 		   p->peak_node ? pass_node_name(p->peak_node) : g->name, human(w, wb, sizeof wb), (long long)w,
-		   cap->device ? cap->device : "?", cap->space ? cap->space : "memory",
-		   human(cap->bytes, h, sizeof h), (long long)cap->bytes, live);
+		   where, human(cap->bytes, h, sizeof h), (long long)cap->bytes, live);
 	return 1;
 }
 

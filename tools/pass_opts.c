@@ -112,8 +112,6 @@ int pass_opts_parse(int argc, char **argv, int *i, PassOpts *po)
 			drv_error("--mem-capacity expects a size such as 80GiB or 1.5e9, got '%s'", v);
 			return -1;
 		}
-		c->capacity.device = "(given)";
-		c->capacity.space = "memory";
 		return 1;
 	}
 	return 0;
