@@ -46,9 +46,15 @@ static const char *why_not(PassCtx *c, Node *n, RtTensor **in)
 {
 	if (n->op == OP_Call || n->nin > MAXIN || n->nout < 1)
 		return "not foldable";
+	for (int i = 0; i < n->nin; i++) {
+		Value *v = n->in[i];
+		int fill = v && v->kind == V_PARAM && v->init && v->init->kind == INIT_FILL;
+		if (v && !ir_const_data(v) && !fill)
+			return "";     /* not all-constant: no remark, the common case */
+	}
 	for (int i = 0; i < n->nin; i++)
 		if (n->in[i] && !(in[i] = (RtTensor *)const_tensor(n->in[i], c->fold_limit)))
-			return "";     /* not all-constant: no remark, the common case */
+			return "an input is over the folding size limit";
 	for (int i = 0; i < n->nout; i++) {
 		int64_t k = ir_type_numel(n->out[i]->type);
 		if (k < 0)

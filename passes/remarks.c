@@ -66,21 +66,33 @@ static void print_remark(const PassCtx *c, const Remark *r)
 	fprintf(c->out, "remark: %s: %s\n", r->category, r->msg);
 }
 
+/* Whether the same remark was made already (canonicalize's rounds repeat what they miss). */
+static int seen(const PassCtx *c, Loc loc, const char *msg)
+{
+	for (const Remark *r = c->remarks; r; r = r->next)
+		if (r->loc.line == loc.line && r->loc.col == loc.col && strcmp(r->msg, msg) == 0)
+			return 1;
+	return 0;
+}
+
 void pass_remark(PassCtx *c, RemarkKind kind, const Graph *g, const Node *n, const char *fmt, ...)
 {
-	Remark *r = calloc(1, sizeof *r);
 	char buf[1024];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof buf, fmt, ap);
 	va_end(ap);
+	Loc loc = n ? n->loc : g ? g->loc : (Loc){ 0 };
+	if (seen(c, loc, buf))
+		return;
+	Remark *r = calloc(1, sizeof *r);
 	const PassInfo *p = c->cur_pass ? pass_find(c->cur_pass) : NULL;
 	if (!r || !(r->msg = strdup(buf)))
 		abort();
 	r->category = p ? p->category : "canon";
 	r->pass = p ? p->name : "?";
 	r->kind = kind;
-	r->loc = n ? n->loc : g ? g->loc : (Loc){ 0 };
+	r->loc = loc;
 	r->node = n ? pass_node_name(n) : NULL;
 	r->graph = g ? g->name : n ? n->graph->name : NULL;
 	if (c->last_remark)

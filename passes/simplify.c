@@ -87,7 +87,7 @@ static Value *forwarded(Node *n)
 /* Makes n's users read `to` instead; remarks either way. */
 static void forward(PassCtx *c, Graph *g, Node *n, Value *to)
 {
-	const char *op = ir_ops[n->op].name, *name = pass_node_name(n);
+	const char *op = ir_ops[n->op].name, *name = pass_node_name(n), *src = to->name;
 	if (!pass_bisect(c, n, "forward"))
 		return;
 	if (pass_replace_node(g, n, to) < 0) {
@@ -95,7 +95,7 @@ static void forward(PassCtx *c, Graph *g, Node *n, Value *to)
 			    "and '%s' cannot take its name", op, name, to->name, name, to->name);
 		return;
 	}
-	pass_remark(c, REMARK_APPLIED, g, n, "removed %s '%s': it computes '%s' unchanged", op, name, to->name);
+	pass_remark(c, REMARK_APPLIED, g, n, "removed %s '%s': it computes '%s' unchanged", op, name, src);
 	pass_changed(c, "nodes simplified away");
 }
 
