@@ -9,6 +9,7 @@
 #include "frontend/frontend.h"
 #include "ir/diag.h"
 #include "tools/driver.h"
+#include "tools/pass_opts.h"
 #include "tools/plan_build.h"
 
 typedef struct CompileOpts {
@@ -22,6 +23,7 @@ typedef struct CompileOpts {
 	const char *print_after;
 	int print_after_all;
 	int parse_only;              /* --parse-only: structure checks, no shape inference */
+	PassOpts passes;             /* --passes, -O, --remarks, ... (tools/pass_opts.c) */
 } CompileOpts;
 
 static void compile_help(void)
@@ -39,6 +41,7 @@ static void compile_help(void)
 	       "  --print-after-all     print the IR after every pass\n"
 	       "  --parse-only          parse and verify the structure only (no shape inference),\n"
 	       "                        e.g. to reformat a file with --emit ir\n");
+	pass_opts_help();
 }
 
 static void maybe_print(const CompileOpts *o, const Module *m, const char *pass)
@@ -71,6 +74,7 @@ static int emit_summary(Module *m, FILE *f)
 static int parse_opts(int argc, char **argv, CompileOpts *o)
 {
 	memset(o, 0, sizeof *o);
+	pass_opts_init(&o->passes);
 	o->emit = "summary";
 	o->target = "reference";
 	for (int i = 1; i < argc; i++) {
@@ -124,8 +128,11 @@ static int parse_opts(int argc, char **argv, CompileOpts *o)
 			o->parse_only = 1;
 			continue;
 		}
-		if (strcmp(argv[i], "--print-after-all") == 0) {
-			o->print_after_all = 1;
+		if (strcmp(argv[i], "--print-after-all") == 0)
+			o->print_after_all = 1;    /* and, for the passes: */
+		if ((r = pass_opts_parse(argc, argv, &i, &o->passes))) {
+			if (r < 0)
+				return -1;
 			continue;
 		}
 		if (argv[i][0] == '-' && argv[i][1]) {
@@ -183,6 +190,9 @@ int cmd_compile(int argc, char **argv)
 	if (!o.parse_only && ir_infer_shapes(m) > 0)
 		goto out;
 	maybe_print(&o, m, "infer-shapes");
+	o.passes.ctx.print_after = o.print_after;
+	if (!o.parse_only && pass_opts_run(&o.passes, m) > 0)
+		goto out;
 	Plan *plan = NULL;
 	if (strcmp(o.emit, "plan") == 0 && !(plan = build(&o, m)))
 		goto out;
@@ -200,6 +210,7 @@ int cmd_compile(int argc, char **argv)
 	plan_free(plan);
 	rc = out_commit(&f) < 0 ? EXIT_USER : EXIT_OK;
 out:
+	pass_ctx_free(&o.passes.ctx);
 	ir_module_free(m);
 	return rc;
 }

@@ -1,0 +1,169 @@
+/* passes/pass.h: the pass manager's contract with every pass.
+ *
+ * A pass is a plain function `int pass_<verb>(Module *m, PassCtx *c)` over every graph of the
+ * module, listed once in passes/passes.def with what it requires and invalidates.  It returns
+ * 0, or the number of user errors it reported (a capacity overflow, say); internal problems
+ * are asserts.  Through the PassCtx a pass counts statistics (--stats), records remarks that
+ * say what it did and what it did not do and why (--remarks=), and asks the bisection counter
+ * before each rewrite (--opt-bisect-limit=).  The remarks stay in the context after the run
+ * (pass_remarks) so later stages, such as `aicc explain`, can use them.
+ *
+ * Provides the pipeline (passes/pipeline.c), remarks (passes/remarks.c) and the passes.
+ * Requires ir/ (builder, verifier, shape inference) and, for folding, runtime/kernels.
+ */
+#ifndef AICC_PASS_H
+#define AICC_PASS_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "ir/ir.h"
+
+/* Analyses the pass manager tracks. */
+enum {
+	A_SHAPES  = 1u << 0,   /* every value has its dtype and shape inferred */
+	A_TOPO    = 1u << 1,   /* every node list is in topological order */
+	A_MEMPLAN = 1u << 2,   /* a memory plan matches the graph */
+};
+
+typedef enum RemarkKind {
+	REMARK_APPLIED,        /* the pass changed the graph */
+	REMARK_MISSED,         /* the pass looked at the node and left it, saying why */
+	REMARK_ANALYSIS,       /* a fact the pass found (peak memory, say) */
+} RemarkKind;
+
+typedef struct Remark {
+	const char *category;  /* "canon", "fusion", "memory" */
+	const char *pass;      /* the pass that made it */
+	RemarkKind kind;
+	Loc loc;               /* the node's source location */
+	const char *node;      /* the name of the node's first output (NULL: graph-level) */
+	const char *graph;
+	char *msg;             /* owned (malloc) */
+	struct Remark *next;
+} Remark;
+
+typedef struct PassStat {
+	const char *pass;      /* the pass (static string) */
+	const char *name;      /* the counter (static string), e.g. "nodes removed" */
+	int64_t value;
+} PassStat;
+
+/* The memory capacity a plan is checked against (--capacity, or a machine description). */
+typedef struct MemCapacity {
+	const char *device;    /* "gpu0" */
+	const char *space;     /* "HBM" */
+	int64_t bytes;         /* 0: unchecked */
+} MemCapacity;
+
+/* The result of plan-memory for one graph. */
+typedef struct MemPlan {
+	const Graph *graph;
+	int64_t peak;          /* bytes of the arena */
+	int64_t live_peak;     /* bytes live at the worst node (<= peak: fragmentation) */
+	const Node *peak_node; /* where live_peak is reached */
+	int nbufs;
+	int64_t *offset;       /* per value id: the arena offset, or -1 when not planned */
+	int64_t *size;         /* per value id: bytes (0 when not planned) */
+	struct MemPlan *next;
+} MemPlan;
+
+typedef struct PassCtx {
+	/* options */
+	unsigned remark_mask;  /* bit per category (pass_remark_category) */
+	int verify_each;
+	int time_passes;
+	int stats;
+	int print_after_all;
+	const char *print_after;    /* a pass name, or NULL */
+	long bisect_limit;          /* -1: no bisection */
+	int64_t fold_limit;         /* constant folding: at most this many elements per result */
+	MemCapacity capacity;
+	FILE *out;                  /* remarks, --stats, --time-passes, IR dumps: stderr */
+	/* state */
+	const char *cur_pass;
+	long bisect_count;
+	long changes;               /* rewrites applied so far (canonicalize's fixpoint) */
+	Remark *remarks, *last_remark;
+	int nremarks;
+	PassStat *statv;
+	int nstats, capstats;
+	MemPlan *plans;
+	double *seconds;            /* per registry row */
+} PassCtx;
+
+typedef int (*PassFn)(Module *m, PassCtx *c);
+
+typedef struct PassInfo {
+	const char *name;
+	PassFn fn;
+	const char *category;
+	unsigned requires, invalidates;
+	const char *description;
+} PassInfo;
+
+#define PASS(name, fn, cat, req, inv, desc) int pass_##fn(Module *m, PassCtx *c);
+#include "passes/passes.def"
+#undef PASS
+
+extern const PassInfo pass_table[];
+extern const int pass_count;
+
+/* The default pipeline (-O1). */
+#define PASS_DEFAULT_PIPELINE "canonicalize,fuse,plan-memory"
+
+/* ---- pipeline (passes/pipeline.c) ---- */
+void pass_ctx_init(PassCtx *c);
+void pass_ctx_free(PassCtx *c);      /* remarks, statistics, memory plans */
+const PassInfo *pass_find(const char *name);
+/* Checks a comma-separated pass list; -1 with "aicc: error: unknown pass" otherwise. */
+int pass_check_list(const char *list);
+/* Runs the comma-separated list over m.  Returns 0, or the number of errors reported (by a
+ * pass, or by --verify-each after the pass that broke the graph). */
+int pass_run_pipeline(Module *m, PassCtx *c, const char *list);
+void pass_list(FILE *f);             /* --list-passes */
+void pass_print_stats(const PassCtx *c, FILE *f);
+void pass_print_times(const PassCtx *c, FILE *f);
+/* Adds delta to counter `name` of the current pass. */
+void pass_stat(PassCtx *c, const char *name, int64_t delta);
+int64_t pass_stat_get(const PassCtx *c, const char *pass, const char *name);
+/* Bisection: whether the next rewrite (described by what, at node n) may run.  Counts every
+ * call; with --opt-bisect-limit=N the first N run and the rest are skipped, each line printed
+ * as "BISECT: running|NOT running rewrite (k) pass: what 'node'". */
+int pass_bisect(PassCtx *c, const Node *n, const char *what);
+/* Counts one applied rewrite: bumps c->changes and the statistic `stat` of the current pass. */
+void pass_changed(PassCtx *c, const char *stat);
+
+/* ---- memory planning (passes/plan_memory.c) ---- */
+struct Machine;
+/* Sets c->capacity from the machine's first accelerator: its HBM, else DRAM, SRAM or VMEM. */
+void pass_capacity_from_machine(PassCtx *c, const struct Machine *mach);
+
+/* ---- remarks (passes/remarks.c) ---- */
+/* The bit of a category name ("fusion"), 0 when unknown; "all" is every bit. */
+unsigned pass_remark_category(const char *name);
+/* Parses "fusion,canon"; -1 with a message on an unknown name. */
+int pass_parse_remarks(const char *list, unsigned *mask);
+/* Records a remark at node n (NULL: at the graph g) and prints it when its category is on:
+ * "file:line:col: remark: fusion: did not fuse ...". */
+void pass_remark(PassCtx *c, RemarkKind kind, const Graph *g, const Node *n, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+const Remark *pass_remarks(const PassCtx *c);
+
+/* ---- helpers shared by the passes (passes/util.c) ---- */
+/* The name of n's first output, for messages. */
+const char *pass_node_name(const Node *n);
+/* Whether every element of v is the constant x (inline literal, fill, or folded data). */
+int pass_const_all(Value *v, double x);
+/* If v is a constant with a single distinct value (any shape), sets *x and returns 1. */
+int pass_const_scalar(Value *v, double *x);
+/* Whether v is a graph output of its graph. */
+int pass_is_output(const Value *v);
+/* The single node reading v, or NULL when v has no or several users or is a graph output. */
+Node *pass_single_user(Value *v);
+/* Replaces every use of the output of `old` by `to` and removes `old`; keeps graph-output names
+ * by renaming `to` when it is a node value.  Returns -1 (nothing changed) when `to` cannot take
+ * the name: the caller keeps `old`. */
+int pass_replace_node(Graph *g, Node *old, Value *to);
+
+#endif

@@ -1,0 +1,417 @@
+/* passes/plan_memory.c: activation memory planning, target-independent.
+ *
+ * For each graph, over its scheduled node order (the node list): every graph input and node
+ * result is a buffer of rt_dtype_bytes(dtype, elements) bytes, live from its definition to its
+ * last reader (graph outputs to the end; inputs from the start).  Views (Reshape, Squeeze,
+ * Unsqueeze, Flatten, Identity) alias their input's buffer and extend its life.  An elementwise
+ * node writes in place into an input buffer that dies at that node, is not a graph input and
+ * is large enough.  A Call needs its callee's arena as a workspace at the call.  Buffers are
+ * then placed greedily by size (largest first, each at the lowest 64-byte-aligned offset that
+ * overlaps no placed buffer live at the same time: TFLite's ArenaPlanner "greedy by size",
+ * Pisarchyk & Lee 2020), which gives the arena size; the peak of the bytes live at one node
+ * is reported with the buffers live there (--remarks=memory), and checked against
+ * PassCtx.capacity together with the weights, with the numbers in the error.  Graphs with
+ * symbolic shapes are not planned (a remark says so).  The plan (offset and size per value)
+ * is kept in PassCtx.plans for targets.  Weights are not planned here.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir/diag.h"
+#include "passes/pass.h"
+#include "targets/machine.h"
+
+#define ALIGN 64
+#define MAXLIST 8
+
+/* Per value id: the buffer it lives in (union-find), its size and lifetime. */
+typedef struct Live {
+	int nv, nvalues;        /* slots: value ids, then one call workspace per node time */
+	int *parent;
+	int64_t *size;          /* bytes, -1: not a buffer (weights, absent) */
+	int *first, *last;      /* node times; -1 for inputs, nnodes for graph outputs */
+	Value **val;
+	int64_t *off;
+	int nnodes;
+	Node **order;
+} Live;
+
+static int find(Live *l, int v)
+{
+	while (l->parent[v] != v)
+		v = l->parent[v] = l->parent[l->parent[v]];
+	return v;
+}
+
+/* Merges b's buffer into a's: one buffer, the larger size, the union of the lifetimes. */
+static void merge(Live *l, int a, int b)
+{
+	a = find(l, a), b = find(l, b);
+	if (a == b)
+		return;
+	l->parent[b] = a;
+	l->size[a] = l->size[a] > l->size[b] ? l->size[a] : l->size[b];
+	l->first[a] = l->first[a] < l->first[b] ? l->first[a] : l->first[b];
+	l->last[a] = l->last[a] > l->last[b] ? l->last[a] : l->last[b];
+}
+
+static void live_free(Live *l)
+{
+	free(l->parent), free(l->size), free(l->first), free(l->last), free(l->val), free(l->off), free(l->order);
+}
+
+/* Bytes of v, or -1 when its shape is symbolic. */
+static int64_t value_bytes(const Value *v)
+{
+	int64_t n = ir_type_numel(v->type);
+	return n < 0 || v->type.dt == DT_INVALID ? -1 : rt_dtype_bytes(v->type.dt, n);
+}
+
+/* Whether slot v holds a buffer: a planned value or a call workspace. */
+static int is_buf(const Live *l, int v) { return v < l->nvalues ? l->val[v] != NULL : l->size[v] > 0; }
+
+static int add_value(Live *l, Value *v, int t)
+{
+	int64_t b = value_bytes(v);
+	if (b < 0)
+		return -1;
+	l->val[v->id] = v;
+	l->size[v->id] = b;
+	l->first[v->id] = l->last[v->id] = t;
+	return 0;
+}
+
+/* Sizes and lifetimes of every buffer; -1 (nothing planned) when a shape is symbolic. */
+static int collect(Live *l, Graph *g)
+{
+	int nv = l->nv = g->nvalues + g->nnodes, t = 0;
+	l->nvalues = g->nvalues;
+	l->parent = malloc((size_t)nv * sizeof *l->parent);
+	l->size = malloc((size_t)nv * sizeof *l->size);
+	l->first = malloc((size_t)nv * sizeof *l->first);
+	l->last = malloc((size_t)nv * sizeof *l->last);
+	l->val = calloc((size_t)nv, sizeof *l->val);
+	l->off = malloc((size_t)nv * sizeof *l->off);
+	l->order = malloc((size_t)(g->nnodes + 1) * sizeof *l->order);
+	if (!l->parent || !l->size || !l->first || !l->last || !l->val || !l->off || !l->order)
+		abort();
+	for (int i = 0; i < nv; i++)
+		l->parent[i] = i, l->size[i] = -1, l->off[i] = -1;
+	for (int i = 0; i < g->nin; i++)
+		if (add_value(l, g->inputs[i], -1) < 0)
+			return -1;
+	ir_foreach_node(g, n) {
+		l->order[t] = n;
+		for (int i = 0; i < n->nout; i++)
+			if (add_value(l, n->out[i], t) < 0)
+				return -1;
+		for (int i = 0; i < n->nin; i++)
+			if (n->in[i] && l->val[n->in[i]->id])
+				l->last[n->in[i]->id] = t;
+		t++;
+	}
+	l->nnodes = t;
+	for (int i = 0; i < g->nout; i++)
+		if (l->val[g->outputs[i]->id])
+			l->last[g->outputs[i]->id] = t;
+	return 0;
+}
+
+static int is_view(const Node *n) { return (ir_ops[n->op].flags & F_VIEW) && n->nout == 1 && n->nin >= 1; }
+
+static int is_input(const Value *v) { return v->kind == V_INPUT; }
+
+/* Views alias their input; elementwise nodes reuse a dying input buffer in place. */
+static void share(Live *l, PassCtx *c)
+{
+	for (int t = 0; t < l->nnodes; t++) {
+		Node *n = l->order[t];
+		if (is_view(n) && n->in[0] && l->val[n->in[0]->id]) {
+			merge(l, n->in[0]->id, n->out[0]->id);
+			pass_stat(c, "views aliased", 1);
+		}
+	}
+	for (int t = 0; t < l->nnodes; t++) {
+		Node *n = l->order[t];
+		if (!(ir_ops[n->op].flags & F_ELEM) || is_view(n) || n->nout != 1)
+			continue;
+		int o = n->out[0]->id;
+		for (int i = 0; i < n->nin; i++) {
+			Value *v = n->in[i];
+			int r = v && l->val[v->id] ? find(l, v->id) : -1;
+			if (r < 0 || is_input(l->val[r]) || l->last[r] != t || l->size[r] < l->size[o] || find(l, o) != o)
+				continue;
+			merge(l, r, o);
+			pass_stat(c, "buffers reused in place", 1);
+			break;
+		}
+	}
+}
+
+static int64_t align_up(int64_t x) { return (x + ALIGN - 1) / ALIGN * ALIGN; }
+
+static int overlaps(const Live *l, int a, int b) { return l->first[a] <= l->last[b] && l->first[b] <= l->last[a]; }
+
+static int by_size(const void *pa, const void *pb, void *arg);
+
+/* The roots (buffers), largest first. */
+static int roots(Live *l, int *out)
+{
+	int k = 0;
+	for (int v = 0; v < l->nv; v++)
+		if (is_buf(l, v) && find(l, v) == v)
+			out[k++] = v;
+	for (int i = 1; i < k; i++)     /* insertion sort: stable, by size desc then first asc */
+		for (int j = i; j > 0 && by_size(&out[j], &out[j - 1], l) < 0; j--) {
+			int x = out[j];
+			out[j] = out[j - 1];
+			out[j - 1] = x;
+		}
+	return k;
+}
+
+static int by_size(const void *pa, const void *pb, void *arg)
+{
+	const Live *l = arg;
+	int a = *(const int *)pa, b = *(const int *)pb;
+	if (l->size[a] != l->size[b])
+		return l->size[a] > l->size[b] ? -1 : 1;
+	return l->first[a] - l->first[b];
+}
+
+/* The lowest offset for buffer b clear of every placed buffer live at the same time. */
+static int64_t lowest_fit(const Live *l, const int *placed, int np, int b)
+{
+	int64_t off = 0;
+	for (int again = 1; again;) {
+		again = 0;
+		for (int i = 0; i < np; i++) {
+			int p = placed[i];
+			if (overlaps(l, p, b) && l->off[p] < off + l->size[b] && off < l->off[p] + l->size[p]) {
+				off = align_up(l->off[p] + l->size[p]);
+				again = 1;
+			}
+		}
+	}
+	return off;
+}
+
+/* Greedy by size; returns the arena size. */
+static int64_t place(Live *l, int *bufs, int nb)
+{
+	int64_t arena = 0;
+	for (int i = 0; i < nb; i++) {
+		int b = bufs[i];
+		l->off[b] = lowest_fit(l, bufs, i, b);
+		if (l->off[b] + l->size[b] > arena)
+			arena = l->off[b] + l->size[b];
+	}
+	return arena;
+}
+
+/* "1.50 GiB": three significant digits in the largest binary unit below the value. */
+static char *human(int64_t b, char *buf, size_t n)
+{
+	static const char *unit[] = { "bytes", "KiB", "MiB", "GiB", "TiB", "PiB" };
+	double v = (double)b;
+	int u = 0;
+	while (v >= 1024 && u < 5)
+		v /= 1024, u++;
+	if (u == 0)
+		snprintf(buf, n, "%lld bytes", (long long)b);
+	else
+		snprintf(buf, n, v >= 100 ? "%.0f %s" : v >= 10 ? "%.1f %s" : "%.2f %s", v, unit[u]);
+	return buf;
+}
+
+/* Call workspaces: the callee's arena, live only at the call. */
+static void add_workspaces(Live *l, const PassCtx *c)
+{
+	for (int t = 0; t < l->nnodes; t++) {
+		const Node *n = l->order[t];
+		for (const MemPlan *p = c->plans; p && n->op == OP_Call; p = p->next)
+			if (p->graph == n->callee && p->peak > 0) {
+				int s = l->nvalues + t;
+				l->size[s] = p->peak;
+				l->first[s] = l->last[s] = t;
+			}
+	}
+}
+
+/* The bytes live at each time; returns the worst time (the first of equals). */
+static int peak_time(Live *l, int *bufs, int nb, int64_t *bytes)
+{
+	int best = 0;
+	*bytes = -1;
+	for (int t = 0; t < l->nnodes; t++) {
+		int64_t sum = 0;
+		for (int i = 0; i < nb; i++)
+			if (l->first[bufs[i]] <= t && t <= l->last[bufs[i]])
+				sum += l->size[bufs[i]];
+		if (sum > *bytes)
+			*bytes = sum, best = t;
+	}
+	if (*bytes < 0)
+		*bytes = 0;
+	return best;
+}
+
+/* The name of buffer slot b: its value, or "<callee> workspace". */
+static const char *buf_name(const Live *l, int b, char *tmp, size_t n)
+{
+	if (b < l->nvalues)
+		return l->val[b]->name;
+	snprintf(tmp, n, "%s workspace", l->order[b - l->nvalues]->callee->name);
+	return tmp;
+}
+
+/* "'a' 512 MiB, 'b' 256 MiB, ..." for the largest buffers live at time t. */
+static void live_list(const Live *l, const int *bufs, int nb, int t, char *out, size_t n)
+{
+	size_t len = 0;
+	int k = 0;
+	out[0] = 0;
+	for (int i = 0; i < nb && len < n; i++) {
+		int b = bufs[i];
+		char h[32], tmp[160];
+		if (l->first[b] > t || t > l->last[b])
+			continue;
+		if (k++ == MAXLIST) {
+			len += (size_t)snprintf(out + len, n - len, ", ...");
+			break;
+		}
+		len += (size_t)snprintf(out + len, n - len, "%s'%s' %s", k > 1 ? ", " : "",
+					buf_name(l, b, tmp, sizeof tmp), human(l->size[b], h, sizeof h));
+	}
+}
+
+/* Keeps the plan in the context: offset and size per value id. */
+static MemPlan *keep_plan(PassCtx *c, Graph *g, Live *l, int64_t arena, int64_t live, int t)
+{
+	MemPlan *p = calloc(1, sizeof *p);
+	if (!p || !(p->offset = malloc((size_t)g->nvalues * sizeof *p->offset)) ||
+	    !(p->size = calloc((size_t)g->nvalues, sizeof *p->size)))
+		abort();
+	p->graph = g;
+	p->peak = arena;
+	p->live_peak = live;
+	p->peak_node = l->nnodes ? l->order[t] : NULL;
+	for (int v = 0; v < g->nvalues; v++) {
+		p->offset[v] = l->val[v] ? l->off[find(l, v)] : -1;
+		p->size[v] = l->val[v] ? l->size[v] : 0;
+		p->nbufs += l->val[v] && find(l, v) == v;
+	}
+	p->next = c->plans;
+	c->plans = p;
+	return p;
+}
+
+/* Weight bytes of g with calls expanded (what the capacity check adds to the activations). */
+static int64_t weight_bytes(Graph *g)
+{
+	Summary s = ir_summary(g);
+	return s.parameter_bytes;
+}
+
+/* The capacity check for the entry graph; 1 (an error reported) when it does not fit. */
+static int check_capacity(PassCtx *c, Graph *g, const MemPlan *p, const char *live)
+{
+	const MemCapacity *cap = &c->capacity;
+	int64_t w = weight_bytes(g);
+	if (cap->bytes <= 0 || p->peak + w <= cap->bytes)
+		return 0;
+	char a[32], wb[32], h[32];
+	Loc loc = p->peak_node ? p->peak_node->loc : g->loc;
+	char where[160];
+	if (cap->device)
+		snprintf(where, sizeof where, "device '%s' %s holds", cap->device, cap->space ? cap->space : "memory");
+	else
+		snprintf(where, sizeof where, "the capacity given is");
+	diag_error(loc, "activations need %s (%lld bytes) at node '%s' and weights %s (%lld bytes), but "
+		   "%s %s (%lld bytes); live at the peak: %s",
+		   human(p->peak, a, sizeof a), (long long)p->peak,
+		   p->peak_node ? pass_node_name(p->peak_node) : g->name, human(w, wb, sizeof wb), (long long)w,
+		   where, human(cap->bytes, h, sizeof h), (long long)cap->bytes, live);
+	return 1;
+}
+
+/* Plans one graph; 0, or the number of errors. */
+static int plan_graph(PassCtx *c, Graph *g, int entry)
+{
+	Live l = { 0 };
+	int errors = 0;
+	if (collect(&l, g) < 0) {
+		pass_remark(c, REMARK_MISSED, g, NULL, "graph '%s' not planned: its shapes are symbolic "
+			    "(bind the dimensions with --bind)", g->name);
+		live_free(&l);
+		return 0;
+	}
+	share(&l, c);
+	add_workspaces(&l, c);
+	int *bufs = malloc((size_t)(l.nv ? l.nv : 1) * sizeof *bufs), nb = roots(&l, bufs);
+	int64_t arena = place(&l, bufs, nb), live;
+	int t = peak_time(&l, bufs, nb, &live);
+	char list[1024], a[32], lb[32];
+	live_list(&l, bufs, nb, t, list, sizeof list);
+	MemPlan *p = keep_plan(c, g, &l, arena, live, t);
+	pass_remark(c, REMARK_ANALYSIS, g, p->peak_node, "graph '%s': arena %s (%lld bytes) for %d buffers; "
+		    "peak %s live at node '%s': %s", g->name, human(arena, a, sizeof a), (long long)arena, nb,
+		    human(live, lb, sizeof lb), p->peak_node ? pass_node_name(p->peak_node) : "-", list);
+	pass_stat(c, "buffers planned", nb);
+	if (entry)
+		errors = check_capacity(c, g, p, list);
+	free(bufs);
+	live_free(&l);
+	return errors;
+}
+
+/* Plans g after every graph it calls (depth first), each once. */
+static int plan_tree(PassCtx *c, Graph *g, Graph *entry, unsigned char *done, Graph **all, int ng)
+{
+	int k = 0, errors = 0;
+	while (k < ng && all[k] != g)
+		k++;
+	if (k == ng || done[k])
+		return 0;
+	done[k] = 1;
+	ir_foreach_node(g, n)
+		if (n->op == OP_Call && n->callee)
+			errors += plan_tree(c, n->callee, entry, done, all, ng);
+	return errors + plan_graph(c, g, g == entry);
+}
+
+int pass_plan_memory(Module *m, PassCtx *c)
+{
+	int ng = m->ngraphs, k = 0, errors = 0;
+	Graph **all = malloc((size_t)(ng ? ng : 1) * sizeof *all);
+	unsigned char *done = calloc((size_t)(ng ? ng : 1), 1);
+	if (!all || !done)
+		abort();
+	for (Graph *g = m->graphs; g && k < ng; g = g->next)
+		all[k++] = g;
+	Graph *entry = ir_entry(m);
+	if (entry)
+		errors = plan_tree(c, entry, entry, done, all, k);
+	for (int i = 0; i < k; i++)
+		errors += plan_tree(c, all[i], entry, done, all, k);
+	free(all);
+	free(done);
+	return errors;
+}
+
+void pass_capacity_from_machine(PassCtx *c, const Machine *mach)
+{
+	static const MemKind pref[] = { MEM_HBM, MEM_DRAM, MEM_SRAM, MEM_VMEM };
+	const Device *d = machine_first(mach, DEV_GPU);
+	for (int k = DEV_TPU; !d && k <= DEV_CPU; k++)
+		d = machine_first(mach, (DevKind)k);
+	for (size_t i = 0; d && i < sizeof pref / sizeof pref[0]; i++) {
+		const MemSpace *s = dev_mem_kind(d, pref[i]);
+		if (s && num_has(&s->capacity)) {
+			c->capacity.device = d->id;
+			c->capacity.space = s->name;
+			c->capacity.bytes = (int64_t)mem_total_capacity(d, s);
+			return;
+		}
+	}
+}

@@ -1,0 +1,129 @@
+/* tools/pass_opts.c: parsing of the pass options (--passes, -O0/-O1, --list-passes,
+ * --print-after-all, --verify-each, --time-passes, --stats, --remarks, --opt-bisect-limit,
+ * --fold-limit, --mem-capacity) into a PassCtx, and running the selected pipeline.
+ * `--print-after P` is read by the subcommand itself, since it also names its own stages. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tools/driver.h"
+#include "tools/pass_opts.h"
+
+void pass_opts_init(PassOpts *po)
+{
+	memset(po, 0, sizeof *po);
+	pass_ctx_init(&po->ctx);
+}
+
+void pass_opts_help(void)
+{
+	printf("  --passes=a,b,c        run these passes (see --list-passes); -O1 runs %s\n"
+	       "  -O0 | -O1             no passes (default for now) | the default pipeline\n"
+	       "  --list-passes         list the passes and exit\n"
+	       "  --verify-each         verify the IR and re-infer shapes after every pass\n"
+	       "  --remarks=canon,fusion,memory|all   say what each pass did and did not do, and why\n"
+	       "  --stats               print the passes' statistics counters\n"
+	       "  --time-passes         print the time spent in each pass\n"
+	       "  --opt-bisect-limit=N  apply only the first N rewrites (bisection)\n"
+	       "  --fold-limit=N        fold constants of at most N elements (default 65536)\n"
+	       "  --mem-capacity=SIZE   check activations + weights against SIZE (80GiB, 1.5e9)\n",
+	       PASS_DEFAULT_PIPELINE);
+}
+
+/* "80GiB", "512MiB", "1.5e9", "4096": bytes; -1 when malformed. */
+static int64_t parse_size(const char *s)
+{
+	static const struct { const char *sfx; double mul; } u[] = {
+		{ "", 1 }, { "B", 1 }, { "KiB", 1024.0 }, { "MiB", 1048576.0 }, { "GiB", 1073741824.0 },
+		{ "TiB", 1099511627776.0 }, { "KB", 1e3 }, { "MB", 1e6 }, { "GB", 1e9 }, { "TB", 1e12 },
+	};
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	for (size_t i = 0; !errno && end != s && v > 0 && i < sizeof u / sizeof u[0]; i++)
+		if (strcmp(end, u[i].sfx) == 0 && v * u[i].mul < 9.2e18)
+			return (int64_t)(v * u[i].mul);
+	return -1;
+}
+
+static int parse_long(const char *opt, const char *s, long *out)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < 0) {
+		drv_error("%s expects a non-negative integer, got '%s'", opt, s);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+/* Flags without a value. */
+static int parse_flag(const char *a, PassOpts *po)
+{
+	PassCtx *c = &po->ctx;
+	if (!strcmp(a, "-O0") || !strcmp(a, "-O1"))
+		po->level = a[2] - '0';
+	else if (!strcmp(a, "--verify-each"))
+		c->verify_each = 1;
+	else if (!strcmp(a, "--time-passes"))
+		c->time_passes = 1;
+	else if (!strcmp(a, "--stats"))
+		c->stats = 1;
+	else if (!strcmp(a, "--print-after-all"))
+		c->print_after_all = 1;
+	else if (!strcmp(a, "--list-passes")) {
+		pass_list(stdout);
+		exit(EXIT_OK);
+	} else
+		return 0;
+	return 1;
+}
+
+int pass_opts_parse(int argc, char **argv, int *i, PassOpts *po)
+{
+	PassCtx *c = &po->ctx;
+	const char *v;
+	long n;
+	int r;
+	if (parse_flag(argv[*i], po))
+		return 1;
+	if ((r = opt_value(argc, argv, i, "--passes", &po->pipeline)))
+		return r < 0 || pass_check_list(po->pipeline) < 0 ? -1 : 1;
+	if ((r = opt_value(argc, argv, i, "--remarks", &v)))
+		return r < 0 || pass_parse_remarks(v, &c->remark_mask) < 0 ? -1 : 1;
+	if ((r = opt_value(argc, argv, i, "--opt-bisect-limit", &v))) {
+		if (r < 0 || parse_long("--opt-bisect-limit", v, &n) < 0)
+			return -1;
+		c->bisect_limit = n;
+		return 1;
+	}
+	if ((r = opt_value(argc, argv, i, "--fold-limit", &v))) {
+		if (r < 0 || parse_long("--fold-limit", v, &n) < 0)
+			return -1;
+		c->fold_limit = n;
+		return 1;
+	}
+	if ((r = opt_value(argc, argv, i, "--mem-capacity", &v))) {
+		if (r < 0)
+			return -1;
+		if ((c->capacity.bytes = parse_size(v)) < 0) {
+			drv_error("--mem-capacity expects a size such as 80GiB or 1.5e9, got '%s'", v);
+			return -1;
+		}
+		return 1;
+	}
+	return 0;
+}
+
+int pass_opts_run(PassOpts *po, Module *m)
+{
+	const char *list = po->pipeline ? po->pipeline : po->level >= 1 ? PASS_DEFAULT_PIPELINE : NULL;
+	int e = list ? pass_run_pipeline(m, &po->ctx, list) : 0;
+	if (po->ctx.stats)
+		pass_print_stats(&po->ctx, stderr);
+	if (po->ctx.time_passes)
+		pass_print_times(&po->ctx, stderr);
+	return e;
+}
