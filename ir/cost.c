@@ -194,8 +194,12 @@ static Summary summarize(Graph *g, int depth)
 		return s;
 	for (int i = 0; i < g->nparams; i++) {
 		int64_t k = ir_type_numel(g->params[i]->type);
-		if (k < 0 || (g->params[i]->init && g->params[i]->init->inline_lit))
-			continue;   /* symbolic or untyped, or an inline literal operand: not a weight */
+		if (k < 0)
+			continue;   /* symbolic or untyped: not counted */
+		if (g->params[i]->init && g->params[i]->init->inline_lit) {  /* a constant, not a weight */
+			s.constant_bytes = sat_add(s.constant_bytes, rt_dtype_bytes(g->params[i]->type.dt, k));
+			continue;
+		}
 		s.parameters = sat_add(s.parameters, k);
 		s.parameter_bytes = sat_add(s.parameter_bytes, rt_dtype_bytes(g->params[i]->type.dt, k));
 	}
@@ -209,6 +213,7 @@ static Summary summarize(Graph *g, int depth)
 		s.nodes = sat_add(s.nodes, sat_mul(cs.nodes, n->repeat));
 		s.parameters = sat_add(s.parameters, sat_mul(cs.parameters, n->repeat));
 		s.parameter_bytes = sat_add(s.parameter_bytes, sat_mul(cs.parameter_bytes, n->repeat));
+		s.constant_bytes = sat_add(s.constant_bytes, sat_mul(cs.constant_bytes, n->repeat));
 		s.flops += cs.flops * (double)n->repeat;
 	}
 	return s;

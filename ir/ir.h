@@ -271,6 +271,7 @@ typedef struct Summary {
 	int64_t parameters;       /* weight elements, calls expanded (inline literal operands
 	                             such as Reshape(x, [0, -1]) are constants, not counted) */
 	int64_t parameter_bytes;  /* bytes of those in their dtypes (block scales included) */
+	int64_t constant_bytes;   /* bytes of the inline literal operands, calls expanded */
 	double flops;             /* one forward pass with the bound dims */
 } Summary;
 /* Totals for graph g with every call expanded (repeat N counts N times). */

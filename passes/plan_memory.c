@@ -306,11 +306,12 @@ static MemPlan *keep_plan(PassCtx *c, Graph *g, Live *l, int64_t arena, int64_t 
 	return p;
 }
 
-/* Weight bytes of g with calls expanded (what the capacity check adds to the activations). */
+/* Weight and constant bytes of g with calls expanded (what the capacity check adds to the
+ * activations). */
 static int64_t weight_bytes(Graph *g)
 {
 	Summary s = ir_summary(g);
-	return s.parameter_bytes;
+	return s.parameter_bytes + s.constant_bytes;
 }
 
 /* The capacity check for the entry graph; 1 (an error reported) when it does not fit. */
