@@ -71,13 +71,13 @@ $(BUILD)/%.o: %.c | $(GEN_H)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) -c -o $@ $<
 
-$(BUILD)/gen/parser.c $(BUILD)/gen/parser.h: frontend/parser.y
+$(BUILD)/gen/parser.c $(BUILD)/gen/parser.h &: frontend/parser.y
 	@mkdir -p $(@D)
 	bison -Werror -o $(BUILD)/gen/parser.c --header=$(BUILD)/gen/parser.h $<
-$(BUILD)/gen/lexer.c $(BUILD)/gen/lexer.h: frontend/lexer.l $(BUILD)/gen/parser.h
+$(BUILD)/gen/lexer.c $(BUILD)/gen/lexer.h &: frontend/lexer.l $(BUILD)/gen/parser.h
 	@mkdir -p $(@D)
 	flex -o $(BUILD)/gen/lexer.c --header-file=$(BUILD)/gen/lexer.h $<
-$(BUILD)/gen/onnx/onnx.pb-c.c $(BUILD)/gen/onnx/onnx.pb-c.h: $(ONNX_PROTO)
+$(BUILD)/gen/onnx/onnx.pb-c.c $(BUILD)/gen/onnx/onnx.pb-c.h &: $(ONNX_PROTO)
 	@mkdir -p $(BUILD)/gen
 	protoc-c --c_out=$(BUILD)/gen -I$(ONNX_INC) $(ONNX_PROTO)
 $(BUILD)/gen/%.o: $(BUILD)/gen/%.c $(GEN_H)
@@ -121,7 +121,8 @@ fuzz: deps
 
 lint:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability --std=c11 \
-		--suppress=missingIncludeSystem -I. $(RT_SRC) $(CC_SRC) $(DRV_SRC)
+		--suppress=missingIncludeSystem --suppressions-list=tools/cppcheck.supp -I. \
+		$(RT_SRC) $(CC_SRC) $(DRV_SRC)
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/share/aicc/machines
