@@ -4,7 +4,8 @@
  * ir/diag so every later error (shape inference, passes) can show the source line, runs the
  * flex scanner and bison parser (frontend/lexer.l, frontend/parser.y) over it, and returns the
  * module, or NULL after the errors were reported.  The scanner and the parser's tables are
- * freed here; the IR lives in the module's arena.
+ * freed here; the IR lives in the module's arena.  The *_opts entry points take `--bind` values
+ * that replace `dim` constants (frontend/build.c, fe_def_dim).
  */
 #include <errno.h>
 #include <limits.h>
@@ -56,6 +57,11 @@ static int run(Parser *p, const char *text, size_t len)
 
 Module *fe_parse_aig_text(const char *name, const char *text, size_t len)
 {
+	return fe_parse_aig_text_opts(name, text, len, NULL, 0);
+}
+
+Module *fe_parse_aig_text_opts(const char *name, const char *text, size_t len, FeBind *over, int nover)
+{
 	Module *m = ir_module_new(name);
 	m->dir = ".";
 	char *copy = arena_alloc(m->arena, len + 1);
@@ -67,6 +73,8 @@ Module *fe_parse_aig_text(const char *name, const char *text, size_t len)
 	p.file = m->file;
 	p.line = p.col = 1;
 	p.diag0 = diag_count();
+	p.over = over;
+	p.nover = nover;
 	fe_recover(&p);
 	int ok = run(&p, copy, len);
 	parser_free(&p);
@@ -89,6 +97,11 @@ static const char *dir_of(Module *m, const char *path)
 }
 
 Module *fe_parse_aig(const char *path)
+{
+	return fe_parse_aig_opts(path, NULL, 0);
+}
+
+Module *fe_parse_aig_opts(const char *path, FeBind *over, int nover)
 {
 	FILE *f = fopen(path, "rb");
 	Loc none = { NULL, 0, 0 };
@@ -118,7 +131,7 @@ Module *fe_parse_aig(const char *path)
 		free(buf);
 		return NULL;
 	}
-	Module *m = fe_parse_aig_text(path, buf ? buf : "", len);
+	Module *m = fe_parse_aig_text_opts(path, buf ? buf : "", len, over, nover);
 	free(buf);
 	if (m)
 		m->dir = dir_of(m, path);

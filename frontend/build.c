@@ -5,7 +5,9 @@
  * (frontend/parse.h).  Names resolve through O(1) hash tables: values per graph, graphs per
  * module (calls may name a graph defined later; they are resolved when the module ends) and
  * dimension names (a `dim` constant is substituted where it is used, any other name is a
- * symbol).  Every problem is reported at its token with diag_error and the parse goes on,
+ * symbol; a `--bind` of a constant's name replaces its value when it is defined).  `dim`
+ * constants also stand for integers in attribute values and lists (`{num_heads=H}`,
+ * `[0, 0, H, (D/H)]`).  Every problem is reported at its token with diag_error and the parse goes on,
  * defining the names a bad statement would have defined so one mistake is reported once.
  * Structural checks that need the whole module (call signatures, recursion) are ir_verify's.
  */
@@ -51,9 +53,26 @@ void fe_def_dim(Parser *p, const char *name, FeLoc nl, Dim d)
 		diag_note(old->loc, "first used here");
 		return;
 	}
+	int found = 0;
+	for (int i = p->nover - 1; i >= 0; i--)
+		if (strcmp(p->over[i].name, name) == 0) {
+			if (!found++)
+				d = dim_c(p->over[i].value);   /* the last --bind of the name wins */
+			p->over[i].used = 1;
+		}
 	DimName *dn = arena_alloc(p->m->arena, sizeof *dn);
 	*dn = (DimName){ d, 1, loc };
 	names_put(&p->dimnames, name, dn);
+}
+
+/* The value of the `dim` constant `name` in *v; 0 when name is not one. */
+static int dim_const(Parser *p, const char *name, int64_t *v)
+{
+	DimName *dn = names_get(&p->dimnames, name);
+	if (!dn || !dn->is_const || !dim_isconst(dn->d))
+		return 0;
+	*v = dn->d.k;
+	return 1;
 }
 
 Dim fe_dim_int(Parser *p, uint64_t u, FeLoc l)
@@ -511,6 +530,63 @@ void fe_attr_list(Parser *p, const char *name, FeLoc l)
 	} else
 		a.floats = take_lits(p, &allint);
 	push_attr(p, a, l);
+}
+
+/* `{to=bf16}` is a name (kept as a string); `{num_heads=H}` with `dim H` is H's value. */
+void fe_attr_ident(Parser *p, const char *name, FeLoc l, const char *ident)
+{
+	Num v = { 0, 0, 1 };
+	if (!dim_const(p, ident, &v.i)) {
+		fe_attr_str(p, name, l, ident);
+		return;
+	}
+	v.f = (double)v.i;
+	fe_attr_num(p, name, l, v);
+}
+
+/* `{kv_num_heads=(H/4)}`: an integer attribute from a constant dimension expression. */
+void fe_attr_dim(Parser *p, const char *name, FeLoc l, Dim d, FeLoc dl)
+{
+	Num v = { 0, 0, 1 };
+	char buf[128];
+	if (!dim_isconst(d)) {
+		diag_error(fe_loc(p, dl), "attribute value '%s' is not a constant; only dim constants and integers "
+			   "can appear in it", dim_str(p->m, d, buf, sizeof buf));
+		return;
+	}
+	v.i = d.k;
+	v.f = (double)d.k;
+	fe_attr_num(p, name, l, v);
+}
+
+/* A name in a list of numbers: the value of a `dim` constant, else an error at the list's end. */
+void fe_lit_ident(Parser *p, const char *ident, FeLoc l)
+{
+	Num v = { 0, 0, 1 };
+	DimName *dn = names_get(&p->dimnames, ident);
+	if (dim_const(p, ident, &v.i)) {
+		v.f = (double)v.i;
+		vec_push(&p->lits, v);
+	} else if (dn) {
+		diag_error(fe_loc(p, l), "'%s' is a dimension symbol, not a constant: a list holds numbers and "
+			   "dim constants", ident);
+		vec_push(&p->lits, v);
+	} else
+		p->nlitstr++;
+}
+
+/* `(D/H)` in a list of numbers: a constant dimension expression. */
+void fe_lit_dim(Parser *p, Dim d, FeLoc l)
+{
+	Num v = { 0, 0, 1 };
+	char buf[128];
+	if (!dim_isconst(d))
+		diag_error(fe_loc(p, l), "list value '%s' is not a constant; only dim constants and integers can "
+			   "appear in it", dim_str(p->m, d, buf, sizeof buf));
+	else
+		v.i = d.k;
+	v.f = (double)v.i;
+	vec_push(&p->lits, v);
 }
 
 /* "2 inputs", "1 to 3 inputs", "at least 1 input" */

@@ -4,7 +4,17 @@
 #define AICC_FRONTEND_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include "ir/ir.h"
+
+/* A `--bind NAME=VALUE` known before parsing.  When the module defines `dim NAME`, the value
+ * replaces that constant's before it is substituted anywhere (dependent `dim` expressions see
+ * it) and `used` is set; otherwise the caller binds NAME as a dimension symbol (ir_bind). */
+typedef struct FeBind {
+	const char *name;
+	int64_t value;
+	int used;
+} FeBind;
 
 /* Parses the .aig file at path.  Reads the whole file; relative npy/safetensors paths in it are
  * resolved against the file's directory. */
@@ -12,6 +22,9 @@ Module *fe_parse_aig(const char *path);
 /* Parses .aig text held in memory; `name` is used in diagnostics.  text need not be
  * NUL-terminated and may contain NUL bytes (reported as errors). */
 Module *fe_parse_aig_text(const char *name, const char *text, size_t len);
+/* The same with `dim` overrides (over[nover]; the last of several with one name wins). */
+Module *fe_parse_aig_opts(const char *path, FeBind *over, int nover);
+Module *fe_parse_aig_text_opts(const char *name, const char *text, size_t len, FeBind *over, int nover);
 
 /* Imports the ONNX model (a serialized onnx.ModelProto) at path: initializers and Constant nodes
  * become parameters with in-memory data, symbolic dims become dimension symbols, and every

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "frontend/frontend.h"
 #include "ir/ir.h"
 
 enum {
@@ -102,6 +103,8 @@ typedef struct Parser {
 	Annot annot;
 	int nlitstr;               /* names or strings seen in a list of numbers (an error) */
 	int diag0;                 /* diag_count() when the parse began */
+	FeBind *over;              /* values replacing `dim` constants (--bind) */
+	int nover;
 } Parser;
 
 static inline Loc fe_loc(const Parser *p, FeLoc l) { Loc r = { p->file, l.first_line, l.first_column }; return r; }
@@ -134,6 +137,10 @@ void fe_operand_literal(Parser *p, FeLoc l);
 void fe_attr_num(Parser *p, const char *name, FeLoc l, Num v);
 void fe_attr_str(Parser *p, const char *name, FeLoc l, const char *s);
 void fe_attr_list(Parser *p, const char *name, FeLoc l);
+void fe_attr_ident(Parser *p, const char *name, FeLoc l, const char *ident);
+void fe_attr_dim(Parser *p, const char *name, FeLoc l, Dim d, FeLoc dl);
+void fe_lit_ident(Parser *p, const char *ident, FeLoc l);
+void fe_lit_dim(Parser *p, Dim d, FeLoc l);
 void fe_stmt_op(Parser *p, const char *opname, FeLoc l);
 void fe_stmt_call(Parser *p, const char *callee, FeLoc l, Dim repeat, FeLoc rl, int is_repeat);
 void fe_module_end(Parser *p);

@@ -148,7 +148,8 @@ lits_opt: %empty | lits ;
 lits:	  lit | lits ',' lit ;
 lit:	  snum				{ vec_push(&p->lits, $1); }
 	| STRING			{ p->nlitstr++; }
-	| IDENT				{ p->nlitstr++; }
+	| IDENT				{ fe_lit_ident(p, $1, @1); }
+	| '(' dimexpr ')'		{ fe_lit_dim(p, $2, @2); }
 	;
 
 assign:	  annots lhs '=' rhs ;
@@ -178,7 +179,9 @@ attrs_list_opt: %empty | attrs_list ;
 attrs_list: attr | attrs_list ',' attr ;
 attr:	  name '=' snum		{ fe_attr_num(p, $1, @1, $3); }
 	| name '=' STRING		{ fe_attr_str(p, $1, @1, $3); }
-	| name '=' name		{ fe_attr_str(p, $1, @1, $3); }
+	| name '=' IDENT		{ fe_attr_ident(p, $1, @1, $3); }
+	| name '=' QNAME		{ fe_attr_str(p, $1, @1, $3); }
+	| name '=' '(' dimexpr ')'	{ fe_attr_dim(p, $1, @1, $4, @4); }
 	| name '=' '[' lits_opt ']'	{ fe_attr_list(p, $1, @1); }
 	;
 

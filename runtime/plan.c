@@ -131,6 +131,7 @@ void plan_free(Plan *p)
 	rt_free(p->source.model);
 	rt_free(p->source.binds);
 	rt_free(p->source.precision);
+	rt_free(p->source.init);
 	for (int i = 0; i < p->ndevices; i++) {
 		rt_free(p->devices[i].name);
 		rt_free(p->devices[i].kind);
@@ -179,6 +180,14 @@ int plan_set_source(Plan *p, const char *model, const char *binds, const char *p
 	p->source.model = dup(model, &fail);
 	p->source.binds = dup(binds, &fail);
 	p->source.precision = dup(precision, &fail);
+	return fail ? nomem(e) : 0;
+}
+
+int plan_set_source_init(Plan *p, const char *init, RtError *e)
+{
+	int fail = 0;
+	rt_free(p->source.init);
+	p->source.init = dup(init, &fail);
 	return fail ? nomem(e) : 0;
 }
 

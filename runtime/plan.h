@@ -124,6 +124,7 @@ typedef struct PlanSource {
 	char *model;             /* path of the graph the plan was compiled from, or NULL */
 	char *binds;             /* "S=4,B=1" as given to --bind, or NULL */
 	char *precision;         /* the compile's precision policy, or NULL */
+	char *init;              /* --init-unbound spec ("normal:0.02:1"), or NULL */
 } PlanSource;
 
 #define PLAN_VEC(T, name) T *name; int n##name, cap_##name
@@ -150,6 +151,7 @@ typedef struct Plan {
 Plan *plan_new(const char *target, const char *machine, uint64_t machine_hash, RtError *e);
 void plan_free(Plan *p);
 int plan_set_source(Plan *p, const char *model, const char *binds, const char *precision, RtError *e);
+int plan_set_source_init(Plan *p, const char *init, RtError *e);      /* NULL clears it */
 int plan_add_device(Plan *p, const PlanDevice *d, RtError *e);        /* strings copied */
 int plan_add_space(Plan *p, const PlanSpace *s, RtError *e);
 int plan_add_unit(Plan *p, const PlanUnit *u, RtError *e);

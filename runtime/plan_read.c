@@ -847,17 +847,21 @@ static int rd_header_line(Rd *r, const char *kw)
 		r->p->machine_hash = strtoull(h, &end, 16);
 		return (r->p->machine = rt_strdup(r->toks[1].key)) ? 0 : oom(r);
 	}
-	const char *model = NULL, *binds = NULL, *prec = NULL;
+	const char *model = NULL, *binds = NULL, *prec = NULL, *init = NULL;
 	Tok *t;
 	if ((t = field(r, "model")) && !(model = is_quoted(t->val) ? t->val + 1 : NULL))
 		return fail(r, "field 'model' expects a quoted string");
 	if ((t = field(r, "bind")) && !(binds = is_quoted(t->val) ? t->val + 1 : NULL))
 		return fail(r, "field 'bind' expects a quoted string");
+	if ((t = field(r, "init")) && !(init = is_quoted(t->val) ? t->val + 1 : NULL))
+		return fail(r, "field 'init' expects a quoted string");
 	if ((t = field(r, "precision")) && !name_ok(prec = t->val))
 		return fail(r, "bad precision '%.40s'", t->val);
 	if (check_fields(r) < 0)
 		return -1;
-	return plan_set_source(r->p, model, binds, prec, r->e) < 0 ? oom(r) : 0;
+	if (plan_set_source(r->p, model, binds, prec, r->e) < 0 || plan_set_source_init(r->p, init, r->e) < 0)
+		return oom(r);
+	return 0;
 }
 
 static int rd_line(Rd *r)

@@ -225,12 +225,14 @@ static void put_header(FILE *f, const Plan *p)
 {
 	fprintf(f, "aicc-plan %d\ntarget %s\nmachine %s hash=%016" PRIx64 "\n", PLAN_VERSION,
 		p->target, p->machine, p->machine_hash);
-	if (p->source.model || p->source.binds || p->source.precision) {
+	if (p->source.model || p->source.binds || p->source.precision || p->source.init) {
 		fputs("source", f);
 		if (p->source.model)
 			fputs(" model=", f), put_str(f, p->source.model);
 		if (p->source.binds)
 			fputs(" bind=", f), put_str(f, p->source.binds);
+		if (p->source.init)
+			fputs(" init=", f), put_str(f, p->source.init);
 		if (p->source.precision)
 			fprintf(f, " precision=%s", p->source.precision);
 		fputc('\n', f);

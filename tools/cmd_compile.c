@@ -24,6 +24,7 @@ typedef struct CompileOpts {
 	int print_after_all;
 	int parse_only;              /* --parse-only: structure checks, no shape inference */
 	PassOpts passes;             /* --passes, -O, --remarks, ... (tools/pass_opts.c) */
+	const char *init_unbound;    /* --init-unbound KIND[:SCALE[:SEED]] */
 } CompileOpts;
 
 static void compile_help(void)
@@ -35,7 +36,12 @@ static void compile_help(void)
 	       "  --set key=value       override a machine field (repeatable)\n"
 	       "  --precision P         the target's precision policy (reference: f32 or f64)\n"
 	       "  -o FILE               output file (default: stdout)\n"
-	       "  --bind S=2048,B=1     bind dimension symbols (repeatable)\n"
+	       "  --bind S=2048,B=1     bind dimension symbols, or replace the value of the model's\n"
+	       "                        `dim` constants of those names (repeatable)\n"
+	       "  --init-unbound normal|uniform[:SCALE[:SEED]]\n"
+	       "                        give unbound parameters seeded data so the plan runs: ones\n"
+	       "                        for norm scales, zeros for biases, normal(0, SCALE) or\n"
+	       "                        uniform(-SCALE, SCALE) for the rest (default SCALE 0.02)\n"
 	       "  --shape x=1,3,48,262  give input x this shape, binding its symbolic dims (repeatable)\n"
 	       "  --print-after PASS    print the IR to stderr after PASS (verify, infer-shapes)\n"
 	       "  --print-after-all     print the IR after every pass\n"
@@ -89,7 +95,8 @@ static int parse_opts(int argc, char **argv, CompileOpts *o)
 		    (r = opt_value(argc, argv, &i, "--target", &o->target)) ||
 		    (r = opt_value(argc, argv, &i, "--machine", &o->machine)) ||
 		    (r = opt_value(argc, argv, &i, "--precision", &o->precision)) ||
-		    (r = opt_value(argc, argv, &i, "--print-after", &o->print_after))) {
+		    (r = opt_value(argc, argv, &i, "--print-after", &o->print_after)) ||
+		    (r = opt_value(argc, argv, &i, "--init-unbound", &o->init_unbound))) {
 			if (r < 0)
 				return -1;
 			continue;
@@ -156,12 +163,14 @@ static int parse_opts(int argc, char **argv, CompileOpts *o)
 	return 0;
 }
 
-/* The plan of --emit plan; every bound symbol is recorded so --check can rebuild the graph. */
-static Plan *build(const CompileOpts *o, Module *m)
+/* The plan of --emit plan; every bound symbol, `dim` override and the --init-unbound spec are
+ * recorded so --check can rebuild the graph. */
+static Plan *build(const CompileOpts *o, Module *m, const DrvBinds *db)
 {
 	char binds[4096];
-	drv_bound_symbols(m, binds, sizeof binds);
-	BuildOpts b = { o->model, *binds ? binds : NULL, o->target, o->machine, o->sets, o->nsets, o->precision };
+	drv_recorded_binds(m, db, binds, sizeof binds);
+	BuildOpts b = { o->model, *binds ? binds : NULL, o->target, o->machine, o->sets, o->nsets, o->precision,
+			o->init_unbound };
 	return drv_build_plan(m, &b);
 }
 
@@ -170,13 +179,21 @@ int cmd_compile(int argc, char **argv)
 	CompileOpts o;
 	if (parse_opts(argc, argv, &o) < 0)
 		return EXIT_USER;
-	Module *m = drv_load_model(o.model);
-	if (!m)
-		return EXIT_USER;
-	int rc = EXIT_USER;
+	/* --bind values go to the parser first: they may replace `dim` constants */
+	DrvBinds db = { 0 };
 	for (int i = 0; i < o.nbinds; i++)
-		if (drv_apply_binds(m, o.binds[i]) < 0)
-			goto out;
+		if (drv_binds_parse(&db, o.binds[i]) < 0) {
+			drv_binds_free(&db);
+			return EXIT_USER;
+		}
+	Module *m = drv_load_model_binds(o.model, &db);
+	if (!m) {
+		drv_binds_free(&db);
+		return EXIT_USER;
+	}
+	int rc = EXIT_USER;
+	if (o.init_unbound && drv_init_unbound(m, o.init_unbound) < 0)
+		goto out;
 	for (int i = 0; i < o.nshapes; i++)
 		if (drv_apply_shape(m, o.shapes[i]) < 0)
 			goto out;
@@ -194,7 +211,7 @@ int cmd_compile(int argc, char **argv)
 	if (!o.parse_only && pass_opts_run(&o.passes, m) > 0)
 		goto out;
 	Plan *plan = NULL;
-	if (strcmp(o.emit, "plan") == 0 && !(plan = build(&o, m)))
+	if (strcmp(o.emit, "plan") == 0 && !(plan = build(&o, m, &db)))
 		goto out;
 	OutFile f;
 	if (out_open(&f, o.output) < 0) {
@@ -211,6 +228,7 @@ int cmd_compile(int argc, char **argv)
 	rc = out_commit(&f) < 0 ? EXIT_USER : EXIT_OK;
 out:
 	pass_ctx_free(&o.passes.ctx);
+	drv_binds_free(&db);
 	ir_module_free(m);
 	return rc;
 }

@@ -1,6 +1,7 @@
 /* tools/plan_build.c: from a shape-inferred module to a plan (tools/plan_build.h), and the
- * reference rebuild for --check: re-read the model a plan records, bind the same symbols, verify,
- * infer shapes and lower it with the `reference` target at the plan's precision. */
+ * reference rebuild for --check: re-read the model a plan records with the same binds (`dim`
+ * overrides included) and the same --init-unbound spec, verify, infer shapes and lower it with
+ * the `reference` target at the plan's precision. */
 #include "tools/plan_build.h"
 
 #include <errno.h>
@@ -11,7 +12,7 @@
 #include "targets/target.h"
 #include "tools/driver.h"
 
-int drv_apply_binds(Module *m, const char *spec)
+int drv_binds_parse(DrvBinds *b, const char *spec)
 {
 	char *s = strdup(spec), *save = NULL;
 	int rc = 0;
@@ -26,9 +27,36 @@ int drv_apply_binds(Module *m, const char *spec)
 			break;
 		}
 		*eq = 0;
-		ir_bind(m, tok, v);
+		if (b->n == b->cap) {
+			b->cap = b->cap ? 2 * b->cap : 16;
+			FeBind *na = realloc(b->a, (size_t)b->cap * sizeof *na);
+			if (!na) {
+				fputs("aicc: out of memory\n", stderr);
+				abort();
+			}
+			b->a = na;
+		}
+		b->a[b->n++] = (FeBind){ strdup(tok), v, 0 };
 	}
 	free(s);
+	return rc;
+}
+
+void drv_binds_free(DrvBinds *b)
+{
+	for (int i = 0; i < b->n; i++)
+		free((char *)b->a[i].name);
+	free(b->a);
+	memset(b, 0, sizeof *b);
+}
+
+int drv_apply_binds(Module *m, const char *spec)
+{
+	DrvBinds b = { 0 };
+	int rc = drv_binds_parse(&b, spec);
+	for (int i = 0; rc == 0 && i < b.n; i++)
+		ir_bind(m, b.a[i].name, b.a[i].value);
+	drv_binds_free(&b);
 	return rc;
 }
 
@@ -90,6 +118,15 @@ Module *drv_load_model(const char *path)
 	return has_suffix(path, ".onnx") ? fe_import_onnx(path) : fe_parse_aig(path);
 }
 
+Module *drv_load_model_binds(const char *path, DrvBinds *b)
+{
+	Module *m = has_suffix(path, ".onnx") ? fe_import_onnx(path) : fe_parse_aig_opts(path, b->a, b->n);
+	for (int i = 0; m && i < b->n; i++)
+		if (!b->a[i].used)
+			ir_bind(m, b->a[i].name, b->a[i].value);
+	return m;
+}
+
 /* Every bound symbol of m as "A=1,B=2" (what --check must bind again), in buf. */
 const char *drv_bound_symbols(const Module *m, char *buf, size_t n)
 {
@@ -99,6 +136,21 @@ const char *drv_bound_symbols(const Module *m, char *buf, size_t n)
 		if (m->symbound[i])
 			len += (size_t)snprintf(buf + len, n - len, "%s%s=%lld", len ? "," : "", m->symnames[i],
 						(long long)m->symval[i]);
+	return buf;
+}
+
+const char *drv_recorded_binds(const Module *m, const DrvBinds *b, char *buf, size_t n)
+{
+	drv_bound_symbols(m, buf, n);
+	size_t len = strlen(buf);
+	for (int i = 0; i < b->n && len < n; i++) {
+		int last = 1;      /* record each overridden name once, with the value that won */
+		for (int j = i + 1; j < b->n; j++)
+			last &= strcmp(b->a[j].name, b->a[i].name) != 0;
+		if (b->a[i].used && last)
+			len += (size_t)snprintf(buf + len, n - len, "%s%s=%lld", len ? "," : "", b->a[i].name,
+						(long long)b->a[i].value);
+	}
 	return buf;
 }
 
@@ -129,6 +181,10 @@ Plan *drv_build_plan(Module *m, const BuildOpts *o)
 {
 	RtError e = { 0 };
 	Plan *p = lower(m, o, &e);
+	if (p && o->init && plan_set_source_init(p, o->init, &e) < 0) {
+		plan_free(p);
+		p = NULL;
+	}
 	if (!p)
 		fprintf(stderr, "%s\n", e.msg);
 	return p;
@@ -137,19 +193,30 @@ Plan *drv_build_plan(Module *m, const BuildOpts *o)
 /* The --check hook: the reference plan of the graph p was compiled from. */
 static Plan *rebuild_reference(const Plan *p, const char *precision, RtError *e)
 {
-	Module *m = drv_load_model(p->source.model);
+	DrvBinds b = { 0 };
+	if (p->source.binds && *p->source.binds && drv_binds_parse(&b, p->source.binds) < 0) {
+		drv_binds_free(&b);
+		rt_errorf(e, RT_EUSER, "--check: the plan's binds '%s' are malformed", p->source.binds);
+		return NULL;
+	}
+	Module *m = drv_load_model_binds(p->source.model, &b);
+	drv_binds_free(&b);
 	if (!m) {
 		rt_errorf(e, RT_EUSER, "--check: cannot rebuild the reference: '%s' does not parse", p->source.model);
 		return NULL;
 	}
 	Plan *ref = NULL;
-	if (p->source.binds && *p->source.binds && drv_apply_binds(m, p->source.binds) < 0)
-		rt_errorf(e, RT_EUSER, "--check: the plan's binds '%s' are malformed", p->source.binds);
+	if (p->source.init && drv_init_unbound(m, p->source.init) < 0)
+		rt_errorf(e, RT_EUSER, "--check: the plan's init spec '%s' is malformed", p->source.init);
 	else if (ir_verify(m) > 0 || ir_infer_shapes(m) > 0)
 		rt_errorf(e, RT_EUSER, "--check: '%s' no longer verifies", p->source.model);
 	else {
-		BuildOpts o = { p->source.model, p->source.binds, "reference", NULL, NULL, 0, precision };
+		BuildOpts o = { p->source.model, p->source.binds, "reference", NULL, NULL, 0, precision, p->source.init };
 		ref = lower(m, &o, e);
+		if (ref && o.init && plan_set_source_init(ref, o.init, e) < 0) {
+			plan_free(ref);
+			ref = NULL;
+		}
 	}
 	ir_module_free(m);
 	return ref;

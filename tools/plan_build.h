@@ -4,6 +4,7 @@
 #ifndef AICC_PLAN_BUILD_H
 #define AICC_PLAN_BUILD_H
 
+#include "frontend/frontend.h"
 #include "ir/ir.h"
 #include "runtime/plan.h"
 
@@ -15,6 +16,25 @@ int drv_apply_binds(Module *m, const char *spec);
 int drv_apply_shape(Module *m, const char *spec);
 /* Reads a model: .onnx through the ONNX importer, anything else as .aig.  NULL after errors. */
 Module *drv_load_model(const char *path);
+
+/* --bind values collected before the model is read: a name the .aig defines with `dim` replaces
+ * that constant, any other name is bound as a dimension symbol. */
+typedef struct DrvBinds {
+	FeBind *a;               /* names strdup'd */
+	int n, cap;
+} DrvBinds;
+/* Appends the bindings of "S=2048,B=1"; -1 with a message on stderr for malformed text. */
+int drv_binds_parse(DrvBinds *b, const char *spec);
+void drv_binds_free(DrvBinds *b);
+/* drv_load_model with b's `dim` overrides (.aig only); the other names are then bound. */
+Module *drv_load_model_binds(const char *path, DrvBinds *b);
+/* What a plan records for --check: every bound symbol of m and every override of b that
+ * replaced a `dim` constant, as "A=1,B=2", in buf (n bytes); returns buf. */
+const char *drv_recorded_binds(const Module *m, const DrvBinds *b, char *buf, size_t n);
+/* Gives every unbound parameter of m a seeded initialiser chosen by its use (ones for
+ * normalisation scales, zeros for biases, KIND for weights); spec is KIND[:SCALE[:SEED]],
+ * KIND normal or uniform (tools/init_unbound.c).  -1 with a message when spec is malformed. */
+int drv_init_unbound(Module *m, const char *spec);
 /* Writes every bound symbol of m as "A=1,B=2" into buf (n bytes) and returns buf. */
 const char *drv_bound_symbols(const Module *m, char *buf, size_t n);
 
@@ -24,6 +44,7 @@ typedef struct BuildOpts {
 	const char *target, *machine; /* machine NULL: the target's default */
 	const char *const *sets; int nsets;
 	const char *precision;        /* NULL: the target's default */
+	const char *init;             /* --init-unbound spec, recorded in the plan for --check */
 } BuildOpts;
 
 /* Lowers the entry graph of m (verified, shapes inferred) for o->target.  Returns the plan, or

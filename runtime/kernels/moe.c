@@ -167,7 +167,9 @@ static int dispatch_rows(const char *op, const RtTensor *ex, int64_t E, int64_t 
 static int64_t n_experts(const RtKernelArgs *a, const RtTensor *ex)
 {
 	int64_t E = rt_attr_int(a->attrs, "num_experts", 0);
-	for (int64_t p = 0; E <= 0 && p < ex->n; p++)
+	if (E > 0)
+		return E;
+	for (int64_t p = 0; p < ex->n; p++)
 		if (rt_geti(ex, p) + 1 > E)
 			E = rt_geti(ex, p) + 1;
 	return E > 0 ? E : 1;

@@ -80,6 +80,22 @@ static void test_moe_pipeline(void **state)
 	rt_tensor_free(&x), rt_tensor_free(&lg), rt_tensor_free(&w);
 }
 
+/* Without num_experts, MoECombine counts one more expert than the largest id, wherever the
+ * largest id appears (it used to stop at the first id: "expert 2 outside [0, 1)"). */
+static void test_combine_infers_experts(void **state)
+{
+	RtTensor ys = KT_T(DT_F32, 2, KT_DIMS(4, 1), KT_VALS(10, 20, 30, 40));
+	RtTensor wt = KT_T(DT_F32, 2, KT_DIMS(2, 2), KT_VALS(1, 0.5, 2, 0.25));
+	RtTensor ex = KT_T(DT_I64, 2, KT_DIMS(2, 2), KT_VALS(0, 2, 1, 0));
+	RtTensor *in[] = { &ys, &wt, &ex };
+	Kt k = kt_run("MoECombine", in, 3, 1, NULL, NULL);
+	assert_int_equal(k.rc, 0);
+	/* rows in expert order: (t0,e0)=10, (t1,e0)=20, (t1,e1)=30, (t0,e2)=40 */
+	kt_expect(&k.out[0], 2, KT_DIMS(2, 1), KT_VALS(1 * 10 + 0.5 * 40, 2 * 30 + 0.25 * 20), 0);
+	kt_free(&k);
+	rt_tensor_free(&ys), rt_tensor_free(&wt), rt_tensor_free(&ex);
+}
+
 static void test_embedding_swiglu(void **state)
 {
 	RtTensor tab = KT_T(DT_F32, 2, KT_DIMS(3, 2), KT_VALS(0, 1, 10, 11, 20, 21));
@@ -221,6 +237,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_router), cmocka_unit_test(test_moe_pipeline),
+		cmocka_unit_test(test_combine_infers_experts),
 		cmocka_unit_test(test_embedding_swiglu), cmocka_unit_test(test_shape_ops),
 		cmocka_unit_test(test_quant_ops),
 	};

@@ -63,6 +63,28 @@ static void test_parse_and_roundtrip(void **state)
 	diag_reset();
 }
 
+/* `dim` overrides: a constant's value is replaced before substitution (dependent dims, attribute
+ * values and list entries follow), the last override of a name wins, and overrides of names the
+ * module does not define with `dim` are left unused for the caller to bind as symbols. */
+static void test_dim_overrides(void **state)
+{
+	(void)state;
+	const char *src = "dim H = 4\ndim D = 2 * H\ngraph g(x: f32[S, D]) -> (y: f32[S, H, 2]) {\n"
+			  "  y = Reshape(x, [0, H, (D/H)]) {k=H}\n}\n";
+	FeBind over[] = { { "H", 8, 0 }, { "S", 3, 0 }, { "H", 3, 0 } };
+	diag_reset();
+	Module *m = fe_parse_aig_text_opts("o.aig", src, strlen(src), over, 3);
+	assert_non_null(m);
+	assert_true(over[0].used && over[2].used);
+	assert_false(over[1].used);
+	char *p = print_str(m);
+	assert_string_equal(p, "graph g(x: f32[S, 6]) -> (y: f32[S, 3, 2]) {\n"
+			       "  y = Reshape(x, [0, 3, 2]) {k=3}\n}\n");
+	free(p);
+	ir_module_free(m);
+	diag_reset();
+}
+
 static void test_nul_bytes_and_errors(void **state)
 {
 	(void)state;
@@ -142,6 +164,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse_and_roundtrip),
+		cmocka_unit_test(test_dim_overrides),
 		cmocka_unit_test(test_nul_bytes_and_errors),
 		cmocka_unit_test(test_verify_arity),
 		cmocka_unit_test(test_verify_calls),
