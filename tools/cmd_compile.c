@@ -1,6 +1,7 @@
 /* tools/cmd_compile.c: `aicc compile MODEL [options]`: read a model (.aig, or .onnx through the
- * ONNX importer), bind dimensions (--bind, --shape), verify, infer shapes, and emit the IR, a
- * summary, or a target's plan (tools/plan_build.c). */
+ * ONNX importer), bind dimensions (--bind, --shape), turn inputs into constants (--const), verify,
+ * infer shapes, and emit the IR, a summary, or a target's plan (tools/plan_build.c) with its
+ * large constants written to OUT.weights/ beside it. */
 #include <errno.h>
 #include <jansson.h>
 #include <stdlib.h>
@@ -19,6 +20,8 @@ typedef struct CompileOpts {
 	int nsets;
 	const char *shapes[64];      /* --shape x=1,3,48,262 */
 	int nshapes;
+	const char *consts[64];      /* --const x=FILE(.npy|.pb) */
+	int nconsts;
 	const char *print_after;
 	int print_after_all;
 	int parse_only;              /* --parse-only: structure checks, no shape inference */
@@ -35,6 +38,9 @@ static void compile_help(void)
 	       "  -o FILE               output file (default: stdout)\n"
 	       "  --bind S=2048,B=1     bind dimension symbols (repeatable)\n"
 	       "  --shape x=1,3,48,262  give input x this shape, binding its symbolic dims (repeatable)\n"
+	       "  --const x=FILE        make input x a constant holding FILE's tensor (.npy, or .pb:\n"
+	       "                        an ONNX TensorProto), for inputs that determine shapes\n"
+	       "                        (a Reshape shape, Slice starts, TopK k...); repeatable\n"
 	       "  --print-after PASS    print the IR to stderr after PASS (verify, infer-shapes)\n"
 	       "  --print-after-all     print the IR after every pass\n"
 	       "  --parse-only          parse and verify the structure only (no shape inference),\n"
@@ -110,6 +116,16 @@ static int parse_opts(int argc, char **argv, CompileOpts *o)
 			o->shapes[o->nshapes++] = v;
 			continue;
 		}
+		if ((r = opt_value(argc, argv, &i, "--const", &v))) {
+			if (r < 0)
+				return -1;
+			if (o->nconsts == 64) {
+				drv_error("too many --const options");
+				return -1;
+			}
+			o->consts[o->nconsts++] = v;
+			continue;
+		}
 		if ((r = opt_value(argc, argv, &i, "--set", &v))) {
 			if (r < 0)
 				return -1;
@@ -173,6 +189,9 @@ int cmd_compile(int argc, char **argv)
 	for (int i = 0; i < o.nshapes; i++)
 		if (drv_apply_shape(m, o.shapes[i]) < 0)
 			goto out;
+	for (int i = 0; i < o.nconsts; i++)
+		if (drv_apply_const(m, o.consts[i]) < 0)
+			goto out;
 	if (ir_verify(m) > 0)
 		goto out;
 	maybe_print(&o, m, "verify");
@@ -186,6 +205,10 @@ int cmd_compile(int argc, char **argv)
 	Plan *plan = NULL;
 	if (strcmp(o.emit, "plan") == 0 && !(plan = build(&o, m)))
 		goto out;
+	if (plan && drv_write_weights(plan, o.output) < 0) {
+		plan_free(plan);
+		goto out;
+	}
 	OutFile f;
 	if (out_open(&f, o.output) < 0) {
 		plan_free(plan);
