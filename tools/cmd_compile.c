@@ -165,6 +165,18 @@ static int parse_opts(int argc, char **argv, CompileOpts *o)
 	return 0;
 }
 
+/* After failed shape inference: names the inputs whose values it needed and how to give them. */
+static void note_value_inputs(Module *m)
+{
+	Graph *g = ir_entry(m);
+	Value **need = g ? calloc((size_t)g->nin + 1, sizeof *need) : NULL;
+	int n = need ? drv_value_inputs(m, need) : 0;
+	for (int i = 0; i < n; i++)
+		fprintf(stderr, "aicc: note: input '%s' determines a shape; give its value at compile time "
+			"with --const %s=FILE(.npy|.pb)\n", need[i]->name, need[i]->name);
+	free(need);
+}
+
 /* The plan of --emit plan; every bound symbol is recorded so --check can rebuild the graph. */
 static Plan *build(const CompileOpts *o, Module *m)
 {
@@ -199,8 +211,10 @@ int cmd_compile(int argc, char **argv)
 		drv_error("--parse-only goes with --emit ir");
 		goto out;
 	}
-	if (!o.parse_only && ir_infer_shapes(m) > 0)
+	if (!o.parse_only && ir_infer_shapes(m) > 0) {
+		note_value_inputs(m);
 		goto out;
+	}
 	maybe_print(&o, m, "infer-shapes");
 	Plan *plan = NULL;
 	if (strcmp(o.emit, "plan") == 0 && !(plan = build(&o, m)))
