@@ -373,8 +373,11 @@ int cmd_onnx_test(int argc, char **argv)
 		int r;
 		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
 			printf("usage: aicc onnx-test [--target T] [--output-dir DIR] TESTDIR...\n"
-			       "  runs ONNX backend test folders (model.onnx, test_data_set_*/) and ends\n"
-			       "  with 'N passed, N failed'; floats: rtol 1e-3, atol 1e-5\n");
+			       "  runs ONNX backend test folders (model.onnx, test_data_set_*/): each data set\n"
+			       "  is compiled for --target (default reference) and its plan run in the\n"
+			       "  interpreter; inputs whose values determine shapes become constants (as\n"
+			       "  compile --const does).  Ends with 'N passed, N failed'; floats: rtol 1e-3,\n"
+			       "  atol 1e-5; --output-dir DIR writes DIR/<test>.<N>.npy\n");
 			return EXIT_OK;
 		}
 		if ((r = opt_value(argc, argv, &i, "--target", &o.target)) ||
