@@ -269,6 +269,20 @@ Value *ir_add_param(Graph *g, const char *name, Type t, ParamInit *init, Loc loc
 	return v;
 }
 
+void ir_input_to_param(Graph *g, Value *v, ParamInit *init)
+{
+	int k = 0;
+	for (int i = 0; i < g->nin; i++)
+		if (g->inputs[i] != v)
+			g->inputs[k++] = g->inputs[i];
+	g->nin = k;
+	v->kind = V_PARAM;
+	v->init = init;
+	g->params = grow_array(g->m->arena, g->params, g->nparams, &g->cap_params, sizeof(Value *),
+			       g->nparams + 1);
+	g->params[g->nparams++] = v;
+}
+
 void ir_add_output(Graph *g, Value *v)
 {
 	g->outputs = grow_array(g->m->arena, g->outputs, g->nout, &g->cap_out, sizeof(Value *), g->nout + 1);

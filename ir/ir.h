@@ -211,6 +211,8 @@ struct Module {
 	unsigned char *symbound;
 	int nsyms, capsyms;
 	void *polys;         /* ir/dim.c's intern table */
+	/* values whose contents the last ir_infer_shapes needed but could not know */
+	Value **unknown; int nunknown, cap_unknown;
 };
 
 Module *ir_module_new(const char *file);
@@ -233,6 +235,9 @@ Node *ir_add_node(Graph *g, Op op, Value **in, int nin, const char **outnames, i
 Node *ir_insert_node(Graph *g, Node *before, Op op, Value **in, int nin,
 		     const char **outnames, int nout, Loc loc);
 void ir_add_output(Graph *g, Value *v);
+/* Turns input v of g into a parameter with the given initialiser (--const NAME=FILE): v keeps its
+ * identity, so every use stays; it leaves g->inputs and joins g->params. */
+void ir_input_to_param(Graph *g, Value *v, ParamInit *init);
 /* Attribute setters (copy name and data into the arena; replace an existing one). */
 void ir_set_attr_int(Node *n, const char *name, int64_t v);
 void ir_set_attr_float(Node *n, const char *name, double v);
@@ -257,6 +262,10 @@ int ir_verify(Module *m);
 /* Infers dtype and shape of every value, callees first, substituting bound symbols.  Reports
  * problems through diag_error at the node's location; returns the error count. */
 int ir_infer_shapes(Module *m);
+/* The values whose contents the last ir_infer_shapes(m) needed at compile time and could not
+ * know (a Reshape shape, Slice starts, TopK k, Range start... fed by a graph input): the operands
+ * behind its "must be known at compile time" errors.  Returns the count; *out points into m. */
+int ir_unknown_values(const Module *m, Value *const **out);
 /* The constant data of v when known at compile time (a parameter with inline or in-memory data,
  * or a folded constant); NULL otherwise. */
 const RtTensor *ir_const_data(Value *v);

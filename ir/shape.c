@@ -165,6 +165,29 @@ int sh_prod(ShapeCtx *c, const Dim *d, int lo, int hi, Dim *out)
 }
 
 /* ---- constant inputs ---- */
+void sh_need(ShapeCtx *c, Value *v)
+{
+	Module *m = c->m;
+	for (int i = 0; i < m->nunknown; i++)
+		if (m->unknown[i] == v)
+			return;
+	if (m->nunknown == m->cap_unknown) {
+		int cap = m->cap_unknown ? 2 * m->cap_unknown : 8;
+		Value **nv = arena_alloc(m->arena, (size_t)cap * sizeof *nv);
+		if (m->nunknown)
+			memcpy(nv, m->unknown, (size_t)m->nunknown * sizeof *nv);
+		m->unknown = nv;
+		m->cap_unknown = cap;
+	}
+	m->unknown[m->nunknown++] = v;
+}
+
+int ir_unknown_values(const Module *m, Value *const **out)
+{
+	*out = m->unknown;
+	return m->nunknown;
+}
+
 int sh_dims_input(ShapeCtx *c, const Node *n, int i, const char *what, Dim *out, int max, int *count)
 {
 	const Type *t = sh_in(n, i);
@@ -173,6 +196,8 @@ int sh_dims_input(ShapeCtx *c, const Node *n, int i, const char *what, Dim *out,
 	if (rt_dtypes[t->dt].kind != K_INT || t->rank > 1)
 		return sh_err(c, n, "%s must be an integer scalar or 1-D tensor, got %s", what, sh_ty(c, *t));
 	const Known *k = sh_known(c, n->in[i]);
+	if (!k)
+		sh_need(c, n->in[i]);
 	if (!k)
 		return sh_err(c, n, "%s ('%s') must be known at compile time (a constant or computed from "
 			      "shapes)", what, n->in[i]->name);
@@ -468,6 +493,7 @@ static int order_graphs(ShapeCtx *c, Graph *g, Graph **all, int ng, unsigned cha
 int ir_infer_shapes(Module *m)
 {
 	ShapeCtx c = { .m = m };
+	m->nunknown = 0;
 	int ng = m->ngraphs, no = 0;
 	Graph **all = arena_alloc(m->arena, (size_t)(ng + 1) * 2 * sizeof *all);
 	Graph **order = all + ng + 1;

@@ -520,8 +520,12 @@ int shape_range(ShapeCtx *c, Node *n)
 	} else {
 		const Known *s = sh_known(c, n->in[0]), *l = sh_known(c, n->in[1]);
 		if (!s || !l || !const_scalar(c, n, 2, &v[2]) || v[2] != 1 ||
-		    dim_sub(c->m, l->d[0], s->d[0], &len) < 0)
+		    dim_sub(c->m, l->d[0], s->d[0], &len) < 0) {
+			for (int i = 0; i < 3; i++)
+				if (!const_scalar(c, n, i, &v[i]))
+					sh_need(c, n->in[i]);
 			return sh_err(c, n, "start, limit and delta must be known at compile time");
+		}
 	}
 	return sh_set(c, n, 0, n->in[0]->type.dt, 1, &len);
 }

@@ -64,6 +64,9 @@ int sh_axes(ShapeCtx *c, const Node *n, int i, int64_t *out, int max, int *count
 int sh_attr_dtype(ShapeCtx *c, const Node *n, const char *name, DType *out);
 /* Product of dims as a Dim; -1 on overflow. */
 int sh_prod(ShapeCtx *c, const Dim *d, int lo, int hi, Dim *out);
+/* Records that shape inference needed the contents of v and could not know them
+ * (ir_unknown_values). */
+void sh_need(ShapeCtx *c, Value *v);
 /* Known-value propagation (ir/shape_value.c): records what n's outputs hold when computable. */
 void sh_known_propagate(ShapeCtx *c, Node *n);
 void sh_known_set(ShapeCtx *c, const Value *v, int rank, int count, const Dim *d);

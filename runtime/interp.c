@@ -88,8 +88,12 @@ static int bind_tensor(Vm *m, int b, const char *name, const RtTensor *src)
 	RtTensor *t = &m->val[b];
 	if (alloc_buffer(m->p, b, t, m->e) < 0)
 		return -1;
+	int ints = rt_dtypes[t->dtype].storage == S_I64 && rt_dtypes[src->dtype].storage == S_I64;
 	for (int64_t i = 0; i < t->n; i++)
-		rt_set(t, i, rt_get(src, i));
+		if (ints)    /* exactly: i64 values beyond 2^53 (INT64_MAX as "to the end") survive */
+			rt_seti(t, i, rt_geti(src, i));
+		else
+			rt_set(t, i, rt_get(src, i));
 	t->tensor_scale = src->tensor_scale;
 	round_to_dtype(t);
 	return 0;
@@ -138,6 +142,8 @@ static int materialise(Vm *m, const PlanConst *c)
 				 "with --timing-only", name, name);
 	if (c->kind == PINIT_NPY || c->kind == PINIT_SAFETENSORS)
 		return load_file(m, c, name);
+	if (c->kind == PINIT_DATA)
+		return bind_tensor(m, c->buffer, name, c->data);
 	RtTensor *t = &m->val[c->buffer];
 	if (alloc_buffer(m->p, c->buffer, t, m->e) < 0)
 		return -1;

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const plan_init_names[PINIT_COUNT] = { "normal", "uniform", "fill", "inline", "npy", "safetensors", "unbound" };
+const char *const plan_init_names[PINIT_COUNT] = { "normal", "uniform", "fill", "inline", "npy", "safetensors", "unbound", "data" };
 const char *const plan_instr_names[PI_COUNT] = { "kernel", "copy", "collective", "record", "wait" };
 const char *const plan_coll_names[PC_COUNT] = { "allreduce", "allgather" };
 static const char *const formats[] = { "row" };
@@ -152,6 +152,10 @@ void plan_free(Plan *p)
 		rt_free(p->consts[i].path);
 		rt_free(p->consts[i].key);
 		rt_free(p->consts[i].vals);
+		if (p->consts[i].data) {
+			rt_tensor_free(p->consts[i].data);
+			rt_free(p->consts[i].data);
+		}
 	}
 	for (int i = 0; i < p->ninputs; i++)
 		rt_free(p->inputs[i].name);
@@ -256,6 +260,22 @@ int plan_add_buffer(Plan *p, const char *name, int space, int64_t offset, DType 
 	return fail ? nomem(e) : i;
 }
 
+/* A deep copy of t (rt_malloc'd, data included), or NULL when memory runs out. */
+static RtTensor *copy_tensor(const RtTensor *t)
+{
+	RtTensor *d = rt_malloc(sizeof *d);
+	if (!d || rt_tensor_alloc(d, t->dtype, t->rank, t->dims, NULL) < 0) {
+		rt_free(d);
+		return NULL;
+	}
+	int st = rt_dtypes[t->dtype].storage;
+	size_t size = st == S_F32 ? sizeof(float) : st == S_F64 ? sizeof(double) : sizeof(int64_t);
+	if (t->n)
+		memcpy(d->data, t->data, (size_t)t->n * size);
+	d->tensor_scale = t->tensor_scale;
+	return d;
+}
+
 int plan_add_const(Plan *p, const PlanConst *c, RtError *e)
 {
 	int i = PUSH(p, consts, e), fail = 0;
@@ -273,6 +293,9 @@ int plan_add_const(Plan *p, const PlanConst *c, RtError *e)
 		else
 			fail = 1, d->nvals = 0;
 	}
+	d->data = NULL;
+	if (c->data && !fail && !(d->data = copy_tensor(c->data)))
+		fail = 1;
 	return fail ? nomem(e) : i;
 }
 

@@ -67,6 +67,7 @@ typedef struct PlanBuffer {
 typedef enum PlanInitKind {
 	PINIT_NORMAL, PINIT_UNIFORM, PINIT_FILL, PINIT_INLINE, PINIT_NPY, PINIT_SAFETENSORS,
 	PINIT_UNBOUND,           /* a parameter without data: bound by --input, or --timing-only */
+	PINIT_DATA,              /* data held in memory (plans built in-process; never in the text) */
 	PINIT_COUNT
 } PlanInitKind;
 
@@ -80,6 +81,7 @@ typedef struct PlanConst {
 	double *vals;            /* inline: nvals values */
 	int64_t nvals;
 	int line;
+	RtTensor *data;          /* data: the values (owned; plan_externalize writes them to files) */
 } PlanConst;
 
 typedef struct PlanIO {
@@ -158,7 +160,7 @@ int plan_add_unit(Plan *p, const PlanUnit *u, RtError *e);
 int plan_add_link(Plan *p, const PlanLink *l, RtError *e);
 int plan_add_buffer(Plan *p, const char *name, int space, int64_t offset, DType dt, int rank,
 		    const int64_t *dims, RtError *e);   /* size from rt_dtype_bytes, format "row" */
-int plan_add_const(Plan *p, const PlanConst *c, RtError *e);          /* strings/values copied */
+int plan_add_const(Plan *p, const PlanConst *c, RtError *e);          /* strings/values/data copied */
 int plan_add_input(Plan *p, const char *name, int buffer, RtError *e);
 int plan_add_output(Plan *p, const char *name, int buffer, RtError *e);
 int plan_add_event(Plan *p, const char *name, RtError *e);
@@ -210,7 +212,13 @@ int plan_linearize(const Plan *p, PlanStep **order, int *n, RtError *e);
 int plan_liveness(const Plan *p, const PlanStep *order, int n, int **first, int **last, RtError *e);
 
 /* ---- text form (docs/plan-format.md) ---- */
-/* Writes p in the canonical text form.  Returns 0, or -1 if writing failed. */
+/* Large weights are referenced, never inlined: writes every `data` constant of p as an .npy file
+ * DIR/<name>.npy (DIR created if missing) and turns it into an `npy` constant whose path is
+ * REFDIR/<name>.npy (REFDIR: DIR as the plan file will see it, relative to the plan's directory).
+ * Returns how many files it wrote, or -1 with e set. */
+int plan_externalize(Plan *p, const char *dir, const char *refdir, RtError *e);
+/* Writes p in the canonical text form.  Returns 0, or -1 if writing failed or p holds a `data`
+ * constant (plan_externalize first). */
 int plan_write(const Plan *p, FILE *f);
 /* Parses and verifies the plan text (len bytes; need not be NUL-terminated).  `file` names it in
  * errors.  Returns the plan, or NULL with e->msg = "file:LINE: error: ..." (first error). */

@@ -531,7 +531,7 @@ static int rd_const(Rd *r)
 		return -1;
 	for (c.kind = 0; c.kind < PINIT_COUNT && strcmp(plan_init_names[c.kind], kind); c.kind++)
 		;
-	if (c.kind == PINIT_COUNT)
+	if (c.kind == PINIT_COUNT || c.kind == PINIT_DATA)
 		return fail(r, "unknown initialiser '%.40s' (normal, uniform, fill, inline, npy, safetensors, unbound)", kind);
 	int rc = rd_init_fields(r, &c);
 	if (rc == 0 && c.kind == PINIT_INLINE)

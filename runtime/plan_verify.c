@@ -124,6 +124,10 @@ static int check_const(const Plan *p, const PlanConst *c, RtError *e)
 		if (!c->path || !*c->path || (c->kind == PINIT_SAFETENSORS && (!c->key || !*c->key)))
 			return verr(p, e, c->line, "const '%s': empty path or key", b->name);
 		break;
+	case PINIT_DATA:
+		if (!c->data || c->data->n != n || c->data->rank != b->rank)
+			return verr(p, e, c->line, "const '%s': its in-memory data does not match the buffer", b->name);
+		break;
 	default:
 		break;
 	}

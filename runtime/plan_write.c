@@ -1,10 +1,14 @@
 /* runtime/plan_write.c: the one plan writer.  Serialises a Plan in the canonical text form of
  * docs/plan-format.md: one entity per line, fields in a fixed order, defaults omitted, floats in
  * their shortest round-trip spelling, so plan_parse followed by plan_write reproduces a written
- * file byte for byte.  Requires runtime/plan.h; pure (writes only to the given FILE). */
+ * file byte for byte.  Requires runtime/plan.h; pure (writes only to the given FILE).  Also
+ * plan_externalize, which moves in-memory (`data`) constants into .npy files beside the plan. */
 #include "runtime/plan.h"
+#include "runtime/npy.h"
 
+#include <errno.h>
 #include <inttypes.h>
+#include <sys/stat.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -176,6 +180,7 @@ static void put_const(FILE *f, const Plan *p, const PlanConst *c)
 		}
 		break;
 	case PINIT_UNBOUND:
+	case PINIT_DATA:        /* refused by plan_write */
 	case PINIT_COUNT:
 		break;
 	}
@@ -241,6 +246,9 @@ static void put_header(FILE *f, const Plan *p)
 
 int plan_write(const Plan *p, FILE *f)
 {
+	for (int i = 0; i < p->nconsts; i++)
+		if (p->consts[i].kind == PINIT_DATA)
+			return -1;
 	put_header(f, p);
 	put_machine(f, p);
 	for (int i = 0; i < p->nbuffers; i++) {
@@ -266,4 +274,52 @@ int plan_write(const Plan *p, FILE *f)
 	}
 	fputs("end\n", f);
 	return ferror(f) ? -1 : 0;
+}
+
+/* The file name of constant i: its buffer name with characters other than [A-Za-z0-9._-]
+ * replaced by '_' (and then the constant's index appended, so names stay distinct). */
+static void weight_file(const Plan *p, int i, char *buf, size_t n)
+{
+	const char *name = p->buffers[p->consts[i].buffer].name;
+	size_t k = 0;
+	int changed = 0;
+	for (; name[k] && k + 1 < n; k++) {
+		char c = name[k];
+		int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+			 c == '_' || c == '-' || (c == '.' && k > 0);
+		buf[k] = ok ? c : '_';
+		changed |= !ok;
+	}
+	buf[k] = 0;
+	if (changed || name[k])
+		snprintf(buf + (k > n - 24 ? n - 24 : k), 24, ".%d", i);
+}
+
+int plan_externalize(Plan *p, const char *dir, const char *refdir, RtError *e)
+{
+	int nfiles = 0;
+	for (int i = 0; i < p->nconsts; i++) {
+		PlanConst *c = &p->consts[i];
+		if (c->kind != PINIT_DATA)
+			continue;
+		if (nfiles == 0 && mkdir(dir, 0777) < 0 && errno != EEXIST)
+			return rt_errorf(e, RT_EUSER, "%s: cannot create the weight directory: %s", dir, strerror(errno));
+		char file[200], path[4096];
+		weight_file(p, i, file, sizeof file);
+		snprintf(path, sizeof path, "%s/%s.npy", dir, file);
+		if (rt_npy_write(path, c->data, e) < 0)
+			return -1;
+		snprintf(path, sizeof path, "%s/%s.npy", refdir, file);
+		char *ref = rt_strdup(path);
+		if (!ref)
+			return rt_errorf(e, RT_ENOMEM, "out of memory externalising constants");
+		rt_tensor_free(c->data);
+		rt_free(c->data);
+		c->data = NULL;
+		rt_free(c->path);
+		c->path = ref;
+		c->kind = PINIT_NPY;
+		nfiles++;
+	}
+	return nfiles;
 }

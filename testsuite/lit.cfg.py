@@ -1,5 +1,7 @@
 # lit configuration for aicc's golden tests: every .aig/.test/.aip file under testsuite/ with
 # RUN: lines is a test; %aicc is the driver of the build under test (--param build=DIR).
+# Feature `ocr-model`: the PP-OCRv4 model is in .cache/models (tools/fetch-models.sh, which
+# tools/run-tests.sh runs first); tests that say REQUIRES: ocr-model are UNSUPPORTED without it.
 import os
 import lit.formats
 
@@ -17,6 +19,10 @@ config.substitutions.append(('%aicc', os.path.join(build, 'aicc')))
 config.substitutions.append(('%root', root))
 config.substitutions.append(('%examples', os.path.join(root, 'examples')))
 config.substitutions.append(('%python', 'python3'))
+ocr_model = os.path.join(root, '.cache', 'models', 'ocr-models-1.4.2', 'package', 'assets',
+                         'ch_PP-OCRv4_rec_infer.onnx')   # where tools/fetch-models.sh puts it
+if os.path.exists(ocr_model):
+    config.available_features.add('ocr-model')
 config.environment['PATH'] = '/usr/lib/llvm-14/bin:' + os.environ.get('PATH', '')
 for var in ('ASAN_OPTIONS', 'UBSAN_OPTIONS', 'HOME', 'OPENBLAS_CORETYPE', 'OPENBLAS_L2_SIZE',
             'OPENBLAS_NUM_THREADS'):

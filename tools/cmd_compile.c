@@ -1,6 +1,7 @@
 /* tools/cmd_compile.c: `aicc compile MODEL [options]`: read a model (.aig, or .onnx through the
- * ONNX importer), bind dimensions (--bind, --shape), verify, infer shapes, and emit the IR, a
- * summary, or a target's plan (tools/plan_build.c). */
+ * ONNX importer), bind dimensions (--bind, --shape), turn inputs into constants (--const), verify,
+ * infer shapes, and emit the IR, a summary, or a target's plan (tools/plan_build.c) with its
+ * large constants written to OUT.weights/ beside it. */
 #include <errno.h>
 #include <jansson.h>
 #include <stdlib.h>
@@ -20,6 +21,8 @@ typedef struct CompileOpts {
 	int nsets;
 	const char *shapes[64];      /* --shape x=1,3,48,262 */
 	int nshapes;
+	const char *consts[64];      /* --const x=FILE(.npy|.pb) */
+	int nconsts;
 	const char *print_after;
 	int print_after_all;
 	int parse_only;              /* --parse-only: structure checks, no shape inference */
@@ -43,6 +46,9 @@ static void compile_help(void)
 	       "                        for norm scales, zeros for biases, normal(0, SCALE) or\n"
 	       "                        uniform(-SCALE, SCALE) for the rest (default SCALE 0.02)\n"
 	       "  --shape x=1,3,48,262  give input x this shape, binding its symbolic dims (repeatable)\n"
+	       "  --const x=FILE        make input x a constant holding FILE's tensor (.npy, or .pb:\n"
+	       "                        an ONNX TensorProto), for inputs that determine shapes\n"
+	       "                        (a Reshape shape, Slice starts, TopK k...); repeatable\n"
 	       "  --print-after PASS    print the IR to stderr after PASS (verify, infer-shapes)\n"
 	       "  --print-after-all     print the IR after every pass\n"
 	       "  --parse-only          parse and verify the structure only (no shape inference),\n"
@@ -121,6 +127,16 @@ static int parse_opts(int argc, char **argv, CompileOpts *o)
 			o->shapes[o->nshapes++] = v;
 			continue;
 		}
+		if ((r = opt_value(argc, argv, &i, "--const", &v))) {
+			if (r < 0)
+				return -1;
+			if (o->nconsts == 64) {
+				drv_error("too many --const options");
+				return -1;
+			}
+			o->consts[o->nconsts++] = v;
+			continue;
+		}
 		if ((r = opt_value(argc, argv, &i, "--set", &v))) {
 			if (r < 0)
 				return -1;
@@ -163,6 +179,18 @@ static int parse_opts(int argc, char **argv, CompileOpts *o)
 	return 0;
 }
 
+/* After failed shape inference: names the inputs whose values it needed and how to give them. */
+static void note_value_inputs(Module *m)
+{
+	Graph *g = ir_entry(m);
+	Value **need = g ? calloc((size_t)g->nin + 1, sizeof *need) : NULL;
+	int n = need ? drv_value_inputs(m, need) : 0;
+	for (int i = 0; i < n; i++)
+		fprintf(stderr, "aicc: note: input '%s' determines a shape; give its value at compile time "
+			"with --const %s=FILE(.npy|.pb)\n", need[i]->name, need[i]->name);
+	free(need);
+}
+
 /* The plan of --emit plan; every bound symbol, `dim` override and the --init-unbound spec are
  * recorded so --check can rebuild the graph. */
 static Plan *build(const CompileOpts *o, Module *m, const DrvBinds *db)
@@ -197,6 +225,9 @@ int cmd_compile(int argc, char **argv)
 	for (int i = 0; i < o.nshapes; i++)
 		if (drv_apply_shape(m, o.shapes[i]) < 0)
 			goto out;
+	for (int i = 0; i < o.nconsts; i++)
+		if (drv_apply_const(m, o.consts[i]) < 0)
+			goto out;
 	if (ir_verify(m) > 0)
 		goto out;
 	maybe_print(&o, m, "verify");
@@ -204,8 +235,10 @@ int cmd_compile(int argc, char **argv)
 		drv_error("--parse-only goes with --emit ir");
 		goto out;
 	}
-	if (!o.parse_only && ir_infer_shapes(m) > 0)
+	if (!o.parse_only && ir_infer_shapes(m) > 0) {
+		note_value_inputs(m);
 		goto out;
+	}
 	maybe_print(&o, m, "infer-shapes");
 	o.passes.ctx.print_after = o.print_after;
 	if (!o.parse_only && pass_opts_run(&o.passes, m) > 0)
@@ -213,6 +246,10 @@ int cmd_compile(int argc, char **argv)
 	Plan *plan = NULL;
 	if (strcmp(o.emit, "plan") == 0 && !(plan = build(&o, m, &db)))
 		goto out;
+	if (plan && drv_write_weights(plan, o.output) < 0) {
+		plan_free(plan);
+		goto out;
+	}
 	OutFile f;
 	if (out_open(&f, o.output) < 0) {
 		plan_free(plan);

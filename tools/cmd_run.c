@@ -27,7 +27,8 @@ typedef struct RunOpts {
 static void run_help(void)
 {
 	printf("usage: aicc run PLAN.aip [options]\n"
-	       "  --input NAME=FILE.npy  bind an input (or an unbound parameter); repeatable\n"
+	       "  --input NAME=FILE      bind an input (or an unbound parameter) to FILE.npy or FILE.pb\n"
+	       "                         (an ONNX TensorProto); repeatable\n"
 	       "  --seed N               seed for inputs given no data (default 0)\n"
 	       "  --output-dir DIR       write every output as DIR/<name>.npy\n"
 	       "  --report FILE.json     write the JSON report\n"
@@ -71,7 +72,7 @@ static int parse_opts(int argc, char **argv, RunOpts *o)
 			if (r < 0)
 				return -1;
 			if (o->ninputs == MAX_INPUTS || !strchr(v, '=') || v[0] == '=') {
-				drv_error("--input expects NAME=FILE.npy (at most %d), got '%s'", MAX_INPUTS, v);
+				drv_error("--input expects NAME=FILE(.npy|.pb) (at most %d), got '%s'", MAX_INPUTS, v);
 				return -1;
 			}
 			o->inputs[o->ninputs++] = v;
@@ -112,11 +113,8 @@ static int read_inputs(const RunOpts *o, RtTensor *ts, RtBinding *b)
 {
 	for (int i = 0; i < o->ninputs; i++) {
 		const char *eq = strchr(o->inputs[i], '=');
-		RtError e = { 0 };
-		if (rt_npy_read(eq + 1, &ts[i], &e) < 0) {
-			fprintf(stderr, "%s\n", e.msg);
+		if (drv_read_tensor(eq + 1, &ts[i]) < 0)
 			return -1;
-		}
 		b[i].name = strndup(o->inputs[i], (size_t)(eq - o->inputs[i]));
 		b[i].t = &ts[i];
 	}

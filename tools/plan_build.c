@@ -1,7 +1,9 @@
-/* tools/plan_build.c: from a shape-inferred module to a plan (tools/plan_build.h), and the
- * reference rebuild for --check: re-read the model a plan records with the same binds (`dim`
- * overrides included) and the same --init-unbound spec, verify, infer shapes and lower it with
- * the `reference` target at the plan's precision. */
+/* tools/plan_build.c: from a shape-inferred module to a plan (tools/plan_build.h): dimension
+ * binds (`dim` overrides included), input shapes, inputs turned into constants (--const), the
+ * graph inputs whose values shape inference needs, lowering, the weight files written beside a
+ * plan, and the reference rebuild for --check: re-read the model a plan records with the same
+ * binds and --init-unbound spec, verify, infer shapes and lower it with the `reference` target
+ * at the plan's precision. */
 #include "tools/plan_build.h"
 
 #include <errno.h>
@@ -9,6 +11,7 @@
 #include <string.h>
 
 #include "frontend/frontend.h"
+#include "runtime/npy.h"
 #include "targets/target.h"
 #include "tools/driver.h"
 
@@ -60,22 +63,50 @@ int drv_apply_binds(Module *m, const char *spec)
 	return rc;
 }
 
+/* The entry graph's input called name (len bytes of it), or NULL. */
+static Value *find_input(Module *m, const char *name, size_t len)
+{
+	Graph *g = ir_entry(m);
+	for (int i = 0; g && i < g->nin; i++)
+		if (strlen(g->inputs[i]->name) == len && strncmp(g->inputs[i]->name, name, len) == 0)
+			return g->inputs[i];
+	return NULL;
+}
+
+int drv_shape_input(Module *m, Value *x, int rank, const int64_t *dims, const char *what)
+{
+	Dim d[IR_MAX_RANK];
+	if (x->type.rank >= 0 && x->type.rank != rank) {
+		drv_error("%s: input '%s' has rank %d, not %d", what, x->name, x->type.rank, rank);
+		return -1;
+	}
+	for (int i = 0; i < rank; i++) {
+		Dim have = x->type.rank >= 0 ? x->type.dims[i] : dim_c(dims[i]);
+		char buf[256];
+		if (dim_isconst(have) && have.k != dims[i]) {
+			drv_error("%s: dim %d of input '%s' is %lld, not %lld", what, i, x->name,
+				  (long long)have.k, (long long)dims[i]);
+			return -1;
+		}
+		if (!dim_isconst(have) && ir_sym_find(m, dim_str(m, have, buf, sizeof buf)) >= 0)
+			ir_bind(m, buf, dims[i]);
+		d[i] = dim_c(dims[i]);
+	}
+	x->type = ir_type(m, x->type.dt, rank, d);
+	return 0;
+}
+
 /* Parses "x=1,3,48,262": input x of the entry graph gets that shape; each symbolic dim of x that
  * is a plain symbol is bound to the given value, a constant dim must agree.  -1 on errors. */
 int drv_apply_shape(Module *m, const char *spec)
 {
 	const char *eq = strchr(spec, '=');
-	Graph *g = ir_entry(m);
-	Value *x = NULL;
-	for (int i = 0; g && eq && i < g->nin; i++)
-		if (strlen(g->inputs[i]->name) == (size_t)(eq - spec) &&
-		    strncmp(g->inputs[i]->name, spec, (size_t)(eq - spec)) == 0)
-			x = g->inputs[i];
-	if (!eq || !x) {
+	Value *x = eq ? find_input(m, spec, (size_t)(eq - spec)) : NULL;
+	if (!x) {
 		drv_error("--shape expects INPUT=D0,D1,... naming an input of the model, got '%s'", spec);
 		return -1;
 	}
-	Dim dims[IR_MAX_RANK];
+	int64_t dims[IR_MAX_RANK];
 	int rank = 0;
 	for (const char *p = eq + 1; *p; rank++) {
 		char *end;
@@ -85,25 +116,133 @@ int drv_apply_shape(Module *m, const char *spec)
 			drv_error("--shape %s: dims must be non-negative integers separated by commas", spec);
 			return -1;
 		}
-		dims[rank] = dim_c(v);
+		dims[rank] = v;
 		p = *end ? end + 1 : end;
 	}
-	if (x->type.rank >= 0 && x->type.rank != rank) {
-		drv_error("--shape %s: input '%s' has rank %d, not %d", spec, x->name, x->type.rank, rank);
+	char what[300];
+	snprintf(what, sizeof what, "--shape %.280s", spec);
+	return drv_shape_input(m, x, rank, dims, what);
+}
+
+int drv_read_tensor(const char *path, RtTensor *t)
+{
+	RtError e = { 0 };
+	size_t n = strlen(path);
+	int rc;
+	if (n > 3 && strcmp(path + n - 3, ".pb") == 0) {
+		char *name = NULL;
+		rc = fe_read_tensor_pb(path, t, &name, &e);
+		free(name);
+	} else
+		rc = rt_npy_read(path, t, &e);
+	if (rc < 0)
+		fprintf(stderr, "%s\n", e.msg);
+	return rc;
+}
+
+int drv_make_const(Module *m, Value *x, const RtTensor *t, const char *what)
+{
+	if (x->type.dt != t->dtype) {
+		drv_error("%s: input '%s' is %s, the data %s", what, x->name, rt_dtype_name(x->type.dt),
+			  rt_dtype_name(t->dtype));
 		return -1;
 	}
-	for (int i = 0; i < rank && x->type.rank >= 0; i++) {
-		Dim d = x->type.dims[i];
-		char buf[256];
-		if (dim_isconst(d) && d.k != dims[i].k) {
-			drv_error("--shape %s: dim %d of input '%s' is %lld, not %lld", spec, i, x->name,
-				  (long long)d.k, (long long)dims[i].k);
-			return -1;
-		}
-		if (!dim_isconst(d) && ir_sym_find(m, dim_str(m, d, buf, sizeof buf)) >= 0)
-			ir_bind(m, buf, dims[i].k);
+	if (drv_shape_input(m, x, t->rank, t->dims, what) < 0)
+		return -1;
+	RtTensor *held = arena_alloc(m->arena, sizeof *held);
+	RtError e = { 0 };
+	if (rt_tensor_alloc(held, t->dtype, t->rank, t->dims, &e) < 0) {
+		fprintf(stderr, "aicc: error: %s\n", e.msg);
+		return -1;
 	}
-	x->type = ir_type(m, x->type.dt, rank, dims);
+	for (int64_t i = 0; i < t->n; i++)
+		if (rt_dtypes[t->dtype].storage == S_I64)
+			rt_seti(held, i, rt_geti(t, i));
+		else
+			rt_set(held, i, rt_get(t, i));
+	held->tensor_scale = t->tensor_scale;
+	ParamInit *pi = arena_alloc(m->arena, sizeof *pi);
+	pi->kind = INIT_DATA;
+	pi->data = held;
+	ir_input_to_param(ir_entry(m), x, pi);
+	return 0;
+}
+
+int drv_apply_const(Module *m, const char *spec)
+{
+	const char *eq = strchr(spec, '=');
+	Value *x = eq ? find_input(m, spec, (size_t)(eq - spec)) : NULL;
+	if (!x || !eq[1]) {
+		drv_error("--const expects INPUT=FILE(.npy|.pb) naming an input of the model, got '%s'", spec);
+		return -1;
+	}
+	RtTensor t;
+	if (drv_read_tensor(eq + 1, &t) < 0)
+		return -1;
+	char what[300];
+	snprintf(what, sizeof what, "--const %.280s", spec);
+	int rc = drv_make_const(m, x, &t, what);
+	rt_tensor_free(&t);
+	return rc;
+}
+
+/* Marks the graph inputs v's value depends on; Shape and Size read only their input's type. */
+static void mark_inputs(Value *v, unsigned char *seen, unsigned char *need)
+{
+	if (!v || seen[v->id])
+		return;
+	seen[v->id] = 1;
+	if (v->kind == V_INPUT)
+		need[v->id] = 1;
+	if (v->kind != V_NODE || v->def->op == OP_Shape || v->def->op == OP_Size)
+		return;
+	for (int i = 0; i < v->def->nin; i++)
+		mark_inputs(v->def->in[i], seen, need);
+}
+
+int drv_value_inputs(Module *m, Value **out)
+{
+	Graph *g = ir_entry(m);
+	Value *const *unk;
+	int nunk = ir_unknown_values(m, &unk), n = 0;
+	if (!g)
+		return 0;
+	unsigned char *seen = calloc((size_t)g->nvalues + 1, 2), *need = seen + g->nvalues + 1;
+	if (!seen)
+		return 0;
+	for (int i = 0; i < nunk; i++)
+		if (unk[i]->graph == g)
+			mark_inputs(unk[i], seen, need);
+	for (int i = 0; i < g->nin; i++)
+		if (need[g->inputs[i]->id])
+			out[n++] = g->inputs[i];
+	free(seen);
+	return n;
+}
+
+int drv_write_weights(Plan *p, const char *out)
+{
+	int ndata = 0;
+	for (int i = 0; i < p->nconsts; i++)
+		ndata += p->consts[i].kind == PINIT_DATA;
+	if (!ndata)
+		return 0;
+	if (!out || strcmp(out, "-") == 0) {
+		drv_error("the plan has %d constants too large to write inline; give -o FILE.aip, and "
+			  "they go to FILE.weights/ beside it", ndata);
+		return -1;
+	}
+	size_t n = strlen(out);
+	if (n > 4 && strcmp(out + n - 4, ".aip") == 0)
+		n -= 4;
+	char dir[4096];
+	snprintf(dir, sizeof dir, "%.*s.weights", (int)n, out);
+	const char *slash = strrchr(dir, '/');
+	RtError e = { 0 };
+	if (plan_externalize(p, dir, slash ? slash + 1 : dir, &e) < 0) {
+		fprintf(stderr, "aicc: error: %s\n", e.msg);
+		return -1;
+	}
 	return 0;
 }
 
@@ -155,7 +294,7 @@ const char *drv_recorded_binds(const Module *m, const DrvBinds *b, char *buf, si
 }
 
 /* Lowers with the target named in o; the error (if any) in e. */
-static Plan *lower(Module *m, const BuildOpts *o, RtError *e)
+Plan *drv_lower(Module *m, const BuildOpts *o, RtError *e)
 {
 	const Target *t = tgt_find(o->target);
 	if (!t) {
@@ -180,7 +319,7 @@ static Plan *lower(Module *m, const BuildOpts *o, RtError *e)
 Plan *drv_build_plan(Module *m, const BuildOpts *o)
 {
 	RtError e = { 0 };
-	Plan *p = lower(m, o, &e);
+	Plan *p = drv_lower(m, o, &e);
 	if (p && o->init && plan_set_source_init(p, o->init, &e) < 0) {
 		plan_free(p);
 		p = NULL;
@@ -212,7 +351,7 @@ static Plan *rebuild_reference(const Plan *p, const char *precision, RtError *e)
 		rt_errorf(e, RT_EUSER, "--check: '%s' no longer verifies", p->source.model);
 	else {
 		BuildOpts o = { p->source.model, p->source.binds, "reference", NULL, NULL, 0, precision, p->source.init };
-		ref = lower(m, &o, e);
+		ref = drv_lower(m, &o, e);
 		if (ref && o.init && plan_set_source_init(ref, o.init, e) < 0) {
 			plan_free(ref);
 			ref = NULL;

@@ -14,6 +14,26 @@ int drv_apply_binds(Module *m, const char *spec);
 /* Gives input x of the entry graph the shape "x=1,3,48,262", binding its symbolic dims; -1 with
  * a message on stderr when malformed or inconsistent. */
 int drv_apply_shape(Module *m, const char *spec);
+/* Gives input x the constant shape dims[rank], binding its symbolic dims; `what` names the
+ * option in errors.  -1 with a message on stderr when inconsistent. */
+int drv_shape_input(Module *m, Value *x, int rank, const int64_t *dims, const char *what);
+/* Reads a tensor from an .npy file or (FILE.pb) a serialized ONNX TensorProto; -1 with a message
+ * on stderr. */
+int drv_read_tensor(const char *path, RtTensor *t);
+/* Turns input x of the entry graph into a constant parameter holding a copy of t (dtype must
+ * match; the shape binds x's symbolic dims).  -1 with a message on stderr. */
+int drv_make_const(Module *m, Value *x, const RtTensor *t, const char *what);
+/* --const NAME=FILE(.npy|.pb): drv_read_tensor then drv_make_const. */
+int drv_apply_const(Module *m, const char *spec);
+/* After ir_infer_shapes failed: the entry graph's inputs whose values shape inference needed
+ * (ir_unknown_values, followed back through the nodes computing them; Shape and Size end the
+ * walk since they read only types), in input order, into out (room for every input).  Returns
+ * the count. */
+int drv_value_inputs(Module *m, Value **out);
+/* Writes the plan's in-memory (`data`) constants as .npy files into OUT.weights/ beside the plan
+ * file OUT(.aip) and references them from the plan (plan_externalize).  0 (nothing to do or
+ * done), or -1 with a message on stderr (also when OUT is stdout). */
+int drv_write_weights(Plan *p, const char *out);
 /* Reads a model: .onnx through the ONNX importer, anything else as .aig.  NULL after errors. */
 Module *drv_load_model(const char *path);
 
@@ -48,7 +68,9 @@ typedef struct BuildOpts {
 } BuildOpts;
 
 /* Lowers the entry graph of m (verified, shapes inferred) for o->target.  Returns the plan, or
- * NULL after printing the error. */
+ * NULL with the error in e. */
+Plan *drv_lower(Module *m, const BuildOpts *o, RtError *e);
+/* As drv_lower, printing the error on stderr. */
 Plan *drv_build_plan(Module *m, const BuildOpts *o);
 /* Registers the targets' cost hooks and the --check rebuild hook with the runtime. */
 void drv_register_runtime_hooks(void);

@@ -5,7 +5,8 @@
  * for, integers stay integers.  Buffers live in the device's first memory space, placed first-fit
  * with reuse after their last use (offsets aligned to 64 bytes).  Parameters become constants by
  * reference (seeded initialiser with its call instance, .npy/.safetensors path, small inline
- * data) or `unbound`.  The plan this produces is what `aicc run --check` compares against. */
+ * data, in-memory `data` for larger ONNX initialisers and integers a double cannot hold, which
+ * the driver writes beside the plan) or `unbound`.  The plan this produces is what `aicc run --check` compares against. */
 #include "targets/target.h"
 
 #include <stdlib.h>
@@ -128,7 +129,21 @@ static char *weight_path(const Lw *w, const char *path)
 	return s;
 }
 
-/* Constant data given inline (literal or in-memory tensor), at most PLAN_INLINE_MAX values. */
+/* Whether t holds an integer that a double does not represent exactly (beyond 2^53). */
+static int wide_ints(const RtTensor *t)
+{
+	if (rt_dtypes[t->dtype].storage != S_I64)
+		return 0;
+	for (int64_t i = 0; i < t->n; i++) {
+		int64_t v = rt_geti(t, i);
+		if (v > (INT64_C(1) << 53) || v < -(INT64_C(1) << 53))
+			return 1;
+	}
+	return 0;
+}
+
+/* Constant data given inline (literal or in-memory tensor): inline text up to PLAN_INLINE_MAX
+ * values, larger in-memory tensors (and wide integers) as `data` constants. */
 static int inline_const(Lw *w, const FlatVal *fv, PlanConst *c)
 {
 	const ParamInit *pi = fv->v->init;
@@ -137,6 +152,12 @@ static int inline_const(Lw *w, const FlatVal *fv, PlanConst *c)
 	if (have == 1 && n != 1) {
 		c->kind = PINIT_FILL;
 		c->a = pi->kind == INIT_DATA ? rt_get(pi->data, 0) : pi->lit[0];
+		if (!(pi->kind == INIT_DATA && wide_ints(pi->data)))
+			return 0;
+	}
+	if (pi->kind == INIT_DATA && pi->data && pi->data->n == n && (n > PLAN_INLINE_MAX || wide_ints(pi->data))) {
+		c->kind = PINIT_DATA;
+		c->data = pi->data;
 		return 0;
 	}
 	if (have != n || n > PLAN_INLINE_MAX)

@@ -6,7 +6,9 @@
  * again: the two texts must be identical.  Then: every verifier rule that needs a built plan,
  * allocation-failure injection over the reader (no crash, no leak under ASan), the execution
  * order and liveness, and the discrete-event simulation: roofline durations, overlap between
- * streams only after an event, link time alpha + n*beta, and peak live bytes.
+ * streams only after an event, link time alpha + n*beta, and peak live bytes.  In-memory `data`
+ * constants: verified, refused by the writer, moved to .npy files by plan_externalize, and
+ * `init=data` is rejected by the reader.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -17,8 +19,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include <unistd.h>
 
 #include "runtime/interp.h"
+#include "runtime/npy.h"
 #include "runtime/plan.h"
 
 /* Serialises p into a malloc'd string. */
@@ -143,6 +147,55 @@ static void round_trip(void **s)
 	plan_free(q);
 }
 
+/* A `data` constant has no text form until plan_externalize writes it beside the plan. */
+static void data_constants(void **s)
+{
+	(void)s;
+	RtError e = { 0 };
+	Plan *p = plan_new("reference", "unit-machine", 1, &e);
+	PlanDevice d0 = { .name = "d0", .kind = "cpu", .peak_flops = 1e9, .overhead_s = 1e-6 };
+	PlanSpace s0 = { .name = "d0.mem", .device = 0, .capacity = 1 << 20, .bandwidth = 1e10 };
+	assert_int_equal(plan_add_device(p, &d0, &e), 0);
+	assert_int_equal(plan_add_space(p, &s0, &e), 0);
+	int64_t d3[] = { 3 };
+	int b = plan_add_buffer(p, "w/x", 0, 0, DT_F32, 1, d3, &e);
+	RtTensor t;
+	assert_int_equal(rt_tensor_alloc(&t, DT_F32, 1, d3, &e), 0);
+	for (int i = 0; i < 3; i++)
+		rt_f32(&t)[i] = (float)i + 0.5f;
+	PlanConst c = { .buffer = b, .kind = PINIT_DATA, .data = &t };
+	assert_int_equal(plan_add_const(p, &c, &e), 0);
+	rt_tensor_free(&t);
+	assert_int_equal(plan_verify(p, &e), 0);
+	FILE *devnull = fopen("/dev/null", "w");
+	assert_int_equal(plan_write(p, devnull), -1);
+	fclose(devnull);
+	char dir[] = "/tmp/aicc-test-plan-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char wdir[64], path[128];
+	snprintf(wdir, sizeof wdir, "%s/m.weights", dir);
+	assert_int_equal(plan_externalize(p, wdir, "m.weights", &e), 1);
+	assert_int_equal(p->consts[0].kind, PINIT_NPY);
+	assert_string_equal(p->consts[0].path, "m.weights/w_x.0.npy");
+	char *text = to_text(p);
+	assert_non_null(strstr(text, "const w/x init=npy path=\"m.weights/w_x.0.npy\""));
+	snprintf(path, sizeof path, "%s/w_x.0.npy", wdir);
+	RtTensor back;
+	assert_int_equal(rt_npy_read(path, &back, &e), 0);
+	assert_true(back.n == 3 && rt_f32(&back)[2] == 2.5f);
+	rt_tensor_free(&back);
+	remove(path);
+	rmdir(wdir);
+	rmdir(dir);
+	char *at = strstr(text, "init=npy path=\"m.weights/w_x.0.npy\"");
+	memcpy(at, "init=data                         ", strlen("init=npy path=\"m.weights/w_x.0.npy\""));
+	Plan *q = plan_parse("data.aip", text, strlen(text), &e);
+	assert_null(q);
+	assert_non_null(strstr(e.msg, "unknown initialiser 'data'"));
+	free(text);
+	plan_free(p);
+}
+
 /* Every allocation of the reader may fail: it reports ENOMEM (or succeeds), never crashes or leaks. */
 static void reader_alloc_failures(void **s)
 {
@@ -263,6 +316,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(round_trip),
+		cmocka_unit_test(data_constants),
 		cmocka_unit_test(reader_alloc_failures),
 		cmocka_unit_test(verifier_on_built_plans),
 		cmocka_unit_test(order_and_liveness),

@@ -2,7 +2,9 @@
 importer's tests (plain Python, no onnx package).  KINDs: `unsupported` (a Resize node),
 `external` (an initializer whose external data file is missing), `symbolic` (dim_param names
 with dots, a Constant node, opset-11 Squeeze and Softmax forms), `cycle` (two nodes feeding
-each other), `badraw` (raw_data of the wrong length)."""
+each other), `badraw` (raw_data of the wrong length), `reshape` (Reshape whose shape is a graph
+input), `big` (y = x + w with a 5000-value initializer w), and tensor files: `shape.pb` (i64
+[3, 4, 2]), `big-x.pb` (f32[1, 5000] of 0.5)."""
 import struct
 import sys
 
@@ -102,6 +104,16 @@ def main():
                    node('Squeeze', ['m'], ['s'], 'sq0', [attr_ints('axes', [0])]),
                    node('Softmax', ['s'], ['y'], 'sm0', [attr_int('axis', 1)])],
                   [x], [y])
+    elif kind == 'reshape':
+        m = model([node('Reshape', ['x', 'shape'], ['y'], 'reshape0')],
+                  [value_info('x', [2, 3, 4]), value_info('shape', [3], 7)], [y], opset=14)
+    elif kind == 'big':
+        w = tensor('w', [1, 5000], floats=[i * 0.25 for i in range(5000)])
+        m = model([node('Add', ['x', 'w'], ['y'], 'add0')], [value_info('x', [1, 5000])], [y], [w])
+    elif kind == 'shape.pb':
+        m = tensor('shape', [3], dtype=7, ints=[3, 4, 2])
+    elif kind == 'big-x.pb':
+        m = tensor('x', [1, 5000], floats=[0.5] * 5000)
     else:
         sys.exit('mkonnx: unknown kind ' + kind)
     with open(out, 'wb') as f:
