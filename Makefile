@@ -111,7 +111,7 @@ check-fast: all unit
 	sh tools/run-tests.sh build
 
 demo: deps all
-	sh tools/demo.sh
+	sh tools/demo.sh $(BUILD)
 
 bench: deps all benchbins
 	python3 tools/bench.py $(BUILD)
