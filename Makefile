@@ -4,6 +4,7 @@
 #   make check      build, then run unit (cmocka), golden (lit + FileCheck) and conformance
 #                   tests, once normally and once under ASan+UBSan; ends with "N passed, N failed"
 #   make demo       the main job on the bundled real model (see README)
+#   make validate   GPU targets' predicted kernel times against published measurements
 #   make bench      throughput benchmarks, reported as ratios
 #   make fuzz       libFuzzer harnesses (clang); FUZZ_SECONDS=600 to run each that long
 #   make lint       cppcheck over the sources
@@ -49,7 +50,7 @@ UNIT_BIN := $(UNIT_SRC:testsuite/unit/%.c=$(BUILD)/unit/%)
 BENCH_SRC:= $(sort $(wildcard testsuite/bench/bench_*.c))
 BENCH_BIN:= $(BENCH_SRC:testsuite/bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all deps check check-fast demo bench benchbins fuzz fuzzbins unit lint install clean
+.PHONY: all deps check check-fast validate demo bench benchbins fuzz fuzzbins unit lint install clean
 all: deps $(BUILD)/aicc
 
 # Install missing Debian packages once, then re-run make so pkg-config flags are picked up.
@@ -109,6 +110,11 @@ check: deps
 
 check-fast: all unit
 	sh tools/run-tests.sh build
+
+# ---- gpu: make validate (GPU targets' predictions against published measurements) ----
+validate: all
+	python3 tools/validate.py $(BUILD)
+# ---- end gpu ----
 
 demo: deps all
 	sh tools/demo.sh $(BUILD)

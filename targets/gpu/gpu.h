@@ -1,0 +1,128 @@
+/* targets/gpu/gpu.h: what the NVIDIA GPU targets (targets/hopper, targets/blackwell) share: the
+ * machine numbers a GPU kernel model needs (GpuArch, read only from the machine description), the
+ * per-kernel timing model of backends.md §0-§1b (GEMM tiles with wave and tile quantization,
+ * fused attention, memory-bound kernels), the precision policy, and one lowering walk that
+ * places buffers and emits one kernel per node, asking the target's hooks for the tiling of
+ * matrix products and attention.
+ *
+ * A kernel's time is recorded in the plan as its resource components (t.mma_us, t.smem_us,
+ * t.hbm_us, t.sfu_us, t.fma_us, t.overlap, t.fixed_us); gpu_cost() recombines them, so the
+ * timing engine prices plans without the machine file and `aicc explain` can show the terms. */
+#ifndef AICC_TARGETS_GPU_H
+#define AICC_TARGETS_GPU_H
+
+#include "targets/target.h"
+
+/* Bytes of K one pipeline stage spans: a TMA box row with the 128-byte swizzle (backends.md §1a),
+ * so BK = 64 at 16 bits, 128 at 8 bits, 256 at 4 bits, as CUTLASS's shipped tiles. */
+#define GPU_SWIZZLE_BYTES 128
+
+/* Machine numbers of one GPU (per-SM rates in units per second). */
+typedef struct GpuArch {
+	const Device *dev;
+	double sms, clock;
+	double smem_usable, smem_bw;      /* bytes per CTA; bytes/s per SM */
+	double tmem;                      /* bytes per SM (0: no tensor memory) */
+	double hbm_bw;                    /* achievable bytes/s: bandwidth x efficiency */
+	double sfu;                       /* exp2/s per SM */
+	double fma;                       /* f32 FMA/s per SM (vector pipe) */
+	double launch, graph_launch;      /* seconds per kernel launch, on a stream / in a graph */
+	double eff_gemm, overlap_attn;    /* efficiency factors from the machine file */
+	int cluster_max;
+} GpuArch;
+
+/* Reads a from device d; -1 with e set when a number the model needs is missing. */
+int gpu_arch(const Device *d, GpuArch *a, RtError *e);
+
+/* The precision policy: --precision FORMAT[+option...] (docs/targets-gpu.md). */
+typedef enum GpuScale { SCALE_NONE, SCALE_TENSOR, SCALE_1X128, SCALE_128X128 } GpuScale;
+typedef struct GpuPolicy {
+	DType mma;          /* MMA operand format of matrix products */
+	int promote;        /* Hopper FP8: promotion interval in K elements (0: none) */
+	GpuScale scale;     /* FP8 scaling granularity of the weights (activations 1x128 when block) */
+	int graph;          /* kernels launched from a CUDA graph */
+} GpuPolicy;
+
+/* ---- one kernel's cost, as recorded ---- */
+typedef struct GpuCost {
+	double mma, smem, hbm, sfu, fma;  /* seconds each resource is busy (already x waves) */
+	double overlap;                   /* fraction of min(mma, max(sfu, fma)) hidden (1 for GEMM) */
+	double fixed;                     /* launch + pipeline fill + exposed epilogue */
+} GpuCost;
+double gpu_cost_total(const GpuCost *c);
+
+/* ---- GEMM ---- */
+typedef struct GemmShape {
+	int64_t batch, M, N, K;
+	DType in;                         /* operand format (mma_in) */
+	double out_bytes;                 /* bytes per output element */
+	GpuScale scale;
+	int promote;
+} GemmShape;
+
+typedef struct GemmTile {
+	const char *family;               /* wgmma, tcgen05.1cta, tcgen05.2cta */
+	int im, in, ik;                   /* instruction shape */
+	int bm, bn, bk;                   /* CTA tile (2-CTA: the pair's tile) */
+	int stages, acc_stages, cm, cn;   /* SMEM pipeline, accumulator buffers, cluster */
+	int cta2;
+	int64_t tiles, units, waves;
+	double smem_bytes, tmem_cols;
+	GpuCost c;
+	double t;
+} GemmTile;
+
+/* The time and resources of tile candidate t for shape s on a, filling t's derived fields;
+ * returns 0 if the candidate does not fit (SMEM stages < 2, TMEM columns). */
+int gpu_gemm_eval(const GpuArch *a, const GemmShape *s, GemmTile *t);
+
+/* ---- attention ---- */
+typedef struct AttnShape {
+	int64_t B, qh, kvh, Sq, T, P, d, dv;
+	int causal;
+	DType in;
+	double io_bytes;                  /* bytes per element of Q, K, V, O in memory */
+} AttnShape;
+
+typedef struct AttnTile {
+	int bm, bn;                       /* Q rows and K/V rows per block */
+	int decode, split;                /* memory-bound split-KV kernel, splits per head */
+	double emu;                       /* fraction of exponentials on the FMA pipe */
+	int poly;                         /* exp2 polynomial degree (0: all on the SFU) */
+	int64_t tiles, waves;
+	GpuCost c;
+	double t;
+} AttnTile;
+
+/* Fills t (bm, bn, emu, poly given by the caller; split chosen here) for s on a. */
+void gpu_attn_eval(const GpuArch *a, const AttnShape *s, AttnTile *t);
+/* The fraction of exponentials to compute with the degree-`poly` polynomial on the FMA pipe so
+ * that the SFU stops being the bottleneck (hardware.md §3.4, numerics.md §9). */
+double gpu_exp2_split(const GpuArch *a, const AttnShape *s, int poly);
+
+/* ---- the lowering walk ---- */
+typedef struct GpuLw GpuLw;
+typedef struct GpuHooks {
+	const char *target;
+	/* Tiling of a matrix product: fills t (and records the reason in why). */
+	int (*gemm)(const GpuArch *a, const GemmShape *s, GemmTile *t, char *why, size_t nwhy);
+	/* Tiling of a prefill attention: fills t. */
+	void (*attn)(const GpuArch *a, const AttnShape *s, AttnTile *t);
+	int hopper_fp8;                   /* fp8 GEMMs promote (sm_90) */
+} GpuHooks;
+
+Plan *gpu_lower(const TgtInput *in, const GpuHooks *h, RtError *e);
+/* The cost hook both GPU targets register: gpu_cost_total of the recorded components. */
+double gpu_cost(const Plan *p, int stream, const PlanInstr *in);
+
+/* ---- the tile search (targets/gpu/tile.c) ---- */
+const MmaShape *gpu_mma_row(const MmaFamily *f, DType dt);
+int gpu_bk(DType dt);
+int gpu_search(const GpuArch *a, const GemmShape *s, const char *family, int cta2, GemmTile *best);
+void gpu_cluster(const GpuArch *a, const GemmShape *s, GemmTile *t);
+const char *gpu_bound(const GemmTile *t);
+
+/* Bytes per element of operand format dt in memory, block scales included. */
+double gpu_elem_bytes(DType dt);
+
+#endif

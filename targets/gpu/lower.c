@@ -1,0 +1,572 @@
+/* targets/gpu/lower.c: the lowering walk of the GPU targets (hopper, blackwell).
+ *
+ * A shape-inferred graph becomes a one-GPU plan: calls flattened (targets/flatten.c), one kernel
+ * per node in graph order on one stream, float values held in bf16 (explicit conversions keep
+ * their dtype, integers stay integers), buffers in HBM placed first-fit with reuse after their
+ * last use.  Each kernel gets its numerics (RtExecOpts: the MMA operand format, the Hopper FP8
+ * promotion interval, the software exp2) and its tiling and cost as `t.*` attributes: matrix
+ * products and attention from the target's hooks (targets/<t>/tile.c), every other node as a
+ * memory-bound kernel.  Nodes of a fusion group (passes/fuse.c: attribute fusion_group) after
+ * the first run inside the first one's kernel: no launch, no HBM traffic for values the group
+ * produces itself.  The precision policy is --precision FORMAT[+OPTION]... (docs/targets-gpu.md);
+ * a node's own `precision` attribute (the quantization pass) overrides it. */
+#include "targets/gpu/gpu.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ALIGN 256          /* cudaMalloc alignment */
+#define MAXKV 32
+
+typedef struct Ann {       /* the t.* attributes of one kernel */
+	PlanKV kv[MAXKV];
+	char key[MAXKV][24], val[MAXKV][192];
+	int n;
+} Ann;
+
+typedef struct GpuLw {
+	const TgtInput *in;
+	const GpuHooks *h;
+	GpuArch a;
+	GpuPolicy pol;
+	Plan *p;
+	Flat f;
+	int *buf, *gfirst, *glast;   /* flat value -> buffer; flat node -> first/last node of its group */
+	int space, stream;
+	RtError *e;
+	int64_t *lo, *hi; int *owner; int nlive;
+} GpuLw;
+
+static void put(Ann *t, const char *key, const char *fmt, ...)
+{
+	if (t->n == MAXKV)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(t->val[t->n], sizeof t->val[0], fmt, ap);
+	va_end(ap);
+	snprintf(t->key[t->n], sizeof t->key[0], "%s", key);
+	t->kv[t->n] = (PlanKV){ t->key[t->n], t->val[t->n] };
+	t->n++;
+}
+
+static void put_cost(Ann *t, const GpuCost *c)
+{
+	put(t, "mma_us", "%.4g", c->mma * 1e6);
+	put(t, "smem_us", "%.4g", c->smem * 1e6);
+	put(t, "hbm_us", "%.4g", c->hbm * 1e6);
+	put(t, "sfu_us", "%.4g", c->sfu * 1e6);
+	put(t, "fma_us", "%.4g", c->fma * 1e6);
+	put(t, "overlap", "%.4g", c->overlap);
+	put(t, "fixed_us", "%.4g", c->fixed * 1e6);
+	put(t, "time_us", "%.4g", gpu_cost_total(c) * 1e6);
+}
+
+/* ---- the precision policy ---- */
+static int parse_format(const char *s, DType *dt)
+{
+	static const struct { const char *name; DType dt; } f[] = {
+		{ "bf16", DT_BF16 }, { "f16", DT_F16 }, { "fp8", DT_F8E4M3 }, { "f8e4m3", DT_F8E4M3 },
+		{ "mxfp8", DT_MXFP8 }, { "mxfp6", DT_MXFP6 }, { "mxfp4", DT_MXFP4 }, { "nvfp4", DT_NVFP4 },
+	};
+	for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+		if (strcmp(s, f[i].name) == 0)
+			return *dt = f[i].dt, 0;
+	return -1;
+}
+
+static int parse_policy(GpuLw *w, const char *spec)
+{
+	char s[256], *save = NULL;
+	snprintf(s, sizeof s, "%s", spec && *spec ? spec : "bf16");
+	GpuPolicy *p = &w->pol;
+	*p = (GpuPolicy){ .mma = DT_BF16, .scale = SCALE_NONE };
+	int first = 1;
+	for (char *tok = strtok_r(s, "+", &save); tok; tok = strtok_r(NULL, "+", &save), first = 0) {
+		if (first && parse_format(tok, &p->mma) == 0)
+			continue;
+		if (strcmp(tok, "graph") == 0)
+			p->graph = 1;
+		else if (strcmp(tok, "nopromote") == 0)
+			p->promote = -1;
+		else if (strcmp(tok, "tensor") == 0)
+			p->scale = SCALE_TENSOR;
+		else if (strcmp(tok, "1x128") == 0)
+			p->scale = SCALE_1X128;
+		else if (strcmp(tok, "128x128") == 0)
+			p->scale = SCALE_128X128;
+		else
+			return rt_errorf(w->e, RT_EUSER, "aicc: error: --precision '%s': unknown %s '%s' (formats: bf16 f16 fp8 "
+					 "mxfp8 mxfp6 mxfp4 nvfp4; options: +graph +nopromote +tensor +1x128 +128x128)",
+					 spec, first ? "format" : "option", tok);
+	}
+	if (!dev_supports(w->a.dev, p->mma) || !num_has(&w->a.dev->peak[p->mma]))
+		return rt_errorf(w->e, RT_EUSER, "aicc: error: target %s (%s) has no %s matrix instruction", w->h->target,
+				 w->a.dev->arch ? w->a.dev->arch : "?", rt_dtype_name(p->mma));
+	if (p->mma == DT_F8E4M3 && p->scale == SCALE_NONE)
+		p->scale = SCALE_128X128;          /* DeepSeek-V3 recipe (hardware.md §3.3) */
+	if (p->mma == DT_F8E4M3 && w->h->hopper_fp8)
+		p->promote = p->promote < 0 ? -1 : 128;   /* N_C = 128 (numerics.md §7) */
+	else
+		p->promote = 0;
+	return 0;
+}
+
+/* ---- buffers (first fit, as the reference target) ---- */
+static DType gpu_dtype(const GpuLw *w, const FlatVal *v)
+{
+	if (!rt_dtype_isfloat(v->dt))
+		return v->dt;
+	if (v->def >= 0) {
+		const Node *n = w->f.nodes[v->def].n;
+		if (n->op == OP_Cast || n->op == OP_CastLike || (ir_ops[n->op].flags & F_QOP))
+			return v->dt;
+	}
+	if (rt_dtypes[v->dt].bits < 16)
+		return v->dt;      /* already narrow (FP8 inputs): kept */
+	return v->dt == DT_F64 ? DT_F32 : DT_BF16;
+}
+
+static int64_t place(GpuLw *w, int64_t size, int owner)
+{
+	int64_t off = 0;
+	int at = 0;
+	for (; at < w->nlive; at++) {
+		if (w->lo[at] - off >= size)
+			break;
+		int64_t end = (w->hi[at] + ALIGN - 1) / ALIGN * ALIGN;
+		if (end > off)
+			off = end;
+	}
+	memmove(w->lo + at + 1, w->lo + at, sizeof *w->lo * (size_t)(w->nlive - at));
+	memmove(w->hi + at + 1, w->hi + at, sizeof *w->hi * (size_t)(w->nlive - at));
+	memmove(w->owner + at + 1, w->owner + at, sizeof *w->owner * (size_t)(w->nlive - at));
+	w->lo[at] = off, w->hi[at] = off + size, w->owner[at] = owner;
+	w->nlive++;
+	return off;
+}
+
+static void release(GpuLw *w, int i)
+{
+	int k = 0;
+	for (int j = 0; j < w->nlive; j++) {
+		const FlatVal *v = &w->f.vals[w->owner[j]];
+		if (!(v->def >= 0 && !v->is_output && (v->last < 0 ? v->def : v->last) < i))
+			w->lo[k] = w->lo[j], w->hi[k] = w->hi[j], w->owner[k++] = w->owner[j];
+	}
+	w->nlive = k;
+}
+
+static void plan_name(char *d, size_t n, const char *s)
+{
+	size_t i = 0;
+	for (; s[i] && i + 1 < n; i++)
+		d[i] = ((unsigned char)s[i] <= ' ' || (unsigned char)s[i] >= 0x7f || strchr("=,[]\"", s[i])) ? '_' : s[i];
+	d[i] = 0;
+	if (strcmp(d, "_") == 0 || !*d)
+		snprintf(d, n, "v_");
+}
+
+static int add_buffer(GpuLw *w, int v)
+{
+	const FlatVal *fv = &w->f.vals[v];
+	char name[256];
+	plan_name(name, sizeof name, fv->name);
+	if (strcmp(name, fv->name) && plan_find_buffer(w->p, name) >= 0) {
+		size_t n = strlen(name);
+		snprintf(name + (n > 200 ? 200 : n), 56, ".%d", v);
+	}
+	DType dt = gpu_dtype(w, fv);
+	PlanBuffer tmp = { .dtype = dt, .rank = fv->rank };
+	memcpy(tmp.dims, fv->dims, sizeof tmp.dims);
+	int64_t n = plan_buffer_numel(&tmp);
+	if (n < 0 || n > INT64_MAX / 64)
+		return rt_errorf(w->e, RT_EUSER, "value '%s' has too many elements", fv->name);
+	int64_t off = place(w, rt_dtype_bytes(dt, n), v);
+	w->buf[v] = plan_add_buffer(w->p, name, w->space, off, dt, fv->rank, fv->dims, w->e);
+	return w->buf[v] < 0 ? -1 : 0;
+}
+
+/* The path of a weight file, resolved against the model's directory (as the reference target). */
+static char *weight_path(const GpuLw *w, const char *path)
+{
+	const char *dir = w->in->m->dir;
+	int rel = path[0] != '/' && dir && *dir;
+	size_t n = strlen(path) + (rel ? strlen(dir) : 0) + 2;
+	char *s = malloc(n);
+	if (!s)
+		return NULL;
+	snprintf(s, n, "%s%s%s", rel ? dir : "", rel ? "/" : "", path);
+	char *abs = realpath(s, NULL);
+	if (abs) {
+		free(s);
+		return abs;
+	}
+	return s;
+}
+
+/* Inline constant data (literal or folded tensor), at most PLAN_INLINE_MAX values. */
+static int inline_const(GpuLw *w, const FlatVal *fv, PlanConst *c)
+{
+	const ParamInit *pi = fv->v->init;
+	int64_t n = plan_buffer_numel(&w->p->buffers[c->buffer]);
+	int64_t have = pi->kind == INIT_DATA ? (pi->data ? pi->data->n : 0) : pi->nlit;
+	if (have == 1 && n != 1) {
+		c->kind = PINIT_FILL;
+		c->a = pi->kind == INIT_DATA ? rt_get(pi->data, 0) : pi->lit[0];
+		return 0;
+	}
+	if (have != n || n > PLAN_INLINE_MAX)
+		return rt_errorf(w->e, RT_EUSER, "parameter '%s': %lld values for %lld elements (inline data holds at most %d)",
+				 fv->name, (long long)have, (long long)n, PLAN_INLINE_MAX);
+	c->kind = PINIT_INLINE;
+	c->nvals = n;
+	c->vals = malloc(sizeof(double) * (size_t)(n ? n : 1));
+	if (!c->vals)
+		return rt_errorf(w->e, RT_ENOMEM, "out of memory lowering constants");
+	for (int64_t i = 0; i < n; i++)
+		c->vals[i] = pi->kind == INIT_DATA ? rt_get(pi->data, i) : pi->lit[i];
+	return 0;
+}
+
+static int add_const(GpuLw *w, int v)
+{
+	const FlatVal *fv = &w->f.vals[v];
+	const ParamInit *pi = fv->v->init;
+	PlanConst c = { .buffer = w->buf[v], .seed = pi->seed, .instance = fv->instance, .a = pi->a, .b = pi->b };
+	int rc = 0;
+	switch (pi->kind) {
+	case INIT_NONE: c.kind = PINIT_UNBOUND; break;
+	case INIT_NORMAL: c.kind = PINIT_NORMAL; break;
+	case INIT_UNIFORM: c.kind = PINIT_UNIFORM; break;
+	case INIT_FILL: c.kind = PINIT_FILL; break;
+	case INIT_LITERAL:
+	case INIT_DATA: rc = inline_const(w, fv, &c); break;
+	case INIT_NPY:
+	case INIT_SAFETENSORS:
+		c.kind = pi->kind == INIT_NPY ? PINIT_NPY : PINIT_SAFETENSORS;
+		c.key = (char *)pi->key;
+		if (!(c.path = weight_path(w, pi->path)))
+			rc = rt_errorf(w->e, RT_ENOMEM, "out of memory lowering constants");
+		break;
+	}
+	if (rc == 0 && plan_add_const(w->p, &c, w->e) < 0)
+		rc = -1;
+	free(c.vals);
+	free(c.path);
+	return rc;
+}
+
+/* ---- per-kernel tiling and cost ---- */
+static double numel(const FlatVal *v)
+{
+	double n = 1;
+	for (int i = 0; i < v->rank; i++)
+		n *= (double)v->dims[i];
+	return n;
+}
+
+/* The MMA format of node n: its `precision` attribute, or the policy for matrix products. */
+static DType node_format(const GpuLw *w, const Node *n, int matmul)
+{
+	const char *pr = rt_attr_str(&n->attrs, "precision", NULL);
+	DType dt;
+	if (pr && parse_format(pr, &dt) == 0 && dev_supports(w->a.dev, dt) && num_has(&w->a.dev->peak[dt]))
+		return dt;
+	return matmul ? w->pol.mma : DT_BF16;
+}
+
+static double launch(const GpuLw *w) { return w->pol.graph ? w->a.graph_launch : w->a.launch; }
+
+static const char *scale_name(GpuScale s)
+{
+	return s == SCALE_TENSOR ? "tensor" : s == SCALE_1X128 ? "1x128" : s == SCALE_128X128 ? "1x128,128x128" : "none";
+}
+
+static int gemm_kernel(GpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
+{
+	const FlatVal *A = &w->f.vals[fn->in[0]], *B = &w->f.vals[fn->in[1]], *Y = &w->f.vals[fn->out[0]];
+	GemmShape s = { .in = node_format(w, fn->n, 1), .out_bytes = rt_dtype_bytes(gpu_dtype(w, Y), 1) };
+	if (Y->rank < 1 || A->rank < 1 || B->rank < 1)
+		return 0;
+	s.N = Y->dims[Y->rank - 1];
+	s.M = Y->rank >= 2 ? Y->dims[Y->rank - 2] : 1;
+	int ta = fn->n->op == OP_Gemm && rt_attr_int(&fn->n->attrs, "transA", 0);
+	s.K = A->rank >= 2 && ta ? A->dims[A->rank - 2] : A->dims[A->rank - 1];
+	s.batch = 1;
+	for (int i = 0; i + 2 < Y->rank; i++)
+		s.batch *= Y->dims[i];
+	if (s.in == DT_F8E4M3)
+		s.scale = w->pol.scale, s.promote = w->pol.promote > 0 ? w->pol.promote : 0;
+	GemmTile tile = { 0 };
+	char why[256] = "";
+	if (s.M == 0 || s.N == 0 || s.K == 0 || !w->h->gemm(&w->a, &s, &tile, why, sizeof why))
+		return 0;
+	tile.c.fixed += launch(w);
+	/* The interpreter has no 1x128 f32-scale codec: FP8 operands are quantized with the MXFP8
+	 * codec (E4M3 elements, a power-of-two scale per 32 along K), the nearest block-scaled E4M3
+	 * it has; without any scale, activations of small magnitude would flush to zero. */
+	pi->opts.mma_in = s.in == DT_F8E4M3 ? DT_MXFP8 : s.in;
+	if (w->pol.promote && s.in == DT_F8E4M3)   /* +nopromote: one promotion at the end of K */
+		pi->opts.fp8_promote_k = w->pol.promote > 0 ? w->pol.promote : (int)((s.K + 31) / 32 * 32);
+	put(t, "kind", "gemm");
+	put(t, "mma", "%s.m%dn%dk%d.%s", tile.family, tile.im, tile.in, tile.ik, rt_dtype_name(s.in));
+	put(t, "tile", "%dx%dx%d", tile.bm, tile.bn, tile.bk);
+	put(t, "cta", "%d", tile.cta2 ? 2 : 1);
+	put(t, "cluster", "%dx%d", tile.cm, tile.cn);
+	put(t, "multicast", "%s", tile.cm * tile.cn > 1 ? (tile.cm > 1 ? "B" : "A") : "none");
+	put(t, "stages", "%d", tile.stages);
+	put(t, "smem", "%.0f", tile.smem_bytes);
+	if (w->a.tmem > 0)
+		put(t, "tmem", "%.0f cols, %d accumulator stages", tile.tmem_cols, tile.acc_stages);
+	put(t, "sched", "persistent");
+	put(t, "waves", "%lld", (long long)tile.waves);
+	put(t, "tiles", "%lld on %lld units", (long long)tile.tiles, (long long)tile.units);
+	if (s.in == DT_F8E4M3) {
+		put(t, "scale", "%s", scale_name(s.scale));
+		put(t, "promote", "%s", pi->opts.fp8_promote_k == 128 ? "128" : w->h->hopper_fp8 ? "none" : "exact");
+	}
+	if (rt_dtypes[s.in].kind == K_BLOCK)
+		put(t, "block_scale", "%s per %d, scale tiles via tcgen05.cp to TMEM", rt_dtype_name(rt_dtypes[s.in].scale),
+		    rt_dtypes[s.in].block);
+	if (*why)
+		put(t, "why", "%s", why);
+	put_cost(t, &tile.c);
+	return 1;
+}
+
+static int attn_kernel(GpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
+{
+	const FlatVal *Q = &w->f.vals[fn->in[0]], *K = &w->f.vals[fn->in[1]], *V = &w->f.vals[fn->in[2]];
+	const Attrs *at = &fn->n->attrs;
+	AttnShape s = { .in = node_format(w, fn->n, 0), .io_bytes = 2, .causal = (int)rt_attr_int(at, "is_causal", 0) };
+	if (Q->rank == 4) {
+		s.B = Q->dims[0], s.qh = Q->dims[1], s.Sq = Q->dims[2], s.d = Q->dims[3];
+		s.kvh = K->dims[1], s.T = K->dims[2], s.dv = V->dims[3];
+	} else if (Q->rank == 3) {
+		s.qh = rt_attr_int(at, "q_num_heads", 1), s.kvh = rt_attr_int(at, "kv_num_heads", 1);
+		s.B = Q->dims[0], s.Sq = Q->dims[1], s.T = K->dims[1];
+		s.d = Q->dims[2] / (s.qh ? s.qh : 1), s.dv = V->dims[2] / (s.kvh ? s.kvh : 1);
+	} else
+		return 0;
+	if (fn->nin > 4 && fn->in[4] >= 0) {
+		const FlatVal *pk = &w->f.vals[fn->in[4]];
+		s.P = pk->rank == 4 ? pk->dims[2] : 0;
+		s.T += s.P;
+	}
+	if (s.B == 0 || s.qh == 0 || s.kvh == 0 || s.Sq == 0 || s.T == 0)
+		return 0;
+	AttnTile tile = { 0 };
+	w->h->attn(&w->a, &s, &tile);
+	tile.c.fixed += launch(w);
+	pi->opts.mma_in = s.in;
+	if (tile.emu > 0)
+		pi->opts.exp2_poly = tile.poly;
+	put(t, "kind", tile.decode ? "attention.decode" : "attention");
+	put(t, "tile", "%dx%dx%lld", tile.bm, tile.bn, (long long)s.d);
+	if (tile.decode)
+		put(t, "split_kv", "%d", tile.split);
+	put(t, "sched", "persistent, longest first");
+	put(t, "waves", "%lld", (long long)tile.waves);
+	put(t, "tiles", "%lld", (long long)tile.tiles);
+	put(t, "exp2", "%.0f%% polynomial (degree %d) on the FMA pipe, %.0f%% on the SFU", tile.emu * 100, tile.poly,
+	    (1 - tile.emu) * 100);
+	put_cost(t, &tile.c);
+	return 1;
+}
+
+/* Memory-bound kernels: bytes at HBM bandwidth, FLOP on the FMA pipe, transcendental outputs on
+ * the SFU (backends.md §0).  Inside a fusion group only the group's external traffic counts. */
+static void mem_kernel(GpuLw *w, int i, PlanInstr *pi, Ann *t)
+{
+	const FlatNode *fn = &w->f.nodes[i];
+	int grp = w->gfirst[i] >= 0, lead = !grp || w->gfirst[i] == i;
+	double bytes = 0, out = 0;
+	for (int k = 0; k < fn->nin; k++) {
+		if (fn->in[k] < 0)
+			continue;
+		int def = w->f.vals[fn->in[k]].def;
+		if (!(grp && def >= 0 && w->gfirst[def] == w->gfirst[i]))
+			bytes += (double)w->p->buffers[w->buf[fn->in[k]]].size;
+	}
+	for (int k = 0; k < fn->nout; k++) {
+		out += numel(&w->f.vals[fn->out[k]]);
+		if (!grp || w->glast[w->gfirst[i]] == i || w->f.vals[fn->out[k]].is_output)
+			bytes += (double)w->p->buffers[w->buf[fn->out[k]]].size;
+	}
+	GpuCost c = { .overlap = 1 };
+	if (ir_ops[fn->n->op].flags & F_VIEW) {
+		put(t, "kind", "view");
+	} else {
+		c.hbm = bytes / w->a.hbm_bw;
+		c.fma = pi->flops / 2 / (w->a.fma * w->a.sms);
+		if (ir_ops[fn->n->op].flags & F_TRANS)
+			c.sfu = out / (w->a.sfu * w->a.sms);
+		c.fixed = lead ? launch(w) : 0;
+		put(t, "kind", "memory");
+	}
+	if (grp && !lead)
+		put(t, "fused", "into %s", w->p->buffers[w->buf[w->f.nodes[w->gfirst[i]].out[0]]].name);
+	put_cost(t, &c);
+}
+
+static int add_kernel(GpuLw *w, int i)
+{
+	const FlatNode *fn = &w->f.nodes[i];
+	int ins[64], outs[64];
+	if (fn->nin > 64 || fn->nout > 64)
+		return rt_errorf(w->e, RT_EUSER, "node '%s' has more than 64 operands", w->f.vals[fn->out[0]].name);
+	PlanInstr pi;
+	plan_instr_init(&pi, PI_KERNEL);
+	pi.op = (RtOp)fn->n->op;
+	for (int k = 0; k < fn->nin; k++)
+		ins[k] = fn->in[k] >= 0 ? w->buf[fn->in[k]] : -1;
+	for (int k = 0; k < fn->nout; k++)
+		outs[k] = w->buf[fn->out[k]];
+	pi.in = ins, pi.nin = fn->nin, pi.out = outs, pi.nout = fn->nout;
+	pi.attrs = fn->n->attrs;
+	pi.opts.mma_in = DT_INVALID;
+	double fl = ir_node_flops(fn->n);
+	pi.flops = fl > 0 ? fl : 0;
+	pi.node = fn->nout ? w->p->buffers[outs[0]].name : NULL;
+	Ann t = { .n = 0 };
+	unsigned fl_op = ir_ops[fn->n->op].flags;
+	int done = 0;
+	if ((fn->n->op == OP_MatMul || fn->n->op == OP_Gemm) && fn->nin >= 2)
+		done = gemm_kernel(w, fn, &pi, &t);
+	else if ((fl_op & F_ATTN) && fn->nin >= 3)
+		done = attn_kernel(w, fn, &pi, &t);
+	if (!done) {
+		t.n = 0;
+		mem_kernel(w, i, &pi, &t);
+	}
+	pi.tile = t.kv, pi.ntile = t.n;
+	return plan_add_instr(w->p, w->stream, &pi, w->e) < 0 ? -1 : 0;
+}
+
+/* First and last flat node of every fusion group (per call instance). */
+static void find_groups(GpuLw *w)
+{
+	for (int i = 0; i < w->f.nnodes; i++) {
+		const FlatNode *fn = &w->f.nodes[i];
+		int64_t g = rt_attr_int(&fn->n->attrs, "fusion_group", -1);
+		w->gfirst[i] = w->glast[i] = -1;
+		if (g < 0)
+			continue;
+		for (int j = i - 1; j >= 0 && w->gfirst[i] < 0; j--)
+			if (w->f.nodes[j].instance == fn->instance && rt_attr_int(&w->f.nodes[j].n->attrs, "fusion_group", -1) == g &&
+			    w->f.nodes[j].n->graph == fn->n->graph)
+				w->gfirst[i] = w->gfirst[j];
+		if (w->gfirst[i] < 0)
+			w->gfirst[i] = i;
+		w->glast[w->gfirst[i]] = i;
+	}
+}
+
+static int lower_body(GpuLw *w)
+{
+	for (int i = 0; i < w->f.ninputs; i++)
+		if (add_buffer(w, w->f.inputs[i]) < 0)
+			return -1;
+	for (int i = 0; i < w->f.nparams; i++)
+		if (add_buffer(w, w->f.params[i]) < 0 || add_const(w, w->f.params[i]) < 0)
+			return -1;
+	for (int i = 0; i < w->f.nnodes; i++) {
+		release(w, i);
+		for (int k = 0; k < w->f.nodes[i].nout; k++)
+			if (add_buffer(w, w->f.nodes[i].out[k]) < 0)
+				return -1;
+	}
+	find_groups(w);
+	for (int i = 0; i < w->f.nnodes; i++)
+		if (add_kernel(w, i) < 0)
+			return -1;
+	for (int i = 0; i < w->f.ninputs; i++)
+		if (plan_add_input(w->p, w->p->buffers[w->buf[w->f.inputs[i]]].name, w->buf[w->f.inputs[i]], w->e) < 0)
+			return -1;
+	for (int i = 0; i < w->f.noutputs; i++) {
+		char name[256];
+		plan_name(name, sizeof name, w->in->g->outputs[i]->name);
+		if (plan_add_output(w->p, name, w->buf[w->f.outputs[i]], w->e) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int lower_setup(GpuLw *w)
+{
+	const TgtMachine *tm = w->in->machine;
+	const Device *d = machine_first(tm->m, DEV_GPU);
+	if (!d)
+		return rt_errorf(w->e, RT_EUSER, "aicc: error: machine '%s' has no GPU for target %s", tm->m->name, w->h->target);
+	if (!dev_mma(d, strcmp(w->h->target, "hopper") == 0 ? "wgmma" : "tcgen05.1cta"))
+		return rt_errorf(w->e, RT_EUSER, "aicc: error: machine '%s' (%s) has no %s MMA; target %s needs it",
+				 tm->m->name, d->arch ? d->arch : "?", strcmp(w->h->target, "hopper") == 0 ? "wgmma" : "tcgen05",
+				 w->h->target);
+	if (gpu_arch(d, &w->a, w->e) < 0 || parse_policy(w, w->in->precision) < 0)
+		return -1;
+	w->p = plan_new(w->h->target, tm->desc->machine, tm->desc->machine_hash, w->e);
+	if (!w->p || tgt_machine_copy(tm, w->p, w->e) < 0)
+		return -1;
+	if (plan_set_source(w->p, w->in->model, w->in->binds, w->in->precision ? w->in->precision : "bf16", w->e) < 0)
+		return -1;
+	char sp[128];
+	snprintf(sp, sizeof sp, "%s.hbm", d->id);
+	if ((w->space = plan_find_space(w->p, sp)) < 0)
+		return rt_errorf(w->e, RT_EUSER, "aicc: error: machine '%s' has no HBM space '%s'", tm->m->name, sp);
+	w->stream = plan_add_stream(w->p, "main", w->p->spaces[w->space].device, w->e);
+	size_t n = (size_t)w->f.nvals + 1, nn = (size_t)w->f.nnodes + 1;
+	w->buf = malloc(sizeof(int) * n);
+	w->lo = malloc(sizeof(int64_t) * n);
+	w->hi = malloc(sizeof(int64_t) * n);
+	w->owner = malloc(sizeof(int) * n);
+	w->gfirst = malloc(sizeof(int) * nn);
+	w->glast = malloc(sizeof(int) * nn);
+	if (w->stream < 0 || !w->buf || !w->lo || !w->hi || !w->owner || !w->gfirst || !w->glast)
+		return rt_errorf(w->e, RT_ENOMEM, "out of memory lowering the graph");
+	return 0;
+}
+
+Plan *gpu_lower(const TgtInput *in, const GpuHooks *h, RtError *e)
+{
+	GpuLw w = { .in = in, .h = h, .e = e };
+	int rc = tgt_flatten(in->g, &w.f, e);
+	if (rc == 0)
+		rc = lower_setup(&w);
+	if (rc == 0)
+		rc = lower_body(&w);
+	if (rc == 0 && plan_verify(w.p, e) < 0) {
+		char msg[sizeof e->msg];
+		snprintf(msg, sizeof msg, "%s", e->msg);
+		rc = rt_errorf(e, RT_EINTERNAL, "aicc: internal error: the %s plan fails verification: %s", h->target, msg);
+	}
+	tgt_flat_free(&w.f);
+	free(w.buf), free(w.lo), free(w.hi), free(w.owner), free(w.gfirst), free(w.glast);
+	if (rc < 0) {
+		plan_free(w.p);
+		return NULL;
+	}
+	return w.p;
+}
+
+/* ---- the cost hook ---- */
+static double tval(const PlanInstr *in, const char *key, double dflt)
+{
+	for (int i = 0; i < in->ntile; i++)
+		if (strcmp(in->tile[i].key, key) == 0)
+			return strtod(in->tile[i].val, NULL);
+	return dflt;
+}
+
+double gpu_cost(const Plan *p, int stream, const PlanInstr *in)
+{
+	if (in->kind != PI_KERNEL || tval(in, "fixed_us", -1) < 0)
+		return rt_cost_roofline(p, stream, in);
+	GpuCost c = { .mma = tval(in, "mma_us", 0), .smem = tval(in, "smem_us", 0), .hbm = tval(in, "hbm_us", 0),
+		      .sfu = tval(in, "sfu_us", 0), .fma = tval(in, "fma_us", 0), .overlap = tval(in, "overlap", 1),
+		      .fixed = tval(in, "fixed_us", 0) };
+	double t = gpu_cost_total(&c) * 1e-6;
+	return t >= 0 && isfinite(t) ? t : 0;
+}

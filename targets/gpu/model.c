@@ -1,0 +1,239 @@
+/* targets/gpu/model.c: the GPU kernel timing model shared by the Hopper and Blackwell targets.
+ *
+ * Every kernel is priced as backends.md §0 prescribes: fixed latencies plus the busiest of its
+ * resources (tensor cores, shared-memory bandwidth, HBM, the special-function unit, the FMA
+ * pipe), with wave quantization ceil(tiles / SMs) and tile quantization (partial edge tiles cost
+ * a full tile) kept exact.  GEMM follows backends.md §1b line by line; fused attention prices one
+ * (Q tile x K/V block) step and schedules the tiles on the SMs longest-first; decode attention
+ * is the memory-bound split-KV roofline of §1b.  Every rate and efficiency comes from GpuArch,
+ * which gpu_arch() reads from the machine description; the only constants here are instruction
+ * counts of the algorithms themselves, each derived where it is defined. */
+#include "targets/gpu/gpu.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Online-softmax work on the FMA pipe per score, besides the exponential (FA2/FA3/FA4 inner
+ * loop): one FFMA for scale*s - max, one FMNMX for the running max, one FADD for the row sum
+ * and one conversion of P to 16 bits. */
+#define SOFTMAX_FMA_OPS 4.0
+/* Extra FMA-pipe instructions of one software exp2 besides the Horner FMAs of its polynomial
+ * (numerics.md §9): add.rm and two subtractions for the range reduction, and the exponent
+ * insertion (an integer add that maps to IMAD on the FMA pipe). */
+#define EXP2_REDUCE_OPS 4.0
+/* Barrier bytes per pipeline stage: a full and an empty mbarrier of 8 bytes (backends.md §1a). */
+#define STAGE_BARRIER_BYTES 16.0
+
+double gpu_elem_bytes(DType dt)
+{
+	const DTypeInfo *t = &rt_dtypes[dt];
+	double b = t->bits / 8.0;
+	if (t->kind == K_BLOCK)
+		b += rt_dtypes[t->scale].bits / 8.0 / t->block;
+	return b;
+}
+
+static const Engine *engine(const Device *d, const char *name)
+{
+	for (int i = 0; i < d->nengines; i++)
+		if (strcmp(d->engines[i].name, name) == 0)
+			return &d->engines[i];
+	return NULL;
+}
+
+int gpu_arch(const Device *d, GpuArch *a, RtError *e)
+{
+	memset(a, 0, sizeof *a);
+	a->dev = d;
+	a->sms = dev_units(d);
+	a->clock = d->clock.v;
+	const MemSpace *sm = dev_mem_kind(d, MEM_SMEM), *hbm = dev_mem_kind(d, MEM_HBM), *tm = dev_mem_kind(d, MEM_TMEM);
+	const Engine *l = engine(d, "launch"), *g = engine(d, "graph");
+	const char *miss = !sm || !num_has(&sm->bandwidth) ? "smem.bandwidth" : !hbm || !num_has(&hbm->bandwidth) ? "hbm.bandwidth"
+			   : !num_has(&d->sfu.rate) ? "sfu.rate" : !num_has(&d->vpeak[DT_F32]) ? "vpeak.f32"
+			   : !l || !num_has(&l->latency) ? "launch.latency" : !num_has(&d->clock) ? "clock" : NULL;
+	if (miss)
+		return rt_errorf(e, RT_EUSER, "aicc: error: machine device '%s' lacks %s, which the GPU cost model needs",
+				 d->id, miss);
+	a->smem_usable = num_has(&sm->usable) ? sm->usable.v : sm->capacity.v;
+	a->smem_bw = sm->bandwidth.v;
+	a->tmem = tm ? tm->capacity.v : 0;
+	a->hbm_bw = hbm->bandwidth.v * (num_has(&hbm->efficiency) ? hbm->efficiency.v : 1);
+	a->sfu = d->sfu.rate.v;
+	a->fma = d->vpeak[DT_F32].v / 2 / a->sms;
+	a->launch = l->latency.v;
+	a->graph_launch = g && num_has(&g->latency) ? g->latency.v : a->launch;
+	a->eff_gemm = dev_efficiency(d, "gemm", 1);
+	a->overlap_attn = dev_efficiency(d, "attention-overlap", 0);
+	a->cluster_max = num_has(&d->cluster_portable) ? (int)d->cluster_portable.v : 1;
+	return 0;
+}
+
+/* backends.md §0: T = T_fixed + max(resources); attention adds the part of the smaller of MMA
+ * and softmax (max of SFU and FMA pipes) that ping-pong scheduling does not hide. */
+double gpu_cost_total(const GpuCost *c)
+{
+	double soft = fmax(c->sfu, c->fma);
+	double busy = fmax(fmax(c->mma, soft), fmax(c->smem, c->hbm));
+	return c->fixed + busy + (1 - c->overlap) * fmin(c->mma, soft);
+}
+
+static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/* ---- GEMM (backends.md §1b) ---- */
+int gpu_gemm_eval(const GpuArch *a, const GemmShape *s, GemmTile *t)
+{
+	const Device *d = a->dev;
+	double sb = gpu_elem_bytes(s->in), fsm = d->peak[s->in].v / a->sms * a->eff_gemm;
+	int cta = t->cta2 ? 2 : 1;
+	double bm = t->bm / cta, bn_load = (double)t->bn / cta, im = (double)t->im / cta;
+	/* DeepSeek-style FP8 scales: f32 per 1x128 activation block and 128x128 weight block
+	 * (hardware.md §3.3); they ride with the operands. */
+	double sa = sb, sbw = sb;
+	if (s->scale == SCALE_1X128 || s->scale == SCALE_128X128)
+		sa += 4.0 / 128, sbw += s->scale == SCALE_128X128 ? 4.0 / (128 * 128) : 4.0 / 128;
+	int64_t ksteps = cdiv(s->K, t->bk);
+	/* SMEM: the stages, the epilogue's staging tile, the barriers (hardware.md §3.1). */
+	double stage = (bm * sa + bn_load * sbw) * t->bk, epi = bm * t->bn * s->out_bytes;
+	int fit = (int)((a->smem_usable - epi) / (stage + STAGE_BARRIER_BYTES));
+	if (fit < 2)
+		return 0;
+	t->stages = (int)(ksteps < 2 ? 2 : ksteps < fit ? ksteps : fit);
+	t->smem_bytes = t->stages * (stage + STAGE_BARRIER_BYTES) + epi;
+	/* TMEM (Blackwell): an f32 accumulator of BN columns per stage, plus block-scale columns;
+	 * 128 lanes x 4 bytes per column (hardware.md §3.4). */
+	t->acc_stages = 1;
+	if (a->tmem > 0) {
+		double cols = a->tmem / (128 * 4), sc = 0;
+		if (rt_dtypes[s->in].kind == K_BLOCK)
+			sc = 2 * ceil((double)t->bk / rt_dtypes[s->in].block / 4);
+		if (t->bn + sc > cols)
+			return 0;
+		t->acc_stages = 2 * t->bn + sc <= cols ? 2 : 1;
+		t->tmem_cols = t->acc_stages * t->bn + sc;
+	}
+	/* Per tile and per SM: tensor-core time over the padded K; SMEM traffic: the MMA's operand
+	 * reads (A once, B once per instruction row; in 2-CTA mode each SM reads only its half of B:
+	 * backends.md §1a) plus the TMA writes filling the stage, both through the SM's one SMEM
+	 * port (its bandwidth in the machine file) [E: reads and fills assumed to share the port]. */
+	double kp = (double)ksteps * t->bk;
+	double mma = 2 * bm * t->bn * kp / fsm;
+	double smem = ksteps * (bm * t->bk * sa + (bm / im) * bn_load * t->bk * sbw + stage) / a->smem_bw;
+	double promo = s->promote > 0 ? bm * t->bn * ceil(kp / s->promote) / a->fma : 0;
+	t->tiles = s->batch * cdiv(s->M, t->bm) * cdiv(s->N, t->bn);
+	t->units = (int64_t)(a->sms / cta);
+	t->waves = cdiv(t->tiles, t->units);
+	double hbm_sm = a->hbm_bw / a->sms;
+	double bytes = (double)s->batch * ((double)s->M * s->K * sa + (double)s->N * s->K * sbw + (double)s->M * s->N * s->out_bytes);
+	double epi_t = bm * t->bn * s->out_bytes / hbm_sm;
+	t->c = (GpuCost){ .mma = t->waves * mma, .smem = t->waves * smem, .fma = t->waves * promo,
+			  .hbm = bytes / a->hbm_bw, .overlap = 1 };
+	/* Fixed: launch, the first stage's load, and the epilogue: hidden behind the next tile's
+	 * mainloop with two accumulator stages (persistent, TMEM double buffer), else once per wave. */
+	t->c.fixed = stage / hbm_sm + (t->acc_stages >= 2 ? epi_t : t->waves * epi_t);
+	t->t = gpu_cost_total(&t->c);
+	return 1;
+}
+
+/* ---- attention ---- */
+/* Keys visible to Q tile i (rows i*bm .. ) under the causal mask with P cached positions. */
+static int64_t visible(const AttnShape *s, int64_t i, int bm)
+{
+	if (!s->causal)
+		return s->T;
+	int64_t last = (i + 1) * bm < s->Sq ? (i + 1) * bm : s->Sq;
+	return s->P + last < s->T ? s->P + last : s->T;
+}
+
+/* Longest-first list scheduling of the tiles (blocks each) on `units` SMs: the makespan in
+ * blocks.  Tiles of one Q-tile index come B*qh at a time. */
+static double makespan(const AttnShape *s, int bm, int bn, int units, int64_t *ntiles)
+{
+	int64_t nq = cdiv(s->Sq, bm), copies = s->B * s->qh;
+	double *load = calloc((size_t)units, sizeof *load), worst = 0;
+	*ntiles = nq * copies;
+	if (!load)
+		return (double)cdiv(s->T, bn) * cdiv(*ntiles, units);
+	for (int64_t i = nq - 1; i >= 0; i--) {    /* longest first under the causal mask */
+		double len = (double)cdiv(visible(s, i, bm), bn);
+		for (int64_t c = 0; c < copies; c++) {
+			int best = 0;
+			for (int u = 1; u < units; u++)
+				if (load[u] < load[best])
+					best = u;
+			load[best] += len;
+			if (load[best] > worst)
+				worst = load[best];
+		}
+	}
+	free(load);
+	return worst;
+}
+
+double gpu_exp2_split(const GpuArch *a, const AttnShape *s, int poly)
+{
+	/* Per score the softmax puts one exp2 on the SFU and SOFTMAX_FMA_OPS on the FMA pipe; moving a
+	 * fraction f of the exponentials to the polynomial costs poly + EXP2_REDUCE_OPS FMA-pipe
+	 * instructions each.  The softmax time max(SFU, FMA) is what ping-pong cannot fully hide
+	 * (1 - overlap of it shows), so f balances the two pipes: sfu (1 - f) = fma0 + f fpoly; 0
+	 * when the SFU is not the slower pipe (B300's doubled MUFU: hardware.md §3.4). */
+	(void)s;
+	double sfu = 1 / a->sfu, fma0 = SOFTMAX_FMA_OPS / a->fma, fpoly = (poly + EXP2_REDUCE_OPS) / a->fma;
+	if (!a->dev->sfu.emulation || sfu <= fma0)
+		return 0;
+	double f = (sfu - fma0) / (sfu + fpoly);
+	return f > 1 ? 1 : f;
+}
+
+/* The memory-bound decode kernel (backends.md §1b "Decode attention"): split-KV across SMs,
+ * KV read once, bandwidth reached only in proportion to the SMs kept busy. */
+static void attn_decode(const GpuArch *a, const AttnShape *s, AttnTile *t)
+{
+	int64_t heads = s->B * s->kvh, blocks = cdiv(s->T, t->bn);
+	int64_t split = heads >= (int64_t)a->sms ? 1 : cdiv((int64_t)a->sms, heads);
+	if (split > blocks)
+		split = blocks;
+	t->decode = 1;
+	t->split = (int)split;
+	t->tiles = heads * split;
+	t->waves = cdiv(t->tiles, (int64_t)a->sms);
+	double busy = fmin(1.0, (double)t->tiles / a->sms);
+	double scores = (double)s->B * s->qh * s->Sq * s->T;
+	double kv = (double)s->B * s->kvh * s->T * (s->d + s->dv) * s->io_bytes;
+	double qo = (double)s->B * s->qh * s->Sq * (s->d + s->dv) * s->io_bytes;
+	double part = split > 1 ? 2.0 * split * s->B * s->qh * s->Sq * (s->dv + 1) * 4 : 0;  /* f32 partials + LSE */
+	double fsm = a->dev->peak[s->in].v / a->sms * a->eff_gemm;
+	t->c = (GpuCost){ .hbm = (kv + qo + part) / (a->hbm_bw * busy),
+			  .mma = scores * 2 * (s->d + s->dv) / (fsm * a->sms * busy),
+			  .sfu = scores / (a->sfu * a->sms * busy),
+			  .fma = scores * SOFTMAX_FMA_OPS / (a->fma * a->sms * busy),
+			  .overlap = a->overlap_attn };
+	t->c.fixed = split > 1 ? a->launch : 0;    /* the LSE combine kernel */
+	t->t = gpu_cost_total(&t->c);
+}
+
+void gpu_attn_eval(const GpuArch *a, const AttnShape *s, AttnTile *t)
+{
+	/* Decode: the query rows of one KV head (GQA packing) fill less than one 64-row MMA. */
+	if (s->Sq * (s->qh / (s->kvh ? s->kvh : 1)) < 64) {
+		attn_decode(a, s, t);
+		return;
+	}
+	double fsm = a->dev->peak[s->in].v / a->sms * a->eff_gemm, sb = gpu_elem_bytes(s->in);
+	double sc = (double)t->bm * t->bn, e = t->emu;
+	double mma = sc * 2 * (s->d + s->dv) / fsm;
+	double sfu = (1 - e) * sc / a->sfu;
+	double fma = sc * (SOFTMAX_FMA_OPS + e * (t->poly + EXP2_REDUCE_OPS)) / a->fma;
+	double smem = (t->bm * s->d + t->bn * (double)(s->d + s->dv)) * sb / a->smem_bw;
+	double blocks = makespan(s, t->bm, t->bn, (int)a->sms, &t->tiles);
+	t->waves = cdiv(t->tiles, (int64_t)a->sms);
+	double bytes = (double)s->B * (s->qh * (double)s->Sq * (s->d + s->dv) + s->kvh * (double)s->T * (s->d + s->dv)) * s->io_bytes;
+	double hbm_sm = a->hbm_bw / a->sms;
+	t->c = (GpuCost){ .mma = blocks * mma, .sfu = blocks * sfu, .fma = blocks * fma, .smem = blocks * smem,
+			  .hbm = bytes / a->hbm_bw, .overlap = a->overlap_attn };
+	/* Fixed: the first tile's Q and K/V loads and the last tile's O store at the SM's share of
+	 * HBM, and one block's softmax that nothing overlaps (the pipeline fill). */
+	t->c.fixed = ((t->bm + t->bn * 2.0) * s->d + t->bm * (double)s->dv) * s->io_bytes / hbm_sm + fmax(sfu, fma);
+	t->t = gpu_cost_total(&t->c);
+}

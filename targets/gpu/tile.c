@@ -1,0 +1,80 @@
+/* targets/gpu/tile.c: the tile search both GPU targets share: legal MMA shapes from the machine
+ * description's <mma> tables, CTA tiles built from them, each priced by gpu_gemm_eval, the
+ * fastest kept; cluster shape and the one-line reason recorded with the choice. */
+#include "targets/gpu/gpu.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* The shape row of family f for format dt (NULL: the family has no instruction for dt). */
+const MmaShape *gpu_mma_row(const MmaFamily *f, DType dt)
+{
+	for (int i = 0; f && i < f->nshapes; i++)
+		if (f->shapes[i].dtypes & (1ull << dt))
+			return &f->shapes[i];
+	return NULL;
+}
+
+/* BK: one 128-byte swizzled row of K per stage (GPU_SWIZZLE_BYTES). */
+int gpu_bk(DType dt)
+{
+	int bits = rt_dtypes[dt].bits;
+	return GPU_SWIZZLE_BYTES * 8 / (bits > 0 ? bits : 8);
+}
+
+/* Searches the tiles of family `name`, one or two CTAs per tile; best->t is the time of the best
+ * so far (start at INFINITY).  Candidates: instruction M from the row's list (on Hopper also two
+ * and four instruction rows per CTA), and every legal instruction N that is a multiple of 16
+ * (DeepGEMM's block_n range on Hopper, CUTLASS's N step at M = 128 on Blackwell). */
+int gpu_search(const GpuArch *a, const GemmShape *s, const char *name, int cta2, GemmTile *best)
+{
+	const MmaFamily *f = dev_mma(a->dev, name);
+	const MmaShape *r = gpu_mma_row(f, s->in);
+	int found = 0;
+	if (!r)
+		return 0;
+	for (int mi = r->nm - 1; mi >= 0; mi--) {
+		int ms[3] = { r->m[mi], r->m[mi] * 2, r->m[mi] * 4 }, nms = cta2 || a->tmem > 0 ? 1 : 3;
+		for (int j = nms - 1; j >= 0; j--)
+			for (int n = r->nmax; n >= r->nmin; n -= r->nstep ? r->nstep : 8) {
+				if (n % 16)
+					continue;
+				GemmTile t = { .family = f->name, .im = r->m[mi], .in = n, .ik = r->k, .bm = ms[j], .bn = n,
+					       .bk = gpu_bk(s->in), .cta2 = cta2 };
+				if (gpu_gemm_eval(a, s, &t) && t.t < best->t) {
+					*best = t;
+					found = 1;
+				}
+			}
+	}
+	return found;
+}
+
+/* Cluster and multicast (backends.md §1a): CTAs of a (cM x cN) cluster that share an N block
+ * share B; pair along M when there are M blocks to pair (2-CTA tiles always pair), else along N. */
+void gpu_cluster(const GpuArch *a, const GemmShape *s, GemmTile *t)
+{
+	int64_t mb = (s->M + t->bm - 1) / t->bm, nb = (s->N + t->bn - 1) / t->bn;
+	t->cm = t->cn = 1;
+	if (t->cta2)
+		t->cm = 2;
+	else if (a->cluster_max >= 2 && mb >= 2)
+		t->cm = 2;
+	else if (a->cluster_max >= 2 && nb >= 2)
+		t->cn = 2;
+}
+
+/* Which resource bounds tile t: "mma", "smem", "hbm", "promotion". */
+const char *gpu_bound(const GemmTile *t)
+{
+	const GpuCost *c = &t->c;
+	double m = c->mma;
+	const char *b = "mma";
+	if (c->smem > m)
+		m = c->smem, b = "smem";
+	if (c->hbm > m)
+		m = c->hbm, b = "hbm";
+	if (c->fma > m)
+		b = "promotion";
+	return b;
+}
