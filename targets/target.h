@@ -87,6 +87,11 @@ typedef struct Target {
 #include "targets/targets.def"
 #undef TARGET
 
+/* Adds the plan constant for flat parameter fv held in plan buffer `buffer` (targets/const.c):
+ * its initialiser, weight file (resolved against the model directory `dir`) or data.  Returns 0,
+ * or -1 with e set (e.g. literal data whose count does not match the buffer). */
+int tgt_add_const(Plan *p, int buffer, const FlatVal *fv, const char *dir, RtError *e);
+
 extern const Target tgt_targets[];
 extern const int tgt_ntargets;
 const Target *tgt_find(const char *name);      /* NULL if unknown */

@@ -10,14 +10,9 @@
 #include <string.h>
 
 #include "targets/machine.h"
+#include "targets/target.h"
 #include "tools/driver.h"
 
-/* The targets built so far (one row per target directory; the table moves to
- * targets/targets.def with the first hardware target). */
-static const struct { const char *name, *machine, *help; } targets[] = {
-	{"reference", "reference", "one CPU-like device, f32/f64 everywhere, no fusion: the "
-				   "numerical reference every target is checked against"},
-};
 
 int cmd_targets(int argc, char **argv)
 {
@@ -29,8 +24,9 @@ int cmd_targets(int argc, char **argv)
 		drv_error("'targets' takes no arguments");
 		return EXIT_USER;
 	}
-	for (size_t i = 0; i < sizeof targets / sizeof targets[0]; i++)
-		printf("%-12s machine %-12s %s\n", targets[i].name, targets[i].machine, targets[i].help);
+	for (int i = 0; i < tgt_ntargets; i++)
+		printf("%-12s machine %-12s %s\n", tgt_targets[i].name, tgt_targets[i].default_machine,
+		       tgt_targets[i].help);
 	return EXIT_OK;
 }
 

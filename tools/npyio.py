@@ -19,7 +19,8 @@ def write_npy(path, shape, values, dtype='<f4'):
 
 
 def read_npy(path):
-    """Returns (shape, flat list of values) of a little-endian f4/f8/i8 .npy file."""
+    """Returns (shape, flat list of values) of a little-endian f4/f8/f2/i8/i4 or bf16 (V2) .npy
+    file."""
     with open(path, 'rb') as f:
         data = f.read()
     if data[:6] != b'\x93NUMPY':
@@ -34,7 +35,7 @@ def read_npy(path):
     hdr = ast.literal_eval(data[off:off + hlen].decode('latin1'))
     if hdr['fortran_order']:
         raise ValueError('%s: Fortran order is not supported' % path)
-    codes = {'<f4': 'f', '<f8': 'd', '<i8': 'q', '<i4': 'i'}
+    codes = {'<f4': 'f', '<f8': 'd', '<i8': 'q', '<i4': 'i', '<f2': 'e', '<V2': 'H', '|V2': 'H'}
     if hdr['descr'] not in codes:
         raise ValueError('%s: dtype %s is not supported' % (path, hdr['descr']))
     shape = tuple(hdr['shape'])
@@ -43,6 +44,8 @@ def read_npy(path):
         n *= d
     code = codes[hdr['descr']]
     vals = struct.unpack_from('<%d%s' % (n, code), data, off + hlen)
+    if code == 'H':   # bf16 (aicc writes it as two raw bytes): the top half of an f32
+        vals = struct.unpack('<%df' % n, struct.pack('<%dI' % n, *(v << 16 for v in vals)))
     return shape, list(vals)
 
 

@@ -189,75 +189,6 @@ static int add_buffer(GpuLw *w, int v)
 	return w->buf[v] < 0 ? -1 : 0;
 }
 
-/* The path of a weight file, resolved against the model's directory (as the reference target). */
-static char *weight_path(const GpuLw *w, const char *path)
-{
-	const char *dir = w->in->m->dir;
-	int rel = path[0] != '/' && dir && *dir;
-	size_t n = strlen(path) + (rel ? strlen(dir) : 0) + 2;
-	char *s = malloc(n);
-	if (!s)
-		return NULL;
-	snprintf(s, n, "%s%s%s", rel ? dir : "", rel ? "/" : "", path);
-	char *abs = realpath(s, NULL);
-	if (abs) {
-		free(s);
-		return abs;
-	}
-	return s;
-}
-
-/* Inline constant data (literal or folded tensor), at most PLAN_INLINE_MAX values. */
-static int inline_const(GpuLw *w, const FlatVal *fv, PlanConst *c)
-{
-	const ParamInit *pi = fv->v->init;
-	int64_t n = plan_buffer_numel(&w->p->buffers[c->buffer]);
-	int64_t have = pi->kind == INIT_DATA ? (pi->data ? pi->data->n : 0) : pi->nlit;
-	if (have == 1 && n != 1) {
-		c->kind = PINIT_FILL;
-		c->a = pi->kind == INIT_DATA ? rt_get(pi->data, 0) : pi->lit[0];
-		return 0;
-	}
-	if (have != n || n > PLAN_INLINE_MAX)
-		return rt_errorf(w->e, RT_EUSER, "parameter '%s': %lld values for %lld elements (inline data holds at most %d)",
-				 fv->name, (long long)have, (long long)n, PLAN_INLINE_MAX);
-	c->kind = PINIT_INLINE;
-	c->nvals = n;
-	c->vals = malloc(sizeof(double) * (size_t)(n ? n : 1));
-	if (!c->vals)
-		return rt_errorf(w->e, RT_ENOMEM, "out of memory lowering constants");
-	for (int64_t i = 0; i < n; i++)
-		c->vals[i] = pi->kind == INIT_DATA ? rt_get(pi->data, i) : pi->lit[i];
-	return 0;
-}
-
-static int add_const(GpuLw *w, int v)
-{
-	const FlatVal *fv = &w->f.vals[v];
-	const ParamInit *pi = fv->v->init;
-	PlanConst c = { .buffer = w->buf[v], .seed = pi->seed, .instance = fv->instance, .a = pi->a, .b = pi->b };
-	int rc = 0;
-	switch (pi->kind) {
-	case INIT_NONE: c.kind = PINIT_UNBOUND; break;
-	case INIT_NORMAL: c.kind = PINIT_NORMAL; break;
-	case INIT_UNIFORM: c.kind = PINIT_UNIFORM; break;
-	case INIT_FILL: c.kind = PINIT_FILL; break;
-	case INIT_LITERAL:
-	case INIT_DATA: rc = inline_const(w, fv, &c); break;
-	case INIT_NPY:
-	case INIT_SAFETENSORS:
-		c.kind = pi->kind == INIT_NPY ? PINIT_NPY : PINIT_SAFETENSORS;
-		c.key = (char *)pi->key;
-		if (!(c.path = weight_path(w, pi->path)))
-			rc = rt_errorf(w->e, RT_ENOMEM, "out of memory lowering constants");
-		break;
-	}
-	if (rc == 0 && plan_add_const(w->p, &c, w->e) < 0)
-		rc = -1;
-	free(c.vals);
-	free(c.path);
-	return rc;
-}
 
 /* ---- per-kernel tiling and cost ---- */
 static double numel(const FlatVal *v)
@@ -471,7 +402,7 @@ static int lower_body(GpuLw *w)
 		if (add_buffer(w, w->f.inputs[i]) < 0)
 			return -1;
 	for (int i = 0; i < w->f.nparams; i++)
-		if (add_buffer(w, w->f.params[i]) < 0 || add_const(w, w->f.params[i]) < 0)
+		if (add_buffer(w, w->f.params[i]) < 0 || tgt_add_const(w->p, w->buf[w->f.params[i]], &w->f.vals[w->f.params[i]], w->in->m->dir, w->e) < 0)
 			return -1;
 	for (int i = 0; i < w->f.nnodes; i++) {
 		release(w, i);
