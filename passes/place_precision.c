@@ -213,7 +213,7 @@ typedef struct Choice {
 	int group[2];            /* Policy.*_group semantics */
 	double est;              /* estimated relative error of the result */
 	const char *reason;
-	char buf[160];           /* room for a composed reason */
+	char buf[320];           /* room for a composed reason */
 } Choice;
 
 typedef struct Ctx {
