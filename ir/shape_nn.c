@@ -605,5 +605,14 @@ int shape_quant(ShapeCtx *c, Node *n)
 	if (rt_dtypes[to].kind == K_BLOCK && x.rank == 0)
 		return sh_err(c, n, "block format %s needs a tensor of rank >= 1 (blocks run along the last "
 			      "axis), got %s", rt_dtype_name(to), sh_ty(c, x));
+	if (rt_attr_find(&n->attrs, "group")) {    /* scaled per group, values kept in X's dtype */
+		if (rt_dtypes[to].kind == K_BLOCK || rt_dtypes[to].kind == K_SCALE)
+			return sh_err(c, n, "group scaling is for scalar formats (i8, i4, f8e4m3, ...), not %s",
+				      rt_dtype_name(to));
+		if (rt_dtypes[x.dt].storage != S_F32)
+			return sh_err(c, n, "group scaling needs an input held in f32 (f32, bf16, f16), got %s",
+				      sh_ty(c, x));
+		return sh_set(c, n, 0, x.dt, x.rank, x.dims);
+	}
 	return sh_set(c, n, 0, to, x.rank, x.dims);
 }

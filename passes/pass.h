@@ -68,7 +68,14 @@ typedef struct MemPlan {
 	struct MemPlan *next;
 } MemPlan;
 
+struct Machine;
+
 typedef struct PassCtx {
+	/* the target, for the placement passes (set by the driver; NULL: the reference machine,
+	 * which computes in f32/f64 only) */
+	const struct Machine *machine;
+	const char *precision;      /* --precision policy (place-precision); NULL: keep the dtypes */
+	double error_budget;        /* --error-budget: relative output error allowed per node */
 	/* options */
 	unsigned remark_mask;  /* bit per category (pass_remark_category) */
 	int verify_each;
@@ -110,7 +117,7 @@ extern const PassInfo pass_table[];
 extern const int pass_count;
 
 /* The default pipeline (-O1). */
-#define PASS_DEFAULT_PIPELINE "canonicalize,fuse,plan-memory"
+#define PASS_DEFAULT_PIPELINE "canonicalize,place-precision,fuse,plan-memory"
 
 /* ---- pipeline (passes/pipeline.c) ---- */
 void pass_ctx_init(PassCtx *c);
@@ -135,7 +142,6 @@ int pass_bisect(PassCtx *c, const Node *n, const char *what);
 void pass_changed(PassCtx *c, const char *stat);
 
 /* ---- memory planning (passes/plan_memory.c) ---- */
-struct Machine;
 /* Sets c->capacity from the machine's first accelerator: its HBM, else DRAM, SRAM or VMEM. */
 void pass_capacity_from_machine(PassCtx *c, const struct Machine *mach);
 
@@ -149,6 +155,18 @@ int pass_parse_remarks(const char *list, unsigned *mask);
 void pass_remark(PassCtx *c, RemarkKind kind, const Graph *g, const Node *n, const char *fmt, ...)
 	__attribute__((format(printf, 5, 6)));
 const Remark *pass_remarks(const PassCtx *c);
+
+/* ---- layers (passes/layers.c) ---- */
+/* The entry graph's first and last layers, for rules that treat them apart (place-precision,
+ * partition).  A layer stack is a Call in the entry graph whose callee holds an F_QUANT node;
+ * the first repetition of the first stack and the last repetition of the last are peeled into
+ * graphs of their own, "<callee>.first" and "<callee>.last" (same weights: parameter inits are
+ * shared and call instances keep their numbers).  Marks (Node.aux = LAYER_FIRST / LAYER_LAST)
+ * every node of those graphs and every entry-graph node before the first stack or after the
+ * last; without stacks, the entry graph's first and last F_QUANT nodes.  Returns the number of
+ * calls peeled; shapes must be re-inferred after a peel. */
+extern const char LAYER_FIRST[], LAYER_LAST[];
+int pass_mark_layers(Module *m, PassCtx *c);
 
 /* ---- helpers shared by the passes (passes/util.c) ---- */
 /* The name of n's first output, for messages. */

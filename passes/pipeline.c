@@ -27,6 +27,7 @@ void pass_ctx_init(PassCtx *c)
 	memset(c, 0, sizeof *c);
 	c->bisect_limit = -1;
 	c->fold_limit = 1 << 16;
+	c->error_budget = 1e-2;
 	c->out = stderr;
 }
 

@@ -47,7 +47,7 @@ int pass_parse_remarks(const char *list, unsigned *mask)
 		unsigned b = pass_remark_category(t);
 		if (!b) {
 			fprintf(stderr, "aicc: error: unknown remark category '%s' "
-				"(expected canon, fusion, memory or all)\n", t);
+				"(expected canon, fusion, quant, memory or all)\n", t);
 			rc = -1;
 			break;
 		}

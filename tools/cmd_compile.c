@@ -9,6 +9,7 @@
 
 #include "frontend/frontend.h"
 #include "ir/diag.h"
+#include "targets/target.h"
 #include "tools/driver.h"
 #include "tools/pass_opts.h"
 #include "tools/plan_build.h"
@@ -37,7 +38,8 @@ static void compile_help(void)
 	       "  --target T            target of --emit plan (default: reference; see aicc targets)\n"
 	       "  --machine NAME|FILE   machine description (default: the target's)\n"
 	       "  --set key=value       override a machine field (repeatable)\n"
-	       "  --precision P         the target's precision policy (reference: f32 or f64)\n"
+	       "  --precision P         precision policy: f32 f64 bf16 fp8 mxfp8 mxfp6 mxfp4 nvfp4 int8\n"
+	       "                        w4a16 auto (place-precision, formats of --machine; reference: f32, f64)\n"
 	       "  -o FILE               output file (default: stdout)\n"
 	       "  --bind S=2048,B=1     bind dimension symbols, or replace the value of the model's\n"
 	       "                        `dim` constants of those names (repeatable)\n"
@@ -241,6 +243,11 @@ int cmd_compile(int argc, char **argv)
 	}
 	maybe_print(&o, m, "infer-shapes");
 	o.passes.ctx.print_after = o.print_after;
+	/* quant: the placement passes read the precision policy and the target machine */
+	o.passes.ctx.precision = o.precision;
+	o.passes.machine = o.machine ? o.machine : tgt_find(o.target) ? tgt_find(o.target)->default_machine : NULL;
+	o.passes.sets = o.sets;
+	o.passes.nsets = o.nsets;
 	if (!o.parse_only && pass_opts_run(&o.passes, m) > 0)
 		goto out;
 	Plan *plan = NULL;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "targets/target.h"
 #include "tools/driver.h"
 #include "tools/pass_opts.h"
 
@@ -26,7 +27,8 @@ void pass_opts_help(void)
 	       "  --time-passes         print the time spent in each pass\n"
 	       "  --opt-bisect-limit=N  apply only the first N rewrites (bisection)\n"
 	       "  --fold-limit=N        fold constants of at most N elements (default 65536)\n"
-	       "  --mem-capacity=SIZE   check activations + weights against SIZE (80GiB, 1.5e9)\n",
+	       "  --mem-capacity=SIZE   check activations + weights against SIZE (80GiB, 1.5e9)\n"
+	       "  --error-budget=E      auto: relative error allowed per node (default 1e-2)\n",
 	       PASS_DEFAULT_PIPELINE);
 }
 
@@ -105,6 +107,17 @@ int pass_opts_parse(int argc, char **argv, int *i, PassOpts *po)
 		c->fold_limit = n;
 		return 1;
 	}
+	if ((r = opt_value(argc, argv, i, "--error-budget", &v))) {
+		char *end;
+		if (r < 0)
+			return -1;
+		c->error_budget = strtod(v, &end);
+		if (end == v || *end || !(c->error_budget > 0)) {
+			drv_error("--error-budget expects a positive relative error such as 1e-2, got '%s'", v);
+			return -1;
+		}
+		return 1;
+	}
 	if ((r = opt_value(argc, argv, i, "--mem-capacity", &v))) {
 		if (r < 0)
 			return -1;
@@ -117,10 +130,28 @@ int pass_opts_parse(int argc, char **argv, int *i, PassOpts *po)
 	return 0;
 }
 
+/* Loads the machine the placement passes read; -1 (after a message) when it fails. */
+static int load_machine(PassOpts *po, TgtMachine *tm)
+{
+	RtError e = { 0 };
+	if (tgt_machine_load(po->machine ? po->machine : "reference", po->sets, po->nsets, tm, &e) < 0) {
+		drv_error("%s", e.msg);
+		return -1;
+	}
+	po->ctx.machine = tm->m;
+	return 0;
+}
+
 int pass_opts_run(PassOpts *po, Module *m)
 {
 	const char *list = po->pipeline ? po->pipeline : po->level >= 1 ? PASS_DEFAULT_PIPELINE : NULL;
+	TgtMachine tm = { 0 };
+	if (list && load_machine(po, &tm) < 0)
+		return 1;
 	int e = list ? pass_run_pipeline(m, &po->ctx, list) : 0;
+	po->ctx.machine = NULL;
+	if (list)
+		tgt_machine_free(&tm);
 	if (po->ctx.stats)
 		pass_print_stats(&po->ctx, stderr);
 	if (po->ctx.time_passes)

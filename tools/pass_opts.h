@@ -8,6 +8,11 @@
 typedef struct PassOpts {
 	const char *pipeline;   /* --passes=, or NULL: -O level decides */
 	int level;              /* -O0: no passes; -O1: PASS_DEFAULT_PIPELINE */
+	/* the machine the placement passes read (set by the subcommand before pass_opts_run; it
+	 * is loaded for the run only): --machine, else the target's default, with --set overrides */
+	const char *machine;
+	const char *const *sets;
+	int nsets;
 	PassCtx ctx;
 } PassOpts;
 

@@ -10,6 +10,8 @@
  * Specs: https://onnx.ai/onnx/operators/onnx__QuantizeLinear.html (opset 21),
  * onnx__DequantizeLinear.html, onnx__DynamicQuantizeLinear.html; numerics.md §3-§6.
  */
+#include <float.h>
+
 #include "runtime/kernels/kernels_impl.h"
 
 /* ONNX TensorProto codes of the quantized output types (output_dtype attribute). */
@@ -148,10 +150,53 @@ int rk_DynamicQuantizeLinear(const RtKernelArgs *a, RtError *e)
 	return 0;
 }
 
-/* Quantize {to=<dtype>, scale_rule=floor|rceil}: x rounded to the grid of `to`. */
+/* Scaled (fake) quantization, Quantize {to=i8|i4|f8e4m3|f8e5m2, group=G}: one symmetric scale
+ * per G consecutive elements (row-major; G = -1: the whole tensor), values returned dequantized
+ * in X's dtype.  Integers: scale = amax/(2^(b-1)-1), q = clamp(rne(x/scale)) (numerics.md §6).
+ * FP8: Transformer Engine current scaling, s = fp32(max/amax) (FLT_MAX on overflow, 1 for
+ * amax 0), q = sat_cast(x*s), out = q*fp32(1/s) (numerics.md §5). */
+static void scaled_group(DType d, DType out, const float *x, float *y, int64_t n)
+{
+	if (kn_isint(d)) {
+		rt_quantize_int(rt_dtypes[d].bits, 0, x, n, n, y, NULL, NULL, NULL);
+	} else {
+		float amax = 0, mx = rt_round(d, FLT_MAX, 1);
+		for (int64_t i = 0; i < n; i++)
+			amax = fabsf(x[i]) > amax ? fabsf(x[i]) : amax;
+		float s = amax > 0 ? mx / amax : 1.0f;
+		s = isinf(s) ? FLT_MAX : s;
+		float inv = 1.0f / s;
+		for (int64_t i = 0; i < n; i++)
+			y[i] = rt_round(d, x[i] * s, 1) * inv;
+	}
+	for (int64_t i = 0; i < n; i++)
+		y[i] = rt_round(out, y[i], 0);
+}
+
+static int quantize_scaled(const RtKernelArgs *a, DType d, int64_t group, RtError *e)
+{
+	const RtTensor *x = a->in[0];
+	if (rt_dtypes[x->dtype].storage != S_F32 || d == DT_INVALID || d == DT_BOOL ||
+	    rt_dtypes[d].kind == K_BLOCK || rt_dtypes[d].kind == K_SCALE)
+		return rt_errorf(e, RT_EUSER, "Quantize: group scaling needs an f32-held input and a scalar `to`");
+	if (rt_tensor_alloc(&a->out[0], x->dtype, x->rank, x->dims, e) < 0)
+		return -1;
+	if (group <= 0 || group > x->n)
+		group = x->n;
+	for (int64_t i = 0; i < x->n; i += group)
+		scaled_group(d, x->dtype, rt_f32(x) + i, rt_f32(&a->out[0]) + i,
+			     x->n - i < group ? x->n - i : group);
+	return 0;
+}
+
+/* Quantize {to=<dtype>, scale_rule=floor|rceil}: x rounded to the grid of `to`; with {group}
+ * scaled per group and returned dequantized (quantize_scaled). */
 int rk_Quantize(const RtKernelArgs *a, RtError *e)
 {
 	const RtTensor *x = a->in[0];
+	if (rt_attr_find(a->attrs, "group"))
+		return quantize_scaled(a, rt_dtype_lookup(rt_attr_str(a->attrs, "to", "")),
+				       rt_attr_int(a->attrs, "group", -1), e);
 	DType d = a->out[0].dtype;
 	if (d == DT_INVALID)
 		d = rt_dtype_lookup(rt_attr_str(a->attrs, "to", ""));
