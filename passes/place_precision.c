@@ -55,10 +55,14 @@ static const Policy policies[] = {
 };
 enum { NPOLICIES = (int)(sizeof policies / sizeof policies[0]) };
 
+/* The policy `name`.  A policy may carry target-specific modifiers after '+' (the GPU targets'
+ * fp8+nopromote, mxfp8+graph, fp8+128x128: docs/targets-gpu.md); this pass reads the format
+ * before the first '+'. */
 static const Policy *policy_find(const char *name)
 {
+	size_t len = strcspn(name, "+");
 	for (int i = 0; i < NPOLICIES; i++)
-		if (strcmp(policies[i].name, name) == 0)
+		if (strlen(policies[i].name) == len && strncmp(policies[i].name, name, len) == 0)
 			return &policies[i];
 	return NULL;
 }
@@ -575,7 +579,7 @@ static int setup(Ctx *x, PassCtx *c)
 	x->c = c;
 	x->dev = accelerator(c->machine);
 	x->mname = c->machine ? c->machine->name : "reference";
-	if (strcmp(c->precision, "auto") == 0)
+	if (strncmp(c->precision, "auto", 4) == 0 && (c->precision[4] == 0 || c->precision[4] == '+'))
 		return 0;
 	if (!(x->policy = policy_find(c->precision))) {
 		list_policies(names, sizeof names);
