@@ -18,7 +18,7 @@ config.substitutions.append(('%root', root))
 config.substitutions.append(('%examples', os.path.join(root, 'examples')))
 config.substitutions.append(('%python', 'python3'))
 config.environment['PATH'] = '/usr/lib/llvm-14/bin:' + os.environ.get('PATH', '')
-for var in ('ASAN_OPTIONS', 'UBSAN_OPTIONS', 'HOME', 'OPENBLAS_CORETYPE', 'OPENBLAS_L2_SIZE',
+for var in ('ASAN_OPTIONS', 'UBSAN_OPTIONS', 'LSAN_OPTIONS', 'HOME', 'OPENBLAS_CORETYPE', 'OPENBLAS_L2_SIZE',
             'OPENBLAS_NUM_THREADS'):
     if var in os.environ:
         config.environment[var] = os.environ[var]

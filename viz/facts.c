@@ -49,7 +49,7 @@ const char *viz_bound(const Plan *p, int stream, const PlanInstr *in, int *from_
 		for (size_t i = 0; i < sizeof known / sizeof *known; i++)
 			if (strcmp(s, known[i]) == 0)
 				return known[i];
-		return "other";   /* a word the target chose: see its attribute */
+		return s != buf ? s : "other";   /* a word the target chose (plan-owned) */
 	}
 	if (in->kind == PI_COPY || in->kind == PI_COLLECTIVE)
 		return in->link >= 0 ? "link" : "memory";
