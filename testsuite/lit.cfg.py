@@ -24,7 +24,7 @@ ocr_model = os.path.join(root, '.cache', 'models', 'ocr-models-1.4.2', 'package'
 if os.path.exists(ocr_model):
     config.available_features.add('ocr-model')
 config.environment['PATH'] = '/usr/lib/llvm-14/bin:' + os.environ.get('PATH', '')
-for var in ('ASAN_OPTIONS', 'UBSAN_OPTIONS', 'HOME', 'OPENBLAS_CORETYPE', 'OPENBLAS_L2_SIZE',
+for var in ('ASAN_OPTIONS', 'UBSAN_OPTIONS', 'LSAN_OPTIONS', 'HOME', 'OPENBLAS_CORETYPE', 'OPENBLAS_L2_SIZE',
             'OPENBLAS_NUM_THREADS'):
     if var in os.environ:
         config.environment[var] = os.environ[var]

@@ -13,6 +13,7 @@
 #include "tools/driver.h"
 #include "tools/pass_opts.h"
 #include "tools/plan_build.h"
+#include "tools/emit_viz.h"   /* viz: --emit dot|svg|png */
 
 typedef struct CompileOpts {
 	const char *model, *output, *emit, *target, *machine, *precision;
@@ -29,12 +30,15 @@ typedef struct CompileOpts {
 	int parse_only;              /* --parse-only: structure checks, no shape inference */
 	PassOpts passes;             /* --passes, -O, --remarks, ... (tools/pass_opts.c) */
 	const char *init_unbound;    /* --init-unbound KIND[:SCALE[:SEED]] */
+	int expand;                  /* viz: --expand draws every repeated layer */
 } CompileOpts;
 
 static void compile_help(void)
 {
 	printf("usage: aicc compile MODEL(.aig|.onnx) [options]\n"
-	       "  --emit ir|summary|plan  what to write (default: summary)\n"
+	       "  --emit ir|summary|plan|dot|svg|png  what to write (default: summary); pictures\n"
+	       "                        show the plan's placement when --target is given, else the IR\n"
+	       "  --expand              pictures: draw every instance of a repeated layer\n"
 	       "  --target T            target of --emit plan (default: reference; see aicc targets)\n"
 	       "  --machine NAME|FILE   machine description (default: the target's)\n"
 	       "  --set key=value       override a machine field (repeatable)\n"
@@ -90,7 +94,7 @@ static int parse_opts(int argc, char **argv, CompileOpts *o)
 	memset(o, 0, sizeof *o);
 	pass_opts_init(&o->passes);
 	o->emit = "summary";
-	o->target = "reference";
+	o->target = NULL;            /* viz: NULL means reference, and pictures show the IR */
 	for (int i = 1; i < argc; i++) {
 		const char *v;
 		int r;
@@ -149,6 +153,10 @@ static int parse_opts(int argc, char **argv, CompileOpts *o)
 			o->sets[o->nsets++] = v;
 			continue;
 		}
+		if (strcmp(argv[i], "--expand") == 0) {   /* viz */
+			o->expand = 1;
+			continue;
+		}
 		if (strcmp(argv[i], "--parse-only") == 0) {
 			o->parse_only = 1;
 			continue;
@@ -174,8 +182,8 @@ static int parse_opts(int argc, char **argv, CompileOpts *o)
 		drv_error("no model given (see aicc compile --help)");
 		return -1;
 	}
-	if (strcmp(o->emit, "ir") && strcmp(o->emit, "summary") && strcmp(o->emit, "plan")) {
-		drv_error("unknown --emit kind '%s' (expected ir, summary or plan)", o->emit);
+	if (strcmp(o->emit, "ir") && strcmp(o->emit, "summary") && strcmp(o->emit, "plan") && !drv_is_picture(o->emit)) {
+		drv_error("unknown --emit kind '%s' (expected ir, summary, plan, dot, svg or png)", o->emit);
 		return -1;
 	}
 	return 0;
@@ -199,7 +207,7 @@ static Plan *build(const CompileOpts *o, Module *m, const DrvBinds *db)
 {
 	char binds[4096];
 	drv_recorded_binds(m, db, binds, sizeof binds);
-	BuildOpts b = { o->model, *binds ? binds : NULL, o->target, o->machine, o->sets, o->nsets, o->precision,
+	BuildOpts b = { o->model, *binds ? binds : NULL, o->target ? o->target : "reference", o->machine, o->sets, o->nsets, o->precision,
 			o->init_unbound };
 	return drv_build_plan(m, &b);
 }
@@ -245,13 +253,15 @@ int cmd_compile(int argc, char **argv)
 	o.passes.ctx.print_after = o.print_after;
 	/* quant: the placement passes read the precision policy and the target machine */
 	o.passes.ctx.precision = o.precision;
-	o.passes.machine = o.machine ? o.machine : tgt_find(o.target) ? tgt_find(o.target)->default_machine : NULL;
+	const Target *tg = tgt_find(o.target ? o.target : "reference");
+	o.passes.machine = o.machine ? o.machine : tg ? tg->default_machine : NULL;
 	o.passes.sets = o.sets;
 	o.passes.nsets = o.nsets;
 	if (!o.parse_only && pass_opts_run(&o.passes, m) > 0)
 		goto out;
 	Plan *plan = NULL;
-	if (strcmp(o.emit, "plan") == 0 && !(plan = build(&o, m, &db)))
+	int picture = drv_is_picture(o.emit);   /* viz */
+	if ((strcmp(o.emit, "plan") == 0 || (picture && o.target)) && !(plan = build(&o, m, &db)))
 		goto out;
 	if (plan && drv_write_weights(plan, o.output) < 0) {
 		plan_free(plan);
@@ -262,7 +272,13 @@ int cmd_compile(int argc, char **argv)
 		plan_free(plan);
 		goto out;
 	}
-	if (plan)
+	if (picture) {   /* viz */
+		if (drv_emit_picture(m, plan, o.emit, o.expand, f.f) < 0) {
+			plan_free(plan);
+			out_abort(&f);
+			goto out;
+		}
+	} else if (plan)
 		plan_write(plan, f.f);
 	else if (strcmp(o.emit, "ir") == 0)
 		ir_print_module(m, f.f);

@@ -1,0 +1,120 @@
+/* viz/facts.c: what a plan records about each instruction, read the same way by the pictures and
+ * by `aicc explain`: attributes by name (operator attributes, where passes record theirs, then
+ * target attributes), the precision an instruction computes in, what bounds its time, and the
+ * call instance a flat name belongs to; plus the byte and time formats both print.  Nothing here
+ * invents a fact: a missing attribute is NULL, and the caller says "not recorded". */
+#include "viz/viz.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *viz_attr(const PlanInstr *in, const char *name, char *buf, size_t n)
+{
+	const Attr *a = rt_attr_find(&in->attrs, name);
+	if (a) {
+		switch (a->kind) {
+		case ATTR_STRING: return a->s;
+		case ATTR_INT: snprintf(buf, n, "%lld", (long long)a->i); return buf;
+		case ATTR_FLOAT: snprintf(buf, n, "%.17g", a->f); return buf;
+		default: break;   /* lists are not facts we print */
+		}
+	}
+	for (int i = 0; i < in->ntile; i++)
+		if (strcmp(in->tile[i].key, name) == 0)
+			return in->tile[i].val;
+	return NULL;
+}
+
+const char *viz_precision(const Plan *p, const PlanInstr *in, char *buf, size_t n)
+{
+	const char *s = viz_attr(in, "precision", buf, n);
+	if (s)
+		return s;
+	if (in->kind == PI_KERNEL && in->opts.mma_in != DT_INVALID && in->opts.mma_in > 0)
+		return rt_dtype_name(in->opts.mma_in);
+	int b = in->nout > 0 ? in->out[0] : -1;
+	return b >= 0 ? rt_dtype_name(p->buffers[b].dtype) : "-";
+}
+
+const char *viz_bound(const Plan *p, int stream, const PlanInstr *in, int *from_target)
+{
+	static const char *const known[] = { "compute", "memory", "overhead", "sfu", "link", "latency",
+					     "tensor", "vector", "scalar", "dma" };
+	char buf[64];
+	const char *s = viz_attr(in, "bound", buf, sizeof buf);
+	*from_target = 0;
+	if (s) {
+		*from_target = 1;
+		for (size_t i = 0; i < sizeof known / sizeof *known; i++)
+			if (strcmp(s, known[i]) == 0)
+				return known[i];
+		return s != buf ? s : "other";   /* a word the target chose (plan-owned) */
+	}
+	if (in->kind == PI_COPY || in->kind == PI_COLLECTIVE)
+		return in->link >= 0 ? "link" : "memory";
+	if (in->kind != PI_KERNEL)
+		return "-";
+	const PlanDevice *d = &p->devices[p->streams[stream].device];
+	double peak = in->opts.accum_f64 && d->peak_flops_f64 > 0 ? d->peak_flops_f64 : d->peak_flops;
+	double *bytes = calloc((size_t)p->nspaces + 1, sizeof *bytes), mem = 0;
+	if (bytes) {
+		rt_instr_bytes(p, in, bytes);
+		for (int i = 0; i < p->nspaces; i++)
+			mem = fmax(mem, bytes[i] / p->spaces[i].bandwidth);
+		free(bytes);
+	}
+	double comp = in->flops / peak;
+	if (d->overhead_s >= comp && d->overhead_s >= mem)
+		return "overhead";
+	return comp >= mem ? "compute" : "memory";
+}
+
+const char *viz_instr_name(const Plan *p, int stream, int index, char *buf, size_t n)
+{
+	const PlanInstr *in = &p->streams[stream].ins[index];
+	if (in->node)
+		return in->node;
+	snprintf(buf, n, "%s#%s.%d", in->kind == PI_COLLECTIVE ? plan_coll_names[in->coll] : plan_instr_names[in->kind],
+		 p->streams[stream].name, index);
+	return buf;
+}
+
+void viz_instance_of(const char *name, char *inst, char *callee, size_t n)
+{
+	const char *slash = strrchr(name, '/'), *hash = strchr(name, '#');
+	inst[0] = callee[0] = 0;
+	if (!slash || !hash || hash > slash)
+		return;
+	size_t li = (size_t)(slash - name), lc = (size_t)(hash - name);
+	snprintf(inst, n, "%.*s", (int)(li < n ? li : n - 1), name);
+	snprintf(callee, n, "%.*s", (int)(lc < n ? lc : n - 1), name);
+}
+
+const char *viz_bytes_str(double b, char *buf, size_t n)
+{
+	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	int u = 0;
+	while (b >= 1024 && u < 4)
+		b /= 1024, u++;
+	if (u == 0)
+		snprintf(buf, n, "%.0f B", b);
+	else
+		snprintf(buf, n, "%.*f %s", b < 10 ? 2 : b < 100 ? 1 : 0, b, unit[u]);
+	return buf;
+}
+
+const char *viz_time_str(double s, char *buf, size_t n)
+{
+	if (s < 0)
+		snprintf(buf, n, "-");
+	else if (s >= 1)
+		snprintf(buf, n, "%.3g s", s);
+	else if (s >= 1e-3)
+		snprintf(buf, n, "%.3g ms", s * 1e3);
+	else if (s >= 1e-6)
+		snprintf(buf, n, "%.3g us", s * 1e6);
+	else
+		snprintf(buf, n, "%.3g ns", s * 1e9);
+	return buf;
+}

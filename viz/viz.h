@@ -1,0 +1,107 @@
+/* viz/viz.h: pictures of graphs and plans, and the per-instruction facts `aicc explain` prints.
+ *
+ * A VizGraph is the picture's model before any drawing: nodes (operators, graph inputs and
+ * outputs, collectives) with the device they run on, their output shape and precision, the call
+ * instance they belong to ("layer#3/", as targets/flatten.c names values) and their fusion group;
+ * edges with the bytes they carry, transfers and collectives marked with their link and predicted
+ * time.  It is built from the IR (viz_from_ir: before a target, every node on one device unless
+ * annotated) or from a plan's placement (viz_from_plan).  viz_collapse folds runs of equal call
+ * instances (a `repeat N` call) into one cluster marked "x N".  viz/graph.c turns the model into
+ * a cgraph graph (one cluster per device inside a cluster per device kind, then per call
+ * instance and fusion group) and writes DOT, or lays it out and renders SVG/PNG with gvc.
+ *
+ * The facts (viz/facts.c) read what passes and targets record generically: instruction
+ * attributes `a.NAME` first, then target attributes `t.NAME`, so attributes added by later
+ * passes (precision, est_rel_err, precision_reason, placement_reason, bound) show up without a
+ * change here.  Requires ir/ir.h and runtime/interp.h; allocation failures abort (like the
+ * IR's arena), since pictures are a compiler-side tool.
+ */
+#ifndef AICC_VIZ_H
+#define AICC_VIZ_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "ir/ir.h"
+#include "runtime/interp.h"
+
+/* ---- the picture model ---- */
+typedef enum VizKind { VN_OP, VN_INPUT, VN_OUTPUT, VN_COLLECTIVE } VizKind;
+
+typedef struct VizNode {
+	char *id;            /* unique: the flat name of its first output ("layer#3/h") */
+	VizKind kind;
+	char *op;            /* "MatMul", "allreduce", the input's name ... */
+	char *shape;         /* "f32[1, 8, 768]" or NULL */
+	char *precision;     /* what it computes in: the `precision` attribute, else the dtype */
+	char *note;          /* an extra label line (collective: link and time) or NULL */
+	int device;          /* index into VizGraph.devices, or -1 (inputs, outputs) */
+	char *instance;      /* call instance "layer#3" ("" at the top level) */
+	char *callee;        /* the called graph's name ("layer"; "" at the top level) */
+	int64_t group;       /* fusion group within its instance, or -1 */
+	char *fusion;        /* the group's kind (from its anchor), or NULL */
+	int64_t count;       /* after viz_collapse: instances this node stands for (1: itself) */
+	int hidden;          /* folded into another instance by viz_collapse */
+	int rep;             /* after viz_collapse: the node drawn in its place (itself if shown) */
+} VizNode;
+
+typedef struct VizEdge {
+	int src, dst;        /* nodes */
+	int64_t bytes;       /* tensor bytes, or -1 when symbolic */
+	char *type;          /* the tensor's type when bytes is unknown, else NULL */
+	char *link;          /* transfer: the link's name, else NULL */
+	double time_s;       /* transfer: predicted seconds, or -1 */
+	int bold;            /* transfer or collective edge */
+} VizEdge;
+
+typedef struct VizDevice {
+	char *name, *kind;
+} VizDevice;
+
+typedef struct VizGraph {
+	char *title;
+	VizDevice *devs; int ndevs, cap_devs;
+	VizNode *nodes; int nnodes, cap_nodes;
+	VizEdge *edges; int nedges, cap_edges;
+	int from_plan;       /* 1: devices are the plan's placement */
+} VizGraph;
+
+void viz_free(VizGraph *g);
+/* The picture of module m's entry graph: every call expanded into instances named as
+ * targets/flatten.c names them; symbolic shapes allowed.  Returns 0, or -1 with a message on
+ * stderr (no entry graph, more than max_nodes nodes). */
+int viz_from_ir(const Module *m, VizGraph *g, int max_nodes);
+/* The picture of plan p: a node per kernel and collective on its stream's device, bold edges for
+ * transfers.  t (may be NULL) gives predicted times (rt_simulate). */
+int viz_from_plan(const Plan *p, const RtTiming *t, VizGraph *g);
+/* Folds each run of consecutive instances of one callee with equal members (operator, device,
+ * precision in order) into its first instance, marked with the run's length. */
+void viz_collapse(VizGraph *g);
+
+/* ---- drawing (viz/graph.c) ---- */
+typedef enum VizFormat { VIZ_DOT, VIZ_SVG, VIZ_PNG } VizFormat;
+/* Writes g to f as DOT text (no layout, deterministic), or laid out by dot and rendered as SVG or
+ * PNG.  Returns 0, or -1 with a message on stderr. */
+int viz_write(const VizGraph *g, VizFormat fmt, FILE *f);
+
+/* ---- facts about plan instructions (viz/facts.c) ---- */
+/* Attribute `name` of instruction in as text: a.NAME (operator attributes, where passes record
+ * theirs), then t.NAME (target attributes); NULL when not recorded.  Numbers are formatted into
+ * buf (n bytes). */
+const char *viz_attr(const PlanInstr *in, const char *name, char *buf, size_t n);
+/* The precision instruction in computes in: its `precision` attribute, else the MMA operand
+ * format, else its first output's dtype. */
+const char *viz_precision(const Plan *p, const PlanInstr *in, char *buf, size_t n);
+/* What bounds the instruction's time: the target's `bound` attribute when recorded; otherwise
+ * the largest term of the roofline (compute, memory, overhead); "link" for transfers and
+ * collectives.  *from_target tells which. */
+const char *viz_bound(const Plan *p, int stream, const PlanInstr *in, int *from_target);
+/* The display name of an instruction: its node, else "<kind>#<stream>.<index>". */
+const char *viz_instr_name(const Plan *p, int stream, int index, char *buf, size_t n);
+/* The call instance of a flat name ("layer#3/h" -> "layer#3", n bytes) and the callee ("layer"). */
+void viz_instance_of(const char *name, char *inst, char *callee, size_t n);
+/* Bytes as "1.50 MiB"; seconds as "12.3 us". */
+const char *viz_bytes_str(double bytes, char *buf, size_t n);
+const char *viz_time_str(double s, char *buf, size_t n);
+
+#endif
