@@ -1,10 +1,13 @@
 /* targets/target.c: the target table (expanded from targets/targets.def), cost-hook
  * registration, and machine descriptions (targets/machine.h) turned into plan entities: the
- * plan records, per device, the peak FLOP/s at f32 and f64, a fixed per-instruction overhead,
+ * plan records, per device, the peak FLOP/s (the dense bf16 matrix peak where the device has
+ * one, else f32: the figure reports compare achieved FLOP/s against) and at f64, a fixed
+ * per-instruction overhead,
  * and its device-wide memory spaces with capacity and bandwidth (times the machine's achievable
  * efficiency when it states one), so the runtime times plans without the XML. */
 #include "targets/target.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,7 +50,7 @@ static int describe_device(Plan *p, const Device *d, RtError *e)
 		    (!main || d->mems[i].capacity.v > main->capacity.v))
 			main = &d->mems[i];
 	PlanDevice pd = { .name = (char *)d->id, .kind = (char *)devkind_name(d->kind),
-			  .peak_flops = dev_peak(d, DT_F32), .peak_flops_f64 = dev_peak(d, DT_F64),
+			  .peak_flops = fmax(dev_peak(d, DT_BF16), dev_peak(d, DT_F32)), .peak_flops_f64 = dev_peak(d, DT_F64),
 			  .overhead_s = device_overhead(d, main), .clock_hz = d->clock.v };
 	int dev = plan_add_device(p, &pd, e);
 	if (dev < 0)

@@ -7,7 +7,8 @@
 #    and reports the max error against the reference target's output and the predicted latency.
 # 3. Times Llama-3.1-8B (examples/llama3.1-8b.aig, full size, weights unbound) for a decode step
 #    (batch 1, context 4096) and a 2048-token prefill on each target's default machine.
-# 4. Leaves plans, reports, traces and outputs under BUILD/demo/ and prints one summary table.
+# 4. Leaves plans, reports, Perfetto traces, `aicc explain` reports, SVG placement pictures and
+#    outputs under BUILD/demo/, and prints one summary table.
 set -eu
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=$(cd "${1:-$ROOT/build}" && pwd)
@@ -47,6 +48,7 @@ for t in $TARGETS; do
 		"$AICC" compile "$MODEL" --target "$t" --shape "x=$shape" --emit plan -o "$d/$name.aip"
 		"$AICC" run "$d/$name.aip" --input "x=$in" --output-dir "$d/$name" \
 			--report "$d/$name.json" --trace "$d/$name.trace.json" >"$d/$name.log"
+		"$AICC" explain "$d/$name.aip" >"$d/$name.explain.txt"
 		y=$(ls "$d/$name"/*.npy | head -n 1)
 		got=$("$PY" "$ROOT/tools/ctc-decode.py" "$y" "$KEYS")
 		ref=$(ls "$OUT/ocr-reference/$name"/*.npy | head -n 1)
@@ -65,9 +67,13 @@ for t in $TARGETS; do
 		"$AICC" run "$OUT/llama-$t-$1.aip" --timing-only --report "$OUT/llama-$t-$1.json" \
 			--trace "$OUT/llama-$t-$1.trace.json" >/dev/null
 		printf "%-12s %-28s %-14s\n" "$t" "$1 ($2)" "$(latency_ms "$OUT/llama-$t-$1.json")" >>"$TABLE"
+		"$AICC" explain "$OUT/llama-$t-$1.aip" >"$OUT/llama-$t-$1.explain.txt"
 	done
+	"$AICC" compile "$ROOT/examples/llama3.1-8b.aig" --target "$t" --bind B=1,S=1 -O1 --emit svg \
+		-o "$OUT/llama-$t.svg"
 done
 echo
 cat "$TABLE"
 echo
-echo "plans, reports, Perfetto traces and outputs: $OUT"
+echo "plans (*.aip), reports (*.json), Perfetto traces (*.trace.json), explain reports"
+echo "(*.explain.txt), placement pictures (*.svg) and outputs: $OUT"

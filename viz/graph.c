@@ -154,9 +154,139 @@ static void caption(Agraph_t *root, const VizGraph *g, const unsigned char *used
 	set(root, "label", s);
 }
 
+/* ---- deterministic object IDs ----
+ * cgraph orders subgraphs, nodes and edges by object ID when it writes a graph, and its default
+ * ID discipline uses the address of the interned name as the ID of a named object, so the DOT
+ * text would depend on the heap layout (seen: a different input path reordered clusters).  This
+ * discipline numbers objects in creation order instead: named objects get even IDs (the same
+ * name, the same ID, as cgraph requires), anonymous ones odd IDs. */
+typedef struct IdState {
+	char **names;        /* names[k] has ID 2k+2 */
+	size_t n, cap;
+	size_t *slot;        /* open-addressing table of name indices + 1 */
+	size_t nslot;
+	IDTYPE anon;         /* next odd ID */
+} IdState;
+
+static size_t id_hash(const char *s)
+{
+	size_t h = 1469598103934665603ull;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h;
+}
+
+static void *id_open(Agraph_t *g, Agdisc_t *d)
+{
+	(void)g;
+	(void)d;
+	IdState *st = calloc(1, sizeof *st);
+	if (st)
+		st->anon = 1;
+	return st;
+}
+
+/* The slot of name in the table (empty if absent). */
+static size_t *id_find(IdState *st, const char *name)
+{
+	size_t i = id_hash(name) & (st->nslot - 1);
+	while (st->slot[i] && strcmp(st->names[st->slot[i] - 1], name) != 0)
+		i = (i + 1) & (st->nslot - 1);
+	return &st->slot[i];
+}
+
+static int id_grow(IdState *st)
+{
+	size_t nslot = st->nslot ? st->nslot * 2 : 256;
+	size_t *slot = calloc(nslot, sizeof *slot);
+	char **names = realloc(st->names, nslot / 2 * sizeof *names);
+	if (!slot || !names) {
+		free(slot);
+		if (names)
+			st->names = names;
+		return -1;
+	}
+	st->names = names;
+	st->cap = nslot / 2;
+	free(st->slot);
+	st->slot = slot;
+	st->nslot = nslot;
+	for (size_t k = 0; k < st->n; k++)
+		*id_find(st, st->names[k]) = k + 1;
+	return 0;
+}
+
+static long id_map(void *state, int objtype, char *str, IDTYPE *id, int createflag)
+{
+	(void)objtype;
+	IdState *st = state;
+	if (!str) {
+		*id = st->anon;
+		st->anon += 2;
+		return 1;
+	}
+	if (st->nslot && *id_find(st, str)) {
+		*id = (IDTYPE)(*id_find(st, str) * 2);
+		return 1;
+	}
+	if (!createflag)
+		return 0;
+	if ((st->n + 1) * 2 > st->nslot && id_grow(st) < 0)
+		return 0;
+	char *copy = strdup(str);
+	if (!copy)
+		return 0;
+	st->names[st->n++] = copy;
+	*id_find(st, str) = st->n;
+	*id = (IDTYPE)(st->n * 2);
+	return 1;
+}
+
+static long id_alloc(void *state, int objtype, IDTYPE id)
+{
+	(void)state;
+	(void)objtype;
+	(void)id;
+	return 1;
+}
+
+static void id_free(void *state, int objtype, IDTYPE id)
+{
+	(void)state;
+	(void)objtype;
+	(void)id;
+}
+
+static char *id_print(void *state, int objtype, IDTYPE id)
+{
+	(void)objtype;
+	IdState *st = state;
+	return id % 2 == 0 && id / 2 >= 1 && id / 2 <= st->n ? st->names[id / 2 - 1] : NULL;
+}
+
+static void id_close(void *state)
+{
+	IdState *st = state;
+	for (size_t k = 0; k < st->n; k++)
+		free(st->names[k]);
+	free(st->names);
+	free(st->slot);
+	free(st);
+}
+
+static void id_register(void *state, int objtype, void *obj)
+{
+	(void)state;
+	(void)objtype;
+	(void)obj;
+}
+
+static Agiddisc_t id_disc = { id_open, id_map, id_alloc, id_free, id_print, id_close, id_register };
+static Agdisc_t graph_disc = { &AgMemDisc, &id_disc, &AgIoDisc };
+
 static Agraph_t *build(const VizGraph *g)
 {
-	Agraph_t *root = agopen("aicc", Agdirected, NULL);
+	Agraph_t *root = agopen("aicc", Agdirected, &graph_disc);
 	set(root, "rankdir", "TB");
 	set(root, "labelloc", "t");
 	set(root, "fontname", "Helvetica");
