@@ -27,7 +27,7 @@ for b in "$@"; do
 		if [ "$f" -ne 0 ]; then echo "FAIL: $t"; cat "$log"; else echo "ok   $t ($p)"; fi
 	done
 	echo "== golden tests ($b)"
-	python3 "$LIT" -s -v --param build="$b" -j "$(nproc)" testsuite >"$log" 2>&1
+	python3 "$LIT" -v --param build="$b" -j "$(nproc)" testsuite >"$log" 2>&1
 	sed -n '/^\*\*\*\*\*\*\*\*\*\*\*\*\*\*\*\*\*\*\*\*/,$p' "$log" | grep -vE '^(PASS|XFAIL): ' | head -n 400
 	count() { sed -n "s/^  $1 *: *\([0-9]*\)$/\1/p" "$log" | tail -n 1; }
 	p=$(( $(count Passed || true) + 0 ))
