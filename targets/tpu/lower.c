@@ -182,7 +182,11 @@ static int add_buffer(TpuLw *w, int v)
 	int64_t n = plan_buffer_numel(&tmp);
 	if (n < 0 || n > INT64_MAX / 64)
 		return rt_errorf(w->e, RT_EUSER, "value '%s' has too many elements", fv->name);
-	int64_t off = place(w, rt_dtype_bytes(dt, n), v);
+	int64_t size = rt_dtype_bytes(dt, n), off = place(w, size, v);
+	if (off + size > w->p->spaces[w->space].capacity)
+		return rt_errorf(w->e, RT_EUSER, "aicc: error: '%s' does not fit: %.4g GB of buffers live at once exceed the %.4g GB "
+				 "HBM of one %s chip (weights are held in bf16; use a larger chip)", fv->name, (double)(off + size) / 1e9,
+				 (double)w->p->spaces[w->space].capacity / 1e9, w->a.dev->name);
 	w->buf[v] = plan_add_buffer(w->p, name, w->space, off, dt, fv->rank, fv->dims, w->e);
 	return w->buf[v] < 0 ? -1 : 0;
 }
