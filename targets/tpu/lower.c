@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ALIGN 512          /* HBM allocation granule: one (8,128) f32 tile row = 512 bytes [E] */
+#define ALIGN 512          /* HBM allocation granule [E]: one 128-lane row of f32 (TPU_LANES x 4 bytes) */
 #define MAXKV 40
 /* Vector-unit operations per attention score besides the products: scale, running max,
  * subtract, exp, row sum, and the rescale of the running output (the online softmax). */
