@@ -1,0 +1,80 @@
+/* targets/tpu/cost.c: the TPU chip's numbers (tpu_arch, read only from the machine description)
+ * and the tpu target's cost hook.
+ *
+ * Each kernel records its resource times (t.mxu_us, t.vpu_us, t.vmem_us, t.hbm_us, t.fixed_us)
+ * computed by targets/tpu/tile.c and targets/tpu/lower.c; the hook recombines them as
+ * backends.md §0 prescribes, T = T_fixed + max(W/F, Q/BW_hbm, Q_on/BW_vmem), here
+ *     T = fixed + max(mxu, vpu, vmem, hbm)
+ * because the MXUs, the vector unit and the DMA engines issue from one VLIW bundle stream and
+ * HBM->VMEM copies are double-buffered against compute (hardware.md §3.5, backends.md §2a). */
+#include "targets/tpu/tpu.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const Unit *unit(const Device *d, const char *name)
+{
+	for (int i = 0; i < d->nunits; i++)
+		if (strcmp(d->units[i].name, name) == 0)
+			return &d->units[i];
+	return NULL;
+}
+
+int tpu_arch(const Device *d, TpuArch *a, RtError *e)
+{
+	memset(a, 0, sizeof *a);
+	a->dev = d;
+	const Unit *tc = unit(d, "tensorcore"), *mxu = unit(d, "mxu"), *sc = unit(d, "sparsecore");
+	const MemSpace *hbm = dev_mem_kind(d, MEM_HBM), *vm = dev_mem_kind(d, MEM_VMEM);
+	const Engine *dma = NULL;
+	for (int i = 0; i < d->nengines; i++)
+		if (strcmp(d->engines[i].kind, "dma") == 0)
+			dma = &d->engines[i];
+	const char *miss = !tc ? "units tensorcore" : !mxu || !num_has(&mxu->size) ? "units mxu (with size)"
+			   : !num_has(&mxu->latency) ? "mxu.latency" : !hbm || !num_has(&hbm->bandwidth) ? "hbm.bandwidth"
+			   : !vm || !num_has(&vm->bandwidth) ? "vmem.bandwidth" : !num_has(&d->vpeak[DT_F32]) ? "vpeak.f32"
+			   : !num_has(&d->peak[DT_BF16]) ? "peak.bf16" : !num_has(&d->clock) ? "clock" : NULL;
+	if (miss)
+		return rt_errorf(e, RT_EUSER, "aicc: error: machine device '%s' lacks %s, which the TPU cost model needs",
+				 d->id, miss);
+	a->clock = d->clock.v;
+	a->R = a->C = (int)mxu->size.v;
+	a->ncores = (int)tc->count.v;
+	a->nmxu = (int)mxu->count.v;
+	a->t0 = mxu->latency.v;
+	a->fixed = num_has(&tc->latency) ? tc->latency.v : 0;
+	a->hbm_bw = hbm->bandwidth.v * (num_has(&hbm->efficiency) ? hbm->efficiency.v : 1);
+	a->vmem_bw = vm->bandwidth.v;
+	/* VMEM is private to each TensorCore (hardware.md §3.5); a device-scope capacity is the sum. */
+	a->vmem_cap = vm->capacity.v / (vm->scope == SCOPE_DEVICE && a->ncores > 1 ? a->ncores : 1);
+	a->vpu = d->vpeak[DT_F32].v;
+	a->dma_latency = dma && num_has(&dma->latency) ? dma->latency.v : 0;
+	a->sparsecores = sc ? (int)sc->count.v : 0;
+	if (a->R <= 0 || a->nmxu <= 0 || a->ncores <= 0)
+		return rt_errorf(e, RT_EUSER, "aicc: error: machine device '%s': MXU size and counts must be positive", d->id);
+	return 0;
+}
+
+double tpu_cost_total(const TpuCost *c)
+{
+	return c->fixed + fmax(fmax(c->mxu, c->vpu), fmax(c->vmem, c->hbm));
+}
+
+static double tval(const PlanInstr *in, const char *key, double dflt)
+{
+	for (int i = 0; i < in->ntile; i++)
+		if (strcmp(in->tile[i].key, key) == 0)
+			return strtod(in->tile[i].val, NULL);
+	return dflt;
+}
+
+double tpu_cost(const Plan *p, int stream, const PlanInstr *in)
+{
+	if (in->kind != PI_KERNEL || tval(in, "fixed_us", -1) < 0)
+		return rt_cost_roofline(p, stream, in);
+	TpuCost c = { .mxu = tval(in, "mxu_us", 0), .vpu = tval(in, "vpu_us", 0), .vmem = tval(in, "vmem_us", 0),
+		      .hbm = tval(in, "hbm_us", 0), .fixed = tval(in, "fixed_us", 0) };
+	double t = tpu_cost_total(&c) * 1e-6;
+	return t >= 0 && isfinite(t) ? t : 0;
+}

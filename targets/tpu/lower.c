@@ -1,0 +1,536 @@
+/* targets/tpu/lower.c: the tpu target: a shape-inferred graph becomes a one-chip TPU plan.
+ *
+ * Calls are flattened (targets/flatten.c) and every node becomes one kernel in graph order on one
+ * stream, as XLA emits one fused program step per HLO fusion.  Float values are held in bf16 in
+ * HBM (explicit conversions keep their dtype, integers stay integers); buffers are placed first
+ * fit with reuse after their last use.  Each kernel gets its numerics and its decisions as `t.*`
+ * attributes with a reason:
+ *   - MatMul, Gemm and Conv (im2col: M = N*OH*OW, K = Cin/group*KH*KW, N = Cout/group) go to the
+ *     MXUs through targets/tpu/tile.c: weight-stationary folds, (8,128) padding reported as
+ *     t.pad_waste, double-buffered VMEM blocks; operands in the --precision format (bf16 by
+ *     default; int8, fp8 or fp4 where the machine lists a peak for it) with f32 accumulation,
+ *     which the interpreter reproduces through RtExecOpts.mma_in;
+ *   - attention runs its two products on the MXUs and the softmax on the vector unit, scores kept
+ *     in VMEM (flash-style: Q, K, V, O cross HBM once);
+ *   - embedding Gather runs on a SparseCore where the chip has them (hardware.md §3.5);
+ *   - everything else (softmax, norms, elementwise) is a vector-unit kernel in f32 (hardware.md
+ *     §3.5: "vector unit work stays FP32") on its (8,128)-padded elements at the machine's VPU
+ *     rate, bounded by HBM; nodes of a fusion group (passes/fuse.c) after the first add no
+ *     fixed cost and no HBM traffic for values the group produces itself.
+ * The precision policy is --precision bf16|int8|fp8|fp4 (docs/targets-tpu.md); a node's own
+ * `precision` attribute (the quantization pass) overrides it. */
+#include "targets/tpu/tpu.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ALIGN 512          /* HBM allocation granule [E]: one 128-lane row of f32 (TPU_LANES x 4 bytes) */
+#define MAXKV 40
+/* Vector-unit operations per attention score besides the products: scale, running max,
+ * subtract, exp, row sum, and the rescale of the running output (the online softmax). */
+#define SOFTMAX_VPU_OPS 6.0
+
+typedef struct Ann {       /* the t.* attributes of one kernel */
+	PlanKV kv[MAXKV];
+	char key[MAXKV][24], val[MAXKV][224];
+	int n;
+} Ann;
+
+typedef struct TpuLw {
+	const TgtInput *in;
+	TpuArch a;
+	DType mma;                   /* the policy's MXU operand format */
+	Plan *p;
+	Flat f;
+	int *buf, *gfirst, *glast;
+	int space, stream, sc_unit;
+	RtError *e;
+	int64_t *lo, *hi; int *owner; int nlive;
+} TpuLw;
+
+static void put(Ann *t, const char *key, const char *fmt, ...)
+{
+	if (t->n == MAXKV)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(t->val[t->n], sizeof t->val[0], fmt, ap);
+	va_end(ap);
+	snprintf(t->key[t->n], sizeof t->key[0], "%s", key);
+	t->kv[t->n] = (PlanKV){ t->key[t->n], t->val[t->n] };
+	t->n++;
+}
+
+static void put_cost(Ann *t, const TpuCost *c)
+{
+	put(t, "mxu_us", "%.4g", c->mxu * 1e6);
+	put(t, "vpu_us", "%.4g", c->vpu * 1e6);
+	put(t, "vmem_us", "%.4g", c->vmem * 1e6);
+	put(t, "hbm_us", "%.4g", c->hbm * 1e6);
+	put(t, "fixed_us", "%.4g", c->fixed * 1e6);
+	put(t, "time_us", "%.4g", tpu_cost_total(c) * 1e6);
+}
+
+/* ---- the precision policy ---- */
+static int parse_format(const char *s, DType *dt)
+{
+	static const struct { const char *name; DType dt; } f[] = {
+		{ "bf16", DT_BF16 }, { "int8", DT_I8 }, { "i8", DT_I8 }, { "fp8", DT_F8E4M3 }, { "f8e4m3", DT_F8E4M3 },
+		{ "fp4", DT_F4E2M1 }, { "f4e2m1", DT_F4E2M1 },
+	};
+	for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+		if (strcmp(s, f[i].name) == 0)
+			return *dt = f[i].dt, 0;
+	return -1;
+}
+
+static int has_format(const TpuLw *w, DType dt)
+{
+	return dev_supports(w->a.dev, dt) && num_has(&w->a.dev->peak[dt]);
+}
+
+static int parse_policy(TpuLw *w, const char *spec)
+{
+	const char *s = spec && *spec ? spec : "bf16";
+	if (parse_format(s, &w->mma) < 0)
+		return rt_errorf(w->e, RT_EUSER, "aicc: error: --precision '%s': unknown format (tpu formats: bf16 int8 fp8 fp4)", s);
+	if (!has_format(w, w->mma))
+		return rt_errorf(w->e, RT_EUSER, "aicc: error: target tpu (%s) has no %s MXU mode", w->a.dev->arch ? w->a.dev->arch : "?",
+				 rt_dtype_name(w->mma));
+	return 0;
+}
+
+/* The codec the interpreter rounds MXU operands with.  int8: symmetric per-row scale (the
+ * kernel's i8 mode, as XLA's int8 matmuls quantize per channel); fp8 and fp4 carry no scale in
+ * the sources, so the nearest scaled codecs the runtime has stand in: MXFP8 (E4M3, a power-of-
+ * two scale per 32 along K) and MXFP4 (E2M1, likewise); without a scale small activations would
+ * flush to zero. */
+static DType mma_codec(DType dt)
+{
+	return dt == DT_F8E4M3 ? DT_MXFP8 : dt == DT_F4E2M1 ? DT_MXFP4 : dt;
+}
+
+/* ---- buffers (first fit, as the reference target) ---- */
+static DType tpu_dtype(const TpuLw *w, const FlatVal *v)
+{
+	if (!rt_dtype_isfloat(v->dt))
+		return v->dt;
+	if (v->def >= 0) {
+		const Node *n = w->f.nodes[v->def].n;
+		if (n->op == OP_Cast || n->op == OP_CastLike || (ir_ops[n->op].flags & F_QOP))
+			return v->dt;
+	}
+	if (rt_dtypes[v->dt].bits < 16)
+		return v->dt;      /* already narrow (FP8 inputs): kept */
+	return v->dt == DT_F64 ? DT_F32 : DT_BF16;
+}
+
+static int64_t place(TpuLw *w, int64_t size, int owner)
+{
+	int64_t off = 0;
+	int at = 0;
+	for (; at < w->nlive; at++) {
+		if (w->lo[at] - off >= size)
+			break;
+		int64_t end = (w->hi[at] + ALIGN - 1) / ALIGN * ALIGN;
+		if (end > off)
+			off = end;
+	}
+	memmove(w->lo + at + 1, w->lo + at, sizeof *w->lo * (size_t)(w->nlive - at));
+	memmove(w->hi + at + 1, w->hi + at, sizeof *w->hi * (size_t)(w->nlive - at));
+	memmove(w->owner + at + 1, w->owner + at, sizeof *w->owner * (size_t)(w->nlive - at));
+	w->lo[at] = off, w->hi[at] = off + size, w->owner[at] = owner;
+	w->nlive++;
+	return off;
+}
+
+static void release(TpuLw *w, int i)
+{
+	int k = 0;
+	for (int j = 0; j < w->nlive; j++) {
+		const FlatVal *v = &w->f.vals[w->owner[j]];
+		if (!(v->def >= 0 && !v->is_output && (v->last < 0 ? v->def : v->last) < i))
+			w->lo[k] = w->lo[j], w->hi[k] = w->hi[j], w->owner[k++] = w->owner[j];
+	}
+	w->nlive = k;
+}
+
+static void plan_name(char *d, size_t n, const char *s)
+{
+	size_t i = 0;
+	for (; s[i] && i + 1 < n; i++)
+		d[i] = ((unsigned char)s[i] <= ' ' || (unsigned char)s[i] >= 0x7f || strchr("=,[]\"", s[i])) ? '_' : s[i];
+	d[i] = 0;
+	if (strcmp(d, "_") == 0 || !*d)
+		snprintf(d, n, "v_");
+}
+
+static int add_buffer(TpuLw *w, int v)
+{
+	const FlatVal *fv = &w->f.vals[v];
+	char name[256];
+	plan_name(name, sizeof name, fv->name);
+	if (strcmp(name, fv->name) && plan_find_buffer(w->p, name) >= 0) {
+		size_t n = strlen(name);
+		snprintf(name + (n > 200 ? 200 : n), 56, ".%d", v);
+	}
+	DType dt = tpu_dtype(w, fv);
+	PlanBuffer tmp = { .dtype = dt, .rank = fv->rank };
+	memcpy(tmp.dims, fv->dims, sizeof tmp.dims);
+	int64_t n = plan_buffer_numel(&tmp);
+	if (n < 0 || n > INT64_MAX / 64)
+		return rt_errorf(w->e, RT_EUSER, "value '%s' has too many elements", fv->name);
+	int64_t size = rt_dtype_bytes(dt, n), off = place(w, size, v);
+	if (off + size > w->p->spaces[w->space].capacity)
+		return rt_errorf(w->e, RT_EUSER, "aicc: error: '%s' does not fit: %.4g GB of buffers live at once exceed the %.4g GB "
+				 "HBM of one %s chip (weights are held in bf16; use a larger chip)", fv->name, (double)(off + size) / 1e9,
+				 (double)w->p->spaces[w->space].capacity / 1e9, w->a.dev->name);
+	w->buf[v] = plan_add_buffer(w->p, name, w->space, off, dt, fv->rank, fv->dims, w->e);
+	return w->buf[v] < 0 ? -1 : 0;
+}
+
+
+/* ---- per-kernel tiling and cost ---- */
+static double numel(const FlatVal *v)
+{
+	double n = 1;
+	for (int i = 0; i < v->rank; i++)
+		n *= (double)v->dims[i];
+	return n;
+}
+
+
+/* The MXU format of node n: its `precision` attribute when the chip has that mode, else the
+ * policy's. */
+static DType node_format(const TpuLw *w, const Node *n)
+{
+	const char *pr = rt_attr_str(&n->attrs, "precision", NULL);
+	DType dt;
+	if (pr && parse_format(pr, &dt) == 0 && has_format(w, dt))
+		return dt;
+	return w->mma;
+}
+
+static double elem_bytes(DType dt) { return rt_dtypes[dt].bits / 8.0; }
+
+/* Records the fold plan of one matrix product and returns its cost. */
+static void put_mxu(TpuLw *w, Ann *t, const MxuShape *s, const MxuPlan *m, const char *kind)
+{
+	const TpuArch *a = &w->a;
+	put(t, "kind", "%s", kind);
+	put(t, "mxu", "%dx%d x%d, weight-stationary, %s in, f32 accumulate", a->R, a->C, a->nmxu, rt_dtype_name(s->in));
+	put(t, "gemm", "%lldx%lldx%lld x%lld", (long long)s->M, (long long)s->N, (long long)s->K, (long long)s->batch);
+	put(t, "padded", "%lldx%lldx%lld", (long long)m->Mp, (long long)m->Np, (long long)m->Kp);
+	put(t, "pad_waste", "%.4f", m->pad_waste);
+	put(t, "layout", "(%d,%d) tiles of the streamed operand", m->sub, TPU_LANES);
+	put(t, "folds", "%lld (%lld row x %lld col x %lld batch)", (long long)m->folds, (long long)m->kfold, (long long)m->nfold,
+	    (long long)s->batch);
+	put(t, "stream", "%lld rows per fold, %lld M chunks, %lld items per MXU", (long long)m->T, (long long)m->mchunks,
+	    (long long)m->per_mxu);
+	put(t, "cycles", "%.0f", m->cycles);
+	put(t, "scalesim_cycles", "%.0f", m->scalesim_cycles);
+	put(t, "mxu_util", "%.4f", m->util);
+	put(t, "vmem_block", "%lldx%lldx%lld", (long long)m->bm, (long long)m->bn, (long long)m->bk);
+	put(t, "vmem", "%.0f bytes, 2 buffers per operand (HBM->VMEM DMA double-buffered)", m->vmem_bytes);
+	char why[224];
+	double fold_rows = (double)m->T / m->rate;
+	snprintf(why, sizeof why, "%s; %s", fold_rows < a->R ? "weight-load bound: each fold streams fewer rows than the R cycles its weight "
+		 "tile takes to load" : "stream bound: weight loads hide under the fold's stream",
+		 m->hbm > fmax(m->mxu, m->vmem) ? "HBM-bound overall" : m->vmem > m->mxu ? "VMEM-bound overall" : "MXU-bound overall");
+	put(t, "why", "%s", why);
+	TpuCost c = { .mxu = m->mxu, .vmem = m->vmem, .hbm = m->hbm, .fixed = m->fixed };
+	put_cost(t, &c);
+}
+
+static int gemm_kernel(TpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
+{
+	const FlatVal *A = &w->f.vals[fn->in[0]], *B = &w->f.vals[fn->in[1]], *Y = &w->f.vals[fn->out[0]];
+	if (Y->rank < 1 || A->rank < 1 || B->rank < 1)
+		return 0;
+	MxuShape s = { .in = node_format(w, fn->n), .batch = 1 };
+	s.in_bytes = s.w_bytes = elem_bytes(s.in);
+	s.out_bytes = rt_dtype_bytes(tpu_dtype(w, Y), 1);
+	s.N = Y->dims[Y->rank - 1];
+	s.M = Y->rank >= 2 ? Y->dims[Y->rank - 2] : 1;
+	int ta = fn->n->op == OP_Gemm && rt_attr_int(&fn->n->attrs, "transA", 0);
+	s.K = A->rank >= 2 && ta ? A->dims[A->rank - 2] : A->dims[A->rank - 1];
+	/* A weight operand without batch dimensions stays latched across the batch: fold the batch
+	 * into the streamed rows (one [batch*M, K] product), as XLA does for dense layers. */
+	for (int i = 0; i + 2 < Y->rank; i++)
+		s.batch *= Y->dims[i];
+	if (B->rank <= 2)
+		s.M *= s.batch, s.batch = 1;
+	MxuPlan m;
+	if (s.M == 0 || s.N == 0 || s.K == 0 || !tpu_mxu_plan(&w->a, &s, &m))
+		return 0;
+	pi->opts.mma_in = mma_codec(s.in);
+	put_mxu(w, t, &s, &m, "matmul");
+	return 1;
+}
+
+static int conv_kernel(TpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
+{
+	const FlatVal *X = &w->f.vals[fn->in[0]], *W = &w->f.vals[fn->in[1]], *Y = &w->f.vals[fn->out[0]];
+	if (Y->rank < 3 || W->rank != Y->rank || X->rank != Y->rank)
+		return 0;
+	int64_t g = rt_attr_int(&fn->n->attrs, "group", 1);
+	MxuShape s = { .in = node_format(w, fn->n), .batch = g > 0 ? g : 1 };
+	s.in_bytes = s.w_bytes = elem_bytes(s.in);
+	s.out_bytes = rt_dtype_bytes(tpu_dtype(w, Y), 1);
+	s.M = Y->dims[0], s.K = W->dims[1], s.N = W->dims[0] / s.batch;
+	for (int i = 2; i < Y->rank; i++)
+		s.M *= Y->dims[i], s.K *= W->dims[i];
+	MxuPlan m;
+	if (s.M == 0 || s.N == 0 || s.K == 0 || !tpu_mxu_plan(&w->a, &s, &m))
+		return 0;
+	pi->opts.mma_in = mma_codec(s.in);
+	put_mxu(w, t, &s, &m, "conv.im2col");
+	return 1;
+}
+
+static int attn_kernel(TpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
+{
+	const FlatVal *Q = &w->f.vals[fn->in[0]], *K = &w->f.vals[fn->in[1]], *V = &w->f.vals[fn->in[2]];
+	const Attrs *at = &fn->n->attrs;
+	int64_t B, qh, kvh, Sq, T, d, dv;
+	if (Q->rank == 4) {
+		B = Q->dims[0], qh = Q->dims[1], Sq = Q->dims[2], d = Q->dims[3];
+		kvh = K->dims[1], T = K->dims[2], dv = V->dims[3];
+	} else if (Q->rank == 3) {
+		qh = rt_attr_int(at, "q_num_heads", 1), kvh = rt_attr_int(at, "kv_num_heads", 1);
+		B = Q->dims[0], Sq = Q->dims[1], T = K->dims[1];
+		d = Q->dims[2] / (qh ? qh : 1), dv = V->dims[2] / (kvh ? kvh : 1);
+	} else
+		return 0;
+	if (fn->nin > 4 && fn->in[4] >= 0 && w->f.vals[fn->in[4]].rank == 4)
+		T += w->f.vals[fn->in[4]].dims[2];
+	if (B == 0 || qh == 0 || kvh == 0 || Sq == 0 || T == 0 || d == 0 || dv == 0)
+		return 0;
+	/* Two products per head, bf16 in: S = Q K^T (K^T stationary: K = d, N = T) and O = P V
+	 * (V stationary: K = T, N = dv); GQA shares a KV head among qh/kvh query heads, whose rows
+	 * stream through the same latched tile. */
+	int64_t grp = qh / kvh > 0 ? qh / kvh : 1;
+	MxuShape s1 = { .batch = B * kvh, .M = Sq * grp, .N = T, .K = d, .in = DT_BF16, .in_bytes = 2, .w_bytes = 2, .out_bytes = 4 };
+	MxuShape s2 = { .batch = B * kvh, .M = Sq * grp, .N = dv, .K = T, .in = DT_BF16, .in_bytes = 2, .w_bytes = 2, .out_bytes = 2 };
+	MxuPlan m1, m2;
+	if (!tpu_mxu_plan(&w->a, &s1, &m1) || !tpu_mxu_plan(&w->a, &s2, &m2))
+		return 0;
+	double scores = (double)B * qh * Sq * T;
+	double padded = (double)(m1.Mp * m1.Np) * s1.batch;
+	double bytes = ((double)B * qh * Sq * (d + dv) + (double)B * kvh * T * (d + dv)) * 2;
+	TpuCost c = { .mxu = m1.mxu + m2.mxu, .vmem = m1.vmem + m2.vmem, .hbm = bytes / w->a.hbm_bw,
+		      .vpu = padded * SOFTMAX_VPU_OPS / w->a.vpu, .fixed = w->a.fixed + w->a.dma_latency + w->a.t0 };
+	pi->opts.mma_in = DT_BF16;
+	put(t, "kind", "attention");
+	put(t, "mxu", "%dx%d x%d, QK^T then PV, bf16 in, f32 accumulate", w->a.R, w->a.C, w->a.nmxu);
+	put(t, "qk", "%lldx%lldx%lld x%lld padded %lldx%lldx%lld", (long long)s1.M, (long long)s1.N, (long long)s1.K,
+	    (long long)s1.batch, (long long)m1.Mp, (long long)m1.Np, (long long)m1.Kp);
+	put(t, "pv", "%lldx%lldx%lld x%lld padded %lldx%lldx%lld", (long long)s2.M, (long long)s2.N, (long long)s2.K,
+	    (long long)s2.batch, (long long)m2.Mp, (long long)m2.Np, (long long)m2.Kp);
+	double useful = 2 * scores * (d + dv), padmacs = 2.0 * (m1.Mp * m1.Np * m1.Kp * s1.batch + m2.Mp * m2.Np * m2.Kp * s2.batch);
+	put(t, "pad_waste", "%.4f", padmacs > 0 ? 1 - useful / padmacs : 0);
+	put(t, "softmax", "vector unit, f32, %.0f ops per padded score, scores kept in VMEM", SOFTMAX_VPU_OPS);
+	put(t, "why", "%s-bound", c.hbm >= fmax(c.mxu, c.vpu) ? "HBM" : c.vpu > c.mxu ? "vector-unit" : "MXU");
+	put_cost(t, &c);
+	return 1;
+}
+
+/* Vector-unit and memory kernels: f32 work on the (8,128)-padded elements at the VPU rate,
+ * bytes at HBM bandwidth (backends.md §0); inside a fusion group only external traffic counts. */
+static void vec_kernel(TpuLw *w, int i, PlanInstr *pi, Ann *t)
+{
+	const FlatNode *fn = &w->f.nodes[i];
+	int grp = w->gfirst[i] >= 0, lead = !grp || w->gfirst[i] == i;
+	double bytes = 0, out = 0, pout = 0;
+	for (int k = 0; k < fn->nin; k++) {
+		if (fn->in[k] < 0)
+			continue;
+		int def = w->f.vals[fn->in[k]].def;
+		if (!(grp && def >= 0 && w->gfirst[def] == w->gfirst[i]))
+			bytes += (double)w->p->buffers[w->buf[fn->in[k]]].size;
+	}
+	for (int k = 0; k < fn->nout; k++) {
+		const FlatVal *v = &w->f.vals[fn->out[k]];
+		out += numel(v);
+		pout += tpu_padded_numel(v->rank, v->dims, 32);
+		if (!grp || w->glast[w->gfirst[i]] == i || v->is_output)
+			bytes += (double)w->p->buffers[w->buf[fn->out[k]]].size;
+	}
+	TpuCost c = { 0 };
+	int gather = fn->n->op == OP_Gather && w->a.sparsecores > 0;
+	if (ir_ops[fn->n->op].flags & F_VIEW) {
+		put(t, "kind", "view");
+	} else if (gather) {
+		/* Embedding lookup on the SparseCores (hardware.md §3.5): rows move HBM to HBM by DMA;
+		 * the TensorCore does no work. */
+		pi->unit = w->sc_unit;
+		c.hbm = bytes / w->a.hbm_bw;
+		c.fixed = w->a.fixed + w->a.dma_latency;
+		put(t, "kind", "gather");
+		put(t, "unit", "sparsecore x%d", w->a.sparsecores);
+		put(t, "why", "embedding lookup: irregular row gather offloaded to the SparseCores");
+	} else {
+		double ratio = out > 0 ? pout / out : 1;
+		c.hbm = bytes / w->a.hbm_bw;
+		c.vpu = pi->flops * ratio / w->a.vpu;
+		c.fixed = lead ? w->a.fixed + w->a.dma_latency : 0;
+		put(t, "kind", "vector");
+		put(t, "unit", "vpu %dx%d f32", TPU_SUBLANES, TPU_LANES);
+		put(t, "pad_waste", "%.4f", pout > 0 ? 1 - out / pout : 0);
+		if (fn->n->op == OP_Gather)
+			put(t, "why", "no SparseCore on this chip: gather by TensorCore DMA");
+	}
+	if (grp && !lead)
+		put(t, "fused", "into %s", w->p->buffers[w->buf[w->f.nodes[w->gfirst[i]].out[0]]].name);
+	put_cost(t, &c);
+}
+
+static int add_kernel(TpuLw *w, int i)
+{
+	const FlatNode *fn = &w->f.nodes[i];
+	int ins[64], outs[64];
+	if (fn->nin > 64 || fn->nout > 64)
+		return rt_errorf(w->e, RT_EUSER, "node '%s' has more than 64 operands", w->f.vals[fn->out[0]].name);
+	PlanInstr pi;
+	plan_instr_init(&pi, PI_KERNEL);
+	pi.op = (RtOp)fn->n->op;
+	for (int k = 0; k < fn->nin; k++)
+		ins[k] = fn->in[k] >= 0 ? w->buf[fn->in[k]] : -1;
+	for (int k = 0; k < fn->nout; k++)
+		outs[k] = w->buf[fn->out[k]];
+	pi.in = ins, pi.nin = fn->nin, pi.out = outs, pi.nout = fn->nout;
+	pi.attrs = fn->n->attrs;
+	pi.opts.mma_in = DT_INVALID;
+	double fl = ir_node_flops(fn->n);
+	pi.flops = fl > 0 ? fl : 0;
+	pi.node = fn->nout ? w->p->buffers[outs[0]].name : NULL;
+	Ann t = { .n = 0 };
+	int done = 0;
+	if ((fn->n->op == OP_MatMul || fn->n->op == OP_Gemm) && fn->nin >= 2)
+		done = gemm_kernel(w, fn, &pi, &t);
+	else if (fn->n->op == OP_Conv && fn->nin >= 2)
+		done = conv_kernel(w, fn, &pi, &t);
+	else if ((ir_ops[fn->n->op].flags & F_ATTN) && fn->nin >= 3)
+		done = attn_kernel(w, fn, &pi, &t);
+	if (!done) {
+		t.n = 0;
+		pi.opts.mma_in = DT_INVALID;
+		vec_kernel(w, i, &pi, &t);
+	}
+	pi.tile = t.kv, pi.ntile = t.n;
+	return plan_add_instr(w->p, w->stream, &pi, w->e) < 0 ? -1 : 0;
+}
+
+/* First and last flat node of every fusion group (per call instance). */
+static void find_groups(TpuLw *w)
+{
+	for (int i = 0; i < w->f.nnodes; i++) {
+		const FlatNode *fn = &w->f.nodes[i];
+		int64_t g = rt_attr_int(&fn->n->attrs, "fusion_group", -1);
+		w->gfirst[i] = w->glast[i] = -1;
+		if (g < 0)
+			continue;
+		for (int j = i - 1; j >= 0 && w->gfirst[i] < 0; j--)
+			if (w->f.nodes[j].instance == fn->instance && rt_attr_int(&w->f.nodes[j].n->attrs, "fusion_group", -1) == g &&
+			    w->f.nodes[j].n->graph == fn->n->graph)
+				w->gfirst[i] = w->gfirst[j];
+		if (w->gfirst[i] < 0)
+			w->gfirst[i] = i;
+		w->glast[w->gfirst[i]] = i;
+	}
+}
+
+static int lower_body(TpuLw *w)
+{
+	for (int i = 0; i < w->f.ninputs; i++)
+		if (add_buffer(w, w->f.inputs[i]) < 0)
+			return -1;
+	for (int i = 0; i < w->f.nparams; i++)
+		if (add_buffer(w, w->f.params[i]) < 0 || tgt_add_const(w->p, w->buf[w->f.params[i]], &w->f.vals[w->f.params[i]], w->in->m->dir, w->e) < 0)
+			return -1;
+	for (int i = 0; i < w->f.nnodes; i++) {
+		release(w, i);
+		for (int k = 0; k < w->f.nodes[i].nout; k++)
+			if (add_buffer(w, w->f.nodes[i].out[k]) < 0)
+				return -1;
+	}
+	find_groups(w);
+	for (int i = 0; i < w->f.nnodes; i++)
+		if (add_kernel(w, i) < 0)
+			return -1;
+	for (int i = 0; i < w->f.ninputs; i++)
+		if (plan_add_input(w->p, w->p->buffers[w->buf[w->f.inputs[i]]].name, w->buf[w->f.inputs[i]], w->e) < 0)
+			return -1;
+	for (int i = 0; i < w->f.noutputs; i++) {
+		char name[256];
+		plan_name(name, sizeof name, w->in->g->outputs[i]->name);
+		if (plan_add_output(w->p, name, w->buf[w->f.outputs[i]], w->e) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int lower_setup(TpuLw *w)
+{
+	const TgtMachine *tm = w->in->machine;
+	const Device *d = machine_first(tm->m, DEV_TPU);
+	if (!d)
+		return rt_errorf(w->e, RT_EUSER, "aicc: error: machine '%s' has no TPU for target tpu", tm->m->name);
+	if (!dev_mma(d, "mxu"))
+		return rt_errorf(w->e, RT_EUSER, "aicc: error: machine '%s' (%s) has no mxu matrix family; target tpu needs it",
+				 tm->m->name, d->arch ? d->arch : "?");
+	if (tpu_arch(d, &w->a, w->e) < 0 || parse_policy(w, w->in->precision) < 0)
+		return -1;
+	w->p = plan_new("tpu", tm->desc->machine, tm->desc->machine_hash, w->e);
+	if (!w->p || tgt_machine_copy(tm, w->p, w->e) < 0)
+		return -1;
+	if (plan_set_source(w->p, w->in->model, w->in->binds, w->in->precision ? w->in->precision : "bf16", w->e) < 0)
+		return -1;
+	char sp[128];
+	snprintf(sp, sizeof sp, "%s.hbm", d->id);
+	if ((w->space = plan_find_space(w->p, sp)) < 0)
+		return rt_errorf(w->e, RT_EUSER, "aicc: error: machine '%s' has no HBM space '%s'", tm->m->name, sp);
+	int dev = w->p->spaces[w->space].device;
+	w->stream = plan_add_stream(w->p, "main", dev, w->e);
+	w->sc_unit = -1;
+	if (w->a.sparsecores > 0) {
+		snprintf(sp, sizeof sp, "%s.sparsecore", d->id);
+		PlanUnit u = { .name = sp, .kind = "sparsecore", .device = dev };
+		if ((w->sc_unit = plan_add_unit(w->p, &u, w->e)) < 0)
+			return -1;
+	}
+	size_t n = (size_t)w->f.nvals + 1, nn = (size_t)w->f.nnodes + 1;
+	w->buf = malloc(sizeof(int) * n);
+	w->lo = malloc(sizeof(int64_t) * n);
+	w->hi = malloc(sizeof(int64_t) * n);
+	w->owner = malloc(sizeof(int) * n);
+	w->gfirst = malloc(sizeof(int) * nn);
+	w->glast = malloc(sizeof(int) * nn);
+	if (w->stream < 0 || !w->buf || !w->lo || !w->hi || !w->owner || !w->gfirst || !w->glast)
+		return rt_errorf(w->e, RT_ENOMEM, "out of memory lowering the graph");
+	return 0;
+}
+
+Plan *tpu_lower(const TgtInput *in, RtError *e)
+{
+	TpuLw w = { .in = in, .e = e };
+	int rc = tgt_flatten(in->g, &w.f, e);
+	if (rc == 0)
+		rc = lower_setup(&w);
+	if (rc == 0)
+		rc = lower_body(&w);
+	if (rc == 0 && plan_verify(w.p, e) < 0) {
+		char msg[sizeof e->msg];
+		snprintf(msg, sizeof msg, "%s", e->msg);
+		rc = rt_errorf(e, RT_EINTERNAL, "aicc: internal error: the tpu plan fails verification: %s", msg);
+	}
+	tgt_flat_free(&w.f);
+	free(w.buf), free(w.lo), free(w.hi), free(w.owner), free(w.gfirst), free(w.glast);
+	if (rc < 0) {
+		plan_free(w.p);
+		return NULL;
+	}
+	return w.p;
+}

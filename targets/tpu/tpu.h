@@ -1,0 +1,77 @@
+/* targets/tpu/tpu.h: what the TPU target's files share: the machine numbers of one TPU chip
+ * (TpuArch, read only from the machine description), the MXU fold plan of one matrix product
+ * (targets/tpu/tile.c: weight-stationary folds, (8,128) padding, VMEM blocks) and the resource
+ * times every kernel records (targets/tpu/cost.c: the systolic closed form of backends.md §2b,
+ * the vector unit, HBM and VMEM rooflines, and the cost hook that recombines them).
+ *
+ * A kernel's time is recorded in the plan as its components (t.mxu_us, t.vpu_us, t.vmem_us,
+ * t.hbm_us, t.fixed_us); tpu_cost() returns fixed + max(mxu, vpu, vmem, hbm) (backends.md §0:
+ * the units run in parallel VLIW slots and DMA is double-buffered against compute), so the
+ * timing engine prices plans without the machine file. */
+#ifndef AICC_TARGETS_TPU_H
+#define AICC_TARGETS_TPU_H
+
+#include "targets/target.h"
+
+/* The (8,128) tiling of the last two dimensions of every TPU array (backends.md §2a,
+ * hardware.md §3.5): 8 sublanes of 32 bits by 128 lanes; narrower types pack along sublanes,
+ * (16,128) for 16 bits, (32,128) for 8 bits, (64,128) for 4 bits. */
+#define TPU_LANES 128
+#define TPU_SUBLANES 8
+
+typedef struct TpuArch {
+	const Device *dev;
+	double clock;              /* Hz */
+	int R, C;                  /* MXU rows (K) and columns (N): 128 or 256 */
+	int nmxu, ncores;          /* MXUs per chip (all TensorCores), TensorCores */
+	double t0;                 /* MXU fixed latency, seconds (fill and drain, backends.md §2b) */
+	double hbm_bw, vmem_bw;    /* achievable bytes/s */
+	double vmem_cap;           /* bytes of VMEM per TensorCore */
+	double vpu;                /* f32 FLOP/s of the vector units, whole chip */
+	double fixed;              /* seconds per program step (the TensorCore unit latency) */
+	double dma_latency;        /* seconds: the first HBM->VMEM block's issue */
+	int sparsecores;           /* SparseCore units (0: none) */
+} TpuArch;
+
+/* Reads a from TPU device d; -1 with e set when a number the model needs is missing. */
+int tpu_arch(const Device *d, TpuArch *a, RtError *e);
+
+/* One matrix product: batch x ([M, K] @ [K, N]); the right-hand operand is stationary. */
+typedef struct MxuShape {
+	int64_t batch, M, N, K;
+	DType in;                  /* MXU operand format (bf16, i8, f8e4m3, f4e2m1) */
+	double in_bytes, w_bytes, out_bytes;   /* bytes per element of A, B (in HBM) and Y */
+} MxuShape;
+
+typedef struct MxuPlan {
+	int sub;                   /* sublane tile of the streamed operand: 8 x 32/bits */
+	int64_t Mp, Np, Kp;        /* padded: M to sub, N to C, K to R */
+	int64_t kfold, nfold, folds;   /* row folds ceil(Kp/R), column folds ceil(Np/C), x batch */
+	int64_t mchunks, items, per_mxu;   /* M split across MXUs when folds < MXUs */
+	int64_t T;                 /* rows streamed per fold */
+	double rate;               /* rows per cycle per MXU relative to bf16 (2 for int8/fp8...) */
+	int64_t bm, bn, bk;        /* VMEM blocks */
+	double vmem_bytes;         /* footprint: double-buffered A, B and Y blocks + f32 accumulator */
+	double pad_waste;          /* 1 - useful MACs / padded MACs */
+	double cycles;             /* MXU cycles (TPU-level model) */
+	double scalesim_cycles;    /* SCALE-Sim v2 conservative cross-check */
+	double util;               /* useful FLOP / (MXU time x peak) */
+	double mxu, vmem, hbm, fixed, t;   /* seconds */
+} MxuPlan;
+
+/* Plans s on a: padding, folds, VMEM blocks (searched), times.  Returns 0 if no block fits. */
+int tpu_mxu_plan(const TpuArch *a, const MxuShape *s, MxuPlan *p);
+
+/* Sublane tile rows for a format of `bits` bits: 8 x 32/bits (at least 8). */
+int tpu_sublanes(int bits);
+/* Elements of an array of `rank` dims in its tiled (8,128) layout at `bits` bits per element. */
+double tpu_padded_numel(int rank, const int64_t *dims, int bits);
+
+/* ---- recorded resource times, and the cost hook ---- */
+typedef struct TpuCost {
+	double mxu, vpu, vmem, hbm, fixed;   /* seconds */
+} TpuCost;
+double tpu_cost_total(const TpuCost *c);
+double tpu_cost(const Plan *p, int stream, const PlanInstr *in);
+
+#endif
