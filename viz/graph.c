@@ -161,7 +161,8 @@ static void caption(Agraph_t *root, const VizGraph *g, const unsigned char *used
  * discipline numbers objects in creation order instead: named objects get even IDs (the same
  * name, the same ID, as cgraph requires), anonymous ones odd IDs. */
 typedef struct IdState {
-	char **names;        /* names[k] has ID 2k+2 */
+	Agraph_t *g;         /* the root graph, whose string pool holds the names */
+	char **names;        /* names[k] has ID 2k+2 (agstrdup'd: cgraph inspects their headers) */
 	size_t n, cap;
 	size_t *slot;        /* open-addressing table of name indices + 1 */
 	size_t nslot;
@@ -178,11 +179,12 @@ static size_t id_hash(const char *s)
 
 static void *id_open(Agraph_t *g, Agdisc_t *d)
 {
-	(void)g;
 	(void)d;
 	IdState *st = calloc(1, sizeof *st);
-	if (st)
+	if (st) {
+		st->g = g;
 		st->anon = 1;
+	}
 	return st;
 }
 
@@ -233,7 +235,7 @@ static long id_map(void *state, int objtype, char *str, IDTYPE *id, int createfl
 		return 0;
 	if ((st->n + 1) * 2 > st->nslot && id_grow(st) < 0)
 		return 0;
-	char *copy = strdup(str);
+	char *copy = agstrdup(st->g, str);
 	if (!copy)
 		return 0;
 	st->names[st->n++] = copy;
@@ -267,9 +269,7 @@ static char *id_print(void *state, int objtype, IDTYPE id)
 static void id_close(void *state)
 {
 	IdState *st = state;
-	for (size_t k = 0; k < st->n; k++)
-		free(st->names[k]);
-	free(st->names);
+	free(st->names);     /* the strings belong to the graph's pool, freed after this */
 	free(st->slot);
 	free(st);
 }
