@@ -53,7 +53,14 @@ static int64_t numel(const FlatVal *v)
 	return n;
 }
 
-static DType plan_dtype(const FlatVal *v) { return rt_dtype_isfloat(v->dt) ? DT_F32 : v->dt; }
+/* Plan dtype: float parameters (weights) are stored at the matmul format, as in SRAM; float
+ * activations are f32 in the plan (the interpreter's values; MXM operand rounding is mma_in). */
+static DType plan_dtype(const Lw *w, const FlatVal *v)
+{
+	if (!rt_dtype_isfloat(v->dt))
+		return v->dt;
+	return v->def < 0 && v->v && v->v->init ? w->a.mma : DT_F32;
+}
 
 /* Live ranges in cycles: from the producer's issue to the end of the last reader. */
 static void live_ranges(Lw *w)
@@ -134,7 +141,7 @@ static int64_t storage_size(const Lw *w, int v)
 	return rt_dtype_isfloat(fv->dt) ? numel(fv) * w->a.elem_bytes : rt_dtype_bytes(fv->dt, numel(fv));
 }
 
-static int64_t plan_size(const Lw *w, int v) { return rt_dtype_bytes(plan_dtype(&w->f.vals[v]), numel(&w->f.vals[v])); }
+static int64_t plan_size(const Lw *w, int v) { return rt_dtype_bytes(plan_dtype(w, &w->f.vals[v]), numel(&w->f.vals[v])); }
 
 static int add_buffers(Lw *w, int64_t *off)
 {
@@ -146,7 +153,7 @@ static int add_buffers(Lw *w, int64_t *off)
 			size_t n = strlen(name);
 			snprintf(name + (n > 200 ? 200 : n), 56, ".%d", v);
 		}
-		w->buf[v] = plan_add_buffer(w->p, name, w->space, off[v], plan_dtype(fv), fv->rank, fv->dims, w->e);
+		w->buf[v] = plan_add_buffer(w->p, name, w->space, off[v], plan_dtype(w, fv), fv->rank, fv->dims, w->e);
 		if (w->buf[v] < 0)
 			return -1;
 	}
