@@ -192,6 +192,16 @@ static int add_instr(Lw *w, int j, PlanKV *sum, int nsum)
 	kv[nkv++] = (PlanKV){ "compute", comp };
 	kv[nkv++] = (PlanKV){ "stream", strm };
 	kv[nkv++] = (PlanKV){ "vectors", vec };
+	/* what bounds it: fixed latencies, the MXM/VXM work, or streaming operands through SRAM */
+	int64_t fixed = o->dur - (o->compute > o->stream ? o->compute : o->stream);
+	const char *bound = fixed >= o->compute && fixed >= o->stream ? "latency" :
+			    o->compute >= o->stream ? "compute" : "memory";
+	kv[nkv++] = (PlanKV){ "bound", (char *)bound };
+	char why[96];
+	snprintf(why, sizeof why, "%s slice, %s hemisphere, cycles %" PRId64 "-%" PRId64 "%s",
+		 lpu_kind_names[o->kind], o->unit % LPU_HEMIS ? "west" : "east", o->cycle, o->cycle + o->dur,
+		 o->critical ? ", critical path" : "");
+	kv[nkv++] = (PlanKV){ "placement_reason", why };
 	if (o->critical)
 		kv[nkv++] = (PlanKV){ "critical", "yes" };
 	for (int k = 0; k < nsum && nkv < 48; k++)
@@ -222,6 +232,8 @@ static int summary(Lw *w, char txt[][48], PlanKV *kv)
 	int64_t len = w->s.length > 0 ? w->s.length : 1;
 	snprintf(txt[n], 48, "%" PRId64, w->s.length), kv[n] = (PlanKV){ "schedule_cycles", txt[n] }, n++;
 	snprintf(txt[n], 48, "%.9g", (double)w->s.length / w->a.clock), kv[n] = (PlanKV){ "schedule_s", txt[n] }, n++;
+	/* one step per schedule: for a decode step that is tokens/s per user */
+	snprintf(txt[n], 48, "%.6g", w->a.clock / (double)len), kv[n] = (PlanKV){ "steps_per_s", txt[n] }, n++;
 	for (int u = 0; u < LK_COUNT * LPU_HEMIS; u++)
 		snprintf(txt[n], 48, "%.4f", (double)w->s.busy[u] / (double)len), kv[n] = (PlanKV){ (char *)names[u], txt[n] }, n++;
 	snprintf(txt[n], 48, "%d", w->s.ncritical), kv[n] = (PlanKV){ "critical_ops", txt[n] }, n++;
