@@ -484,8 +484,9 @@ static int check_static(const Plan *p, const PlanStep *order, int n, RtError *e)
 				  " conflicts", p->units[u].name, busy[u], in->cycle);
 		for (int k = 0; k < in->nin && rc == 0; k++)
 			if (in->in[k] >= 0 && in->cycle < ready[in->in[k]])
-				rc = verr(p, e, in->line, "'%s' is read at cycle %" PRId64 " but ready only at cycle %"
-					  PRId64, p->buffers[in->in[k]].name, in->cycle, ready[in->in[k]]);
+				rc = verr(p, e, in->line, "'%s' is read at cycle %" PRId64 " on unit '%s' but ready only "
+					  "at cycle %" PRId64, p->buffers[in->in[k]].name, in->cycle, p->units[u].name,
+					  ready[in->in[k]]);
 		if (rc == 0) {
 			busy[u] = end;
 			for (int k = 0; k < in->nout; k++)

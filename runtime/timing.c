@@ -6,7 +6,7 @@
  * that can start earliest starts next, at max(its stream's previous end, its resource's free
  * time, the time the events it waits on were recorded); ties go to the lower stream index.  So
  * instructions overlap only where the plan allows it: different streams, different resources.
- * Static instructions (issue cycle given) start no earlier than cycle / clock.  Durations come
+ * Static instructions (issue cycle given, device clock known) start exactly at cycle / clock.  Durations come
  * from the target's cost hook (rt_cost_register) or the generic roofline of backends.md §0.
  * Also computes FLOP totals, bytes per memory space, busy time per device, unit and link, and
  * peak live bytes per space (plan_liveness over the execution order). */
@@ -133,6 +133,12 @@ static double earliest(const Sim *m, int s)
 {
 	const PlanInstr *in = &m->p->streams[s].ins[m->pc[s]];
 	double t = m->stream_t[s];
+	double clock = m->p->devices[m->p->streams[s].device].clock_hz;
+	/* A static instruction issues at its cycle: the verifier has proved its unit free and its
+	 * operands ready there, and the stream's order is only the issue order (lpu: one stream per
+	 * chip, units working in parallel). */
+	if (in->cycle >= 0 && clock > 0 && in->kind != PI_WAIT)
+		return (double)in->cycle / clock;
 	if (in->kind == PI_WAIT)
 		return m->event_t[in->event] < 0 ? INFINITY : fmax(t, m->event_t[in->event]);
 	int u, l;
@@ -141,9 +147,6 @@ static double earliest(const Sim *m, int s)
 		t = fmax(t, m->unit_t[u]);
 	if (l >= 0)
 		t = fmax(t, m->link_t[l]);
-	double clock = m->p->devices[m->p->streams[s].device].clock_hz;
-	if (in->cycle >= 0 && clock > 0)
-		t = fmax(t, (double)in->cycle / clock);
 	return t;
 }
 
@@ -164,7 +167,7 @@ static void step(Sim *m, RtTiming *tm, int s, double t)
 		m->unit_t[u] = end, tm->unit_busy_s[u] += d, tm->busy_s[p->units[u].device] += d;
 	if (l >= 0)
 		m->link_t[l] = end, tm->link_busy_s[l] += d;
-	m->stream_t[s] = end;
+	m->stream_t[s] = in->cycle >= 0 ? fmax(m->stream_t[s], end) : end;
 	tm->spans[tm->nspans++] = (RtSpan){ s, m->pc[s], u, l, t, end };
 	tm->flops += in->flops;
 	tm->dev_flops[p->streams[s].device] += in->flops;
