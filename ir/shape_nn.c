@@ -612,6 +612,9 @@ int shape_quant(ShapeCtx *c, Node *n)
 		if (rt_dtypes[x.dt].storage != S_F32)
 			return sh_err(c, n, "group scaling needs an input held in f32 (f32, bf16, f16), got %s",
 				      sh_ty(c, x));
+		const Attr *ga = rt_attr_find(&n->attrs, "group");
+		if (ga->kind != ATTR_INT || (ga->i < 1 && ga->i != -1))
+			return sh_err(c, n, "group must be an integer >= 1, or -1 for the whole tensor");
 		return sh_set(c, n, 0, x.dt, x.rank, x.dims);
 	}
 	return sh_set(c, n, 0, to, x.rank, x.dims);

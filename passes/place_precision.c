@@ -258,7 +258,7 @@ static int64_t group_len(const Node *n, int i, int g)
 		return i == 1 && numel > 0 && dim_isconst(t.dims[0]) && t.dims[0].k ? numel / t.dims[0].k : -1;
 	}
 	int ax = k_is_last(n, i) ? t.rank - 1 : t.rank - 2;
-	return dim_isconst(t.dims[ax]) ? t.dims[ax].k : -1;
+	return dim_isconst(t.dims[ax]) && t.dims[ax].k > 0 ? t.dims[ax].k : -1;
 }
 
 /* Fills ch from policy p for node n: which operands change, and the estimated error. */

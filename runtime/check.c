@@ -203,8 +203,9 @@ int rt_check(const Plan *p, const RtRunOpts *o, int per_node, RtRun *r, RtCheck 
 	a.bind = b.bind = bind;
 	a.nbind = b.nbind = nb;
 	a.keep_all = b.keep_all = per_node;
+	int ran = 0;
 	if (rc == 0)
-		rc = rt_run(p, &a, r, e);
+		ran = (rc = rt_run(p, &a, r, e)) == 0;
 	if (rc == 0 && (rc = rt_run(ref, &b, &rr, e)) < 0) {
 		char msg[sizeof e->msg];
 		snprintf(msg, sizeof msg, "%s", e->msg);
@@ -221,6 +222,8 @@ int rt_check(const Plan *p, const RtRunOpts *o, int per_node, RtRun *r, RtCheck 
 	rt_free(bind);
 	rt_run_free(ref, &rr);
 	plan_free(ref);
+	if (rc < 0 && ran)          /* the caller frees r only on success */
+		rt_run_free(p, r);
 	return rc;
 }
 

@@ -91,9 +91,14 @@ static int check_buffer(const Plan *p, const PlanBuffer *b, RtError *e)
 		return verr(p, e, b->line, "buffer '%s': size %" PRId64 " does not match %s x %" PRId64
 			    " elements = %" PRId64 " bytes", b->name, b->size, rt_dtype_name(b->dtype), n, want);
 	const PlanSpace *s = &p->spaces[b->space];
-	if (b->offset < 0 || b->offset > s->capacity || b->size > s->capacity - b->offset)
+	if (b->offset < 0 || b->offset > s->capacity || b->size > s->capacity - b->offset) {
+		if (b->offset > INT64_MAX - b->size)     /* the end does not fit an int64 */
+			return verr(p, e, b->line, "buffer '%s': bytes [%" PRId64 ", %" PRId64 " + %" PRId64 ") exceed "
+				    "space '%s' (capacity %" PRId64 ")", b->name, b->offset, b->offset, b->size, s->name,
+				    s->capacity);
 		return verr(p, e, b->line, "buffer '%s': bytes [%" PRId64 ", %" PRId64 ") exceed space '%s' "
 			    "(capacity %" PRId64 ")", b->name, b->offset, b->offset + b->size, s->name, s->capacity);
+	}
 	if (!b->format || !plan_format_known(b->format))
 		return verr(p, e, b->line, "buffer '%s': unknown format '%s'", b->name, b->format ? b->format : "");
 	return 0;

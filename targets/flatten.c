@@ -18,6 +18,10 @@ typedef struct Fx {
 	int depth;
 } Fx;
 
+/* At most this many flat nodes and call instances (a bound for `repeat N` with a huge N). */
+#define FLAT_MAX (1 << 22)
+#define FLAT_MAX_S "4194304"
+
 static int fx_err(Fx *x, Loc loc, const char *msg, const char *what)
 {
 	return rt_errorf(x->e, RT_EUSER, "%s:%d:%d: error: %s%s", loc.file ? loc.file : "<graph>",
@@ -105,6 +109,11 @@ static int expand_call(Fx *x, Node *n, int *map)
 		args[i] = n->in[i] ? map[n->in[i]->id] : -1;
 	int64_t reps = n->repeat > 0 ? n->repeat : 1;
 	for (int64_t r = 0; rc == 0 && r < reps; r++) {
+		if (x->f->nnodes >= FLAT_MAX || x->next_instance >= FLAT_MAX) {
+			rc = fx_err(x, n->loc, "the flattened graph exceeds " FLAT_MAX_S " instructions or call "
+				    "instances (repeat count too large?)", NULL);
+			break;
+		}
 		x->depth++;
 		rc = expand(x, c, args, ++x->next_instance, res);
 		x->depth--;

@@ -278,8 +278,19 @@ int cmd_compile(int argc, char **argv)
 			out_abort(&f);
 			goto out;
 		}
-	} else if (plan)
+	} else if (plan) {
+		/* record the model by absolute path: `aicc run --check` rebuilds it from any directory */
+		char *abs = plan->source.model && plan->source.model[0] != '/' ? realpath(plan->source.model, NULL) : NULL;
+		if (abs) {
+			char *bi = plan->source.binds ? strdup(plan->source.binds) : NULL;
+			char *pr = plan->source.precision ? strdup(plan->source.precision) : NULL;
+			RtError e = { 0 };
+			if (plan_set_source(plan, abs, bi, pr, &e) < 0)
+				fprintf(stderr, "%s\n", e.msg);
+			free(bi), free(pr), free(abs);
+		}
 		plan_write(plan, f.f);
+	}
 	else if (strcmp(o.emit, "ir") == 0)
 		ir_print_module(m, f.f);
 	else

@@ -108,11 +108,30 @@ static int parse_opts(int argc, char **argv, RunOpts *o)
 	return -1;
 }
 
+/* Whether the plan has an input or a constant (a parameter) named name (len n). */
+static int plan_bindable(const Plan *p, const char *name, size_t n)
+{
+	for (int i = 0; i < p->ninputs; i++)
+		if (strlen(p->inputs[i].name) == n && strncmp(p->inputs[i].name, name, n) == 0)
+			return 1;
+	for (int i = 0; i < p->nconsts; i++) {
+		const char *b = p->buffers[p->consts[i].buffer].name;
+		if (strlen(b) == n && strncmp(b, name, n) == 0)
+			return 1;
+	}
+	return 0;
+}
+
 /* Reads every --input file into tensors; bindings point into ts. */
-static int read_inputs(const RunOpts *o, RtTensor *ts, RtBinding *b)
+static int read_inputs(const RunOpts *o, const Plan *p, RtTensor *ts, RtBinding *b)
 {
 	for (int i = 0; i < o->ninputs; i++) {
 		const char *eq = strchr(o->inputs[i], '=');
+		if (!plan_bindable(p, o->inputs[i], (size_t)(eq - o->inputs[i]))) {
+			drv_error("--input %s: the plan has no input or parameter '%.*s'", o->inputs[i],
+				  (int)(eq - o->inputs[i]), o->inputs[i]);
+			return -1;
+		}
 		if (drv_read_tensor(eq + 1, &ts[i]) < 0)
 			return -1;
 		b[i].name = strndup(o->inputs[i], (size_t)(eq - o->inputs[i]));
@@ -258,7 +277,7 @@ int cmd_run(int argc, char **argv)
 	RtTensor ts[MAX_INPUTS];
 	RtBinding bind[MAX_INPUTS];
 	memset(bind, 0, sizeof bind);
-	int rc = read_inputs(&o, ts, bind) < 0 ? EXIT_USER : execute(&o, p, bind);
+	int rc = read_inputs(&o, p, ts, bind) < 0 ? EXIT_USER : execute(&o, p, bind);
 	for (int i = 0; i < o.ninputs; i++)
 		if (bind[i].name) {
 			free((char *)bind[i].name);

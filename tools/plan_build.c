@@ -24,7 +24,7 @@ int drv_binds_parse(DrvBinds *b, const char *spec)
 		char *end = NULL;
 		errno = 0;
 		long long v = eq ? strtoll(eq + 1, &end, 10) : -1;
-		if (!eq || eq == tok || !end || *end || errno || v < 0) {
+		if (!eq || eq == tok || !end || *end || errno || v < 0 || eq[1] < '0' || eq[1] > '9') {
 			drv_error("--bind expects NAME=VALUE with a non-negative integer, got '%s'", tok);
 			rc = -1;
 			break;

@@ -45,6 +45,19 @@ int out_open(OutFile *o, const char *path)
 		o->f = stdout;
 		return 0;
 	}
+	struct stat st;
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+		/* a device, FIFO or terminal (/dev/null, /dev/stdout): write to it in place; renaming a
+		 * temporary over it would replace the device node with a plain file */
+		if (!(o->f = fopen(path, "w")) || !(o->path = strdup(path))) {
+			drv_error("cannot write '%s': %s", path, strerror(errno));
+			if (o->f)
+				fclose(o->f);
+			o->f = NULL;
+			return -1;
+		}
+		return 0;
+	}
 	size_t n = strlen(path) + 16;
 	o->path = strdup(path);
 	o->tmp = malloc(n);
@@ -73,9 +86,21 @@ int out_open(OutFile *o, const char *path)
 
 int out_commit(OutFile *o)
 {
-	if (!o->tmp) {
-		fflush(stdout);
+	if (!o->tmp && !o->path) {
+		if (fflush(stdout) != 0 || ferror(stdout)) {
+			drv_error("cannot write to standard output: %s", strerror(errno));
+			return -1;
+		}
 		return 0;
+	}
+	if (!o->tmp) {           /* a device or FIFO written in place */
+		int bad = ferror(o->f);
+		bad |= fclose(o->f) != 0;
+		if (bad)
+			drv_error("cannot write '%s': %s", o->path, strerror(errno));
+		free(o->path);
+		o->path = NULL;
+		return bad ? -1 : 0;
 	}
 	int bad = ferror(o->f);
 	bad |= fclose(o->f) != 0;
@@ -93,6 +118,11 @@ int out_commit(OutFile *o)
 
 void out_abort(OutFile *o)
 {
+	if (!o->tmp && o->path) {   /* a device or FIFO written in place: nothing to remove */
+		fclose(o->f);
+		free(o->path);
+		o->path = NULL;
+	}
 	if (!o->tmp)
 		return;
 	fclose(o->f);
