@@ -64,12 +64,16 @@ static void put_cost(Ann *t, const GpuCost *c)
 	put(t, "time_us", "%.4g", gpu_cost_total(c) * 1e6);
 }
 
-/* ---- the precision policy ---- */
+/* ---- the precision policy ----
+ * The policy names the default MMA input format.  `auto` and `w4a16` are decided per node by the
+ * place-precision pass (a node's `precision` attribute wins, see node_format), so the default for
+ * the remaining contractions is bf16 (w4a16 dequantizes its 4-bit weights to bf16 operands). */
 static int parse_format(const char *s, DType *dt)
 {
 	static const struct { const char *name; DType dt; } f[] = {
 		{ "bf16", DT_BF16 }, { "f16", DT_F16 }, { "fp8", DT_F8E4M3 }, { "f8e4m3", DT_F8E4M3 },
 		{ "mxfp8", DT_MXFP8 }, { "mxfp6", DT_MXFP6 }, { "mxfp4", DT_MXFP4 }, { "nvfp4", DT_NVFP4 },
+		{ "int8", DT_I8 }, { "f32", DT_F32 }, { "auto", DT_BF16 }, { "w4a16", DT_BF16 },
 	};
 	for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
 		if (strcmp(s, f[i].name) == 0)
@@ -99,7 +103,7 @@ static int parse_policy(GpuLw *w, const char *spec)
 			p->scale = SCALE_128X128;
 		else
 			return rt_errorf(w->e, RT_EUSER, "aicc: error: --precision '%s': unknown %s '%s' (formats: bf16 f16 fp8 "
-					 "mxfp8 mxfp6 mxfp4 nvfp4; options: +graph +nopromote +tensor +1x128 +128x128)",
+					 "mxfp8 mxfp6 mxfp4 nvfp4 int8 f32 auto w4a16; options: +graph +nopromote +tensor +1x128 +128x128)",
 					 spec, first ? "format" : "option", tok);
 	}
 	if (!dev_supports(w->a.dev, p->mma) || !num_has(&w->a.dev->peak[p->mma]))
