@@ -6,10 +6,12 @@
  * nodes on the longest path from it to a graph output, so the nodes of the critical path are
  * never starved by side branches; among ready nodes of equal level, the one that frees the most
  * bytes net (inputs it reads last minus the results it creates) goes first, which keeps the live
- * set small; the remaining ties keep program order, so the result is deterministic.  Live bytes
- * are simulated for the program order and the schedule (graph inputs and results, weights
- * excluded, rt_dtype_bytes of each value, a result live from its node to its last reader, graph
- * outputs to the end); if the schedule's peak is higher, the program order is kept.  Either way
+ * set small; the remaining ties keep program order, so the result is deterministic.  A second,
+ * memory-first variant (bytes freed first, level second) replaces it when its peak is strictly
+ * lower.  Live bytes are simulated for the program order and the schedule (graph inputs and
+ * results, weights excluded, rt_dtype_bytes of each value, a result live from its node to its
+ * last reader, graph outputs to the end); if the schedule's peak is higher, the program order
+ * is kept.  Either way
  * a `schedule` remark gives both peaks and the critical path, and the node list is relinked in
  * the chosen order.  Graphs with symbolic shapes count 0 bytes for the unknown values.
  */
@@ -145,8 +147,9 @@ static void build(Sched *s)
 	}
 }
 
-/* The list schedule into order[]; uses s->left for the unscheduled reads. */
-static void list_schedule(Sched *s, Node **order)
+/* The list schedule into order[]; uses s->left for the unscheduled reads.  mem_first: the
+ * bytes freed decide first and the level breaks ties (the memory-first variant). */
+static void list_schedule(Sched *s, Node **order, int mem_first)
 {
 	unsigned char *done = calloc((size_t)s->n + 1, 1);
 	if (!done)
@@ -167,8 +170,10 @@ static void list_schedule(Sched *s, Node **order)
 			if (done[i] || s->preds[i])
 				continue;
 			int64_t net = net_freed(s, i);
-			if (pick < 0 || s->level[i] > s->level[pick] ||
-			    (s->level[i] == s->level[pick] && net > pick_net)) {
+			int by_level = pick < 0 || s->level[i] > s->level[pick] ||
+				       (s->level[i] == s->level[pick] && net > pick_net);
+			int by_mem = pick < 0 || net > pick_net || (net == pick_net && s->level[i] > s->level[pick]);
+			if (mem_first ? by_mem : by_level) {
 				pick = i;
 				pick_net = net;
 			}
@@ -228,8 +233,21 @@ static void schedule_graph(PassCtx *c, Graph *g)
 	int path = 0;
 	for (i = 0; i < s.n; i++)
 		path = s.level[i] > path ? s.level[i] : path;
-	list_schedule(&s, order);
+	list_schedule(&s, order, 0);
 	int64_t before = simulate(&s, s.node), after = simulate(&s, order);
+	Node **alt = calloc((size_t)s.n, sizeof *alt);
+	if (!alt)
+		abort();
+	build(&s);       /* the producer counts again */
+	list_schedule(&s, alt, 1);
+	int64_t alt_peak = simulate(&s, alt);
+	if (alt_peak < after) {        /* the memory-first variant wins only when strictly lower */
+		Node **t = order;
+		order = alt;
+		alt = t;
+		after = alt_peak;
+	}
+	free(alt);
 	int moved = 0;
 	for (i = 0; i < s.n; i++)
 		moved += order[i] != s.node[i];
