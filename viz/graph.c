@@ -10,7 +10,13 @@
  * tensor's bytes; transfers over a link and collectives are bold and red with the link and the
  * predicted time.  Graph inputs and outputs are ellipses outside the devices.  Nodes are named
  * n0, n1, ... in model order with their full name as tooltip, so the DOT text is deterministic
- * and small.  Both the graph and the gvc context are freed before returning. */
+ * and small.  Both the graph and the gvc context are freed before returning.
+ *
+ * cgraph's default ID discipline uses the address of each interned name as the object's ID, and
+ * agwrite emits subgraphs in ID order, so the order of the clusters in the DOT text followed the
+ * heap layout (it differed between the normal and the ASan build).  The graph is opened with an
+ * ID discipline of its own (seq_iddisc): named objects get even IDs in creation order, anonymous
+ * ones odd IDs from a counter, as the default does, so the DOT text no longer depends on malloc. */
 #include "viz/viz.h"
 
 #include <graphviz/cgraph.h>
@@ -154,9 +160,90 @@ static void caption(Agraph_t *root, const VizGraph *g, const unsigned char *used
 	set(root, "label", s);
 }
 
+/* The names seen so far; a name's ID is 2 * (its index + 1).  Names are interned with agstrdup
+ * (agwrite asks aghtmlstr about them) and go with the graph's string dictionary. */
+typedef struct SeqIds {
+	Agraph_t *g;
+	char **names;
+	long n, cap;
+	IDTYPE ctr;         /* next anonymous ID (odd) */
+} SeqIds;
+
+static void *seq_open(Agraph_t *g, Agdisc_t *d)
+{
+	(void)d;
+	SeqIds *s = calloc(1, sizeof *s);
+	if (s) {
+		s->g = g;
+		s->ctr = 1;
+	}
+	return s;
+}
+
+static long seq_map(void *state, int objtype, char *str, IDTYPE *id, int createflag)
+{
+	SeqIds *s = state;
+	(void)objtype;
+	if (!str) {
+		*id = s->ctr;
+		s->ctr += 2;
+		return 1;
+	}
+	for (long i = 0; i < s->n; i++)
+		if (strcmp(s->names[i], str) == 0) {
+			*id = (IDTYPE)(2 * (i + 1));
+			return 1;
+		}
+	if (!createflag) {
+		*id = 0;          /* as agstrbind of an unknown name: finds nothing */
+		return 1;
+	}
+	if (s->n == s->cap) {
+		long cap = s->cap ? 2 * s->cap : 64;
+		char **v = realloc(s->names, (size_t)cap * sizeof *v);
+		if (!v)
+			return 0;
+		s->names = v;
+		s->cap = cap;
+	}
+	if (!(s->names[s->n] = agstrdup(s->g, str)))
+		return 0;
+	*id = (IDTYPE)(2 * ++s->n);
+	return 1;
+}
+
+static long seq_alloc(void *state, int objtype, IDTYPE id)
+{
+	(void)state, (void)objtype, (void)id;
+	return 0;             /* explicit IDs are not used here */
+}
+
+static void seq_free(void *state, int objtype, IDTYPE id) { (void)state, (void)objtype, (void)id; }
+
+static char *seq_print(void *state, int objtype, IDTYPE id)
+{
+	SeqIds *s = state;
+	(void)objtype;
+	return id % 2 == 0 && id > 0 && (long)(id / 2) <= s->n ? s->names[id / 2 - 1] : NULL;
+}
+
+static void seq_close(void *state)
+{
+	SeqIds *s = state;
+	if (s)
+		free(s->names);
+	free(s);
+}
+
+static void seq_register(void *state, int objtype, void *obj) { (void)state, (void)objtype, (void)obj; }
+
+static Agiddisc_t seq_iddisc = { seq_open, seq_map, seq_alloc, seq_free, seq_print, seq_close, seq_register };
+
 static Agraph_t *build(const VizGraph *g)
 {
-	Agraph_t *root = agopen("aicc", Agdirected, NULL);
+	static Agdisc_t disc;
+	disc = (Agdisc_t){ &AgMemDisc, &seq_iddisc, &AgIoDisc };
+	Agraph_t *root = agopen("aicc", Agdirected, &disc);
 	set(root, "rankdir", "TB");
 	set(root, "labelloc", "t");
 	set(root, "fontname", "Helvetica");
