@@ -76,6 +76,10 @@ typedef struct PassCtx {
 	const struct Machine *machine;
 	const char *precision;      /* --precision policy (place-precision); NULL: keep the dtypes */
 	double error_budget;        /* --error-budget: relative output error allowed per node */
+	/* phases: the serving phase kv-cache builds ("prefill", "decode"; NULL: none) and, for
+	 * decode, the number of past tokens in the KV cache (--context) */
+	const char *phase;
+	int64_t context;
 	/* options */
 	unsigned remark_mask;  /* bit per category (pass_remark_category) */
 	int verify_each;
@@ -117,7 +121,7 @@ extern const PassInfo pass_table[];
 extern const int pass_count;
 
 /* The default pipeline (-O1). */
-#define PASS_DEFAULT_PIPELINE "canonicalize,place-precision,fuse,plan-memory"
+#define PASS_DEFAULT_PIPELINE "canonicalize,place-precision,fuse,schedule,plan-memory"
 
 /* ---- pipeline (passes/pipeline.c) ---- */
 void pass_ctx_init(PassCtx *c);

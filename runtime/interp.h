@@ -108,6 +108,18 @@ void rt_check_free(RtCheck *c);
 /* One JSON object (docs/plan-format.md §Report); c may be NULL.  outfiles: per output, the file
  * it was written to, or NULL.  Returns 0 or -1. */
 int rt_report_write(const Plan *p, const RtRun *r, const RtCheck *c, const char *const *outfiles, FILE *f);
+/* phases: the serving metrics of a plan compiled with --phase (PlanSource.phase), from its
+ * latency.  Prefill: TTFT = the latency, prompt tokens/s = batch * context / TTFT.  Decode:
+ * TPOT = the latency of one step, tokens/s per user = 1 / TPOT, tokens/s = batch / TPOT.
+ * batch is the plan's bound B (1 when not bound).  Returns 0, or -1 for a plan without a phase. */
+typedef struct RtPhase {
+	const char *phase;          /* "prefill" | "decode" */
+	int64_t batch, context;
+	double ttft_s, tpot_s;      /* the one of the phase; the other is 0 */
+	double tokens_per_s;        /* prefill: prompt tokens/s; decode: generated tokens/s, all users */
+	double tokens_per_s_user;   /* decode: per user; prefill: 0 */
+} RtPhase;
+int rt_phase_metrics(const Plan *p, double latency_s, RtPhase *out);
 /* Chrome trace-event JSON: one track per unit and per link.  Returns 0 or -1. */
 int rt_trace_write(const Plan *p, const RtTiming *t, FILE *f);
 

@@ -132,6 +132,7 @@ void plan_free(Plan *p)
 	rt_free(p->source.binds);
 	rt_free(p->source.precision);
 	rt_free(p->source.init);
+	rt_free(p->source.phase);
 	for (int i = 0; i < p->ndevices; i++) {
 		rt_free(p->devices[i].name);
 		rt_free(p->devices[i].kind);
@@ -192,6 +193,15 @@ int plan_set_source_init(Plan *p, const char *init, RtError *e)
 	int fail = 0;
 	rt_free(p->source.init);
 	p->source.init = dup(init, &fail);
+	return fail ? nomem(e) : 0;
+}
+
+int plan_set_source_phase(Plan *p, const char *phase, int64_t context, RtError *e)
+{
+	int fail = 0;
+	rt_free(p->source.phase);
+	p->source.phase = dup(phase, &fail);
+	p->source.context = phase ? context : 0;
 	return fail ? nomem(e) : 0;
 }
 

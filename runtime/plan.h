@@ -127,6 +127,10 @@ typedef struct PlanSource {
 	char *binds;             /* "S=4,B=1" as given to --bind, or NULL */
 	char *precision;         /* the compile's precision policy, or NULL */
 	char *init;              /* --init-unbound spec ("normal:0.02:1"), or NULL */
+	/* phases: the serving phase compiled (--phase: "prefill" | "decode"), or NULL, and the
+	 * tokens of its context (prefill: the prompt; decode: the past tokens in the KV cache) */
+	char *phase;
+	int64_t context;
 } PlanSource;
 
 #define PLAN_VEC(T, name) T *name; int n##name, cap_##name
@@ -154,6 +158,7 @@ Plan *plan_new(const char *target, const char *machine, uint64_t machine_hash, R
 void plan_free(Plan *p);
 int plan_set_source(Plan *p, const char *model, const char *binds, const char *precision, RtError *e);
 int plan_set_source_init(Plan *p, const char *init, RtError *e);      /* NULL clears it */
+int plan_set_source_phase(Plan *p, const char *phase, int64_t context, RtError *e);  /* NULL clears */
 int plan_add_device(Plan *p, const PlanDevice *d, RtError *e);        /* strings copied */
 int plan_add_space(Plan *p, const PlanSpace *s, RtError *e);
 int plan_add_unit(Plan *p, const PlanUnit *u, RtError *e);

@@ -857,9 +857,18 @@ static int rd_header_line(Rd *r, const char *kw)
 		return fail(r, "field 'init' expects a quoted string");
 	if ((t = field(r, "precision")) && !name_ok(prec = t->val))
 		return fail(r, "bad precision '%.40s'", t->val);
+	const char *phase = NULL;
+	int64_t context = 0;
+	if ((t = field(r, "phase")) && strcmp(phase = t->val, "prefill") && strcmp(phase, "decode"))
+		return fail(r, "bad phase '%.40s' (expected prefill or decode)", t->val);
+	if (phase && req_i64(r, "context", &context) < 0)
+		return -1;
+	if (phase && context < 1)
+		return fail(r, "phase needs context=N (N >= 1)");
 	if (check_fields(r) < 0)
 		return -1;
-	if (plan_set_source(r->p, model, binds, prec, r->e) < 0 || plan_set_source_init(r->p, init, r->e) < 0)
+	if (plan_set_source(r->p, model, binds, prec, r->e) < 0 || plan_set_source_init(r->p, init, r->e) < 0 ||
+	    plan_set_source_phase(r->p, phase, context, r->e) < 0)
 		return oom(r);
 	return 0;
 }

@@ -230,7 +230,7 @@ static void put_header(FILE *f, const Plan *p)
 {
 	fprintf(f, "aicc-plan %d\ntarget %s\nmachine %s hash=%016" PRIx64 "\n", PLAN_VERSION,
 		p->target, p->machine, p->machine_hash);
-	if (p->source.model || p->source.binds || p->source.precision || p->source.init) {
+	if (p->source.model || p->source.binds || p->source.precision || p->source.init || p->source.phase) {
 		fputs("source", f);
 		if (p->source.model)
 			fputs(" model=", f), put_str(f, p->source.model);
@@ -240,6 +240,8 @@ static void put_header(FILE *f, const Plan *p)
 			fputs(" init=", f), put_str(f, p->source.init);
 		if (p->source.precision)
 			fprintf(f, " precision=%s", p->source.precision);
+		if (p->source.phase)
+			fprintf(f, " phase=%s context=%lld", p->source.phase, (long long)p->source.context);
 		fputc('\n', f);
 	}
 }

@@ -1,12 +1,15 @@
 /* runtime/report.c: the JSON report of a run (docs/plan-format.md §Report), written with
  * jansson: target, machine, latency, FLOP, bytes per memory space, per-device busy time and peak
  * memory per space, outputs (name, shape, dtype, file) and, after --check, the comparison per
- * output and the first node out of tolerance.  Deterministic: keys in a fixed order. */
+ * output and the first node out of tolerance; for a plan of a serving phase (--phase) its TTFT
+ * or TPOT and tokens/s.  Deterministic: keys in a fixed order. */
 #include "runtime/interp.h"
 
 #include <inttypes.h>
 #include <jansson.h>
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 static json_t *num(double v) { return isfinite(v) ? json_real(v) : json_null(); }
 
@@ -63,6 +66,55 @@ static json_t *check_json(const RtCheck *c)
 	return o;
 }
 
+/* The value of symbol `name` in a bind list "B=2,S=1,L=2" (0 when absent). */
+static int64_t bound(const char *binds, const char *name)
+{
+	size_t n = strlen(name);
+	for (const char *s = binds; s && *s; s = strchr(s, ',') ? strchr(s, ',') + 1 : NULL)
+		if (strncmp(s, name, n) == 0 && s[n] == '=')
+			return strtoll(s + n + 1, NULL, 10);
+	return 0;
+}
+
+int rt_phase_metrics(const Plan *p, double latency_s, RtPhase *out)
+{
+	memset(out, 0, sizeof *out);
+	if (!p->source.phase)
+		return -1;
+	out->phase = p->source.phase;
+	out->batch = bound(p->source.binds, "B");
+	out->batch = out->batch > 0 ? out->batch : 1;
+	out->context = p->source.context;
+	double l = latency_s > 0 ? latency_s : 0;
+	if (strcmp(out->phase, "decode") == 0) {
+		out->tpot_s = l;
+		out->tokens_per_s_user = l > 0 ? 1 / l : 0;
+		out->tokens_per_s = l > 0 ? (double)out->batch / l : 0;
+	} else {
+		out->ttft_s = l;
+		out->tokens_per_s = l > 0 ? (double)out->batch * (double)out->context / l : 0;
+	}
+	return 0;
+}
+
+static json_t *phase_json(const RtPhase *ph)
+{
+	json_t *o = json_object();
+	int decode = strcmp(ph->phase, "decode") == 0;
+	json_object_set_new(o, "name", json_string(ph->phase));
+	json_object_set_new(o, "batch", json_integer(ph->batch));
+	json_object_set_new(o, "context", json_integer(ph->context));
+	if (decode) {
+		json_object_set_new(o, "tpot_s", num(ph->tpot_s));
+		json_object_set_new(o, "tokens_per_s_per_user", num(ph->tokens_per_s_user));
+		json_object_set_new(o, "tokens_per_s", num(ph->tokens_per_s));
+	} else {
+		json_object_set_new(o, "ttft_s", num(ph->ttft_s));
+		json_object_set_new(o, "prompt_tokens_per_s", num(ph->tokens_per_s));
+	}
+	return o;
+}
+
 int rt_report_write(const Plan *p, const RtRun *r, const RtCheck *c, const char *const *outfiles, FILE *f)
 {
 	const RtTiming *t = &r->timing;
@@ -91,6 +143,9 @@ int rt_report_write(const Plan *p, const RtRun *r, const RtCheck *c, const char 
 	json_object_set_new(o, "outputs", outs);
 	if (c)
 		json_object_set_new(o, "check", check_json(c));
+	RtPhase ph;
+	if (rt_phase_metrics(p, t->latency_s, &ph) == 0)
+		json_object_set_new(o, "phase", phase_json(&ph));
 	int rc = json_dumpf(o, f, JSON_PRESERVE_ORDER | JSON_INDENT(2) | JSON_REAL_PRECISION(10));
 	fputc('\n', f);
 	json_decref(o);

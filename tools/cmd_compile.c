@@ -31,6 +31,11 @@ typedef struct CompileOpts {
 	PassOpts passes;             /* --passes, -O, --remarks, ... (tools/pass_opts.c) */
 	const char *init_unbound;    /* --init-unbound KIND[:SCALE[:SEED]] */
 	int expand;                  /* viz: --expand draws every repeated layer */
+	/* phases: --phase prefill|decode, --batch B, --context S (bound as B and S; decode binds
+	 * S=1 and caches S past tokens) */
+	const char *phase;
+	long long batch, context;
+	char phase_binds[2][48];
 } CompileOpts;
 
 static void compile_help(void)
@@ -55,6 +60,11 @@ static void compile_help(void)
 	       "  --const x=FILE        make input x a constant holding FILE's tensor (.npy, or .pb:\n"
 	       "                        an ONNX TensorProto), for inputs that determine shapes\n"
 	       "                        (a Reshape shape, Slice starts, TopK k...); repeatable\n"
+	       "  --phase prefill|decode  an LLM serving phase with its KV cache as graph inputs and\n"
+	       "                        outputs (pass kv-cache): prefill of --context tokens, or one\n"
+	       "                        decode step with --context past tokens; binds B and S\n"
+	       "  --batch B             phases: sequences (default 1)\n"
+	       "  --context S           phases: prompt length (prefill) or past tokens (decode)\n"
 	       "  --print-after PASS    print the IR to stderr after PASS (verify, infer-shapes)\n"
 	       "  --print-after-all     print the IR after every pass\n"
 	       "  --parse-only          parse and verify the structure only (no shape inference),\n"
@@ -87,6 +97,37 @@ static int emit_summary(Module *m, FILE *f)
 	fputc('\n', f);
 	json_decref(o);
 	return rc;
+}
+
+/* phases: --phase binds B=--batch and S (prefill: --context; decode: 1 new token), after the
+ * --bind options so that they win, and tells the kv-cache pass the phase and the past length. */
+static int phase_opts(CompileOpts *o)
+{
+	if (!o->phase) {
+		if (o->batch || o->context)
+			drv_error("--batch and --context go with --phase prefill|decode");
+		return o->batch || o->context ? -1 : 0;
+	}
+	int decode = strcmp(o->phase, "decode") == 0;
+	if (!decode && strcmp(o->phase, "prefill")) {
+		drv_error("unknown --phase '%s' (expected prefill or decode)", o->phase);
+		return -1;
+	}
+	if (!o->context) {
+		drv_error("--phase %s needs --context S (%s)", o->phase, decode ? "past tokens" : "prompt tokens");
+		return -1;
+	}
+	if (o->nbinds > 62) {
+		drv_error("too many --bind options");
+		return -1;
+	}
+	snprintf(o->phase_binds[0], sizeof o->phase_binds[0], "B=%lld", o->batch ? o->batch : 1);
+	snprintf(o->phase_binds[1], sizeof o->phase_binds[1], "S=%lld", decode ? 1 : o->context);
+	o->binds[o->nbinds++] = o->phase_binds[0];
+	o->binds[o->nbinds++] = o->phase_binds[1];
+	o->passes.ctx.phase = o->phase;
+	o->passes.ctx.context = decode ? o->context : 0;
+	return 0;
 }
 
 static int parse_opts(int argc, char **argv, CompileOpts *o)
@@ -153,6 +194,22 @@ static int parse_opts(int argc, char **argv, CompileOpts *o)
 			o->sets[o->nsets++] = v;
 			continue;
 		}
+		if ((r = opt_value(argc, argv, &i, "--phase", &o->phase))) {   /* phases */
+			if (r < 0)
+				return -1;
+			continue;
+		}
+		if ((r = opt_value(argc, argv, &i, "--batch", &v)) || (r = opt_value(argc, argv, &i, "--context", &v))) {
+			char *end;
+			long long n = r > 0 ? strtoll(v, &end, 10) : 0;
+			if (r < 0 || end == v || *end || n < 1) {
+				if (r > 0)
+					drv_error("%s expects a positive integer, got '%s'", argv[i - 1], v);
+				return -1;
+			}
+			*(strcmp(argv[i - 1], "--batch") == 0 ? &o->batch : &o->context) = n;
+			continue;
+		}
 		if (strcmp(argv[i], "--expand") == 0) {   /* viz */
 			o->expand = 1;
 			continue;
@@ -186,7 +243,7 @@ static int parse_opts(int argc, char **argv, CompileOpts *o)
 		drv_error("unknown --emit kind '%s' (expected ir, summary, plan, dot, svg or png)", o->emit);
 		return -1;
 	}
-	return 0;
+	return phase_opts(o);
 }
 
 /* After failed shape inference: names the inputs whose values it needed and how to give them. */
@@ -209,7 +266,14 @@ static Plan *build(const CompileOpts *o, Module *m, const DrvBinds *db)
 	drv_recorded_binds(m, db, binds, sizeof binds);
 	BuildOpts b = { o->model, *binds ? binds : NULL, o->target ? o->target : "reference", o->machine, o->sets, o->nsets, o->precision,
 			o->init_unbound };
-	return drv_build_plan(m, &b);
+	Plan *p = drv_build_plan(m, &b);
+	RtError e = { 0 };
+	if (p && o->phase && plan_set_source_phase(p, o->phase, o->context, &e) < 0) {   /* phases */
+		fprintf(stderr, "%s\n", e.msg);
+		plan_free(p);
+		return NULL;
+	}
+	return p;
 }
 
 int cmd_compile(int argc, char **argv)

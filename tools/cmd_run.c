@@ -193,6 +193,14 @@ static void summary(const Plan *p, const RtRun *r, const RtCheck *c, char **file
 	char a[64], b[64], d[64], f[64];
 	printf("plan %s: target %s, machine %s\n", p->file, p->target, p->machine);
 	printf("latency        %s\n", seconds(t->latency_s, a, sizeof a));
+	RtPhase ph;     /* phases: TTFT of a prefill plan, TPOT of a decode step */
+	if (rt_phase_metrics(p, t->latency_s, &ph) == 0 && ph.tpot_s > 0)
+		printf("TPOT           %s (decode, batch %lld, %lld past tokens): %.4g tokens/s per user, %.4g tokens/s\n",
+		       seconds(ph.tpot_s, a, sizeof a), (long long)ph.batch, (long long)ph.context, ph.tokens_per_s_user,
+		       ph.tokens_per_s);
+	else if (ph.phase && ph.ttft_s > 0)
+		printf("TTFT           %s (prefill, batch %lld, %lld prompt tokens): %.4g prompt tokens/s\n",
+		       seconds(ph.ttft_s, a, sizeof a), (long long)ph.batch, (long long)ph.context, ph.tokens_per_s);
 	for (int i = 0; i < p->ndevices; i++) {
 		double ach = t->latency_s > 0 ? t->dev_flops[i] / t->latency_s : 0;
 		printf("compute        %s in %s busy on %s: %s/s achieved, %.2f%% of peak %s/s\n",

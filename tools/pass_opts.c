@@ -145,6 +145,11 @@ static int load_machine(PassOpts *po, TgtMachine *tm)
 int pass_opts_run(PassOpts *po, Module *m)
 {
 	const char *list = po->pipeline ? po->pipeline : po->level >= 1 ? PASS_DEFAULT_PIPELINE : NULL;
+	char phased[1024];
+	if (po->ctx.phase) {     /* phases: --phase runs kv-cache first */
+		snprintf(phased, sizeof phased, "kv-cache%s%s", list ? "," : "", list ? list : "");
+		list = phased;
+	}
 	TgtMachine tm = { 0 };
 	if (list && load_machine(po, &tm) < 0)
 		return 1;

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "frontend/frontend.h"
+#include "passes/pass.h"
 #include "runtime/npy.h"
 #include "targets/target.h"
 #include "tools/driver.h"
@@ -329,6 +330,21 @@ Plan *drv_build_plan(Module *m, const BuildOpts *o)
 	return p;
 }
 
+/* phases: a plan of a serving phase is checked against the same phase of the model: the
+ * kv-cache pass (only) runs again with the recorded phase and context. */
+static int rebuild_phase(const Plan *p, Module *m)
+{
+	if (!p->source.phase)
+		return 0;
+	PassCtx c;
+	pass_ctx_init(&c);
+	c.phase = p->source.phase;
+	c.context = p->source.context;
+	int e = pass_run_pipeline(m, &c, "kv-cache");
+	pass_ctx_free(&c);
+	return e;
+}
+
 /* The --check hook: the reference plan of the graph p was compiled from. */
 static Plan *rebuild_reference(const Plan *p, const char *precision, RtError *e)
 {
@@ -347,7 +363,7 @@ static Plan *rebuild_reference(const Plan *p, const char *precision, RtError *e)
 	Plan *ref = NULL;
 	if (p->source.init && drv_init_unbound(m, p->source.init) < 0)
 		rt_errorf(e, RT_EUSER, "--check: the plan's init spec '%s' is malformed", p->source.init);
-	else if (ir_verify(m) > 0 || ir_infer_shapes(m) > 0)
+	else if (ir_verify(m) > 0 || ir_infer_shapes(m) > 0 || rebuild_phase(p, m) > 0)
 		rt_errorf(e, RT_EUSER, "--check: '%s' no longer verifies", p->source.model);
 	else {
 		BuildOpts o = { p->source.model, p->source.binds, "reference", NULL, NULL, 0, precision, p->source.init };
