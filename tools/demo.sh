@@ -6,7 +6,8 @@
 #    bundled rendered strings (testsuite/ocr/*.in.npy), decodes the text (tools/ctc-decode.py)
 #    and reports the max error against the reference target's output and the predicted latency.
 # 3. Times Llama-3.1-8B (examples/llama3.1-8b.aig, full size, weights unbound) for a decode step
-#    (batch 1, context 4096) and a 2048-token prefill on each target's default machine.
+#    (batch 1, KV cache of 4096 tokens: TPOT) and a 2048-token prefill (TTFT) on each target's
+#    default machine.
 # 4. Leaves plans, reports, Perfetto traces, `aicc explain` reports, SVG placement pictures and
 #    outputs under BUILD/demo/, and prints one summary table.
 set -eu
@@ -35,6 +36,14 @@ latency_ms() {
 	"$PY" -c 'import json,sys; print("%.4g" % (json.load(open(sys.argv[1]))["latency_s"] * 1e3))' "$1"
 }
 
+# "TTFT 106.2 ms" or "TPOT 7.08 ms, 141 tokens/s per user" from a report's phase object
+phase_metric() {
+	"$PY" -c 'import json,sys
+p = json.load(open(sys.argv[1])).get("phase") or {}
+if "ttft_s" in p: print("TTFT %.4g ms" % (p["ttft_s"] * 1e3))
+elif "tpot_s" in p: print("TPOT %.4g ms, %.4g tokens/s per user" % (p["tpot_s"] * 1e3, p["tokens_per_s_per_user"]))' "$1"
+}
+
 TABLE=$OUT/summary.txt
 printf "%-12s %-14s %-14s %-12s %-12s\n" target string decoded "max err" "latency ms" >"$TABLE"
 echo "== PP-OCRv4 on every target"
@@ -58,20 +67,22 @@ for t in $TARGETS; do
 done
 
 echo "== Llama-3.1-8B, full size, timing only"
-printf "\n%-12s %-28s %-14s\n" target "llama3.1-8b step" "latency ms" >>"$TABLE"
+printf "\n%-12s %-28s %-14s %s\n" target "llama3.1-8b, batch 1" "latency ms" "TTFT / TPOT" >>"$TABLE"
 for t in $TARGETS; do
-	for phase in "decode B=1,S=1" "prefill B=1,S=2048"; do
+	for phase in "decode 4096" "prefill 2048"; do
 		set -- $phase
-		if ! "$AICC" compile "$ROOT/examples/llama3.1-8b.aig" --target "$t" --bind "$2" --emit plan \
+		if ! "$AICC" compile "$ROOT/examples/llama3.1-8b.aig" --target "$t" --phase "$1" --batch 1 \
+			--context "$2" --emit plan \
 			-o "$OUT/llama-$t-$1.aip" 2>"$OUT/llama-$t-$1.err"; then
 			# a model that does not fit the target's default machine is a result, not a failure
 			why=$(grep -m1 'error:' "$OUT/llama-$t-$1.err" | sed 's/.*error: //' | cut -c1-90)
-			printf "%-12s %-28s %s\n" "$t" "$1 ($2)" "not compiled: $why" >>"$TABLE"
+			printf "%-12s %-28s %s\n" "$t" "$1 (context $2)" "not compiled: $why" >>"$TABLE"
 			continue
 		fi
 		"$AICC" run "$OUT/llama-$t-$1.aip" --timing-only --report "$OUT/llama-$t-$1.json" \
 			--trace "$OUT/llama-$t-$1.trace.json" >/dev/null
-		printf "%-12s %-28s %-14s\n" "$t" "$1 ($2)" "$(latency_ms "$OUT/llama-$t-$1.json")" >>"$TABLE"
+		printf "%-12s %-28s %-14s %s\n" "$t" "$1 (context $2)" "$(latency_ms "$OUT/llama-$t-$1.json")" \
+			"$(phase_metric "$OUT/llama-$t-$1.json")" >>"$TABLE"
 		"$AICC" explain "$OUT/llama-$t-$1.aip" >"$OUT/llama-$t-$1.explain.txt"
 	done
 	"$AICC" compile "$ROOT/examples/llama3.1-8b.aig" --target "$t" --bind B=1,S=1 -O1 --emit svg \
