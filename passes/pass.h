@@ -76,6 +76,9 @@ typedef struct PassCtx {
 	const struct Machine *machine;
 	const char *precision;      /* --precision policy (place-precision); NULL: keep the dtypes */
 	double error_budget;        /* --error-budget: relative output error allowed per node */
+	/* partition (passes/partition.c) */
+	int tp;                     /* --tp N: tensor-parallel group size (0 or 1: none) */
+	int pp;                     /* --pp N: pipeline stages (0: the fewest that fit memory) */
 	/* options */
 	unsigned remark_mask;  /* bit per category (pass_remark_category) */
 	int verify_each;
