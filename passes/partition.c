@@ -463,13 +463,24 @@ static void transfers(Part *p)
 
 /* ---- memory ---- */
 
+/* The device index of n: from the placement, or for a node made after it (a Transfer) from
+ * its annotation. */
+static int devof_node(Part *p, const Node *n)
+{
+	if (n->id < p->nids)
+		return p->devof[n->id];
+	const char *d = n->annot.device;
+	size_t l = strlen(p->dev->id);
+	return d && strncmp(d, p->dev->id, l) == 0 ? atoi(d + l) : 0;
+}
+
 static int check_memory(Part *p, int ndev)
 {
 	int64_t *w = calloc((size_t)ndev, sizeof *w), *act = calloc((size_t)ndev, sizeof *act),
 		*kv = calloc((size_t)ndev, sizeof *kv);
 	int errors = 0, symbolic = 0;
 	ir_foreach_node(p->g, n) {
-		int d = ndev == 1 ? 0 : p->devof[n->id];
+		int d = ndev == 1 ? 0 : devof_node(p, n);
 		if (n->aux == SHARD_SPLIT) {
 			for (int i = 0; i < n->nout; i++)
 				w[(p->stage[n->id] * p->tp + i) % ndev] += value_bytes(n->out[i]);
@@ -486,7 +497,7 @@ static int check_memory(Part *p, int ndev)
 				int seen = 0;   /* a weight read twice on one device is stored once */
 				for (Node *q = p->g->first; q != n && !seen; q = q->next)
 					for (int j = 0; j < q->nin && !seen; j++)
-						seen = q->in[j] == v && (ndev == 1 || p->devof[q->id] == d);
+						seen = q->in[j] == v && (ndev == 1 || devof_node(p, q) == d);
 				if (!seen)
 					wb += value_bytes(v);
 			}
