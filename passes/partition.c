@@ -26,7 +26,9 @@
 #include "passes/pass.h"
 #include "targets/machine.h"
 
-enum { MAXREG = 64 };
+/* MAXREG: nodes of one region; MAXREGIONS: regions per graph; SHARDS: the base of the
+ * (region, shard) code kept in Node.aux while the pass runs (--tp is at most 4096). */
+enum { MAXREG = 64, MAXREGIONS = 4096, SHARDS = 8192 };
 
 typedef struct Part {
 	Module *m;
@@ -183,7 +185,7 @@ static Value *map_val(Region *r, Value **map, Value *v)
 static void split_region(Part *p, Region *r, int rid)
 {
 	Node *row = r->nodes[r->n - 1];
-	Value *parts[4096];
+	Value *parts[SHARDS];
 	Value *map[MAXREG];
 	for (int i = 0; i < p->tp; i++) {
 		for (int k = 0; k < r->n; k++) {
@@ -206,7 +208,7 @@ static void split_region(Part *p, Region *r, int rid)
 			Node *c = ir_insert_node(p->g, row, n->op, in, nin, &name, 1, n->loc);
 			for (int a = 0; a < n->attrs.n; a++)
 				ir_set_attr(c, &n->attrs.a[a]);
-			c->aux = (void *)(intptr_t)(rid * 4096 + i + 1);
+			c->aux = (void *)(intptr_t)(rid * SHARDS + i + 1);
 			map[k] = c->out[0];
 		}
 		parts[i] = map[r->n - 1];
@@ -215,7 +217,7 @@ static void split_region(Part *p, Region *r, int rid)
 	snprintf(buf, sizeof buf, "%s.allreduce", pass_node_name(row));
 	const char *name = ir_fresh_name(p->g, buf);
 	Node *ar = ir_insert_node(p->g, row, OP_AllReduce, parts, p->tp, &name, 1, row->loc);
-	ar->aux = (void *)(intptr_t)(rid * 4096 + 1);
+	ar->aux = (void *)(intptr_t)(rid * SHARDS + 1);
 	if (pass_replace_node(p->g, row, ar->out[0]) < 0) {
 		ir_replace_uses(p->g, row->out[0], ar->out[0]);
 		ir_remove_node(p->g, row);
@@ -234,6 +236,8 @@ static int tensor_parallel(Part *p)
 		p->g->params[i]->aux = NULL;
 	for (Node *n = p->g->first, *next; n; n = next) {
 		next = n->next;
+		if (nreg >= MAXREGIONS - 2)
+			break;   /* region ids and their stages live in fixed tables */
 		if (n->op != OP_MatMul || n->aux || !is_weight(n->in[1], 2) || n->annot.device ||
 		    !dim_isconst(n->in[1]->type.dims[0]))
 			continue;
@@ -340,15 +344,13 @@ static int grow(Part *p)
 static void place(Part *p)
 {
 	double total = 0;
-	int nn = 0;
 	ir_foreach_node(p->g, n) {
 		total += node_time(p, n);
-		nn++;
 		intptr_t a = (intptr_t)n->aux;
 		if (n->aux == SHARD_SPLIT || a <= 0)
 			continue;
-		p->region[n->id] = (int)(a / 4096) + 1;
-		p->shard[n->id] = (int)(a % 4096) - 1;
+		p->region[n->id] = (int)(a / SHARDS) + 1;
+		p->shard[n->id] = (int)(a % SHARDS) - 1;
 	}
 	/* cap: the smallest pinned stage among a node and its descendants */
 	int *cap = malloc((size_t)p->nids * sizeof *cap);
@@ -362,7 +364,7 @@ static void place(Part *p)
 		for (int i = 0; i < n->nin; i++)
 			if (n->in[i] && n->in[i]->kind == V_NODE && cap[n->in[i]->def->id] > cap[n->id])
 				cap[n->in[i]->def->id] = cap[n->id];
-	int regstage[4096] = { 0 };
+	int regstage[MAXREGIONS] = { 0 };
 	double acc = 0;
 	ir_foreach_node(p->g, n) {
 		double t = node_time(p, n);
@@ -385,7 +387,7 @@ static void place(Part *p)
 			p->devof[n->id] = -1;
 			continue;
 		}
-		if (rg && rg < 4096) {
+		if (rg && rg < MAXREGIONS) {
 			if (!regstage[rg])
 				regstage[rg] = s + 1;
 			s = regstage[rg] - 1;
@@ -411,7 +413,6 @@ static void place(Part *p)
 		pass_remark(p->c, REMARK_ANALYSIS, p->g, n, "placed %s on %s: supported there; %s",
 			    ir_ops[n->op].name, n->annot.device, why);
 	}
-	(void)nn;
 	free(cap);
 	free(pin);
 }
@@ -444,8 +445,13 @@ static void transfers(Part *p)
 				ir_set_attr_str(t, "device", n->annot.device);
 				t->annot.device = n->annot.device;
 				pass_changed(p->c, "transfers inserted");
-				pass_remark(p->c, REMARK_APPLIED, p->g, n, "Transfer of '%s' (%lld bytes) from %s to %s",
-					    v->name, (long long)value_bytes(v), v->def->annot.device, n->annot.device);
+				char size[64];
+				if (ir_type_numel(v->type) < 0)
+					snprintf(size, sizeof size, "symbolic size");
+				else
+					snprintf(size, sizeof size, "%lld bytes", (long long)value_bytes(v));
+				pass_remark(p->c, REMARK_APPLIED, p->g, n, "Transfer of '%s' (%s) from %s to %s",
+					    v->name, size, v->def->annot.device, n->annot.device);
 			}
 			ir_set_input(n, i, t->out[0]);
 		}
@@ -595,8 +601,6 @@ int pass_partition(Module *m, PassCtx *c)
 		n->aux = NULL;
 	int nreg = tensor_parallel(&p);
 	split_calls(&p);
-	if (nreg >= 4096 / 2)
-		nreg = 0;
 	if (ir_topo_sort(g) < 0)
 		return 1;
 	if (ir_infer_shapes(m))

@@ -154,9 +154,82 @@ static void caption(Agraph_t *root, const VizGraph *g, const unsigned char *used
 	set(root, "label", s);
 }
 
+/* ---- object IDs in creation order (partition branch) ----
+ * cgraph's default ID of a named object is the address of its interned name, and the DOT
+ * writer lists subgraphs by ID: the order of clusters then depended on the heap layout (it
+ * differed under ASan).  These IDs count up in creation order instead: named objects get even
+ * IDs (2 * index into the name table), anonymous ones odd IDs, as in cgraph's own scheme. */
+typedef struct IdState { Agraph_t *g; char **names; long n, cap, anon; } IdState;
+
+static void *id_open(Agraph_t *g, Agdisc_t *d)
+{
+	(void)d;
+	IdState *s = calloc(1, sizeof *s);
+	if (s)
+		s->g = g, s->anon = 1;
+	return s;
+}
+
+static long id_map(void *state, int objtype, char *str, IDTYPE *id, int create)
+{
+	IdState *s = state;
+	(void)objtype;
+	if (!str) {
+		if (!create)
+			return 0;
+		*id = (IDTYPE)s->anon;
+		s->anon += 2;
+		return 1;
+	}
+	for (long i = 0; i < s->n; i++)
+		if (strcmp(s->names[i], str) == 0) {
+			*id = (IDTYPE)(2 * i);
+			return 1;
+		}
+	if (!create)
+		return 0;
+	if (s->n == s->cap) {
+		long cap = s->cap ? 2 * s->cap : 64;
+		char **nn = realloc(s->names, (size_t)cap * sizeof *nn);
+		if (!nn)
+			return 0;
+		s->names = nn, s->cap = cap;
+	}
+	if (!(s->names[s->n] = agstrdup(s->g, str)))   /* interned: the writer reads its header */
+		return 0;
+	*id = (IDTYPE)(2 * s->n++);
+	return 1;
+}
+
+static long id_alloc(void *state, int objtype, IDTYPE id) { (void)state, (void)objtype; return id % 2 == 1; }
+static void id_free(void *state, int objtype, IDTYPE id) { (void)state, (void)objtype, (void)id; }
+
+static char *id_print(void *state, int objtype, IDTYPE id)
+{
+	IdState *s = state;
+	(void)objtype;
+	return id % 2 == 0 && (long)(id / 2) < s->n ? s->names[id / 2] : NULL;
+}
+
+static void id_close(void *state)
+{
+	IdState *s = state;
+	for (long i = 0; i < s->n; i++)
+		agstrfree(s->g, s->names[i]);
+	free(s->names);
+	free(s);
+}
+
+static void id_register(void *state, int objtype, void *obj) { (void)state, (void)objtype, (void)obj; }
+
+static Agiddisc_t id_disc = { id_open, id_map, id_alloc, id_free, id_print, id_close, id_register };
+static Agdisc_t creation_order = { NULL, &id_disc, NULL };
+
 static Agraph_t *build(const VizGraph *g)
 {
-	Agraph_t *root = agopen("aicc", Agdirected, NULL);
+	creation_order.mem = AgDefaultDisc.mem;
+	creation_order.io = AgDefaultDisc.io;
+	Agraph_t *root = agopen("aicc", Agdirected, &creation_order);
 	set(root, "rankdir", "TB");
 	set(root, "labelloc", "t");
 	set(root, "fontname", "Helvetica");
