@@ -80,6 +80,9 @@ typedef struct PassCtx {
 	 * decode, the number of past tokens in the KV cache (--context) */
 	const char *phase;
 	int64_t context;
+	/* partition (passes/partition.c) */
+	int tp;                     /* --tp N: tensor-parallel group size (0 or 1: none) */
+	int pp;                     /* --pp N: pipeline stages (0: the fewest that fit memory) */
 	/* options */
 	unsigned remark_mask;  /* bit per category (pass_remark_category) */
 	int verify_each;

@@ -2,6 +2,7 @@
 """tools/gen-random-graph.py: seeded random valid .aig graphs for testing the passes.
 
   gen-random-graph.py --seed N [--nodes K]            write one graph to stdout
+  gen-random-graph.py ... --mlp                       also emit Megatron MatMul pairs (partition tests)
   gen-random-graph.py --seeds A:B --run "CMD {}"      write each graph A..B-1 to a temporary
                                                       file, run CMD with {} replaced by its
                                                       path, print "N passed, N failed"
@@ -163,9 +164,24 @@ class Gen:
         if self.r.random() < 0.5:
             self.emit("Mul(%s, %s)" % (self.emit("Silu(%s)" % y, pool=False), self.pick()))
 
-    def build(self, nodes):
+    def mlp(self):
+        """A Megatron pair for the partition pass: [8, 16] up (and gate), activation, [16, 8] down."""
+        x = self.pick()
+        h = self.emit("MatMul(%s, %s)" % (x, self.param("8, 16")), pool=False)
+        k = self.r.random()
+        if k < 0.3:
+            u = self.emit("MatMul(%s, %s)" % (x, self.param("8, 16")), pool=False)
+            h = self.emit("SwiGLU(%s, %s)" % (h, u), pool=False)
+        elif k < 0.6:
+            h = self.emit("Add(%s, %s)" % (h, self.param("16")), pool=False)
+            h = self.emit("%s(%s)" % (self.r.choice(["Relu", "Gelu", "Silu", "Tanh"]), h), pool=False)
+        else:
+            h = self.emit("Gelu(%s)" % h, pool=False)
+        self.emit("MatMul(%s, %s)" % (h, self.param("16, 8")))
+
+    def build(self, nodes, mlp=False):
         kinds = [self.unary] * 4 + [self.binary] * 4 + [self.matmul] * 2 + [self.reduce, self.shapes, self.dup,
-                 self.dead, self.layernorm, self.rmsnorm, self.gelu, self.gate]
+                 self.dead, self.layernorm, self.rmsnorm, self.gelu, self.gate] + [self.mlp] * (3 if mlp else 0)
         while self.n < nodes:
             self.r.choice(kinds)()
         outs = sorted(set([self.pool[-1]] + self.r.sample(self.pool[2:], min(2, len(self.pool) - 2))))
@@ -181,7 +197,7 @@ def run_many(args):
             path = os.path.join(d, "random-%d.aig" % seed)
             with open(path, "w") as f:
                 f.write("# tools/gen-random-graph.py --seed %d --nodes %d\n" % (seed, args.nodes))
-                f.write(Gen(seed).build(args.nodes))
+                f.write(Gen(seed).build(args.nodes, args.mlp))
             p = subprocess.run(args.run.replace("{}", path), shell=True, capture_output=True, text=True)
             if p.returncode == 0:
                 passed += 1
@@ -197,11 +213,12 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--nodes", type=int, default=40)
     ap.add_argument("--seeds", help="A:B, with --run")
+    ap.add_argument("--mlp", action="store_true", help="also MatMul pairs ([8,16] then [16,8]) for tensor parallelism")
     ap.add_argument("--run", help="command; {} is the graph's path")
     args = ap.parse_args()
     if args.seeds and args.run:
         sys.exit(run_many(args))
-    sys.stdout.write(Gen(args.seed).build(args.nodes))
+    sys.stdout.write(Gen(args.seed).build(args.nodes, args.mlp))
 
 
 if __name__ == "__main__":

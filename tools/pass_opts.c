@@ -28,6 +28,7 @@ void pass_opts_help(void)
 	       "  --opt-bisect-limit=N  apply only the first N rewrites (bisection)\n"
 	       "  --fold-limit=N        fold constants of at most N elements (default 65536)\n"
 	       "  --mem-capacity=SIZE   check activations + weights against SIZE (80GiB, 1.5e9)\n"
+	       "  --tp N, --pp N        partition: tensor-parallel group size, pipeline stages\n"
 	       "  --error-budget=E      auto: relative error allowed per node (default 1e-2)\n",
 	       PASS_DEFAULT_PIPELINE);
 }
@@ -99,6 +100,19 @@ int pass_opts_parse(int argc, char **argv, int *i, PassOpts *po)
 		if (r < 0 || parse_long("--opt-bisect-limit", v, &n) < 0)
 			return -1;
 		c->bisect_limit = n;
+		return 1;
+	}
+	/* partition: --tp N, --pp N */
+	if ((r = opt_value(argc, argv, i, "--tp", &v))) {
+		if (r < 0 || parse_long("--tp", v, &n) < 0 || n > 4096)
+			return -1;
+		c->tp = (int)n;
+		return 1;
+	}
+	if ((r = opt_value(argc, argv, i, "--pp", &v))) {
+		if (r < 0 || parse_long("--pp", v, &n) < 0 || n > 4096)
+			return -1;
+		c->pp = (int)n;
 		return 1;
 	}
 	if ((r = opt_value(argc, argv, i, "--fold-limit", &v))) {

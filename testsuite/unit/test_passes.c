@@ -59,7 +59,8 @@ static void test_table(void **st)
 	}
 	assert_null(pass_find("nope"));
 	assert_int_equal(pass_check_list(PASS_DEFAULT_PIPELINE), 0);
-	assert_int_equal(pass_remark_category("placement"), 0);
+	assert_int_equal(pass_remark_category("nope"), 0);
+	assert_int_not_equal(pass_remark_category("placement"), 0);   /* the partition pass's */
 }
 
 static const char *MLP =
