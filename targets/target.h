@@ -92,6 +92,25 @@ typedef struct Target {
  * or -1 with e set (e.g. literal data whose count does not match the buffer). */
 int tgt_add_const(Plan *p, int buffer, const FlatVal *fv, const char *dir, RtError *e);
 
+/* First-fit placement of buffers in one memory space (targets/heap.c): live intervals sorted by
+ * offset, offsets aligned to `align` bytes, values released after their last reader. */
+typedef struct TgtHeap {
+	int64_t *lo, *hi;    /* live intervals [lo, hi) */
+	int *owner;          /* the flat value holding each interval */
+	int n;
+	int64_t align;       /* bytes */
+	int64_t top;         /* high-water mark, bytes */
+} TgtHeap;
+/* Room for `capacity` live values; 0, or -1 when out of memory (free with tgt_heap_free). */
+int tgt_heap_init(TgtHeap *h, int capacity, int64_t align);
+void tgt_heap_free(TgtHeap *h);
+/* The offset where `size` bytes of value `owner` go. */
+int64_t tgt_heap_place(TgtHeap *h, int64_t size, int owner);
+/* Drops the intervals of values of f that no node from `node` on reads (outputs stay). */
+void tgt_heap_release(TgtHeap *h, const Flat *f, int node);
+/* s made a valid plan name (no blanks, '=', ',', brackets or quotes) into d (n bytes). */
+void tgt_plan_name(char *d, size_t n, const char *s);
+
 extern const Target tgt_targets[];
 extern const int tgt_ntargets;
 const Target *tgt_find(const char *name);      /* NULL if unknown */

@@ -35,15 +35,6 @@ typedef struct Lw {
 	RtError *e;
 } Lw;
 
-static void plan_name(char *d, size_t n, const char *s)
-{
-	size_t i = 0;
-	for (; s[i] && i + 1 < n; i++)
-		d[i] = ((unsigned char)s[i] <= ' ' || (unsigned char)s[i] >= 0x7f || strchr("=,[]\"", s[i])) ? '_' : s[i];
-	d[i] = 0;
-	if (strcmp(d, "_") == 0 || !*d)
-		snprintf(d, n, "v_");
-}
 
 static int64_t numel(const FlatVal *v)
 {
@@ -148,7 +139,7 @@ static int add_buffers(Lw *w, int64_t *off)
 	for (int v = 0; v < w->f.nvals; v++) {
 		const FlatVal *fv = &w->f.vals[v];
 		char name[256];
-		plan_name(name, sizeof name, fv->name);
+		tgt_plan_name(name, sizeof name, fv->name);
 		if (strcmp(name, fv->name) && plan_find_buffer(w->p, name) >= 0) {
 			size_t n = strlen(name);
 			snprintf(name + (n > 200 ? 200 : n), 56, ".%d", v);
@@ -318,7 +309,7 @@ static int lower(Lw *w)
 			rc = -1;
 	for (int i = 0; rc == 0 && i < w->f.noutputs; i++) {
 		char name[256];
-		plan_name(name, sizeof name, w->in->g->outputs[i]->name);
+		tgt_plan_name(name, sizeof name, w->in->g->outputs[i]->name);
 		if (plan_add_output(w->p, name, w->buf[w->f.outputs[i]], w->e) < 0)
 			rc = -1;
 	}

@@ -23,8 +23,7 @@ typedef struct Lw {
 	DType fdt;           /* f32 or f64 */
 	RtError *e;
 	/* first-fit allocator: live [off, off+size) intervals sorted by offset */
-	int64_t *lo, *hi; int *owner; int nlive;
-	int64_t top;         /* high-water mark */
+	TgtHeap heap;        /* first-fit placement (targets/heap.c) */
 } Lw;
 
 /* The plan dtype of flat value v under the reference precision policy. */
@@ -40,61 +39,11 @@ static DType ref_dtype(const Lw *w, const FlatVal *v)
 	return w->fdt;
 }
 
-/* A plan name for s: characters the plan syntax reserves become '_'. */
-static void plan_name(char *d, size_t n, const char *s)
-{
-	size_t i = 0;
-	for (; s[i] && i + 1 < n; i++)
-		d[i] = ((unsigned char)s[i] <= ' ' || (unsigned char)s[i] >= 0x7f || strchr("=,[]\"", s[i])) ? '_' : s[i];
-	d[i] = 0;
-	if (strcmp(d, "_") == 0 || !*d)
-		snprintf(d, n, "v_");
-}
-
-/* Reserves size bytes first-fit among live intervals; returns the offset. */
-static int64_t place(Lw *w, int64_t size, int owner)
-{
-	int64_t off = 0;
-	int at = 0;
-	for (; at < w->nlive; at++) {
-		if (w->lo[at] - off >= size)
-			break;
-		int64_t end = (w->hi[at] + ALIGN - 1) / ALIGN * ALIGN;
-		if (end > off)
-			off = end;
-	}
-	memmove(w->lo + at + 1, w->lo + at, sizeof *w->lo * (size_t)(w->nlive - at));
-	memmove(w->hi + at + 1, w->hi + at, sizeof *w->hi * (size_t)(w->nlive - at));
-	memmove(w->owner + at + 1, w->owner + at, sizeof *w->owner * (size_t)(w->nlive - at));
-	w->lo[at] = off;
-	w->hi[at] = off + size;
-	w->owner[at] = owner;
-	w->nlive++;
-	if (off + size > w->top)
-		w->top = off + size;
-	return off;
-}
-
-/* Frees the intervals of values whose last use is before node i (never inputs, params, outputs). */
-static void release(Lw *w, int i)
-{
-	int k = 0;
-	for (int j = 0; j < w->nlive; j++) {
-		const FlatVal *v = &w->f.vals[w->owner[j]];
-		int dead = v->def >= 0 && !v->is_output && (v->last < 0 ? v->def : v->last) < i;
-		if (!dead) {
-			w->lo[k] = w->lo[j], w->hi[k] = w->hi[j], w->owner[k] = w->owner[j];
-			k++;
-		}
-	}
-	w->nlive = k;
-}
-
 static int add_buffer(Lw *w, int v)
 {
 	const FlatVal *fv = &w->f.vals[v];
 	char name[256];
-	plan_name(name, sizeof name, fv->name);
+	tgt_plan_name(name, sizeof name, fv->name);
 	if (strcmp(name, fv->name) && plan_find_buffer(w->p, name) >= 0) {
 		size_t n = strlen(name);
 		snprintf(name + (n > 200 ? 200 : n), 56, ".%d", v);
@@ -105,7 +54,7 @@ static int add_buffer(Lw *w, int v)
 	int64_t n = plan_buffer_numel(&tmp);
 	if (n < 0 || n > INT64_MAX / 64)
 		return rt_errorf(w->e, RT_EUSER, "value '%s' has too many elements", fv->name);
-	int64_t off = place(w, rt_dtype_bytes(dt, n), v);
+	int64_t off = tgt_heap_place(&w->heap, rt_dtype_bytes(dt, n), v);
 	w->buf[v] = plan_add_buffer(w->p, name, w->space, off, dt, fv->rank, fv->dims, w->e);
 	return w->buf[v] < 0 ? -1 : 0;
 }
@@ -145,7 +94,7 @@ static int lower_body(Lw *w)
 		if (add_buffer(w, w->f.params[i]) < 0 || tgt_add_const(w->p, w->buf[w->f.params[i]], &w->f.vals[w->f.params[i]], w->in->m->dir, w->e) < 0)
 			return -1;
 	for (int i = 0; i < w->f.nnodes; i++) {
-		release(w, i);
+		tgt_heap_release(&w->heap, &w->f, i);
 		for (int k = 0; k < w->f.nodes[i].nout; k++)
 			if (add_buffer(w, w->f.nodes[i].out[k]) < 0)
 				return -1;
@@ -158,7 +107,7 @@ static int lower_body(Lw *w)
 			return -1;
 	for (int i = 0; i < w->f.noutputs; i++) {
 		char name[256];
-		plan_name(name, sizeof name, w->in->g->outputs[i]->name);
+		tgt_plan_name(name, sizeof name, w->in->g->outputs[i]->name);
 		if (plan_add_output(w->p, name, w->buf[w->f.outputs[i]], w->e) < 0)
 			return -1;
 	}
@@ -183,10 +132,8 @@ static int lower_setup(Lw *w)
 	w->stream = plan_add_stream(w->p, "main", 0, w->e);
 	int n = w->f.nvals + 1;
 	w->buf = malloc(sizeof(int) * (size_t)n);
-	w->lo = malloc(sizeof(int64_t) * (size_t)n);
-	w->hi = malloc(sizeof(int64_t) * (size_t)n);
-	w->owner = malloc(sizeof(int) * (size_t)n);
-	if (w->stream < 0 || !w->buf || !w->lo || !w->hi || !w->owner)
+	int heap_ok = tgt_heap_init(&w->heap, (int)n, ALIGN) == 0;
+	if (w->stream < 0 || !w->buf || !heap_ok)
 		return rt_errorf(w->e, RT_ENOMEM, "out of memory lowering the graph");
 	return 0;
 }
@@ -212,7 +159,8 @@ Plan *ref_lower(const TgtInput *in, RtError *e)
 		rc = rt_errorf(e, RT_EINTERNAL, "aicc: internal error: the reference plan fails verification: %s", msg);
 	}
 	tgt_flat_free(&w.f);
-	free(w.buf), free(w.lo), free(w.hi), free(w.owner);
+	free(w.buf);
+	tgt_heap_free(&w.heap);
 	if (rc < 0) {
 		plan_free(w.p);
 		return NULL;

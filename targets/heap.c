@@ -1,0 +1,76 @@
+/* targets/heap.c: the first-fit buffer placement and plan-name sanitising every target shares.
+ *
+ * Buffers are placed in program order: a value takes the lowest aligned offset where it fits
+ * between the values still live, and a value is released once the node that reads it last has
+ * run (graph outputs never are), so memory is reused as in TFLite's arena planner.  The live
+ * intervals are kept sorted by offset. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "targets/target.h"
+
+int tgt_heap_init(TgtHeap *h, int capacity, int64_t align)
+{
+	memset(h, 0, sizeof *h);
+	size_t n = (size_t)(capacity > 0 ? capacity : 1);
+	h->lo = malloc(sizeof *h->lo * n);
+	h->hi = malloc(sizeof *h->hi * n);
+	h->owner = malloc(sizeof *h->owner * n);
+	h->align = align;
+	return h->lo && h->hi && h->owner ? 0 : -1;
+}
+
+void tgt_heap_free(TgtHeap *h)
+{
+	free(h->lo);
+	free(h->hi);
+	free(h->owner);
+	memset(h, 0, sizeof *h);
+}
+
+int64_t tgt_heap_place(TgtHeap *h, int64_t size, int owner)
+{
+	int64_t off = 0;
+	int at = 0;
+	for (; at < h->n; at++) {
+		if (h->lo[at] - off >= size)
+			break;
+		int64_t end = (h->hi[at] + h->align - 1) / h->align * h->align;
+		if (end > off)
+			off = end;
+	}
+	memmove(h->lo + at + 1, h->lo + at, sizeof *h->lo * (size_t)(h->n - at));
+	memmove(h->hi + at + 1, h->hi + at, sizeof *h->hi * (size_t)(h->n - at));
+	memmove(h->owner + at + 1, h->owner + at, sizeof *h->owner * (size_t)(h->n - at));
+	h->lo[at] = off;
+	h->hi[at] = off + size;
+	h->owner[at] = owner;
+	h->n++;
+	if (off + size > h->top)
+		h->top = off + size;
+	return off;
+}
+
+void tgt_heap_release(TgtHeap *h, const Flat *f, int node)
+{
+	int k = 0;
+	for (int j = 0; j < h->n; j++) {
+		const FlatVal *v = &f->vals[h->owner[j]];
+		int dead = v->def >= 0 && !v->is_output && (v->last < 0 ? v->def : v->last) < node;
+		if (!dead) {
+			h->lo[k] = h->lo[j], h->hi[k] = h->hi[j], h->owner[k] = h->owner[j];
+			k++;
+		}
+	}
+	h->n = k;
+}
+
+void tgt_plan_name(char *d, size_t n, const char *s)
+{
+	size_t i = 0;
+	for (; s[i] && i + 1 < n; i++)
+		d[i] = ((unsigned char)s[i] <= ' ' || (unsigned char)s[i] >= 0x7f || strchr("=,[]\"", s[i])) ? '_' : s[i];
+	d[i] = 0;
+	if (strcmp(d, "_") == 0 || !*d)
+		snprintf(d, n, "v_");
+}
