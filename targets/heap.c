@@ -74,3 +74,38 @@ void tgt_plan_name(char *d, size_t n, const char *s)
 	if (strcmp(d, "_") == 0 || !*d)
 		snprintf(d, n, "v_");
 }
+
+int tgt_add_buffer(Plan *p, TgtHeap *h, const Flat *f, int v, DType dt, int space, int64_t *end,
+		   RtError *e)
+{
+	const FlatVal *fv = &f->vals[v];
+	char name[256];
+	tgt_plan_name(name, sizeof name, fv->name);
+	if (strcmp(name, fv->name) && plan_find_buffer(p, name) >= 0) {
+		size_t n = strlen(name);
+		snprintf(name + (n > 200 ? 200 : n), 56, ".%d", v);
+	}
+	PlanBuffer tmp = { .dtype = dt, .rank = fv->rank };
+	memcpy(tmp.dims, fv->dims, sizeof tmp.dims);
+	int64_t n = plan_buffer_numel(&tmp);
+	if (n < 0 || n > INT64_MAX / 64)
+		return rt_errorf(e, RT_EUSER, "value '%s' has too many elements", fv->name);
+	int64_t size = rt_dtype_bytes(dt, n), off = tgt_heap_place(h, size, v);
+	if (end)
+		*end = off + size;
+	return plan_add_buffer(p, name, space, off, dt, fv->rank, fv->dims, e);
+}
+
+int tgt_add_io(Plan *p, const Flat *f, const Graph *g, const int *buf, RtError *e)
+{
+	for (int i = 0; i < f->ninputs; i++)
+		if (plan_add_input(p, p->buffers[buf[f->inputs[i]]].name, buf[f->inputs[i]], e) < 0)
+			return -1;
+	for (int i = 0; i < f->noutputs; i++) {
+		char name[256];
+		tgt_plan_name(name, sizeof name, g->outputs[i]->name);
+		if (plan_add_output(p, name, buf[f->outputs[i]], e) < 0)
+			return -1;
+	}
+	return 0;
+}

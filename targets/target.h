@@ -110,6 +110,14 @@ int64_t tgt_heap_place(TgtHeap *h, int64_t size, int owner);
 void tgt_heap_release(TgtHeap *h, const Flat *f, int node);
 /* s made a valid plan name (no blanks, '=', ',', brackets or quotes) into d (n bytes). */
 void tgt_plan_name(char *d, size_t n, const char *s);
+/* Adds the plan buffer of flat value v, in dtype dt, to memory space `space`, placed first-fit in
+ * h; its name is v's made valid (and unique with ".v" when that collided).  Returns the buffer
+ * index, or -1 with e set; *end (when not NULL) receives its offset + size in bytes. */
+int tgt_add_buffer(Plan *p, TgtHeap *h, const Flat *f, int v, DType dt, int space, int64_t *end,
+		   RtError *e);
+/* Registers f's inputs and outputs (named as g's outputs) with the plan; buf maps flat values
+ * to plan buffers.  0, or -1 with e set. */
+int tgt_add_io(Plan *p, const Flat *f, const Graph *g, const int *buf, RtError *e);
 
 extern const Target tgt_targets[];
 extern const int tgt_ntargets;

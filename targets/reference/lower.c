@@ -41,21 +41,7 @@ static DType ref_dtype(const Lw *w, const FlatVal *v)
 
 static int add_buffer(Lw *w, int v)
 {
-	const FlatVal *fv = &w->f.vals[v];
-	char name[256];
-	tgt_plan_name(name, sizeof name, fv->name);
-	if (strcmp(name, fv->name) && plan_find_buffer(w->p, name) >= 0) {
-		size_t n = strlen(name);
-		snprintf(name + (n > 200 ? 200 : n), 56, ".%d", v);
-	}
-	DType dt = ref_dtype(w, fv);
-	PlanBuffer tmp = { .dtype = dt, .rank = fv->rank };
-	memcpy(tmp.dims, fv->dims, sizeof tmp.dims);
-	int64_t n = plan_buffer_numel(&tmp);
-	if (n < 0 || n > INT64_MAX / 64)
-		return rt_errorf(w->e, RT_EUSER, "value '%s' has too many elements", fv->name);
-	int64_t off = tgt_heap_place(&w->heap, rt_dtype_bytes(dt, n), v);
-	w->buf[v] = plan_add_buffer(w->p, name, w->space, off, dt, fv->rank, fv->dims, w->e);
+	w->buf[v] = tgt_add_buffer(w->p, &w->heap, &w->f, v, ref_dtype(w, &w->f.vals[v]), w->space, NULL, w->e);
 	return w->buf[v] < 0 ? -1 : 0;
 }
 
@@ -102,16 +88,7 @@ static int lower_body(Lw *w)
 	for (int i = 0; i < w->f.nnodes; i++)
 		if (add_kernel(w, i) < 0)
 			return -1;
-	for (int i = 0; i < w->f.ninputs; i++)
-		if (plan_add_input(w->p, w->p->buffers[w->buf[w->f.inputs[i]]].name, w->buf[w->f.inputs[i]], w->e) < 0)
-			return -1;
-	for (int i = 0; i < w->f.noutputs; i++) {
-		char name[256];
-		tgt_plan_name(name, sizeof name, w->in->g->outputs[i]->name);
-		if (plan_add_output(w->p, name, w->buf[w->f.outputs[i]], w->e) < 0)
-			return -1;
-	}
-	return 0;
+	return tgt_add_io(w->p, &w->f, w->in->g, w->buf, w->e);
 }
 
 static int lower_setup(Lw *w)
