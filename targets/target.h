@@ -119,6 +119,16 @@ int tgt_add_buffer(Plan *p, TgtHeap *h, const Flat *f, int v, DType dt, int spac
  * to plan buffers.  0, or -1 with e set. */
 int tgt_add_io(Plan *p, const Flat *f, const Graph *g, const int *buf, RtError *e);
 
+/* The kernel instruction of flat node `node` (targets/instr.c): operands through buf (flat value
+ * -> plan buffer) into the caller's ins/outs arrays, the node's attributes, its FLOP and its name
+ * (its first output's buffer).  0, or -1 with e set when the node has too many operands. */
+#define TGT_MAX_OPERANDS 64
+int tgt_kernel_instr(PlanInstr *pi, const Plan *p, const Flat *f, int node, const int *buf,
+		     int ins[TGT_MAX_OPERANDS], int outs[TGT_MAX_OPERANDS], RtError *e);
+/* First and last flat node of every fusion group (attribute fusion_group, per call instance);
+ * -1 for nodes outside a group.  gfirst and glast hold f->nnodes entries. */
+void tgt_fusion_groups(const Flat *f, int *gfirst, int *glast);
+
 extern const Target tgt_targets[];
 extern const int tgt_ntargets;
 const Target *tgt_find(const char *name);      /* NULL if unknown */

@@ -48,25 +48,11 @@ static int add_buffer(Lw *w, int v)
 
 static int add_kernel(Lw *w, int i)
 {
-	const FlatNode *fn = &w->f.nodes[i];
-	int ins[64], outs[64];
-	if (fn->nin > 64 || fn->nout > 64)
-		return rt_errorf(w->e, RT_EUSER, "node '%s' has more than 64 operands", w->f.vals[fn->out[0]].name);
+	int ins[TGT_MAX_OPERANDS], outs[TGT_MAX_OPERANDS];
 	PlanInstr in;
-	plan_instr_init(&in, PI_KERNEL);
-	in.op = (RtOp)fn->n->op;
-	for (int k = 0; k < fn->nin; k++)
-		ins[k] = fn->in[k] >= 0 ? w->buf[fn->in[k]] : -1;
-	for (int k = 0; k < fn->nout; k++)
-		outs[k] = w->buf[fn->out[k]];
-	in.in = ins, in.nin = fn->nin;
-	in.out = outs, in.nout = fn->nout;
-	in.attrs = fn->n->attrs;
-	in.opts.mma_in = DT_INVALID;
+	if (tgt_kernel_instr(&in, w->p, &w->f, i, w->buf, ins, outs, w->e) < 0)
+		return -1;
 	in.opts.accum_f64 = w->fdt == DT_F64;
-	double fl = ir_node_flops(fn->n);
-	in.flops = fl > 0 ? fl : 0;
-	in.node = fn->nout ? w->p->buffers[outs[0]].name : NULL;
 	return plan_add_instr(w->p, w->stream, &in, w->e) < 0 ? -1 : 0;
 }
 

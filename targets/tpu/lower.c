@@ -343,22 +343,10 @@ static void vec_kernel(TpuLw *w, int i, PlanInstr *pi, Ann *t)
 static int add_kernel(TpuLw *w, int i)
 {
 	const FlatNode *fn = &w->f.nodes[i];
-	int ins[64], outs[64];
-	if (fn->nin > 64 || fn->nout > 64)
-		return rt_errorf(w->e, RT_EUSER, "node '%s' has more than 64 operands", w->f.vals[fn->out[0]].name);
+	int ins[TGT_MAX_OPERANDS], outs[TGT_MAX_OPERANDS];
 	PlanInstr pi;
-	plan_instr_init(&pi, PI_KERNEL);
-	pi.op = (RtOp)fn->n->op;
-	for (int k = 0; k < fn->nin; k++)
-		ins[k] = fn->in[k] >= 0 ? w->buf[fn->in[k]] : -1;
-	for (int k = 0; k < fn->nout; k++)
-		outs[k] = w->buf[fn->out[k]];
-	pi.in = ins, pi.nin = fn->nin, pi.out = outs, pi.nout = fn->nout;
-	pi.attrs = fn->n->attrs;
-	pi.opts.mma_in = DT_INVALID;
-	double fl = ir_node_flops(fn->n);
-	pi.flops = fl > 0 ? fl : 0;
-	pi.node = fn->nout ? w->p->buffers[outs[0]].name : NULL;
+	if (tgt_kernel_instr(&pi, w->p, &w->f, i, w->buf, ins, outs, w->e) < 0)
+		return -1;
 	Ann t = { .n = 0 };
 	int done = 0;
 	if ((fn->n->op == OP_MatMul || fn->n->op == OP_Gemm) && fn->nin >= 2)
@@ -376,25 +364,6 @@ static int add_kernel(TpuLw *w, int i)
 	return plan_add_instr(w->p, w->stream, &pi, w->e) < 0 ? -1 : 0;
 }
 
-/* First and last flat node of every fusion group (per call instance). */
-static void find_groups(TpuLw *w)
-{
-	for (int i = 0; i < w->f.nnodes; i++) {
-		const FlatNode *fn = &w->f.nodes[i];
-		int64_t g = rt_attr_int(&fn->n->attrs, "fusion_group", -1);
-		w->gfirst[i] = w->glast[i] = -1;
-		if (g < 0)
-			continue;
-		for (int j = i - 1; j >= 0 && w->gfirst[i] < 0; j--)
-			if (w->f.nodes[j].instance == fn->instance && rt_attr_int(&w->f.nodes[j].n->attrs, "fusion_group", -1) == g &&
-			    w->f.nodes[j].n->graph == fn->n->graph)
-				w->gfirst[i] = w->gfirst[j];
-		if (w->gfirst[i] < 0)
-			w->gfirst[i] = i;
-		w->glast[w->gfirst[i]] = i;
-	}
-}
-
 static int lower_body(TpuLw *w)
 {
 	for (int i = 0; i < w->f.ninputs; i++)
@@ -409,7 +378,7 @@ static int lower_body(TpuLw *w)
 			if (add_buffer(w, w->f.nodes[i].out[k]) < 0)
 				return -1;
 	}
-	find_groups(w);
+	tgt_fusion_groups(&w->f, w->gfirst, w->glast);
 	for (int i = 0; i < w->f.nnodes; i++)
 		if (add_kernel(w, i) < 0)
 			return -1;

@@ -1,0 +1,45 @@
+/* targets/instr.c: what every target's lowering does the same way for each flat node: the plan
+ * kernel instruction with its operands, attributes, FLOP and node name, and the fusion groups
+ * the fuse pass recorded (attribute fusion_group, per call instance). */
+#include "targets/target.h"
+
+int tgt_kernel_instr(PlanInstr *pi, const Plan *p, const Flat *f, int node, const int *buf,
+		     int ins[TGT_MAX_OPERANDS], int outs[TGT_MAX_OPERANDS], RtError *e)
+{
+	const FlatNode *fn = &f->nodes[node];
+	if (fn->nin > TGT_MAX_OPERANDS || fn->nout > TGT_MAX_OPERANDS)
+		return rt_errorf(e, RT_EUSER, "node '%s' has more than %d operands", f->vals[fn->out[0]].name,
+				 TGT_MAX_OPERANDS);
+	plan_instr_init(pi, PI_KERNEL);
+	pi->op = (RtOp)fn->n->op;
+	for (int k = 0; k < fn->nin; k++)
+		ins[k] = fn->in[k] >= 0 ? buf[fn->in[k]] : -1;
+	for (int k = 0; k < fn->nout; k++)
+		outs[k] = buf[fn->out[k]];
+	pi->in = ins, pi->nin = fn->nin;
+	pi->out = outs, pi->nout = fn->nout;
+	pi->attrs = fn->n->attrs;
+	pi->opts.mma_in = DT_INVALID;
+	double fl = ir_node_flops(fn->n);
+	pi->flops = fl > 0 ? fl : 0;
+	pi->node = fn->nout ? p->buffers[outs[0]].name : NULL;
+	return 0;
+}
+
+void tgt_fusion_groups(const Flat *f, int *gfirst, int *glast)
+{
+	for (int i = 0; i < f->nnodes; i++) {
+		const FlatNode *fn = &f->nodes[i];
+		int64_t g = rt_attr_int(&fn->n->attrs, "fusion_group", -1);
+		gfirst[i] = glast[i] = -1;
+		if (g < 0)
+			continue;
+		for (int j = i - 1; j >= 0 && gfirst[i] < 0; j--)
+			if (f->nodes[j].instance == fn->instance && rt_attr_int(&f->nodes[j].n->attrs, "fusion_group", -1) == g &&
+			    f->nodes[j].n->graph == fn->n->graph)
+				gfirst[i] = gfirst[j];
+		if (gfirst[i] < 0)
+			gfirst[i] = i;
+		glast[gfirst[i]] = i;
+	}
+}
