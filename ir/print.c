@@ -33,31 +33,12 @@ static int is_ident(const char *s)
 	return 1;
 }
 
-/* s between quote characters q, with C escapes for q, backslash and control bytes. */
-static void put_quoted(FILE *f, const char *s, char q)
-{
-	fputc(q, f);
-	for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
-		if (*c == q || *c == '\\')
-			fprintf(f, "\\%c", *c);
-		else if (*c == '\n')
-			fputs("\\n", f);
-		else if (*c == '\t')
-			fputs("\\t", f);
-		else if (*c < 32 || *c == 127)
-			fprintf(f, "\\x%02x", *c);
-		else
-			fputc(*c, f);
-	}
-	fputc(q, f);
-}
-
 static void put_name(FILE *f, const char *s)
 {
 	if (is_ident(s))
 		fputs(s, f);
 	else
-		put_quoted(f, s ? s : "", '`');
+		rt_fput_quoted(f, s ? s : "", '`');
 }
 
 /* The shortest decimal form of v that reads back exactly; with `mark`, integral values get
@@ -194,14 +175,14 @@ static void put_init(FILE *f, const Value *v)
 	case INIT_LITERAL: put_literal(f, pi->lit, pi->nlit, is_int_dtype(v->type.dt), 0); break;
 	case INIT_NPY:
 		fputs("npy(", f);
-		put_quoted(f, pi->path ? pi->path : "", '"');
+		rt_fput_quoted(f, pi->path ? pi->path : "", '"');
 		fputc(')', f);
 		break;
 	case INIT_SAFETENSORS:
 		fputs("safetensors(", f);
-		put_quoted(f, pi->path ? pi->path : "", '"');
+		rt_fput_quoted(f, pi->path ? pi->path : "", '"');
 		fputs(", ", f);
-		put_quoted(f, pi->key ? pi->key : "", '"');
+		rt_fput_quoted(f, pi->key ? pi->key : "", '"');
 		fputc(')', f);
 		break;
 	case INIT_DATA: put_data(f, pi->data); break;
@@ -236,7 +217,7 @@ static void put_attr(FILE *f, const Attr *a)
 	switch (a->kind) {
 	case ATTR_INT: fprintf(f, "%lld", (long long)a->i); break;
 	case ATTR_FLOAT: put_float(f, a->f, 1); break;
-	case ATTR_STRING: put_quoted(f, a->s ? a->s : "", '"'); break;
+	case ATTR_STRING: rt_fput_quoted(f, a->s ? a->s : "", '"'); break;
 	case ATTR_INTS:
 		fputc('[', f);
 		for (int i = 0; i < a->n; i++)

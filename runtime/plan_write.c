@@ -36,24 +36,8 @@ static void put_num(FILE *f, double v, int as_float)
 		fputs(".0", f);
 }
 
-/* A quoted string with \" \\ \n \t and \xHH escapes for other control bytes. */
-static void put_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
-		if (*c == '"' || *c == '\\')
-			fprintf(f, "\\%c", *c);
-		else if (*c == '\n')
-			fputs("\\n", f);
-		else if (*c == '\t')
-			fputs("\\t", f);
-		else if (*c < 0x20 || *c == 0x7f)
-			fprintf(f, "\\x%02x", *c);
-		else
-			fputc(*c, f);
-	}
-	fputc('"', f);
-}
+/* A quoted string (runtime/rt.h). */
+static void put_str(FILE *f, const char *s) { rt_fput_quoted(f, s, '"'); }
 
 static void put_dims(FILE *f, const int64_t *d, int n)
 {

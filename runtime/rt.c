@@ -47,6 +47,24 @@ int rt_errorf(RtError *e, int code, const char *fmt, ...)
 	return -1;
 }
 
+void rt_fput_quoted(FILE *f, const char *s, char q)
+{
+	fputc(q, f);
+	for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+		if (*c == q || *c == '\\')
+			fprintf(f, "\\%c", *c);
+		else if (*c == '\n')
+			fputs("\\n", f);
+		else if (*c == '\t')
+			fputs("\\t", f);
+		else if (*c < 0x20 || *c == 0x7f)
+			fprintf(f, "\\x%02x", *c);
+		else
+			fputc(*c, f);
+	}
+	fputc(q, f);
+}
+
 /* ---- allocation hook ---- */
 static long fail_after;  /* 0: never fail; else the countdown to the first failing call */
 

@@ -58,6 +58,10 @@ enum { RT_OK = 0, RT_EUSER = 1, RT_EINTERNAL = 2, RT_ENOMEM = 3 };
 int rt_errorf(RtError *e, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/* Writes s between quote characters q with C escapes for q, backslash, \n, \t and \xHH for the
+ * other control bytes: the string syntax of both .aig files and plans. */
+void rt_fput_quoted(FILE *f, const char *s, char q);
+
 /* ---- allocation: every runtime allocation goes through here so tests can fail the Nth ---- */
 void *rt_malloc(size_t n);
 void *rt_calloc(size_t n, size_t size);
