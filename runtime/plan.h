@@ -82,6 +82,12 @@ typedef struct PlanConst {
 	int64_t nvals;
 	int line;
 	RtTensor *data;          /* data: the values (owned; plan_externalize writes them to files) */
+	/* shard: the constant is the slice [shard_off, shard_off + dims[shard_axis]) along
+	 * shard_axis of the initialiser of a tensor whose dims equal the buffer's except
+	 * shard_full along that axis (weights stored pre-sharded); shard_axis -1 (set by
+	 * plan_add_const when shard_full is 0): the whole tensor */
+	int shard_axis;
+	int64_t shard_off, shard_full;
 } PlanConst;
 
 typedef struct PlanIO {
@@ -91,7 +97,7 @@ typedef struct PlanIO {
 } PlanIO;
 
 typedef enum PlanInstrKind { PI_KERNEL, PI_COPY, PI_COLLECTIVE, PI_RECORD, PI_WAIT, PI_COUNT } PlanInstrKind;
-typedef enum PlanCollKind { PC_ALLREDUCE, PC_ALLGATHER, PC_COUNT } PlanCollKind;
+typedef enum PlanCollKind { PC_ALLREDUCE, PC_ALLGATHER, PC_ALLTOALL, PC_COUNT } PlanCollKind;
 
 typedef struct PlanKV {          /* opaque target attributes (tiling), kept as text */
 	char *key, *val;
@@ -192,7 +198,7 @@ int plan_default_unit(const Plan *p, int device, PlanInstrKind k);
 /* ---- names shared by the writer, the reader and the report ---- */
 extern const char *const plan_init_names[PINIT_COUNT];   /* normal ... safetensors unbound */
 extern const char *const plan_instr_names[PI_COUNT];     /* kernel copy collective record wait */
-extern const char *const plan_coll_names[PC_COUNT];      /* allreduce allgather */
+extern const char *const plan_coll_names[PC_COUNT];      /* allreduce allgather alltoall */
 int plan_format_known(const char *format);               /* 1 for a known buffer layout name */
 /* Operator names from ir/ops.def (the plan layer does not depend on the kernels). */
 const char *plan_op_name(RtOp op);

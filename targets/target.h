@@ -129,6 +129,75 @@ int tgt_kernel_instr(PlanInstr *pi, const Plan *p, const Flat *f, int node, cons
  * -1 for nodes outside a group.  gfirst and glast hold f->nnodes entries. */
 void tgt_fusion_groups(const Flat *f, int *gfirst, int *glast);
 
+/* ---- multi-device lowering (targets/devices.c) ----
+ * A partitioned graph (passes/partition.c, or the user's @device annotations) names on each
+ * node the device instance it runs on: "<id><k>" is instance k of the machine's device class
+ * <id> ("gpu3", "lpu12").  TgtDevs gives each instance used one plan device (named "<id><k>",
+ * copied from class <id>), one memory space for values ("<id><k>.<space>"), one stream
+ * ("<id><k>") and one first-fit heap, and creates links between instances on first use (named
+ * "<link>.<a>-<b>", bandwidth and latency from the machine's link class joining the two
+ * classes).  A graph without any @device keeps the single-device plan: tgt_machine_copy's
+ * entities, the value space "<id>.<space>" of the first device of class `kind` and one stream
+ * "main" -- so unpartitioned plans are unchanged.
+ *
+ * Values: a node's outputs live on its instance.  A parameter or graph input read on several
+ * instances gets one buffer per instance (parameters: one constant each; inputs: one bound
+ * buffer, copied to the others over a link at the start).  A weight-shard Split (no @device,
+ * its input a parameter) emits no instruction: shard k becomes a constant on the instance that
+ * reads it, a slice of the parameter's initialiser (PlanConst.shard_*: weights are stored
+ * pre-sharded, as Megatron checkpoints are).  Other unannotated nodes run on their first
+ * reader's instance (instance 0 when none).  A collective's outputs (AllReduce, AllGather: one
+ * IR output that every member holds; AllToAll: output j on member j) get one buffer per member.
+ *
+ * Instructions: tgt_devs_emit appends node i's instruction to its instance's stream, preceded
+ * by a wait for every operand produced on another stream and followed by a record when another
+ * stream reads a result; Transfer becomes a copy over the link, AllReduce / AllGather /
+ * AllToAll a collective over the members' link, and every other node the kernel `pi` the
+ * target built (operands already on the node's instance: use tgt_devs_bufs).
+ */
+typedef struct TgtDevs {
+	int n;               /* instances used (1 for an unpartitioned graph) */
+	int *dev, *space, *stream;   /* per instance: plan device, value space, stream */
+	TgtHeap *heap;       /* per instance */
+	int *node_pl;        /* per flat node: instance, or -1 for a weight-shard Split */
+	int *val_pl;         /* per flat value: instance holding its primary buffer */
+	/* private to targets/devices.c */
+	int *rep_val, *rep_pl, *rep_buf, nrep, caprep;   /* extra copies of a value, per instance */
+	int *rec_event;      /* per flat node: event recorded after it, or -1 */
+	int *swap;           /* scratch for tgt_devs_bufs */
+	const TgtMachine *m;
+	const char *kind_id; /* device class of an unpartitioned plan */
+	int partitioned;
+} TgtDevs;
+
+/* Places f's nodes and values on device instances of machine m and adds the plan's devices,
+ * spaces, streams (and, unpartitioned, links) to p.  `kind` is the device class the target
+ * lowers to (DEV_GPU, ...), `space` the memory-space name values live in ("hbm", "sram",
+ * "vmem"; NULL: the instance's largest device-wide space), `align` the heap alignment in
+ * bytes.  Errors (an @device naming a class or instance the machine does not have, out of
+ * memory): -1 with e set ("aicc: error: ...").  Free with tgt_devs_free. */
+int tgt_devs_init(TgtDevs *d, Plan *p, const TgtMachine *m, const Flat *f, DevKind kind,
+		  const char *space, int64_t align, RtError *e);
+void tgt_devs_free(TgtDevs *d);
+/* Adds the buffer(s) of flat value v in dtype dt (one per instance that holds it) and, for a
+ * parameter, its constant(s) (dir: the model directory for weight files).  buf[v] receives the
+ * primary buffer.  Call for inputs, then parameters, then node outputs in node order after
+ * tgt_devs_release(node).  0, or -1 with e set. */
+int tgt_devs_value(TgtDevs *d, Plan *p, const Flat *f, int v, DType dt, int *buf, const char *dir,
+		   RtError *e);
+/* Frees heap intervals whose values no node from `node` on reads, on every instance. */
+void tgt_devs_release(TgtDevs *d, const Flat *f, int node);
+/* Points buf at the copies of node i's operands held on node i's instance (call before
+ * tgt_kernel_instr for node i; tgt_devs_emit restores buf). */
+void tgt_devs_bufs(TgtDevs *d, const Flat *f, int node, int *buf);
+/* Emits node i (see above).  `pi` is the kernel instruction for ordinary nodes (ignored for
+ * Transfer, collectives and weight-shard Splits; may be NULL for them).  Inputs are copied to
+ * the instances that read them before the first node is emitted.  0, or -1 with e set. */
+int tgt_devs_emit(TgtDevs *d, Plan *p, const Flat *f, int node, int *buf, PlanInstr *pi, RtError *e);
+/* 1 when flat node i is Transfer, a collective, or a weight-shard Split (tgt_devs_emit lowers
+ * it; the target builds no kernel). */
+int tgt_devs_handles(const TgtDevs *d, const Flat *f, int node);
+
 extern const Target tgt_targets[];
 extern const int tgt_ntargets;
 const Target *tgt_find(const char *name);      /* NULL if unknown */
