@@ -109,6 +109,11 @@ typedef struct GpuHooks {
 	/* Tiling of a prefill attention: fills t. */
 	void (*attn)(const GpuArch *a, const AttnShape *s, AttnTile *t);
 	int hopper_fp8;                   /* fp8 GEMMs promote (sm_90) */
+	/* Composite machines: a node placed on a device that is not a GPU (vera-rubin's LPU pool)
+	 * gets its unit, tiling (pi->tile may point into ctx until the next call) and cost from this
+	 * hook; NULL: such a placement is an error. */
+	int (*foreign)(void *ctx, const Plan *p, int device, const Flat *f, int node, PlanInstr *pi, RtError *e);
+	void *ctx;
 } GpuHooks;
 
 Plan *gpu_lower(const TgtInput *in, const GpuHooks *h, RtError *e);

@@ -1,7 +1,8 @@
 /* targets/gpu/lower.c: the lowering walk of the GPU targets (hopper, blackwell).
  *
- * A shape-inferred graph becomes a one-GPU plan: calls flattened (targets/flatten.c), one kernel
- * per node in graph order on one stream, float values held in bf16 (explicit conversions keep
+ * A shape-inferred graph becomes a GPU plan: calls flattened (targets/flatten.c), one kernel
+ * per node in graph order on the stream of the GPU it is placed on (one GPU unless the graph is
+ * partitioned: targets/devices.c lowers placements, transfers and collectives), float values held in bf16 (explicit conversions keep
  * their dtype, integers stay integers), buffers in HBM placed first-fit with reuse after their
  * last use.  Each kernel gets its numerics (RtExecOpts: the MMA operand format, the Hopper FP8
  * promotion interval, the software exp2) and its tiling and cost as `t.*` attributes: matrix
@@ -34,9 +35,8 @@ typedef struct GpuLw {
 	Plan *p;
 	Flat f;
 	int *buf, *gfirst, *glast;   /* flat value -> buffer; flat node -> first/last node of its group */
-	int space, stream;
 	RtError *e;
-	TgtHeap heap;        /* first-fit placement (targets/heap.c) */
+	TgtDevs devs;        /* GPUs used, their HBM heaps and streams (targets/devices.c) */
 } GpuLw;
 
 static void put(Ann *t, const char *key, const char *fmt, ...)
@@ -138,8 +138,7 @@ static DType gpu_dtype(const GpuLw *w, const FlatVal *v)
 
 static int add_buffer(GpuLw *w, int v)
 {
-	w->buf[v] = tgt_add_buffer(w->p, &w->heap, &w->f, v, gpu_dtype(w, &w->f.vals[v]), w->space, NULL, w->e);
-	return w->buf[v] < 0 ? -1 : 0;
+	return tgt_devs_value(&w->devs, w->p, &w->f, v, gpu_dtype(w, &w->f.vals[v]), w->buf, w->in->m->dir, w->e);
 }
 
 
@@ -320,8 +319,20 @@ static int add_kernel(GpuLw *w, int i)
 	const FlatNode *fn = &w->f.nodes[i];
 	int ins[TGT_MAX_OPERANDS], outs[TGT_MAX_OPERANDS];
 	PlanInstr pi;
+	if (tgt_devs_handles(&w->devs, &w->f, i))     /* transfers, collectives, weight shards */
+		return tgt_devs_emit(&w->devs, w->p, &w->f, i, w->buf, NULL, w->e);
+	tgt_devs_bufs(&w->devs, &w->f, i, w->buf);
 	if (tgt_kernel_instr(&pi, w->p, &w->f, i, w->buf, ins, outs, w->e) < 0)
 		return -1;
+	int dev = w->devs.dev[w->devs.node_pl[i]];
+	if (strcmp(w->p->devices[dev].kind, "gpu")) {
+		if (!w->h->foreign)
+			return rt_errorf(w->e, RT_EUSER, "aicc: error: target %s places '%s' on device '%s', which is not a GPU",
+					 w->h->target, w->f.vals[fn->out[0]].name, w->p->devices[dev].name);
+		if (w->h->foreign(w->h->ctx, w->p, dev, &w->f, i, &pi, w->e) < 0)
+			return -1;
+		return tgt_devs_emit(&w->devs, w->p, &w->f, i, w->buf, &pi, w->e);
+	}
 	Ann t = { .n = 0 };
 	unsigned fl_op = ir_ops[fn->n->op].flags;
 	int done = 0;
@@ -334,7 +345,7 @@ static int add_kernel(GpuLw *w, int i)
 		mem_kernel(w, i, &pi, &t);
 	}
 	pi.tile = t.kv, pi.ntile = t.n;
-	return plan_add_instr(w->p, w->stream, &pi, w->e) < 0 ? -1 : 0;
+	return tgt_devs_emit(&w->devs, w->p, &w->f, i, w->buf, &pi, w->e);
 }
 
 static int lower_body(GpuLw *w)
@@ -343,10 +354,10 @@ static int lower_body(GpuLw *w)
 		if (add_buffer(w, w->f.inputs[i]) < 0)
 			return -1;
 	for (int i = 0; i < w->f.nparams; i++)
-		if (add_buffer(w, w->f.params[i]) < 0 || tgt_add_const(w->p, w->buf[w->f.params[i]], &w->f.vals[w->f.params[i]], w->in->m->dir, w->e) < 0)
+		if (add_buffer(w, w->f.params[i]) < 0)
 			return -1;
 	for (int i = 0; i < w->f.nnodes; i++) {
-		tgt_heap_release(&w->heap, &w->f, i);
+		tgt_devs_release(&w->devs, &w->f, i);
 		for (int k = 0; k < w->f.nodes[i].nout; k++)
 			if (add_buffer(w, w->f.nodes[i].out[k]) < 0)
 				return -1;
@@ -371,21 +382,21 @@ static int lower_setup(GpuLw *w)
 	if (gpu_arch(d, &w->a, w->e) < 0 || parse_policy(w, w->in->precision) < 0)
 		return -1;
 	w->p = plan_new(w->h->target, tm->desc->machine, tm->desc->machine_hash, w->e);
-	if (!w->p || tgt_machine_copy(tm, w->p, w->e) < 0)
+	if (!w->p)
 		return -1;
 	if (plan_set_source(w->p, w->in->model, w->in->binds, w->in->precision ? w->in->precision : "bf16", w->e) < 0)
 		return -1;
-	char sp[128];
-	snprintf(sp, sizeof sp, "%s.hbm", d->id);
-	if ((w->space = plan_find_space(w->p, sp)) < 0)
-		return rt_errorf(w->e, RT_EUSER, "aicc: error: machine '%s' has no HBM space '%s'", tm->m->name, sp);
-	w->stream = plan_add_stream(w->p, "main", w->p->spaces[w->space].device, w->e);
+	if (tgt_devs_init(&w->devs, w->p, tm, &w->f, DEV_GPU, "hbm", ALIGN, w->e) < 0)
+		return -1;
+	if (strcmp(w->p->spaces[w->devs.space[0]].name + strlen(w->p->devices[w->devs.dev[0]].name), ".hbm") &&
+	    !strcmp(w->p->devices[w->devs.dev[0]].kind, "gpu"))
+		return rt_errorf(w->e, RT_EUSER, "aicc: error: machine '%s' has no HBM space on '%s'", tm->m->name,
+				 w->p->devices[w->devs.dev[0]].name);
 	size_t n = (size_t)w->f.nvals + 1, nn = (size_t)w->f.nnodes + 1;
 	w->buf = malloc(sizeof(int) * n);
-	int heap_ok = tgt_heap_init(&w->heap, (int)n, ALIGN) == 0;
 	w->gfirst = malloc(sizeof(int) * nn);
 	w->glast = malloc(sizeof(int) * nn);
-	if (w->stream < 0 || !w->buf || !heap_ok || !w->gfirst || !w->glast)
+	if (!w->buf || !w->gfirst || !w->glast)
 		return rt_errorf(w->e, RT_ENOMEM, "out of memory lowering the graph");
 	return 0;
 }
@@ -405,7 +416,7 @@ Plan *gpu_lower(const TgtInput *in, const GpuHooks *h, RtError *e)
 	}
 	tgt_flat_free(&w.f);
 	free(w.buf), free(w.gfirst), free(w.glast);
-	tgt_heap_free(&w.heap);
+	tgt_devs_free(&w.devs);
 	if (rc < 0) {
 		plan_free(w.p);
 		return NULL;
