@@ -109,8 +109,13 @@ static int parse_policy(GpuLw *w, const char *spec)
 	if (!dev_supports(w->a.dev, p->mma) || !num_has(&w->a.dev->peak[p->mma]))
 		return rt_errorf(w->e, RT_EUSER, "aicc: error: target %s (%s) has no %s matrix instruction", w->h->target,
 				 w->a.dev->arch ? w->a.dev->arch : "?", rt_dtype_name(p->mma));
-	if (p->mma == DT_F8E4M3 && p->scale == SCALE_NONE)
-		p->scale = SCALE_128X128;          /* DeepSeek-V3 recipe (hardware.md §3.3) */
+	/* Block scales are multiplied in when the accumulator is promoted (DeepSeek-V3 §3.3.2), so
+	 * Hopper without promotion can only scale per tensor. */
+	if (p->mma == DT_F8E4M3 && p->promote < 0 && w->h->hopper_fp8 && (p->scale == SCALE_1X128 || p->scale == SCALE_128X128))
+		return rt_errorf(w->e, RT_EUSER, "aicc: error: --precision '%s': 1x128/128x128 scales are applied when the FP8 "
+				 "accumulator is promoted (DeepSeek-V3 §3.3.2); +nopromote needs +tensor", spec);
+	if (p->mma == DT_F8E4M3 && p->scale == SCALE_NONE)   /* DeepSeek-V3 recipe (hardware.md §3.3) */
+		p->scale = p->promote < 0 && w->h->hopper_fp8 ? SCALE_TENSOR : SCALE_128X128;
 	if (p->mma == DT_F8E4M3 && w->h->hopper_fp8)
 		p->promote = p->promote < 0 ? -1 : 128;   /* N_C = 128 (numerics.md §7) */
 	else
@@ -169,6 +174,21 @@ static const char *scale_name(GpuScale s)
 	return s == SCALE_TENSOR ? "tensor" : s == SCALE_1X128 ? "1x128" : s == SCALE_128X128 ? "1x128,128x128" : "none";
 }
 
+/* The interpreter's operand scaling (runtime/kernels/matmul.c) for a GEMM scaled as sc. */
+static int fp8_scale_opt(GpuScale sc)
+{
+	return sc == SCALE_TENSOR ? RT_FP8_TENSOR : sc == SCALE_1X128 ? RT_FP8_1X128 : sc == SCALE_128X128 ? RT_FP8_128X128
+	       : RT_FP8_NONE;
+}
+
+/* Whether both operands already are FP8 tensors: their values are on the E4M3 grid as given
+ * (scale 1), so the kernel scales nothing. */
+static int fp8_operands(const FlatVal *A, const FlatVal *B)
+{
+	return rt_dtypes[A->dt].bits == 8 && rt_dtypes[A->dt].kind == K_FLOAT && rt_dtypes[B->dt].bits == 8 &&
+	       rt_dtypes[B->dt].kind == K_FLOAT;
+}
+
 static int gemm_kernel(GpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 {
 	const FlatVal *A = &w->f.vals[fn->in[0]], *B = &w->f.vals[fn->in[1]], *Y = &w->f.vals[fn->out[0]];
@@ -183,16 +203,14 @@ static int gemm_kernel(GpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 	for (int i = 0; i + 2 < Y->rank; i++)
 		s.batch *= Y->dims[i];
 	if (s.in == DT_F8E4M3)
-		s.scale = w->pol.scale, s.promote = w->pol.promote > 0 ? w->pol.promote : 0;
+		s.scale = fp8_operands(A, B) ? SCALE_NONE : w->pol.scale, s.promote = w->pol.promote > 0 ? w->pol.promote : 0;
 	GemmTile tile = { 0 };
 	char why[256] = "";
 	if (s.M == 0 || s.N == 0 || s.K == 0 || !w->h->gemm(&w->a, &s, &tile, why, sizeof why))
 		return 0;
 	tile.c.fixed += launch(w);
-	/* The interpreter has no 1x128 f32-scale codec: FP8 operands are quantized with the MXFP8
-	 * codec (E4M3 elements, a power-of-two scale per 32 along K), the nearest block-scaled E4M3
-	 * it has; without any scale, activations of small magnitude would flush to zero. */
-	pi->opts.mma_in = s.in == DT_F8E4M3 ? DT_MXFP8 : s.in;
+	pi->opts.mma_in = s.in;
+	pi->opts.fp8_scale = fp8_scale_opt(s.scale);
 	if (w->pol.promote && s.in == DT_F8E4M3)   /* +nopromote: one promotion at the end of K */
 		pi->opts.fp8_promote_k = w->pol.promote > 0 ? w->pol.promote : (int)((s.K + 31) / 32 * 32);
 	put(t, "kind", "gemm");
