@@ -58,6 +58,8 @@ typedef struct GemmShape {
 	double out_bytes;                 /* bytes per output element */
 	GpuScale scale;
 	int promote;
+	double b_bytes;                   /* HBM bytes per element of B when stored narrower than
+					     `in` (weights quantized at load, w4a16); 0: as `in` */
 } GemmShape;
 
 typedef struct GemmTile {

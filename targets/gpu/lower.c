@@ -130,6 +130,10 @@ static DType gpu_dtype(const GpuLw *w, const FlatVal *v)
 		return v->dt;
 	if (v->def >= 0) {
 		const Node *n = w->f.nodes[v->def].n;
+		/* Quantize {to} returns its values dequantized in its input's dtype (ir/ops.def) */
+		if (n->op == OP_Quantize && w->f.nodes[v->def].nin >= 1 && w->f.nodes[v->def].in[0] >= 0 &&
+		    rt_dtypes[v->dt].kind == K_FLOAT && rt_dtypes[v->dt].bits >= 16)
+			return gpu_dtype(w, &w->f.vals[w->f.nodes[v->def].in[0]]);
 		if (n->op == OP_Cast || n->op == OP_CastLike || (ir_ops[n->op].flags & F_QOP))
 			return v->dt;
 	}
@@ -174,6 +178,72 @@ static const char *scale_name(GpuScale s)
 	return s == SCALE_TENSOR ? "tensor" : s == SCALE_1X128 ? "1x128" : s == SCALE_128X128 ? "1x128,128x128" : "none";
 }
 
+/* ---- weight transforms done once at load ----
+ * Weights are quantized (and transposed, cast, reshaped) once when the model is loaded, not at
+ * every step: TensorRT-LLM and vLLM convert checkpoints to their quantized layout offline or at
+ * load (backends.md §1).  A value is load-time when it is a parameter or the output of a weight
+ * transform (a quantize/dequantize, Cast, Transpose or view) whose inputs are all load-time; the
+ * kernel computing it still runs in the interpreter (numerics unchanged) but costs nothing per
+ * step: it records t.phase="load" and its time as t.load_us. */
+static int weight_transform(const Node *n)
+{
+	return (ir_ops[n->op].flags & (F_QOP | F_VIEW)) || n->op == OP_Cast || n->op == OP_CastLike || n->op == OP_Transpose;
+}
+
+static int load_value(const GpuLw *w, int v)
+{
+	if (v < 0)
+		return 1;   /* an absent optional input */
+	const FlatVal *fv = &w->f.vals[v];
+	if (fv->def < 0)
+		return fv->v && fv->v->kind == V_PARAM;
+	const FlatNode *fn = &w->f.nodes[fv->def];
+	if (!weight_transform(fn->n))
+		return 0;
+	for (int k = 0; k < fn->nin; k++)
+		if (!load_value(w, fn->in[k]))
+			return 0;
+	return 1;
+}
+
+/* Whether flat node i is a weight transform run once at load (outside any fusion group). */
+static int load_kernel(const GpuLw *w, int i)
+{
+	const FlatNode *fn = &w->f.nodes[i];
+	if (w->gfirst[i] >= 0 || !weight_transform(fn->n) || fn->nin < 1)
+		return 0;
+	for (int k = 0; k < fn->nin; k++)
+		if (!load_value(w, fn->in[k]))
+			return 0;
+	return 1;
+}
+
+/* Bytes per element a GEMM reads for its weight operand v when v was quantized at load to a
+ * narrower storage format than the MMA's (w4a16: int4 codes plus one f32 scale per group, the
+ * dequantization to the MMA format happening in the kernel's mainloop, as Marlin-style W4A16
+ * kernels do); 0 when v is not such a weight. */
+static double load_weight_bytes(const GpuLw *w, int v)
+{
+	while (v >= 0 && w->f.vals[v].def >= 0 && load_value(w, v)) {
+		const FlatNode *fn = &w->f.nodes[w->f.vals[v].def];
+		if (fn->n->op == OP_Quantize) {
+			const char *to = rt_attr_str(&fn->n->attrs, "to", NULL);
+			DType dt = to ? rt_dtype_lookup(to) : DT_INVALID;
+			int64_t g = rt_attr_int(&fn->n->attrs, "group", -2);
+			if (dt == DT_INVALID)
+				return 0;
+			double b = gpu_elem_bytes(dt);
+			if (g > 0)
+				b += 4.0 / (double)g;          /* f32 scale per group (runtime/quant.c) */
+			return b;
+		}
+		if (fn->nin < 1)
+			return 0;
+		v = fn->in[0];
+	}
+	return 0;
+}
+
 /* The interpreter's operand scaling (runtime/kernels/matmul.c) for a GEMM scaled as sc. */
 static int fp8_scale_opt(GpuScale sc)
 {
@@ -202,6 +272,9 @@ static int gemm_kernel(GpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 	s.batch = 1;
 	for (int i = 0; i + 2 < Y->rank; i++)
 		s.batch *= Y->dims[i];
+	s.b_bytes = load_weight_bytes(w, fn->in[1]);
+	if (s.b_bytes >= gpu_elem_bytes(s.in))
+		s.b_bytes = 0;   /* not narrower than the MMA operand: read as the MMA format */
 	if (s.in == DT_F8E4M3)
 		s.scale = fp8_operands(A, B) ? SCALE_NONE : w->pol.scale, s.promote = w->pol.promote > 0 ? w->pol.promote : 0;
 	GemmTile tile = { 0 };
@@ -233,6 +306,9 @@ static int gemm_kernel(GpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 	if (rt_dtypes[s.in].kind == K_BLOCK)
 		put(t, "block_scale", "%s per %d, scale tiles via tcgen05.cp to TMEM", rt_dtype_name(rt_dtypes[s.in].scale),
 		    rt_dtypes[s.in].block);
+	if (s.b_bytes > 0)
+		put(t, "weight", "%.4g bytes/element in HBM (quantized at load), converted to %s in the mainloop", s.b_bytes,
+		    rt_dtype_name(s.in));
 	if (*why)
 		put(t, "why", "%s", why);
 	put_cost(t, &tile.c);
@@ -330,6 +406,11 @@ static void mem_kernel(GpuLw *w, int i, PlanInstr *pi, Ann *t)
 	}
 	if (grp && !lead)
 		put(t, "fused", "into %s", w->p->buffers[w->buf[w->f.nodes[w->gfirst[i]].out[0]]].name);
+	if (load_kernel(w, i)) {
+		put(t, "phase", "load");
+		put(t, "load_us", "%.4g", gpu_cost_total(&c) * 1e6);
+		c = (GpuCost){ .overlap = 1 };
+	}
 	put_cost(t, &c);
 }
 

@@ -125,7 +125,8 @@ int gpu_gemm_eval(const GpuArch *a, const GemmShape *s, GemmTile *t)
 	t->units = (int64_t)(a->sms / cta);
 	t->waves = cdiv(t->tiles, t->units);
 	double hbm_sm = a->hbm_bw / a->sms;
-	double bytes = (double)s->batch * ((double)s->M * s->K * sa + (double)s->N * s->K * sbw + (double)s->M * s->N * s->out_bytes);
+	double bw_hbm = s->b_bytes > 0 ? s->b_bytes : sbw;   /* weights stored narrower (quantized at load) */
+	double bytes = (double)s->batch * ((double)s->M * s->K * sa + (double)s->N * s->K * bw_hbm + (double)s->M * s->N * s->out_bytes);
 	double epi_t = bm * t->bn * s->out_bytes / hbm_sm;
 	t->c = (GpuCost){ .mma = t->waves * mma, .smem = t->waves * smem, .fma = t->waves * promo,
 			  .hbm = bytes / a->hbm_bw, .overlap = 1 };
