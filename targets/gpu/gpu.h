@@ -26,6 +26,7 @@ typedef struct GpuArch {
 	double hbm_bw;                    /* achievable bytes/s: bandwidth x efficiency */
 	double sfu;                       /* exp2/s per SM */
 	double fma;                       /* f32 FMA/s per SM (vector pipe) */
+	double l2, l2_bw;                 /* L2 bytes (0: not in the machine file); bytes/s (0: unknown) */
 	double launch, graph_launch;      /* seconds per kernel launch, on a stream / in a graph */
 	double eff_gemm, overlap_attn;    /* efficiency factors from the machine file */
 	int cluster_max;
@@ -46,6 +47,7 @@ typedef struct GpuPolicy {
 /* ---- one kernel's cost, as recorded ---- */
 typedef struct GpuCost {
 	double mma, smem, hbm, sfu, fma;  /* seconds each resource is busy (already x waves) */
+	double l2;                        /* L2-to-SM operand traffic (0 without an L2 bandwidth) */
 	double overlap;                   /* fraction of min(mma, max(sfu, fma)) hidden (1 for GEMM) */
 	double fixed;                     /* launch + pipeline fill + exposed epilogue */
 } GpuCost;
@@ -70,6 +72,11 @@ typedef struct GemmTile {
 	int cta2;
 	int64_t tiles, units, waves;
 	double smem_bytes, tmem_cols;
+	char raster;                      /* L2 rasterisation: 'N' (groups of tile rows walk N),
+					     'M', or 0 when both operands fit in L2 */
+	int group;                        /* tile rows (columns) per raster group */
+	double reload_a, reload_b;        /* HBM reads of each operand (backends.md §1b) */
+	double l2_foot;                   /* bytes one wave keeps in L2 */
 	GpuCost c;
 	double t;
 } GemmTile;
@@ -92,6 +99,7 @@ typedef struct AttnTile {
 	double emu;                       /* fraction of exponentials on the FMA pipe */
 	int poly;                         /* exp2 polynomial degree (0: all on the SFU) */
 	int64_t tiles, waves;
+	double kv_reload;                 /* HBM reads of K/V (1: the heads in flight fit in L2) */
 	GpuCost c;
 	double t;
 } AttnTile;

@@ -57,6 +57,8 @@ static void put_cost(Ann *t, const GpuCost *c)
 	put(t, "mma_us", "%.4g", c->mma * 1e6);
 	put(t, "smem_us", "%.4g", c->smem * 1e6);
 	put(t, "hbm_us", "%.4g", c->hbm * 1e6);
+	if (c->l2 > 0)
+		put(t, "l2_us", "%.4g", c->l2 * 1e6);
 	put(t, "sfu_us", "%.4g", c->sfu * 1e6);
 	put(t, "fma_us", "%.4g", c->fma * 1e6);
 	put(t, "overlap", "%.4g", c->overlap);
@@ -244,6 +246,23 @@ static double load_weight_bytes(const GpuLw *w, int v)
 	return 0;
 }
 
+/* The L2 decision of a GEMM tile (gpu/model.c gemm_l2): what is re-read from HBM and why. */
+static void put_l2(Ann *t, const GpuArch *a, const GemmTile *g)
+{
+	double mb = a->l2 / 1e6;
+	if (a->l2 <= 0)
+		put(t, "l2", "not in the machine file: operands read once");
+	else if (!g->raster)
+		put(t, "l2", "operands %.3g MB fit in %.3g MB: read once", g->l2_foot / 1e6, mb);
+	else if (g->raster == 'T')
+		put(t, "l2", "a wave's panels (%.3g MB) exceed %.3g MB: each wave reads its own, A x%.3g, B x%.3g", g->l2_foot / 1e6,
+		    mb, g->reload_a, g->reload_b);
+	else
+		put(t, "l2", "raster along %c in groups of %d tile %s (wave %.3g MB of %.3g MB): A x%.0f, B x%.0f from HBM",
+		    g->raster == 'N' ? 'N' : 'M', g->group, g->raster == 'N' ? "rows" : "columns", g->l2_foot / 1e6, mb,
+		    g->reload_a, g->reload_b);
+}
+
 /* The interpreter's operand scaling (runtime/kernels/matmul.c) for a GEMM scaled as sc. */
 static int fp8_scale_opt(GpuScale sc)
 {
@@ -306,6 +325,7 @@ static int gemm_kernel(GpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 	if (rt_dtypes[s.in].kind == K_BLOCK)
 		put(t, "block_scale", "%s per %d, scale tiles via tcgen05.cp to TMEM", rt_dtype_name(rt_dtypes[s.in].scale),
 		    rt_dtypes[s.in].block);
+	put_l2(t, &w->a, &tile);
 	if (s.b_bytes > 0)
 		put(t, "weight", "%.4g bytes/element in HBM (quantized at load), converted to %s in the mainloop", s.b_bytes,
 		    rt_dtype_name(s.in));
@@ -351,6 +371,9 @@ static int attn_kernel(GpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 	put(t, "tiles", "%lld", (long long)tile.tiles);
 	put(t, "exp2", "%.0f%% polynomial (degree %d) on the FMA pipe, %.0f%% on the SFU", tile.emu * 100, tile.poly,
 	    (1 - tile.emu) * 100);
+	if (!tile.decode)
+		put(t, "l2", tile.kv_reload > 1 ? "K/V of the heads in flight exceed L2: read once per wave of a head's Q tiles, x%.0f"
+			  : "K/V of the heads in flight fit in L2: read once", tile.kv_reload);
 	put_cost(t, &tile.c);
 	return 1;
 }
@@ -526,6 +549,7 @@ double gpu_cost(const Plan *p, int stream, const PlanInstr *in)
 	if (in->kind != PI_KERNEL || tval(in, "fixed_us", -1) < 0)
 		return rt_cost_roofline(p, stream, in);
 	GpuCost c = { .mma = tval(in, "mma_us", 0), .smem = tval(in, "smem_us", 0), .hbm = tval(in, "hbm_us", 0),
+		      .l2 = tval(in, "l2_us", 0),
 		      .sfu = tval(in, "sfu_us", 0), .fma = tval(in, "fma_us", 0), .overlap = tval(in, "overlap", 1),
 		      .fixed = tval(in, "fixed_us", 0) };
 	double t = gpu_cost_total(&c) * 1e-6;
