@@ -163,13 +163,15 @@ static double numel(const FlatVal *v)
 	return n;
 }
 
-/* The MMA format of node n: its `precision` attribute, or the policy for matrix products. */
+/* The MMA format of node n: its `precision` attribute, or the policy for matrix products.  A
+ * precision the tensor cores lack (f32, f64: a node the quantization pass kept wide, such as a
+ * first or last layer) runs at bf16, the format its buffers hold, not at the policy's. */
 static DType node_format(const GpuLw *w, const Node *n, int matmul)
 {
 	const char *pr = rt_attr_str(&n->attrs, "precision", NULL);
 	DType dt;
-	if (pr && parse_format(pr, &dt) == 0 && dev_supports(w->a.dev, dt) && num_has(&w->a.dev->peak[dt]))
-		return dt;
+	if (pr && parse_format(pr, &dt) == 0)
+		return dev_supports(w->a.dev, dt) && num_has(&w->a.dev->peak[dt]) ? dt : DT_BF16;
 	return matmul ? w->pol.mma : DT_BF16;
 }
 
