@@ -40,7 +40,8 @@ typedef enum GpuScale { SCALE_NONE, SCALE_TENSOR, SCALE_1X128, SCALE_128X128 } G
 typedef struct GpuPolicy {
 	DType mma;          /* MMA operand format of matrix products */
 	int promote;        /* Hopper FP8: promotion interval in K elements (0: none) */
-	GpuScale scale;     /* FP8 scaling granularity of the weights (activations 1x128 when block) */
+	GpuScale scale;     /* FP8 scaling granularity of the weights (activations 1x128 when block);
+			       interpreted by runtime/kernels/matmul.c through RtExecOpts.fp8_scale */
 	int graph;          /* kernels launched from a CUDA graph */
 } GpuPolicy;
 

@@ -3,13 +3,16 @@
  * A shape-inferred graph becomes a one-GPU plan: calls flattened (targets/flatten.c), one kernel
  * per node in graph order on one stream, float values held in bf16 (explicit conversions keep
  * their dtype, integers stay integers), buffers in HBM placed first-fit with reuse after their
- * last use.  Each kernel gets its numerics (RtExecOpts: the MMA operand format, the Hopper FP8
- * promotion interval, the software exp2) and its tiling and cost as `t.*` attributes: matrix
+ * last use.  Each kernel gets its numerics (RtExecOpts: the MMA operand format, the FP8 operand
+ * scaling, the Hopper FP8 promotion interval, the software exp2) and its tiling and cost as `t.*`
+ * attributes (the L2 reuse decision included): matrix
  * products and attention from the target's hooks (targets/<t>/tile.c), every other node as a
  * memory-bound kernel.  Nodes of a fusion group (passes/fuse.c: attribute fusion_group) after
  * the first run inside the first one's kernel: no launch, no HBM traffic for values the group
- * produces itself.  The precision policy is --precision FORMAT[+OPTION]... (docs/targets-gpu.md);
- * a node's own `precision` attribute (the quantization pass) overrides it. */
+ * produces itself.  Weight-only transforms of parameters (the quantization pass's weight
+ * Quantize nodes and their Transposes) run once at load: t.phase="load", no per-step cost.  The
+ * precision policy is --precision FORMAT[+OPTION]... (docs/targets-gpu.md); a node's own
+ * `precision` attribute (the quantization pass) overrides it. */
 #include "targets/gpu/gpu.h"
 
 #include <math.h>

@@ -5,7 +5,10 @@
  * pipe), with wave quantization ceil(tiles / SMs) and tile quantization (partial edge tiles cost
  * a full tile) kept exact.  GEMM follows backends.md §1b line by line; fused attention prices one
  * (Q tile x K/V block) step and schedules the tiles on the SMs longest-first; decode attention
- * is the memory-bound split-KV roofline of §1b.  Every rate and efficiency comes from GpuArch,
+ * is the memory-bound split-KV roofline of §1b.  HBM traffic counts the operand re-reads the L2
+ * cannot absorb (gemm_l2, attn_kv_reload: backends.md §1b reload_A/reload_B, from the machine's
+ * L2 capacity), and an L2 bandwidth, when the machine gives one, makes the L2-to-SMEM traffic a
+ * resource.  Every rate and efficiency comes from GpuArch,
  * which gpu_arch() reads from the machine description; the only constants here are instruction
  * counts of the algorithms themselves, each derived where it is defined. */
 #include "targets/gpu/gpu.h"
