@@ -458,8 +458,9 @@ static Value *i64_const(Part *p, int64_t x, Loc loc)
  * the offsets of its experts j*El .. (j+1)*El (GroupedMatMul leaves the other rows zero), runs
  * the block with its slice of each stacked weight and combines its rows into a partial sum;
  * an AllReduce adds the partial sums.  Each token's k weighted rows come from distinct experts,
- * so the result differs from the unsplit combine only by the order of the additions. */
-static void split_experts(Part *p, Region *r, Node *comb, int64_t E, int rid)
+ * so the result differs from the unsplit combine only by the order of the additions.  Returns
+ * the AllReduce. */
+static Node *split_experts(Part *p, Region *r, Node *comb, int64_t E, int rid)
 {
 	int64_t el = E / p->ep;
 	Value *parts[SHARDS];
@@ -518,6 +519,7 @@ static void split_experts(Part *p, Region *r, Node *comb, int64_t E, int rid)
 	}
 	for (int k = r->n - 2; k >= 0; k--)
 		ir_remove_node(p->g, r->nodes[k]);
+	return ar;
 }
 
 static int expert_parallel(Part *p)
@@ -564,7 +566,7 @@ static int expert_parallel(Part *p)
 			    p->ep, (long long)E, (long long)(E / p->ep), sb, ab, xb, (long long)k);
 		int rid = new_region(p, 'E', p->ep);
 		p->regel[rid] = E / p->ep;
-		split_experts(p, &r, comb, E, rid);
+		next = split_experts(p, &r, comb, E, rid)->next;   /* the block's nodes are gone */
 		nreg++;
 		pass_changed(p->c, "expert-parallel regions");
 		if (!pass_stat_get(p->c, "partition", "experts per device"))
@@ -866,26 +868,19 @@ static int check_memory(Part *p, int ndev)
 	int errors = 0, symbolic = 0;
 	ir_foreach_node(p->g, n) {
 		int d = ndev == 1 ? 0 : devof_node(p, n);
-		if (n->aux == SHARD_SPLIT) {
-			for (int i = 0; i < n->nout; i++)
-				w[(p->stage[n->id] * p->width + i) % ndev] += value_bytes(n->out[i]);
-			continue;
-		}
-		if (d < 0 || d >= ndev)
-			continue;
+		if (d < 0 || d >= ndev || (n->op == OP_Split && !n->annot.device && ndev > 1))
+			continue;   /* weight shards count where they are read */
 		int64_t wb = 0;
 		for (int i = 0; i < n->nin; i++) {
 			Value *v = n->in[i];
-			if (!v || (v->kind == V_NODE && v->def->aux == SHARD_SPLIT))
-				continue;
-			if (v->kind == V_PARAM && !(v->init && v->init->inline_lit)) {
-				int seen = 0;   /* a weight read twice on one device is stored once */
-				for (Node *q = p->g->first; q != n && !seen; q = q->next)
-					for (int j = 0; j < q->nin && !seen; j++)
-						seen = q->in[j] == v && (ndev == 1 || devof_node(p, q) == d);
-				if (!seen)
-					wb += value_bytes(v);
-			}
+			int seen = !weight_like(v);   /* a weight (or shard) read twice on one device is stored once */
+			for (Node *q = p->g->first; q != n && !seen; q = q->next)
+				for (int j = 0; j < q->nin && !seen; j++)
+					seen = q->in[j] == v && (ndev == 1 || devof_node(p, q) == d);
+			for (int j = 0; j < i && !seen; j++)
+				seen = n->in[j] == v;
+			if (!seen)
+				wb += value_bytes(v);
 		}
 		if (n->op == OP_Call && p->width > 1 && ndev > 1 && n->callee)
 			layer_weights(p, n->callee, n->repeat > 0 ? n->repeat : 1, w, ndev);
@@ -1023,8 +1018,10 @@ static int place_layer(Part *p, Graph *g, int s)
 	for (int i = 0; i < g->nparams; i++)
 		g->params[i]->aux = NULL;
 	int nreg = tensor_parallel(&q) + expert_parallel(&q);
-	if (ir_topo_sort(g) < 0 || ir_infer_shapes(p->m) || grow(&q) < 0)
+	if (ir_topo_sort(g) < 0 || ir_infer_shapes(p->m) || grow(&q) < 0) {
+		free(q.stage), free(q.devof), free(q.region), free(q.shard);
 		return -1;
+	}
 	place(&q);
 	transfers(&q);
 	ir_foreach_node(g, n)
@@ -1155,8 +1152,10 @@ int pass_partition(Module *m, PassCtx *c)
 	if (p.width > 1) {
 		int k = place_layers(&p);
 		free(p.insts);
-		if (k < 0)
+		if (k < 0) {
+			free(p.stage), free(p.devof), free(p.region), free(p.shard);
 			return 1;
+		}
 		nreg += k;
 	}
 	pass_stat(c, "devices used", p.pp * p.width);
