@@ -141,6 +141,13 @@ static int in_region(const Region *r, const Node *n)
 	return 0;
 }
 
+/* The axis attribute of n normalised against rank r (default 0). */
+static int64_t norm_axis(const Node *n, int r)
+{
+	int64_t ax = rt_attr_int(&n->attrs, "axis", 0);
+	return ax < 0 ? ax + r : ax;
+}
+
 /* The constant last dimension of v, or -1. */
 static int64_t last_dim(const Value *v)
 {
@@ -168,9 +175,32 @@ static int attention_splits(Part *p, const Node *n)
 	return 1;
 }
 
-/* Whether v can be computed column-split (its last dimension cut into tp equal, head-aligned
- * parts); adds its nodes.  Leaves are MatMuls with [K, N] weights; in between: unary
- * elementwise ops, Add/Sub/Mul/SwiGLU with [N] biases, RotaryEmbedding and Attention by heads. */
+/* The dimension a value is split along: the heads of a [B, S, heads, d] value, else the last
+ * (columns, head-major); -1 when it is not a constant. */
+static int64_t split_dim(const Value *v)
+{
+	if (v && v->type.rank == 4)
+		return dim_isconst(v->type.dims[2]) ? v->type.dims[2].k : -1;
+	return last_dim(v);
+}
+
+/* Whether the shape operand s of a Reshape (lead 0, 0) or Expand (lead 1, 1) keeps the batch and
+ * sequence axes and has a third element divisible by tp (the heads, or heads * d). */
+static int head_shape(Part *p, Value *s, int lead, int rank)
+{
+	const RtTensor *t = s ? ir_const_data(s) : NULL;
+	return t && t->n == rank && rt_geti(t, 0) == lead && rt_geti(t, 1) == lead && rt_geti(t, 2) > 0 &&
+	       rt_geti(t, 2) % p->tp == 0;
+}
+
+/* Whether every input of n below `from` is column-split (adds their nodes). */
+static int colsplit_inputs(Part *p, Region *r, Node *n, int from, int to, int depth);
+
+/* Whether v can be computed column-split (its split dimension, see split_dim, cut into tp equal,
+ * head-aligned parts); adds its nodes.  Leaves are MatMuls with [K, N] weights; in between:
+ * unary elementwise ops, Add/Sub/Mul/SwiGLU with [N] biases, RotaryEmbedding and Attention by
+ * heads, and MLA's head layouts: Reshape between [B, S, heads * d] and [B, S, heads, d], Expand
+ * of a shared [B, S, 1, d] to the heads, Split and Concat along d. */
 static int colsplit(Part *p, Region *r, Value *v, int depth)
 {
 	if (depth > 16 || v->kind != V_NODE || r->n >= MAXREG - 1)
@@ -178,19 +208,21 @@ static int colsplit(Part *p, Region *r, Value *v, int depth)
 	Node *n = v->def;
 	if (in_region(r, n))
 		return 1;
-	int64_t w = last_dim(v);
-	if (n->annot.device || v->nuses != 1 || pass_is_output(v) || n->aux || v->defidx != 0 || w < 1 || w % p->tp)
+	int64_t w = split_dim(v);
+	if (n->annot.device || v->nuses != 1 || pass_is_output(v) || n->aux || w < 1 || w % p->tp)
 		return 0;
-	if (n->nout != 1 && n->op != OP_Attention)
+	if (n->nout != 1 && n->op != OP_Attention && n->op != OP_Split)
 		return 0;
-	int ok = 0;
-	if (n->op == OP_MatMul && is_weight(n->in[1], 2) && n->in[0]->type.rank >= 1)
+	if (v->defidx != 0 && n->op != OP_Split)
+		return 0;
+	int ok = 0, rank = v->type.rank;
+	if (n->op == OP_MatMul && is_weight(n->in[1], 2) && n->in[0]->type.rank >= 1 && rank != 4)
 		ok = 1;
 	else if ((ir_ops[n->op].flags & (F_ELEM | F_UNARY)) == (F_ELEM | F_UNARY) && n->op != OP_Cast)
-		ok = last_dim(n->in[0]) == w && colsplit(p, r, n->in[0], depth + 1);
+		ok = split_dim(n->in[0]) == w && n->in[0]->type.rank == rank && colsplit(p, r, n->in[0], depth + 1);
 	else if (n->op == OP_Add || n->op == OP_Sub || n->op == OP_Mul || n->op == OP_SwiGLU) {
 		int any = 0;
-		ok = 1;
+		ok = rank != 4;
 		for (int i = 0; i < 2 && ok; i++) {
 			Value *x = n->in[i];
 			if (is_weight(x, 1) && dim_isconst(x->type.dims[0]) && x->type.dims[0].k == w)
@@ -201,14 +233,28 @@ static int colsplit(Part *p, Region *r, Value *v, int depth)
 		ok = ok && any;
 	} else if (n->op == OP_RotaryEmbedding) {
 		int64_t h = rt_attr_int(&n->attrs, "num_heads", 0);
-		ok = h > 0 && h % p->tp == 0 && v->type.rank == 3 && last_dim(n->in[0]) == w &&
+		ok = h > 0 && h % p->tp == 0 && rank == 3 && last_dim(n->in[0]) == w &&
 		     colsplit(p, r, n->in[0], depth + 1);
 	} else if (n->op == OP_Attention && attention_splits(p, n))
-		ok = colsplit(p, r, n->in[0], depth + 1) && colsplit(p, r, n->in[1], depth + 1) &&
-		     colsplit(p, r, n->in[2], depth + 1);
+		ok = colsplit_inputs(p, r, n, 0, 3, depth);
+	else if (n->op == OP_Reshape && n->in[0]->type.rank + rank == 7 && head_shape(p, n->in[1], 0, rank))
+		ok = split_dim(n->in[0]) > 0 && colsplit(p, r, n->in[0], depth + 1);   /* 3-D <-> 4-D */
+	else if (n->op == OP_Expand && rank == 4 && head_shape(p, n->in[1], 1, 4) && n->in[0]->type.rank == 4 &&
+		 dim_isconst(n->in[0]->type.dims[2]) && n->in[0]->type.dims[2].k == 1)
+		ok = 1;   /* a value shared by all heads, expanded per shard */
+	else if ((n->op == OP_Split || n->op == OP_Concat) && rank == 4 && norm_axis(n, 4) == 3)
+		ok = colsplit_inputs(p, r, n, 0, n->op == OP_Split ? 1 : n->nin, depth);
 	if (!ok)
 		return 0;
 	r->nodes[r->n++] = n;
+	return 1;
+}
+
+static int colsplit_inputs(Part *p, Region *r, Node *n, int from, int to, int depth)
+{
+	for (int i = from; i < to; i++)
+		if (!n->in[i] || !colsplit(p, r, n->in[i], depth + 1))
+			return 0;
 	return 1;
 }
 
@@ -231,13 +277,27 @@ static Value *weight_shard(Part *p, Node *before, Value *w, int axis, int i, int
 	return ((Node *)w->aux)->out[i];
 }
 
-static Value *map_val(Region *r, Value **map, Value *v)
+static Value *map_val(Region *r, Node **map, Value *v)
 {
 	if (v && v->kind == V_NODE)
 		for (int k = 0; k < r->n; k++)
 			if (r->nodes[k] == v->def)
-				return map[k];
+				return map[k]->out[v->defidx];
 	return v;
+}
+
+/* A shard's copy of the constant shape operand s of a Reshape or Expand: element 2 / tp. */
+static Value *shard_shape(Part *p, Value *s, Loc loc)
+{
+	const RtTensor *t = ir_const_data(s);
+	ParamInit *pi = arena_alloc(p->m->arena, sizeof *pi);
+	pi->kind = INIT_LITERAL;
+	pi->nlit = t->n;
+	pi->lit = arena_alloc(p->m->arena, (size_t)t->n * sizeof *pi->lit);
+	for (int64_t i = 0; i < t->n; i++)
+		pi->lit[i] = (double)(rt_geti(t, i) / (i == 2 ? p->tp : 1));
+	pi->inline_lit = 1;
+	return ir_add_param(p->g, ir_fresh_name(p->g, "c"), s->type, pi, loc);
 }
 
 /* Divides the integer attribute `name` of c by k (head counts of a shard). */
@@ -253,7 +313,7 @@ static void split_region(Part *p, Region *r, int rid)
 {
 	Node *row = r->nodes[r->n - 1];
 	Value *parts[SHARDS];
-	Value *map[MAXREG];
+	Node *map[MAXREG];
 	for (int i = 0; i < p->tp; i++) {
 		for (int k = 0; k < r->n; k++) {
 			Node *n = r->nodes[k];
@@ -263,6 +323,8 @@ static void split_region(Part *p, Region *r, int rid)
 				nin = 3;
 			for (int j = 0; j < nin; j++)
 				in[j] = map_val(r, map, n->in[j]);
+			if (n->op == OP_Reshape || n->op == OP_Expand)
+				in[1] = shard_shape(p, n->in[1], n->loc);
 			if (n->op == OP_MatMul && k == r->n - 1)
 				in[1] = weight_shard(p, row, n->in[1], 0, i, p->tp);
 			else if (n->op == OP_MatMul)
@@ -271,10 +333,14 @@ static void split_region(Part *p, Region *r, int rid)
 				for (int j = 0; j < nin; j++)
 					if (is_weight(n->in[j], 1))
 						in[j] = weight_shard(p, row, n->in[j], 0, i, p->tp);
-			char buf[256];
-			snprintf(buf, sizeof buf, "%s.tp%d", pass_node_name(n), i);
-			const char *name = ir_fresh_name(p->g, buf);
-			Node *c = ir_insert_node(p->g, row, n->op, in, nin, &name, 1, n->loc);
+			const char *names[8];
+			int nout = n->op == OP_Split && n->nout <= 8 ? n->nout : 1;
+			for (int j = 0; j < nout; j++) {
+				char buf[256];
+				snprintf(buf, sizeof buf, "%s.tp%d", n->out[j]->name, i);
+				names[j] = ir_fresh_name(p->g, buf);
+			}
+			Node *c = ir_insert_node(p->g, row, n->op, in, nin, names, nout, n->loc);
 			for (int a = 0; a < n->attrs.n; a++)
 				ir_set_attr(c, &n->attrs.a[a]);
 			if (n->op == OP_RotaryEmbedding)
@@ -284,9 +350,9 @@ static void split_region(Part *p, Region *r, int rid)
 				divide_attr(c, "kv_num_heads", p->tp);
 			}
 			c->aux = (void *)(intptr_t)(rid * SHARDS + i + 1);
-			map[k] = c->out[0];
+			map[k] = c;
 		}
-		parts[i] = map[r->n - 1];
+		parts[i] = map[r->n - 1]->out[0];
 	}
 	char buf[256];
 	snprintf(buf, sizeof buf, "%s.allreduce", pass_node_name(row));
@@ -1060,18 +1126,20 @@ static int place_layers(Part *p)
 			return -1;
 		nreg += k;
 	}
-	for (int i = p->ninsts - 1; i >= 0; i--) {
-		Graph *o = p->insts[i].orig, **pp = &p->m->graphs;
-		if (is_called(p->m, o))
-			continue;
-		while (*pp && *pp != o)
-			pp = &(*pp)->next;
-		if (!*pp)
-			continue;
-		*pp = o->next;
-		if (p->m->last_graph == o)
-			for (p->m->last_graph = p->m->graphs; p->m->last_graph && p->m->last_graph->next; )
-				p->m->last_graph = p->m->last_graph->next;
+	for (int removed = 1; removed; ) {   /* until no dropped graph was the last caller of another */
+		removed = 0;
+		for (int i = 0; i < p->ninsts; i++) {
+			Graph *o = p->insts[i].orig, **pp = &p->m->graphs;
+			while (*pp && *pp != o)
+				pp = &(*pp)->next;
+			if (!*pp || is_called(p->m, o))
+				continue;
+			*pp = o->next;
+			removed++;
+			if (p->m->last_graph == o)
+				for (p->m->last_graph = p->m->graphs; p->m->last_graph && p->m->last_graph->next; )
+					p->m->last_graph = p->m->last_graph->next;
+		}
 	}
 	return nreg;
 }
