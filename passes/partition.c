@@ -13,7 +13,9 @@
  *   2. splits mixture-of-experts blocks (MoEDispatch -> GroupedMatMul ... -> MoECombine) over
  *      the --ep N devices of a stage: the stacked expert weights by experts, every device
  *      dispatching the (replicated) tokens and computing only its experts' rows, and an
- *      AllReduce of the weighted partial sums (docs/passes.md says why not an AllToAll);
+ *      AllReduce of the weighted partial sums: exact, and k times less traffic than an exact
+ *      static AllToAll, whose equal chunks would need room for every routed row (MoE volumes:
+ *      shared/reference/backends.md section 6; docs/passes.md "Why not AllToAll");
  *   3. cuts the graph into --pp N pipeline stages (by default the fewest whose weights fit),
  *      balanced by predicted time: max(FLOP / device peak, bytes / memory bandwidth) per node;
  *      a stage index never decreases along an edge, so partitions form no cycle.  `@device`
