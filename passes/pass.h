@@ -84,6 +84,7 @@ typedef struct PassCtx {
 	/* partition (passes/partition.c) */
 	int tp;                     /* --tp N: tensor-parallel group size (0 or 1: none) */
 	int pp;                     /* --pp N: pipeline stages (0: the fewest that fit memory) */
+	int ep;                     /* --ep N: expert-parallel group size (0 or 1: none) */
 	/* options */
 	unsigned remark_mask;  /* bit per category (pass_remark_category) */
 	int verify_each;
