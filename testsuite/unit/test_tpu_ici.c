@@ -151,6 +151,23 @@ static void test_machine_files(void **state)
 	assert_int_equal(tpu_ici(m, machine_first(m, DEV_TPU), &ici, &e), 0);
 	assert_int_equal(ici.present, 0);
 	machine_free(m);
+	/* the 8i board: fully connected, 2400 / 2 / 6 = 200 GB/s per link one way, CAE 0.2 */
+	m = machine_load("tpu-8i-4", stderr);
+	assert_non_null(m);
+	assert_int_equal(tpu_ici(m, machine_first(m, DEV_TPU), &ici, &e), 0);
+	assert_int_equal(ici.full_mesh, 1);
+	assert_int_equal(ici.dims[0], 4);
+	assert_close(ici.link_bw, 200e9);
+	assert_close(ici.coll_latency, 0.2);
+	machine_free(m);
+	/* v5p and v7 cubes: 4x4x4 with wraparound, 1200 / 2 / 6 = 100 GB/s per link one way */
+	m = machine_load("tpu-v7-64", stderr);
+	assert_non_null(m);
+	assert_int_equal(tpu_ici(m, machine_first(m, DEV_TPU), &ici, &e), 0);
+	assert_int_equal(ici.ndims, 3);
+	assert_int_equal(ici.wrap, 1);
+	assert_close(ici.link_bw, 100e9);
+	machine_free(m);
 }
 
 int main(void)
