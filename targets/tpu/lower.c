@@ -48,6 +48,11 @@ typedef struct TpuLw {
 	int space, stream, sc_unit;
 	RtError *e;
 	TgtHeap heap;        /* first-fit placement (targets/heap.c) */
+	/* KV-cache residency (kv_plan): the largest VMEM working set of one kernel on one
+	 * TensorCore, the SRAM left for KV blocks, and per flat node the past tokens kept in SRAM */
+	double ws, kv_sram, kv_budget, kv_used;
+	int64_t kv_block, *kv_tok;
+	int kv_dry;          /* kernels are being planned, not emitted (working-set pre-pass) */
 } TpuLw;
 
 static void put(Ann *t, const char *key, const char *fmt, ...)
@@ -172,6 +177,7 @@ static double elem_bytes(DType dt) { return rt_dtypes[dt].bits / 8.0; }
 static void put_mxu(TpuLw *w, Ann *t, const MxuShape *s, const MxuPlan *m, const char *kind)
 {
 	const TpuArch *a = &w->a;
+	w->ws = fmax(w->ws, m->vmem_bytes);
 	put(t, "kind", "%s", kind);
 	put(t, "mxu", "%dx%d x%d, weight-stationary, %s in, f32 accumulate", a->R, a->C, a->nmxu, rt_dtype_name(s->in));
 	put(t, "gemm", "%lldx%lldx%lld x%lld", (long long)s->M, (long long)s->N, (long long)s->K, (long long)s->batch);
@@ -243,6 +249,79 @@ static int conv_kernel(TpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 	return 1;
 }
 
+/* ---- KV-cache residency in on-chip SRAM ----
+ * A chip whose machine gives the efficiency `kv_resident` (the 8i: its 384 MB SRAM keeps
+ * KV-cache state on chip across decode steps, hardware.md §2.14, Jeff Dean's note cited in
+ * tpu-8i.xml) keeps part of the past KV cache in VMEM.  What else needs the SRAM: every
+ * kernel's double-buffered VMEM blocks, on each TensorCore at once, so the largest working set
+ * of any kernel of the plan (tile.c) times the TensorCores is reserved first; `kv_resident` x
+ * the rest holds KV blocks.  A block is C tokens (one MXU column tile of Q K^T) of one layer's
+ * past keys and values.  Every past block is read once per decode step, so every byte kept on
+ * chip saves the same HBM time; a layer's attention costs max(MXU, VPU, VMEM, HBM), convex in
+ * its HBM bytes, so spreading the blocks evenly over the layers (round robin, oldest block
+ * first: they stay valid as the sequence grows) minimises the sum. */
+
+/* Past tokens and bytes per past token (keys + values) of attention node fn; 0 without a
+ * KV-cache input. */
+static int64_t kv_past(const TpuLw *w, const FlatNode *fn, double *tok_bytes)
+{
+	if (!(ir_ops[fn->n->op].flags & F_ATTN) || fn->nin < 6 || fn->in[4] < 0 || fn->in[5] < 0)
+		return 0;
+	const FlatVal *k = &w->f.vals[fn->in[4]];
+	if (k->rank != 4 || k->dims[2] <= 0)
+		return 0;
+	*tok_bytes = (double)(w->p->buffers[w->buf[fn->in[4]]].size + w->p->buffers[w->buf[fn->in[5]]].size) / (double)k->dims[2];
+	return k->dims[2];
+}
+
+static void kv_plan(TpuLw *w)
+{
+	double frac = dev_efficiency(w->a.dev, "kv_resident", 0);
+	const MemSpace *vm = dev_mem_kind(w->a.dev, MEM_VMEM);
+	w->kv_block = w->a.C;
+	if (frac <= 0 || !vm || !num_has(&vm->capacity))
+		return;
+	w->kv_sram = vm->capacity.v * (vm->scope == SCOPE_UNIT ? w->a.ncores : 1);
+	w->kv_budget = frac * fmax(0, w->kv_sram - w->ws * w->a.ncores);
+	double left = w->kv_budget;
+	for (int64_t r = 0, more = 1; more; r++) {
+		more = 0;
+		for (int i = 0; i < w->f.nnodes; i++) {
+			double tb = 0;
+			int64_t past = kv_past(w, &w->f.nodes[i], &tb), first = r * w->kv_block;
+			if (first >= past)
+				continue;
+			int64_t n = past - first < w->kv_block ? past - first : w->kv_block;
+			if ((double)n * tb > left)
+				return;
+			left -= (double)n * tb;
+			w->kv_used += (double)n * tb;
+			w->kv_tok[i] += n;
+			more = 1;
+		}
+	}
+}
+
+/* Records node i's KV residency and returns the past-KV bytes it reads from SRAM. */
+static double kv_attrs(TpuLw *w, int i, Ann *t)
+{
+	double tb = 0;
+	int64_t past = kv_past(w, &w->f.nodes[i], &tb);
+	if (past == 0)
+		return 0;
+	int64_t res = w->kv_tok[i], blk = w->kv_block, nb = (past + blk - 1) / blk, rb = (res + blk - 1) / blk;
+	if (w->kv_budget <= 0) {
+		put(t, "kv_sram", "none: %lld past tokens (%.4g MB) in HBM (no KV residency on this chip)", (long long)past,
+		    (double)past * tb / 1e6);
+		return 0;
+	}
+	put(t, "kv_sram", "%lld of %lld blocks of %lld tokens in SRAM (%.4g MB), %lld in HBM (%.4g MB)", (long long)rb,
+	    (long long)nb, (long long)blk, (double)res * tb / 1e6, (long long)(nb - rb), (double)(past - res) * tb / 1e6);
+	put(t, "kv_budget", "%.4g MB of KV blocks in %.4g MB SRAM: %.4g MB left after %d x %.4g MB kernel working set, all layers",
+	    w->kv_used / 1e6, w->kv_sram / 1e6, w->kv_budget / 1e6, w->a.ncores, w->ws / 1e6);
+	return (double)res * tb;
+}
+
 static int attn_kernel(TpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 {
 	const FlatVal *Q = &w->f.vals[fn->in[0]], *K = &w->f.vals[fn->in[1]], *V = &w->f.vals[fn->in[2]];
@@ -272,8 +351,12 @@ static int attn_kernel(TpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 		return 0;
 	double scores = (double)B * qh * Sq * T;
 	double padded = (double)(m1.Mp * m1.Np) * s1.batch;
+	w->ws = fmax(w->ws, fmax(m1.vmem_bytes, m2.vmem_bytes));
 	double bytes = ((double)B * qh * Sq * (d + dv) + (double)B * kvh * T * (d + dv)) * 2;
-	TpuCost c = { .mxu = m1.mxu + m2.mxu, .vmem = m1.vmem + m2.vmem, .hbm = bytes / w->a.hbm_bw,
+	/* past KV blocks resident in SRAM are read at the VMEM bandwidth instead of HBM's */
+	double onchip = w->kv_dry ? 0 : fmin(kv_attrs(w, (int)(fn - w->f.nodes), t), bytes);
+	bytes -= onchip;
+	TpuCost c = { .mxu = m1.mxu + m2.mxu, .vmem = m1.vmem + m2.vmem + onchip / w->a.vmem_bw, .hbm = bytes / w->a.hbm_bw,
 		      .vpu = padded * SOFTMAX_VPU_OPS / w->a.vpu, .fixed = w->a.fixed + w->a.dma_latency + w->a.t0 };
 	pi->opts.mma_in = DT_BF16;
 	put(t, "kind", "attention");
@@ -364,6 +447,25 @@ static int add_kernel(TpuLw *w, int i)
 	return plan_add_instr(w->p, w->stream, &pi, w->e) < 0 ? -1 : 0;
 }
 
+/* The largest VMEM working set of any MXU kernel (w->ws), before KV blocks claim the rest. */
+static void plan_working_set(TpuLw *w)
+{
+	w->kv_dry = 1;
+	for (int i = 0; i < w->f.nnodes; i++) {
+		const FlatNode *fn = &w->f.nodes[i];
+		PlanInstr pi;
+		Ann t = { .n = 0 };
+		plan_instr_init(&pi, PI_KERNEL);
+		if ((fn->n->op == OP_MatMul || fn->n->op == OP_Gemm) && fn->nin >= 2)
+			gemm_kernel(w, fn, &pi, &t);
+		else if (fn->n->op == OP_Conv && fn->nin >= 2)
+			conv_kernel(w, fn, &pi, &t);
+		else if ((ir_ops[fn->n->op].flags & F_ATTN) && fn->nin >= 3)
+			attn_kernel(w, fn, &pi, &t);
+	}
+	w->kv_dry = 0;
+}
+
 static int lower_body(TpuLw *w)
 {
 	for (int i = 0; i < w->f.ninputs; i++)
@@ -379,6 +481,8 @@ static int lower_body(TpuLw *w)
 				return -1;
 	}
 	tgt_fusion_groups(&w->f, w->gfirst, w->glast);
+	plan_working_set(w);
+	kv_plan(w);
 	for (int i = 0; i < w->f.nnodes; i++)
 		if (add_kernel(w, i) < 0)
 			return -1;
@@ -419,7 +523,8 @@ static int lower_setup(TpuLw *w)
 	int heap_ok = tgt_heap_init(&w->heap, (int)n, ALIGN) == 0;
 	w->gfirst = malloc(sizeof(int) * nn);
 	w->glast = malloc(sizeof(int) * nn);
-	if (w->stream < 0 || !w->buf || !heap_ok || !w->gfirst || !w->glast)
+	w->kv_tok = calloc(nn, sizeof(int64_t));
+	if (w->stream < 0 || !w->buf || !heap_ok || !w->gfirst || !w->glast || !w->kv_tok)
 		return rt_errorf(w->e, RT_ENOMEM, "out of memory lowering the graph");
 	return 0;
 }
@@ -438,7 +543,7 @@ Plan *tpu_lower(const TgtInput *in, RtError *e)
 		rc = rt_errorf(e, RT_EINTERNAL, "aicc: internal error: the tpu plan fails verification: %s", msg);
 	}
 	tgt_flat_free(&w.f);
-	free(w.buf), free(w.gfirst), free(w.glast);
+	free(w.buf), free(w.gfirst), free(w.glast), free(w.kv_tok);
 	tgt_heap_free(&w.heap);
 	if (rc < 0) {
 		plan_free(w.p);
