@@ -76,6 +76,9 @@ static void put_cost(Ann *t, const TpuCost *c)
 	put(t, "hbm_us", "%.4g", c->hbm * 1e6);
 	put(t, "fixed_us", "%.4g", c->fixed * 1e6);
 	put(t, "time_us", "%.4g", tpu_cost_total(c) * 1e6);
+	/* what bounds it, in explain's words (viz/facts.c) */
+	double top = fmax(fmax(c->mxu, c->vpu), fmax(c->vmem, c->hbm));
+	put(t, "bound", "%s", c->fixed >= top ? "overhead" : top == c->mxu ? "tensor" : top == c->vpu ? "vector" : "memory");
 }
 
 /* ---- the precision policy ---- */
