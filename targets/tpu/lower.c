@@ -376,6 +376,25 @@ static int attn_kernel(TpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 	return 1;
 }
 
+/* Bytes input k of fn is read from HBM: lookups read only the rows they index (an embedding
+ * table's gathered rows, the RoPE cos/sin rows at the positions), everything else whole. */
+static double read_bytes(const TpuLw *w, const FlatNode *fn, int k)
+{
+	const PlanBuffer *b = &w->p->buffers[w->buf[fn->in[k]]];
+	Op op = fn->n->op;
+	if ((op == OP_Gather || op == OP_Embedding) && k == 0 && fn->nout > 0) {
+		const PlanBuffer *y = &w->p->buffers[w->buf[fn->out[0]]];
+		double per = rt_dtype_bytes(b->dtype, 1) / (double)rt_dtype_bytes(y->dtype, 1);
+		return fmin((double)b->size, (double)y->size * per);
+	}
+	if (op == OP_RotaryEmbedding && (k == 1 || k == 2) && fn->nin > 3 && fn->in[3] >= 0) {
+		const FlatVal *cs = &w->f.vals[fn->in[k]];
+		double rows = numel(&w->f.vals[fn->in[3]]), row = cs->rank > 0 ? numel(cs) / (double)cs->dims[0] : 0;
+		return fmin((double)b->size, rows * row * rt_dtype_bytes(b->dtype, 1));
+	}
+	return (double)b->size;
+}
+
 /* Vector-unit and memory kernels: f32 work on the (8,128)-padded elements at the VPU rate,
  * bytes at HBM bandwidth (backends.md §0); inside a fusion group only external traffic counts. */
 static void vec_kernel(TpuLw *w, int i, PlanInstr *pi, Ann *t)
@@ -388,7 +407,7 @@ static void vec_kernel(TpuLw *w, int i, PlanInstr *pi, Ann *t)
 			continue;
 		int def = w->f.vals[fn->in[k]].def;
 		if (!(grp && def >= 0 && w->gfirst[def] == w->gfirst[i]))
-			bytes += (double)w->p->buffers[w->buf[fn->in[k]]].size;
+			bytes += read_bytes(w, fn, k);
 	}
 	for (int k = 0; k < fn->nout; k++) {
 		const FlatVal *v = &w->f.vals[fn->out[k]];
