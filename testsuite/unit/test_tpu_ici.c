@@ -77,6 +77,23 @@ static void test_allgather_two_axes(void **state)
 	assert_close(tpu_ici_collective(&ici, PC_ALLTOALL, 25.6e6, ext, &c), 16e-6 + 127.5e-6 / 4);
 }
 
+/* Google's pod figures (hardware.md §2.10, §2.12: "all-reduce 51.2 TB/s" for v5e-256, 102.4 TB/s
+ * for v6e-256): 256 chips x the nccl-tests bus bandwidth 2(P-1)/P x V / T of a large all-reduce
+ * over the whole 16x16 torus (backends.md §7 conventions), latency excluded. */
+static void test_pod_allreduce_bandwidth(void **state)
+{
+	(void)state;
+	TpuIci ici = v5e();
+	TpuIciCost c;
+	int ext[4] = { 16, 16, 1, 1 };
+	double V = 1e9, P = 256;
+	tpu_ici_collective(&ici, PC_ALLREDUCE, V, ext, &c);
+	assert_close(P * 2 * (P - 1) / P * V / c.bw, 51.2e12);
+	ici.link_bw = 100e9;     /* v6e: 800 GB/s per chip over 4 ports */
+	tpu_ici_collective(&ici, PC_ALLREDUCE, V, ext, &c);
+	assert_close(P * 2 * (P - 1) / P * V / c.bw, 102.4e12);
+}
+
 static void test_full_mesh_cae(void **state)
 {
 	(void)state;
@@ -177,6 +194,7 @@ int main(void)
 		cmocka_unit_test(test_allreduce_full_axis),
 		cmocka_unit_test(test_allreduce_partial_axis),
 		cmocka_unit_test(test_allgather_two_axes),
+		cmocka_unit_test(test_pod_allreduce_bandwidth),
 		cmocka_unit_test(test_full_mesh_cae),
 		cmocka_unit_test(test_copy_and_groups),
 		cmocka_unit_test(test_machine_files),
