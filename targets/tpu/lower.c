@@ -45,14 +45,16 @@ typedef struct TpuLw {
 	Plan *p;
 	Flat f;
 	int *buf, *gfirst, *glast;
-	int space, stream, sc_unit;
+	int *sc_unit;        /* per device instance: its SparseCore unit, or -1 */
 	RtError *e;
-	TgtHeap heap;        /* first-fit placement (targets/heap.c) */
+	TgtDevs d;           /* device instances, their spaces, streams and heaps (targets/devices.c) */
+	TpuIci ici;          /* the slice's interconnect (targets/tpu/ici.c) */
 	/* KV-cache residency (kv_plan): the largest VMEM working set of one kernel on one
 	 * TensorCore, the SRAM left for KV blocks, and per flat node the past tokens kept in SRAM */
 	double ws, kv_sram, kv_budget, kv_used;
 	int64_t kv_block, *kv_tok;
 	int kv_dry;          /* kernels are being planned, not emitted (working-set pre-pass) */
+	Node **clones; int nclones;   /* IR nodes annotated with their call's device (inherit_call_devices) */
 } TpuLw;
 
 static void put(Ann *t, const char *key, const char *fmt, ...)
@@ -138,20 +140,27 @@ static DType tpu_dtype(const TpuLw *w, const FlatVal *v)
 
 
 
-static int add_buffer(TpuLw *w, int v)
+/* Adds the buffer(s) of flat value v (one per chip that holds it) and checks every chip's HBM. */
+static int add_value(TpuLw *w, int v)
 {
 	const FlatVal *fv = &w->f.vals[v];
-	int64_t end = 0;
-	w->buf[v] = tgt_add_buffer(w->p, &w->heap, &w->f, v, tpu_dtype(w, fv), w->space, &end, w->e);
-	if (w->buf[v] < 0)
+	if (tgt_devs_value(&w->d, w->p, &w->f, v, tpu_dtype(w, fv), w->buf, w->in->m->dir, w->e) < 0)
 		return -1;
-	if (end > w->p->spaces[w->space].capacity)
-		return rt_errorf(w->e, RT_EUSER, "aicc: error: '%s' does not fit: %.4g GB of buffers live at once exceed the %.4g GB "
-				 "HBM of one %s chip (weights are held in bf16; use a larger chip)", fv->name, (double)end / 1e9,
-				 (double)w->p->spaces[w->space].capacity / 1e9, w->a.dev->name);
+	for (int k = 0; k < w->d.n; k++) {
+		const PlanSpace *sp = &w->p->spaces[w->d.space[k]];
+		if (w->d.heap[k].top <= sp->capacity)
+			continue;
+		if (!w->d.partitioned)
+			return rt_errorf(w->e, RT_EUSER, "aicc: error: '%s' does not fit: %.4g GB of buffers live at once exceed the %.4g GB "
+					 "HBM of one %s chip (weights are held in bf16; use a larger chip, or a slice: a machine with "
+					 "several chips and --passes=...,partition,... --pp N)", fv->name, (double)w->d.heap[k].top / 1e9,
+					 (double)sp->capacity / 1e9, w->a.dev->name);
+		return rt_errorf(w->e, RT_EUSER, "aicc: error: '%s' does not fit: %.4g GB of buffers live at once on %s exceed the "
+				 "%.4g GB HBM of one %s chip (more pipeline stages: --pp)", fv->name, (double)w->d.heap[k].top / 1e9,
+				 w->p->devices[w->d.dev[k]].name, (double)sp->capacity / 1e9, w->a.dev->name);
+	}
 	return 0;
 }
-
 
 /* ---- per-kernel tiling and cost ---- */
 static double numel(const FlatVal *v)
@@ -277,32 +286,47 @@ static int64_t kv_past(const TpuLw *w, const FlatNode *fn, double *tok_bytes)
 	return k->dims[2];
 }
 
-static void kv_plan(TpuLw *w)
+static int kv_plan(TpuLw *w)
 {
 	double frac = dev_efficiency(w->a.dev, "kv_resident", 0);
 	const MemSpace *vm = dev_mem_kind(w->a.dev, MEM_VMEM);
 	w->kv_block = w->a.C;
 	if (frac <= 0 || !vm || !num_has(&vm->capacity))
-		return;
+		return 0;
 	w->kv_sram = vm->capacity.v * (vm->scope == SCOPE_UNIT ? w->a.ncores : 1);
 	w->kv_budget = frac * fmax(0, w->kv_sram - w->ws * w->a.ncores);
-	double left = w->kv_budget;
+	/* every chip has its own SRAM: one budget per device instance */
+	double *left = malloc(sizeof *left * ((size_t)w->d.n + 1)), *used = calloc((size_t)w->d.n + 1, sizeof *used);
+	char *full = calloc((size_t)w->d.n + 1, 1);
+	if (!left || !used || !full) {
+		free(left), free(used), free(full);
+		return rt_errorf(w->e, RT_ENOMEM, "out of memory planning the KV cache");
+	}
+	for (int k = 0; k < w->d.n; k++)
+		left[k] = w->kv_budget;
 	for (int64_t r = 0, more = 1; more; r++) {
 		more = 0;
 		for (int i = 0; i < w->f.nnodes; i++) {
 			double tb = 0;
 			int64_t past = kv_past(w, &w->f.nodes[i], &tb), first = r * w->kv_block;
-			if (first >= past)
+			int k = w->d.node_pl[i];
+			if (first >= past || k < 0 || full[k])
 				continue;
 			int64_t n = past - first < w->kv_block ? past - first : w->kv_block;
-			if ((double)n * tb > left)
-				return;
-			left -= (double)n * tb;
-			w->kv_used += (double)n * tb;
+			if ((double)n * tb > left[k]) {
+				full[k] = 1;    /* this chip's SRAM is full: its later layers keep one block fewer */
+				continue;
+			}
+			left[k] -= (double)n * tb;
+			used[k] += (double)n * tb;
 			w->kv_tok[i] += n;
 			more = 1;
 		}
 	}
+	for (int k = 0; k < w->d.n; k++)
+		w->kv_used = fmax(w->kv_used, used[k]);
+	free(left), free(used), free(full);
+	return 0;
 }
 
 /* Records node i's KV residency and returns the past-KV bytes it reads from SRAM. */
@@ -320,8 +344,9 @@ static double kv_attrs(TpuLw *w, int i, Ann *t)
 	}
 	put(t, "kv_sram", "%lld of %lld blocks of %lld tokens in SRAM (%.4g MB), %lld in HBM (%.4g MB)", (long long)rb,
 	    (long long)nb, (long long)blk, (double)res * tb / 1e6, (long long)(nb - rb), (double)(past - res) * tb / 1e6);
-	put(t, "kv_budget", "%.4g MB of KV blocks in %.4g MB SRAM: %.4g MB left after %d x %.4g MB kernel working set, all layers",
-	    w->kv_used / 1e6, w->kv_sram / 1e6, w->kv_budget / 1e6, w->a.ncores, w->ws / 1e6);
+	put(t, "kv_budget", "%.4g MB of KV blocks in %.4g MB SRAM: %.4g MB left after %d x %.4g MB kernel working set, %s",
+	    w->kv_used / 1e6, w->kv_sram / 1e6, w->kv_budget / 1e6, w->a.ncores, w->ws / 1e6,
+	    w->d.partitioned ? "per chip, its layers" : "all layers");
 	return (double)res * tb;
 }
 
@@ -423,7 +448,7 @@ static void vec_kernel(TpuLw *w, int i, PlanInstr *pi, Ann *t)
 	} else if (gather) {
 		/* Embedding lookup on the SparseCores (hardware.md §3.5): rows move HBM to HBM by DMA;
 		 * the TensorCore does no work. */
-		pi->unit = w->sc_unit;
+		pi->unit = w->sc_unit[w->d.node_pl[i]];
 		c.hbm = bytes / w->a.hbm_bw;
 		c.fixed = w->a.fixed + w->a.dma_latency;
 		put(t, "kind", "gather");
@@ -450,6 +475,9 @@ static int add_kernel(TpuLw *w, int i)
 	const FlatNode *fn = &w->f.nodes[i];
 	int ins[TGT_MAX_OPERANDS], outs[TGT_MAX_OPERANDS];
 	PlanInstr pi;
+	if (tgt_devs_handles(&w->d, &w->f, i))     /* Transfer, collectives, weight shards */
+		return tgt_devs_emit(&w->d, w->p, &w->f, i, w->buf, NULL, w->e);
+	tgt_devs_bufs(&w->d, &w->f, i, w->buf);
 	if (tgt_kernel_instr(&pi, w->p, &w->f, i, w->buf, ins, outs, w->e) < 0)
 		return -1;
 	Ann t = { .n = 0 };
@@ -466,7 +494,106 @@ static int add_kernel(TpuLw *w, int i)
 		vec_kernel(w, i, &pi, &t);
 	}
 	pi.tile = t.kv, pi.ntile = t.n;
-	return plan_add_instr(w->p, w->stream, &pi, w->e) < 0 ? -1 : 0;
+	return tgt_devs_emit(&w->d, w->p, &w->f, i, w->buf, &pi, w->e);
+}
+
+/* ---- ICI: the slice's copies and collectives (targets/tpu/ici.c) ---- */
+
+/* The chip (instance number) holding plan buffer b: "tpu17" -> 17, "tpu" -> 0. */
+static int chip_of(const TpuLw *w, int b)
+{
+	const char *name = w->p->devices[w->p->spaces[w->p->buffers[b].space].device].name;
+	size_t n = strlen(w->a.dev->id);
+	return strncmp(name, w->a.dev->id, n) == 0 ? atoi(name + n) : 0;
+}
+
+/* "16x16 torus with wraparound" / "4 chips fully connected" */
+static void topo_str(const TpuIci *ici, char *buf, size_t n)
+{
+	if (ici->full_mesh) {
+		snprintf(buf, n, "%d chips fully connected", ici->dims[0]);
+		return;
+	}
+	size_t o = 0;
+	for (int a = 0; a < ici->ndims && o < n; a++)
+		o += (size_t)snprintf(buf + o, n - o, "%s%d", a ? "x" : "", ici->dims[a]);
+	if (o < n)
+		snprintf(buf + o, n - o, " torus%s", ici->wrap ? " with wraparound" : "");
+}
+
+/* Replaces instruction in's target attributes by t's (the plan owns them: runtime allocator). */
+static int set_tile(PlanInstr *in, const Ann *t, RtError *e)
+{
+	PlanKV *kv = rt_calloc((size_t)t->n + (size_t)in->ntile, sizeof *kv);
+	if (!kv)
+		return rt_errorf(e, RT_ENOMEM, "out of memory annotating ICI transfers");
+	for (int i = 0; i < in->ntile; i++)
+		kv[i] = in->tile[i];
+	for (int i = 0; i < t->n; i++) {
+		kv[in->ntile + i].key = rt_strdup(t->kv[i].key);
+		kv[in->ntile + i].val = rt_strdup(t->kv[i].val);
+		if (!kv[in->ntile + i].key || !kv[in->ntile + i].val)
+			return rt_free(kv), rt_errorf(e, RT_ENOMEM, "out of memory annotating ICI transfers");
+	}
+	rt_free(in->tile);
+	in->tile = kv, in->ntile += t->n;
+	return 0;
+}
+
+/* Prices one chip-to-chip copy or collective on the torus and records how. */
+static void ici_instr(const TpuLw *w, const PlanInstr *in, Ann *t)
+{
+	const TpuIci *ici = &w->ici;
+	TpuIciCost c;
+	char topo[96];
+	topo_str(ici, topo, sizeof topo);
+	if (in->kind == PI_COPY) {
+		int a = chip_of(w, in->in[0]), b = chip_of(w, in->out[0]);
+		double bytes = (double)w->p->buffers[in->in[0]].size;
+		tpu_ici_copy(ici, bytes, a, b, &c);
+		put(t, "kind", "ici.copy");
+		put(t, "ici", "%s%d -> %s%d: %d hop(s) on the %s, one link of %.4g GB/s each way", w->a.dev->id, a, w->a.dev->id, b,
+		    c.hops, topo, ici->link_bw / 1e9);
+	} else {
+		int chips[TGT_MAX_OPERANDS], n = in->nin < TGT_MAX_OPERANDS ? in->nin : TGT_MAX_OPERANDS, ext[4];
+		for (int k = 0; k < n; k++)
+			chips[k] = chip_of(w, in->in[k]);
+		tpu_ici_group(ici, chips, n, ext);
+		double size = (double)w->p->buffers[in->in[0]].size;
+		double V = in->coll == PC_ALLREDUCE ? size : in->coll == PC_ALLGATHER && in->nout > 0
+			   ? (double)w->p->buffers[in->out[0]].size : size * n;
+		tpu_ici_collective(ici, in->coll, V, ext, &c);
+		char grp[96] = "";
+		size_t o = 0;
+		for (int a = 0; a < (ici->full_mesh ? 1 : ici->ndims) && o < sizeof grp; a++)
+			o += (size_t)snprintf(grp + o, sizeof grp - o, "%s%d%s", a ? "x" : "", ext[a], c.wrapped[a] ? "w" : "");
+		static const char *const names[] = { "allreduce", "allgather", "alltoall" };
+		put(t, "kind", "ici.%s", names[in->coll < PC_COUNT ? in->coll : 0]);
+		put(t, "ici", "%d chips as %s of the %s (w: axis wraps, bidirectional ring), %d latency step(s), %.4g MB, "
+		    "latency x %.3g", n, grp, topo, c.hops, V / 1e6, ici->coll_latency);
+	}
+	put(t, "ici_lat_us", "%.4g", c.lat * 1e6);
+	put(t, "ici_bw_us", "%.4g", c.bw * 1e6);
+	put(t, "ici_us", "%.4g", c.t * 1e6);
+	put(t, "why", "%s", c.lat >= c.bw ? "latency-bound: per-hop latency exceeds the transfer time" : "bandwidth-bound");
+}
+
+/* Every copy and collective between chips of the plan priced on the ICI torus. */
+static int ici_annotate(TpuLw *w)
+{
+	if (!w->ici.present || !w->d.partitioned)
+		return 0;
+	for (int s = 0; s < w->p->nstreams; s++)
+		for (int i = 0; i < w->p->streams[s].nins; i++) {
+			PlanInstr *in = &w->p->streams[s].ins[i];
+			if ((in->kind != PI_COPY && in->kind != PI_COLLECTIVE) || in->link < 0 || in->nin < 1)
+				continue;
+			Ann t = { .n = 0 };
+			ici_instr(w, in, &t);
+			if (set_tile(in, &t, w->e) < 0)
+				return -1;
+		}
+	return 0;
 }
 
 /* The largest VMEM working set of any MXU kernel (w->ws), before KV blocks claim the rest. */
@@ -491,24 +618,86 @@ static void plan_working_set(TpuLw *w)
 static int lower_body(TpuLw *w)
 {
 	for (int i = 0; i < w->f.ninputs; i++)
-		if (add_buffer(w, w->f.inputs[i]) < 0)
+		if (add_value(w, w->f.inputs[i]) < 0)
 			return -1;
 	for (int i = 0; i < w->f.nparams; i++)
-		if (add_buffer(w, w->f.params[i]) < 0 || tgt_add_const(w->p, w->buf[w->f.params[i]], &w->f.vals[w->f.params[i]], w->in->m->dir, w->e) < 0)
+		if (add_value(w, w->f.params[i]) < 0)
 			return -1;
 	for (int i = 0; i < w->f.nnodes; i++) {
-		tgt_heap_release(&w->heap, &w->f, i);
+		tgt_devs_release(&w->d, &w->f, i);
 		for (int k = 0; k < w->f.nodes[i].nout; k++)
-			if (add_buffer(w, w->f.nodes[i].out[k]) < 0)
+			if (add_value(w, w->f.nodes[i].out[k]) < 0)
 				return -1;
 	}
 	tgt_fusion_groups(&w->f, w->gfirst, w->glast);
 	plan_working_set(w);
-	kv_plan(w);
+	if (kv_plan(w) < 0)
+		return -1;
 	for (int i = 0; i < w->f.nnodes; i++)
 		if (add_kernel(w, i) < 0)
 			return -1;
+	if (ici_annotate(w) < 0)
+		return -1;
 	return tgt_add_io(w->p, &w->f, w->in->g, w->buf, w->e);
+}
+
+/* ---- the devices of call instances ----
+ * The partition pass places a layer stack's calls (`@device(tpu3) h = call layer(...)`), not
+ * the callee's nodes, which every instance shares; tgt_flatten keeps the IR node, so without
+ * this a call instance's nodes would carry no device and follow their first reader
+ * (targets/devices.c).  Each flat node of a call instance without its own @device gets a shallow
+ * copy of its IR node annotated with the outermost call's device.  Instances are numbered as
+ * tgt_flatten numbers them: depth first, in expansion order.  (This belongs in tgt_flatten:
+ * a FlatNode device; see the report of issue 7.) */
+static void call_devices(const Graph *g, const char *dev, int64_t *next, const char **inst_dev, int64_t cap)
+{
+	for (const Node *n = g->first; n; n = n->next) {
+		if (n->op != OP_Call || !n->callee)
+			continue;
+		const char *d = dev ? dev : n->annot.device;
+		int64_t reps = n->repeat > 0 ? n->repeat : 1;
+		for (int64_t r = 0; r < reps && *next < cap; r++) {
+			int64_t inst = ++*next;
+			if (inst < cap)
+				inst_dev[inst] = d;
+			call_devices(n->callee, d, next, inst_dev, cap);
+		}
+	}
+}
+
+static int inherit_call_devices(TpuLw *w)
+{
+	int64_t cap = 1;
+	for (int i = 0; i < w->f.nnodes; i++)
+		if (w->f.nodes[i].instance + 1 > cap)
+			cap = w->f.nodes[i].instance + 1;
+	if (cap == 1)
+		return 0;
+	const char **inst_dev = calloc((size_t)cap, sizeof *inst_dev);
+	w->clones = calloc((size_t)w->f.nnodes + 1, sizeof *w->clones);
+	if (!inst_dev || !w->clones) {
+		free(inst_dev);
+		return rt_errorf(w->e, RT_ENOMEM, "out of memory lowering the graph");
+	}
+	int64_t next = 0;
+	call_devices(w->in->g, NULL, &next, inst_dev, cap);
+	for (int i = 0; i < w->f.nnodes; i++) {
+		FlatNode *fn = &w->f.nodes[i];
+		const char *d = fn->instance > 0 && fn->instance < cap ? inst_dev[fn->instance] : NULL;
+		if (!d || fn->n->annot.device)
+			continue;
+		Node *c = malloc(sizeof *c);
+		if (!c) {
+			free(inst_dev);
+			return rt_errorf(w->e, RT_ENOMEM, "out of memory lowering the graph");
+		}
+		*c = *fn->n;
+		c->annot.device = d;
+		w->clones[w->nclones++] = c;
+		fn->n = c;
+	}
+	free(inst_dev);
+	return 0;
 }
 
 static int lower_setup(TpuLw *w)
@@ -522,32 +711,33 @@ static int lower_setup(TpuLw *w)
 				 tm->m->name, d->arch ? d->arch : "?");
 	if (tpu_arch(d, &w->a, w->e) < 0 || parse_policy(w, w->in->precision) < 0)
 		return -1;
+	if (tpu_ici(tm->m, d, &w->ici, w->e) < 0)
+		return -1;
 	w->p = plan_new("tpu", tm->desc->machine, tm->desc->machine_hash, w->e);
-	if (!w->p || tgt_machine_copy(tm, w->p, w->e) < 0)
+	if (!w->p)
 		return -1;
 	if (plan_set_source(w->p, w->in->model, w->in->binds, w->in->precision ? w->in->precision : "bf16", w->e) < 0)
 		return -1;
-	char sp[128];
-	snprintf(sp, sizeof sp, "%s.hbm", d->id);
-	if ((w->space = plan_find_space(w->p, sp)) < 0)
-		return rt_errorf(w->e, RT_EUSER, "aicc: error: machine '%s' has no HBM space '%s'", tm->m->name, sp);
-	int dev = w->p->spaces[w->space].device;
-	w->stream = plan_add_stream(w->p, "main", dev, w->e);
-	w->sc_unit = -1;
-	if (w->a.sparsecores > 0) {
-		snprintf(sp, sizeof sp, "%s.sparsecore", d->id);
-		PlanUnit u = { .name = sp, .kind = "sparsecore", .device = dev };
-		if ((w->sc_unit = plan_add_unit(w->p, &u, w->e)) < 0)
-			return -1;
-	}
+	if (inherit_call_devices(w) < 0 || tgt_devs_init(&w->d, w->p, tm, &w->f, DEV_TPU, "hbm", ALIGN, w->e) < 0)
+		return -1;
 	size_t n = (size_t)w->f.nvals + 1, nn = (size_t)w->f.nnodes + 1;
 	w->buf = malloc(sizeof(int) * n);
-	int heap_ok = tgt_heap_init(&w->heap, (int)n, ALIGN) == 0;
 	w->gfirst = malloc(sizeof(int) * nn);
 	w->glast = malloc(sizeof(int) * nn);
 	w->kv_tok = calloc(nn, sizeof(int64_t));
-	if (w->stream < 0 || !w->buf || !heap_ok || !w->gfirst || !w->glast || !w->kv_tok)
+	w->sc_unit = malloc(sizeof(int) * ((size_t)w->d.n + 1));
+	if (!w->buf || !w->gfirst || !w->glast || !w->kv_tok || !w->sc_unit)
 		return rt_errorf(w->e, RT_ENOMEM, "out of memory lowering the graph");
+	for (int k = 0; k < w->d.n; k++) {
+		w->sc_unit[k] = -1;
+		if (w->a.sparsecores > 0) {
+			char sp[192];
+			snprintf(sp, sizeof sp, "%s.sparsecore", w->p->devices[w->d.dev[k]].name);
+			PlanUnit u = { .name = sp, .kind = "sparsecore", .device = w->d.dev[k] };
+			if ((w->sc_unit[k] = plan_add_unit(w->p, &u, w->e)) < 0)
+				return -1;
+		}
+	}
 	return 0;
 }
 
@@ -565,8 +755,11 @@ Plan *tpu_lower(const TgtInput *in, RtError *e)
 		rc = rt_errorf(e, RT_EINTERNAL, "aicc: internal error: the tpu plan fails verification: %s", msg);
 	}
 	tgt_flat_free(&w.f);
-	free(w.buf), free(w.gfirst), free(w.glast), free(w.kv_tok);
-	tgt_heap_free(&w.heap);
+	free(w.buf), free(w.gfirst), free(w.glast), free(w.kv_tok), free(w.sc_unit);
+	for (int i = 0; i < w.nclones; i++)
+		free(w.clones[i]);
+	free(w.clones);
+	tgt_devs_free(&w.d);
 	if (rc < 0) {
 		plan_free(w.p);
 		return NULL;
