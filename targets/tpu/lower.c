@@ -1,7 +1,11 @@
-/* targets/tpu/lower.c: the tpu target: a shape-inferred graph becomes a one-chip TPU plan.
+/* targets/tpu/lower.c: the tpu target: a shape-inferred graph becomes a TPU plan, for one chip or,
+ * when the partition pass placed it (@device(tpuK)), for a slice of chips.
  *
- * Calls are flattened (targets/flatten.c) and every node becomes one kernel in graph order on one
- * stream, as XLA emits one fused program step per HLO fusion.  Float values are held in bf16 in
+ * Calls are flattened (targets/flatten.c) and every node becomes one kernel in graph order on its
+ * chip's stream, as XLA emits one fused program step per HLO fusion; targets/devices.c (TgtDevs)
+ * gives every chip used its device, HBM space, stream and heap, stores weight shards on the chip
+ * that reads them and emits Transfers and collectives with their events; every chip-to-chip copy
+ * and collective is then priced on the ICI torus (targets/tpu/ici.c, t.ici*).  Float values are held in bf16 in
  * HBM (explicit conversions keep their dtype, integers stay integers); buffers are placed first
  * fit with reuse after their last use.  Each kernel gets its numerics and its decisions as `t.*`
  * attributes with a reason:
@@ -12,6 +16,7 @@
  *     which the interpreter reproduces through RtExecOpts.mma_in;
  *   - attention runs its two products on the MXUs and the softmax on the vector unit, scores kept
  *     in VMEM (flash-style: Q, K, V, O cross HBM once);
+ *   - past KV-cache blocks stay in on-chip SRAM where the machine allows it (the 8i: kv_plan);
  *   - embedding Gather runs on a SparseCore where the chip has them (hardware.md §3.5);
  *   - everything else (softmax, norms, elementwise) is a vector-unit kernel in f32 (hardware.md
  *     §3.5: "vector unit work stays FP32") on its (8,128)-padded elements at the machine's VPU
