@@ -16,6 +16,7 @@
  * and per-hop latency (targets/machine.h link_oneway_bw).  A collective uses the link from its
  * first member to its second; the runtime's ring/pairwise formulas (runtime/timing.c) cost it.
  */
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -532,12 +533,21 @@ static void shard_of(const Flat *f, int v, int *axis, int64_t *off, int64_t *ful
 	*full = pv->dims[*axis];
 }
 
+static const char *fv_name(const Flat *f, int v) { return f->vals[v].name; }
+
 /* One buffer of v on instance pl (and its constant when v is a parameter or a shard). */
 static int value_on(TgtDevs *d, Plan *p, const Flat *f, int v, DType dt, int pl, const char *dir, RtError *e)
 {
-	int b = tgt_add_buffer(p, &d->heap[pl], f, v, dt, d->space[pl], NULL, e);
+	int64_t end;
+	int b = tgt_add_buffer(p, &d->heap[pl], f, v, dt, d->space[pl], &end, e);
 	if (b < 0)
 		return -1;
+	const PlanSpace *sp = &p->spaces[d->space[pl]];
+	if (end > sp->capacity)
+		return rt_errorf(e, RT_EUSER, "aicc: error: the plan does not fit in %s (%" PRId64 " bytes): '%s' would "
+				 "end at byte %" PRId64 "; partition the model over more devices (--passes=...,partition,"
+				 "... with --pp N or --tp N on a machine with several) or use a larger machine",
+				 sp->name, sp->capacity, fv_name(f, v), end);
 	if (pl != d->val_pl[v]) {       /* another instance's copy: "x@gpu1" */
 		PlanBuffer *pb = &p->buffers[b];
 		size_t n = strlen(pb->name) + strlen(p->devices[d->dev[pl]].name) + 2;
