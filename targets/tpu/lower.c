@@ -145,26 +145,11 @@ static DType tpu_dtype(const TpuLw *w, const FlatVal *v)
 
 
 
-/* Adds the buffer(s) of flat value v (one per chip that holds it) and checks every chip's HBM. */
+/* Adds the buffer(s) of flat value v, one per chip that holds it (targets/devices.c checks each
+ * chip's HBM capacity and says how to partition when one overflows). */
 static int add_value(TpuLw *w, int v)
 {
-	const FlatVal *fv = &w->f.vals[v];
-	if (tgt_devs_value(&w->d, w->p, &w->f, v, tpu_dtype(w, fv), w->buf, w->in->m->dir, w->e) < 0)
-		return -1;
-	for (int k = 0; k < w->d.n; k++) {
-		const PlanSpace *sp = &w->p->spaces[w->d.space[k]];
-		if (w->d.heap[k].top <= sp->capacity)
-			continue;
-		if (!w->d.partitioned)
-			return rt_errorf(w->e, RT_EUSER, "aicc: error: '%s' does not fit: %.4g GB of buffers live at once exceed the %.4g GB "
-					 "HBM of one %s chip (weights are held in bf16; use a larger chip, or a slice: a machine with "
-					 "several chips and --passes=...,partition,... --pp N)", fv->name, (double)w->d.heap[k].top / 1e9,
-					 (double)sp->capacity / 1e9, w->a.dev->name);
-		return rt_errorf(w->e, RT_EUSER, "aicc: error: '%s' does not fit: %.4g GB of buffers live at once on %s exceed the "
-				 "%.4g GB HBM of one %s chip (more pipeline stages: --pp)", fv->name, (double)w->d.heap[k].top / 1e9,
-				 w->p->devices[w->d.dev[k]].name, (double)sp->capacity / 1e9, w->a.dev->name);
-	}
-	return 0;
+	return tgt_devs_value(&w->d, w->p, &w->f, v, tpu_dtype(w, &w->f.vals[v]), w->buf, w->in->m->dir, w->e);
 }
 
 /* ---- per-kernel tiling and cost ---- */
