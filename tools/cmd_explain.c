@@ -26,8 +26,9 @@ typedef struct Row {
 	int has_err, bound_from_target, dev;
 	double est_err, time_s, start_s, flops;
 	char *layer;              /* the call instance ("layer#3"), or "(top level)" */
-	int has_util, has_waste, is_link;
+	int has_util, has_waste, is_link, has_kv;
 	double util, waste;       /* the target's mxu_util and pad_waste facts, when recorded */
+	double kv_sram, kv_hbm;   /* past KV-cache bytes read from on-chip SRAM and from HBM */
 } Row;
 
 /* Per layer instance: time, the target's MXU utilisation (time-weighted over the kernels that
@@ -36,6 +37,8 @@ typedef struct LayerTot {
 	const char *key;
 	int count;
 	double time_s, util_t, util_time, waste_f, waste_flops, link_s;
+	int has_kv;
+	double kv_sram, kv_hbm;
 } LayerTot;
 
 typedef struct Total {
@@ -170,6 +173,12 @@ static void fill_row(const Plan *p, int s, int i, double start, double dur, Row 
 	if (w)
 		r->waste = strtod(w, NULL), r->has_waste = 1;
 	r->is_link = in->kind == PI_COPY || in->kind == PI_COLLECTIVE;
+	const char *ks = viz_attr(in, "kv_sram_bytes", buf, sizeof buf);
+	if (ks)
+		r->kv_sram = strtod(ks, NULL), r->has_kv = 1;
+	const char *kh = viz_attr(in, "kv_hbm_bytes", buf, sizeof buf);
+	if (kh)
+		r->kv_hbm = strtod(kh, NULL), r->has_kv = 1;
 }
 
 /* Rows in execution order (the timing engine's when it ran), events left out. */
@@ -253,6 +262,8 @@ static void add_layer(Totals *t, const Row *r)
 		l->waste_f += r->waste * r->flops, l->waste_flops += r->flops;
 	if (r->is_link)
 		l->link_s += dt;
+	if (r->has_kv)
+		l->has_kv = 1, l->kv_sram += r->kv_sram, l->kv_hbm += r->kv_hbm;
 }
 
 static void totals(const Plan *p, const Row *rows, int n, Totals *t)
@@ -317,7 +328,8 @@ static void print_text(FILE *f, const Plan *p, const RtTiming *tm, const Row *ro
 		facts |= t->layer[i].util_time > 0 || t->layer[i].waste_flops > 0 || t->layer[i].link_s > 0;
 	if (t->nlayer < 2 && !facts)
 		return;
-	fprintf(f, "\nby layer (mxu_util: time-weighted over matrix kernels; pad_waste: FLOP-weighted; link: chip-to-chip copies and collectives):\n");
+	fprintf(f, "\nby layer (mxu_util: time-weighted over matrix kernels; pad_waste: FLOP-weighted; link: chip-to-chip copies and collectives;"
+		" kv_cache: past KV bytes read from on-chip SRAM and from HBM):\n");
 	for (int i = 0; i < t->nlayer; i++) {
 		const LayerTot *l = &t->layer[i];
 		char u[32] = "-", w[32] = "-";
@@ -325,8 +337,14 @@ static void print_text(FILE *f, const Plan *p, const RtTiming *tm, const Row *ro
 			snprintf(u, sizeof u, "%.4f", l->util_t / l->util_time);
 		if (l->waste_flops > 0)
 			snprintf(w, sizeof w, "%.4f", l->waste_f / l->waste_flops);
-		fprintf(f, "  %-24s %6d  %10s  mxu_util %-7s pad_waste %-7s link %s\n", l->key, l->count,
-			viz_time_str(l->time_s, a, sizeof a), u, w, viz_time_str(l->link_s, b, sizeof b));
+		char kv[96] = "";
+		if (l->has_kv) {
+			char c1[32], c2[32];
+			snprintf(kv, sizeof kv, "  kv_cache sram %s hbm %s", viz_bytes_str(l->kv_sram, c1, sizeof c1),
+				 viz_bytes_str(l->kv_hbm, c2, sizeof c2));
+		}
+		fprintf(f, "  %-24s %6d  %10s  mxu_util %-7s pad_waste %-7s link %s%s\n", l->key, l->count,
+			viz_time_str(l->time_s, a, sizeof a), u, w, viz_time_str(l->link_s, b, sizeof b), kv);
 	}
 }
 
@@ -390,6 +408,8 @@ static int print_json(FILE *f, const Plan *p, const RtTiming *tm, const Row *row
 		json_object_set_new(lo, "mxu_util", l->util_time > 0 ? json_real(l->util_t / l->util_time) : json_null());
 		json_object_set_new(lo, "pad_waste", l->waste_flops > 0 ? json_real(l->waste_f / l->waste_flops) : json_null());
 		json_object_set_new(lo, "link_s", json_real(l->link_s));
+		json_object_set_new(lo, "kv_sram_bytes", l->has_kv ? json_real(l->kv_sram) : json_null());
+		json_object_set_new(lo, "kv_hbm_bytes", l->has_kv ? json_real(l->kv_hbm) : json_null());
 		json_array_append_new(layers, lo);
 	}
 	json_object_set_new(tot, "by_layer", layers);

@@ -330,10 +330,14 @@ static double kv_attrs(TpuLw *w, int i, Ann *t)
 	if (w->kv_budget <= 0) {
 		put(t, "kv_sram", "none: %lld past tokens (%.4g MB) in HBM (no KV residency on this chip)", (long long)past,
 		    (double)past * tb / 1e6);
+		put(t, "kv_sram_bytes", "0");
+		put(t, "kv_hbm_bytes", "%.0f", (double)past * tb);
 		return 0;
 	}
 	put(t, "kv_sram", "%lld of %lld blocks of %lld tokens in SRAM (%.4g MB), %lld in HBM (%.4g MB)", (long long)rb,
 	    (long long)nb, (long long)blk, (double)res * tb / 1e6, (long long)(nb - rb), (double)(past - res) * tb / 1e6);
+	put(t, "kv_sram_bytes", "%.0f", (double)res * tb);
+	put(t, "kv_hbm_bytes", "%.0f", (double)(past - res) * tb);
 	put(t, "kv_budget", "%.4g MB of KV blocks in %.4g MB SRAM: %.4g MB left after %d x %.4g MB kernel working set, %s",
 	    w->kv_used / 1e6, w->kv_sram / 1e6, w->kv_budget / 1e6, w->a.ncores, w->ws / 1e6,
 	    w->d.partitioned ? "per chip, its layers" : "all layers");
