@@ -297,11 +297,27 @@ static int exec_alltoall(Vm *m, const PlanInstr *in)
 }
 
 /* All-reduce: every output := the sum of the inputs (in rank order, so every rank rounds the same
- * way).  All-gather: every output := the inputs concatenated in rank order. */
+ * way). */
+/* All-gather: output 0 := the inputs concatenated in rank order along the axis attribute (the
+ * Concat kernel), every other rank's output a copy of it. */
+static int exec_allgather(Vm *m, const PlanInstr *in)
+{
+	PlanInstr k = *in;
+	k.kind = PI_KERNEL;
+	k.op = RT_OP_Concat;
+	k.nout = 1;
+	int rc = exec_kernel(m, &k);
+	for (int r = 1; rc == 0 && r < in->nout; r++)
+		rc = copy_value(m, in->out[0], in->out[r]);
+	return rc;
+}
+
 static int exec_collective(Vm *m, const PlanInstr *in)
 {
 	if (in->coll == PC_ALLTOALL)
 		return exec_alltoall(m, in);
+	if (in->coll == PC_ALLGATHER)
+		return exec_allgather(m, in);
 	RtTensor acc;
 	if (alloc_buffer(m->p, in->out[0], &acc, m->e) < 0)
 		return -1;
@@ -309,10 +325,7 @@ static int exec_collective(Vm *m, const PlanInstr *in)
 	for (int r = 0; r < in->nin; r++)
 		for (int64_t i = 0; i < n; i++) {
 			const RtTensor *x = &m->val[in->in[r]];
-			if (in->coll == PC_ALLREDUCE)
-				rt_set(&acc, i, rt_get(&acc, i) + rt_get(x, i));
-			else
-				rt_set(&acc, r * n + i, rt_get(x, i));
+			rt_set(&acc, i, rt_get(&acc, i) + rt_get(x, i));
 		}
 	round_to_dtype(&acc);
 	int rc = 0;

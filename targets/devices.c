@@ -476,7 +476,7 @@ int tgt_devs_init(TgtDevs *d, Plan *p, const TgtMachine *m, const Flat *f, DevKi
 	for (int i = 0; i < f->nnodes; i++)
 		d->rec_event[i] = -1, d->wait_seen[i] = -1;
 	for (int i = 0; i < f->nnodes && !d->partitioned; i++)
-		d->partitioned = f->nodes[i].device || f->nodes[i].n->op == OP_Transfer || is_coll(f->nodes[i].n->op);
+		d->partitioned = f->nodes[i].device != NULL;
 	if (!d->partitioned) {
 		if (alloc_arrays(d, f, 1) < 0)
 			return rt_errorf(e, RT_ENOMEM, "out of memory placing devices");
@@ -616,7 +616,7 @@ void tgt_devs_release(TgtDevs *d, const Flat *f, int node)
 int tgt_devs_handles(const TgtDevs *d, const Flat *f, int node)
 {
 	Op op = f->nodes[node].n->op;
-	return d->node_pl[node] < 0 || op == OP_Transfer || is_coll(op);
+	return d->partitioned && (d->node_pl[node] < 0 || op == OP_Transfer || is_coll(op));
 }
 
 void tgt_devs_bufs(TgtDevs *d, const Flat *f, int node, int *buf)
@@ -759,7 +759,9 @@ int tgt_devs_emit(TgtDevs *d, Plan *p, const Flat *f, int node, int *buf, PlanIn
 		rc = copy_operands(d, p, f, node, e);
 	if (rc == 0) {
 		Op op = fn->n->op;
-		if (op == OP_Transfer) {
+		if (!tgt_devs_handles(d, f, node))
+			rc = plan_add_instr(p, s, pi, e) < 0 ? -1 : 0;
+		else if (op == OP_Transfer) {
 			int src = d->val_pl[fn->in[0]];
 			int link = link_of(d, p, src, pl, e);
 			if (link < 0 && src != pl)
@@ -767,10 +769,8 @@ int tgt_devs_emit(TgtDevs *d, Plan *p, const Flat *f, int node, int *buf, PlanIn
 			else
 				rc = emit(p, s, PI_COPY, d->prim[fn->in[0]], buf[fn->out[0]], link, -1,
 					  p->buffers[buf[fn->out[0]]].name, e);
-		} else if (is_coll(op))
+		} else
 			rc = emit_collective(d, p, f, node, buf, e);
-		else
-			rc = plan_add_instr(p, s, pi, e) < 0 ? -1 : 0;
 	}
 	unswap(d, buf);
 	if (rc == 0 && d->rec_event[node] == -2 && fn->nout > 0) {

@@ -140,7 +140,8 @@ void tgt_fusion_groups(const Flat *f, int *gfirst, int *glast);
  * copied from class <id>), one memory space for values ("<id><k>.<space>"), one stream
  * ("<id><k>") and one first-fit heap, and creates links between instances on first use (named
  * "<link>.<a>-<b>", bandwidth and latency from the machine's link class joining the two
- * classes).  A graph without any @device keeps the single-device plan: tgt_machine_copy's
+ * classes).  A graph without any @device (its Transfers and collectives, if any, then run as
+ * their one-process kernels: Identity, Sum, Concat, AllToAll) keeps the single-device plan: tgt_machine_copy's
  * entities, the value space "<id>.<space>" of the first device of class `kind` and one stream
  * "main" -- so unpartitioned plans are unchanged.
  *
