@@ -64,7 +64,7 @@ static int is_coll(Op op) { return op == OP_AllReduce || op == OP_AllGather || o
 static int is_shard_split(const Flat *f, int i)
 {
 	const FlatNode *fn = &f->nodes[i];
-	if (fn->n->op != OP_Split || fn->n->annot.device || fn->nin < 1 || fn->in[0] < 0)
+	if (fn->n->op != OP_Split || fn->device || fn->nin < 1 || fn->in[0] < 0)
 		return 0;
 	const FlatVal *v = &f->vals[fn->in[0]];
 	return v->def < 0 && v->v && v->v->kind == V_PARAM;
@@ -340,7 +340,7 @@ static int place(Ctx *c)
 	int *fr = first_readers(f), rc = ni && fr ? 0 : rt_errorf(c->e, RT_ENOMEM, "out of memory placing devices");
 	for (int i = 0; rc == 0 && i < f->nnodes; i++) {
 		const Node *n = f->nodes[i].n;
-		const char *name = n->op == OP_Transfer ? rt_attr_str(&n->attrs, "device", n->annot.device) : n->annot.device;
+		const char *name = n->op == OP_Transfer ? rt_attr_str(&n->attrs, "device", f->nodes[i].device) : f->nodes[i].device;
 		ni[i] = (Inst){ -1, -1 };
 		if (name && (rc = node_inst(c, i, name, &ni[i])) == 0)
 			rc = inst_add(c, ni[i]);
@@ -475,7 +475,7 @@ int tgt_devs_init(TgtDevs *d, Plan *p, const TgtMachine *m, const Flat *f, DevKi
 	for (int i = 0; i < f->nnodes; i++)
 		d->rec_event[i] = -1, d->wait_seen[i] = -1;
 	for (int i = 0; i < f->nnodes && !d->partitioned; i++)
-		d->partitioned = f->nodes[i].n->annot.device || f->nodes[i].n->op == OP_Transfer || is_coll(f->nodes[i].n->op);
+		d->partitioned = f->nodes[i].device || f->nodes[i].n->op == OP_Transfer || is_coll(f->nodes[i].n->op);
 	if (!d->partitioned) {
 		if (alloc_arrays(d, f, 1) < 0)
 			return rt_errorf(e, RT_ENOMEM, "out of memory placing devices");
