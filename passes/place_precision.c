@@ -19,7 +19,10 @@
  * In the graph: operands get Quantize nodes ({to=fmt}, {group=G} for scaled formats) so the
  * interpreter computes with the quantized values; a weight whose K axis is not its last is
  * transposed around the Quantize so blocks run along K; a result whose dtype changed is cast
- * back (`h.acc = MatMul(...)` then `h = Cast(h.acc)`).  The error estimator is documented in
+ * back (`h.acc = MatMul(...)` then `h = Cast(h.acc)`).  Except FP8 operands of MatMul/Gemm on a
+ * device whose FP8 GEMMs scale per block themselves (<fp8-scaling>: 1x128 activation tiles,
+ * 128x128 weight blocks): those get no Quantize (it would round them twice) and the node records
+ * the kernel's layout.  The error estimator is documented in
  * docs/passes.md.  Requires shapes and topological order; invalidates shapes.
  */
 #include <math.h>
@@ -216,6 +219,10 @@ typedef struct Choice {
 	DType fmt[2];            /* per operand; DT_INVALID: left as it is */
 	int group[2];            /* Policy.*_group semantics */
 	double est;              /* estimated relative error of the result */
+	/* 1: the contraction's kernel scales its FP8 operands per block itself (the machine's
+	 * <fp8-scaling>), so no Quantize is inserted; blk[i]: operand i's scale block, rows x cols
+	 * of A (M x K) or B (K x N), {0, 0} for one scale per tensor */
+	int inkernel, blk[2][2];
 	const char *reason;
 	char buf[320];           /* room for a composed reason */
 } Choice;
@@ -223,6 +230,9 @@ typedef struct Choice {
 typedef struct Ctx {
 	PassCtx *c;
 	const Device *dev;       /* NULL: the reference (f32/f64) */
+	int fp8_blk[2][2];       /* the scale blocks the device's FP8 GEMMs apply under the policy's
+				    modifiers (fp8_layout); inkernel when fp8_kernel */
+	int fp8_kernel;
 	const char *mname;
 	const Policy *policy;    /* NULL: auto */
 	int quantized, kept;
@@ -284,6 +294,50 @@ static void choose(const Node *n, const Policy *p, Choice *ch)
 		e2 += eps * eps;
 	}
 	ch->est = sqrt(e2);
+}
+
+/* FP8 GEMMs that scale their own operands (the machine's <fp8-scaling>, DeepSeek-V3 §3.3.1):
+ * quantizing an operand here as well would round it twice (per tensor, then per block).  Their
+ * layout under the policy's modifiers, as the GPU targets read them (docs/targets-gpu.md):
+ * default or +128x128 the machine's (A 1x128 tiles, B 128x128 blocks), +1x128 B per 128x1
+ * column tile, +tensor one scale per tensor, and +nopromote where the scales are applied at
+ * accumulator promotion (the machine's promote) also per tensor. */
+static void fp8_layout(Ctx *x, const char *spec)
+{
+	const Device *d = x->dev;
+	x->fp8_kernel = d && d->fp8_act[0] > 0 && d->fp8_wt[0] > 0;
+	if (!x->fp8_kernel)
+		return;
+	memcpy(x->fp8_blk[0], d->fp8_act, sizeof d->fp8_act);
+	memcpy(x->fp8_blk[1], d->fp8_wt, sizeof d->fp8_wt);
+	int tensor = 0;
+	for (const char *s = strchr(spec, '+'); s; s = strchr(s + 1, '+')) {
+		size_t len = strcspn(s + 1, "+");
+		if ((len == 6 && !strncmp(s + 1, "tensor", 6)) || (len == 9 && !strncmp(s + 1, "nopromote", 9) && d->fp8_promote > 0))
+			tensor = 1;
+		else if (len == 5 && !strncmp(s + 1, "1x128", 5))
+			x->fp8_blk[1][0] = d->fp8_act[1], x->fp8_blk[1][1] = d->fp8_act[0];
+	}
+	if (tensor)
+		memset(x->fp8_blk, 0, sizeof x->fp8_blk);
+}
+
+/* Hands the FP8 operands of a MatMul/Gemm to a kernel that scales them itself (fp8_layout):
+ * no Quantize nodes; each operand's error is E4M3's unit roundoff 2^-4, as with one scale per
+ * tensor, because an f32 scale maps the block's amax to 448 exactly (no clamping, unlike E8M0
+ * scales) and E4M3's normal range spans 2^-6/448 of it (numerics.md §1, §5): the finer blocks
+ * only keep outlier channels from pushing the rest into subnormals (docs/targets-gpu.md). */
+static void fp8_in_kernel(const Ctx *x, const Node *n, Choice *ch)
+{
+	if (!x->fp8_kernel || (n->op != OP_MatMul && n->op != OP_Gemm))
+		return;
+	for (int i = 0; i < 2; i++)
+		if (ch->fmt[i] != DT_INVALID && ch->fmt[i] != DT_F8E4M3)
+			return;
+	if (ch->fmt[0] == DT_INVALID && ch->fmt[1] == DT_INVALID)
+		return;
+	ch->inkernel = 1;
+	memcpy(ch->blk, x->fp8_blk, sizeof ch->blk);
 }
 
 /* Whether policy p can be applied to n at all: block formats need K along the last axis. */
@@ -354,6 +408,7 @@ static void decide(const Ctx *x, const Node *n, Choice *ch)
 		snprintf(ch->buf, sizeof ch->buf, "policy %s", x->policy->name);
 		ch->reason = ch->buf;
 	}
+	fp8_in_kernel(x, n, ch);
 }
 
 /* ---- making the choice explicit ---- */
@@ -439,6 +494,10 @@ static void cast_back(PassCtx *c, Graph *g, Node *n, DType dt)
 static void apply(PassCtx *c, Graph *g, Node *n, const Choice *ch)
 {
 	DType orig = n->out[0]->type.dt;
+	if (ch->inkernel) {   /* the kernel scales and rounds its operands (fp8_in_kernel) */
+		pass_stat(c, "FP8 operands left to the kernel's block scaling", 1);
+		return;
+	}
 	for (int i = 0; i < n->nin; i++) {
 		int op = is_operand(n, i) || !is_contraction(n);
 		DType to = op && i < 2 ? ch->fmt[i] : ch->fmt[0];
@@ -471,7 +530,13 @@ static void describe_layout(const Node *n, const Choice *ch, char *buf, size_t l
 		const DTypeInfo *t = &rt_dtypes[to];
 		const char *who = is_contraction(n) ? (i ? "B" : "A") : "X";
 		int64_t g = ch->group[i] == NOGROUP ? 0 : group_len(n, i, ch->group[i]);
-		if (t->kind == K_BLOCK)
+		if (ch->inkernel && ch->blk[i][0] > 0)
+			k += (size_t)snprintf(buf + k, len - k, "%s%s: %s, f32 scale per %dx%d %s in the kernel", k ? "; " : "",
+				who, t->name, ch->blk[i][0], ch->blk[i][1], i ? "block" : "tile");
+		else if (ch->inkernel)
+			k += (size_t)snprintf(buf + k, len - k, "%s%s: %s, one scale per tensor in the kernel", k ? "; " : "", who,
+				t->name);
+		else if (t->kind == K_BLOCK)
 			k += (size_t)snprintf(buf + k, len - k, "%s%s: %s blocks of %d along %s (%s scales%s)",
 				k ? "; " : "", who, t->name, t->block, is_contraction(n) ? "K" : "the last axis",
 				rt_dtype_name(t->scale), to == DT_NVFP4 ? " and an f32 tensor scale" : "");
@@ -481,7 +546,7 @@ static void describe_layout(const Node *n, const Choice *ch, char *buf, size_t l
 				ch->group[i] == 0 ? (i ? "output channel" : "row (token)") : "group along K");
 		else
 			k += (size_t)snprintf(buf + k, len - k, "%s%s: %s elementwise", k ? "; " : "", who, t->name);
-		if (ch->group[i] > 0 && k < len)
+		if (ch->group[i] > 0 && !ch->inkernel && k < len)
 			k += (size_t)snprintf(buf + k, len - k, " of %lld", (long long)g);
 	}
 }
@@ -545,6 +610,7 @@ static void place_node(Ctx *x, Graph *g, Node *n)
 		decide(x, n, &ch);
 		if (changes_any(n, &ch) && !pass_bisect(x->c, n, "place precision")) {
 			ch.fmt[0] = ch.fmt[1] = DT_INVALID;
+			ch.inkernel = 0;
 			ch.reason = "skipped by --opt-bisect-limit";
 		}
 		record(x, g, n, &ch);   /* first: apply renames the result */
@@ -579,6 +645,7 @@ static int setup(Ctx *x, PassCtx *c)
 	x->c = c;
 	x->dev = accelerator(c->machine);
 	x->mname = c->machine ? c->machine->name : "reference";
+	fp8_layout(x, c->precision);
 	if (strncmp(c->precision, "auto", 4) == 0 && (c->precision[4] == 0 || c->precision[4] == '+'))
 		return 0;
 	if (!(x->policy = policy_find(c->precision))) {

@@ -40,22 +40,40 @@ double rt_tolerance(DType dt)
 	return m < 0 ? 0 : 8 * ldexp(1.0, -(m + 1));
 }
 
-/* The narrowest float format plan p computes in: buffer dtypes and MMA operand formats. */
-static DType narrowest(const Plan *p)
+/* Unit roundoff u of format d as a plan uses it (docs/plan-format.md §Tolerances): floats
+ * 2^-(m+1); an integer with a symmetric scale per group (Quantize {to=iN, group}: scale =
+ * amax/qmax, q = rne(x/scale), numerics.md §6) is off by at most half a step, scale/2, so
+ * u = 1/(2 qmax) relative to its group's amax (int4: 1/14, int8: 1/254); integers without a
+ * scale are exact (0). */
+static double unit_roundoff(DType d, int scaled)
 {
-	DType best = DT_F64;
-	for (int b = 0; b < p->nbuffers; b++) {
-		DType d = p->buffers[b].dtype;
-		if (rt_dtype_isfloat(d) && mantissa_bits(d) >= 0 && mantissa_bits(d) < mantissa_bits(best))
-			best = d;
-	}
+	if (scaled && rt_dtypes[d].kind == K_INT && rt_dtypes[d].bits >= 2)
+		return 1 / (2 * (ldexp(1.0, rt_dtypes[d].bits - 1) - 1));
+	int m = mantissa_bits(d);
+	return m < 0 ? 0 : ldexp(1.0, -(m + 1));
+}
+
+/* The largest unit roundoff among the formats plan p computes in: buffer dtypes, MMA operand
+ * formats, and the formats its Quantize kernels round to (their values are held dequantized in
+ * a wider buffer, so only the kernel says that w4a16 weights sit on an int4 grid). */
+static double coarsest(const Plan *p)
+{
+	double u = unit_roundoff(DT_F64, 0);
+	for (int b = 0; b < p->nbuffers; b++)
+		if (rt_dtype_isfloat(p->buffers[b].dtype))
+			u = fmax(u, unit_roundoff(p->buffers[b].dtype, 0));
 	for (int s = 0; s < p->nstreams; s++)
 		for (int i = 0; i < p->streams[s].nins; i++) {
-			DType d = p->streams[s].ins[i].opts.mma_in;
-			if (d != DT_INVALID && mantissa_bits(d) >= 0 && mantissa_bits(d) < mantissa_bits(best))
-				best = d;
+			const PlanInstr *in = &p->streams[s].ins[i];
+			if (in->opts.mma_in != DT_INVALID)
+				u = fmax(u, unit_roundoff(in->opts.mma_in, 0));
+			if (in->kind != PI_KERNEL || in->op != RT_OP_Quantize)
+				continue;
+			DType to = rt_dtype_lookup(rt_attr_str(&in->attrs, "to", ""));
+			if (to != DT_INVALID)
+				u = fmax(u, unit_roundoff(to, rt_attr_find(&in->attrs, "group") != NULL));
 		}
-	return best;
+	return u;
 }
 
 void rt_compare(const RtTensor *got, const RtTensor *ref, double tol, RtCheckOut *o)
@@ -211,7 +229,7 @@ int rt_check(const Plan *p, const RtRunOpts *o, int per_node, RtRun *r, RtCheck 
 		snprintf(msg, sizeof msg, "%s", e->msg);
 		rt_errorf(e, e->code, "--check: the reference run failed: %s", msg);
 	}
-	double tol = rt_tolerance(narrowest(p));
+	double tol = 8 * coarsest(p);   /* rt_tolerance's rule */
 	if (rc == 0)
 		rc = compare_outputs(p, r, ref, &rr, tol, c, e);
 	if (rc == 0 && per_node)

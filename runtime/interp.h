@@ -48,6 +48,10 @@ typedef struct RtTiming {
 	double *unit_busy_s;             /* per unit */
 	double *link_busy_s;             /* per link */
 	int64_t *peak_bytes;             /* per space: most bytes live at once */
+	/* one-time work done when the model is loaded (kernels with t.phase="load": weight
+	 * transforms): not in latency_s; the sum of their t.load_us, in total and per device */
+	double load_s, *dev_load_s;
+	int nload;                       /* such kernels */
 	RtSpan *spans;                   /* one per instruction, in plan_linearize order */
 	int nspans;
 } RtTiming;

@@ -1,5 +1,5 @@
 /* runtime/report.c: the JSON report of a run (docs/plan-format.md §Report), written with
- * jansson: target, machine, latency, FLOP, bytes per memory space, per-device busy time and peak
+ * jansson: target, machine, latency, the one-time load time (t.phase="load" kernels), FLOP, bytes per memory space, per-device busy time and peak
  * memory per space, outputs (name, shape, dtype, file) and, after --check, the comparison per
  * output and the first node out of tolerance; for a plan of a serving phase (--phase) its TTFT
  * or TPOT and tokens/s.  Deterministic: keys in a fixed order. */
@@ -30,6 +30,7 @@ static json_t *devices_json(const Plan *p, const RtTiming *t)
 		json_object_set_new(o, "kind", json_string(p->devices[d].kind));
 		json_object_set_new(o, "peak_flops", num(p->devices[d].peak_flops));
 		json_object_set_new(o, "busy_s", num(t->busy_s ? t->busy_s[d] : 0));
+		json_object_set_new(o, "load_s", num(t->dev_load_s ? t->dev_load_s[d] : 0));
 		json_object_set_new(o, "flops", num(t->dev_flops ? t->dev_flops[d] : 0));
 		for (int s = 0; s < p->nspaces; s++)
 			if (p->spaces[s].device == d)
@@ -125,6 +126,8 @@ int rt_report_write(const Plan *p, const RtRun *r, const RtCheck *c, const char 
 	json_object_set_new(o, "machine", json_string(p->machine));
 	json_object_set_new(o, "machine_hash", json_string(hash));
 	json_object_set_new(o, "latency_s", num(t->latency_s));
+	json_object_set_new(o, "load_s", num(t->load_s));
+	json_object_set_new(o, "load_kernels", json_integer(t->nload));
 	json_object_set_new(o, "flops", num(t->flops));
 	json_object_set_new(o, "achieved_flops_per_s", num(t->latency_s > 0 ? t->flops / t->latency_s : 0));
 	for (int s = 0; s < p->nspaces; s++)

@@ -9,7 +9,10 @@
  * Static instructions (issue cycle given, device clock known) start exactly at cycle / clock.  Durations come
  * from the target's cost hook (rt_cost_register) or the generic roofline of backends.md §0.
  * Also computes FLOP totals, bytes per memory space, busy time per device, unit and link, and
- * peak live bytes per space (plan_liveness over the execution order). */
+ * peak live bytes per space (plan_liveness over the execution order).  A kernel marked
+ * t.phase="load" (a weight transform run once when the model is loaded, docs/plan-format.md)
+ * takes no time, FLOP or bytes in the step whatever its cost hook says; its t.load_us adds to
+ * the load time. */
 #include "runtime/interp.h"
 
 #include <math.h>
@@ -110,6 +113,23 @@ double rt_cost_roofline(const Plan *p, int stream, const PlanInstr *in)
 	}
 }
 
+/* The one-time load time of instruction `in` in seconds (t.load_us of a t.phase="load" kernel;
+ * a missing or malformed t.load_us counts 0), or -1 when it runs in every step. */
+static double load_time(const PlanInstr *in)
+{
+	int load = 0;
+	double us = 0;
+	for (int i = 0; in->kind == PI_KERNEL && i < in->ntile; i++) {
+		if (strcmp(in->tile[i].key, "phase") == 0)
+			load = strcmp(in->tile[i].val, "load") == 0;
+		else if (strcmp(in->tile[i].key, "load_us") == 0)
+			us = strtod(in->tile[i].val, NULL);
+	}
+	if (!load)
+		return -1;
+	return us > 0 && isfinite(us) ? us * 1e-6 : 0;
+}
+
 /* ---- the simulation ---- */
 typedef struct Sim {
 	const Plan *p;
@@ -160,9 +180,15 @@ static void step(Sim *m, RtTiming *tm, int s, double t)
 	const PlanInstr *in = &p->streams[s].ins[m->pc[s]];
 	int u, l;
 	resource(p, s, in, &u, &l);
-	double d = in->kind == PI_RECORD || in->kind == PI_WAIT ? 0 : m->cost(p, s, in);
+	double load = load_time(in);
+	double d = in->kind == PI_RECORD || in->kind == PI_WAIT || load >= 0 ? 0 : m->cost(p, s, in);
 	if (!(d >= 0) || isinf(d))
 		d = 0;
+	if (load >= 0) {
+		tm->load_s += load;
+		tm->dev_load_s[p->streams[s].device] += load;
+		tm->nload++;
+	}
 	double end = t + d;
 	if (in->kind == PI_RECORD)
 		m->event_t[in->event] = end;
@@ -172,10 +198,12 @@ static void step(Sim *m, RtTiming *tm, int s, double t)
 		m->link_t[l] = end, tm->link_busy_s[l] += d;
 	m->stream_t[s] = in->cycle >= 0 ? fmax(m->stream_t[s], end) : end;
 	tm->spans[tm->nspans++] = (RtSpan){ s, m->pc[s], u, l, t, end };
-	tm->flops += in->flops;
-	tm->dev_flops[p->streams[s].device] += in->flops;
-	if (in->kind != PI_RECORD && in->kind != PI_WAIT)
-		rt_instr_bytes(p, in, tm->bytes);
+	if (load < 0) {      /* a step's work; load kernels' is done once, before */
+		tm->flops += in->flops;
+		tm->dev_flops[p->streams[s].device] += in->flops;
+		if (in->kind != PI_RECORD && in->kind != PI_WAIT)
+			rt_instr_bytes(p, in, tm->bytes);
+	}
 	if (end > tm->latency_s)
 		tm->latency_s = end;
 	m->pc[s]++;
@@ -187,6 +215,7 @@ static int alloc_timing(const Plan *p, RtTiming *t, Sim *m)
 	t->bytes = rt_calloc((size_t)p->nspaces + 1, sizeof *t->bytes);
 	t->busy_s = rt_calloc((size_t)p->ndevices + 1, sizeof *t->busy_s);
 	t->dev_flops = rt_calloc((size_t)p->ndevices + 1, sizeof *t->dev_flops);
+	t->dev_load_s = rt_calloc((size_t)p->ndevices + 1, sizeof *t->dev_load_s);
 	t->unit_busy_s = rt_calloc(nu, sizeof *t->unit_busy_s);
 	t->link_busy_s = rt_calloc(nl, sizeof *t->link_busy_s);
 	t->peak_bytes = rt_calloc((size_t)p->nspaces + 1, sizeof *t->peak_bytes);
@@ -196,7 +225,7 @@ static int alloc_timing(const Plan *p, RtTiming *t, Sim *m)
 	m->link_t = rt_calloc(nl, sizeof *m->link_t);
 	m->event_t = rt_calloc((size_t)p->nevents + 1, sizeof *m->event_t);
 	m->pc = rt_calloc(ns, sizeof *m->pc);
-	if (!t->bytes || !t->busy_s || !t->dev_flops || !t->unit_busy_s || !t->link_busy_s || !t->peak_bytes || !t->spans ||
+	if (!t->bytes || !t->busy_s || !t->dev_flops || !t->dev_load_s || !t->unit_busy_s || !t->link_busy_s || !t->peak_bytes || !t->spans ||
 	    !m->stream_t || !m->unit_t || !m->link_t || !m->event_t || !m->pc)
 		return -1;
 	for (int i = 0; i < p->nevents; i++)
@@ -281,7 +310,7 @@ int rt_simulate(const Plan *p, RtTiming *t, RtError *e)
 
 void rt_timing_free(RtTiming *t)
 {
-	rt_free(t->bytes), rt_free(t->busy_s), rt_free(t->dev_flops), rt_free(t->unit_busy_s), rt_free(t->link_busy_s);
+	rt_free(t->bytes), rt_free(t->busy_s), rt_free(t->dev_flops), rt_free(t->dev_load_s), rt_free(t->unit_busy_s), rt_free(t->link_busy_s);
 	rt_free(t->peak_bytes), rt_free(t->spans);
 	memset(t, 0, sizeof *t);
 }

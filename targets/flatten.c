@@ -16,7 +16,7 @@ typedef struct Fx {
 	RtError *e;
 	int64_t next_instance;
 	int depth;
-	const char *device;  /* @device of the innermost enclosing call, or NULL */
+	const char *device;  /* @device of the innermost annotated Call being expanded, or NULL */
 } Fx;
 
 /* At most this many flat nodes and call instances (a bound for `repeat N` with a huge N). */
@@ -116,9 +116,8 @@ static int expand_call(Fx *x, Node *n, int *map)
 			break;
 		}
 		const char *outer = x->device;
-		if (n->annot.device)
-			x->device = n->annot.device;
 		x->depth++;
+		x->device = n->annot.device ? n->annot.device : outer;   /* the body runs where its Call is placed */
 		rc = expand(x, c, args, ++x->next_instance, res);
 		x->depth--;
 		x->device = outer;

@@ -519,6 +519,25 @@ static int int_attr(Ld *ld, xmlNode *n, const char *name, int dflt)
 	return v > 1000000 ? 1000000 : (int)v;
 }
 
+/* <fp8-scaling activations="RxK" weights="KxN" [promote="N_C"]>: both shapes positive. */
+static void parse_fp8_scaling(Ld *ld, Device *d, xmlNode *n)
+{
+	const char *src, *note;
+	Prov p;
+	read_prov(ld, n, &src, &p, &note);
+	static const char *const names[2] = { "activations", "weights" };
+	for (int i = 0; i < 2; i++) {
+		int *b = i ? d->fp8_wt : d->fp8_act;
+		const char *s = attr(ld, n, names[i]);
+		char end = 0;
+		if (!s || sscanf(s, "%dx%d%c", &b[0], &b[1], &end) != 2 || b[0] <= 0 || b[1] <= 0) {
+			lerr(ld, node_line(n), "<fp8-scaling>: %s='%s' is not a block shape ROWSxCOLS", names[i], s ? s : "");
+			b[0] = b[1] = 0;
+		}
+	}
+	d->fp8_promote = int_attr(ld, n, "promote", 0);
+}
+
 static void parse_mma(Ld *ld, Device *d, xmlNode *n)
 {
 	MmaFamily *f = &d->mma[d->nmma++];
@@ -697,6 +716,8 @@ static void parse_device(Ld *ld, Device *d, xmlNode *n)
 			read_prov(ld, k, &src, &p, &note);
 			d->block_formats = dtype_list(ld, k, content(ld, k), 1);
 			d->scale_space = attr(ld, k, "scales");
+		} else if (!strcmp(tag, "fp8-scaling")) {
+			parse_fp8_scaling(ld, d, k);
 		} else if (!strcmp(tag, "efficiency")) {
 			Efficiency *e = &d->effs[d->neffs++];
 			e->name = attr(ld, k, "name");
@@ -815,7 +836,7 @@ static void schema_names(xmlNode *n, Names *ns)
  * know, and numbers (elements with value=) without a numeric value, a source or a valid kind. */
 static void precheck(Ld *ld, xmlNode *n, const Names *known, int depth)
 {
-	static const char *const prov_elems[] = {"mma", "formats", "block-scaled", "link"};
+	static const char *const prov_elems[] = {"mma", "formats", "block-scaled", "fp8-scaling", "link"};
 	for (; n; n = n->next) {
 		if (n->type != XML_ELEMENT_NODE)
 			continue;

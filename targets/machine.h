@@ -149,6 +149,11 @@ typedef struct Device {
 	uint64_t formats;       /* element dtypes the device computes on natively */
 	uint64_t block_formats; /* block-scaled dtypes (mxfp8, nvfp4, ...) its MMA applies */
 	const char *scale_space;/* where block scales live ("tmem") */
+	/* <fp8-scaling>: FP8 GEMMs scale their operands per block, activations per fp8_act[0] x
+	 * fp8_act[1] (rows x K) and weights per fp8_wt[0] x fp8_wt[1] (K x N) elements, in the
+	 * kernel; fp8_promote: K elements between promotions of the tensor-core accumulator, where
+	 * the block scales are applied (0: the MMA accumulates in f32).  All 0 when absent. */
+	int fp8_act[2], fp8_wt[2], fp8_promote;
 	Efficiency *effs;
 	int neffs;
 	int line;

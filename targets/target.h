@@ -50,7 +50,9 @@ typedef struct FlatNode {
 	int *in, nin;        /* flat values; -1 for an absent optional input */
 	int *out, nout;
 	int64_t instance;
-	const char *device;  /* the node's @device, else its innermost enclosing call's, or NULL */
+	/* the node's @device, else that of its innermost annotated enclosing Call (the partition
+	 * pass places a cut layer stack by annotating its Call), or NULL */
+	const char *device;
 } FlatNode;
 
 typedef struct Flat {

@@ -201,6 +201,9 @@ static void summary(const Plan *p, const RtRun *r, const RtCheck *c, char **file
 	else if (ph.phase && ph.ttft_s > 0)
 		printf("TTFT           %s (prefill, batch %lld, %lld prompt tokens): %.4g prompt tokens/s\n",
 		       seconds(ph.ttft_s, a, sizeof a), (long long)ph.batch, (long long)ph.context, ph.tokens_per_s);
+	if (t->nload > 0)   /* weight transforms run once at load, outside the latency above */
+		printf("load           %s once, before the first step (%d kernel%s with phase=load)\n",
+		       seconds(t->load_s, a, sizeof a), t->nload, t->nload == 1 ? "" : "s");
 	for (int i = 0; i < p->ndevices; i++) {
 		double ach = t->latency_s > 0 ? t->dev_flops[i] / t->latency_s : 0;
 		printf("compute        %s in %s busy on %s: %s/s achieved, %.2f%% of peak %s/s\n",

@@ -298,8 +298,11 @@ static int gemm_kernel(GpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 	s.b_bytes = load_weight_bytes(w, fn->in[1]);
 	if (s.b_bytes >= gpu_elem_bytes(s.in))
 		s.b_bytes = 0;   /* not narrower than the MMA operand: read as the MMA format */
+	/* a node the quantization pass put at fp8 under another policy (auto, @precision) gets the
+	 * default recipe: the pass left its operands to this kernel's block scaling */
+	int fp8pol = w->pol.mma == DT_F8E4M3, promote = fp8pol ? w->pol.promote : w->h->hopper_fp8 ? 128 : 0;
 	if (s.in == DT_F8E4M3)
-		s.scale = fp8_operands(A, B) ? SCALE_NONE : w->pol.scale, s.promote = w->pol.promote > 0 ? w->pol.promote : 0;
+		s.scale = fp8_operands(A, B) ? SCALE_NONE : fp8pol ? w->pol.scale : SCALE_128X128, s.promote = promote > 0 ? promote : 0;
 	GemmTile tile = { 0 };
 	char why[256] = "";
 	if (s.M == 0 || s.N == 0 || s.K == 0 || !w->h->gemm(&w->a, &s, &tile, why, sizeof why))
@@ -307,8 +310,8 @@ static int gemm_kernel(GpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 	tile.c.fixed += launch(w);
 	pi->opts.mma_in = s.in;
 	pi->opts.fp8_scale = fp8_scale_opt(s.scale);
-	if (w->pol.promote && s.in == DT_F8E4M3)   /* +nopromote: one promotion at the end of K */
-		pi->opts.fp8_promote_k = w->pol.promote > 0 ? w->pol.promote : (int)((s.K + 31) / 32 * 32);
+	if (promote && s.in == DT_F8E4M3)   /* +nopromote: one promotion at the end of K */
+		pi->opts.fp8_promote_k = promote > 0 ? promote : (int)((s.K + 31) / 32 * 32);
 	put(t, "kind", "gemm");
 	put(t, "mma", "%s.m%dn%dk%d.%s", tile.family, tile.im, tile.in, tile.ik, rt_dtype_name(s.in));
 	put(t, "tile", "%dx%dx%d", tile.bm, tile.bn, tile.bk);
