@@ -38,6 +38,7 @@ typedef struct GpuLw {
 	Plan *p;
 	Flat f;
 	int *buf, *gfirst, *glast;   /* flat value -> buffer; flat node -> first/last node of its group */
+	unsigned char *gate;         /* flat value -> 1: MoE router logits, held in f32 */
 	RtError *e;
 	TgtDevs devs;        /* GPUs used, their HBM heaps and streams (targets/devices.c) */
 } GpuLw;
@@ -144,6 +145,11 @@ static DType gpu_dtype(const GpuLw *w, const FlatVal *v)
 	}
 	if (rt_dtypes[v->dt].bits < 16)
 		return v->dt;      /* already narrow (FP8 inputs): kept */
+	/* router logits stay f32 from the MMA's f32 accumulator: expert choice is discrete, and
+	 * serving stacks gate in f32 (vLLM's fused_moe and HF Mixtral take the router softmax and
+	 * top-k in f32) */
+	if (w->gate && w->gate[v - w->f.vals])
+		return DT_F32;
 	return v->dt == DT_F64 ? DT_F32 : DT_BF16;
 }
 
@@ -480,6 +486,11 @@ static int add_kernel(GpuLw *w, int i)
 
 static int lower_body(GpuLw *w)
 {
+	if (!(w->gate = calloc((size_t)w->f.nvals + 1, 1)))
+		return rt_errorf(w->e, RT_ENOMEM, "out of memory lowering the graph");
+	for (int i = 0; i < w->f.nnodes; i++)
+		if (w->f.nodes[i].n->op == OP_TopKRouter && w->f.nodes[i].nin >= 1 && w->f.nodes[i].in[0] >= 0)
+			w->gate[w->f.nodes[i].in[0]] = 1;
 	for (int i = 0; i < w->f.ninputs; i++)
 		if (add_buffer(w, w->f.inputs[i]) < 0)
 			return -1;
@@ -545,7 +556,7 @@ Plan *gpu_lower(const TgtInput *in, const GpuHooks *h, RtError *e)
 		rc = rt_errorf(e, RT_EINTERNAL, "aicc: internal error: the %s plan fails verification: %s", h->target, msg);
 	}
 	tgt_flat_free(&w.f);
-	free(w.buf), free(w.gfirst), free(w.glast);
+	free(w.buf), free(w.gfirst), free(w.glast), free(w.gate);
 	tgt_devs_free(&w.devs);
 	if (rc < 0) {
 		plan_free(w.p);
