@@ -8,12 +8,16 @@
  * per cycle (the smaller of its share of the SRAM bandwidth and its 2 x 32 stream registers,
  * hardware.md §3.6 / backends.md §3a), compute = ceil(MACs / MACs-per-cycle) on MXM (the
  * device's peak at the matmul format, split over two hemispheres) and ceil(ops / ALUs) on VXM;
- * SXM only moves data.  The latencies are the machine file's estimates.
- * Scheduling: flat nodes in order; each goes to the hemisphere of its kind where it can issue
- * first (operands ready, unit free; east on a tie), so no unit runs two instructions in one
- * cycle and every operand is in SRAM before its reader issues.  The critical path is traced
- * back from the instruction that ends last through whichever constraint (operand or unit) set
- * each start. */
+ * SXM only moves data.  A chip-to-chip copy occupies one direction of its C2C link for
+ *     dur = C2C latency + ceil(bytes / (bandwidth / clock))
+ * cycles (no arbitration: the compiler owns every link slot, ISCA 2022).  The latencies are the
+ * machine file's estimates.
+ * Scheduling: the program's ops in order (chips.c builds them in dependence order) on one global
+ * clock; a kernel goes to the hemisphere of its kind on its chip where it can issue first
+ * (operands ready, unit free; east on a tie), a copy to its link direction, so no unit or link
+ * direction holds two instructions in one cycle and every operand is in SRAM (arrived, for a
+ * copy) before its reader issues.  The critical path is traced back from the instruction that
+ * ends last through whichever constraint (operand, unit or link) set each start. */
 #include "targets/lpu/lpu.h"
 
 #include <math.h>
@@ -35,7 +39,7 @@ static int cycles_of(const Unit *u, double clock)
 	return u && num_has(&u->latency) ? (int)lround(u->latency.v * clock) : 0;
 }
 
-int lpu_arch(const Device *d, LpuArch *a, RtError *e)
+int lpu_arch(const Machine *m, const Device *d, LpuArch *a, RtError *e)
 {
 	memset(a, 0, sizeof *a);
 	a->d = d;
@@ -62,6 +66,15 @@ int lpu_arch(const Device *d, LpuArch *a, RtError *e)
 	a->macs = d->peak[a->mma].v / 2 / a->clock / LPU_HEMIS;
 	a->valu = vxm->count.v / LPU_HEMIS;
 	a->sram = (int64_t)mem_total_capacity(d, sram);
+	a->machine = m ? m->name : d->name;
+	a->chips = num_has(&d->count) && d->count.v >= 1 ? (int)d->count.v : 1;
+	for (int i = 0; m && i < m->nlinks && !a->c2c; i++)
+		if (m->links[i].from == d && m->links[i].to == d && num_has(&m->links[i].bandwidth))
+			a->c2c = &m->links[i];
+	if (a->c2c) {
+		a->c2c_lat = num_has(&a->c2c->latency) ? (int64_t)llround(a->c2c->latency.v * a->clock) : 0;
+		a->c2c_bpc = link_oneway_bw(a->c2c) / a->clock;
+	}
 	return 0;
 }
 
@@ -73,132 +86,185 @@ static LpuKind kind_of(Op op)
 		return LK_MXM;
 	case OP_Reshape: case OP_Transpose: case OP_Concat: case OP_Split: case OP_Slice: case OP_Gather:
 	case OP_GatherElements: case OP_Expand: case OP_Tile: case OP_Squeeze: case OP_Unsqueeze:
-	case OP_Flatten: case OP_Pad: case OP_Identity: case OP_Embedding:
+	case OP_Flatten: case OP_Pad: case OP_Identity: case OP_Embedding: case OP_Transfer:
 		return LK_SXM;
 	default:
 		return LK_VXM;
 	}
 }
 
-static int64_t numel(const FlatVal *v)
+static int64_t numel_of(int rank, const int64_t *dims)
 {
 	int64_t n = 1;
-	for (int i = 0; i < v->rank; i++)
-		n *= v->dims[i];
+	for (int i = 0; i < rank; i++)
+		n *= dims[i];
 	return n;
 }
 
-/* 320-byte vectors value v occupies in SRAM (floats at the matmul format's width). */
-static int64_t vectors(const LpuArch *a, const FlatVal *v)
+static int64_t bytes_of(const LpuArch *a, DType dt, int64_t n)
 {
-	int64_t b = rt_dtype_isfloat(v->dt) ? numel(v) * a->elem_bytes : rt_dtype_bytes(v->dt, numel(v));
-	return (int64_t)ceil((double)b / a->vec_bytes);
+	return rt_dtype_isfloat(dt) ? n * a->elem_bytes : rt_dtype_bytes(dt, n);
 }
 
-static void price(const LpuArch *a, const Flat *f, int i, LpuOp *o)
+int64_t lpu_val_bytes(const LpuArch *a, const Flat *f, const LpuVal *v)
 {
-	const FlatNode *fn = &f->nodes[i];
-	o->node = i;
-	o->kind = kind_of(fn->n->op);
-	o->vectors = 0;
-	/* a gather reads only the rows it selects: as many vectors as it writes */
-	int gather = fn->n->op == OP_Gather || fn->n->op == OP_Embedding;
-	for (int k = gather ? 1 : 0; k < fn->nin; k++)
-		if (fn->in[k] >= 0)
-			o->vectors += vectors(a, &f->vals[fn->in[k]]);
-	int64_t outn = 0;
-	for (int k = 0; k < fn->nout; k++)
-		o->vectors += vectors(a, &f->vals[fn->out[k]]), outn += numel(&f->vals[fn->out[k]]);
-	double fl = ir_node_flops(fn->n);
-	fl = fl > 0 ? fl : 0;
-	o->stream = (int64_t)ceil((double)o->vectors / a->mem_vec);
-	if (o->kind == LK_MXM)
-		o->compute = (int64_t)ceil(fl / 2 / a->macs);
-	else if (o->kind == LK_VXM)
-		o->compute = (int64_t)ceil(fmax(fl, (double)outn) / a->valu);
+	return bytes_of(a, f->vals[v->flat].dt, numel_of(v->rank, v->dims));
+}
+
+/* 320-byte vectors of `bytes` bytes. */
+static int64_t vecs(const LpuArch *a, int64_t bytes) { return (int64_t)ceil((double)bytes / a->vec_bytes); }
+
+/* dur = mem_lat + lat(kind) + max(compute, ceil(vectors / mem_vec)). */
+static void cost_core(const LpuArch *a, LpuKind kind, int64_t vectors, double fl, int64_t outn, LpuCost *c)
+{
+	c->kind = kind;
+	c->vectors = vectors;
+	c->stream = (int64_t)ceil((double)vectors / a->mem_vec);
+	if (kind == LK_MXM)
+		c->compute = (int64_t)ceil(fl / 2 / a->macs);
+	else if (kind == LK_VXM)
+		c->compute = (int64_t)ceil(fmax(fl, (double)outn) / a->valu);
 	else
-		o->compute = 0;
-	o->dur = a->mem_lat + a->lat[o->kind] + (o->compute > o->stream ? o->compute : o->stream);
-	if (o->dur < 1)
-		o->dur = 1;
+		c->compute = 0;
+	c->dur = a->mem_lat + a->lat[kind] + (c->compute > c->stream ? c->compute : c->stream);
+	if (c->dur < 1)
+		c->dur = 1;
 }
 
-static LpuSched *sort_s;
+static int is_gather(Op op) { return op == OP_Gather || op == OP_Embedding; }
+
+void lpu_node_cycles(const LpuArch *a, const Flat *f, int node, LpuCost *c)
+{
+	const FlatNode *fn = &f->nodes[node];
+	int64_t v = 0, outn = 0;
+	/* a gather reads only the rows it selects: as many vectors as it writes */
+	for (int k = is_gather(fn->n->op) ? 1 : 0; k < fn->nin; k++)
+		if (fn->in[k] >= 0)
+			v += vecs(a, bytes_of(a, f->vals[fn->in[k]].dt, numel_of(f->vals[fn->in[k]].rank, f->vals[fn->in[k]].dims)));
+	for (int k = 0; k < fn->nout; k++) {
+		int64_t n = numel_of(f->vals[fn->out[k]].rank, f->vals[fn->out[k]].dims);
+		v += vecs(a, bytes_of(a, f->vals[fn->out[k]].dt, n));
+		outn += n;
+	}
+	double fl = ir_node_flops(fn->n);
+	cost_core(a, kind_of(fn->n->op), v, fl > 0 ? fl : 0, outn, c);
+}
+
+/* Prices op o of the program: a kernel on its operands (a shard does its share of the node's
+ * FLOP; a concat only moves data), or a copy: C2C latency + bytes / bandwidth. */
+static void price(const LpuArch *a, const Flat *f, const LpuProg *pg, LpuOp *o)
+{
+	const int *in = lpu_ins(pg, o), *out = lpu_outs(pg, o);
+	LpuCost c;
+	if (o->what == LW_COPY) {
+		int64_t b = lpu_val_bytes(a, f, &pg->vals[in[0]]);
+		o->kind = LK_SXM;
+		o->vectors = vecs(a, b);
+		o->compute = 0;
+		o->stream = (int64_t)ceil((double)b / (a->c2c_bpc > 0 ? a->c2c_bpc : 1));
+		o->dur = a->c2c_lat + o->stream;
+		o->flops = 0;
+		return;
+	}
+	Op op = o->what == LW_CONCAT ? OP_Concat : f->nodes[o->node].n->op;
+	int64_t v = 0, outn = 0;
+	for (int k = is_gather(op) ? 1 : 0; k < o->nin; k++)
+		if (in[k] >= 0)
+			v += vecs(a, lpu_val_bytes(a, f, &pg->vals[in[k]]));
+	for (int k = 0; k < o->nout; k++) {
+		v += vecs(a, lpu_val_bytes(a, f, &pg->vals[out[k]]));
+		outn += numel_of(pg->vals[out[k]].rank, pg->vals[out[k]].dims);
+	}
+	double fl = o->what == LW_CONCAT ? 0 : ir_node_flops(f->nodes[o->node].n);
+	fl = fl > 0 ? fl : 0;
+	if (o->what == LW_SHARD) {
+		const LpuVal *y = &pg->vals[out[0]];
+		fl *= (double)y->dims[y->shard_axis] / (double)y->shard_full;
+	}
+	o->flops = fl;
+	cost_core(a, o->what == LW_CONCAT ? LK_SXM : kind_of(op), v, fl, outn, &c);
+	o->kind = c.kind, o->vectors = c.vectors, o->stream = c.stream, o->compute = c.compute, o->dur = c.dur;
+}
+
+/* The resource an op occupies: a unit, or one direction of a link (after all units). */
+static int resource(const LpuProg *pg, const LpuOp *o)
+{
+	if (o->what != LW_COPY)
+		return o->unit;
+	const LpuLink *l = &pg->links[o->link];
+	int src = pg->vals[lpu_ins(pg, o)[0]].chip;
+	return pg->nchips * LPU_UNITS + 2 * o->link + (src == l->a ? 0 : 1);
+}
+
+static const LpuProg *sort_pg;
 static int by_cycle(const void *x, const void *y)
 {
-	const LpuOp *a = &sort_s->ops[*(const int *)x], *b = &sort_s->ops[*(const int *)y];
+	const LpuOp *a = &sort_pg->ops[*(const int *)x], *b = &sort_pg->ops[*(const int *)y];
 	if (a->cycle != b->cycle)
 		return a->cycle < b->cycle ? -1 : 1;
-	if (a->unit != b->unit)
-		return a->unit < b->unit ? -1 : 1;
-	return a->node - b->node;
+	if (a->chip != b->chip)
+		return a->chip < b->chip ? -1 : 1;
+	int ra = resource(sort_pg, a), rb = resource(sort_pg, b);
+	if (ra != rb)
+		return ra < rb ? -1 : 1;
+	return *(const int *)x - *(const int *)y;
 }
 
-int lpu_schedule(const LpuArch *a, const Flat *f, LpuSched *s, RtError *e)
+int lpu_schedule(const LpuArch *a, const Flat *f, LpuProg *pg, RtError *e)
 {
-	memset(s, 0, sizeof *s);
-	int nu = LK_COUNT * LPU_HEMIS;
-	s->nops = f->nnodes;
-	s->ops = calloc((size_t)f->nnodes + 1, sizeof *s->ops);
-	s->order = calloc((size_t)f->nnodes + 1, sizeof *s->order);
-	int64_t *ready = calloc((size_t)f->nvals + 1, sizeof *ready);
-	int *producer = malloc(((size_t)f->nvals + 1) * sizeof *producer);
-	int *pred = malloc(((size_t)f->nnodes + 1) * sizeof *pred);
-	int64_t free_at[LK_COUNT * LPU_HEMIS] = { 0 };
-	int last_on[LK_COUNT * LPU_HEMIS];
-	if (!s->ops || !s->order || !ready || !producer || !pred) {
-		free(ready), free(producer), free(pred), lpu_sched_free(s);
+	int nu = pg->nchips * LPU_UNITS, nr = nu + 2 * pg->nlinks;
+	pg->busy = calloc((size_t)nr + 1, sizeof *pg->busy);
+	pg->order = calloc((size_t)pg->nops + 1, sizeof *pg->order);
+	int64_t *free_at = calloc((size_t)nr + 1, sizeof *free_at);
+	int *last_on = malloc(((size_t)nr + 1) * sizeof *last_on);
+	int64_t *ready = calloc((size_t)pg->nvals + 1, sizeof *ready);
+	int *pred = malloc(((size_t)pg->nops + 1) * sizeof *pred);
+	if (!pg->busy || !pg->order || !free_at || !last_on || !ready || !pred) {
+		free(free_at), free(last_on), free(ready), free(pred);
 		return rt_errorf(e, RT_ENOMEM, "out of memory scheduling the LPU plan");
 	}
-	for (int v = 0; v < f->nvals; v++)
-		producer[v] = -1;
-	for (int u = 0; u < nu; u++)
-		last_on[u] = -1;
+	for (int r = 0; r < nr; r++)
+		last_on[r] = -1;
 	int last = -1;
-	for (int i = 0; i < f->nnodes; i++) {
-		LpuOp *o = &s->ops[i];
-		const FlatNode *fn = &f->nodes[i];
-		price(a, f, i, o);
+	for (int i = 0; i < pg->nops; i++) {
+		LpuOp *o = &pg->ops[i];
+		price(a, f, pg, o);
+		const int *in = lpu_ins(pg, o), *out = lpu_outs(pg, o);
 		int64_t r = 0;
 		int rp = -1;
-		for (int k = 0; k < fn->nin; k++)
-			if (fn->in[k] >= 0 && ready[fn->in[k]] > r)
-				r = ready[fn->in[k]], rp = producer[fn->in[k]];
+		for (int k = 0; k < o->nin; k++)
+			if (in[k] >= 0 && ready[in[k]] > r)
+				r = ready[in[k]], rp = pg->vals[in[k]].def;
 		int best = -1;
 		int64_t bt = 0;
-		for (int h = 0; h < LPU_HEMIS; h++) {
-			int u = (int)o->kind * LPU_HEMIS + h;
-			int64_t t = r > free_at[u] ? r : free_at[u];
-			if (best < 0 || t < bt)
-				best = u, bt = t;
-		}
-		o->unit = best;
+		if (o->what == LW_COPY)
+			best = resource(pg, o), bt = r > free_at[best] ? r : free_at[best];
+		else
+			for (int h = 0; h < LPU_HEMIS; h++) {   /* the hemisphere where it issues first; east on a tie */
+				int u = o->chip * LPU_UNITS + (int)o->kind * LPU_HEMIS + h;
+				int64_t t = r > free_at[u] ? r : free_at[u];
+				if (best < 0 || t < bt)
+					best = u, bt = t;
+			}
+		o->unit = o->what == LW_COPY ? -1 : best;
 		o->cycle = bt;
 		pred[i] = bt == r ? rp : last_on[best];
 		free_at[best] = bt + o->dur;
 		last_on[best] = i;
-		s->busy[best] += o->dur;
-		for (int k = 0; k < fn->nout; k++)
-			ready[fn->out[k]] = bt + o->dur, producer[fn->out[k]] = i;
-		if (bt + o->dur > s->length || last < 0)
-			s->length = bt + o->dur, last = i;
+		pg->busy[best] += o->dur;
+		for (int k = 0; k < o->nout; k++)
+			ready[out[k]] = bt + o->dur;
+		if (bt + o->dur > pg->length || last < 0)
+			pg->length = bt + o->dur, last = i;
 	}
 	for (int i = last; i >= 0; i = pred[i]) {
-		s->ops[i].critical = 1;
-		s->ncritical++;
+		pg->ops[i].critical = 1;
+		pg->ncritical++;
 	}
-	s->critical_len = s->length;
-	for (int i = 0; i < s->nops; i++)
-		s->order[i] = i;
-	sort_s = s;
-	qsort(s->order, (size_t)s->nops, sizeof *s->order, by_cycle);
-	free(ready), free(producer), free(pred);
+	for (int i = 0; i < pg->nops; i++)
+		pg->order[i] = i;
+	sort_pg = pg;
+	qsort(pg->order, (size_t)pg->nops, sizeof *pg->order, by_cycle);
+	free(free_at), free(last_on), free(ready), free(pred);
 	return 0;
-}
-
-void lpu_sched_free(LpuSched *s)
-{
-	free(s->ops);
-	free(s->order);
-	memset(s, 0, sizeof *s);
 }
