@@ -315,20 +315,56 @@ static int check_streams(const Plan *p, RtError *e)
 }
 
 /* ---- execution order ---- */
+/* The head of stream s can run: it is not a wait on an event not yet recorded. */
+static int runnable(const Plan *p, const int *pc, const unsigned char *done, int s)
+{
+	const PlanStream *st = &p->streams[s];
+	return pc[s] < st->nins && !(st->ins[pc[s]].kind == PI_WAIT && !done[st->ins[pc[s]].event]);
+}
+
 int plan_linearize(const Plan *p, PlanStep **order, int *n, RtError *e)
 {
-	int total = 0;
-	for (int i = 0; i < p->nstreams; i++)
+	int total = 0, stat = 0;
+	for (int i = 0; i < p->nstreams; i++) {
 		total += p->streams[i].nins;
+		for (int j = 0; j < p->streams[i].nins && !stat; j++)
+			stat = p->streams[i].ins[j].cycle >= 0;
+	}
 	int *pc = rt_calloc((size_t)p->nstreams + 1, sizeof *pc);
+	int64_t *key = rt_calloc((size_t)p->nstreams + 1, sizeof *key);
 	unsigned char *done = rt_calloc((size_t)p->nevents + 1, 1);
 	*order = rt_malloc(((size_t)total + 1) * sizeof **order);
 	*n = 0;
-	if (!pc || !done || !*order) {
-		rt_free(pc), rt_free(done), rt_free(*order), *order = NULL;
+	if (!pc || !key || !done || !*order) {
+		rt_free(pc), rt_free(key), rt_free(done), rt_free(*order), *order = NULL;
 		return rt_errorf(e, RT_ENOMEM, "out of memory ordering the plan");
 	}
-	for (int progress = 1; progress && *n < total;) {
+	/* A static schedule (issue cycles) runs in issue-cycle order across its streams: each step
+	 * takes the runnable stream head with the lowest cycle (an instruction without one, a record
+	 * or wait, keeps the cycle of the one before it in its stream; ties: the lower stream), so
+	 * a value's readers on every chip run before the producer of a later tenant of its bytes. */
+	for (int progress = 1; stat && progress && *n < total;) {
+		int best = -1;
+		int64_t bk = 0;
+		for (int s = 0; s < p->nstreams; s++) {
+			if (!runnable(p, pc, done, s))
+				continue;
+			int64_t c = p->streams[s].ins[pc[s]].cycle, k = c >= 0 ? c : key[s];
+			if (best < 0 || k < bk)
+				best = s, bk = k;
+		}
+		progress = best >= 0;
+		if (progress) {
+			const PlanInstr *in = &p->streams[best].ins[pc[best]];
+			if (in->cycle >= 0)
+				key[best] = in->cycle;
+			if (in->kind == PI_RECORD)
+				done[in->event] = 1;
+			(*order)[(*n)++] = (PlanStep){ best, pc[best]++ };
+		}
+	}
+	/* Otherwise: streams in file order, each run until it waits on an event not yet recorded. */
+	for (int progress = 1; !stat && progress && *n < total;) {
 		progress = 0;
 		for (int s = 0; s < p->nstreams; s++) {
 			const PlanStream *st = &p->streams[s];
@@ -345,12 +381,13 @@ int plan_linearize(const Plan *p, PlanStep **order, int *n, RtError *e)
 	}
 	int rc = 0;
 	for (int s = 0; s < p->nstreams && *n < total && rc == 0; s++)
-		if (pc[s] < p->streams[s].nins) {
+		if (pc[s] < p->streams[s].nins && p->streams[s].ins[pc[s]].kind == PI_WAIT) {
 			const PlanInstr *in = &p->streams[s].ins[pc[s]];
 			rc = verr(p, e, in->line, "deadlock: stream '%s' waits on event '%s', which can never be "
 				  "recorded", p->streams[s].name, p->events[in->event]);
 		}
 	rt_free(pc);
+	rt_free(key);
 	rt_free(done);
 	if (rc < 0) {
 		rt_free(*order);

@@ -34,6 +34,9 @@ typedef struct Bx {
 	LpuProg *pg;
 	int *chip;               /* per flat node */
 	int *split;              /* per flat node: chips it is split over (1: not split) */
+	int64_t *cut;            /* per split node: column where the shard on chip chip[i] + j starts, */
+	int *cut0;               /* from cut[cut0[i] + j] (j = 0 .. split[i]; the last is the width) */
+	int ncut, capcut;
 	int *tail;               /* per flat value: its last LpuVal */
 	RtError *e;
 } Bx;
@@ -174,20 +177,22 @@ static int split_operand(const Flat *f, int i)
 	return k;
 }
 
-/* Node i split by columns over chips c .. c + g - 1, joined on c. */
+/* Node i split by columns over chips c .. c + g - 1 at the columns x->cut gives, joined on the
+ * last of them (where the nodes after it run). */
 static int build_split(Bx *x, int i, int c, int g)
 {
 	const FlatNode *fn = &x->f->nodes[i];
 	int ws = split_operand(x->f, i), y = fn->out[0];
 	int64_t n = x->f->vals[fn->in[ws]].dims[1];
-	int yaxis = x->f->vals[y].rank - 1;
+	const int64_t *cut = x->cut + x->cut0[i];
+	int yaxis = x->f->vals[y].rank - 1, home = c + g - 1;
 	int ins[TGT_MAX_OPERANDS], parts[TGT_MAX_OPERANDS * 4];
 	if (g > (int)(sizeof parts / sizeof parts[0]) || fn->nin > TGT_MAX_OPERANDS)
 		return rt_errorf(x->e, RT_EUSER, "aicc: error: '%s' would be split over %d chips; at most %d are supported",
 				 x->f->vals[y].name, g, (int)(sizeof parts / sizeof parts[0]));
 	for (int j = 0; j < g; j++) {
 		int cj = c + j;
-		int64_t off = n * j / g, cols = n * (j + 1) / g - off;
+		int64_t off = cut[j], cols = cut[j + 1] - cut[j];
 		for (int k = 0; k < fn->nin; k++) {
 			if (k == ws) {
 				ins[k] = new_val(x, fn->in[k], cj, -1);
@@ -207,12 +212,12 @@ static int build_split(Bx *x, int i, int c, int g)
 		LpuVal *yv = &x->pg->vals[v];
 		yv->shard_axis = yaxis, yv->shard_off = off, yv->shard_full = n, yv->dims[yaxis] = cols;
 		x->pg->args[x->pg->ops[op].arg + fn->nin] = v;
-		parts[j] = cj == c ? v : copy_to(x, v, y, c);
+		parts[j] = cj == home ? v : copy_to(x, v, y, home);
 		if (parts[j] < 0)
 			return -1;
 	}
-	int op = new_op(x, LW_CONCAT, i, c, parts, g, 1);
-	int v = op < 0 ? -1 : new_val(x, y, c, op);
+	int op = new_op(x, LW_CONCAT, i, home, parts, g, 1);
+	int v = op < 0 ? -1 : new_val(x, y, home, op);
 	if (v < 0)
 		return -1;
 	x->pg->args[x->pg->ops[op].arg + g] = v;
@@ -220,9 +225,9 @@ static int build_split(Bx *x, int i, int c, int g)
 	return 0;
 }
 
-/* Bytes a value resident from the start takes in the plan: parameters at the matmul format,
- * graph inputs (KV cache) at f32, as lower.c stores them. */
-static int64_t resident_bytes(const Bx *x, int v)
+/* Bytes a value takes in the plan: parameters and graph inputs (weights, KV cache) at the
+ * matmul format, other floats (activations) at f32, as lower.c stores them. */
+static int64_t plan_bytes(const Bx *x, int v)
 {
 	const FlatVal *fv = &x->f->vals[v];
 	int64_t n = 1;
@@ -230,19 +235,24 @@ static int64_t resident_bytes(const Bx *x, int v)
 		n *= fv->dims[i];
 	if (!rt_dtype_isfloat(fv->dt))
 		return rt_dtype_bytes(fv->dt, n);
-	return n * (is_param(x->f, v) ? x->a->elem_bytes : 4);
+	return n * (fv->def < 0 ? x->a->elem_bytes : 4);
 }
 
-/* Bytes node i adds to a chip whose resident values are marked on[v] == chip + 1. */
-static int64_t node_bytes(const Bx *x, int i, const int *on, int chip, int skip)
+/* Bytes node i adds to a chip whose resident values are marked on[v] == chip + 1: the weights
+ * and graph inputs it reads that are not there yet, and its results that are graph outputs
+ * (they stay to the end, like the KV cache a decode step writes). */
+static int64_t node_bytes(const Bx *x, int i, const int *on, int chip)
 {
 	const FlatNode *fn = &x->f->nodes[i];
 	int64_t b = 0;
 	for (int k = 0; k < fn->nin; k++) {
 		int u = fn->in[k];
-		if (u >= 0 && k != skip && x->f->vals[u].def < 0 && on[u] != chip + 1)
-			b += resident_bytes(x, u);
+		if (u >= 0 && x->f->vals[u].def < 0 && on[u] != chip + 1)
+			b += plan_bytes(x, u);
 	}
+	for (int k = 0; k < fn->nout; k++)
+		if (x->f->vals[fn->out[k]].is_output)
+			b += plan_bytes(x, fn->out[k]);
 	return b;
 }
 
@@ -256,23 +266,54 @@ static int spread(Bx *x)
 		return rt_errorf(x->e, RT_ENOMEM, "out of memory placing the model on chips");
 	int chip = 0, top = 0, rc = 0;
 	for (int v = 0; v < f->nvals; v++)
-		if (f->vals[v].def < 0)
-			total += resident_bytes(x, v);
+		if (f->vals[v].def < 0 || f->vals[v].is_output)
+			total += plan_bytes(x, v);
 	for (int i = 0; i < f->nnodes && rc == 0; i++) {
 		const FlatNode *fn = &f->nodes[i];
 		int ws = split_operand(f, i);
-		int64_t wb = ws >= 0 ? resident_bytes(x, fn->in[ws]) : 0;
-		if (ws >= 0 && wb > budget) {
-			int g = (int)((wb + budget - 1) / budget);
-			if (used > 0)
+		int64_t wb = ws >= 0 ? plan_bytes(x, fn->in[ws]) : 0;
+		if (ws >= 0 && used + wb > budget && wb > budget / 2) {
+			/* pour the weight's columns into the room left on this chip and the next ones */
+			int64_t n = f->vals[fn->in[ws]].dims[1], col = 0;
+			double per = (double)wb / (double)n;   /* bytes per column */
+			if (grow((void **)&x->cut, &x->capcut, x->ncut + (int)(wb / (budget / 2)) + 4, sizeof *x->cut) < 0) {
+				rc = rt_errorf(x->e, RT_ENOMEM, "out of memory placing the model on chips");
+				break;
+			}
+			if ((double)(budget - used) < 0.05 * (double)wb)   /* too little room for a shard */
 				chip++, used = 0;
-			x->chip[i] = chip, x->split[i] = g;
-			if (chip + g > top)
-				top = chip + g;
-			chip += g;
+			int c0 = chip, g = 0;
+			x->cut0[i] = x->ncut;
+			while (col < n) {
+				int64_t take = (int64_t)((double)(budget - used) / per);
+				if (take > n - col)
+					take = n - col;
+				if (take < 1) {
+					rc = rt_errorf(x->e, RT_EUSER, "aicc: error: one column of '%s' does not fit a chip",
+						       f->vals[fn->in[ws]].name);
+					break;
+				}
+				x->cut[x->ncut++] = col;
+				col += take, g++;
+				used += (int64_t)((double)take * per);
+				if (col < n)
+					chip++, used = 0;
+			}
+			if (rc < 0)
+				break;
+			x->cut[x->ncut++] = n;
+			x->chip[i] = c0, x->split[i] = g;
+			if (chip + 1 > top)
+				top = chip + 1;
+			if (g > 1)
+				continue;
+			x->chip[i] = chip, x->split[i] = 1;   /* it fit whole on one chip */
+			for (int k = 0; k < fn->nin; k++)
+				if (fn->in[k] >= 0 && f->vals[fn->in[k]].def < 0)
+					on[fn->in[k]] = chip + 1;
 			continue;
 		}
-		int64_t w = node_bytes(x, i, on, chip, -1);
+		int64_t w = node_bytes(x, i, on, chip);
 		if (w > budget) {
 			rc = rt_errorf(x->e, RT_EUSER, "aicc: error: node '%s' reads %" PRId64 " bytes of weights and inputs, "
 				       "more than %.0f %% of one %s chip's %" PRId64 " bytes of SRAM, and this target splits only "
@@ -281,7 +322,7 @@ static int spread(Bx *x)
 			break;
 		}
 		if (used + w > budget)
-			chip++, used = 0, w = node_bytes(x, i, on, chip, -1);
+			chip++, used = 0, w = node_bytes(x, i, on, chip);
 		x->chip[i] = chip;
 		used += w;
 		if (chip + 1 > top)
@@ -384,10 +425,11 @@ int lpu_build(const LpuArch *a, const Flat *f, LpuProg *pg, RtError *e)
 	size_t nv = (size_t)f->nvals + 1, nn = (size_t)f->nnodes + 1;
 	x.chip = calloc(nn, sizeof *x.chip);
 	x.split = calloc(nn, sizeof *x.split);
+	x.cut0 = calloc(nn, sizeof *x.cut0);
 	x.tail = calloc(nv, sizeof *x.tail);
 	pg->first = malloc(nv * sizeof *pg->first);
 	pg->home = malloc(nv * sizeof *pg->home);
-	int rc = x.chip && x.split && x.tail && pg->first && pg->home ? 0 :
+	int rc = x.chip && x.split && x.cut0 && x.tail && pg->first && pg->home ? 0 :
 		 rt_errorf(e, RT_ENOMEM, "out of memory building the LPU program");
 	for (int v = 0; rc == 0 && v < f->nvals; v++)
 		pg->first[v] = pg->home[v] = -1;
@@ -399,8 +441,8 @@ int lpu_build(const LpuArch *a, const Flat *f, LpuProg *pg, RtError *e)
 	else if (placed == 0) {
 		int64_t total = 0;
 		for (int v = 0; v < f->nvals; v++)
-			if (f->vals[v].def < 0)
-				total += resident_bytes(&x, v);
+			if (f->vals[v].def < 0 || f->vals[v].is_output)
+				total += plan_bytes(&x, v);
 		memset(x.chip, 0, nn * sizeof *x.chip);
 		pg->nchips = 1;
 		if (a->chips > 1 && total > (int64_t)(a->sram * FILL)) {
@@ -416,7 +458,7 @@ int lpu_build(const LpuArch *a, const Flat *f, LpuProg *pg, RtError *e)
 	for (int i = 0; rc == 0 && i < f->noutputs; i++)
 		if (pg->home[f->outputs[i]] < 0)
 			rc = need(&x, f->outputs[i], 0) < 0 ? -1 : 0;
-	free(x.chip), free(x.split), free(x.tail);
+	free(x.chip), free(x.split), free(x.cut0), free(x.cut), free(x.tail);
 	return rc;
 }
 
