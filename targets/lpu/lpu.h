@@ -37,7 +37,8 @@ typedef struct LpuArch {
 	int chips;               /* chips of the machine (the device class's count) */
 	const char *machine;     /* the machine's name, for errors */
 	const Link *c2c;         /* the chip-to-chip link class, or NULL */
-	int64_t c2c_lat;         /* C2C latency, cycles */
+	int64_t c2c_lat;         /* C2C latency per hop, cycles */
+	int c2c_domain;          /* chips per group joined directly (a Dragonfly node); 0: all */
 	double c2c_bpc;          /* C2C bytes per cycle, one direction */
 } LpuArch;
 
@@ -53,6 +54,10 @@ typedef struct LpuCost {
 	int64_t dur, compute, stream, vectors;
 } LpuCost;
 void lpu_node_cycles(const LpuArch *a, const Flat *f, int node, LpuCost *c);
+
+/* Hops a copy from chip `from` to chip `to` takes: 1 within a scale-up domain (the link's
+ * <domain>, a Dragonfly node), 3 between domains (local, global, local; ISCA 2022). */
+int lpu_hops(const LpuArch *a, int from, int to);
 
 /* ---- the program: values and operations on chips ---- */
 /* A value on one chip: a flat value whole, or a column shard of it (a matrix split over chips). */

@@ -9,8 +9,10 @@
  * hardware.md §3.6 / backends.md §3a), compute = ceil(MACs / MACs-per-cycle) on MXM (the
  * device's peak at the matmul format, split over two hemispheres) and ceil(ops / ALUs) on VXM;
  * SXM only moves data.  A chip-to-chip copy occupies one direction of its C2C link for
- *     dur = C2C latency + ceil(bytes / (bandwidth / clock))
- * cycles (no arbitration: the compiler owns every link slot, ISCA 2022).  The latencies are the
+ *     dur = hops x C2C latency + ceil(bytes / (bandwidth / clock))
+ * cycles (no arbitration: the compiler owns every link slot, ISCA 2022); hops is 1 between chips
+ * of one scale-up domain (a Dragonfly node of 8, fully connected) and 3 between domains (local,
+ * global, local: the Dragonfly's minimal route).  The latencies are the
  * machine file's estimates.
  * Scheduling: the program's ops in order (chips.c builds them in dependence order) on one global
  * clock; a kernel goes to the hemisphere of its kind on its chip where it can issue first
@@ -74,6 +76,7 @@ int lpu_arch(const Machine *m, const Device *d, LpuArch *a, RtError *e)
 	if (a->c2c) {
 		a->c2c_lat = num_has(&a->c2c->latency) ? (int64_t)llround(a->c2c->latency.v * a->clock) : 0;
 		a->c2c_bpc = link_oneway_bw(a->c2c) / a->clock;
+		a->c2c_domain = num_has(&a->c2c->domain) ? (int)a->c2c->domain.v : 0;
 	}
 	return 0;
 }
@@ -150,6 +153,13 @@ void lpu_node_cycles(const LpuArch *a, const Flat *f, int node, LpuCost *c)
 	cost_core(a, kind_of(fn->n->op), v, fl > 0 ? fl : 0, outn, c);
 }
 
+int lpu_hops(const LpuArch *a, int from, int to)
+{
+	if (a->c2c_domain <= 0 || from / a->c2c_domain == to / a->c2c_domain)
+		return 1;
+	return 3;
+}
+
 /* Prices op o of the program: a kernel on its operands (a shard does its share of the node's
  * FLOP; a concat only moves data), or a copy: C2C latency + bytes / bandwidth. */
 static void price(const LpuArch *a, const Flat *f, const LpuProg *pg, LpuOp *o)
@@ -162,7 +172,7 @@ static void price(const LpuArch *a, const Flat *f, const LpuProg *pg, LpuOp *o)
 		o->vectors = vecs(a, b);
 		o->compute = 0;
 		o->stream = (int64_t)ceil((double)b / (a->c2c_bpc > 0 ? a->c2c_bpc : 1));
-		o->dur = a->c2c_lat + o->stream;
+		o->dur = a->c2c_lat * lpu_hops(a, pg->vals[in[0]].chip, o->chip) + o->stream;
 		o->flops = 0;
 		return;
 	}
