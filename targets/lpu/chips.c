@@ -212,10 +212,11 @@ static int build_split(Bx *x, int i, int c, int g)
 		LpuVal *yv = &x->pg->vals[v];
 		yv->shard_axis = yaxis, yv->shard_off = off, yv->shard_full = n, yv->dims[yaxis] = cols;
 		x->pg->args[x->pg->ops[op].arg + fn->nin] = v;
-		parts[j] = cj == home ? v : copy_to(x, v, y, home);
-		if (parts[j] < 0)
-			return -1;
+		parts[j] = v;
 	}
+	for (int j = 0; j < g; j++)   /* the slices to the joining chip, after every shard's operands */
+		if (c + j != home && (parts[j] = copy_to(x, parts[j], y, home)) < 0)
+			return -1;
 	int op = new_op(x, LW_CONCAT, i, home, parts, g, 1);
 	int v = op < 0 ? -1 : new_val(x, y, home, op);
 	if (v < 0)

@@ -241,8 +241,12 @@ static int add_copy(Lw *w, const LpuOp *o, PlanKV *kv, int nkv)
 		if (plan_add_instr(w->p, stream, &wt, w->e) < 0)
 			return -1;
 	}
-	char link[64], bytes[32], why[160];
+	char link[64], bytes[32], why[160], util[32];
 	int from = w->pg.vals[src].chip;
+	const LpuLink *l = &w->pg.links[o->link];
+	int64_t busy = w->pg.busy[w->pg.nchips * LPU_UNITS + 2 * o->link + (from == l->a ? 0 : 1)];
+	/* this link direction's busy cycles / schedule length */
+	snprintf(util, sizeof util, "%.4f", (double)busy / (double)(w->pg.length > 0 ? w->pg.length : 1));
 	snprintf(link, sizeof link, "%s%d->%s%d", w->a.d->id, from, w->a.d->id, o->chip);
 	snprintf(bytes, sizeof bytes, "%" PRId64, storage_size(w, src));
 	snprintf(why, sizeof why, "C2C %s%d -> %s%d, cycles %" PRId64 "-%" PRId64 "%s", w->a.d->id, from, w->a.d->id,
@@ -251,6 +255,7 @@ static int add_copy(Lw *w, const LpuOp *o, PlanKV *kv, int nkv)
 	int n = 0;
 	t[n++] = (PlanKV){ "link", link };
 	t[n++] = (PlanKV){ "bytes", bytes };
+	t[n++] = (PlanKV){ "link_util", util };
 	t[n++] = (PlanKV){ "placement_reason", why };
 	if (o->critical)
 		t[n++] = (PlanKV){ "critical", "yes" };
