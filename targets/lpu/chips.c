@@ -9,7 +9,8 @@
  *     C2C copy;
  *   - otherwise, when the weights and graph inputs do not fit one chip of a multi-chip machine,
  *     from a greedy fill in node order: each chip takes nodes until the weights and inputs they
- *     read reach 90 % of its SRAM (the rest is left for activations).  A MatMul or Embedding
+ *     read reach 90 % of its SRAM (the rest is left for activations) or, with the largest
+ *     activation working set of a node on it (operands and results), fill it.  A MatMul or Embedding
  *     whose single weight is larger than that is split by columns over as many chips as it
  *     needs: each computes its slice of the output columns from its shard of the weight (a
  *     pre-sharded constant, PlanConst.shard_*) and the slices are joined on the first of them;
@@ -257,6 +258,21 @@ static int64_t node_bytes(const Bx *x, int i, const int *on, int chip)
 	return b;
 }
 
+/* The activation working set of node i: the produced values it reads and the values it writes
+ * that are not graph outputs (those count with node_bytes), at plan width. */
+static int64_t act_bytes(const Bx *x, int i)
+{
+	const FlatNode *fn = &x->f->nodes[i];
+	int64_t b = 0;
+	for (int k = 0; k < fn->nin; k++)
+		if (fn->in[k] >= 0 && x->f->vals[fn->in[k]].def >= 0)
+			b += plan_bytes(x, fn->in[k]);
+	for (int k = 0; k < fn->nout; k++)
+		if (!x->f->vals[fn->out[k]].is_output)
+			b += plan_bytes(x, fn->out[k]);
+	return b;
+}
+
 /* The greedy fill (see the file comment).  Sets x->chip, x->split, pg->nchips. */
 static int spread(Bx *x)
 {
@@ -266,6 +282,7 @@ static int spread(Bx *x)
 	if (!on)
 		return rt_errorf(x->e, RT_ENOMEM, "out of memory placing the model on chips");
 	int chip = 0, top = 0, rc = 0;
+	int64_t peak = 0;   /* the largest activation working set of a node on this chip */
 	for (int v = 0; v < f->nvals; v++)
 		if (f->vals[v].def < 0 || f->vals[v].is_output)
 			total += plan_bytes(x, v);
@@ -306,6 +323,7 @@ static int spread(Bx *x)
 			x->chip[i] = c0, x->split[i] = g;
 			if (chip + 1 > top)
 				top = chip + 1;
+			peak = 0;
 			if (g > 1)
 				continue;
 			x->chip[i] = chip, x->split[i] = 1;   /* it fit whole on one chip */
@@ -314,18 +332,19 @@ static int spread(Bx *x)
 					on[fn->in[k]] = chip + 1;
 			continue;
 		}
-		int64_t w = node_bytes(x, i, on, chip);
-		if (w > budget) {
-			rc = rt_errorf(x->e, RT_EUSER, "aicc: error: node '%s' reads %" PRId64 " bytes of weights and inputs, "
-				       "more than %.0f %% of one %s chip's %" PRId64 " bytes of SRAM, and this target splits only "
-				       "a MatMul or Embedding weight across chips", f->vals[fn->out[0]].name, w, FILL * 100,
-				       x->a->d->name, x->a->sram);
+		int64_t w = node_bytes(x, i, on, chip), act = act_bytes(x, i);
+		if (w > budget || w + act > x->a->sram) {
+			rc = rt_errorf(x->e, RT_EUSER, "aicc: error: node '%s' needs %" PRId64 " bytes of weights and inputs "
+				       "(at most %.0f %% of a chip) and %" PRId64 " bytes of activations, more than one %s chip's "
+				       "%" PRId64 " bytes of SRAM, and this target splits only a MatMul or Embedding weight across "
+				       "chips", f->vals[fn->out[0]].name, w, FILL * 100, act, x->a->d->name, x->a->sram);
 			break;
 		}
-		if (used + w > budget)
-			chip++, used = 0, w = node_bytes(x, i, on, chip);
+		if (used + w > budget || used + w + (act > peak ? act : peak) > x->a->sram)
+			chip++, used = 0, peak = 0, w = node_bytes(x, i, on, chip);
 		x->chip[i] = chip;
 		used += w;
+		peak = act > peak ? act : peak;
 		if (chip + 1 > top)
 			top = chip + 1;
 		for (int k = 0; k < fn->nin; k++)
