@@ -111,6 +111,17 @@ static int check_const(const Plan *p, const PlanConst *c, RtError *e)
 		return verr(p, e, c->line, "constant of an undefined buffer or initialiser");
 	const PlanBuffer *b = &p->buffers[c->buffer];
 	int64_t n = plan_buffer_numel(b);
+	if (c->shard_axis >= 0) {
+		if (c->shard_axis >= b->rank || c->shard_off < 0 || c->shard_full <= 0 ||
+		    c->shard_off > c->shard_full - b->dims[c->shard_axis])
+			return verr(p, e, c->line, "const '%s': shard %d:%" PRId64 ":%" PRId64 " does not fit "
+				    "the buffer's rank %d and dims", b->name, c->shard_axis, c->shard_off,
+				    c->shard_full, b->rank);
+		if (c->kind == PINIT_DATA || c->kind == PINIT_UNBOUND)
+			return verr(p, e, c->line, "const '%s': a shard needs a seeded, inline or file "
+				    "initialiser", b->name);
+		n = b->dims[c->shard_axis] ? n / b->dims[c->shard_axis] * c->shard_full : 0;
+	}
 	switch (c->kind) {
 	case PINIT_NORMAL:
 		if (!finite_nonneg(c->b) || !isfinite(c->a))
@@ -258,6 +269,11 @@ static int check_collective(const Plan *p, const PlanInstr *in, RtError *e)
 		int64_t ny = plan_buffer_numel(y), nx = plan_buffer_numel(x);
 		int ok = same_data(x, a) && x->dtype == y->dtype &&
 			 ny == (in->coll == PC_ALLGATHER ? nx * in->nin : nx);
+		if (ok && in->coll == PC_ALLTOALL) {
+			int64_t ax = rt_attr_int(&in->attrs, "axis", 0);
+			ax = ax < 0 ? ax + x->rank : ax;
+			ok = x->rank >= 1 && ax >= 0 && ax < x->rank && x->dims[ax] % in->nin == 0;
+		}
 		if (!ok)
 			return verr(p, e, in->line, "%s rank %d: '%s' -> '%s' has mismatched dtype or size",
 				    plan_coll_names[in->coll], i, x->name, y->name);

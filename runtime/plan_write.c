@@ -168,6 +168,8 @@ static void put_const(FILE *f, const Plan *p, const PlanConst *c)
 	case PINIT_COUNT:
 		break;
 	}
+	if (c->shard_axis >= 0)
+		fprintf(f, " shard=%d:%" PRId64 ":%" PRId64, c->shard_axis, c->shard_off, c->shard_full);
 	fputc('\n', f);
 }
 
