@@ -181,7 +181,8 @@ static int add_buffers(Lw *w, int64_t *off)
 	return 0;
 }
 
-/* Constants: every stored parameter (a shard: the slice of its initialiser it holds). */
+/* Constants: every stored parameter (a shard: the slice of its initialiser it holds,
+ * PlanConst.shard_*). */
 static int add_consts(Lw *w)
 {
 	const LpuProg *pg = &w->pg;
@@ -192,8 +193,8 @@ static int add_consts(Lw *w)
 			const LpuVal *lv = &pg->vals[v];
 			if (tgt_add_const(w->p, w->buf[v], &w->f.vals[fv], w->in->m->dir, w->e) < 0)
 				return -1;
-			if (lv->shard_axis >= 0) {
-				PlanConst *c = &w->p->consts[w->p->nconsts - 1];
+			PlanConst *c = &w->p->consts[w->p->nconsts - 1];
+			if (lv->shard_axis >= 0 && c->kind != PINIT_UNBOUND) {   /* an unbound shard is just unbound */
 				c->shard_axis = lv->shard_axis, c->shard_off = lv->shard_off, c->shard_full = lv->shard_full;
 			}
 		}
