@@ -176,6 +176,13 @@ static void price(const LpuArch *a, const Flat *f, const LpuProg *pg, LpuOp *o)
 		o->flops = 0;
 		return;
 	}
+	if (o->what == LW_KERNEL) {   /* the whole node on its chip: its operands are whole values */
+		double fl = ir_node_flops(f->nodes[o->node].n);
+		lpu_node_cycles(a, f, o->node, &c);
+		o->flops = fl > 0 ? fl : 0;
+		o->kind = c.kind, o->vectors = c.vectors, o->stream = c.stream, o->compute = c.compute, o->dur = c.dur;
+		return;
+	}
 	Op op = o->what == LW_CONCAT ? OP_Concat : f->nodes[o->node].n->op;
 	int64_t v = 0, outn = 0;
 	for (int k = is_gather(op) ? 1 : 0; k < o->nin; k++)
