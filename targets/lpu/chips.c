@@ -227,8 +227,9 @@ static int build_split(Bx *x, int i, int c, int g)
 	return 0;
 }
 
-/* Bytes a value takes in the plan: parameters and graph inputs (weights, KV cache) at the
- * matmul format, other floats (activations) at f32, as lower.c stores them. */
+/* Bytes a value takes in the plan: weight-like values (parameters, graph inputs such as the KV
+ * cache, layout ops of them) at the matmul format, other floats (activations) at f32, as
+ * lower.c stores them. */
 static int64_t plan_bytes(const Bx *x, int v)
 {
 	const FlatVal *fv = &x->f->vals[v];
@@ -237,7 +238,7 @@ static int64_t plan_bytes(const Bx *x, int v)
 		n *= fv->dims[i];
 	if (!rt_dtype_isfloat(fv->dt))
 		return rt_dtype_bytes(fv->dt, n);
-	return n * (fv->def < 0 ? x->a->elem_bytes : 4);
+	return n * (lpu_weight_like(x->f, v) ? x->a->elem_bytes : 4);
 }
 
 /* Bytes node i adds to a chip whose resident values are marked on[v] == chip + 1: the weights

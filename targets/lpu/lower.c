@@ -55,15 +55,17 @@ static int64_t numel(const LpuVal *v)
 
 static int is_param(const Flat *f, int v) { return f->vals[v].def < 0 && f->vals[v].v && f->vals[v].v->kind == V_PARAM; }
 
-/* Plan dtype: float parameters (weights) and graph inputs (KV cache) are stored at the matmul
- * format, as in SRAM; float activations are f32 in the plan (the interpreter's values; MXM
+/* Plan dtype: float parameters (weights), graph inputs (KV cache) and layout ops of them are
+ * stored at the matmul format, as in SRAM (lpu_weight_like); float activations are f32 in the plan (the interpreter's values; MXM
  * operand rounding is mma_in). */
 static DType plan_dtype(const Lw *w, int flat)
 {
 	const FlatVal *v = &w->f.vals[flat];
 	if (!rt_dtype_isfloat(v->dt))
 		return v->dt;
-	return v->def < 0 && (!is_param(&w->f, flat) || v->v->init) ? w->a.mma : DT_F32;
+	if (is_param(&w->f, flat) && !v->v->init)
+		return DT_F32;
+	return lpu_weight_like(&w->f, flat) ? w->a.mma : DT_F32;
 }
 
 static int64_t storage_size(const Lw *w, int v) { return lpu_val_bytes(&w->a, &w->f, &w->pg.vals[v]); }

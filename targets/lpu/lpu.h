@@ -123,6 +123,10 @@ void lpu_prog_free(LpuProg *pg);
 /* The program's operands of op o. */
 static inline int *lpu_ins(const LpuProg *pg, const LpuOp *o) { return pg->args + o->arg; }
 static inline int *lpu_outs(const LpuProg *pg, const LpuOp *o) { return pg->args + o->arg + o->nin; }
+/* 1 when flat value v is stored like a weight, at the matmul format: a parameter, a graph input
+ * (KV cache), or a layout op's result (Transpose, Reshape, ...) of such values only (a
+ * transposed tied embedding): moving f16 data keeps it f16, so the plan holds it at f16. */
+int lpu_weight_like(const Flat *f, int v);
 /* SRAM bytes of value v (floats at the matmul format's width). */
 int64_t lpu_val_bytes(const LpuArch *a, const Flat *f, const LpuVal *v);
 extern const char *const lpu_kind_names[LK_COUNT];

@@ -96,6 +96,23 @@ static LpuKind kind_of(Op op)
 	}
 }
 
+static int weight_like(const Flat *f, int v, int depth)
+{
+	const FlatVal *fv = &f->vals[v];
+	if (fv->def < 0)
+		return 1;
+	const FlatNode *fn = &f->nodes[fv->def];
+	if (depth > 8 || kind_of(fn->n->op) != LK_SXM || fn->n->op == OP_Gather || fn->n->op == OP_Embedding ||
+	    fn->n->op == OP_Transfer)
+		return 0;
+	for (int k = 0; k < fn->nin; k++)
+		if (fn->in[k] >= 0 && (!rt_dtype_isfloat(f->vals[fn->in[k]].dt) || !weight_like(f, fn->in[k], depth + 1)))
+			return 0;
+	return fn->nin > 0;
+}
+
+int lpu_weight_like(const Flat *f, int v) { return weight_like(f, v, 0); }
+
 static int64_t numel_of(int rank, const int64_t *dims)
 {
 	int64_t n = 1;
