@@ -244,6 +244,53 @@ static int by_cycle(const void *x, const void *y)
 	return *(const int *)x - *(const int *)y;
 }
 
+/* The busy intervals of one link direction, sorted by start.  A copy takes the earliest gap
+ * that holds it from the cycle its source is ready (links are not in-order queues: the
+ * compiler owns every slot). */
+typedef struct Slots {
+	int64_t *lo, *hi;
+	int *op, n, cap;
+} Slots;
+
+/* The earliest t >= r with [t, t + dur) free; *prev: the op whose end set t, or -1. */
+static int64_t slot_find(const Slots *sl, int64_t r, int64_t dur, int *prev)
+{
+	int64_t t = r;
+	*prev = -1;
+	for (int i = 0; i < sl->n; i++) {
+		if (sl->hi[i] <= t)
+			continue;
+		if (sl->lo[i] >= t + dur)
+			break;
+		t = sl->hi[i], *prev = sl->op[i];
+	}
+	return t;
+}
+
+static int slot_insert(Slots *sl, int64_t lo, int64_t hi, int op)
+{
+	if (sl->n == sl->cap) {
+		int cap = sl->cap ? 2 * sl->cap : 8;
+		int64_t *l = realloc(sl->lo, sizeof *l * (size_t)cap);
+		if (l)
+			sl->lo = l;
+		int64_t *h = realloc(sl->hi, sizeof *h * (size_t)cap);
+		if (h)
+			sl->hi = h;
+		int *o = realloc(sl->op, sizeof *o * (size_t)cap);
+		if (o)
+			sl->op = o;
+		if (!l || !h || !o)
+			return -1;
+		sl->cap = cap;
+	}
+	int i = sl->n++;
+	for (; i > 0 && sl->lo[i - 1] > lo; i--)
+		sl->lo[i] = sl->lo[i - 1], sl->hi[i] = sl->hi[i - 1], sl->op[i] = sl->op[i - 1];
+	sl->lo[i] = lo, sl->hi[i] = hi, sl->op[i] = op;
+	return 0;
+}
+
 int lpu_schedule(const LpuArch *a, const Flat *f, LpuProg *pg, RtError *e)
 {
 	int nu = pg->nchips * LPU_UNITS, nr = nu + 2 * pg->nlinks;
@@ -253,14 +300,16 @@ int lpu_schedule(const LpuArch *a, const Flat *f, LpuProg *pg, RtError *e)
 	int *last_on = malloc(((size_t)nr + 1) * sizeof *last_on);
 	int64_t *ready = calloc((size_t)pg->nvals + 1, sizeof *ready);
 	int *pred = malloc(((size_t)pg->nops + 1) * sizeof *pred);
-	if (!pg->busy || !pg->order || !free_at || !last_on || !ready || !pred) {
-		free(free_at), free(last_on), free(ready), free(pred);
+	Slots *slots = calloc(2 * (size_t)pg->nlinks + 1, sizeof *slots);
+	int rc = 0;
+	if (!pg->busy || !pg->order || !free_at || !last_on || !ready || !pred || !slots) {
+		free(free_at), free(last_on), free(ready), free(pred), free(slots);
 		return rt_errorf(e, RT_ENOMEM, "out of memory scheduling the LPU plan");
 	}
 	for (int r = 0; r < nr; r++)
 		last_on[r] = -1;
 	int last = -1;
-	for (int i = 0; i < pg->nops; i++) {
+	for (int i = 0; i < pg->nops && rc == 0; i++) {
 		LpuOp *o = &pg->ops[i];
 		price(a, f, pg, o);
 		const int *in = lpu_ins(pg, o), *out = lpu_outs(pg, o);
@@ -269,11 +318,15 @@ int lpu_schedule(const LpuArch *a, const Flat *f, LpuProg *pg, RtError *e)
 		for (int k = 0; k < o->nin; k++)
 			if (in[k] >= 0 && ready[in[k]] > r)
 				r = ready[in[k]], rp = pg->vals[in[k]].def;
-		int best = -1;
+		int best = -1, lp = -1;
 		int64_t bt = 0;
-		if (o->what == LW_COPY)
-			best = resource(pg, o), bt = r > free_at[best] ? r : free_at[best];
-		else
+		if (o->what == LW_COPY) {
+			best = resource(pg, o);
+			Slots *sl = &slots[best - nu];
+			bt = slot_find(sl, r, o->dur, &lp);
+			if (slot_insert(sl, bt, bt + o->dur, i) < 0)
+				rc = rt_errorf(e, RT_ENOMEM, "out of memory scheduling the LPU plan");
+		} else
 			for (int h = 0; h < LPU_HEMIS; h++) {   /* the hemisphere where it issues first; east on a tie */
 				int u = o->chip * LPU_UNITS + (int)o->kind * LPU_HEMIS + h;
 				int64_t t = r > free_at[u] ? r : free_at[u];
@@ -282,7 +335,7 @@ int lpu_schedule(const LpuArch *a, const Flat *f, LpuProg *pg, RtError *e)
 			}
 		o->unit = o->what == LW_COPY ? -1 : best;
 		o->cycle = bt;
-		pred[i] = bt == r ? rp : last_on[best];
+		pred[i] = bt == r ? rp : o->what == LW_COPY ? lp : last_on[best];
 		free_at[best] = bt + o->dur;
 		last_on[best] = i;
 		pg->busy[best] += o->dur;
@@ -290,6 +343,13 @@ int lpu_schedule(const LpuArch *a, const Flat *f, LpuProg *pg, RtError *e)
 			ready[out[k]] = bt + o->dur;
 		if (bt + o->dur > pg->length || last < 0)
 			pg->length = bt + o->dur, last = i;
+	}
+	for (int l = 0; l < 2 * pg->nlinks; l++)
+		free(slots[l].lo), free(slots[l].hi), free(slots[l].op);
+	free(slots);
+	if (rc < 0) {
+		free(free_at), free(last_on), free(ready), free(pred);
+		return rc;
 	}
 	for (int i = last; i >= 0; i = pred[i]) {
 		pg->ops[i].critical = 1;
