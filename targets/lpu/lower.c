@@ -336,7 +336,7 @@ static int add_instr(Lw *w, int j, PlanKV *sum, int nsum)
 	return records(w, o, w->stream[o->chip]);
 }
 
-#define SUMMAX 24
+#define SUMMAX 28
 /* The schedule summary carried by the first instruction. */
 static int summary(Lw *w, char txt[][48], PlanKV *kv)
 {
@@ -362,6 +362,13 @@ static int summary(Lw *w, char txt[][48], PlanKV *kv)
 		smax = w->sram[c] > smax ? w->sram[c] : smax, stot += w->sram[c];
 	snprintf(txt[n], 48, "%" PRId64, smax), kv[n] = (PlanKV){ "sram_max", txt[n] }, n++;
 	snprintf(txt[n], 48, "%" PRId64, stot), kv[n] = (PlanKV){ "sram_total", txt[n] }, n++;
+	int64_t ck[LK_COUNT] = { 0 };   /* critical-path cycles per slice kind */
+	for (int i = 0; i < pg->nops; i++)
+		if (pg->ops[i].critical && pg->ops[i].what != LW_COPY)
+			ck[pg->ops[i].kind] += pg->ops[i].dur;
+	static const char *const cnames[LK_COUNT] = { "critical_cycles.mxm", "critical_cycles.vxm", "critical_cycles.sxm" };
+	for (int k = 0; k < LK_COUNT; k++)
+		snprintf(txt[n], 48, "%" PRId64, ck[k]), kv[n] = (PlanKV){ (char *)cnames[k], txt[n] }, n++;
 	if (pg->nlinks > 0) {
 		int64_t lb = 0, cc = 0, ccyc = 0, ncopy = 0;
 		int used = 0;
