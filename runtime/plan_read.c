@@ -711,6 +711,12 @@ static int rd_opts(Rd *r, RtExecOpts *o)
 			return fail(r, "scale_rule must be floor or rceil, not '%.40s'", t->val);
 		o->scale_rule = strcmp(t->val, "rceil") == 0;
 	}
+	if ((t = field(r, "fp8_scale"))) {
+		RtFp8Scale s = rt_fp8_scale_lookup(t->val);
+		if (s == RT_FP8_COUNT)
+			return fail(r, "fp8_scale must be none, tensor, 1x128 or 128x128, not '%.40s'", t->val);
+		o->fp8_scale = (int)s;
+	}
 	return 0;
 }
 

@@ -208,6 +208,28 @@ static int check_operands(const Plan *p, const PlanInstr *in, RtError *e)
 	return 0;
 }
 
+/* fp8_scale (runtime/kernels/matmul.c): only on MatMul/Gemm with an FP8 mma_in; block scales are
+ * applied when the accumulator is promoted (DeepSeek-V3 §3.3.2), so a Hopper promotion interval
+ * must end every 128-element scale group: fp8_promote 0 (f32 accumulation), 32, 64 or 128. */
+static int check_fp8_scale(const Plan *p, const PlanInstr *in, RtError *e)
+{
+	const RtExecOpts *o = &in->opts;
+	if (o->fp8_scale == RT_FP8_NONE)
+		return 0;
+	if (o->fp8_scale < 0 || o->fp8_scale >= RT_FP8_COUNT)
+		return verr(p, e, in->line, "invalid fp8_scale");
+	if (in->op != RT_OP_MatMul && in->op != RT_OP_Gemm)
+		return verr(p, e, in->line, "fp8_scale on %s: only MatMul and Gemm scale their operands", plan_op_name(in->op));
+	if (o->mma_in != DT_F8E4M3 && o->mma_in != DT_F8E5M2)
+		return verr(p, e, in->line, "fp8_scale=%s needs mma_in f8e4m3 or f8e5m2, not %s",
+			    rt_fp8_scale_name((RtFp8Scale)o->fp8_scale), o->mma_in == DT_INVALID ? "none" : rt_dtype_name(o->mma_in));
+	if (o->fp8_scale != RT_FP8_TENSOR && o->fp8_promote_k && (o->fp8_promote_k > 128 || 128 % o->fp8_promote_k ||
+								o->fp8_promote_k % 32))
+		return verr(p, e, in->line, "fp8_promote=%d with fp8_scale=%s: block scales are applied at promotion, "
+			    "so the interval must be 32, 64 or 128", o->fp8_promote_k, rt_fp8_scale_name((RtFp8Scale)o->fp8_scale));
+	return 0;
+}
+
 static int check_kernel(const Plan *p, const PlanStream *s, const PlanInstr *in, RtError *e)
 {
 	if (in->op < 0 || in->op >= RT_OP_COUNT)
@@ -229,7 +251,7 @@ static int check_kernel(const Plan *p, const PlanStream *s, const PlanInstr *in,
 	}
 	if (in->opts.mma_in < DT_INVALID || in->opts.mma_in >= DT_COUNT)
 		return verr(p, e, in->line, "invalid mma_in format");
-	return 0;
+	return check_fp8_scale(p, in, e);
 }
 
 static int same_data(const PlanBuffer *a, const PlanBuffer *b)

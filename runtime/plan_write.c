@@ -88,6 +88,8 @@ static void put_opts(FILE *f, const RtExecOpts *o)
 		fprintf(f, " exp2_poly=%d", o->exp2_poly);
 	if (o->scale_rule)
 		fputs(" scale_rule=rceil", f);
+	if (o->fp8_scale)
+		fprintf(f, " fp8_scale=%s", rt_fp8_scale_name((RtFp8Scale)o->fp8_scale));
 }
 
 static void put_instr(FILE *f, const Plan *p, const PlanInstr *in)
