@@ -9,11 +9,13 @@
  *     C2C copy;
  *   - otherwise, when the weights and graph inputs do not fit one chip of a multi-chip machine,
  *     from a greedy fill in node order: each chip takes nodes until the weights and inputs they
- *     read reach 90 % of its SRAM (the rest is left for activations) or, with the largest
- *     activation working set of a node on it (operands and results), fill it.  A MatMul or Embedding
- *     whose single weight is larger than that is split by columns over as many chips as it
- *     needs: each computes its slice of the output columns from its shard of the weight (a
- *     pre-sharded constant, PlanConst.shard_*) and the slices are joined on the first of them;
+ *     read (and the graph outputs they write) reach 90 % of its SRAM, or, with the largest
+ *     activation working set of a node on it (operands and results), fill it.  A MatMul or
+ *     Embedding whose weight does not fit the room left is split by columns: its columns are
+ *     poured into the room left on this chip and the next ones; each chip computes its slice of
+ *     the output columns from its shard of the weight (a pre-sharded constant,
+ *     PlanConst.shard_*), and the slices are joined on the last of them, where the next nodes
+ *     run;
  *   - else chip 0.
  * The program (LpuProg) then holds one LpuVal per value per chip that holds it: a parameter read
  * on several chips is stored on each (a replicated constant), any other value is copied from
