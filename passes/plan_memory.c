@@ -128,12 +128,22 @@ static int is_view(const Node *n) { return (ir_ops[n->op].flags & F_VIEW) && n->
 
 static int is_input(const Value *v) { return v->kind == V_INPUT; }
 
-/* Views alias their input; elementwise nodes reuse a dying input buffer in place. */
+static const char *slot_device(const Live *l, int b);
+
+/* Whether two buffers live on the same device (both unplaced counts as the same). */
+static int same_device(const Live *l, int a, int b)
+{
+	const char *x = slot_device(l, a), *y = slot_device(l, b);
+	return x == y || (x && y && strcmp(x, y) == 0);
+}
+
+/* Views alias their input; elementwise nodes reuse a dying input buffer in place (on one
+ * device: a partitioned graph never shares a buffer across devices). */
 static void share(Live *l, PassCtx *c)
 {
 	for (int t = 0; t < l->nnodes; t++) {
 		Node *n = l->order[t];
-		if (is_view(n) && n->in[0] && l->val[n->in[0]->id]) {
+		if (is_view(n) && n->in[0] && l->val[n->in[0]->id] && same_device(l, n->in[0]->id, n->out[0]->id)) {
 			merge(l, n->in[0]->id, n->out[0]->id);
 			pass_stat(c, "views aliased", 1);
 		}
@@ -146,7 +156,8 @@ static void share(Live *l, PassCtx *c)
 		for (int i = 0; i < n->nin; i++) {
 			Value *v = n->in[i];
 			int r = v && l->val[v->id] ? find(l, v->id) : -1;
-			if (r < 0 || is_input(l->val[r]) || l->last[r] != t || l->size[r] < l->size[o] || find(l, o) != o)
+			if (r < 0 || is_input(l->val[r]) || l->last[r] != t || l->size[r] < l->size[o] || find(l, o) != o ||
+			    !same_device(l, r, o))
 				continue;
 			merge(l, r, o);
 			pass_stat(c, "buffers reused in place", 1);
