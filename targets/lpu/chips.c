@@ -6,7 +6,9 @@
  *   - the graph's @device(lpuK) annotations (the partition pass's pipeline stages, or the
  *     user's): a node without one (a node inside a placed call) runs where its first operand
  *     was produced, else with the node before it; a Transfer node to another chip becomes a
- *     C2C copy;
+ *     C2C copy; a weight-shard Split (--tp) runs nowhere, its shards are slices of the
+ *     parameter stored where they are read; a collective gathers its inputs to its chip and
+ *     runs there as one kernel (AllReduce: Sum), its result copied to the members that read it;
  *   - otherwise, when the weights and graph inputs do not fit one chip of a multi-chip machine,
  *     from a greedy fill in node order: each chip takes nodes until the weights and inputs they
  *     read (and the graph outputs they write) reach 90 % of its SRAM, or, with the largest
@@ -134,11 +136,47 @@ static int copy_to(Bx *x, int src, int flat, int chip)
 	return v;
 }
 
-/* Flat value u, whole, on chip c: found, stored there (a parameter), placed there (a graph
- * input read first here) or copied from the chip that holds it. */
+/* A weight-shard Split (the partition pass's --tp): no @device, reading a parameter directly.
+ * It runs nowhere: each shard is a slice of the parameter stored on the chip that reads it. */
+static int is_shard_split(const Flat *f, int i)
+{
+	const FlatNode *fn = &f->nodes[i];
+	return fn->n->op == OP_Split && !fn->n->annot.device && fn->nin >= 1 && fn->in[0] >= 0 &&
+	       is_param(f, fn->in[0]);
+}
+
+/* Output u of a weight-shard Split, on chip c: the parameter's slice, stored there. */
+static int shard_const(Bx *x, int u, int c)
+{
+	const Flat *f = x->f;
+	const FlatNode *fn = &f->nodes[f->vals[u].def];
+	int w = fn->in[0], rank = f->vals[w].rank;
+	int axis = (int)rt_attr_int(&fn->n->attrs, "axis", 0);
+	axis = axis < 0 ? axis + rank : axis;
+	int64_t off = 0;
+	for (int k = 0; k < fn->nout && fn->out[k] != u; k++)
+		off += f->vals[fn->out[k]].dims[axis];
+	LpuProg *pg = x->pg;
+	for (int v = pg->first[w]; v >= 0; v = pg->vals[v].next)
+		if (pg->vals[v].chip == c && pg->vals[v].shard_axis == axis && pg->vals[v].shard_off == off &&
+		    pg->vals[v].dims[axis] == f->vals[u].dims[axis])
+			return v;
+	int v = new_val(x, w, c, -1);
+	if (v >= 0) {
+		LpuVal *lv = &pg->vals[v];
+		lv->shard_axis = axis, lv->shard_off = off, lv->shard_full = f->vals[w].dims[axis];
+		lv->dims[axis] = f->vals[u].dims[axis];
+	}
+	return v;
+}
+
+/* Flat value u, whole, on chip c: found, stored there (a parameter or a slice of one), placed
+ * there (a graph input read first here) or copied from the chip that holds it. */
 static int need(Bx *x, int u, int c)
 {
 	LpuProg *pg = x->pg;
+	if (x->f->vals[u].def >= 0 && is_shard_split(x->f, x->f->vals[u].def))
+		return shard_const(x, u, c);
 	for (int v = pg->first[u]; v >= 0; v = pg->vals[v].next)
 		if (pg->vals[v].chip == c && pg->vals[v].shard_axis < 0)
 			return v;
@@ -400,11 +438,6 @@ static int place_annotated(Bx *x)
 		x->chip[i] = prev = c >= 0 ? c : prev;
 		if (prev + 1 > top)
 			top = prev + 1;
-		Op op = fn->n->op;
-		if (r && (op == OP_AllReduce || op == OP_AllGather || op == OP_AllToAll))
-			return rt_errorf(x->e, RT_EUSER, "aicc: error: %s '%s': the lpu target does not lower collectives "
-					 "(tensor parallelism, --tp) yet; partition it with --pp only",
-					 ir_ops[op].name, f->vals[fn->out[0]].name);
 	}
 	x->pg->nchips = top;
 	return any;
@@ -415,6 +448,8 @@ static int build_node(Bx *x, int i)
 {
 	const FlatNode *fn = &x->f->nodes[i];
 	int c = x->chip[i];
+	if (is_shard_split(x->f, i))
+		return 0;
 	if (x->split[i] > 1)
 		return build_split(x, i, c, x->split[i]);
 	if (fn->n->op == OP_Transfer && fn->nin == 1 && fn->in[0] >= 0) {

@@ -156,8 +156,8 @@ static int place_all(Lw *w, int64_t *off, int64_t *top)
 	return 0;
 }
 
-/* The plan name of value v: its flat name; a replica, copy or shard on another chip adds
- * ".cols<off>" (a shard) and "@lpuK". */
+/* The plan name of value v: its flat name; a shard adds ".cols<off>" (".rows<off>" for a row
+ * slice), a value on another chip than its first "@lpuK". */
 static int add_buffers(Lw *w, int64_t *off)
 {
 	const LpuProg *pg = &w->pg;
@@ -166,8 +166,9 @@ static int add_buffers(Lw *w, int64_t *off)
 			const LpuVal *lv = &pg->vals[v];
 			char raw[512], name[512];
 			int o = snprintf(raw, sizeof raw, "%s", w->f.vals[fv].name);
-			if (lv->shard_axis >= 0 && o < 400)
-				o += snprintf(raw + o, sizeof raw - (size_t)o, ".cols%" PRId64, lv->shard_off);
+			if (lv->shard_axis >= 0 && o < 400)   /* a column, row or other slice */
+				o += snprintf(raw + o, sizeof raw - (size_t)o, ".%s%" PRId64, lv->shard_axis == lv->rank - 1 ?
+					      "cols" : lv->shard_axis == 0 ? "rows" : "part", lv->shard_off);
 			if (v != pg->first[fv] && o < 400)
 				snprintf(raw + o, sizeof raw - (size_t)o, "@%s%d", w->a.d->id, lv->chip);
 			tgt_plan_name(name, sizeof name, raw);

@@ -90,6 +90,7 @@ static LpuKind kind_of(Op op)
 	case OP_Reshape: case OP_Transpose: case OP_Concat: case OP_Split: case OP_Slice: case OP_Gather:
 	case OP_GatherElements: case OP_Expand: case OP_Tile: case OP_Squeeze: case OP_Unsqueeze:
 	case OP_Flatten: case OP_Pad: case OP_Identity: case OP_Embedding: case OP_Transfer:
+	case OP_AllGather: case OP_AllToAll:
 		return LK_SXM;
 	default:
 		return LK_VXM;
