@@ -59,7 +59,6 @@ typedef struct TpuLw {
 	double ws, kv_sram, kv_budget, kv_used;
 	int64_t kv_block, *kv_tok;
 	int kv_dry;          /* kernels are being planned, not emitted (working-set pre-pass) */
-	Node **clones; int nclones;   /* IR nodes annotated with their call's device (inherit_call_devices) */
 } TpuLw;
 
 static void put(Ann *t, const char *key, const char *fmt, ...)
@@ -635,65 +634,6 @@ static int lower_body(TpuLw *w)
 	return tgt_add_io(w->p, &w->f, w->in->g, w->buf, w->e);
 }
 
-/* ---- the devices of call instances ----
- * The partition pass places a layer stack's calls (`@device(tpu3) h = call layer(...)`), not
- * the callee's nodes, which every instance shares; tgt_flatten keeps the IR node, so without
- * this a call instance's nodes would carry no device and follow their first reader
- * (targets/devices.c).  Each flat node of a call instance without its own @device gets a shallow
- * copy of its IR node annotated with the outermost call's device.  Instances are numbered as
- * tgt_flatten numbers them: depth first, in expansion order.  (This belongs in tgt_flatten:
- * a FlatNode device; see the report of issue 7.) */
-static void call_devices(const Graph *g, const char *dev, int64_t *next, const char **inst_dev, int64_t cap)
-{
-	for (const Node *n = g->first; n; n = n->next) {
-		if (n->op != OP_Call || !n->callee)
-			continue;
-		const char *d = dev ? dev : n->annot.device;
-		int64_t reps = n->repeat > 0 ? n->repeat : 1;
-		for (int64_t r = 0; r < reps && *next < cap; r++) {
-			int64_t inst = ++*next;
-			if (inst < cap)
-				inst_dev[inst] = d;
-			call_devices(n->callee, d, next, inst_dev, cap);
-		}
-	}
-}
-
-static int inherit_call_devices(TpuLw *w)
-{
-	int64_t cap = 1;
-	for (int i = 0; i < w->f.nnodes; i++)
-		if (w->f.nodes[i].instance + 1 > cap)
-			cap = w->f.nodes[i].instance + 1;
-	if (cap == 1)
-		return 0;
-	const char **inst_dev = calloc((size_t)cap, sizeof *inst_dev);
-	w->clones = calloc((size_t)w->f.nnodes + 1, sizeof *w->clones);
-	if (!inst_dev || !w->clones) {
-		free(inst_dev);
-		return rt_errorf(w->e, RT_ENOMEM, "out of memory lowering the graph");
-	}
-	int64_t next = 0;
-	call_devices(w->in->g, NULL, &next, inst_dev, cap);
-	for (int i = 0; i < w->f.nnodes; i++) {
-		FlatNode *fn = &w->f.nodes[i];
-		const char *d = fn->instance > 0 && fn->instance < cap ? inst_dev[fn->instance] : NULL;
-		if (!d || fn->n->annot.device)
-			continue;
-		Node *c = malloc(sizeof *c);
-		if (!c) {
-			free(inst_dev);
-			return rt_errorf(w->e, RT_ENOMEM, "out of memory lowering the graph");
-		}
-		*c = *fn->n;
-		c->annot.device = d;
-		w->clones[w->nclones++] = c;
-		fn->n = c;
-	}
-	free(inst_dev);
-	return 0;
-}
-
 static int lower_setup(TpuLw *w)
 {
 	const TgtMachine *tm = w->in->machine;
@@ -712,7 +652,7 @@ static int lower_setup(TpuLw *w)
 		return -1;
 	if (plan_set_source(w->p, w->in->model, w->in->binds, w->in->precision ? w->in->precision : "bf16", w->e) < 0)
 		return -1;
-	if (inherit_call_devices(w) < 0 || tgt_devs_init(&w->d, w->p, tm, &w->f, DEV_TPU, "hbm", ALIGN, w->e) < 0)
+	if (tgt_devs_init(&w->d, w->p, tm, &w->f, DEV_TPU, "hbm", ALIGN, w->e) < 0)
 		return -1;
 	size_t n = (size_t)w->f.nvals + 1, nn = (size_t)w->f.nnodes + 1;
 	w->buf = malloc(sizeof(int) * n);
@@ -750,9 +690,6 @@ Plan *tpu_lower(const TgtInput *in, RtError *e)
 	}
 	tgt_flat_free(&w.f);
 	free(w.buf), free(w.gfirst), free(w.glast), free(w.kv_tok), free(w.sc_unit);
-	for (int i = 0; i < w.nclones; i++)
-		free(w.clones[i]);
-	free(w.clones);
 	tgt_devs_free(&w.d);
 	if (rc < 0) {
 		plan_free(w.p);
