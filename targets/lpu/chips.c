@@ -4,8 +4,8 @@
  * (hardware.md §3.6), so a large model is spread over many chips (ISCA 2022).  The chip of every
  * flat node comes from
  *   - the graph's @device(lpuK) annotations (the partition pass's pipeline stages, or the
- *     user's): a node without one (a node inside a placed call) runs where its first operand
- *     was produced, else with the node before it; a Transfer node to another chip becomes a
+ *     user's; a node inside a placed call takes the call's): a node without one runs where its
+ *     first operand was produced, else with the node before it; a Transfer node to another chip becomes a
  *     C2C copy; a weight-shard Split (--tp) runs nowhere, its shards are slices of the
  *     parameter stored where they are read; a collective gathers its inputs to its chip and
  *     runs there as one kernel (AllReduce: Sum), its result copied to the members that read it;
@@ -406,7 +406,7 @@ static int spread(Bx *x)
 /* The chip an @device annotation names: "<class id><k>", k below the machine's count. */
 static int annotated(Bx *x, int i, int *chip)
 {
-	const char *d = x->f->nodes[i].n->annot.device, *id = x->a->d->id;
+	const char *d = x->f->nodes[i].device, *id = x->a->d->id;   /* its own, or its call's */
 	size_t l = strlen(id);
 	char *end;
 	if (!d)
