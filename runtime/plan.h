@@ -213,7 +213,8 @@ typedef struct PlanStep {
 } PlanStep;
 /* The one sequential order in which the interpreter executes the plan and the verifier computes
  * liveness: streams in file order, each run until it waits on an event not yet recorded, round
- * after round.  Returns 0 with *order (rt_malloc'd, *n entries), or -1 with e set when waits can
+ * after round; for a static plan (issue cycles), the runnable stream head with the lowest cycle
+ * first (docs/plan-format.md §Verification).  Returns 0 with *order (rt_malloc'd, *n entries), or -1 with e set when waits can
  * never be satisfied (deadlock) or memory runs out. */
 int plan_linearize(const Plan *p, PlanStep **order, int *n, RtError *e);
 

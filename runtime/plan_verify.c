@@ -6,7 +6,8 @@
  * instruction operands on the right device, events recorded once and waits that can be
  * satisfied, every buffer written before it is read, no two buffers overlapping in the same
  * space while both are live, and for static schedules (issue cycles) no unit conflicts and no
- * read before its producer's data is ready.  The first problem is returned as
+ * read before its producer's data is ready (units and link directions per cycle, a transferred
+ * operand only after it arrives).  The first problem is returned as
  * "file:LINE: error: message"; the verifier never indexes anything it has not checked. */
 #include "runtime/plan.h"
 
@@ -352,20 +353,56 @@ static int check_streams(const Plan *p, RtError *e)
 }
 
 /* ---- execution order ---- */
+/* The head of stream s can run: it is not a wait on an event not yet recorded. */
+static int runnable(const Plan *p, const int *pc, const unsigned char *done, int s)
+{
+	const PlanStream *st = &p->streams[s];
+	return pc[s] < st->nins && !(st->ins[pc[s]].kind == PI_WAIT && !done[st->ins[pc[s]].event]);
+}
+
 int plan_linearize(const Plan *p, PlanStep **order, int *n, RtError *e)
 {
-	int total = 0;
-	for (int i = 0; i < p->nstreams; i++)
+	int total = 0, stat = 0;
+	for (int i = 0; i < p->nstreams; i++) {
 		total += p->streams[i].nins;
+		for (int j = 0; j < p->streams[i].nins && !stat; j++)
+			stat = p->streams[i].ins[j].cycle >= 0;
+	}
 	int *pc = rt_calloc((size_t)p->nstreams + 1, sizeof *pc);
+	int64_t *key = rt_calloc((size_t)p->nstreams + 1, sizeof *key);
 	unsigned char *done = rt_calloc((size_t)p->nevents + 1, 1);
 	*order = rt_malloc(((size_t)total + 1) * sizeof **order);
 	*n = 0;
-	if (!pc || !done || !*order) {
-		rt_free(pc), rt_free(done), rt_free(*order), *order = NULL;
+	if (!pc || !key || !done || !*order) {
+		rt_free(pc), rt_free(key), rt_free(done), rt_free(*order), *order = NULL;
 		return rt_errorf(e, RT_ENOMEM, "out of memory ordering the plan");
 	}
-	for (int progress = 1; progress && *n < total;) {
+	/* A static schedule (issue cycles) runs in issue-cycle order across its streams: each step
+	 * takes the runnable stream head with the lowest cycle (an instruction without one, a record
+	 * or wait, keeps the cycle of the one before it in its stream; ties: the lower stream), so
+	 * a value's readers on every chip run before the producer of a later tenant of its bytes. */
+	for (int progress = 1; stat && progress && *n < total;) {
+		int best = -1;
+		int64_t bk = 0;
+		for (int s = 0; s < p->nstreams; s++) {
+			if (!runnable(p, pc, done, s))
+				continue;
+			int64_t c = p->streams[s].ins[pc[s]].cycle, k = c >= 0 ? c : key[s];
+			if (best < 0 || k < bk)
+				best = s, bk = k;
+		}
+		progress = best >= 0;
+		if (progress) {
+			const PlanInstr *in = &p->streams[best].ins[pc[best]];
+			if (in->cycle >= 0)
+				key[best] = in->cycle;
+			if (in->kind == PI_RECORD)
+				done[in->event] = 1;
+			(*order)[(*n)++] = (PlanStep){ best, pc[best]++ };
+		}
+	}
+	/* Otherwise: streams in file order, each run until it waits on an event not yet recorded. */
+	for (int progress = 1; !stat && progress && *n < total;) {
 		progress = 0;
 		for (int s = 0; s < p->nstreams; s++) {
 			const PlanStream *st = &p->streams[s];
@@ -382,12 +419,13 @@ int plan_linearize(const Plan *p, PlanStep **order, int *n, RtError *e)
 	}
 	int rc = 0;
 	for (int s = 0; s < p->nstreams && *n < total && rc == 0; s++)
-		if (pc[s] < p->streams[s].nins) {
+		if (pc[s] < p->streams[s].nins && p->streams[s].ins[pc[s]].kind == PI_WAIT) {
 			const PlanInstr *in = &p->streams[s].ins[pc[s]];
 			rc = verr(p, e, in->line, "deadlock: stream '%s' waits on event '%s', which can never be "
 				  "recorded", p->streams[s].name, p->events[in->event]);
 		}
 	rt_free(pc);
+	rt_free(key);
 	rt_free(done);
 	if (rc < 0) {
 		rt_free(*order);
@@ -500,44 +538,125 @@ static int check_overlap(const Plan *p, const int *first, const int *last, RtErr
 }
 
 /* ---- static schedules: issue cycles ---- */
+/* The resource a static instruction occupies: its unit (kernels, on-device copies) as
+ * 0..nunits-1, or one direction of its link (copies between devices) as nunits + 2*link + dir
+ * (dir 0: the link's src -> dst).  -1 when it names none. */
+static int static_resource(const Plan *p, const PlanStream *s, const PlanInstr *in)
+{
+	if (in->kind == PI_COPY && in->link >= 0) {
+		const PlanLink *l = &p->links[in->link];
+		return p->nunits + 2 * in->link + (buf_device(p, in->in[0]) == l->src ? 0 : 1);
+	}
+	if (in->kind == PI_COLLECTIVE && in->link >= 0)
+		return p->nunits + 2 * in->link;
+	return in->unit >= 0 ? in->unit : plan_default_unit(p, s->device, in->kind);
+}
+
+/* "unit 'lpu.mxm.e'" or "link 'c2c.lpu0-lpu1' (lpu0 -> lpu1)" into buf. */
+static const char *resource_name(const Plan *p, int r, char *buf, size_t n)
+{
+	if (r < p->nunits) {
+		snprintf(buf, n, "unit '%s'", p->units[r].name);
+		return buf;
+	}
+	const PlanLink *l = &p->links[(r - p->nunits) / 2];
+	int dir = (r - p->nunits) % 2;
+	snprintf(buf, n, "link '%s' (%s -> %s)", l->name, p->devices[dir ? l->dst : l->src].name,
+		 p->devices[dir ? l->src : l->dst].name);
+	return buf;
+}
+
+static const Plan *sort_sp;
+static const PlanStep *sort_steps;
+static int by_issue(const void *x, const void *y)
+{
+	const PlanStep *a = &sort_steps[*(const int *)x], *b = &sort_steps[*(const int *)y];
+	int64_t ca = sort_sp->streams[a->stream].ins[a->index].cycle, cb = sort_sp->streams[b->stream].ins[b->index].cycle;
+	if (ca != cb)
+		return ca < cb ? -1 : 1;
+	return *(const int *)x - *(const int *)y;
+}
+
+/* No two instructions occupy one unit, or one direction of one link, in overlapping cycles
+ * (checked in issue-cycle order over every stream: the cycle counter is global, the chips'
+ * counters aligned as in ISCA 2022's multi-chip TSP). */
+static int check_occupancy(const Plan *p, const PlanStep *order, int n, RtError *e)
+{
+	int nres = p->nunits + 2 * p->nlinks;
+	int64_t *busy = rt_malloc(((size_t)nres + 1) * sizeof *busy);
+	int *idx = rt_malloc(((size_t)n + 1) * sizeof *idx);
+	if (!busy || !idx) {
+		rt_free(busy), rt_free(idx);
+		return rt_errorf(e, RT_ENOMEM, "out of memory verifying the plan");
+	}
+	for (int r = 0; r < nres; r++)
+		busy[r] = 0;
+	int m = 0;
+	for (int t = 0; t < n; t++)
+		if (p->streams[order[t].stream].ins[order[t].index].cycle >= 0)
+			idx[m++] = t;
+	sort_sp = p, sort_steps = order;
+	qsort(idx, (size_t)m, sizeof *idx, by_issue);
+	int rc = 0;
+	for (int i = 0; i < m && rc == 0; i++) {
+		const PlanStream *s = &p->streams[order[idx[i]].stream];
+		const PlanInstr *in = &s->ins[order[idx[i]].index];
+		if (in->kind == PI_RECORD || in->kind == PI_WAIT)
+			continue;
+		int r = static_resource(p, s, in);
+		char name[256];
+		if (r < 0)
+			rc = verr(p, e, in->line, "an instruction with an issue cycle needs a unit");
+		else if (in->cycle < busy[r])
+			rc = verr(p, e, in->line, "%s is busy until cycle %" PRId64 ", %s at %" PRId64 " conflicts",
+				  resource_name(p, r, name, sizeof name), busy[r], r < p->nunits ? "issue" : "transfer",
+				  in->cycle);
+		else
+			busy[r] = in->cycle + (in->dur > 0 ? in->dur : 1);
+	}
+	rt_free(busy);
+	rt_free(idx);
+	return rc;
+}
+
+/* No instruction reads a buffer before its producer's cycle + dur; for a buffer that came over
+ * a link, that is its arrival.  Checked over the execution order, so the producer is the last
+ * writer before the read. */
 static int check_static(const Plan *p, const PlanStep *order, int n, RtError *e)
 {
 	int64_t *ready = rt_malloc(((size_t)p->nbuffers + 1) * sizeof *ready);
-	int64_t *busy = rt_malloc(((size_t)p->nunits + 1) * sizeof *busy);
-	if (!ready || !busy) {
-		rt_free(ready), rt_free(busy);
+	int *via = rt_malloc(((size_t)p->nbuffers + 1) * sizeof *via);
+	if (!ready || !via) {
+		rt_free(ready), rt_free(via);
 		return rt_errorf(e, RT_ENOMEM, "out of memory verifying the plan");
 	}
 	for (int b = 0; b < p->nbuffers; b++)
-		ready[b] = 0;
-	for (int u = 0; u < p->nunits; u++)
-		busy[u] = 0;
-	int rc = 0;
+		ready[b] = 0, via[b] = -1;
+	int rc = check_occupancy(p, order, n, e);
 	for (int t = 0; t < n && rc == 0; t++) {
 		const PlanStream *s = &p->streams[order[t].stream];
 		const PlanInstr *in = &s->ins[order[t].index];
-		if (in->cycle < 0)
+		if (in->cycle < 0 || in->kind == PI_RECORD || in->kind == PI_WAIT)
 			continue;
-		int u = in->unit >= 0 ? in->unit : plan_default_unit(p, s->device, in->kind);
-		int64_t end = in->cycle + (in->dur > 0 ? in->dur : 1);
-		if (u < 0)
-			rc = verr(p, e, in->line, "an instruction with an issue cycle needs a unit");
-		else if (in->cycle < busy[u])
-			rc = verr(p, e, in->line, "unit '%s' is busy until cycle %" PRId64 ", issue at %" PRId64
-				  " conflicts", p->units[u].name, busy[u], in->cycle);
-		for (int k = 0; k < in->nin && rc == 0; k++)
-			if (in->in[k] >= 0 && in->cycle < ready[in->in[k]])
-				rc = verr(p, e, in->line, "'%s' is read at cycle %" PRId64 " on unit '%s' but ready only "
-					  "at cycle %" PRId64, p->buffers[in->in[k]].name, in->cycle, p->units[u].name,
-					  ready[in->in[k]]);
-		if (rc == 0) {
-			busy[u] = end;
-			for (int k = 0; k < in->nout; k++)
-				ready[in->out[k]] = end;
+		int r = static_resource(p, s, in);
+		char name[256], from[300];
+		for (int k = 0; k < in->nin && rc == 0; k++) {
+			int b = in->in[k];
+			if (b < 0 || in->cycle >= ready[b])
+				continue;
+			from[0] = 0;
+			if (via[b] >= 0)
+				snprintf(from, sizeof from, " (it arrives over %s)", resource_name(p, via[b], name, sizeof name));
+			rc = verr(p, e, in->line, "'%s' is read at cycle %" PRId64 " on %s but ready only at cycle %" PRId64 "%s",
+				  p->buffers[b].name, in->cycle, resource_name(p, r, name, sizeof name), ready[b], from);
+		}
+		for (int k = 0; k < in->nout && rc == 0; k++) {
+			ready[in->out[k]] = in->cycle + (in->dur > 0 ? in->dur : 1);
+			via[in->out[k]] = r >= p->nunits ? r : -1;
 		}
 	}
 	rt_free(ready);
-	rt_free(busy);
+	rt_free(via);
 	return rc;
 }
 

@@ -5,6 +5,7 @@
    nodes (tools/gen-graph.py), in nodes/s, and how time grows with size (a ratio of 10.0 per
    decade is linear).  Goal (issue 2): >= 200,000 nodes/s on one core.
 2. Every benchmark program in BUILD/bench/ (quantize throughput, MatMul vs OpenBLAS, ...).
+3. Every tools/bench-*.sh script (the interpreter on a real layer, the lpu target at scale).
 Timings are wall-clock medians of several runs on an otherwise idle machine."""
 import os
 import statistics
@@ -57,9 +58,9 @@ def main():
     build = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build")
     frontend(build)
     programs(build)
-    extra = os.path.join(ROOT, "tools", "bench-extra.sh")
-    if os.path.exists(extra):
-        subprocess.run(["sh", extra, build], check=True)
+    for extra in sorted(os.listdir(os.path.join(ROOT, "tools"))):   # bench-extra.sh, bench-lpu.sh, ...
+        if extra.startswith("bench-") and extra.endswith(".sh"):
+            subprocess.run(["sh", os.path.join(ROOT, "tools", extra), build], check=True)
 
 
 if __name__ == "__main__":

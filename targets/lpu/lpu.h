@@ -2,20 +2,24 @@
  *
  * The LPU is statically scheduled (hardware.md §3.6, backends.md §3): every instruction has a
  * fixed latency, there is no arbitration, so the compiler's schedule is the timing model.  The
- * target lowers each flat node to one instruction on a functional slice group (MXM, VXM, SXM;
- * one group per hemisphere, east and west), prices it in cycles from the machine file
- * (schedule.c, formulas in docs/targets-lpu.md §Cost), list-schedules all of them to exact issue
- * cycles, allocates SRAM by cycle-exact live ranges and emits one stream in issue-cycle order
- * whose instructions carry unit, cycle and dur (lower.c).  The cost hook (cost.c) returns
- * dur / clock, so the predicted latency is the schedule length exactly. */
+ * target builds a program of operations on chips (chips.c: one chip, the chips the graph's
+ * @device annotations name, or as many as the weights need, splitting a matrix too large for
+ * one chip by columns; a chip-to-chip copy wherever a value is read on another chip), prices
+ * each in cycles from the machine file (schedule.c, formulas in docs/targets-lpu.md §Cost),
+ * list-schedules all of them to exact issue cycles on one global clock (each chip's functional
+ * slice groups MXM/VXM/SXM, one per hemisphere, and every C2C link direction), allocates each
+ * chip's SRAM by cycle-exact live ranges and emits one stream per chip in issue-cycle order
+ * whose instructions carry unit or link, cycle and dur (lower.c).  The cost hook (cost.c)
+ * returns dur / clock, so the predicted latency is the schedule length exactly. */
 #ifndef AICC_LPU_H
 #define AICC_LPU_H
 
 #include "targets/target.h"
 
-/* Functional unit kinds, each instantiated once per hemisphere. */
+/* Functional unit kinds, each instantiated once per hemisphere of every chip. */
 typedef enum LpuKind { LK_MXM, LK_VXM, LK_SXM, LK_COUNT } LpuKind;
 #define LPU_HEMIS 2
+#define LPU_UNITS (LK_COUNT * LPU_HEMIS)   /* units per chip: kind * LPU_HEMIS + hemisphere */
 
 /* Machine numbers in cycles, from the device's machine description. */
 typedef struct LpuArch {
@@ -30,32 +34,101 @@ typedef struct LpuArch {
 	DType mma;               /* matmul operand format: f16 (v1) or f8e4m3 (Groq 3) */
 	int elem_bytes;          /* SRAM bytes per stored float element at that format */
 	int64_t sram;            /* SRAM bytes per chip */
+	int chips;               /* chips of the machine (the device class's count) */
+	const char *machine;     /* the machine's name, for errors */
+	const Link *c2c;         /* the chip-to-chip link class, or NULL */
+	int64_t c2c_lat;         /* C2C latency per hop, cycles */
+	int c2c_domain;          /* chips per group joined directly (a Dragonfly node); 0: all */
+	double c2c_bpc;          /* C2C bytes per cycle, one direction */
 } LpuArch;
 
-/* One scheduled instruction (one flat node). */
-typedef struct LpuOp {
-	int node;                /* flat node */
+/* Reads device d of machine m (m may be NULL: one chip, no links).  0, or -1 with e set. */
+int lpu_arch(const Machine *m, const Device *d, LpuArch *a, RtError *e);
+
+/* The cost of one flat node on one LPU chip (used by this target and by composite targets
+ * that put nodes on an LPU pool): its slice kind and cycles,
+ *     dur = mem_lat + lat(kind) + max(compute, stream)   (docs/targets-lpu.md §Cost)
+ * seconds = dur / a->clock.  The node runs whole on one hemisphere of one chip. */
+typedef struct LpuCost {
 	LpuKind kind;
-	int unit;                /* 0 .. LK_COUNT*LPU_HEMIS-1: kind * LPU_HEMIS + hemisphere */
+	int64_t dur, compute, stream, vectors;
+} LpuCost;
+void lpu_node_cycles(const LpuArch *a, const Flat *f, int node, LpuCost *c);
+
+/* Hops a copy from chip `from` to chip `to` takes: 1 within a scale-up domain (the link's
+ * <domain>, a Dragonfly node), 3 between domains (local, global, local; ISCA 2022). */
+int lpu_hops(const LpuArch *a, int from, int to);
+
+/* ---- the program: values and operations on chips ---- */
+/* A value on one chip: a flat value whole, or a column shard of it (a matrix split over chips). */
+typedef struct LpuVal {
+	int flat;                /* the flat value it holds */
+	int chip;
+	int def;                 /* producing op, or -1: a graph input or parameter (there at cycle 0) */
+	int next;                /* next LpuVal of the same flat value, or -1 */
+	int rank;
+	int64_t dims[RT_MAX_RANK];
+	int shard_axis;          /* -1: the whole value; else the slice [shard_off, + dims[axis]) */
+	int64_t shard_off, shard_full;   /* of a value shard_full long along shard_axis */
+} LpuVal;
+
+typedef enum LpuWhat {
+	LW_KERNEL,               /* flat node `node` */
+	LW_SHARD,                /* flat node `node` on a column shard of its weight */
+	LW_CONCAT,               /* the shards of `node` joined along the last axis */
+	LW_COPY                  /* a value sent over a C2C link */
+} LpuWhat;
+
+/* One scheduled instruction. */
+typedef struct LpuOp {
+	LpuWhat what;
+	int node;                /* flat node (LW_COPY: -1) */
+	int chip;                /* chip it runs on (LW_COPY: the receiving chip) */
+	int arg, nin, nout;      /* LpuVals: prog->args[arg ..] nin inputs, then nout outputs */
+	int link;                /* LW_COPY: prog->links index; -1 otherwise */
+	double flops;
+	LpuKind kind;
+	int unit;                /* chip * LPU_UNITS + kind * LPU_HEMIS + hemisphere; -1 for copies */
 	int64_t cycle, dur;      /* issue cycle, occupancy */
 	int64_t compute, stream; /* cycles of the compute term and the SRAM streaming term */
 	int64_t vectors;         /* 320-byte vectors read and written */
 	int critical;            /* on the critical path */
 } LpuOp;
 
-typedef struct LpuSched {
-	LpuOp *ops; int nops;    /* in flat-node order */
-	int *order;              /* ops by (cycle, unit) */
-	int64_t length;          /* schedule length, cycles */
-	int64_t busy[LK_COUNT * LPU_HEMIS];
-	int64_t critical_len;    /* cycles on the critical path (= length) */
-	int ncritical;
-} LpuSched;
+typedef struct LpuLink { int a, b; } LpuLink;   /* chips a < b; direction 0 is a -> b */
 
-int lpu_arch(const Device *d, LpuArch *a, RtError *e);
-/* Prices and list-schedules every node of f; returns 0 or -1 with e set. */
-int lpu_schedule(const LpuArch *a, const Flat *f, LpuSched *s, RtError *e);
-void lpu_sched_free(LpuSched *s);
+typedef struct LpuProg {
+	LpuVal *vals; int nvals, capvals;
+	LpuOp *ops; int nops, capops;
+	int *args; int nargs, capargs;
+	LpuLink *links; int nlinks, caplinks;
+	int *first;              /* per flat value: its first LpuVal, or -1 */
+	int *home;               /* per flat value: the LpuVal its producer wrote (or its first), or -1 */
+	int nchips;              /* chips used */
+	int spread;              /* 1: this target spread the graph over chips (no @device) */
+	/* the schedule */
+	int *order;              /* ops by (cycle, chip, resource) */
+	int64_t length;          /* schedule length, cycles */
+	int64_t *busy;           /* cycles busy per unit (nchips * LPU_UNITS), then per link direction */
+	int ncritical;
+} LpuProg;
+
+/* Places every flat node of f on a chip and builds the program (chips.c).  0, or -1 with e set
+ * (an @device naming no chip, a model larger than the machine, with required and available
+ * bytes). */
+int lpu_build(const LpuArch *a, const Flat *f, LpuProg *pg, RtError *e);
+/* Prices and list-schedules every op of pg (schedule.c); 0, or -1 with e set. */
+int lpu_schedule(const LpuArch *a, const Flat *f, LpuProg *pg, RtError *e);
+void lpu_prog_free(LpuProg *pg);
+/* The program's operands of op o. */
+static inline int *lpu_ins(const LpuProg *pg, const LpuOp *o) { return pg->args + o->arg; }
+static inline int *lpu_outs(const LpuProg *pg, const LpuOp *o) { return pg->args + o->arg + o->nin; }
+/* 1 when flat value v is stored like a weight, at the matmul format: a parameter, a graph input
+ * (KV cache), or a layout op's result (Transpose, Reshape, ...) of such values only (a
+ * transposed tied embedding): moving f16 data keeps it f16, so the plan holds it at f16. */
+int lpu_weight_like(const Flat *f, int v);
+/* SRAM bytes of value v (floats at the matmul format's width). */
+int64_t lpu_val_bytes(const LpuArch *a, const Flat *f, const LpuVal *v);
 extern const char *const lpu_kind_names[LK_COUNT];
 
 #endif

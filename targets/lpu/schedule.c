@@ -8,12 +8,18 @@
  * per cycle (the smaller of its share of the SRAM bandwidth and its 2 x 32 stream registers,
  * hardware.md §3.6 / backends.md §3a), compute = ceil(MACs / MACs-per-cycle) on MXM (the
  * device's peak at the matmul format, split over two hemispheres) and ceil(ops / ALUs) on VXM;
- * SXM only moves data.  The latencies are the machine file's estimates.
- * Scheduling: flat nodes in order; each goes to the hemisphere of its kind where it can issue
- * first (operands ready, unit free; east on a tie), so no unit runs two instructions in one
- * cycle and every operand is in SRAM before its reader issues.  The critical path is traced
- * back from the instruction that ends last through whichever constraint (operand or unit) set
- * each start. */
+ * SXM only moves data.  A chip-to-chip copy occupies one direction of its C2C link for
+ *     dur = hops x C2C latency + ceil(bytes / (bandwidth / clock))
+ * cycles (no arbitration: the compiler owns every link slot, ISCA 2022); hops is 1 between chips
+ * of one scale-up domain (a Dragonfly node of 8, fully connected) and 3 between domains (local,
+ * global, local: the Dragonfly's minimal route).  The latencies are the
+ * machine file's estimates.
+ * Scheduling: the program's ops in order (chips.c builds them in dependence order) on one global
+ * clock; a kernel goes to the hemisphere of its kind on its chip where it can issue first
+ * (operands ready, unit free; east on a tie), a copy to its link direction, so no unit or link
+ * direction holds two instructions in one cycle and every operand is in SRAM (arrived, for a
+ * copy) before its reader issues.  The critical path is traced back from the instruction that
+ * ends last through whichever constraint (operand, unit or link) set each start. */
 #include "targets/lpu/lpu.h"
 
 #include <math.h>
@@ -35,7 +41,7 @@ static int cycles_of(const Unit *u, double clock)
 	return u && num_has(&u->latency) ? (int)lround(u->latency.v * clock) : 0;
 }
 
-int lpu_arch(const Device *d, LpuArch *a, RtError *e)
+int lpu_arch(const Machine *m, const Device *d, LpuArch *a, RtError *e)
 {
 	memset(a, 0, sizeof *a);
 	a->d = d;
@@ -62,6 +68,16 @@ int lpu_arch(const Device *d, LpuArch *a, RtError *e)
 	a->macs = d->peak[a->mma].v / 2 / a->clock / LPU_HEMIS;
 	a->valu = vxm->count.v / LPU_HEMIS;
 	a->sram = (int64_t)mem_total_capacity(d, sram);
+	a->machine = m ? m->name : d->name;
+	a->chips = num_has(&d->count) && d->count.v >= 1 ? (int)d->count.v : 1;
+	for (int i = 0; m && i < m->nlinks && !a->c2c; i++)
+		if (m->links[i].from == d && m->links[i].to == d && num_has(&m->links[i].bandwidth))
+			a->c2c = &m->links[i];
+	if (a->c2c) {
+		a->c2c_lat = num_has(&a->c2c->latency) ? (int64_t)llround(a->c2c->latency.v * a->clock) : 0;
+		a->c2c_bpc = link_oneway_bw(a->c2c) / a->clock;
+		a->c2c_domain = num_has(&a->c2c->domain) ? (int)a->c2c->domain.v : 0;
+	}
 	return 0;
 }
 
@@ -73,132 +89,277 @@ static LpuKind kind_of(Op op)
 		return LK_MXM;
 	case OP_Reshape: case OP_Transpose: case OP_Concat: case OP_Split: case OP_Slice: case OP_Gather:
 	case OP_GatherElements: case OP_Expand: case OP_Tile: case OP_Squeeze: case OP_Unsqueeze:
-	case OP_Flatten: case OP_Pad: case OP_Identity: case OP_Embedding:
+	case OP_Flatten: case OP_Pad: case OP_Identity: case OP_Embedding: case OP_Transfer:
+	case OP_AllGather: case OP_AllToAll:
 		return LK_SXM;
 	default:
 		return LK_VXM;
 	}
 }
 
-static int64_t numel(const FlatVal *v)
+static int weight_like(const Flat *f, int v, int depth)
+{
+	const FlatVal *fv = &f->vals[v];
+	if (fv->def < 0)
+		return 1;
+	const FlatNode *fn = &f->nodes[fv->def];
+	if (depth > 8 || kind_of(fn->n->op) != LK_SXM || fn->n->op == OP_Gather || fn->n->op == OP_Embedding ||
+	    fn->n->op == OP_Transfer)
+		return 0;
+	for (int k = 0; k < fn->nin; k++)
+		if (fn->in[k] >= 0 && (!rt_dtype_isfloat(f->vals[fn->in[k]].dt) || !weight_like(f, fn->in[k], depth + 1)))
+			return 0;
+	return fn->nin > 0;
+}
+
+int lpu_weight_like(const Flat *f, int v) { return weight_like(f, v, 0); }
+
+static int64_t numel_of(int rank, const int64_t *dims)
 {
 	int64_t n = 1;
-	for (int i = 0; i < v->rank; i++)
-		n *= v->dims[i];
+	for (int i = 0; i < rank; i++)
+		n *= dims[i];
 	return n;
 }
 
-/* 320-byte vectors value v occupies in SRAM (floats at the matmul format's width). */
-static int64_t vectors(const LpuArch *a, const FlatVal *v)
+static int64_t bytes_of(const LpuArch *a, DType dt, int64_t n)
 {
-	int64_t b = rt_dtype_isfloat(v->dt) ? numel(v) * a->elem_bytes : rt_dtype_bytes(v->dt, numel(v));
-	return (int64_t)ceil((double)b / a->vec_bytes);
+	return rt_dtype_isfloat(dt) ? n * a->elem_bytes : rt_dtype_bytes(dt, n);
 }
 
-static void price(const LpuArch *a, const Flat *f, int i, LpuOp *o)
+int64_t lpu_val_bytes(const LpuArch *a, const Flat *f, const LpuVal *v)
 {
-	const FlatNode *fn = &f->nodes[i];
-	o->node = i;
-	o->kind = kind_of(fn->n->op);
-	o->vectors = 0;
-	/* a gather reads only the rows it selects: as many vectors as it writes */
-	int gather = fn->n->op == OP_Gather || fn->n->op == OP_Embedding;
-	for (int k = gather ? 1 : 0; k < fn->nin; k++)
-		if (fn->in[k] >= 0)
-			o->vectors += vectors(a, &f->vals[fn->in[k]]);
-	int64_t outn = 0;
-	for (int k = 0; k < fn->nout; k++)
-		o->vectors += vectors(a, &f->vals[fn->out[k]]), outn += numel(&f->vals[fn->out[k]]);
-	double fl = ir_node_flops(fn->n);
-	fl = fl > 0 ? fl : 0;
-	o->stream = (int64_t)ceil((double)o->vectors / a->mem_vec);
-	if (o->kind == LK_MXM)
-		o->compute = (int64_t)ceil(fl / 2 / a->macs);
-	else if (o->kind == LK_VXM)
-		o->compute = (int64_t)ceil(fmax(fl, (double)outn) / a->valu);
+	return bytes_of(a, f->vals[v->flat].dt, numel_of(v->rank, v->dims));
+}
+
+/* 320-byte vectors of `bytes` bytes. */
+static int64_t vecs(const LpuArch *a, int64_t bytes) { return (int64_t)ceil((double)bytes / a->vec_bytes); }
+
+/* dur = mem_lat + lat(kind) + max(compute, ceil(vectors / mem_vec)). */
+static void cost_core(const LpuArch *a, LpuKind kind, int64_t vectors, double fl, int64_t outn, LpuCost *c)
+{
+	c->kind = kind;
+	c->vectors = vectors;
+	c->stream = (int64_t)ceil((double)vectors / a->mem_vec);
+	if (kind == LK_MXM)
+		c->compute = (int64_t)ceil(fl / 2 / a->macs);
+	else if (kind == LK_VXM)
+		c->compute = (int64_t)ceil(fmax(fl, (double)outn) / a->valu);
 	else
-		o->compute = 0;
-	o->dur = a->mem_lat + a->lat[o->kind] + (o->compute > o->stream ? o->compute : o->stream);
-	if (o->dur < 1)
-		o->dur = 1;
+		c->compute = 0;
+	c->dur = a->mem_lat + a->lat[kind] + (c->compute > c->stream ? c->compute : c->stream);
+	if (c->dur < 1)
+		c->dur = 1;
 }
 
-static LpuSched *sort_s;
+static int is_gather(Op op) { return op == OP_Gather || op == OP_Embedding; }
+
+void lpu_node_cycles(const LpuArch *a, const Flat *f, int node, LpuCost *c)
+{
+	const FlatNode *fn = &f->nodes[node];
+	int64_t v = 0, outn = 0;
+	/* a gather reads only the rows it selects: as many vectors as it writes */
+	for (int k = is_gather(fn->n->op) ? 1 : 0; k < fn->nin; k++)
+		if (fn->in[k] >= 0)
+			v += vecs(a, bytes_of(a, f->vals[fn->in[k]].dt, numel_of(f->vals[fn->in[k]].rank, f->vals[fn->in[k]].dims)));
+	for (int k = 0; k < fn->nout; k++) {
+		int64_t n = numel_of(f->vals[fn->out[k]].rank, f->vals[fn->out[k]].dims);
+		v += vecs(a, bytes_of(a, f->vals[fn->out[k]].dt, n));
+		outn += n;
+	}
+	double fl = ir_node_flops(fn->n);
+	cost_core(a, kind_of(fn->n->op), v, fl > 0 ? fl : 0, outn, c);
+}
+
+int lpu_hops(const LpuArch *a, int from, int to)
+{
+	if (a->c2c_domain <= 0 || from / a->c2c_domain == to / a->c2c_domain)
+		return 1;
+	return 3;
+}
+
+/* Prices op o of the program: a kernel on its operands (a shard does its share of the node's
+ * FLOP; a concat only moves data), or a copy: C2C latency + bytes / bandwidth. */
+static void price(const LpuArch *a, const Flat *f, const LpuProg *pg, LpuOp *o)
+{
+	const int *in = lpu_ins(pg, o), *out = lpu_outs(pg, o);
+	LpuCost c;
+	if (o->what == LW_COPY) {
+		int64_t b = lpu_val_bytes(a, f, &pg->vals[in[0]]);
+		o->kind = LK_SXM;
+		o->vectors = vecs(a, b);
+		o->compute = 0;
+		o->stream = (int64_t)ceil((double)b / (a->c2c_bpc > 0 ? a->c2c_bpc : 1));
+		o->dur = a->c2c_lat * lpu_hops(a, pg->vals[in[0]].chip, o->chip) + o->stream;
+		o->flops = 0;
+		return;
+	}
+	if (o->what == LW_KERNEL) {   /* the whole node on its chip: its operands are whole values */
+		double fl = ir_node_flops(f->nodes[o->node].n);
+		lpu_node_cycles(a, f, o->node, &c);
+		o->flops = fl > 0 ? fl : 0;
+		o->kind = c.kind, o->vectors = c.vectors, o->stream = c.stream, o->compute = c.compute, o->dur = c.dur;
+		return;
+	}
+	Op op = o->what == LW_CONCAT ? OP_Concat : f->nodes[o->node].n->op;
+	int64_t v = 0, outn = 0;
+	for (int k = is_gather(op) ? 1 : 0; k < o->nin; k++)
+		if (in[k] >= 0)
+			v += vecs(a, lpu_val_bytes(a, f, &pg->vals[in[k]]));
+	for (int k = 0; k < o->nout; k++) {
+		v += vecs(a, lpu_val_bytes(a, f, &pg->vals[out[k]]));
+		outn += numel_of(pg->vals[out[k]].rank, pg->vals[out[k]].dims);
+	}
+	double fl = o->what == LW_CONCAT ? 0 : ir_node_flops(f->nodes[o->node].n);
+	fl = fl > 0 ? fl : 0;
+	if (o->what == LW_SHARD) {
+		const LpuVal *y = &pg->vals[out[0]];
+		fl *= (double)y->dims[y->shard_axis] / (double)y->shard_full;
+	}
+	o->flops = fl;
+	cost_core(a, o->what == LW_CONCAT ? LK_SXM : kind_of(op), v, fl, outn, &c);
+	o->kind = c.kind, o->vectors = c.vectors, o->stream = c.stream, o->compute = c.compute, o->dur = c.dur;
+}
+
+/* The resource an op occupies: a unit, or one direction of a link (after all units). */
+static int resource(const LpuProg *pg, const LpuOp *o)
+{
+	if (o->what != LW_COPY)
+		return o->unit;
+	const LpuLink *l = &pg->links[o->link];
+	int src = pg->vals[lpu_ins(pg, o)[0]].chip;
+	return pg->nchips * LPU_UNITS + 2 * o->link + (src == l->a ? 0 : 1);
+}
+
+static const LpuProg *sort_pg;
 static int by_cycle(const void *x, const void *y)
 {
-	const LpuOp *a = &sort_s->ops[*(const int *)x], *b = &sort_s->ops[*(const int *)y];
+	const LpuOp *a = &sort_pg->ops[*(const int *)x], *b = &sort_pg->ops[*(const int *)y];
 	if (a->cycle != b->cycle)
 		return a->cycle < b->cycle ? -1 : 1;
-	if (a->unit != b->unit)
-		return a->unit < b->unit ? -1 : 1;
-	return a->node - b->node;
+	if (a->chip != b->chip)
+		return a->chip < b->chip ? -1 : 1;
+	int ra = resource(sort_pg, a), rb = resource(sort_pg, b);
+	if (ra != rb)
+		return ra < rb ? -1 : 1;
+	return *(const int *)x - *(const int *)y;
 }
 
-int lpu_schedule(const LpuArch *a, const Flat *f, LpuSched *s, RtError *e)
+/* The busy intervals of one link direction, sorted by start.  A copy takes the earliest gap
+ * that holds it from the cycle its source is ready (links are not in-order queues: the
+ * compiler owns every slot). */
+typedef struct Slots {
+	int64_t *lo, *hi;
+	int *op, n, cap;
+} Slots;
+
+/* The earliest t >= r with [t, t + dur) free; *prev: the op whose end set t, or -1. */
+static int64_t slot_find(const Slots *sl, int64_t r, int64_t dur, int *prev)
 {
-	memset(s, 0, sizeof *s);
-	int nu = LK_COUNT * LPU_HEMIS;
-	s->nops = f->nnodes;
-	s->ops = calloc((size_t)f->nnodes + 1, sizeof *s->ops);
-	s->order = calloc((size_t)f->nnodes + 1, sizeof *s->order);
-	int64_t *ready = calloc((size_t)f->nvals + 1, sizeof *ready);
-	int *producer = malloc(((size_t)f->nvals + 1) * sizeof *producer);
-	int *pred = malloc(((size_t)f->nnodes + 1) * sizeof *pred);
-	int64_t free_at[LK_COUNT * LPU_HEMIS] = { 0 };
-	int last_on[LK_COUNT * LPU_HEMIS];
-	if (!s->ops || !s->order || !ready || !producer || !pred) {
-		free(ready), free(producer), free(pred), lpu_sched_free(s);
-		return rt_errorf(e, RT_ENOMEM, "out of memory scheduling the LPU plan");
+	int64_t t = r;
+	*prev = -1;
+	for (int i = 0; i < sl->n; i++) {
+		if (sl->hi[i] <= t)
+			continue;
+		if (sl->lo[i] >= t + dur)
+			break;
+		t = sl->hi[i], *prev = sl->op[i];
 	}
-	for (int v = 0; v < f->nvals; v++)
-		producer[v] = -1;
-	for (int u = 0; u < nu; u++)
-		last_on[u] = -1;
-	int last = -1;
-	for (int i = 0; i < f->nnodes; i++) {
-		LpuOp *o = &s->ops[i];
-		const FlatNode *fn = &f->nodes[i];
-		price(a, f, i, o);
-		int64_t r = 0;
-		int rp = -1;
-		for (int k = 0; k < fn->nin; k++)
-			if (fn->in[k] >= 0 && ready[fn->in[k]] > r)
-				r = ready[fn->in[k]], rp = producer[fn->in[k]];
-		int best = -1;
-		int64_t bt = 0;
-		for (int h = 0; h < LPU_HEMIS; h++) {
-			int u = (int)o->kind * LPU_HEMIS + h;
-			int64_t t = r > free_at[u] ? r : free_at[u];
-			if (best < 0 || t < bt)
-				best = u, bt = t;
-		}
-		o->unit = best;
-		o->cycle = bt;
-		pred[i] = bt == r ? rp : last_on[best];
-		free_at[best] = bt + o->dur;
-		last_on[best] = i;
-		s->busy[best] += o->dur;
-		for (int k = 0; k < fn->nout; k++)
-			ready[fn->out[k]] = bt + o->dur, producer[fn->out[k]] = i;
-		if (bt + o->dur > s->length || last < 0)
-			s->length = bt + o->dur, last = i;
+	return t;
+}
+
+static int slot_insert(Slots *sl, int64_t lo, int64_t hi, int op)
+{
+	if (sl->n == sl->cap) {
+		int cap = sl->cap ? 2 * sl->cap : 8;
+		int64_t *l = realloc(sl->lo, sizeof *l * (size_t)cap);
+		if (l)
+			sl->lo = l;
+		int64_t *h = realloc(sl->hi, sizeof *h * (size_t)cap);
+		if (h)
+			sl->hi = h;
+		int *o = realloc(sl->op, sizeof *o * (size_t)cap);
+		if (o)
+			sl->op = o;
+		if (!l || !h || !o)
+			return -1;
+		sl->cap = cap;
 	}
-	for (int i = last; i >= 0; i = pred[i]) {
-		s->ops[i].critical = 1;
-		s->ncritical++;
-	}
-	s->critical_len = s->length;
-	for (int i = 0; i < s->nops; i++)
-		s->order[i] = i;
-	sort_s = s;
-	qsort(s->order, (size_t)s->nops, sizeof *s->order, by_cycle);
-	free(ready), free(producer), free(pred);
+	int i = sl->n++;
+	for (; i > 0 && sl->lo[i - 1] > lo; i--)
+		sl->lo[i] = sl->lo[i - 1], sl->hi[i] = sl->hi[i - 1], sl->op[i] = sl->op[i - 1];
+	sl->lo[i] = lo, sl->hi[i] = hi, sl->op[i] = op;
 	return 0;
 }
 
-void lpu_sched_free(LpuSched *s)
+int lpu_schedule(const LpuArch *a, const Flat *f, LpuProg *pg, RtError *e)
 {
-	free(s->ops);
-	free(s->order);
-	memset(s, 0, sizeof *s);
+	int nu = pg->nchips * LPU_UNITS, nr = nu + 2 * pg->nlinks;
+	pg->busy = calloc((size_t)nr + 1, sizeof *pg->busy);
+	pg->order = calloc((size_t)pg->nops + 1, sizeof *pg->order);
+	int64_t *free_at = calloc((size_t)nr + 1, sizeof *free_at);
+	int *last_on = malloc(((size_t)nr + 1) * sizeof *last_on);
+	int64_t *ready = calloc((size_t)pg->nvals + 1, sizeof *ready);
+	int *pred = malloc(((size_t)pg->nops + 1) * sizeof *pred);
+	Slots *slots = calloc(2 * (size_t)pg->nlinks + 1, sizeof *slots);
+	int rc = 0;
+	if (!pg->busy || !pg->order || !free_at || !last_on || !ready || !pred || !slots) {
+		free(free_at), free(last_on), free(ready), free(pred), free(slots);
+		return rt_errorf(e, RT_ENOMEM, "out of memory scheduling the LPU plan");
+	}
+	for (int r = 0; r < nr; r++)
+		last_on[r] = -1;
+	int last = -1;
+	for (int i = 0; i < pg->nops && rc == 0; i++) {
+		LpuOp *o = &pg->ops[i];
+		price(a, f, pg, o);
+		const int *in = lpu_ins(pg, o), *out = lpu_outs(pg, o);
+		int64_t r = 0;
+		int rp = -1;
+		for (int k = 0; k < o->nin; k++)
+			if (in[k] >= 0 && ready[in[k]] > r)
+				r = ready[in[k]], rp = pg->vals[in[k]].def;
+		int best = -1, lp = -1;
+		int64_t bt = 0;
+		if (o->what == LW_COPY) {
+			best = resource(pg, o);
+			Slots *sl = &slots[best - nu];
+			bt = slot_find(sl, r, o->dur, &lp);
+			if (slot_insert(sl, bt, bt + o->dur, i) < 0)
+				rc = rt_errorf(e, RT_ENOMEM, "out of memory scheduling the LPU plan");
+		} else
+			for (int h = 0; h < LPU_HEMIS; h++) {   /* the hemisphere where it issues first; east on a tie */
+				int u = o->chip * LPU_UNITS + (int)o->kind * LPU_HEMIS + h;
+				int64_t t = r > free_at[u] ? r : free_at[u];
+				if (best < 0 || t < bt)
+					best = u, bt = t;
+			}
+		o->unit = o->what == LW_COPY ? -1 : best;
+		o->cycle = bt;
+		pred[i] = bt == r ? rp : o->what == LW_COPY ? lp : last_on[best];
+		free_at[best] = bt + o->dur;
+		last_on[best] = i;
+		pg->busy[best] += o->dur;
+		for (int k = 0; k < o->nout; k++)
+			ready[out[k]] = bt + o->dur;
+		if (bt + o->dur > pg->length || last < 0)
+			pg->length = bt + o->dur, last = i;
+	}
+	for (int l = 0; l < 2 * pg->nlinks; l++)
+		free(slots[l].lo), free(slots[l].hi), free(slots[l].op);
+	free(slots);
+	if (rc < 0) {
+		free(free_at), free(last_on), free(ready), free(pred);
+		return rc;
+	}
+	for (int i = last; i >= 0; i = pred[i]) {
+		pg->ops[i].critical = 1;
+		pg->ncritical++;
+	}
+	for (int i = 0; i < pg->nops; i++)
+		pg->order[i] = i;
+	sort_pg = pg;
+	qsort(pg->order, (size_t)pg->nops, sizeof *pg->order, by_cycle);
+	free(free_at), free(last_on), free(ready), free(pred);
+	return 0;
 }
