@@ -83,6 +83,8 @@ typedef struct PassCtx {
 	/* partition (passes/partition.c) */
 	int tp;                     /* --tp N: tensor-parallel group size (0 or 1: none) */
 	int pp;                     /* --pp N: pipeline stages (0: the fewest that fit memory) */
+	/* disaggregate (passes/disaggregate.c) */
+	int microbatches;           /* --micro-batches N: decode micro-batches (0: the cost model's) */
 	/* options */
 	unsigned remark_mask;  /* bit per category (pass_remark_category) */
 	int verify_each;

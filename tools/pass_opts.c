@@ -29,6 +29,7 @@ void pass_opts_help(void)
 	       "  --fold-limit=N        fold constants of at most N elements (default 65536)\n"
 	       "  --mem-capacity=SIZE   check activations + weights against SIZE (80GiB, 1.5e9)\n"
 	       "  --tp N, --pp N        partition: tensor-parallel group size, pipeline stages\n"
+	       "  --micro-batches N     disaggregate: decode micro-batches (default: the cost model's)\n"
 	       "  --error-budget=E      auto: relative error allowed per node (default 1e-2)\n",
 	       PASS_DEFAULT_PIPELINE);
 }
@@ -113,6 +114,17 @@ int pass_opts_parse(int argc, char **argv, int *i, PassOpts *po)
 		if (r < 0 || parse_long("--pp", v, &n) < 0 || n > 4096)
 			return -1;
 		c->pp = (int)n;
+		return 1;
+	}
+	/* disaggregate: --micro-batches N */
+	if ((r = opt_value(argc, argv, i, "--micro-batches", &v))) {
+		if (r < 0 || parse_long("--micro-batches", v, &n) < 0)
+			return -1;
+		if (n < 1 || n > 8) {
+			drv_error("--micro-batches expects 1 to 8, got %ld", n);
+			return -1;
+		}
+		c->microbatches = (int)n;
 		return 1;
 	}
 	if ((r = opt_value(argc, argv, i, "--fold-limit", &v))) {
