@@ -361,7 +361,7 @@ static Type slice_type(Module *m, Type t, int64_t b)
 	return ir_type(m, t.dt, t.rank, dims);
 }
 
-static Node *split0(Graph *g, Node *before, Value *v, int m, const char *dev)
+static Node *split0(const Dis *d, Graph *g, Node *before, Value *v, int m, const char *dev)
 {
 	const char *names[MAXMB];
 	char buf[256];
@@ -372,14 +372,16 @@ static Node *split0(Graph *g, Node *before, Value *v, int m, const char *dev)
 	Node *s = ir_insert_node(g, before, OP_Split, &v, 1, names, m, v->loc);
 	ir_set_attr_int(s, "axis", 0);
 	ir_set_attr_int(s, "num_outputs", m);
+	ir_set_attr_int(s, "pool_chips", d->ngpu);
 	s->annot.device = dev;
 	return s;
 }
 
-static Node *concat0(Graph *g, Node *before, Value **parts, int m, const char *name, const char *dev)
+static Node *concat0(const Dis *d, Graph *g, Node *before, Value **parts, int m, const char *name, const char *dev)
 {
 	Node *c = ir_insert_node(g, before, OP_Concat, parts, m, &name, 1, parts[0]->loc);
 	ir_set_attr_int(c, "axis", 0);
+	ir_set_attr_int(c, "pool_chips", d->ngpu);
 	c->annot.device = dev;
 	return c;
 }
@@ -453,7 +455,7 @@ static Graph *mb_graph(Dis *d, Graph *src, int m)
 	}
 	for (int i = 1; i < src->nin; i++)
 		if (batched_input(src, src->inputs[i], 0)) {
-			Node *s = split0(g, NULL, map[0][src->inputs[i]->id], m, d->gname);
+			Node *s = split0(d, g, NULL, map[0][src->inputs[i]->id], m, d->gname);
 			for (int k = 0; k < m; k++)
 				map[k][src->inputs[i]->id] = s->out[k];
 		}
@@ -468,7 +470,7 @@ static Graph *mb_graph(Dis *d, Graph *src, int m)
 		Value *parts[MAXMB];
 		for (int k = 0; k < m; k++)
 			parts[k] = map[k][src->outputs[i]->id];
-		Node *c = concat0(g, NULL, parts, m, ir_fresh_name(g, src->outputs[i]->name), d->gname);
+		Node *c = concat0(d, g, NULL, parts, m, ir_fresh_name(g, src->outputs[i]->name), d->gname);
 		ir_add_output(g, c->out[0]);
 	}
 	for (int k = 0; k < m; k++)
@@ -497,7 +499,7 @@ static void rewrite_calls(Dis *d, Graph **from, Graph **to, int n, int m)
 		Value *x = c->in[0];
 		Value **sl = x->aux;
 		if (!sl) {
-			Node *s = split0(e, c, x, m, d->gname);
+			Node *s = split0(d, e, c, x, m, d->gname);
 			sl = s->out;
 		}
 		for (int k = 0; k < m; k++)
@@ -528,7 +530,7 @@ static void rewrite_calls(Dis *d, Graph **from, Graph **to, int n, int m)
 		Value *y = c->out[0];
 		ir_remove_node(e, c);
 		if (y->nuses > 0) {
-			Node *cat = concat0(e, nc->next, nc->out, m, ir_fresh_name(e, y->name), d->gname);
+			Node *cat = concat0(d, e, nc->next, nc->out, m, ir_fresh_name(e, y->name), d->gname);
 			const char *nm = y->name;
 			ir_replace_uses(e, y, cat->out[0]);
 			y->name = cat->out[0]->name;
