@@ -50,6 +50,7 @@ typedef struct Layer {
 	Graph *g;
 	int64_t reps;            /* layer instances in the model (calls x repeat) */
 	double w_gpu;            /* attention-side weight bytes */
+	double e_gpu;            /* attention-side weight elements */
 	double w_lpu;            /* FFN-side weight bytes at the LPU's matmul format */
 	double w_lpu_gpu;        /* the same at the stored dtype (if it stays on the GPU) */
 	double w_moe;            /* part of w_lpu in routed experts (GroupedMatMul), LPU format */
@@ -205,6 +206,7 @@ static void gather(Dis *d, Layer *l, Graph *g, int side, double mul, int depth)
 			l->k_lpu += !(ir_ops[n->op].flags & F_VIEW);
 		} else {
 			l->w_gpu += w;
+			l->e_gpu += we;
 			l->fl_gpu += fl;
 			l->k_gpu += !(ir_ops[n->op].flags & F_VIEW);
 			if (ir_ops[n->op].flags & F_ATTN) {
@@ -543,14 +545,15 @@ static void rewrite_calls(Dis *d, Graph **from, Graph **to, int n, int m)
 
 /* ---- 5. annotations and transfers ---- */
 
-static void annotate(Dis *d, Graph *g, int on_lpu, int group)
+static void annotate(Dis *d, Graph *g, int on_lpu, int group, int gchips)
 {
 	ir_foreach_node(g, n) {
 		if (n->op == OP_Call)
 			continue;
 		int lpu = on_lpu && (intptr_t)n->aux == SIDE_LPU;
 		n->annot.device = lpu ? d->lname : d->gname;
-		ir_set_attr_int(n, "pool_chips", lpu ? group : d->ngpu);
+		ir_set_attr_int(n, "pool_chips", lpu ? group : gchips);
+		ir_set_attr_int(n, "pool_size", lpu || d->gname == d->lname ? d->nlpu : d->ngpu);
 	}
 }
 
@@ -779,6 +782,62 @@ static void report(Dis *d)
 	pass_stat(d->c, "micro-batches", d->nmb);
 }
 
+/* --pools lpu: the whole model on LPUs (KV cache and weights in SRAM), for comparison: each layer
+ * on the LPUs that hold its weights at the LPU's format and its KV cache, the entry graph's
+ * weights on their own; no crossings, no micro-batches. */
+static int lpu_only(Dis *d)
+{
+	double use = sram_usable(d->lpu);
+	int lcount = num_has(&d->lpu->count) ? (int)d->lpu->count.v : 1;
+	double ew = 0;
+	ir_foreach_node(d->entry, n)
+		for (int i = 0; i < n->nin; i++)
+			if (is_weight(n->in[i]))
+				ew += velems(n->in[i]) * d->lpu_bytes;
+	int gentry = use > 0 ? (int)ceil(ew / use) : 1, total = gentry > 0 ? gentry : 1;
+	for (int i = 0; i < d->nlay; i++) {
+		Layer *l = &d->lay[i];
+		double bytes = (l->e_gpu * d->lpu_bytes) + l->w_lpu + l->kv / 2;
+		l->group = use > 0 ? (int)ceil(bytes / use) : 1;
+		if (l->group < 1)
+			l->group = 1;
+		total += (int)(l->reps * l->group);
+	}
+	d->nlpu = total;
+	d->gname = d->lname;
+	if (total > lcount) {
+		fprintf(stderr, "aicc: error: disaggregate: --pools lpu needs %d %s (weights at %.0f byte(s) per element "
+			"and the KV cache in %.4g MB of SRAM each) but machine %s has %d (--set %s.count=%d)\n", total,
+			d->lpu->id, d->lpu_bytes, use / 1e6, d->c->machine->name, lcount, d->lpu->id, total);
+		return 1;
+	}
+	pass_remark(d->c, REMARK_ANALYSIS, d->entry, NULL, "--pools lpu: the whole model on %d %s (%d for the embedding "
+		    "and output head), KV cache in SRAM", total, d->lpu->id, gentry);
+	pass_stat(d->c, "lpu pool", total);
+	ir_foreach_node(d->entry, n) {
+		if (n->op == OP_Call)
+			continue;
+		n->annot.device = d->lname;
+		ir_set_attr_int(n, "pool_chips", gentry > 0 ? gentry : 1);
+		ir_set_attr_int(n, "pool_size", total);
+	}
+	for (int i = 0; i < d->nlay; i++) {
+		ir_foreach_node(d->lay[i].g, n)
+			n->aux = (void *)(intptr_t)SIDE_GPU;
+		annotate(d, d->lay[i].g, 0, 1, d->lay[i].group);
+	}
+	for (Graph *g = d->m->graphs; g; g = g->next) {
+		int j = 0;
+		while (j < d->nlay && d->lay[j].g != g)
+			j++;
+		if (g != d->entry && j == d->nlay)
+			annotate(d, g, 0, 1, 1);
+		ir_foreach_node(g, n)
+			n->aux = NULL;
+	}
+	return 0;
+}
+
 static const char *inst(Module *m, const Device *dv)
 {
 	char buf[64];
@@ -817,6 +876,11 @@ int pass_disaggregate(Module *m, PassCtx *c)
 	}
 	for (int i = 0; i < d.nlay; i++)
 		describe(&d, &d.lay[i]);
+	if (c->pools && !strcmp(c->pools, "lpu"))
+		return lpu_only(&d);
+	if (c->pools && !strcmp(c->pools, "gpu"))
+		for (int i = 0; i < d.nlay; i++)
+			d.lay[i].on_lpu = 0;
 	size_pools(&d);
 	d.nmb = choose_m(&d);
 	report(&d);
@@ -827,6 +891,7 @@ int pass_disaggregate(Module *m, PassCtx *c)
 			continue;
 		n->annot.device = d.gname;
 		ir_set_attr_int(n, "pool_chips", d.ngpu);
+		ir_set_attr_int(n, "pool_size", d.ngpu);
 	}
 	for (Graph *g = m->graphs; g; g = g->next) {
 		if (g == d.entry)
@@ -837,9 +902,9 @@ int pass_disaggregate(Module *m, PassCtx *c)
 		if (j == d.nlay) {      /* a callee of a layer: attention side unless a layer's FFN calls it */
 			ir_foreach_node(g, n)
 				n->aux = (void *)(intptr_t)SIDE_GPU;
-			annotate(&d, g, 0, 1);
+			annotate(&d, g, 0, 1, d.ngpu);
 		} else
-			annotate(&d, g, d.lay[j].on_lpu, d.lay[j].group);
+			annotate(&d, g, d.lay[j].on_lpu, d.lay[j].group, d.ngpu);
 	}
 	for (int i = 0; i < d.nlay; i++)
 		if (d.lay[i].on_lpu)

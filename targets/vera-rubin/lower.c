@@ -42,6 +42,7 @@ typedef struct Vr {
 	int *prod;           /* per buffer: producing flat node, or -1 */
 	int *event;          /* per flat node: event recorded after it, or -1 */
 	char *waited;        /* per flat node: the other pool already waits for it */
+	int nlpu;            /* LPUs in the pool (the nodes' pool_size) */
 } Vr;
 
 static int node_on_lpu(const Vr *v, int i)
@@ -61,6 +62,14 @@ static void set_tile(PlanInstr *in, const char *const *kv, int n)
 	in->ntile = n;
 	for (int i = 0; i < n; i++)
 		in->tile[i] = (PlanKV){ rt_strdup(kv[2 * i]), rt_strdup(kv[2 * i + 1]) };
+}
+
+static int is_const(const Plan *p, int b)
+{
+	for (int i = 0; i < p->nconsts; i++)
+		if (p->consts[i].buffer == b)
+			return 1;
+	return 0;
 }
 
 /* Moves buffer b into the LPU pool's SRAM (a first placement; place_buffers redoes it by live
@@ -173,12 +182,15 @@ static int split_streams(Vr *v)
 				for (int k = 0; k < one->ins[i].nin; k++) {
 					int b = one->ins[i].in[k];
 					if (b >= 0 && v->prod[b] < 0 && lpu_reads[b] && !gpu_reads[b])
-						to_lpu(v, b, &top, 1);
+						to_lpu(v, b, &top, is_const(p, b));
 				}
 		}
 	free(gpu_reads);
 	free(lpu_reads);
-	p->spaces[v->lspace].capacity = (int64_t)(v->lpu->count.v * (double)p->spaces[v->lspace].capacity);
+	if (v->nlpu > v->lpu->count.v)
+		return rt_errorf(v->e, RT_EUSER, "aicc: error: vera-rubin: the graph asks for a pool of %d LPUs but machine %s has "
+				 "%.0f", v->nlpu, p->machine, v->lpu->count.v);
+	p->spaces[v->lspace].capacity = (int64_t)(v->nlpu * (double)p->spaces[v->lspace].capacity);
 	if (top > p->spaces[v->lspace].capacity)
 		return rt_errorf(v->e, RT_EUSER, "aicc: error: vera-rubin: the LPU pool needs %lld bytes of SRAM but the %.0f "
 				 "LPUs of machine %s have %lld", (long long)top, v->lpu->count.v, p->machine,
@@ -331,10 +343,12 @@ static int setup(Vr *v, const TgtInput *in)
 	for (int i = 0; i < v->f.nnodes; i++) {
 		v->on_lpu[i] = (char)node_on_lpu(v, i);
 		any |= v->on_lpu[i];
-		if (!v->on_lpu[i]) {
-			int c = (int)rt_attr_int(&v->f.nodes[i].n->attrs, "pool_chips", 1);
+		const Attrs *at = &v->f.nodes[i].n->attrs;
+		int c = (int)rt_attr_int(at, "pool_size", rt_attr_int(at, "pool_chips", 1));
+		if (!v->on_lpu[i])
 			ngpu = c > ngpu ? c : ngpu;
-		}
+		else
+			v->nlpu = c > v->nlpu ? c : v->nlpu;
 	}
 	/* the GPU pool's HBM holds the pool's share of the model */
 	if (v->gspace >= 0)
