@@ -55,6 +55,9 @@ typedef struct Layer {
 	double w_lpu_gpu;        /* the same at the stored dtype (if it stays on the GPU) */
 	double w_moe;            /* part of w_lpu in routed experts (GroupedMatMul), LPU format */
 	double kv;               /* KV cache bytes read + written per layer, whole batch */
+	double kv_tok;           /* KV cache bytes per token per layer (K and V, every KV head) */
+	int64_t kv_len;          /* tokens in the cache after this step (present length) */
+	int64_t kv_seqs;         /* sequences (batch) of the cache */
 	double fl_gpu, fl_lpu;   /* FLOP per layer, whole batch */
 	double act;              /* bytes of the activation crossing each way, whole batch */
 	int k_gpu, k_lpu;        /* kernels on each side */
@@ -215,6 +218,12 @@ static void gather(Dis *d, Layer *l, Graph *g, int side, double mul, int depth)
 						l->kv += vbytes(n->in[i]) * mul;
 				for (int i = 1; i < n->nout && i < 3; i++)
 					l->kv += vbytes(n->out[i]) * mul;
+				const Value *pk = n->nout > 1 ? n->out[1] : NULL;   /* present_key [B, KVH, T, HD] */
+				if (pk && pk->type.rank == 4 && ir_type_numel(pk->type) > 0 && dim_isconst(pk->type.dims[2])) {
+					l->kv_len = pk->type.dims[2].k;
+					l->kv_seqs = pk->type.dims[0].k;
+					l->kv_tok = 2 * vbytes(pk) / (double)(l->kv_len * l->kv_seqs) * mul;
+				}
 			}
 		}
 		/* the crossing: a value made on one side and read on the other */
@@ -552,6 +561,10 @@ static void annotate(Dis *d, Graph *g, int on_lpu, int group, int gchips)
 			continue;
 		int lpu = on_lpu && (intptr_t)n->aux == SIDE_LPU;
 		n->annot.device = lpu ? d->lname : d->gname;
+		ir_set_attr_str(n, "placement_reason", d->gname == d->lname ? "--pools lpu: the whole model on the LPU pool" :
+				lpu ? "FFN side (after the attention residual): weights in LPU SRAM (disaggregate)" :
+				on_lpu ? "attention side (attention, its inputs, its output projection): KV cache in HBM (disaggregate)" :
+				"GPU pool: its layer's FFN does not go to the LPUs (disaggregate)");
 		ir_set_attr_int(n, "pool_chips", lpu ? group : gchips);
 		ir_set_attr_int(n, "pool_size", lpu || d->gname == d->lname ? d->nlpu : d->ngpu);
 	}
@@ -713,7 +726,7 @@ static void size_pools(Dis *d)
 	for (int n = gmin * 2; n <= gcount; n *= 2)
 		if (t_step(d, 1, n) < t_step(d, 1, d->ngpu) * 0.97)
 			d->ngpu = n;
-	pass_remark(d->c, REMARK_ANALYSIS, d->entry, NULL, "pools: %d %s (%.4g GB of attention weights + KV cache%s, at most "
+	pass_remark(d->c, REMARK_ANALYSIS, d->entry, NULL, "pools: %d %s (%.4g GB of weights and KV cache on the GPUs%s, at most "
 		    "90%% of %.4g GB HBM each, then doubled while the predicted step shrinks by 3%%) and %d %s (FFN weights "
 		    "at %.0f byte(s) per element in %.4g MB of SRAM per chip)", d->ngpu, d->gpu->id, need / 1e9,
 		    d->ngpu > gmin ? "" : ", the fewest that hold them", hbm_cap(d->gpu) / 1e9, d->nlpu, d->lpu->id,
@@ -757,8 +770,35 @@ static int choose_m(Dis *d)
 	return best;
 }
 
+/* The KV cache as vLLM's PagedAttention pages it: fixed blocks of tokens per sequence and layer,
+ * a block table per sequence (Kwon et al., SOSP 2023; 16 tokens is vLLM's default block). */
+enum { KV_BLOCK = 16 };
+static void report_kv(Dis *d)
+{
+	double blocks = 0, bytes = 0;
+	int64_t seqs = 0, len = 0;
+	for (int i = 0; i < d->nlay; i++) {
+		Layer *l = &d->lay[i];
+		if (!l->kv_len)
+			continue;
+		double per = ceil((double)l->kv_len / KV_BLOCK) * (double)l->kv_seqs * (double)l->reps;
+		blocks += per;
+		bytes += per * KV_BLOCK * l->kv_tok;
+		seqs = l->kv_seqs, len = l->kv_len;
+	}
+	if (blocks <= 0)
+		return;
+	pass_remark(d->c, REMARK_ANALYSIS, d->entry, NULL, "KV cache paged as vLLM's PagedAttention: %d-token blocks, "
+		    "%lld sequence(s) x %lld tokens -> %.0f blocks (%lld per sequence and layer) of %.4g kB = %.4g GB in "
+		    "the HBM of the %d %s of the GPU pool (%.4g GB each)", KV_BLOCK, (long long)seqs, (long long)len, blocks,
+		    (long long)((len + KV_BLOCK - 1) / KV_BLOCK), bytes / blocks / 1e3, bytes / 1e9, d->ngpu, d->gpu->id,
+		    bytes / 1e9 / d->ngpu);
+	pass_stat(d->c, "kv blocks", (int64_t)blocks);
+}
+
 static void report(Dis *d)
 {
+	report_kv(d);
 	for (int i = 0; i < d->nlay; i++) {
 		Layer *l = &d->lay[i];
 		if (!l->on_lpu)
@@ -878,7 +918,12 @@ int pass_disaggregate(Module *m, PassCtx *c)
 		describe(&d, &d.lay[i]);
 	if (c->pools && !strcmp(c->pools, "lpu"))
 		return lpu_only(&d);
-	if (c->pools && !strcmp(c->pools, "gpu"))
+	int prefill = c->phase && !strcmp(c->phase, "prefill");
+	if (prefill)
+		pass_remark(c, REMARK_ANALYSIS, d.entry, NULL, "prefill runs on the GPU pool (backends.md §4a, §5): "
+			    "compute-bound over the prompt, and the KV cache it writes stays in the HBM where decode "
+			    "attention reads it, so no KV transfer");
+	if ((c->pools && !strcmp(c->pools, "gpu")) || prefill)
 		for (int i = 0; i < d.nlay; i++)
 			d.lay[i].on_lpu = 0;
 	size_pools(&d);
@@ -890,6 +935,7 @@ int pass_disaggregate(Module *m, PassCtx *c)
 		if (n->op == OP_Call)
 			continue;
 		n->annot.device = d.gname;
+		ir_set_attr_str(n, "placement_reason", "outside the layers (embedding, final norm, output head): GPU pool (disaggregate)");
 		ir_set_attr_int(n, "pool_chips", d.ngpu);
 		ir_set_attr_int(n, "pool_size", d.ngpu);
 	}
