@@ -347,10 +347,15 @@ static int dim0(const Value *v, int64_t *b)
 	return 1;
 }
 
-/* Whether layer graph g can be cut into m slices along dim 0 of its carried activation. */
+/* Whether layer graph g can be cut into m slices along dim 0 of its carried activation.  Not
+ * with calls inside: a cloned call would be a new call instance, and instances number the
+ * weights (targets/flatten.c), so the slices would compute with different weights. */
 static int can_split(const Graph *g, int64_t b, int m)
 {
 	int64_t k;
+	ir_foreach_node(g, n)
+		if (n->op == OP_Call)
+			return 0;
 	if (g->nin < 1 || g->nout < 1 || !ir_type_eq(g->inputs[0]->type, g->outputs[0]->type) ||
 	    g->inputs[0]->type.rank < 2 || b % m)
 		return 0;
@@ -397,7 +402,7 @@ static Node *concat0(const Dis *d, Graph *g, Node *before, Value **parts, int m,
 	return c;
 }
 
-/* Copies node n of the source body into g (operands through Value.aux of slice k's map). */
+/* Copies node n of the source body into g, slice k (operands through map[k]). */
 static void clone_into(Graph *g, Node *n, Value ***map, int k)
 {
 	Value *in[64];
@@ -752,7 +757,7 @@ static int choose_m(Dis *d)
 		for (int i = 0; i < d->nlay; i++)
 			if (d->lay[i].on_lpu && !can_split(d->lay[i].g, d->lay[i].batch, m)) {
 				pass_remark(d->c, REMARK_MISSED, d->lay[i].g, NULL, "--micro-batches %d: the batch of %lld "
-					    "sequences of '%s' does not split into %d equal slices: 1 micro-batch", m,
+					    "sequences of '%s' does not split into %d equal slices, or it calls a graph: 1 micro-batch", m,
 					    (long long)d->lay[i].batch, d->lay[i].g->name, m);
 				return 1;
 			}
@@ -814,7 +819,7 @@ static void report(Dis *d)
 	}
 	double t1 = t_step(d, 1, d->ngpu), tm = t_step(d, d->nmb, d->ngpu);
 	pass_remark(d->c, REMARK_ANALYSIS, d->entry, NULL, "micro-batches: %d (predicted layer time per step %.4g ms; "
-		    "%.4g ms with 1)%s", d->nmb, tm * 1e3, t1 * 1e3, d->c->microbatches ? ", as --micro-batches asks" :
+		    "%.4g ms with 1)%s", d->nmb, tm * 1e3, t1 * 1e3, d->c->microbatches == d->nmb ? ", as --micro-batches asks" :
 		    d->nmb == 1 ? ": the batch cannot be split, or splitting does not pay (weights are read once per "
 				"micro-batch)" : "");
 	pass_stat(d->c, "gpu pool", d->ngpu);

@@ -350,9 +350,7 @@ static int setup(Vr *v, const TgtInput *in)
 		else
 			v->nlpu = c > v->nlpu ? c : v->nlpu;
 	}
-	/* the GPU pool's HBM holds the pool's share of the model */
-	if (v->gspace >= 0)
-		p->spaces[v->gspace].capacity *= ngpu;
+	(void)ngpu;   /* the GPU pool's HBM was sized by walk() */
 	if (!any)
 		return 0;
 	char name[128];
@@ -373,10 +371,43 @@ static int setup(Vr *v, const TgtInput *in)
 	return (v->lstream = plan_add_stream(p, v->lpu->id, v->ldev, v->e)) < 0 ? -1 : 1;
 }
 
+/* The GPU pool's chips: the largest pool_size on a node not placed on the LPU pool. */
+static int gpu_pool(const TgtInput *in)
+{
+	const Device *lpu = machine_first(in->machine->m, DEV_LPU);
+	int n = 1;
+	for (Graph *g = in->m->graphs; g; g = g->next)
+		ir_foreach_node(g, nd) {
+			const char *d = nd->annot.device;
+			int c = (int)rt_attr_int(&nd->attrs, "pool_size", 1);
+			if (!(d && lpu && !strncmp(d, lpu->id, strlen(lpu->id))) && c > n)
+				n = c;
+		}
+	return n;
+}
+
+/* The GPU walk with the GPU pool's HBM (pool chips x one Rubin's) as its memory: the machine
+ * description's plan entities are widened for the walk and restored. */
+static Plan *walk(const TgtInput *in, RtError *e)
+{
+	const Device *gpu = machine_first(in->machine->m, DEV_GPU);
+	char name[128];
+	snprintf(name, sizeof name, "%s.hbm", gpu ? gpu->id : "gpu");
+	Plan *desc = in->machine->desc;
+	int s = plan_find_space(desc, name);
+	int64_t cap = s >= 0 ? desc->spaces[s].capacity : 0;
+	if (s >= 0)
+		desc->spaces[s].capacity = cap * gpu_pool(in);
+	Plan *p = gpu_lower(in, &rubin, e);
+	if (s >= 0)
+		desc->spaces[s].capacity = cap;
+	return p;
+}
+
 Plan *vr_lower(const TgtInput *in, RtError *e)
 {
 	Vr v = { .e = e };
-	v.p = gpu_lower(in, &rubin, e);
+	v.p = walk(in, e);
 	if (!v.p)
 		return NULL;
 	int rc = tgt_flatten(in->g, &v.f, e);
