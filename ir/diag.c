@@ -84,6 +84,31 @@ static void vreport(const char *kind, Loc loc, const char *fmt, va_list ap)
 		show_line(f, loc);
 }
 
+void diag_print_located(const char *msg)
+{
+	FILE *f = out ? out : stderr;
+	fprintf(f, "%s\n", msg);
+	const char *e = strstr(msg, ": error: ");
+	if (!e)
+		return;
+	/* FILE:LINE:COL before e: the last two colons delimit LINE and COL */
+	const char *c2 = e - 1;
+	while (c2 > msg && *c2 != ':')
+		c2--;
+	const char *c1 = c2 > msg ? c2 - 1 : msg;
+	while (c1 > msg && *c1 != ':')
+		c1--;
+	if (c1 <= msg || c2 <= c1)
+		return;
+	char file[1024];
+	int line = atoi(c1 + 1), col = atoi(c2 + 1);
+	if ((size_t)(c1 - msg) >= sizeof file || line < 1)
+		return;
+	memcpy(file, msg, (size_t)(c1 - msg));
+	file[c1 - msg] = 0;
+	show_line(f, (Loc){ .file = file, .line = line, .col = col });
+}
+
 void diag_error(Loc loc, const char *fmt, ...)
 {
 	if (stopped)

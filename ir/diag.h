@@ -17,6 +17,10 @@
 /* Remember the text of `file` (not copied: it must outlive the diagnostics). */
 void diag_source(const char *file, const char *text, size_t len);
 void diag_error(Loc loc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Prints a message that later stages formatted as "FILE:LINE:COL: error: ..." (lowering errors
+ * come back as text in an RtError) and, when FILE's text is registered, its source line and a
+ * caret, as diag_error does; any other message is printed as it is. */
+void diag_print_located(const char *msg);
 void diag_warning(Loc loc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void diag_note(Loc loc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int diag_count(void);          /* errors so far */

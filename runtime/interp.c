@@ -131,22 +131,9 @@ static int load_file(Vm *m, const PlanConst *c, const char *name)
 }
 
 /* Materialises constant c into its buffer. */
-static int materialise(Vm *m, const PlanConst *c)
+/* Seeded, fill or inline values of constant c into t (allocated). */
+static int fill_values(Vm *m, const PlanConst *c, const char *name, RtTensor *t)
 {
-	const char *name = m->p->buffers[c->buffer].name;
-	const RtTensor *src = binding(m->o, name);
-	if (src)
-		return bind_tensor(m, c->buffer, name, src);
-	if (c->kind == PINIT_UNBOUND)
-		return rt_errorf(m->e, RT_EUSER, "parameter '%s' is unbound: give --input %s=FILE.npy or run "
-				 "with --timing-only", name, name);
-	if (c->kind == PINIT_NPY || c->kind == PINIT_SAFETENSORS)
-		return load_file(m, c, name);
-	if (c->kind == PINIT_DATA)
-		return bind_tensor(m, c->buffer, name, c->data);
-	RtTensor *t = &m->val[c->buffer];
-	if (alloc_buffer(m->p, c->buffer, t, m->e) < 0)
-		return -1;
 	float *tmp = NULL;
 	if (c->kind == PINIT_NORMAL || c->kind == PINIT_UNIFORM) {
 		if (!(tmp = rt_malloc(sizeof(float) * (size_t)(t->n ? t->n : 1))))
@@ -159,6 +146,85 @@ static int materialise(Vm *m, const PlanConst *c)
 	for (int64_t i = 0; i < t->n; i++)
 		rt_set(t, i, tmp ? tmp[i] : c->kind == PINIT_FILL ? c->a : c->vals[i]);
 	rt_free(tmp);
+	return 0;
+}
+
+/* A sharded constant (PlanConst.shard_*): the full initialiser's values, then the slice
+ * [shard_off, shard_off + dims[axis]) along axis into the buffer. */
+static int materialise_shard(Vm *m, const PlanConst *c, const char *name)
+{
+	const PlanBuffer *pb = &m->p->buffers[c->buffer];
+	int64_t dims[RT_MAX_RANK];
+	memcpy(dims, pb->dims, sizeof dims);
+	dims[c->shard_axis] = c->shard_full;
+	RtTensor full, file = { 0 }, *t = &m->val[c->buffer];
+	if (rt_tensor_alloc(&full, pb->dtype, pb->rank, dims, m->e) < 0)
+		return -1;
+	int rc = 0;
+	if (c->kind == PINIT_NPY || c->kind == PINIT_SAFETENSORS) {
+		char path[4096];
+		const char *dir = m->o->base_dir;
+		snprintf(path, sizeof path, "%s%s%s", c->path[0] != '/' && dir ? dir : "",
+			 c->path[0] != '/' && dir ? "/" : "", c->path);
+		rc = c->kind == PINIT_NPY ? rt_npy_read(path, &file, m->e) : rt_safetensors_read(path, c->key, &file, m->e);
+		int same = rc == 0 && file.rank == full.rank;
+		for (int i = 0; same && i < full.rank; i++)
+			same = file.dims[i] == full.dims[i];
+		if (rc == 0 && !same)
+			rc = rt_errorf(m->e, RT_EUSER, "'%s': the file's shape does not match the sharded "
+				       "parameter's full shape", name);
+		int ints = rt_dtypes[full.dtype].storage == S_I64 && rt_dtypes[file.dtype].storage == S_I64;
+		for (int64_t i = 0; rc == 0 && i < full.n; i++)
+			if (ints)
+				rt_seti(&full, i, rt_geti(&file, i));
+			else
+				rt_set(&full, i, rt_get(&file, i));
+		if (file.data)
+			rt_tensor_free(&file);
+	} else
+		rc = fill_values(m, c, name, &full);
+	if (rc == 0)
+		rc = alloc_buffer(m->p, c->buffer, t, m->e);
+	if (rc == 0) {
+		int64_t outer = 1, inner = 1, len = pb->dims[c->shard_axis];
+		for (int i = 0; i < c->shard_axis; i++)
+			outer *= pb->dims[i];
+		for (int i = c->shard_axis + 1; i < pb->rank; i++)
+			inner *= pb->dims[i];
+		int ints = rt_dtypes[t->dtype].storage == S_I64;
+		for (int64_t o = 0; o < outer; o++)
+			for (int64_t j = 0; j < len; j++)
+				for (int64_t i = 0; i < inner; i++) {
+					int64_t d = (o * len + j) * inner + i, s = (o * c->shard_full + c->shard_off + j) * inner + i;
+					if (ints)
+						rt_seti(t, d, rt_geti(&full, s));
+					else
+						rt_set(t, d, rt_get(&full, s));
+				}
+		round_to_dtype(t);
+	}
+	rt_tensor_free(&full);
+	return rc;
+}
+
+static int materialise(Vm *m, const PlanConst *c)
+{
+	const char *name = m->p->buffers[c->buffer].name;
+	const RtTensor *src = binding(m->o, name);
+	if (src)
+		return bind_tensor(m, c->buffer, name, src);
+	if (c->kind == PINIT_UNBOUND)
+		return rt_errorf(m->e, RT_EUSER, "parameter '%s' is unbound: give --input %s=FILE.npy or run "
+				 "with --timing-only", name, name);
+	if (c->shard_axis >= 0)
+		return materialise_shard(m, c, name);
+	if (c->kind == PINIT_NPY || c->kind == PINIT_SAFETENSORS)
+		return load_file(m, c, name);
+	if (c->kind == PINIT_DATA)
+		return bind_tensor(m, c->buffer, name, c->data);
+	RtTensor *t = &m->val[c->buffer];
+	if (alloc_buffer(m->p, c->buffer, t, m->e) < 0 || fill_values(m, c, name, t) < 0)
+		return -1;
 	round_to_dtype(t);
 	return 0;
 }
@@ -220,10 +286,22 @@ static int copy_value(Vm *m, int from, int to)
 	return 0;
 }
 
+/* All-to-all: output j := the chunks j of every input, in rank order, along the axis attribute:
+ * exactly the AllToAll operator's kernel (runtime/kernels/collective.c). */
+static int exec_alltoall(Vm *m, const PlanInstr *in)
+{
+	PlanInstr k = *in;
+	k.kind = PI_KERNEL;
+	k.op = RT_OP_AllToAll;
+	return exec_kernel(m, &k);
+}
+
 /* All-reduce: every output := the sum of the inputs (in rank order, so every rank rounds the same
  * way).  All-gather: every output := the inputs concatenated in rank order. */
 static int exec_collective(Vm *m, const PlanInstr *in)
 {
+	if (in->coll == PC_ALLTOALL)
+		return exec_alltoall(m, in);
 	RtTensor acc;
 	if (alloc_buffer(m->p, in->out[0], &acc, m->e) < 0)
 		return -1;

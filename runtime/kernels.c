@@ -43,3 +43,18 @@ RtKernelFn rt_kernel(RtOp op)
 {
 	return (unsigned)op < RT_OP_COUNT ? kernels[op] : rk_none;
 }
+
+static const char *const fp8_scale_names[RT_FP8_COUNT] = { "none", "tensor", "1x128", "128x128" };
+
+const char *rt_fp8_scale_name(RtFp8Scale s)
+{
+	return (unsigned)s < RT_FP8_COUNT ? fp8_scale_names[s] : "?";
+}
+
+RtFp8Scale rt_fp8_scale_lookup(const char *name)
+{
+	for (int i = 0; i < RT_FP8_COUNT; i++)
+		if (strcmp(fp8_scale_names[i], name) == 0)
+			return (RtFp8Scale)i;
+	return RT_FP8_COUNT;
+}

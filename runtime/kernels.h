@@ -22,6 +22,16 @@ typedef enum RtOp {
 const char *rt_op_name(RtOp op);
 RtOp rt_op_lookup(const char *name);          /* RT_OP_COUNT if unknown */
 
+/* Scaling of FP8 matrix-product operands (RtExecOpts.fp8_scale); sources in runtime/kernels/matmul.c:
+ * NONE: operands cast to mma_in as they are (scale 1: tensors that already are FP8);
+ * TENSOR: one f32 scale per operand (Transformer Engine current scaling, numerics.md §5);
+ * 1X128: f32 scale per 1x128 tile of both operands (per row of A, per column of B, per 128 K);
+ * 128X128: DeepSeek-V3 (arXiv 2412.19437 §3.3.1): A per 1x128 tile, B per 128x128 block. */
+typedef enum RtFp8Scale { RT_FP8_NONE, RT_FP8_TENSOR, RT_FP8_1X128, RT_FP8_128X128, RT_FP8_COUNT } RtFp8Scale;
+/* Plan spelling of s ("none", "tensor", "1x128", "128x128"); RT_FP8_COUNT for an unknown name. */
+const char *rt_fp8_scale_name(RtFp8Scale s);
+RtFp8Scale rt_fp8_scale_lookup(const char *name);
+
 /* Per-instruction numerics, as the plan records them. */
 typedef struct RtExecOpts {
 	int accum_f64;          /* accumulate in f64 (reference plans with --precision f64) */
@@ -33,6 +43,7 @@ typedef struct RtExecOpts {
 	int exp2_poly;          /* softmax exponentials via the FlashAttention-4 software exp2
 				   (numerics.md §9) with this polynomial degree; 0 = libm exp */
 	int scale_rule;         /* ScaleRule for block formats */
+	int fp8_scale;          /* RtFp8Scale of MatMul/Gemm operands when mma_in is an FP8 format */
 } RtExecOpts;
 
 typedef struct RtKernelArgs {

@@ -293,6 +293,8 @@ int plan_add_const(Plan *p, const PlanConst *c, RtError *e)
 		return -1;
 	PlanConst *d = &p->consts[i];
 	*d = *c;
+	if (d->shard_full <= 0)
+		d->shard_axis = -1, d->shard_off = d->shard_full = 0;
 	d->path = dup(c->path, &fail);
 	d->key = dup(c->key, &fail);
 	d->vals = NULL;

@@ -516,6 +516,22 @@ out:
 	return rc;
 }
 
+/* shard=AXIS:OFFSET:FULL (optional): the constant is a slice of a larger initialiser. */
+static int rd_shard(Rd *r, PlanConst *c)
+{
+	Tok *t = field(r, "shard");
+	if (!t)
+		return 0;
+	long long a, o, n;
+	int used = 0;
+	if (!t->val || sscanf(t->val, "%lld:%lld:%lld%n", &a, &o, &n, &used) != 3 || t->val[used] ||
+	    a < 0 || a >= RT_MAX_RANK || o < 0 || n <= 0)
+		return fail(r, "shard: expected AXIS:OFFSET:FULL with 0 <= AXIS < %d, OFFSET >= 0, FULL > 0",
+			    RT_MAX_RANK);
+	c->shard_axis = (int)a, c->shard_off = o, c->shard_full = n;
+	return 0;
+}
+
 static int rd_const(Rd *r)
 {
 	PlanConst c = { 0 };
@@ -536,6 +552,8 @@ static int rd_const(Rd *r)
 	int rc = rd_init_fields(r, &c);
 	if (rc == 0 && c.kind == PINIT_INLINE)
 		rc = rd_inline(r, &c);
+	if (rc == 0)
+		rc = rd_shard(r, &c);
 	if (rc == 0)
 		rc = check_fields(r);
 	c.line = r->line;
@@ -693,6 +711,12 @@ static int rd_opts(Rd *r, RtExecOpts *o)
 			return fail(r, "scale_rule must be floor or rceil, not '%.40s'", t->val);
 		o->scale_rule = strcmp(t->val, "rceil") == 0;
 	}
+	if ((t = field(r, "fp8_scale"))) {
+		RtFp8Scale s = rt_fp8_scale_lookup(t->val);
+		if (s == RT_FP8_COUNT)
+			return fail(r, "fp8_scale must be none, tensor, 1x128 or 128x128, not '%.40s'", t->val);
+		o->fp8_scale = (int)s;
+	}
 	return 0;
 }
 
@@ -772,7 +796,7 @@ static int rd_head(Rd *r, PlanInstr *in)
 	if (in->kind == PI_COLLECTIVE) {
 		for (in->coll = 0; in->coll < PC_COUNT && strcmp(plan_coll_names[in->coll], w); in->coll++)
 			;
-		return in->coll == PC_COUNT ? fail(r, "unknown collective '%.40s' (allreduce, allgather)", w) : 0;
+		return in->coll == PC_COUNT ? fail(r, "unknown collective '%.40s' (allreduce, allgather, alltoall)", w) : 0;
 	}
 	return ref(r, NS_EVENT, w, &in->event);
 }

@@ -110,6 +110,17 @@ static int check_const(const Plan *p, const PlanConst *c, RtError *e)
 		return verr(p, e, c->line, "constant of an undefined buffer or initialiser");
 	const PlanBuffer *b = &p->buffers[c->buffer];
 	int64_t n = plan_buffer_numel(b);
+	if (c->shard_axis >= 0) {
+		if (c->shard_axis >= b->rank || c->shard_off < 0 || c->shard_full <= 0 ||
+		    c->shard_off > c->shard_full - b->dims[c->shard_axis])
+			return verr(p, e, c->line, "const '%s': shard %d:%" PRId64 ":%" PRId64 " does not fit "
+				    "the buffer's rank %d and dims", b->name, c->shard_axis, c->shard_off,
+				    c->shard_full, b->rank);
+		if (c->kind == PINIT_DATA || c->kind == PINIT_UNBOUND)
+			return verr(p, e, c->line, "const '%s': a shard needs a seeded, inline or file "
+				    "initialiser", b->name);
+		n = b->dims[c->shard_axis] ? n / b->dims[c->shard_axis] * c->shard_full : 0;
+	}
 	switch (c->kind) {
 	case PINIT_NORMAL:
 		if (!finite_nonneg(c->b) || !isfinite(c->a))
@@ -196,6 +207,28 @@ static int check_operands(const Plan *p, const PlanInstr *in, RtError *e)
 	return 0;
 }
 
+/* fp8_scale (runtime/kernels/matmul.c): only on MatMul/Gemm with an FP8 mma_in; block scales are
+ * applied when the accumulator is promoted (DeepSeek-V3 §3.3.2), so a Hopper promotion interval
+ * must end every 128-element scale group: fp8_promote 0 (f32 accumulation), 32, 64 or 128. */
+static int check_fp8_scale(const Plan *p, const PlanInstr *in, RtError *e)
+{
+	const RtExecOpts *o = &in->opts;
+	if (o->fp8_scale == RT_FP8_NONE)
+		return 0;
+	if (o->fp8_scale < 0 || o->fp8_scale >= RT_FP8_COUNT)
+		return verr(p, e, in->line, "invalid fp8_scale");
+	if (in->op != RT_OP_MatMul && in->op != RT_OP_Gemm)
+		return verr(p, e, in->line, "fp8_scale on %s: only MatMul and Gemm scale their operands", plan_op_name(in->op));
+	if (o->mma_in != DT_F8E4M3 && o->mma_in != DT_F8E5M2)
+		return verr(p, e, in->line, "fp8_scale=%s needs mma_in f8e4m3 or f8e5m2, not %s",
+			    rt_fp8_scale_name((RtFp8Scale)o->fp8_scale), o->mma_in == DT_INVALID ? "none" : rt_dtype_name(o->mma_in));
+	if (o->fp8_scale != RT_FP8_TENSOR && o->fp8_promote_k && (o->fp8_promote_k > 128 || 128 % o->fp8_promote_k ||
+								o->fp8_promote_k % 32))
+		return verr(p, e, in->line, "fp8_promote=%d with fp8_scale=%s: block scales are applied at promotion, "
+			    "so the interval must be 32, 64 or 128", o->fp8_promote_k, rt_fp8_scale_name((RtFp8Scale)o->fp8_scale));
+	return 0;
+}
+
 static int check_kernel(const Plan *p, const PlanStream *s, const PlanInstr *in, RtError *e)
 {
 	if (in->op < 0 || in->op >= RT_OP_COUNT)
@@ -217,7 +250,7 @@ static int check_kernel(const Plan *p, const PlanStream *s, const PlanInstr *in,
 	}
 	if (in->opts.mma_in < DT_INVALID || in->opts.mma_in >= DT_COUNT)
 		return verr(p, e, in->line, "invalid mma_in format");
-	return 0;
+	return check_fp8_scale(p, in, e);
 }
 
 static int same_data(const PlanBuffer *a, const PlanBuffer *b)
@@ -257,6 +290,11 @@ static int check_collective(const Plan *p, const PlanInstr *in, RtError *e)
 		int64_t ny = plan_buffer_numel(y), nx = plan_buffer_numel(x);
 		int ok = same_data(x, a) && x->dtype == y->dtype &&
 			 ny == (in->coll == PC_ALLGATHER ? nx * in->nin : nx);
+		if (ok && in->coll == PC_ALLTOALL) {
+			int64_t ax = rt_attr_int(&in->attrs, "axis", 0);
+			ax = ax < 0 ? ax + x->rank : ax;
+			ok = x->rank >= 1 && ax >= 0 && ax < x->rank && x->dims[ax] % in->nin == 0;
+		}
 		if (!ok)
 			return verr(p, e, in->line, "%s rank %d: '%s' -> '%s' has mismatched dtype or size",
 				    plan_coll_names[in->coll], i, x->name, y->name);

@@ -88,6 +88,8 @@ static void put_opts(FILE *f, const RtExecOpts *o)
 		fprintf(f, " exp2_poly=%d", o->exp2_poly);
 	if (o->scale_rule)
 		fputs(" scale_rule=rceil", f);
+	if (o->fp8_scale)
+		fprintf(f, " fp8_scale=%s", rt_fp8_scale_name((RtFp8Scale)o->fp8_scale));
 }
 
 static void put_instr(FILE *f, const Plan *p, const PlanInstr *in)
@@ -168,6 +170,8 @@ static void put_const(FILE *f, const Plan *p, const PlanConst *c)
 	case PINIT_COUNT:
 		break;
 	}
+	if (c->shard_axis >= 0)
+		fprintf(f, " shard=%d:%" PRId64 ":%" PRId64, c->shard_axis, c->shard_off, c->shard_full);
 	fputc('\n', f);
 }
 

@@ -17,6 +17,7 @@ int tgt_heap_init(TgtHeap *h, int capacity, int64_t align)
 	h->hi = malloc(sizeof *h->hi * n);
 	h->owner = malloc(sizeof *h->owner * n);
 	h->align = align;
+	h->cap = (int)n;
 	return h->lo && h->hi && h->owner ? 0 : -1;
 }
 
@@ -28,8 +29,27 @@ void tgt_heap_free(TgtHeap *h)
 	memset(h, 0, sizeof *h);
 }
 
+static int heap_grow(TgtHeap *h)
+{
+	int cap = h->cap * 2 + 16;
+	int64_t *lo = realloc(h->lo, sizeof *lo * (size_t)cap);
+	if (lo)
+		h->lo = lo;
+	int64_t *hi = lo ? realloc(h->hi, sizeof *hi * (size_t)cap) : NULL;
+	if (hi)
+		h->hi = hi;
+	int *ow = hi ? realloc(h->owner, sizeof *ow * (size_t)cap) : NULL;
+	if (!ow)
+		return -1;
+	h->owner = ow;
+	h->cap = cap;
+	return 0;
+}
+
 int64_t tgt_heap_place(TgtHeap *h, int64_t size, int owner)
 {
+	if (h->n >= h->cap && heap_grow(h) < 0)
+		return -1;
 	int64_t off = 0;
 	int at = 0;
 	for (; at < h->n; at++) {
@@ -56,7 +76,8 @@ void tgt_heap_release(TgtHeap *h, const Flat *f, int node)
 	int k = 0;
 	for (int j = 0; j < h->n; j++) {
 		const FlatVal *v = &f->vals[h->owner[j]];
-		int dead = v->def >= 0 && !v->is_output && (v->last < 0 ? v->def : v->last) < node;
+		int dead = v->def >= 0 && !v->is_output && (v->last < 0 ? v->def : v->last) < node &&
+			   !(h->keep && h->keep[h->owner[j]]);
 		if (!dead) {
 			h->lo[k] = h->lo[j], h->hi[k] = h->hi[j], h->owner[k] = h->owner[j];
 			k++;
@@ -91,6 +112,8 @@ int tgt_add_buffer(Plan *p, TgtHeap *h, const Flat *f, int v, DType dt, int spac
 	if (n < 0 || n > INT64_MAX / 64)
 		return rt_errorf(e, RT_EUSER, "value '%s' has too many elements", fv->name);
 	int64_t size = rt_dtype_bytes(dt, n), off = tgt_heap_place(h, size, v);
+	if (off < 0)
+		return rt_errorf(e, RT_ENOMEM, "out of memory placing buffers");
 	if (end)
 		*end = off + size;
 	return plan_add_buffer(p, name, space, off, dt, fv->rank, fv->dims, e);

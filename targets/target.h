@@ -65,6 +65,8 @@ typedef struct Flat {
 int tgt_flatten(Graph *g, Flat *f, RtError *e);
 void tgt_flat_free(Flat *f);
 
+#define TGT_MAX_OPERANDS 64   /* operands of one instruction */
+
 /* ---- targets ---- */
 typedef struct TgtInput {
 	Module *m;
@@ -97,14 +99,16 @@ int tgt_add_const(Plan *p, int buffer, const FlatVal *fv, const char *dir, RtErr
 typedef struct TgtHeap {
 	int64_t *lo, *hi;    /* live intervals [lo, hi) */
 	int *owner;          /* the flat value holding each interval */
-	int n;
+	int n, cap;          /* intervals, room (grows as needed) */
+	const unsigned char *keep;   /* per flat value, or NULL: never released (read by another stream) */
 	int64_t align;       /* bytes */
 	int64_t top;         /* high-water mark, bytes */
 } TgtHeap;
-/* Room for `capacity` live values; 0, or -1 when out of memory (free with tgt_heap_free). */
+/* Room for `capacity` live values to start with; 0, or -1 when out of memory (free with
+ * tgt_heap_free). */
 int tgt_heap_init(TgtHeap *h, int capacity, int64_t align);
 void tgt_heap_free(TgtHeap *h);
-/* The offset where `size` bytes of value `owner` go. */
+/* The offset where `size` bytes of value `owner` go, or -1 when out of memory. */
 int64_t tgt_heap_place(TgtHeap *h, int64_t size, int owner);
 /* Drops the intervals of values of f that no node from `node` on reads (outputs stay). */
 void tgt_heap_release(TgtHeap *h, const Flat *f, int node);
@@ -122,7 +126,6 @@ int tgt_add_io(Plan *p, const Flat *f, const Graph *g, const int *buf, RtError *
 /* The kernel instruction of flat node `node` (targets/instr.c): operands through buf (flat value
  * -> plan buffer) into the caller's ins/outs arrays, the node's attributes, its FLOP and its name
  * (its first output's buffer).  0, or -1 with e set when the node has too many operands. */
-#define TGT_MAX_OPERANDS 64
 int tgt_kernel_instr(PlanInstr *pi, const Plan *p, const Flat *f, int node, const int *buf,
 		     int ins[TGT_MAX_OPERANDS], int outs[TGT_MAX_OPERANDS], RtError *e);
 /* First and last flat node of every fusion group (attribute fusion_group, per call instance);
@@ -162,18 +165,23 @@ typedef struct TgtDevs {
 	int *node_pl;        /* per flat node: instance, or -1 for a weight-shard Split */
 	int *val_pl;         /* per flat value: instance holding its primary buffer */
 	/* private to targets/devices.c */
-	int *rep_val, *rep_pl, *rep_buf, nrep, caprep;   /* extra copies of a value, per instance */
-	int *rec_event;      /* per flat node: event recorded after it, or -1 */
-	int *swap;           /* scratch for tgt_devs_bufs */
 	const TgtMachine *m;
-	const char *kind_id; /* device class of an unpartitioned plan */
-	int partitioned;
+	int64_t align;
+	int partitioned, inputs_copied;
+	void *inst;          /* the instances, sorted by (device class, number) */
+	int *prim;           /* per flat value: its primary buffer */
+	int *rep_head, *rep_next, *rep_pl, *rep_buf, *rep_done, nrep, caprep;  /* other copies */
+	int *rec_event;      /* per flat node: event recorded after it; -1 none, -2 to be named */
+	int *wait_seen;      /* per flat node: last stream that waited on its event */
+	int *first_reader;   /* per flat value: first flat node reading it, or -1 */
+	unsigned char *keep; /* per flat value: read on another stream, so kept for the whole plan */
+	int swapv[TGT_MAX_OPERANDS], swapb[TGT_MAX_OPERANDS], nswap;   /* tgt_devs_bufs */
 } TgtDevs;
 
 /* Places f's nodes and values on device instances of machine m and adds the plan's devices,
  * spaces, streams (and, unpartitioned, links) to p.  `kind` is the device class the target
  * lowers to (DEV_GPU, ...), `space` the memory-space name values live in ("hbm", "sram",
- * "vmem"; NULL: the instance's largest device-wide space), `align` the heap alignment in
+ * "vmem"; NULL, or a name the instance lacks: its first device-wide space), `align` the heap alignment in
  * bytes.  Errors (an @device naming a class or instance the machine does not have, out of
  * memory): -1 with e set ("aicc: error: ...").  Free with tgt_devs_free. */
 int tgt_devs_init(TgtDevs *d, Plan *p, const TgtMachine *m, const Flat *f, DevKind kind,

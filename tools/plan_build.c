@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "frontend/frontend.h"
+#include "ir/diag.h"
 #include "passes/pass.h"
 #include "runtime/npy.h"
 #include "targets/target.h"
@@ -326,7 +327,7 @@ Plan *drv_build_plan(Module *m, const BuildOpts *o)
 		p = NULL;
 	}
 	if (!p)
-		fprintf(stderr, "%s\n", e.msg);
+		diag_print_located(e.msg);
 	return p;
 }
 
@@ -366,6 +367,10 @@ static Plan *rebuild_reference(const Plan *p, const char *precision, RtError *e)
 	else if (ir_verify(m) > 0 || ir_infer_shapes(m) > 0 || rebuild_phase(p, m) > 0)
 		rt_errorf(e, RT_EUSER, "--check: '%s' no longer verifies", p->source.model);
 	else {
+		/* the reference is the unpartitioned program: one device, whatever the source pins */
+		for (Graph *g = m->graphs; g; g = g->next)
+			ir_foreach_node(g, n)
+				n->annot.device = NULL;
 		BuildOpts o = { p->source.model, p->source.binds, "reference", NULL, NULL, 0, precision, p->source.init };
 		ref = drv_lower(m, &o, e);
 		if (ref && o.init && plan_set_source_init(ref, o.init, e) < 0) {

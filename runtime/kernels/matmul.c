@@ -6,13 +6,17 @@
  * opts->mma_in names a narrow operand format, A is rounded to it along its rows and B along its
  * columns (block scales run along K, as tensor cores consume them), then the products are
  * accumulated in f32; with opts->fp8_promote_k > 0 the accumulation follows the Hopper FP8
- * model of numerics.md §7 instead.  Integer products are exact in i64.
+ * model of numerics.md §7 instead.  With opts->fp8_scale the FP8 operands are first scaled
+ * (per tensor, per 1x128 tile, per 128x128 block, f32 scales) and the scales are multiplied in
+ * when the accumulator is promoted, as DeepSeek-V3 does (fp8_* below).  Integer products are
+ * exact in i64.
  * Specs: https://onnx.ai/onnx/operators/onnx__MatMul.html, onnx__Gemm.html,
  * onnx__MatMulInteger.html, onnx__QLinearMatMul.html.
  */
 #include "runtime/kernels/kernels_impl.h"
 
 #include <cblas.h>
+#include <float.h>
 
 /* ---- the Hopper FP8 accumulation model (numerics.md §7, DeepSeek-V3 §3.3.2) ---- */
 enum { HOP_FRAC = 13, HOP_MMA_K = 32 };
@@ -46,9 +50,11 @@ static double hopper_step(double acc, const double *p, int n)
 	return s == 0 ? 0 : trunc_to(s, ilog2(s) - HOP_FRAC);
 }
 
-float kn_hopper_dot(const float *a, const float *b, int64_t ldb, int64_t K, int promote_k)
+/* acc plus the K products a[k]*b[k*ldb] through the limited-precision tensor-core sum, promoted
+ * every promote_k products (0: only at the end): the partial sum times `scale` (the group's
+ * dequantization scales, numerics.md §7) rounded to f32 and added with RNE. */
+static float hopper_acc(float acc, const float *a, const float *b, int64_t ldb, int64_t K, int promote_k, double scale)
 {
-	float acc = 0;
 	double tc = 0, p[HOP_MMA_K];
 	int64_t since = 0;
 	for (int64_t k0 = 0; k0 < K; k0 += HOP_MMA_K) {
@@ -58,12 +64,109 @@ float kn_hopper_dot(const float *a, const float *b, int64_t ldb, int64_t K, int 
 		tc = hopper_step(tc, p, n);
 		since += n;
 		if (promote_k > 0 && since >= promote_k) {
-			acc = acc + (float)tc;   /* promotion: round to f32, add with RNE */
+			acc = acc + (float)(tc * scale);   /* promotion: round to f32, add with RNE */
 			tc = 0;
 			since = 0;
 		}
 	}
-	return acc + (float)tc;
+	return since ? acc + (float)(tc * scale) : acc;
+}
+
+float kn_hopper_dot(const float *a, const float *b, int64_t ldb, int64_t K, int promote_k)
+{
+	return hopper_acc(0, a, b, ldb, K, promote_k, 1);
+}
+
+/* ---- scaled FP8 operands ----
+ * Per tensor (Transformer Engine current scaling, numerics.md §5): scale = fp32(max/amax)
+ * (FLT_MAX when that overflows, 1 when amax = 0), q = sat(x * scale), decode scale fp32(1/scale).
+ * Per 1x128 tile or 128x128 block (DeepSeek-V3, arXiv 2412.19437 §3.3.1; inference/kernel.py
+ * act_quant; numerics.md §5): s = fp32(max(amax, 1e-4) / max), q = sat(x / s), s kept in f32
+ * (not E8M0); a short edge block takes the amax of what it holds (zero padding changes no amax).
+ * `max` is the element format's largest finite value (448 for E4M3).  The product sums q_a*q_b per
+ * 128-element K group and multiplies the group's s_a*s_b in at promotion (§3.3.2): every
+ * fp8_promote_k products on the Hopper model, or once per group with f32 accumulation. */
+#define FP8_GROUP 128          /* K elements per scale group (DeepSeek-V3 §3.3.1) */
+#define FP8_AMAX_FLOOR 1e-4f   /* DeepSeek-V3 inference/kernel.py act_quant: max(amax, 1e-4) */
+
+/* Quantizes the rb x kb block at x (row stride K) in place to fmt codes; returns its decode scale. */
+static float fp8_block(DType fmt, int tensor, float *x, int64_t K, int64_t rb, int64_t kb)
+{
+	float amax = 0, fmax_ = rt_round(fmt, FLT_MAX, 1), enc, dec;   /* saturation: the largest finite */
+	for (int64_t r = 0; r < rb; r++)
+		for (int64_t k = 0; k < kb; k++)
+			amax = fmaxf(amax, fabsf(x[r * K + k]));   /* NaN ignored: it stays NaN below */
+	if (tensor) {
+		enc = amax > 0 ? fmax_ / amax : 1.0f;
+		if (isinf(enc))
+			enc = FLT_MAX;
+		dec = 1.0f / enc;
+	} else {
+		dec = fmaxf(amax, FP8_AMAX_FLOOR) / fmax_;
+		enc = 0;   /* DeepSeek divides by s */
+	}
+	for (int64_t r = 0; r < rb; r++)
+		for (int64_t k = 0; k < kb; k++) {
+			float *v = &x[r * K + k];
+			*v = rt_round(fmt, tensor ? *v * enc : *v / dec, 1);
+		}
+	return dec;
+}
+
+/* Quantizes rows x K at x in blocks of rb rows by gk K elements; sc[r * ng + g] is the decode
+ * scale of row r's K group g (ng groups of FP8_GROUP; one group spanning K when gk = K). */
+static void fp8_operand(DType fmt, int tensor, float *x, int64_t rows, int64_t K, int64_t rb, int64_t gk, float *sc,
+			int64_t ng)
+{
+	for (int64_t r0 = 0; r0 < rows; r0 += rb)
+		for (int64_t k0 = 0; k0 < K; k0 += gk) {
+			int64_t nr = rows - r0 < rb ? rows - r0 : rb, nk = K - k0 < gk ? K - k0 : gk;
+			float d = fp8_block(fmt, tensor, x + r0 * K + k0, K, nr, nk);
+			for (int64_t r = r0; r < r0 + nr; r++)
+				for (int64_t g = k0 / FP8_GROUP; g < ng && g * FP8_GROUP < k0 + nk; g++)
+					sc[r * ng + g] = d;
+		}
+}
+
+/* One output of the scaled product: per scale group (all of K for a tensor scale), the sum of
+ * code products on the Hopper model (promote_k > 0) or in f32, times the group's scales. */
+static float fp8_dot(const float *a, const float *sa, const float *b, const float *sb, int64_t K, int64_t gk,
+		     int promote_k)
+{
+	float acc = 0;
+	for (int64_t k0 = 0, g = 0; k0 < K; k0 += gk, g++) {
+		int64_t n = K - k0 < gk ? K - k0 : gk;
+		double scale = (double)sa[g] * (double)sb[g];
+		if (promote_k > 0) {
+			acc = hopper_acc(acc, a + k0, b + k0, 1, n, promote_k, scale);
+			continue;
+		}
+		float part = 0;
+		for (int64_t k = k0; k < k0 + n; k++)
+			part = part + a[k] * b[k];   /* products of FP8 codes are exact in f32 */
+		acc = acc + (float)(part * scale);
+	}
+	return acc;
+}
+
+/* C := A B with aq (M x K) and bq (N x K, B transposed) rounded to o->mma_in under o->fp8_scale. */
+static int mm_fp8_scaled(const RtExecOpts *o, int64_t M, int64_t N, int64_t K, float *aq, float *bq, float *C, RtError *e)
+{
+	int tensor = o->fp8_scale == RT_FP8_TENSOR;
+	int64_t gk = tensor ? (K ? K : 1) : FP8_GROUP, ng = tensor ? 1 : (K + FP8_GROUP - 1) / FP8_GROUP;
+	int64_t ra = tensor ? M : 1, rb = tensor ? N : o->fp8_scale == RT_FP8_128X128 ? FP8_GROUP : 1;
+	float *sa = rt_malloc((size_t)(M * ng + 1) * sizeof *sa), *sb = rt_malloc((size_t)(N * ng + 1) * sizeof *sb);
+	if (!sa || !sb) {
+		rt_free(sa), rt_free(sb);
+		return rt_errorf(e, RT_ENOMEM, "out of memory for FP8 scales");
+	}
+	fp8_operand(o->mma_in, tensor, aq, M, K, ra ? ra : 1, gk, sa, ng);
+	fp8_operand(o->mma_in, tensor, bq, N, K, rb ? rb : 1, gk, sb, ng);
+	for (int64_t i = 0; i < M; i++)
+		for (int64_t j = 0; j < N; j++)
+			C[i * N + j] = fp8_dot(aq + i * K, sa + i * ng, bq + j * K, sb + j * ng, K, gk, o->fp8_promote_k);
+	rt_free(sa), rt_free(sb);
+	return 0;
 }
 
 /* ---- low-precision operands ---- */
@@ -116,6 +219,10 @@ static int mm_lowp(const RtExecOpts *o, int64_t M, int64_t N, int64_t K, const f
 	}
 	copy_rows(A, lda, ta, M, K, aq);
 	copy_rows(B, ldb, !tb, N, K, bq);
+	if (o->fp8_scale != RT_FP8_NONE) {
+		rc = mm_fp8_scaled(o, M, N, K, aq, bq, C, e);
+		goto out;
+	}
 	if (quant_rows(o, o->mma_in, aq, M, K, e) < 0 || quant_rows(o, o->mma_in, bq, N, K, e) < 0)
 		goto out;
 	if (o->fp8_promote_k > 0) {

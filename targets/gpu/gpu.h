@@ -26,6 +26,7 @@ typedef struct GpuArch {
 	double hbm_bw;                    /* achievable bytes/s: bandwidth x efficiency */
 	double sfu;                       /* exp2/s per SM */
 	double fma;                       /* f32 FMA/s per SM (vector pipe) */
+	double l2, l2_bw;                 /* L2 bytes (0: not in the machine file); bytes/s (0: unknown) */
 	double launch, graph_launch;      /* seconds per kernel launch, on a stream / in a graph */
 	double eff_gemm, overlap_attn;    /* efficiency factors from the machine file */
 	int cluster_max;
@@ -39,13 +40,15 @@ typedef enum GpuScale { SCALE_NONE, SCALE_TENSOR, SCALE_1X128, SCALE_128X128 } G
 typedef struct GpuPolicy {
 	DType mma;          /* MMA operand format of matrix products */
 	int promote;        /* Hopper FP8: promotion interval in K elements (0: none) */
-	GpuScale scale;     /* FP8 scaling granularity of the weights (activations 1x128 when block) */
+	GpuScale scale;     /* FP8 scaling granularity of the weights (activations 1x128 when block);
+			       interpreted by runtime/kernels/matmul.c through RtExecOpts.fp8_scale */
 	int graph;          /* kernels launched from a CUDA graph */
 } GpuPolicy;
 
 /* ---- one kernel's cost, as recorded ---- */
 typedef struct GpuCost {
 	double mma, smem, hbm, sfu, fma;  /* seconds each resource is busy (already x waves) */
+	double l2;                        /* L2-to-SM operand traffic (0 without an L2 bandwidth) */
 	double overlap;                   /* fraction of min(mma, max(sfu, fma)) hidden (1 for GEMM) */
 	double fixed;                     /* launch + pipeline fill + exposed epilogue */
 } GpuCost;
@@ -58,6 +61,8 @@ typedef struct GemmShape {
 	double out_bytes;                 /* bytes per output element */
 	GpuScale scale;
 	int promote;
+	double b_bytes;                   /* HBM bytes per element of B when stored narrower than
+					     `in` (weights quantized at load, w4a16); 0: as `in` */
 } GemmShape;
 
 typedef struct GemmTile {
@@ -68,6 +73,11 @@ typedef struct GemmTile {
 	int cta2;
 	int64_t tiles, units, waves;
 	double smem_bytes, tmem_cols;
+	char raster;                      /* L2 rasterisation: 'N' (groups of tile rows walk N),
+					     'M', or 0 when both operands fit in L2 */
+	int group;                        /* tile rows (columns) per raster group */
+	double reload_a, reload_b;        /* HBM reads of each operand (backends.md §1b) */
+	double l2_foot;                   /* bytes one wave keeps in L2 */
 	GpuCost c;
 	double t;
 } GemmTile;
@@ -90,6 +100,7 @@ typedef struct AttnTile {
 	double emu;                       /* fraction of exponentials on the FMA pipe */
 	int poly;                         /* exp2 polynomial degree (0: all on the SFU) */
 	int64_t tiles, waves;
+	double kv_reload;                 /* HBM reads of K/V (1: the heads in flight fit in L2) */
 	GpuCost c;
 	double t;
 } AttnTile;
@@ -109,6 +120,11 @@ typedef struct GpuHooks {
 	/* Tiling of a prefill attention: fills t. */
 	void (*attn)(const GpuArch *a, const AttnShape *s, AttnTile *t);
 	int hopper_fp8;                   /* fp8 GEMMs promote (sm_90) */
+	/* Composite machines: a node placed on a device that is not a GPU (vera-rubin's LPU pool)
+	 * gets its unit, tiling (pi->tile may point into ctx until the next call) and cost from this
+	 * hook; NULL: such a placement is an error. */
+	int (*foreign)(void *ctx, const Plan *p, int device, const Flat *f, int node, PlanInstr *pi, RtError *e);
+	void *ctx;
 } GpuHooks;
 
 Plan *gpu_lower(const TgtInput *in, const GpuHooks *h, RtError *e);

@@ -1,15 +1,19 @@
 /* targets/gpu/lower.c: the lowering walk of the GPU targets (hopper, blackwell).
  *
- * A shape-inferred graph becomes a one-GPU plan: calls flattened (targets/flatten.c), one kernel
- * per node in graph order on one stream, float values held in bf16 (explicit conversions keep
+ * A shape-inferred graph becomes a GPU plan: calls flattened (targets/flatten.c), one kernel
+ * per node in graph order on the stream of the GPU it is placed on (one GPU unless the graph is
+ * partitioned: targets/devices.c lowers placements, transfers and collectives), float values held in bf16 (explicit conversions keep
  * their dtype, integers stay integers), buffers in HBM placed first-fit with reuse after their
- * last use.  Each kernel gets its numerics (RtExecOpts: the MMA operand format, the Hopper FP8
- * promotion interval, the software exp2) and its tiling and cost as `t.*` attributes: matrix
+ * last use.  Each kernel gets its numerics (RtExecOpts: the MMA operand format, the FP8 operand
+ * scaling, the Hopper FP8 promotion interval, the software exp2) and its tiling and cost as `t.*`
+ * attributes (the L2 reuse decision included): matrix
  * products and attention from the target's hooks (targets/<t>/tile.c), every other node as a
  * memory-bound kernel.  Nodes of a fusion group (passes/fuse.c: attribute fusion_group) after
  * the first run inside the first one's kernel: no launch, no HBM traffic for values the group
- * produces itself.  The precision policy is --precision FORMAT[+OPTION]... (docs/targets-gpu.md);
- * a node's own `precision` attribute (the quantization pass) overrides it. */
+ * produces itself.  Weight-only transforms of parameters (the quantization pass's weight
+ * Quantize nodes and their Transposes) run once at load: t.phase="load", no per-step cost.  The
+ * precision policy is --precision FORMAT[+OPTION]... (docs/targets-gpu.md); a node's own
+ * `precision` attribute (the quantization pass) overrides it. */
 #include "targets/gpu/gpu.h"
 
 #include <math.h>
@@ -34,9 +38,8 @@ typedef struct GpuLw {
 	Plan *p;
 	Flat f;
 	int *buf, *gfirst, *glast;   /* flat value -> buffer; flat node -> first/last node of its group */
-	int space, stream;
 	RtError *e;
-	TgtHeap heap;        /* first-fit placement (targets/heap.c) */
+	TgtDevs devs;        /* GPUs used, their HBM heaps and streams (targets/devices.c) */
 } GpuLw;
 
 static void put(Ann *t, const char *key, const char *fmt, ...)
@@ -57,6 +60,8 @@ static void put_cost(Ann *t, const GpuCost *c)
 	put(t, "mma_us", "%.4g", c->mma * 1e6);
 	put(t, "smem_us", "%.4g", c->smem * 1e6);
 	put(t, "hbm_us", "%.4g", c->hbm * 1e6);
+	if (c->l2 > 0)
+		put(t, "l2_us", "%.4g", c->l2 * 1e6);
 	put(t, "sfu_us", "%.4g", c->sfu * 1e6);
 	put(t, "fma_us", "%.4g", c->fma * 1e6);
 	put(t, "overlap", "%.4g", c->overlap);
@@ -109,8 +114,13 @@ static int parse_policy(GpuLw *w, const char *spec)
 	if (!dev_supports(w->a.dev, p->mma) || !num_has(&w->a.dev->peak[p->mma]))
 		return rt_errorf(w->e, RT_EUSER, "aicc: error: target %s (%s) has no %s matrix instruction", w->h->target,
 				 w->a.dev->arch ? w->a.dev->arch : "?", rt_dtype_name(p->mma));
-	if (p->mma == DT_F8E4M3 && p->scale == SCALE_NONE)
-		p->scale = SCALE_128X128;          /* DeepSeek-V3 recipe (hardware.md §3.3) */
+	/* Block scales are multiplied in when the accumulator is promoted (DeepSeek-V3 §3.3.2), so
+	 * Hopper without promotion can only scale per tensor. */
+	if (p->mma == DT_F8E4M3 && p->promote < 0 && w->h->hopper_fp8 && (p->scale == SCALE_1X128 || p->scale == SCALE_128X128))
+		return rt_errorf(w->e, RT_EUSER, "aicc: error: --precision '%s': 1x128/128x128 scales are applied when the FP8 "
+				 "accumulator is promoted (DeepSeek-V3 §3.3.2); +nopromote needs +tensor", spec);
+	if (p->mma == DT_F8E4M3 && p->scale == SCALE_NONE)   /* DeepSeek-V3 recipe (hardware.md §3.3) */
+		p->scale = p->promote < 0 && w->h->hopper_fp8 ? SCALE_TENSOR : SCALE_128X128;
 	if (p->mma == DT_F8E4M3 && w->h->hopper_fp8)
 		p->promote = p->promote < 0 ? -1 : 128;   /* N_C = 128 (numerics.md §7) */
 	else
@@ -125,6 +135,10 @@ static DType gpu_dtype(const GpuLw *w, const FlatVal *v)
 		return v->dt;
 	if (v->def >= 0) {
 		const Node *n = w->f.nodes[v->def].n;
+		/* Quantize {to} returns its values dequantized in its input's dtype (ir/ops.def) */
+		if (n->op == OP_Quantize && w->f.nodes[v->def].nin >= 1 && w->f.nodes[v->def].in[0] >= 0 &&
+		    rt_dtypes[v->dt].kind == K_FLOAT && rt_dtypes[v->dt].bits >= 16)
+			return gpu_dtype(w, &w->f.vals[w->f.nodes[v->def].in[0]]);
 		if (n->op == OP_Cast || n->op == OP_CastLike || (ir_ops[n->op].flags & F_QOP))
 			return v->dt;
 	}
@@ -138,8 +152,7 @@ static DType gpu_dtype(const GpuLw *w, const FlatVal *v)
 
 static int add_buffer(GpuLw *w, int v)
 {
-	w->buf[v] = tgt_add_buffer(w->p, &w->heap, &w->f, v, gpu_dtype(w, &w->f.vals[v]), w->space, NULL, w->e);
-	return w->buf[v] < 0 ? -1 : 0;
+	return tgt_devs_value(&w->devs, w->p, &w->f, v, gpu_dtype(w, &w->f.vals[v]), w->buf, w->in->m->dir, w->e);
 }
 
 
@@ -152,13 +165,15 @@ static double numel(const FlatVal *v)
 	return n;
 }
 
-/* The MMA format of node n: its `precision` attribute, or the policy for matrix products. */
+/* The MMA format of node n: its `precision` attribute, or the policy for matrix products.  A
+ * precision the tensor cores lack (f32, f64: a node the quantization pass kept wide, such as a
+ * first or last layer) runs at bf16, the format its buffers hold, not at the policy's. */
 static DType node_format(const GpuLw *w, const Node *n, int matmul)
 {
 	const char *pr = rt_attr_str(&n->attrs, "precision", NULL);
 	DType dt;
-	if (pr && parse_format(pr, &dt) == 0 && dev_supports(w->a.dev, dt) && num_has(&w->a.dev->peak[dt]))
-		return dt;
+	if (pr && parse_format(pr, &dt) == 0)
+		return dev_supports(w->a.dev, dt) && num_has(&w->a.dev->peak[dt]) ? dt : DT_BF16;
 	return matmul ? w->pol.mma : DT_BF16;
 }
 
@@ -167,6 +182,104 @@ static double launch(const GpuLw *w) { return w->pol.graph ? w->a.graph_launch :
 static const char *scale_name(GpuScale s)
 {
 	return s == SCALE_TENSOR ? "tensor" : s == SCALE_1X128 ? "1x128" : s == SCALE_128X128 ? "1x128,128x128" : "none";
+}
+
+/* ---- weight transforms done once at load ----
+ * Weights are quantized (and transposed, cast, reshaped) once when the model is loaded, not at
+ * every step: TensorRT-LLM and vLLM convert checkpoints to their quantized layout offline or at
+ * load (backends.md §1).  A value is load-time when it is a parameter or the output of a weight
+ * transform (a quantize/dequantize, Cast, Transpose or view) whose inputs are all load-time; the
+ * kernel computing it still runs in the interpreter (numerics unchanged) but costs nothing per
+ * step: it records t.phase="load" and its time as t.load_us. */
+static int weight_transform(const Node *n)
+{
+	return (ir_ops[n->op].flags & (F_QOP | F_VIEW)) || n->op == OP_Cast || n->op == OP_CastLike || n->op == OP_Transpose;
+}
+
+static int load_value(const GpuLw *w, int v)
+{
+	if (v < 0)
+		return 1;   /* an absent optional input */
+	const FlatVal *fv = &w->f.vals[v];
+	if (fv->def < 0)
+		return fv->v && fv->v->kind == V_PARAM;
+	const FlatNode *fn = &w->f.nodes[fv->def];
+	if (!weight_transform(fn->n))
+		return 0;
+	for (int k = 0; k < fn->nin; k++)
+		if (!load_value(w, fn->in[k]))
+			return 0;
+	return 1;
+}
+
+/* Whether flat node i is a weight transform run once at load (outside any fusion group). */
+static int load_kernel(const GpuLw *w, int i)
+{
+	const FlatNode *fn = &w->f.nodes[i];
+	if (w->gfirst[i] >= 0 || !weight_transform(fn->n) || fn->nin < 1)
+		return 0;
+	for (int k = 0; k < fn->nin; k++)
+		if (!load_value(w, fn->in[k]))
+			return 0;
+	return 1;
+}
+
+/* Bytes per element a GEMM reads for its weight operand v when v was quantized at load to a
+ * narrower storage format than the MMA's (w4a16: int4 codes plus one f32 scale per group, the
+ * dequantization to the MMA format happening in the kernel's mainloop, as Marlin-style W4A16
+ * kernels do); 0 when v is not such a weight. */
+static double load_weight_bytes(const GpuLw *w, int v)
+{
+	while (v >= 0 && w->f.vals[v].def >= 0 && load_value(w, v)) {
+		const FlatNode *fn = &w->f.nodes[w->f.vals[v].def];
+		if (fn->n->op == OP_Quantize) {
+			const char *to = rt_attr_str(&fn->n->attrs, "to", NULL);
+			DType dt = to ? rt_dtype_lookup(to) : DT_INVALID;
+			int64_t g = rt_attr_int(&fn->n->attrs, "group", -2);
+			if (dt == DT_INVALID)
+				return 0;
+			double b = gpu_elem_bytes(dt);
+			if (g > 0)
+				b += 4.0 / (double)g;          /* f32 scale per group (runtime/quant.c) */
+			return b;
+		}
+		if (fn->nin < 1)
+			return 0;
+		v = fn->in[0];
+	}
+	return 0;
+}
+
+/* The L2 decision of a GEMM tile (gpu/model.c gemm_l2): what is re-read from HBM and why. */
+static void put_l2(Ann *t, const GpuArch *a, const GemmTile *g)
+{
+	double mb = a->l2 / 1e6;
+	if (a->l2 <= 0)
+		put(t, "l2", "not in the machine file: operands read once");
+	else if (!g->raster)
+		put(t, "l2", "operands %.3g MB fit in %.3g MB: read once", g->l2_foot / 1e6, mb);
+	else if (g->raster == 'T')
+		put(t, "l2", "a wave's panels (%.3g MB) exceed %.3g MB: each wave reads its own, A x%.3g, B x%.3g", g->l2_foot / 1e6,
+		    mb, g->reload_a, g->reload_b);
+	else
+		put(t, "l2", "raster along %c in groups of %d tile %s (wave %.3g MB of %.3g MB): A x%.0f, B x%.0f from HBM",
+		    g->raster == 'N' ? 'N' : 'M', g->group, g->raster == 'N' ? "rows" : "columns", g->l2_foot / 1e6, mb,
+		    g->reload_a, g->reload_b);
+}
+
+/* The interpreter's operand scaling (runtime/kernels/matmul.c) for a GEMM scaled as sc. */
+static int fp8_scale_opt(GpuScale sc)
+{
+	return sc == SCALE_TENSOR ? RT_FP8_TENSOR : sc == SCALE_1X128 ? RT_FP8_1X128 : sc == SCALE_128X128 ? RT_FP8_128X128
+	       : RT_FP8_NONE;
+}
+
+/* Whether both operands already are FP8 tensors: their values are on the E4M3 grid as given
+ * (scale 1), so the kernel scales nothing. */
+static int fp8_operands(const FlatVal *A, const FlatVal *B)
+{
+	return rt_dtypes[A->dt].bits == 8 && rt_dtypes[A->dt].kind == K_FLOAT && rt_dtypes[B->dt].bits == 8 &&
+	       rt_dtypes[B->dt].kind == K_FLOAT;
 }
 
 static int gemm_kernel(GpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
@@ -182,17 +295,18 @@ static int gemm_kernel(GpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 	s.batch = 1;
 	for (int i = 0; i + 2 < Y->rank; i++)
 		s.batch *= Y->dims[i];
+	s.b_bytes = load_weight_bytes(w, fn->in[1]);
+	if (s.b_bytes >= gpu_elem_bytes(s.in))
+		s.b_bytes = 0;   /* not narrower than the MMA operand: read as the MMA format */
 	if (s.in == DT_F8E4M3)
-		s.scale = w->pol.scale, s.promote = w->pol.promote > 0 ? w->pol.promote : 0;
+		s.scale = fp8_operands(A, B) ? SCALE_NONE : w->pol.scale, s.promote = w->pol.promote > 0 ? w->pol.promote : 0;
 	GemmTile tile = { 0 };
 	char why[256] = "";
 	if (s.M == 0 || s.N == 0 || s.K == 0 || !w->h->gemm(&w->a, &s, &tile, why, sizeof why))
 		return 0;
 	tile.c.fixed += launch(w);
-	/* The interpreter has no 1x128 f32-scale codec: FP8 operands are quantized with the MXFP8
-	 * codec (E4M3 elements, a power-of-two scale per 32 along K), the nearest block-scaled E4M3
-	 * it has; without any scale, activations of small magnitude would flush to zero. */
-	pi->opts.mma_in = s.in == DT_F8E4M3 ? DT_MXFP8 : s.in;
+	pi->opts.mma_in = s.in;
+	pi->opts.fp8_scale = fp8_scale_opt(s.scale);
 	if (w->pol.promote && s.in == DT_F8E4M3)   /* +nopromote: one promotion at the end of K */
 		pi->opts.fp8_promote_k = w->pol.promote > 0 ? w->pol.promote : (int)((s.K + 31) / 32 * 32);
 	put(t, "kind", "gemm");
@@ -215,6 +329,10 @@ static int gemm_kernel(GpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 	if (rt_dtypes[s.in].kind == K_BLOCK)
 		put(t, "block_scale", "%s per %d, scale tiles via tcgen05.cp to TMEM", rt_dtype_name(rt_dtypes[s.in].scale),
 		    rt_dtypes[s.in].block);
+	put_l2(t, &w->a, &tile);
+	if (s.b_bytes > 0)
+		put(t, "weight", "%.4g bytes/element in HBM (quantized at load), converted to %s in the mainloop", s.b_bytes,
+		    rt_dtype_name(s.in));
 	if (*why)
 		put(t, "why", "%s", why);
 	put_cost(t, &tile.c);
@@ -257,6 +375,9 @@ static int attn_kernel(GpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 	put(t, "tiles", "%lld", (long long)tile.tiles);
 	put(t, "exp2", "%.0f%% polynomial (degree %d) on the FMA pipe, %.0f%% on the SFU", tile.emu * 100, tile.poly,
 	    (1 - tile.emu) * 100);
+	if (!tile.decode)
+		put(t, "l2", tile.kv_reload > 1 ? "K/V of the heads in flight exceed L2: read once per wave of a head's Q tiles, x%.0f"
+			  : "K/V of the heads in flight fit in L2: read once", tile.kv_reload);
 	put_cost(t, &tile.c);
 	return 1;
 }
@@ -312,6 +433,11 @@ static void mem_kernel(GpuLw *w, int i, PlanInstr *pi, Ann *t)
 	}
 	if (grp && !lead)
 		put(t, "fused", "into %s", w->p->buffers[w->buf[w->f.nodes[w->gfirst[i]].out[0]]].name);
+	if (load_kernel(w, i)) {
+		put(t, "phase", "load");
+		put(t, "load_us", "%.4g", gpu_cost_total(&c) * 1e6);
+		c = (GpuCost){ .overlap = 1 };
+	}
 	put_cost(t, &c);
 }
 
@@ -320,8 +446,20 @@ static int add_kernel(GpuLw *w, int i)
 	const FlatNode *fn = &w->f.nodes[i];
 	int ins[TGT_MAX_OPERANDS], outs[TGT_MAX_OPERANDS];
 	PlanInstr pi;
+	if (tgt_devs_handles(&w->devs, &w->f, i))     /* transfers, collectives, weight shards */
+		return tgt_devs_emit(&w->devs, w->p, &w->f, i, w->buf, NULL, w->e);
+	tgt_devs_bufs(&w->devs, &w->f, i, w->buf);
 	if (tgt_kernel_instr(&pi, w->p, &w->f, i, w->buf, ins, outs, w->e) < 0)
 		return -1;
+	int dev = w->devs.dev[w->devs.node_pl[i]];
+	if (strcmp(w->p->devices[dev].kind, "gpu")) {
+		if (!w->h->foreign)
+			return rt_errorf(w->e, RT_EUSER, "aicc: error: target %s places '%s' on device '%s', which is not a GPU",
+					 w->h->target, w->f.vals[fn->out[0]].name, w->p->devices[dev].name);
+		if (w->h->foreign(w->h->ctx, w->p, dev, &w->f, i, &pi, w->e) < 0)
+			return -1;
+		return tgt_devs_emit(&w->devs, w->p, &w->f, i, w->buf, &pi, w->e);
+	}
 	Ann t = { .n = 0 };
 	unsigned fl_op = ir_ops[fn->n->op].flags;
 	int done = 0;
@@ -334,7 +472,7 @@ static int add_kernel(GpuLw *w, int i)
 		mem_kernel(w, i, &pi, &t);
 	}
 	pi.tile = t.kv, pi.ntile = t.n;
-	return plan_add_instr(w->p, w->stream, &pi, w->e) < 0 ? -1 : 0;
+	return tgt_devs_emit(&w->devs, w->p, &w->f, i, w->buf, &pi, w->e);
 }
 
 static int lower_body(GpuLw *w)
@@ -343,10 +481,10 @@ static int lower_body(GpuLw *w)
 		if (add_buffer(w, w->f.inputs[i]) < 0)
 			return -1;
 	for (int i = 0; i < w->f.nparams; i++)
-		if (add_buffer(w, w->f.params[i]) < 0 || tgt_add_const(w->p, w->buf[w->f.params[i]], &w->f.vals[w->f.params[i]], w->in->m->dir, w->e) < 0)
+		if (add_buffer(w, w->f.params[i]) < 0)
 			return -1;
 	for (int i = 0; i < w->f.nnodes; i++) {
-		tgt_heap_release(&w->heap, &w->f, i);
+		tgt_devs_release(&w->devs, &w->f, i);
 		for (int k = 0; k < w->f.nodes[i].nout; k++)
 			if (add_buffer(w, w->f.nodes[i].out[k]) < 0)
 				return -1;
@@ -371,21 +509,21 @@ static int lower_setup(GpuLw *w)
 	if (gpu_arch(d, &w->a, w->e) < 0 || parse_policy(w, w->in->precision) < 0)
 		return -1;
 	w->p = plan_new(w->h->target, tm->desc->machine, tm->desc->machine_hash, w->e);
-	if (!w->p || tgt_machine_copy(tm, w->p, w->e) < 0)
+	if (!w->p)
 		return -1;
 	if (plan_set_source(w->p, w->in->model, w->in->binds, w->in->precision ? w->in->precision : "bf16", w->e) < 0)
 		return -1;
-	char sp[128];
-	snprintf(sp, sizeof sp, "%s.hbm", d->id);
-	if ((w->space = plan_find_space(w->p, sp)) < 0)
-		return rt_errorf(w->e, RT_EUSER, "aicc: error: machine '%s' has no HBM space '%s'", tm->m->name, sp);
-	w->stream = plan_add_stream(w->p, "main", w->p->spaces[w->space].device, w->e);
+	if (tgt_devs_init(&w->devs, w->p, tm, &w->f, DEV_GPU, "hbm", ALIGN, w->e) < 0)
+		return -1;
+	if (strcmp(w->p->spaces[w->devs.space[0]].name + strlen(w->p->devices[w->devs.dev[0]].name), ".hbm") &&
+	    !strcmp(w->p->devices[w->devs.dev[0]].kind, "gpu"))
+		return rt_errorf(w->e, RT_EUSER, "aicc: error: machine '%s' has no HBM space on '%s'", tm->m->name,
+				 w->p->devices[w->devs.dev[0]].name);
 	size_t n = (size_t)w->f.nvals + 1, nn = (size_t)w->f.nnodes + 1;
 	w->buf = malloc(sizeof(int) * n);
-	int heap_ok = tgt_heap_init(&w->heap, (int)n, ALIGN) == 0;
 	w->gfirst = malloc(sizeof(int) * nn);
 	w->glast = malloc(sizeof(int) * nn);
-	if (w->stream < 0 || !w->buf || !heap_ok || !w->gfirst || !w->glast)
+	if (!w->buf || !w->gfirst || !w->glast)
 		return rt_errorf(w->e, RT_ENOMEM, "out of memory lowering the graph");
 	return 0;
 }
@@ -405,7 +543,7 @@ Plan *gpu_lower(const TgtInput *in, const GpuHooks *h, RtError *e)
 	}
 	tgt_flat_free(&w.f);
 	free(w.buf), free(w.gfirst), free(w.glast);
-	tgt_heap_free(&w.heap);
+	tgt_devs_free(&w.devs);
 	if (rc < 0) {
 		plan_free(w.p);
 		return NULL;
@@ -427,6 +565,7 @@ double gpu_cost(const Plan *p, int stream, const PlanInstr *in)
 	if (in->kind != PI_KERNEL || tval(in, "fixed_us", -1) < 0)
 		return rt_cost_roofline(p, stream, in);
 	GpuCost c = { .mma = tval(in, "mma_us", 0), .smem = tval(in, "smem_us", 0), .hbm = tval(in, "hbm_us", 0),
+		      .l2 = tval(in, "l2_us", 0),
 		      .sfu = tval(in, "sfu_us", 0), .fma = tval(in, "fma_us", 0), .overlap = tval(in, "overlap", 1),
 		      .fixed = tval(in, "fixed_us", 0) };
 	double t = gpu_cost_total(&c) * 1e-6;

@@ -5,7 +5,10 @@
  * pipe), with wave quantization ceil(tiles / SMs) and tile quantization (partial edge tiles cost
  * a full tile) kept exact.  GEMM follows backends.md §1b line by line; fused attention prices one
  * (Q tile x K/V block) step and schedules the tiles on the SMs longest-first; decode attention
- * is the memory-bound split-KV roofline of §1b.  Every rate and efficiency comes from GpuArch,
+ * is the memory-bound split-KV roofline of §1b.  HBM traffic counts the operand re-reads the L2
+ * cannot absorb (gemm_l2, attn_kv_reload: backends.md §1b reload_A/reload_B, from the machine's
+ * L2 capacity), and an L2 bandwidth, when the machine gives one, makes the L2-to-SMEM traffic a
+ * resource.  Every rate and efficiency comes from GpuArch,
  * which gpu_arch() reads from the machine description; the only constants here are instruction
  * counts of the algorithms themselves, each derived where it is defined. */
 #include "targets/gpu/gpu.h"
@@ -62,6 +65,9 @@ int gpu_arch(const Device *d, GpuArch *a, RtError *e)
 	a->hbm_bw = hbm->bandwidth.v * (num_has(&hbm->efficiency) ? hbm->efficiency.v : 1);
 	a->sfu = d->sfu.rate.v;
 	a->fma = d->vpeak[DT_F32].v / 2 / a->sms;
+	const MemSpace *l2 = dev_mem_kind(d, MEM_L2);
+	a->l2 = l2 && num_has(&l2->capacity) ? l2->capacity.v : 0;
+	a->l2_bw = l2 && num_has(&l2->bandwidth) ? l2->bandwidth.v : 0;
 	a->launch = l->latency.v;
 	a->graph_launch = g && num_has(&g->latency) ? g->latency.v : a->launch;
 	a->eff_gemm = dev_efficiency(d, "gemm", 1);
@@ -75,13 +81,64 @@ int gpu_arch(const Device *d, GpuArch *a, RtError *e)
 double gpu_cost_total(const GpuCost *c)
 {
 	double soft = fmax(c->sfu, c->fma);
-	double busy = fmax(fmax(c->mma, soft), fmax(c->smem, c->hbm));
+	double busy = fmax(fmax(c->mma, soft), fmax(fmax(c->smem, c->hbm), c->l2));
 	return c->fixed + busy + (1 - c->overlap) * fmin(c->mma, soft);
 }
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 /* ---- GEMM (backends.md §1b) ---- */
+/* L2 reuse of the operands across tiles: backends.md §1b's reload_A/reload_B, the number of
+ * times an operand is fetched from HBM because L2 does not hold it across tiles.  Per batch
+ * matrix, with A = M·K·s_A and B = N·K·s_B bytes, panels p_A = BM·K·s_A and p_B = BN·K·s_B, and
+ * U = min(units, tiles) tiles in flight:
+ *   A + B <= L2                      both read once (the model without L2);
+ *   else, rasterised in groups of g tile rows walking N (CUTLASS's threadblock swizzle, Triton's
+ *   GROUP_SIZE_M "L2 cache optimizations"): a wave touches r = min(g, mt) A panels and
+ *   c = min(ceil(U/r), nt) B panels; when r·p_A + c·p_B <= L2 the group's A panels stay in L2
+ *   while B streams past, so A is read once and B once per group: reload_B = ceil(mt/r)
+ *   (1 when all of B fits beside the group's A panels); symmetrically walking M;
+ *   the raster with the least HBM traffic over g in {1, 2, 4, 8, 16} (CUTLASS's swizzle sizes)
+ *   is taken; if no wave's panels fit, the tiles in flight (about sqrt(U) rows by U/sqrt(U)
+ *   columns) stream their panels in step along K and share each read, and every wave reads its
+ *   panels again: waves·(r·p_A + c·p_B) bytes.
+ * [E: LRU-ideal L2, no set conflicts; the L2 is the machine's capacity, hardware.md §2.] */
+static double gemm_l2(const GpuArch *a, const GemmShape *s, GemmTile *t, double sa, double sbw)
+{
+	int64_t mt = cdiv(s->M, t->bm), nt = cdiv(s->N, t->bn), tiles = mt * nt, U = t->units < tiles ? t->units : tiles;
+	double A = (double)s->M * s->K * sa, B = (double)s->N * s->K * sbw;
+	double pa = (double)t->bm * s->K * sa, pb = (double)t->bn * s->K * sbw;
+	t->raster = 0, t->group = 0, t->reload_a = t->reload_b = 1, t->l2_foot = A + B;
+	if (a->l2 <= 0 || A + B <= a->l2)
+		return A + B;
+	static const int gs[] = { 1, 2, 4, 8, 16 };
+	double best = INFINITY;
+	for (int dir = 0; dir < 2; dir++)          /* 0: groups of tile rows walk N; 1: columns walk M */
+		for (size_t i = 0; i < sizeof gs / sizeof gs[0]; i++) {
+			int64_t lines = dir ? nt : mt, other = dir ? mt : nt;
+			double pl = dir ? pb : pa, po = dir ? pa : pb, L = dir ? B : A, O = dir ? A : B;
+			int64_t r = gs[i] < lines ? gs[i] : lines, c = cdiv(U, r) < other ? cdiv(U, r) : other;
+			double foot = r * pl + c * po;
+			if (foot > a->l2)
+				continue;
+			double ro = O + r * pl <= a->l2 ? 1 : (double)cdiv(lines, r);
+			if (L + O * ro < best) {
+				best = L + O * ro;
+				t->raster = dir ? 'M' : 'N', t->group = (int)r, t->l2_foot = foot;
+				t->reload_a = dir ? ro : 1, t->reload_b = dir ? 1 : ro;
+			}
+		}
+	if (!isfinite(best)) {   /* no wave's panels fit: the tiles in flight stream their panels in
+				   step along K and share each read, the next wave reads them again */
+		int64_t r = (int64_t)ceil(sqrt((double)U)) < mt ? (int64_t)ceil(sqrt((double)U)) : mt;
+		int64_t c = cdiv(U, r) < nt ? cdiv(U, r) : nt, waves = cdiv(tiles, U);
+		t->raster = 'T', t->group = (int)r, t->l2_foot = r * pa + c * pb;
+		t->reload_a = (double)waves * r * pa / A, t->reload_b = (double)waves * c * pb / B;
+		best = (double)waves * t->l2_foot;
+	}
+	return best;
+}
+
 int gpu_gemm_eval(const GpuArch *a, const GemmShape *s, GemmTile *t)
 {
 	const Device *d = a->dev;
@@ -125,10 +182,15 @@ int gpu_gemm_eval(const GpuArch *a, const GemmShape *s, GemmTile *t)
 	t->units = (int64_t)(a->sms / cta);
 	t->waves = cdiv(t->tiles, t->units);
 	double hbm_sm = a->hbm_bw / a->sms;
-	double bytes = (double)s->batch * ((double)s->M * s->K * sa + (double)s->N * s->K * sbw + (double)s->M * s->N * s->out_bytes);
+	double bw_hbm = s->b_bytes > 0 ? s->b_bytes : sbw;   /* weights stored narrower (quantized at load) */
+	double bytes = (double)s->batch * (gemm_l2(a, s, t, sa, bw_hbm) + (double)s->M * s->N * s->out_bytes);
 	double epi_t = bm * t->bn * s->out_bytes / hbm_sm;
 	t->c = (GpuCost){ .mma = t->waves * mma, .smem = t->waves * smem, .fma = t->waves * promo,
 			  .hbm = bytes / a->hbm_bw, .overlap = 1 };
+	/* L2 to SMEM: every tile loads its A and B panels through L2 (TMA fills), at the machine's
+	 * L2 bandwidth when the file gives one [E: multicast not credited]. */
+	if (a->l2_bw > 0)
+		t->c.l2 = (double)t->tiles * ((double)t->bm * sa + (double)t->bn * sbw) * kp / a->l2_bw;
 	/* Fixed: launch, the first stage's load, and the epilogue: hidden behind the next tile's
 	 * mainloop with two accumulator stages (persistent, TMEM double buffer), else once per wave. */
 	t->c.fixed = stage / hbm_sm + (t->acc_stages >= 2 ? epi_t : t->waves * epi_t);
@@ -213,6 +275,23 @@ static void attn_decode(const GpuArch *a, const AttnShape *s, AttnTile *t)
 	t->t = gpu_cost_total(&t->c);
 }
 
+/* K/V reuse in L2: FA3's grid runs the Q tiles of one head on consecutive CTAs (m block
+ * fastest, arXiv 2407.08608 §3), so the SMs hold h = ceil(SMs / nq) heads at a time (nq Q tiles
+ * per head), sharing ceil(h / (qh/kvh)) K/V heads of T·(d+dv)·s bytes each.  When those fit in
+ * the L2, every head's K/V is read from HBM once.  Otherwise the Q tiles of a head that run
+ * together stream its K/V blocks in step and share each read, but the next wave of that head's
+ * Q tiles finds them evicted: K/V is read once per wave of the head, ceil(nq / min(nq, SMs)).
+ * [E: LRU L2; concurrent tiles of a head in step.] */
+static double attn_kv_reload(const GpuArch *a, const AttnShape *s, const AttnTile *t)
+{
+	int64_t nq = cdiv(s->Sq, t->bm), heads = s->B * s->qh, grp = s->kvh > 0 && s->qh >= s->kvh ? s->qh / s->kvh : 1;
+	int64_t sms = (int64_t)a->sms, h = cdiv(sms, nq) < heads ? cdiv(sms, nq) : heads;
+	double foot = (double)cdiv(h, grp) * s->T * (s->d + s->dv) * s->io_bytes;
+	if (a->l2 <= 0 || foot <= a->l2)
+		return 1;
+	return (double)cdiv(nq, nq < sms ? nq : sms);
+}
+
 void gpu_attn_eval(const GpuArch *a, const AttnShape *s, AttnTile *t)
 {
 	/* Decode: the query rows of one KV head (GQA packing) fill less than one 64-row MMA. */
@@ -228,7 +307,9 @@ void gpu_attn_eval(const GpuArch *a, const AttnShape *s, AttnTile *t)
 	double smem = (t->bm * s->d + t->bn * (double)(s->d + s->dv)) * sb / a->smem_bw;
 	double blocks = makespan(s, t->bm, t->bn, (int)a->sms, &t->tiles);
 	t->waves = cdiv(t->tiles, (int64_t)a->sms);
-	double bytes = (double)s->B * (s->qh * (double)s->Sq * (s->d + s->dv) + s->kvh * (double)s->T * (s->d + s->dv)) * s->io_bytes;
+	t->kv_reload = attn_kv_reload(a, s, t);
+	double bytes = (double)s->B * (s->qh * (double)s->Sq * (s->d + s->dv) +
+				       t->kv_reload * s->kvh * (double)s->T * (s->d + s->dv)) * s->io_bytes;
 	double hbm_sm = a->hbm_bw / a->sms;
 	t->c = (GpuCost){ .mma = blocks * mma, .sfu = blocks * sfu, .fma = blocks * fma, .smem = blocks * smem,
 			  .hbm = bytes / a->hbm_bw, .overlap = a->overlap_attn };

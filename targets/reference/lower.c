@@ -19,11 +19,9 @@ typedef struct Lw {
 	Plan *p;
 	Flat f;
 	int *buf;            /* flat value -> plan buffer */
-	int space, stream;
 	DType fdt;           /* f32 or f64 */
 	RtError *e;
-	/* first-fit allocator: live [off, off+size) intervals sorted by offset */
-	TgtHeap heap;        /* first-fit placement (targets/heap.c) */
+	TgtDevs devs;        /* devices, spaces, streams, first-fit heaps (targets/devices.c) */
 } Lw;
 
 /* The plan dtype of flat value v under the reference precision policy. */
@@ -41,8 +39,7 @@ static DType ref_dtype(const Lw *w, const FlatVal *v)
 
 static int add_buffer(Lw *w, int v)
 {
-	w->buf[v] = tgt_add_buffer(w->p, &w->heap, &w->f, v, ref_dtype(w, &w->f.vals[v]), w->space, NULL, w->e);
-	return w->buf[v] < 0 ? -1 : 0;
+	return tgt_devs_value(&w->devs, w->p, &w->f, v, ref_dtype(w, &w->f.vals[v]), w->buf, w->in->m->dir, w->e);
 }
 
 
@@ -50,10 +47,13 @@ static int add_kernel(Lw *w, int i)
 {
 	int ins[TGT_MAX_OPERANDS], outs[TGT_MAX_OPERANDS];
 	PlanInstr in;
+	if (tgt_devs_handles(&w->devs, &w->f, i))
+		return tgt_devs_emit(&w->devs, w->p, &w->f, i, w->buf, NULL, w->e);
+	tgt_devs_bufs(&w->devs, &w->f, i, w->buf);
 	if (tgt_kernel_instr(&in, w->p, &w->f, i, w->buf, ins, outs, w->e) < 0)
 		return -1;
 	in.opts.accum_f64 = w->fdt == DT_F64;
-	return plan_add_instr(w->p, w->stream, &in, w->e) < 0 ? -1 : 0;
+	return tgt_devs_emit(&w->devs, w->p, &w->f, i, w->buf, &in, w->e);
 }
 
 /* Buffers for inputs and parameters (live throughout), then node by node with reuse. */
@@ -63,10 +63,10 @@ static int lower_body(Lw *w)
 		if (add_buffer(w, w->f.inputs[i]) < 0)
 			return -1;
 	for (int i = 0; i < w->f.nparams; i++)
-		if (add_buffer(w, w->f.params[i]) < 0 || tgt_add_const(w->p, w->buf[w->f.params[i]], &w->f.vals[w->f.params[i]], w->in->m->dir, w->e) < 0)
+		if (add_buffer(w, w->f.params[i]) < 0)
 			return -1;
 	for (int i = 0; i < w->f.nnodes; i++) {
-		tgt_heap_release(&w->heap, &w->f, i);
+		tgt_devs_release(&w->devs, &w->f, i);
 		for (int k = 0; k < w->f.nodes[i].nout; k++)
 			if (add_buffer(w, w->f.nodes[i].out[k]) < 0)
 				return -1;
@@ -81,22 +81,17 @@ static int lower_setup(Lw *w)
 {
 	const Plan *d = w->in->machine->desc;
 	w->p = plan_new("reference", d->machine, d->machine_hash, w->e);
-	if (!w->p || tgt_machine_copy(w->in->machine, w->p, w->e) < 0)
+	if (!w->p)
 		return -1;
 	if (plan_set_source(w->p, w->in->model, w->in->binds, w->fdt == DT_F64 ? "f64" : "f32", w->e) < 0)
 		return -1;
-	w->space = -1;
-	for (int i = 0; i < w->p->nspaces && w->space < 0; i++)
-		if (w->p->spaces[i].device == 0)
-			w->space = i;
-	if (w->space < 0)
-		return rt_errorf(w->e, RT_EUSER, "machine '%s' has no memory space on device '%s'", d->machine,
-				 w->p->devices[0].name);
-	w->stream = plan_add_stream(w->p, "main", 0, w->e);
-	int n = w->f.nvals + 1;
-	w->buf = malloc(sizeof(int) * (size_t)n);
-	int heap_ok = tgt_heap_init(&w->heap, (int)n, ALIGN) == 0;
-	if (w->stream < 0 || !w->buf || !heap_ok)
+	const Device *first = NULL;
+	for (int i = 0; i < w->in->machine->m->ndevs && !first; i++)
+		if (!w->in->machine->m->devs[i].is_host)
+			first = &w->in->machine->m->devs[i];
+	if (tgt_devs_init(&w->devs, w->p, w->in->machine, &w->f, first ? first->kind : DEV_CPU, NULL, ALIGN, w->e) < 0)
+		return -1;
+	if (!(w->buf = malloc(sizeof(int) * ((size_t)w->f.nvals + 1))))
 		return rt_errorf(w->e, RT_ENOMEM, "out of memory lowering the graph");
 	return 0;
 }
@@ -123,7 +118,7 @@ Plan *ref_lower(const TgtInput *in, RtError *e)
 	}
 	tgt_flat_free(&w.f);
 	free(w.buf);
-	tgt_heap_free(&w.heap);
+	tgt_devs_free(&w.devs);
 	if (rc < 0) {
 		plan_free(w.p);
 		return NULL;

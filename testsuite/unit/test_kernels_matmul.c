@@ -246,6 +246,66 @@ static void test_matmul_lowp_opts(void **state)
 	free(av), free(bv);
 }
 
+/* Scaled FP8 operands (fp8_scale): with one token 10^5 times larger than the others, one scale
+ * per tensor pushes the other tokens into E4M3's subnormals, 1x128 tiles do not; operands whose
+ * every group has amax 448 (scale 1) and E4M3 values multiply exactly. */
+static double row_err(const Kt *k, const Kt *ref, int r0, int M, int N)
+{
+	double e = 0, m = 0;
+	for (int i = r0 * N; i < M * N; i++) {
+		e = fmax(e, fabs(rt_f32(&k->out[0])[i] - rt_get(&ref->out[0], i)));
+		m = fmax(m, fabs(rt_get(&ref->out[0], i)));
+	}
+	return e / m;
+}
+
+static void test_matmul_fp8_scales(void **state)
+{
+	enum { M = 4, K = 256, N = 4 };
+	double *av = malloc(M * K * sizeof *av), *bv = malloc(K * N * sizeof *bv);
+	srand(5);
+	for (int i = 0; i < M * K; i++)
+		av[i] = (rand() / (double)RAND_MAX - 0.5) * (i < K ? 2e5 : 2);
+	for (int i = 0; i < K * N; i++)
+		bv[i] = (rand() / (double)RAND_MAX - 0.5) * 2;
+	RtTensor A = KT_T(DT_F32, 2, KT_DIMS(M, K), av), B = KT_T(DT_F32, 2, KT_DIMS(K, N), bv);
+	RtTensor *in[] = { &A, &B };
+	RtExecOpts o = { .mma_in = DT_INVALID, .accum_f64 = 1 };
+	Kt ref = kt_run("MatMul", in, 2, 1, NULL, &o);
+	o = (RtExecOpts){ .mma_in = DT_F8E4M3 };
+	double err[RT_FP8_COUNT];
+	for (int sc = RT_FP8_TENSOR; sc < RT_FP8_COUNT; sc++) {
+		o.fp8_scale = sc;
+		o.fp8_promote_k = sc == RT_FP8_128X128 ? 128 : 0;
+		Kt k = kt_run("MatMul", in, 2, 1, NULL, &o);
+		assert_int_equal(k.rc, 0);
+		err[sc] = row_err(&k, &ref, 1, M, N);   /* the ordinary tokens */
+		kt_free(&k);
+	}
+	/* E4M3 rounding: u = 2^-4 per operand, a normwise error of a few percent at most */
+	assert_true(err[RT_FP8_1X128] < 0.05 && err[RT_FP8_128X128] < 0.05);
+	assert_true(err[RT_FP8_TENSOR] > 4 * err[RT_FP8_1X128]);
+	kt_free(&ref);
+	/* exactness: every 1x128 tile and 128x128 block holds 448 (scale 1), the rest small E4M3
+	 * values whose products and sums f32 holds exactly */
+	for (int i = 0; i < M * K; i++)
+		av[i] = i % 128 == 0 ? 448 : (float)((i % 7) - 3) * 0.5f;
+	for (int i = 0; i < K * N; i++)
+		bv[i] = (i / N) % 128 == 0 ? 448 : (float)((i % 5) - 2);
+	RtTensor A2 = KT_T(DT_F32, 2, KT_DIMS(M, K), av), B2 = KT_T(DT_F32, 2, KT_DIMS(K, N), bv);
+	RtTensor *in2[] = { &A2, &B2 };
+	o = (RtExecOpts){ .mma_in = DT_INVALID, .accum_f64 = 1 };
+	ref = kt_run("MatMul", in2, 2, 1, NULL, &o);
+	o = (RtExecOpts){ .mma_in = DT_F8E4M3, .fp8_scale = RT_FP8_128X128 };
+	Kt k = kt_run("MatMul", in2, 2, 1, NULL, &o);
+	assert_int_equal(k.rc, 0);
+	for (int i = 0; i < M * N; i++)
+		assert_true(rt_f32(&k.out[0])[i] == rt_get(&ref.out[0], i));
+	kt_free(&k), kt_free(&ref);
+	rt_tensor_free(&A), rt_tensor_free(&B), rt_tensor_free(&A2), rt_tensor_free(&B2);
+	free(av), free(bv);
+}
+
 static void test_blas_coretype(void **state)
 {
 	RtCpuInfo emr = { .intel = 1, .family = 6, .model = 207, .avx2 = 1, .fma = 1, .avx512f = 1,
@@ -276,7 +336,7 @@ int main(void)
 		cmocka_unit_test(test_matmul_batched), cmocka_unit_test(test_gemm),
 		cmocka_unit_test(test_integer_matmuls), cmocka_unit_test(test_einsum),
 		cmocka_unit_test(test_conv_pool), cmocka_unit_test(test_hopper_fp8_accumulation),
-		cmocka_unit_test(test_matmul_lowp_opts), cmocka_unit_test(test_blas_coretype),
+		cmocka_unit_test(test_matmul_lowp_opts), cmocka_unit_test(test_matmul_fp8_scales), cmocka_unit_test(test_blas_coretype),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

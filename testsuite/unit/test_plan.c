@@ -238,6 +238,46 @@ static void verifier_on_built_plans(void **s)
 	plan_free(p);
 }
 
+/* fp8_scale: only on MatMul/Gemm with an FP8 mma_in, block scales only with a promotion interval
+ * that ends every 128-element group; the field round-trips through the text form. */
+static void verifier_fp8_scale(void **s)
+{
+	(void)s;
+	RtError e = { 0 };
+	Plan *p = build_rich();
+	PlanInstr *k = &p->streams[0].ins[0];
+	k->opts.fp8_scale = RT_FP8_128X128;
+	assert_int_equal(plan_verify(p, &e), -1);
+	assert_non_null(strstr(e.msg, "fp8_scale on Add: only MatMul and Gemm"));
+	k->op = RT_OP_MatMul;
+	assert_int_equal(plan_verify(p, &e), -1);
+	assert_non_null(strstr(e.msg, "fp8_scale=128x128 needs mma_in f8e4m3 or f8e5m2, not bf16"));
+	k->opts.mma_in = DT_F8E4M3;
+	k->opts.fp8_promote_k = 256;
+	assert_int_equal(plan_verify(p, &e), -1);
+	assert_non_null(strstr(e.msg, "fp8_promote=256 with fp8_scale=128x128"));
+	k->opts.fp8_scale = RT_FP8_TENSOR;   /* one scale: any interval */
+	assert_int_equal(plan_verify(p, &e), 0);
+	k->opts.fp8_scale = RT_FP8_1X128, k->opts.fp8_promote_k = 64;
+	assert_int_equal(plan_verify(p, &e), 0);
+	char *t1 = to_text(p);
+	assert_non_null(strstr(t1, "mma_in=f8e4m3 fp8_promote=64 exp2_poly=3 scale_rule=rceil fp8_scale=1x128"));
+	Plan *q = plan_parse("fp8.aip", t1, strlen(t1), &e);
+	if (!q)
+		fail_msg("%s\n%s", e.msg, t1);
+	assert_int_equal(q->streams[0].ins[0].opts.fp8_scale, RT_FP8_1X128);
+	char *bad = strdup(t1);
+	char *f = strstr(bad, "fp8_scale=1x128");
+	memcpy(f, "fp8_scale=2x128", 15);
+	Plan *r = plan_parse("bad.aip", bad, strlen(bad), &e);
+	assert_null(r);
+	assert_non_null(strstr(e.msg, "fp8_scale must be none, tensor, 1x128 or 128x128, not '2x128'"));
+	free(bad);
+	free(t1);
+	plan_free(q);
+	plan_free(p);
+}
+
 static void order_and_liveness(void **s)
 {
 	(void)s;
@@ -318,7 +358,7 @@ int main(void)
 		cmocka_unit_test(round_trip),
 		cmocka_unit_test(data_constants),
 		cmocka_unit_test(reader_alloc_failures),
-		cmocka_unit_test(verifier_on_built_plans),
+		cmocka_unit_test(verifier_on_built_plans), cmocka_unit_test(verifier_fp8_scale),
 		cmocka_unit_test(order_and_liveness),
 		cmocka_unit_test(timing_roofline_and_overlap),
 		cmocka_unit_test(timing_independent_streams_overlap),

@@ -1,0 +1,795 @@
+/* targets/devices.c: multi-device lowering shared by every target (contract in targets/target.h,
+ * "multi-device lowering").
+ *
+ * The partition pass (passes/partition.c) writes its decisions into the IR: `@device(gpu3)` on
+ * every placed node, `Transfer {device}` where a value crosses devices, AllReduce / AllGather /
+ * AllToAll `{devices}` for collectives and `Split` of a parameter (no @device) for weight
+ * shards.  This file turns those into plan entities: one plan device, value space, stream and
+ * heap per device instance used, per-instance copies of parameters and inputs, sharded
+ * constants, link copies and collectives, and the record/wait events that order work across
+ * streams (the interpreter's linearisation and the timing engine both follow them, so a missing
+ * event is a verifier error, never a silent race).
+ *
+ * Links: the machine describes link classes between device classes (NVLink among GPUs, ICI among
+ * TPUs, C2C among LPUs, NVLink-C2C or Ethernet between pools); a plan link is created per ordered
+ * pair of instances that exchange data ("nvlink.gpu0-gpu1"), with the class's one-way bandwidth
+ * and per-hop latency (targets/machine.h link_oneway_bw).  A collective uses the link from its
+ * first member to its second; the runtime's ring/pairwise formulas (runtime/timing.c) cost it.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "targets/target.h"
+
+/* A device instance: machine device class (index into Machine.devs) and instance number. */
+typedef struct Inst {
+	int cls, k;
+} Inst;
+
+static int inst_cmp(const void *a, const void *b)
+{
+	const Inst *x = a, *y = b;
+	return x->cls != y->cls ? (x->cls > y->cls) - (x->cls < y->cls) : (x->k > y->k) - (x->k < y->k);
+}
+
+/* "gpu3" -> class of id "gpu", k 3 ("gpu" alone is instance 0); -1 if no class matches. */
+static int parse_dev(const Machine *m, const char *name, Inst *out)
+{
+	for (int i = 0; i < m->ndevs; i++) {
+		const Device *d = &m->devs[i];
+		size_t n = strlen(d->id);
+		if (d->is_host || strncmp(name, d->id, n))
+			continue;
+		const char *s = name + n;
+		if (!*s) {
+			*out = (Inst){ i, 0 };
+			return 0;
+		}
+		long k = 0;
+		int ok = 1;
+		for (const char *c = s; *c && ok; c++)
+			ok = *c >= '0' && *c <= '9' && (k = k * 10 + (*c - '0')) < 1000000;
+		if (ok) {
+			*out = (Inst){ i, (int)k };
+			return 0;
+		}
+	}
+	return -1;
+}
+
+static int is_coll(Op op) { return op == OP_AllReduce || op == OP_AllGather || op == OP_AllToAll; }
+
+/* A weight-shard Split: no @device, reading a parameter directly. */
+static int is_shard_split(const Flat *f, int i)
+{
+	const FlatNode *fn = &f->nodes[i];
+	if (fn->n->op != OP_Split || fn->n->annot.device || fn->nin < 1 || fn->in[0] < 0)
+		return 0;
+	const FlatVal *v = &f->vals[fn->in[0]];
+	return v->def < 0 && v->v && v->v->kind == V_PARAM;
+}
+
+typedef struct Ctx {
+	TgtDevs *d;
+	Plan *p;
+	const Flat *f;
+	RtError *e;
+	Inst *inst;          /* sorted, d->n of them */
+	int ninst, capinst;
+} Ctx;
+
+static int inst_add(Ctx *c, Inst x)
+{
+	if (c->ninst == c->capinst) {
+		int cap = c->capinst * 2 + 8;
+		Inst *n = realloc(c->inst, sizeof *n * (size_t)cap);
+		if (!n)
+			return rt_errorf(c->e, RT_ENOMEM, "out of memory placing devices");
+		c->inst = n, c->capinst = cap;
+	}
+	c->inst[c->ninst++] = x;
+	return 0;
+}
+
+static int inst_index(const Ctx *c, Inst x)
+{
+	const Inst *r = bsearch(&x, c->inst, (size_t)c->ninst, sizeof x, inst_cmp);
+	return r ? (int)(r - c->inst) : -1;
+}
+
+static int node_err(Ctx *c, int i, const char *fmt, const char *a, const char *b)
+{
+	Loc l = c->f->nodes[i].n->loc;
+	char msg[512];
+	snprintf(msg, sizeof msg, fmt, a, b);
+	return rt_errorf(c->e, RT_EUSER, "%s:%d:%d: error: %s", l.file ? l.file : "<graph>", l.line, l.col, msg);
+}
+
+/* Parses node i's device name `name` into x, checking the machine has that instance. */
+static int node_inst(Ctx *c, int i, const char *name, Inst *x)
+{
+	const Machine *m = c->d->m->m;
+	if (parse_dev(m, name, x) < 0)
+		return node_err(c, i, "node '%s' is placed on '%s', which names no device class of the machine",
+				c->f->vals[c->f->nodes[i].out[0]].name, name);
+	if (x->k >= (int)m->devs[x->cls].count.v) {
+		char have[96];
+		snprintf(have, sizeof have, "machine '%s' has %d %s device(s)", m->name, (int)m->devs[x->cls].count.v,
+			 m->devs[x->cls].id);
+		return node_err(c, i, "'%s' is not a device instance: %s", name, have);
+	}
+	return 0;
+}
+
+/* The members of collective node i ("gpu0,gpu1"), as instance indices (or, when `collect`, added
+ * to the instance list); *n receives their count. */
+static int members(Ctx *c, int i, int collect, int *pl, int max, int *n)
+{
+	const char *s = rt_attr_str(&c->f->nodes[i].n->attrs, "devices", NULL);
+	*n = 0;
+	if (!s)
+		return node_err(c, i, "collective '%s' has no devices attribute%s",
+				c->f->vals[c->f->nodes[i].out[0]].name, "");
+	while (*s) {
+		char name[64];
+		size_t len = strcspn(s, ",");
+		snprintf(name, sizeof name, "%.*s", (int)(len < 63 ? len : 63), s);
+		Inst x;
+		if (node_inst(c, i, name, &x) < 0)
+			return -1;
+		if (*n >= max)
+			return node_err(c, i, "collective '%s' has more members than %s supports",
+					c->f->vals[c->f->nodes[i].out[0]].name, "one instruction");
+		if (collect) {
+			if (inst_add(c, x) < 0)
+				return -1;
+		} else
+			pl[*n] = inst_index(c, x);
+		(*n)++;
+		s += len + (s[len] == ',');
+	}
+	if (*n != c->f->nodes[i].nin)
+		return node_err(c, i, "collective '%s': its devices attribute does not list one device per %s",
+				c->f->vals[c->f->nodes[i].out[0]].name, "input");
+	return 0;
+}
+
+/* ---- plan entities per instance ---- */
+
+/* Copies machine device class `cls` as instance "<id><k>" into p, with its spaces and units. */
+static int add_instance(Ctx *c, int idx, const char *space)
+{
+	const TgtMachine *tm = c->d->m;
+	const Device *md = &tm->m->devs[c->inst[idx].cls];
+	const Plan *desc = tm->desc;
+	int src = plan_find_device(desc, md->id);
+	if (src < 0)
+		return rt_errorf(c->e, RT_EINTERNAL, "aicc: internal error: device class '%s' not described", md->id);
+	char name[128], sp[192];
+	snprintf(name, sizeof name, "%s%d", md->id, c->inst[idx].k);
+	PlanDevice pd = desc->devices[src];
+	pd.name = name;
+	int dev = plan_add_device(c->p, &pd, c->e);
+	if (dev < 0)
+		return -1;
+	size_t pre = strlen(md->id);
+	int best = -1, named = -1;
+	for (int i = 0; i < desc->nspaces; i++) {
+		if (desc->spaces[i].device != src)
+			continue;
+		PlanSpace s = desc->spaces[i];
+		const char *suffix = s.name + pre;     /* ".hbm" */
+		snprintf(sp, sizeof sp, "%s%s", name, suffix);
+		s.name = sp;
+		s.device = dev;
+		int at = plan_add_space(c->p, &s, c->e);
+		if (at < 0)
+			return -1;
+		if (space && strcmp(suffix + 1, space) == 0)
+			named = at;
+		if (best < 0)
+			best = at;
+	}
+	for (int i = 0; i < desc->nunits; i++) {
+		if (desc->units[i].device != src)
+			continue;
+		PlanUnit u = desc->units[i];
+		snprintf(sp, sizeof sp, "%s%s", name, u.name + pre);
+		u.name = sp;
+		u.device = dev;
+		if (plan_add_unit(c->p, &u, c->e) < 0)
+			return -1;
+	}
+	if (named < 0 && best < 0)
+		return rt_errorf(c->e, RT_EUSER, "aicc: error: machine '%s': device '%s' has no memory space", tm->m->name, md->id);
+	c->d->dev[idx] = dev;
+	c->d->space[idx] = named >= 0 ? named : best;
+	c->d->stream[idx] = plan_add_stream(c->p, name, dev, c->e);
+	return c->d->stream[idx] < 0 ? -1 : 0;
+}
+
+/* The plan link from instance a to instance b, created on first use. */
+static int link_of(TgtDevs *d, Plan *p, int a, int b, RtError *e)
+{
+	if (a == b)
+		return -1;
+	const PlanDevice *da = &p->devices[d->dev[a]], *db = &p->devices[d->dev[b]];
+	const Machine *m = d->m->m;
+	Inst xa, xb;
+	if (parse_dev(m, da->name, &xa) < 0 || parse_dev(m, db->name, &xb) < 0)
+		return rt_errorf(e, RT_EINTERNAL, "aicc: internal error: unparsable device instance");
+	const Link *l = machine_link(m, &m->devs[xa.cls], &m->devs[xb.cls]);
+	if (!l)
+		return rt_errorf(e, RT_EUSER, "aicc: error: machine '%s' has no link between %s and %s devices",
+				 m->name, m->devs[xa.cls].id, m->devs[xb.cls].id);
+	char name[256];
+	snprintf(name, sizeof name, "%s.%s-%s", l->id, da->name, db->name);
+	for (int i = p->nlinks - 1; i >= 0; i--)
+		if (strcmp(p->links[i].name, name) == 0)
+			return i;
+	PlanLink pl = { .name = name, .src = d->dev[a], .dst = d->dev[b], .bandwidth = link_oneway_bw(l),
+			.latency_s = num_has(&l->latency) ? l->latency.v : 0 };
+	return plan_add_link(p, &pl, e);
+}
+
+/* ---- replicas: extra buffers of one value on other instances ---- */
+static int rep_find(const TgtDevs *d, int v, int pl)
+{
+	for (int r = d->rep_head[v]; r >= 0; r = d->rep_next[r])
+		if (d->rep_pl[r] == pl)
+			return r;
+	return -1;
+}
+
+/* Whether value v must also exist on instance pl (recorded once). */
+static int need_add(TgtDevs *d, int v, int pl, RtError *e)
+{
+	if (d->val_pl[v] == pl || rep_find(d, v, pl) >= 0)
+		return 0;
+	if (d->nrep == d->caprep) {
+		int cap = d->caprep * 2 + 16;
+		int *a = realloc(d->rep_next, sizeof *a * (size_t)cap);
+		if (a)
+			d->rep_next = a;
+		int *b = a ? realloc(d->rep_pl, sizeof *b * (size_t)cap) : NULL;
+		if (b)
+			d->rep_pl = b;
+		int *c = b ? realloc(d->rep_buf, sizeof *c * (size_t)cap) : NULL;
+		if (c)
+			d->rep_buf = c;
+		int *x = c ? realloc(d->rep_done, sizeof *x * (size_t)cap) : NULL;
+		if (!x)
+			return rt_errorf(e, RT_ENOMEM, "out of memory placing values");
+		d->rep_done = x;
+		d->caprep = cap;
+	}
+	int r = d->nrep++;
+	d->rep_pl[r] = pl, d->rep_buf[r] = -1, d->rep_done[r] = 0;
+	/* keep each value's list in instance order, so buffers are added deterministically */
+	int *at = &d->rep_head[v];
+	while (*at >= 0 && d->rep_pl[*at] < pl)
+		at = &d->rep_next[*at];
+	d->rep_next[r] = *at;
+	*at = r;
+	return 0;
+}
+
+/* ---- init ---- */
+static int init_single(TgtDevs *d, Plan *p, const Flat *f, DevKind kind, const char *space, RtError *e)
+{
+	const TgtMachine *m = d->m;
+	if (tgt_machine_copy(m, p, e) < 0)
+		return -1;
+	const Device *md = machine_first(m->m, kind);
+	int dev = md ? plan_find_device(p, md->id) : (p->ndevices ? 0 : -1);
+	if (dev < 0)
+		return rt_errorf(e, RT_EUSER, "aicc: error: machine '%s' has no %s device", m->m->name, devkind_name(kind));
+	int named = -1, best = -1;
+	char want[192];
+	snprintf(want, sizeof want, "%s.%s", p->devices[dev].name, space ? space : "");
+	for (int i = 0; i < p->nspaces; i++) {
+		if (p->spaces[i].device != dev)
+			continue;
+		if (space && strcmp(p->spaces[i].name, want) == 0)
+			named = i;
+		if (best < 0)
+			best = i;
+	}
+	if (best < 0)
+		return rt_errorf(e, RT_EUSER, "machine '%s' has no memory space on device '%s'", p->machine,
+				 p->devices[dev].name);
+	d->dev[0] = dev;
+	d->space[0] = named >= 0 ? named : best;
+	d->stream[0] = plan_add_stream(p, "main", dev, e);
+	if (d->stream[0] < 0)
+		return -1;
+	for (int i = 0; i < f->nnodes; i++)
+		d->node_pl[i] = 0;
+	for (int v = 0; v < f->nvals; v++)
+		d->val_pl[v] = 0;
+	return 0;
+}
+
+static int alloc_arrays(TgtDevs *d, const Flat *f, int n)
+{
+	d->dev = calloc((size_t)n + 1, sizeof *d->dev);
+	d->space = calloc((size_t)n + 1, sizeof *d->space);
+	d->stream = calloc((size_t)n + 1, sizeof *d->stream);
+	d->heap = calloc((size_t)n + 1, sizeof *d->heap);
+	if (!d->dev || !d->space || !d->stream || !d->heap)
+		return -1;
+	d->n = n;
+	for (int i = 0; i < n; i++)
+		if (tgt_heap_init(&d->heap[i], n == 1 ? f->nvals + 1 : 16, d->align) < 0)
+			return -1;
+	return 0;
+}
+
+/* First reader (flat node) of every value, -1 for none. */
+static int *first_readers(const Flat *f)
+{
+	int *r = malloc(sizeof *r * ((size_t)f->nvals + 1));
+	if (!r)
+		return NULL;
+	for (int v = 0; v < f->nvals; v++)
+		r[v] = -1;
+	for (int i = 0; i < f->nnodes; i++)
+		for (int k = 0; k < f->nodes[i].nin; k++)
+			if (f->nodes[i].in[k] >= 0 && r[f->nodes[i].in[k]] < 0)
+				r[f->nodes[i].in[k]] = i;
+	return r;
+}
+
+/* Instances of the partitioned nodes, sorted; then every node's and value's instance. */
+static int place(Ctx *c)
+{
+	TgtDevs *d = c->d;
+	const Flat *f = c->f;
+	Inst *ni = malloc(sizeof *ni * ((size_t)f->nnodes + 1));
+	int *fr = first_readers(f), rc = ni && fr ? 0 : rt_errorf(c->e, RT_ENOMEM, "out of memory placing devices");
+	for (int i = 0; rc == 0 && i < f->nnodes; i++) {
+		const Node *n = f->nodes[i].n;
+		const char *name = n->op == OP_Transfer ? rt_attr_str(&n->attrs, "device", n->annot.device) : n->annot.device;
+		ni[i] = (Inst){ -1, -1 };
+		if (name && (rc = node_inst(c, i, name, &ni[i])) == 0)
+			rc = inst_add(c, ni[i]);
+		int nm;
+		if (rc == 0 && is_coll(n->op))
+			rc = members(c, i, 1, NULL, 1 << 20, &nm);
+	}
+	if (rc == 0 && c->ninst == 0)
+		rc = inst_add(c, (Inst){ 0, 0 });
+	if (rc == 0) {
+		qsort(c->inst, (size_t)c->ninst, sizeof *c->inst, inst_cmp);
+		int k = 0;
+		for (int i = 0; i < c->ninst; i++)
+			if (k == 0 || inst_cmp(&c->inst[k - 1], &c->inst[i]))
+				c->inst[k++] = c->inst[i];
+		c->ninst = k;
+	}
+	/* unannotated nodes follow their first reader (weight-shard Splits: -1) */
+	for (int i = f->nnodes - 1; rc == 0 && i >= 0; i--) {
+		if (ni[i].cls >= 0) {
+			d->node_pl[i] = inst_index(c, ni[i]);
+			continue;
+		}
+		if (is_shard_split(f, i)) {
+			d->node_pl[i] = -1;
+			continue;
+		}
+		int r = f->nodes[i].nout ? fr[f->nodes[i].out[0]] : -1;
+		d->node_pl[i] = r >= 0 && d->node_pl[r] >= 0 ? d->node_pl[r] : 0;
+	}
+	/* values: where their producer runs; parameters, inputs and shards where first read */
+	for (int v = 0; rc == 0 && v < f->nvals; v++) {
+		int def = f->vals[v].def, r = fr[v];
+		if (def >= 0 && d->node_pl[def] >= 0)
+			d->val_pl[v] = d->node_pl[def];
+		else
+			d->val_pl[v] = r >= 0 && d->node_pl[r] >= 0 ? d->node_pl[r] : 0;
+		if (def < 0 && r >= 0 && f->vals[v].v && f->vals[v].v->kind == V_PARAM) {
+			int only_shards = 1;    /* a parameter read only by weight-shard Splits is not stored */
+			for (int i = r; i < f->nnodes && only_shards; i++)
+				for (int k = 0; k < f->nodes[i].nin && only_shards; k++)
+					if (f->nodes[i].in[k] == v && !is_shard_split(f, i))
+						only_shards = 0;
+			if (only_shards)
+				d->val_pl[v] = -1;
+		}
+	}
+	for (int i = 0; rc == 0 && i < f->nnodes; i++)
+		if (f->nodes[i].n->op == OP_AllToAll) {
+			int pl[TGT_MAX_OPERANDS], nm;
+			if ((rc = members(c, i, 0, pl, TGT_MAX_OPERANDS, &nm)) == 0)
+				for (int j = 0; j < f->nodes[i].nout && j < nm; j++)
+					d->val_pl[f->nodes[i].out[j]] = pl[j];
+		}
+	free(ni);
+	d->first_reader = fr;
+	return rc;
+}
+
+/* The copies each instance needs: operands read there, collective results on every member. */
+static int needs(Ctx *c)
+{
+	TgtDevs *d = c->d;
+	const Flat *f = c->f;
+	for (int i = 0; i < f->nnodes; i++) {
+		const FlatNode *fn = &f->nodes[i];
+		int pl = d->node_pl[i];
+		if (pl < 0 || fn->n->op == OP_Transfer)
+			continue;
+		if (is_coll(fn->n->op)) {
+			if (fn->n->op == OP_AllToAll)
+				continue;
+			int m[TGT_MAX_OPERANDS], nm;
+			if (members(c, i, 0, m, TGT_MAX_OPERANDS, &nm) < 0)
+				return -1;
+			for (int r = 0; r < nm; r++)
+				if (need_add(d, fn->out[0], m[r], c->e) < 0)
+					return -1;
+			continue;
+		}
+		for (int k = 0; k < fn->nin; k++)
+			if (fn->in[k] >= 0 && d->val_pl[fn->in[k]] >= 0 && need_add(d, fn->in[k], pl, c->e) < 0)
+				return -1;
+	}
+	/* weight shards are read where their Split's outputs go: nothing else to add */
+	return 0;
+}
+
+/* Which nodes' results are read on another stream (they record an event), and which values
+ * are kept for the whole plan: a value read by another stream (that stream may read it after
+ * this one has moved on) and a collective's results (written into members' memory by the
+ * collective's stream).  Reusing their memory safely would need write-after-read events. */
+static int events(Ctx *c)
+{
+	TgtDevs *d = c->d;
+	const Flat *f = c->f;
+	for (int i = 0; i < f->nnodes; i++)
+		d->rec_event[i] = -1;
+	for (int i = 0; i < f->nnodes; i++) {
+		const FlatNode *fn = &f->nodes[i];
+		if (d->node_pl[i] < 0)
+			continue;
+		if (is_coll(fn->n->op))
+			for (int k = 0; k < fn->nout; k++)
+				d->keep[fn->out[k]] = 1;
+		for (int k = 0; k < fn->nin; k++) {
+			int v = fn->in[k], def = v >= 0 ? f->vals[v].def : -1;
+			if (def >= 0 && d->node_pl[def] >= 0 && d->node_pl[def] != d->node_pl[i])
+				d->rec_event[def] = -2, d->keep[v] = 1;    /* the event is named when emitted */
+		}
+	}
+	return 0;
+}
+
+int tgt_devs_init(TgtDevs *d, Plan *p, const TgtMachine *m, const Flat *f, DevKind kind,
+		  const char *space, int64_t align, RtError *e)
+{
+	memset(d, 0, sizeof *d);
+	d->m = m;
+	d->align = align;
+	size_t nn = (size_t)f->nnodes + 1, nv = (size_t)f->nvals + 1;
+	d->node_pl = malloc(sizeof *d->node_pl * nn);
+	d->val_pl = malloc(sizeof *d->val_pl * nv);
+	d->prim = malloc(sizeof *d->prim * nv);
+	d->rep_head = malloc(sizeof *d->rep_head * nv);
+	d->rec_event = malloc(sizeof *d->rec_event * nn);
+	d->wait_seen = malloc(sizeof *d->wait_seen * nn);
+	if (!d->node_pl || !d->val_pl || !d->prim || !d->rep_head || !d->rec_event || !d->wait_seen)
+		return rt_errorf(e, RT_ENOMEM, "out of memory placing devices");
+	for (int v = 0; v < f->nvals; v++)
+		d->rep_head[v] = -1, d->prim[v] = -1;
+	for (int i = 0; i < f->nnodes; i++)
+		d->rec_event[i] = -1, d->wait_seen[i] = -1;
+	for (int i = 0; i < f->nnodes && !d->partitioned; i++)
+		d->partitioned = f->nodes[i].n->annot.device || f->nodes[i].n->op == OP_Transfer || is_coll(f->nodes[i].n->op);
+	if (!d->partitioned) {
+		if (alloc_arrays(d, f, 1) < 0)
+			return rt_errorf(e, RT_ENOMEM, "out of memory placing devices");
+		return init_single(d, p, f, kind, space, e);
+	}
+	Ctx c = { d, p, f, e, NULL, 0, 0 };
+	int rc = place(&c);
+	if (rc == 0 && (alloc_arrays(d, f, c.ninst) < 0 || !(d->keep = calloc(nv, 1))))
+		rc = rt_errorf(e, RT_ENOMEM, "out of memory placing devices");
+	for (int i = 0; rc == 0 && i < d->n; i++)
+		d->heap[i].keep = d->keep;
+	for (int i = 0; rc == 0 && i < c.ninst; i++)
+		rc = add_instance(&c, i, space);
+	if (rc == 0)
+		rc = needs(&c);
+	if (rc == 0)
+		rc = events(&c);
+	d->inst = c.inst;
+	return rc;
+}
+
+void tgt_devs_free(TgtDevs *d)
+{
+	for (int i = 0; d->heap && i < d->n; i++)
+		tgt_heap_free(&d->heap[i]);
+	free(d->dev), free(d->space), free(d->stream), free(d->heap);
+	free(d->node_pl), free(d->val_pl), free(d->prim), free(d->rec_event), free(d->wait_seen);
+	free(d->rep_head), free(d->rep_next), free(d->rep_pl), free(d->rep_buf), free(d->rep_done);
+	free(d->inst), free(d->first_reader), free(d->keep);
+	memset(d, 0, sizeof *d);
+}
+
+/* ---- values ---- */
+
+/* The shard of parameter `pv` that weight-shard Split output v is: axis, offset and full size. */
+static void shard_of(const Flat *f, int v, int *axis, int64_t *off, int64_t *full)
+{
+	const FlatNode *sp = &f->nodes[f->vals[v].def];
+	const FlatVal *pv = &f->vals[sp->in[0]];
+	int64_t a = rt_attr_int(&sp->n->attrs, "axis", 0);
+	*axis = (int)(a < 0 ? a + pv->rank : a);
+	*off = 0;
+	for (int k = 0; k < sp->nout && sp->out[k] != v; k++)
+		*off += f->vals[sp->out[k]].dims[*axis];
+	*full = pv->dims[*axis];
+}
+
+static const char *fv_name(const Flat *f, int v) { return f->vals[v].name; }
+
+/* One buffer of v on instance pl (and its constant when v is a parameter or a shard). */
+static int value_on(TgtDevs *d, Plan *p, const Flat *f, int v, DType dt, int pl, const char *dir, RtError *e)
+{
+	int64_t end;
+	int b = tgt_add_buffer(p, &d->heap[pl], f, v, dt, d->space[pl], &end, e);
+	if (b < 0)
+		return -1;
+	const PlanSpace *sp = &p->spaces[d->space[pl]];
+	if (end > sp->capacity)
+		return rt_errorf(e, RT_EUSER, "aicc: error: the plan does not fit in %s (%" PRId64 " bytes): '%s' would "
+				 "end at byte %" PRId64 "; partition the model over more devices (--passes=...,partition,"
+				 "... with --pp N or --tp N on a machine with several) or use a larger machine",
+				 sp->name, sp->capacity, fv_name(f, v), end);
+	if (pl != d->val_pl[v]) {       /* another instance's copy: "x@gpu1" */
+		PlanBuffer *pb = &p->buffers[b];
+		size_t n = strlen(pb->name) + strlen(p->devices[d->dev[pl]].name) + 2;
+		char *name = rt_malloc(n);
+		if (!name)
+			return rt_errorf(e, RT_ENOMEM, "out of memory naming buffers");
+		snprintf(name, n, "%s@%s", pb->name, p->devices[d->dev[pl]].name);
+		rt_free(pb->name);
+		pb->name = name;
+	}
+	const FlatVal *fv = &f->vals[v];
+	int shard = fv->def >= 0 && d->node_pl[fv->def] < 0;
+	if (shard) {
+		int pid = f->nodes[fv->def].in[0];
+		const FlatVal *pv = &f->vals[pid];
+		TgtHeap *h = &d->heap[pl];      /* a constant: live throughout, as its parameter */
+		for (int j = 0; j < h->n; j++)
+			if (h->owner[j] == v && h->lo[j] == p->buffers[b].offset)
+				h->owner[j] = pid;
+		InitKind k = pv->v->init ? pv->v->init->kind : INIT_NONE;
+		if (k == INIT_LITERAL || k == INIT_DATA)
+			return rt_errorf(e, RT_EUSER, "aicc: error: parameter '%s' has inline data and cannot be stored "
+					 "sharded across devices; give it as an .npy or .safetensors file", pv->name);
+		if (tgt_add_const(p, b, pv, dir, e) < 0)
+			return -1;
+		PlanConst *c = &p->consts[p->nconsts - 1];
+		if (k != INIT_NONE)
+			shard_of(f, v, &c->shard_axis, &c->shard_off, &c->shard_full);
+	} else if (fv->def < 0 && fv->v && fv->v->kind == V_PARAM && tgt_add_const(p, b, fv, dir, e) < 0)
+		return -1;
+	return b;
+}
+
+static int value_all(TgtDevs *d, Plan *p, const Flat *f, int v, DType dt, const char *dir, RtError *e)
+{
+	if ((d->prim[v] = value_on(d, p, f, v, dt, d->val_pl[v], dir, e)) < 0)
+		return -1;
+	for (int r = d->rep_head[v]; r >= 0; r = d->rep_next[r])
+		if ((d->rep_buf[r] = value_on(d, p, f, v, dt, d->rep_pl[r], dir, e)) < 0)
+			return -1;
+	return 0;
+}
+
+int tgt_devs_value(TgtDevs *d, Plan *p, const Flat *f, int v, DType dt, int *buf, const char *dir,
+		   RtError *e)
+{
+	const FlatVal *fv = &f->vals[v];
+	if (d->prim[v] >= 0) {          /* a weight shard, placed with its parameter */
+		buf[v] = d->prim[v];
+		return 0;
+	}
+	if (d->val_pl[v] >= 0 && value_all(d, p, f, v, dt, dir, e) < 0)
+		return -1;
+	buf[v] = d->prim[v];
+	/* weight shards are constants, live from the start: placed now, before any node's result */
+	if (fv->def < 0 && fv->v && fv->v->kind == V_PARAM && d->partitioned)
+		for (int i = d->first_reader[v]; i >= 0 && i < f->nnodes; i++) {
+			const FlatNode *fn = &f->nodes[i];
+			if (fn->nin < 1 || fn->in[0] != v || !is_shard_split(f, i))
+				continue;
+			for (int k = 0; k < fn->nout; k++)
+				if (d->val_pl[fn->out[k]] >= 0 && d->prim[fn->out[k]] < 0 &&
+				    value_all(d, p, f, fn->out[k], dt, dir, e) < 0)
+					return -1;
+		}
+	return 0;
+}
+
+void tgt_devs_release(TgtDevs *d, const Flat *f, int node)
+{
+	for (int i = 0; i < d->n; i++)
+		tgt_heap_release(&d->heap[i], f, node);
+}
+
+int tgt_devs_handles(const TgtDevs *d, const Flat *f, int node)
+{
+	Op op = f->nodes[node].n->op;
+	return d->node_pl[node] < 0 || op == OP_Transfer || is_coll(op);
+}
+
+void tgt_devs_bufs(TgtDevs *d, const Flat *f, int node, int *buf)
+{
+	const FlatNode *fn = &f->nodes[node];
+	int pl = d->node_pl[node];
+	d->nswap = 0;
+	if (pl < 0 || tgt_devs_handles(d, f, node))
+		return;
+	for (int k = 0; k < fn->nin; k++) {
+		int v = fn->in[k];
+		if (v < 0 || d->val_pl[v] == pl)
+			continue;
+		int r = rep_find(d, v, pl);
+		if (r < 0 || d->nswap >= TGT_MAX_OPERANDS)
+			continue;
+		d->swapv[d->nswap] = v, d->swapb[d->nswap++] = buf[v];
+		buf[v] = d->rep_buf[r];
+	}
+}
+
+static void unswap(TgtDevs *d, int *buf)
+{
+	while (d->nswap > 0) {
+		d->nswap--;
+		buf[d->swapv[d->nswap]] = d->swapb[d->nswap];
+	}
+}
+
+/* ---- instructions ---- */
+static int emit(Plan *p, int s, PlanInstrKind k, int in, int out, int link, int event, const char *node, RtError *e)
+{
+	PlanInstr pi;
+	plan_instr_init(&pi, k);
+	int ins[1] = { in }, outs[1] = { out };
+	if (k == PI_COPY)
+		pi.in = ins, pi.nin = 1, pi.out = outs, pi.nout = 1;
+	pi.link = link;
+	pi.event = event;
+	pi.node = (char *)node;
+	return plan_add_instr(p, s, &pi, e) < 0 ? -1 : 0;
+}
+
+/* Inputs bound on one instance are copied to every other instance that reads them. */
+static int copy_inputs(TgtDevs *d, Plan *p, const Flat *f, RtError *e)
+{
+	for (int i = 0; i < f->ninputs; i++) {
+		int v = f->inputs[i];
+		for (int r = d->rep_head[v]; r >= 0; r = d->rep_next[r]) {
+			int link = link_of(d, p, d->val_pl[v], d->rep_pl[r], e);
+			if ((link < 0 && d->val_pl[v] != d->rep_pl[r]) ||
+			    emit(p, d->stream[d->rep_pl[r]], PI_COPY, d->prim[v], d->rep_buf[r], link, -1, f->vals[v].name, e) < 0)
+				return -1;
+			d->rep_done[r] = 1;
+		}
+	}
+	return 0;
+}
+
+/* Waits on stream s for the producer of value v when it ran on another stream. */
+static int wait_for(TgtDevs *d, Plan *p, const Flat *f, int v, int s, RtError *e)
+{
+	int def = v >= 0 ? f->vals[v].def : -1;
+	if (def < 0 || d->node_pl[def] < 0 || d->stream[d->node_pl[def]] == s)
+		return 0;
+	int ev = d->rec_event[def];
+	if (ev < 0)
+		return rt_errorf(e, RT_EINTERNAL, "aicc: internal error: '%s' is read on another device but records no event",
+				 f->vals[v].name);
+	if (d->wait_seen[def] == s)
+		return 0;
+	d->wait_seen[def] = s;
+	return emit(p, s, PI_WAIT, -1, -1, -1, ev, NULL, e);
+}
+
+/* Implicit copies: a node result read on another instance without a Transfer (user @device). */
+static int copy_operands(TgtDevs *d, Plan *p, const Flat *f, int node, RtError *e)
+{
+	const FlatNode *fn = &f->nodes[node];
+	int pl = d->node_pl[node];
+	for (int k = 0; k < fn->nin; k++) {
+		int v = fn->in[k], r = v >= 0 ? rep_find(d, v, pl) : -1;
+		if (r < 0 || d->rep_done[r] || f->vals[v].def < 0)
+			continue;
+		int link = link_of(d, p, d->val_pl[v], pl, e);
+		if (link < 0 || emit(p, d->stream[pl], PI_COPY, d->prim[v], d->rep_buf[r], link, -1, f->vals[v].name, e) < 0)
+			return -1;
+		d->rep_done[r] = 1;
+	}
+	return 0;
+}
+
+static int emit_collective(TgtDevs *d, Plan *p, const Flat *f, int node, const int *buf, RtError *e)
+{
+	const FlatNode *fn = &f->nodes[node];
+	int m[TGT_MAX_OPERANDS], nm, ins[TGT_MAX_OPERANDS], outs[TGT_MAX_OPERANDS];
+	Ctx c = { d, p, f, e, d->inst, d->n, d->n };
+	if (members(&c, node, 0, m, TGT_MAX_OPERANDS, &nm) < 0)
+		return -1;
+	for (int r = 0; r < nm; r++) {
+		if (m[r] < 0)
+			return node_err(&c, node, "collective '%s' names a device %s", f->vals[fn->out[0]].name, "no node runs on");
+		ins[r] = d->prim[fn->in[r]];
+		if (fn->n->op == OP_AllToAll)
+			outs[r] = buf[fn->out[r]];
+		else {
+			int rr = rep_find(d, fn->out[0], m[r]);
+			outs[r] = d->val_pl[fn->out[0]] == m[r] ? d->prim[fn->out[0]] : rr >= 0 ? d->rep_buf[rr] : -1;
+		}
+	}
+	PlanInstr pi;
+	plan_instr_init(&pi, PI_COLLECTIVE);
+	pi.coll = fn->n->op == OP_AllReduce ? PC_ALLREDUCE : fn->n->op == OP_AllGather ? PC_ALLGATHER : PC_ALLTOALL;
+	pi.in = ins, pi.nin = nm, pi.out = outs, pi.nout = nm;
+	pi.attrs = fn->n->attrs;
+	pi.node = p->buffers[buf[fn->out[0]]].name;
+	pi.link = nm > 1 ? link_of(d, p, m[0], m[1], e) : -1;
+	if (nm > 1 && pi.link < 0)
+		return -1;
+	return plan_add_instr(p, d->stream[d->node_pl[node]], &pi, e) < 0 ? -1 : 0;
+}
+
+int tgt_devs_emit(TgtDevs *d, Plan *p, const Flat *f, int node, int *buf, PlanInstr *pi, RtError *e)
+{
+	const FlatNode *fn = &f->nodes[node];
+	int pl = d->node_pl[node], rc = 0;
+	if (!d->inputs_copied) {
+		d->inputs_copied = 1;
+		if (d->partitioned && copy_inputs(d, p, f, e) < 0)
+			return -1;
+	}
+	if (pl < 0) {
+		unswap(d, buf);
+		return 0;
+	}
+	int s = d->stream[pl];
+	for (int k = 0; rc == 0 && k < fn->nin; k++)
+		rc = wait_for(d, p, f, fn->in[k], s, e);
+	if (rc == 0 && !tgt_devs_handles(d, f, node))
+		rc = copy_operands(d, p, f, node, e);
+	if (rc == 0) {
+		Op op = fn->n->op;
+		if (op == OP_Transfer) {
+			int src = d->val_pl[fn->in[0]];
+			int link = link_of(d, p, src, pl, e);
+			if (link < 0 && src != pl)
+				rc = -1;
+			else
+				rc = emit(p, s, PI_COPY, d->prim[fn->in[0]], buf[fn->out[0]], link, -1,
+					  p->buffers[buf[fn->out[0]]].name, e);
+		} else if (is_coll(op))
+			rc = emit_collective(d, p, f, node, buf, e);
+		else
+			rc = plan_add_instr(p, s, pi, e) < 0 ? -1 : 0;
+	}
+	unswap(d, buf);
+	if (rc == 0 && d->rec_event[node] == -2 && fn->nout > 0) {
+		char name[300];
+		snprintf(name, sizeof name, "%s.ready", p->buffers[d->prim[fn->out[0]] >= 0 ? d->prim[fn->out[0]] : buf[fn->out[0]]].name);
+		int ev = plan_add_event(p, name, e);
+		if (ev < 0)
+			return -1;
+		d->rec_event[node] = ev;
+		rc = emit(p, s, PI_RECORD, -1, -1, -1, ev, NULL, e);
+	}
+	return rc;
+}
