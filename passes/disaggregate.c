@@ -389,6 +389,7 @@ static Node *split0(const Dis *d, Graph *g, Node *before, Value *v, int m, const
 	ir_set_attr_int(s, "axis", 0);
 	ir_set_attr_int(s, "num_outputs", m);
 	ir_set_attr_int(s, "pool_chips", d->ngpu);
+	ir_set_attr_str(s, "placement_reason", "micro-batch slices, cut on the GPU pool (disaggregate)");
 	s->annot.device = dev;
 	return s;
 }
@@ -398,6 +399,7 @@ static Node *concat0(const Dis *d, Graph *g, Node *before, Value **parts, int m,
 	Node *c = ir_insert_node(g, before, OP_Concat, parts, m, &name, 1, parts[0]->loc);
 	ir_set_attr_int(c, "axis", 0);
 	ir_set_attr_int(c, "pool_chips", d->ngpu);
+	ir_set_attr_str(c, "placement_reason", "micro-batch slices, joined on the GPU pool (disaggregate)");
 	c->annot.device = dev;
 	return c;
 }
@@ -559,7 +561,38 @@ static void rewrite_calls(Dis *d, Graph **from, Graph **to, int n, int m)
 
 /* ---- 5. annotations and transfers ---- */
 
-static void annotate(Dis *d, Graph *g, int on_lpu, int group, int gchips)
+/* Whether v comes out of an Attention, through views. */
+static int from_attention(const Value *v)
+{
+	for (int k = 0; v && v->kind == V_NODE && k < 8; k++) {
+		if (ir_ops[v->def->op].flags & F_ATTN)
+			return 1;
+		if (!(ir_ops[v->def->op].flags & (F_VIEW | F_SHAPEOP)) || v->def->nin < 1)
+			return 0;
+		v = v->def->in[0];
+	}
+	return 0;
+}
+
+/* Seconds the GPU pool's chips spend communicating for node n (attribute comm_s, added by the
+ * target): the tensor-parallel all-reduce of a row-split projection over NVLink -- the attention
+ * output projection, and an FFN down projection (K > N) kept on the GPUs (Megatron's pattern:
+ * one all-reduce per row-split matmul, backends.md §7 recursive doubling).  f: the micro-batch's
+ * share of the activation. */
+static double gpu_comm(const Dis *d, const Node *n, int ffn, int chips, double f)
+{
+	if (chips < 2 || (n->op != OP_MatMul && n->op != OP_GroupedMatMul) || n->nin < 2 || !n->nout)
+		return 0;
+	const Value *a = n->in[0], *y = n->out[0];
+	int shrinks = a->type.rank >= 1 && y->type.rank >= 1 && dim_isconst(a->type.dims[a->type.rank - 1]) &&
+		      dim_isconst(y->type.dims[y->type.rank - 1]) &&
+		      a->type.dims[a->type.rank - 1].k > y->type.dims[y->type.rank - 1].k;
+	if (!(from_attention(a) || (ffn && shrinks)))
+		return 0;
+	return allreduce(d->nvl, chips, vbytes(y) * f);
+}
+
+static void annotate(Dis *d, Graph *g, int on_lpu, int group, int gchips, double f)
 {
 	ir_foreach_node(g, n) {
 		if (n->op == OP_Call)
@@ -572,6 +605,9 @@ static void annotate(Dis *d, Graph *g, int on_lpu, int group, int gchips)
 				"GPU pool: its layer's FFN does not go to the LPUs (disaggregate)");
 		ir_set_attr_int(n, "pool_chips", lpu ? group : gchips);
 		ir_set_attr_int(n, "pool_size", lpu || d->gname == d->lname ? d->nlpu : d->ngpu);
+		double c = lpu || d->gname == d->lname ? 0 : gpu_comm(d, n, (intptr_t)n->aux == SIDE_LPU, gchips, f);
+		if (c > 0)
+			ir_set_attr_float(n, "comm_s", c);
 	}
 }
 
@@ -869,14 +905,17 @@ static int lpu_only(Dis *d)
 	for (int i = 0; i < d->nlay; i++) {
 		ir_foreach_node(d->lay[i].g, n)
 			n->aux = (void *)(intptr_t)SIDE_GPU;
-		annotate(d, d->lay[i].g, 0, 1, d->lay[i].group);
+		annotate(d, d->lay[i].g, 0, 1, d->lay[i].group, 1);
+		Node *first = d->lay[i].g->first;   /* the activation hops to this layer's LPUs over C2C */
+		if (first && d->c2c && d->lay[i].g->nin)
+			ir_set_attr_float(first, "comm_s", lat(d->c2c) + vbytes(d->lay[i].g->inputs[0]) / owbw(d->c2c));
 	}
 	for (Graph *g = d->m->graphs; g; g = g->next) {
 		int j = 0;
 		while (j < d->nlay && d->lay[j].g != g)
 			j++;
 		if (g != d->entry && j == d->nlay)
-			annotate(d, g, 0, 1, 1);
+			annotate(d, g, 0, 1, 1, 1);
 		ir_foreach_node(g, n)
 			n->aux = NULL;
 	}
@@ -953,9 +992,10 @@ int pass_disaggregate(Module *m, PassCtx *c)
 		if (j == d.nlay) {      /* a callee of a layer: attention side unless a layer's FFN calls it */
 			ir_foreach_node(g, n)
 				n->aux = (void *)(intptr_t)SIDE_GPU;
-			annotate(&d, g, 0, 1, d.ngpu);
+			annotate(&d, g, 0, 1, d.ngpu, 1.0 / d.nmb);
 		} else
-			annotate(&d, g, d.lay[j].on_lpu, d.lay[j].group, d.ngpu);
+			annotate(&d, g, d.lay[j].on_lpu, d.lay[j].group, d.ngpu,
+				 d.lay[j].on_lpu && d.nmb > 1 ? 1.0 / d.nmb : 1);
 	}
 	for (int i = 0; i < d.nlay; i++)
 		if (d.lay[i].on_lpu)

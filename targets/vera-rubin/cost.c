@@ -3,7 +3,8 @@
  * The hook dispatches on the kind of the stream's device.  GPU pool: the GPU model's recorded
  * components (t.mma_us, t.hbm_us, ...: targets/gpu/model.c, backends.md §1b) of one Rubin GPU,
  * the streaming and compute terms divided by the node's pool_chips (the pool works tensor-
- * parallel; launch and fill stay).  LPU pool: t.time_us recorded at lowering by vr_lpu_time.
+ * parallel; launch and fill stay) plus the node's comm_s (the disaggregate pass's tensor-parallel
+ * all-reduce).  LPU pool: t.time_us recorded at lowering by vr_lpu_time.
  * Copies and events: the generic roofline (link alpha + bytes / bandwidth). */
 #include "targets/vera-rubin/vr.h"
 
@@ -70,7 +71,7 @@ VrLpuTime vr_lpu_time(const Plan *p, const Device *lpu, const Link *c2c, const P
 	t.stream = bytes / (chips * bw);
 	t.compute = peak > 0 ? in->flops / (chips * peak) : 0;
 	const Unit *mxm = lpu->nunits ? &lpu->units[0] : NULL;
-	t.fixed = mxm && num_has(&mxm->latency) ? mxm->latency.v : 0;
+	t.fixed = (mxm && num_has(&mxm->latency) ? mxm->latency.v : 0) + rt_attr_float(&in->attrs, "comm_s", 0);
 	/* a projection that shrinks (K > N) is the row-split one: its partial sums are all-reduced */
 	if (chips > 1 && c2c && (in->op == RT_OP_MatMul || in->op == RT_OP_GroupedMatMul) && in->in[0] >= 0) {
 		const PlanBuffer *a = &p->buffers[in->in[0]], *y = &p->buffers[in->out[0]];
@@ -99,6 +100,6 @@ double vr_cost(const Plan *p, int stream, const PlanInstr *in)
 	GpuCost c = { .mma = tval(in, "mma_us", 0) / n, .smem = tval(in, "smem_us", 0) / n, .hbm = tval(in, "hbm_us", 0) / n,
 		      .sfu = tval(in, "sfu_us", 0) / n, .fma = tval(in, "fma_us", 0) / n, .overlap = tval(in, "overlap", 1),
 		      .fixed = tval(in, "fixed_us", 0) };
-	double t = gpu_cost_total(&c) * 1e-6;
+	double t = gpu_cost_total(&c) * 1e-6 + rt_attr_float(&in->attrs, "comm_s", 0);
 	return t >= 0 && isfinite(t) ? t : 0;
 }
