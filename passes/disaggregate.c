@@ -226,6 +226,18 @@ static void gather(Dis *d, Layer *l, Graph *g, int side, double mul, int depth)
 				}
 			}
 		}
+		/* a cache kept as one tensor (MLA's latent): Concat(past, new) -> present, [B, T, ...] */
+		if (s != SIDE_LPU && n->op == OP_Concat && n->nout == 1 && pass_is_output(n->out[0]) &&
+		    n->out[0]->type.rank >= 3 && ir_type_numel(n->out[0]->type) > 0 && dim_isconst(n->out[0]->type.dims[1]))
+			for (int i = 0; i < n->nin; i++)
+				if (n->in[i] && n->in[i]->kind == V_INPUT) {
+					const Value *o = n->out[0];
+					l->kv += (vbytes(n->in[i]) + vbytes(o)) * mul;
+					l->kv_len = o->type.dims[1].k;
+					l->kv_seqs = o->type.dims[0].k;
+					l->kv_tok = vbytes(o) / (double)(l->kv_len * l->kv_seqs) * mul;
+					break;
+				}
 		/* the crossing: a value made on one side and read on the other */
 		if (!side && s == SIDE_LPU)
 			for (int i = 0; i < n->nin; i++)
@@ -597,11 +609,12 @@ static void annotate(Dis *d, Graph *g, int on_lpu, int group, int gchips, double
 	ir_foreach_node(g, n) {
 		if (n->op == OP_Call)
 			continue;
-		int lpu = on_lpu && (intptr_t)n->aux == SIDE_LPU;
+		int lpu = on_lpu > 0 && (intptr_t)n->aux == SIDE_LPU;
 		n->annot.device = lpu ? d->lname : d->gname;
 		ir_set_attr_str(n, "placement_reason", d->gname == d->lname ? "--pools lpu: the whole model on the LPU pool" :
 				lpu ? "FFN side (after the attention residual): weights in LPU SRAM (disaggregate)" :
-				on_lpu ? "attention side (attention, its inputs, its output projection): KV cache in HBM (disaggregate)" :
+				on_lpu > 0 ? "attention side (attention, its inputs, its output projection): KV cache in HBM (disaggregate)" :
+				on_lpu < 0 ? "attention side: a graph a layer's attention calls, KV cache in HBM (disaggregate)" :
 				"GPU pool: its layer's FFN does not go to the LPUs (disaggregate)");
 		ir_set_attr_int(n, "pool_chips", lpu ? group : gchips);
 		ir_set_attr_int(n, "pool_size", lpu || d->gname == d->lname ? d->nlpu : d->ngpu);
@@ -992,7 +1005,7 @@ int pass_disaggregate(Module *m, PassCtx *c)
 		if (j == d.nlay) {      /* a callee of a layer: attention side unless a layer's FFN calls it */
 			ir_foreach_node(g, n)
 				n->aux = (void *)(intptr_t)SIDE_GPU;
-			annotate(&d, g, 0, 1, d.ngpu, 1.0 / d.nmb);
+			annotate(&d, g, -1, 1, d.ngpu, 1.0 / d.nmb);
 		} else
 			annotate(&d, g, d.lay[j].on_lpu, d.lay[j].group, d.ngpu,
 				 d.lay[j].on_lpu && d.nmb > 1 ? 1.0 / d.nmb : 1);

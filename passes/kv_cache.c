@@ -20,8 +20,15 @@
  * pages (vLLM's per-layer KV blocks).  Attentions that already have past inputs or whose other
  * outputs are read are left alone, with a remark.
  *
- * Multi-head latent attention (DeepSeek-V3) is cached like any Attention: per-head K (rope +
- * nope) and V after the up-projection, not the 576-value latent (documented in docs/passes.md).
+ * Multi-head latent attention (DeepSeek-V3) caches its latent instead: when K and V are computed
+ * per token, through up-projections (MatMul by a weight) and layout ops (Reshape and Expand that
+ * keep the batch and sequence axes, Split and Concat on the last axis), from a few [B, S, w]
+ * values (the normalised compressed KV of 512 and the roped shared key of 64 for DeepSeek-V3)
+ * whose width is less than K's and V's together, those values are the cache: they are
+ * concatenated into one `present_latent.N` [B, P+S, w] (the past latent in front for decode),
+ * split again, and the up-projections re-run on all P+S tokens; the decode Attention (one
+ * query) then sees every key without is_causal.  Per token and layer that is 576 values
+ * instead of 128 * (192 + 128) = 40960 (docs/passes.md).
  * Requires shape-inferred graphs; the entry graph's signature changes.
  */
 #include <stdlib.h>
@@ -29,10 +36,15 @@
 
 #include "passes/pass.h"
 
+/* The cache tensors a graph carries: its last inputs (decode) and last outputs, in order. */
 typedef struct GState {
 	Graph *g;
 	int state;          /* 1: being processed, 2: done */
-	int slots;          /* cache slots (key + value pairs) the graph now carries */
+	int slots;          /* cache slots (layers) the graph now carries */
+	int nt;             /* cache tensors: two per key/value slot, one per latent slot */
+	const char **kind;  /* per tensor: "key", "value" or "latent" */
+	int *slot;          /* per tensor: its slot */
+	int64_t *tokbytes;  /* per tensor: bytes per token (0: unknown) */
 } GState;
 
 typedef struct Kv {
@@ -58,13 +70,36 @@ static GState *gstate(Kv *k, Graph *g)
 		k->gs = v;
 		k->capgs = cap;
 	}
-	k->gs[k->ngs] = (GState){ g, 0, 0 };
+	k->gs[k->ngs] = (GState){ g, 0, 0, 0, NULL, NULL, NULL };
 	return &k->gs[k->ngs++];
+}
+
+/* Records cache tensor `kind` of slot s in g's state (the arrays live in the module's arena). */
+static void add_tensor(Kv *k, Graph *g, const char *kind, int s, int64_t tokbytes)
+{
+	GState *st = gstate(k, g);
+	const char **kd = arena_alloc(k->m->arena, (size_t)(st->nt + 1) * sizeof *kd);
+	int *sl = arena_alloc(k->m->arena, (size_t)(st->nt + 1) * sizeof *sl);
+	int64_t *tb = arena_alloc(k->m->arena, (size_t)(st->nt + 1) * sizeof *tb);
+	if (st->nt) {
+		memcpy(kd, st->kind, (size_t)st->nt * sizeof *kd);
+		memcpy(sl, st->slot, (size_t)st->nt * sizeof *sl);
+		memcpy(tb, st->tokbytes, (size_t)st->nt * sizeof *tb);
+	}
+	kd[st->nt] = kind, sl[st->nt] = s, tb[st->nt] = tokbytes;
+	st->kind = kd, st->slot = sl, st->tokbytes = tb;
+	st->nt++;
+}
+
+/* Bytes per token of one cache entry of type t whose values per token are `per` (-1: unknown). */
+static int64_t token_bytes(Type t, int64_t per)
+{
+	return per > 0 && t.dt != DT_INVALID ? rt_dtype_bytes(t.dt, per) : 0;
 }
 
 static const char *slot_name(Graph *g, const char *what, int s)
 {
-	char buf[64];
+	char buf[96];
 	snprintf(buf, sizeof buf, "%s.%d", what, s);
 	return arena_strdup(g->m->arena, buf);
 }
@@ -147,20 +182,305 @@ static void rewrite_attention(Kv *k, Graph *g, Node *n, int s)
 	ir_remove_node(g, n);
 	add_output(g, r->out[1]);
 	add_output(g, r->out[2]);
+	add_tensor(k, g, "key", s, dim_isconst(pk.dims[1]) && dim_isconst(pk.dims[3]) ? token_bytes(pk, pk.dims[1].k * pk.dims[3].k) : 0);
+	add_tensor(k, g, "value", s, dim_isconst(pv.dims[1]) && dim_isconst(pv.dims[3]) ? token_bytes(pv, pv.dims[1].k * pv.dims[3].k) : 0);
+	st = gstate(k, g);
 	st->slots++;
 	pass_changed(k->c, "attentions cached");
 	pass_remark(k->c, REMARK_APPLIED, g, r, "%s: Attention '%s' %sreturns present_key.%d/present_value.%d",
 		    k->c->phase, name, k->decode ? "reads past_key/past_value and " : "", s, s);
 }
 
+/* ---- MLA: the latent as the cache ---- */
+
+enum { MAXLAT = 64, MAXPARTS = 8 };
+
+typedef struct Lat {
+	Node *nodes[MAXLAT];   /* per-token nodes from the latent parts to K and V */
+	int n;
+	Value *parts[MAXPARTS];   /* the cached [B, S, w] values, in definition order */
+	int np;
+} Lat;
+
+/* Element i of constant v, or def when v is not a known constant of more than i elements. */
+static int64_t const_at(Value *v, int64_t i, int64_t def)
+{
+	const RtTensor *t = v ? ir_const_data(v) : NULL;
+	return t && t->n > i ? rt_geti(t, i) : def;
+}
+
+/* The axis attribute of n normalised against rank r (default 0). */
+static int64_t norm_axis(const Node *n, int r)
+{
+	int64_t ax = rt_attr_int(&n->attrs, "axis", 0);
+	return ax < 0 ? ax + r : ax;
+}
+
+/* Whether layout node n treats every (batch, token) position alike and keeps both axes. */
+static int per_token(Node *n)
+{
+	int r = n->in[0] ? n->in[0]->type.rank : -1;
+	switch (n->op) {
+	case OP_Reshape:
+		return r >= 2 && !rt_attr_int(&n->attrs, "allowzero", 0) && const_at(n->in[1], 0, -1) == 0 &&
+		       const_at(n->in[1], 1, -1) == 0;
+	case OP_Expand:
+		return r >= 2 && const_at(n->in[1], 0, -1) == 1 && const_at(n->in[1], 1, -1) == 1;
+	case OP_Split:
+	case OP_Concat:
+		return r >= 3 && norm_axis(n, r) >= 2;
+	default:
+		return (ir_ops[n->op].flags & (F_ELEM | F_UNARY)) == (F_ELEM | F_UNARY) && n->nin == 1;
+	}
+}
+
+static int lat_has(const Lat *l, const Node *n)
+{
+	for (int i = 0; i < l->n; i++)
+		if (l->nodes[i] == n)
+			return 1;
+	return 0;
+}
+
+static int lat_part(Lat *l, Value *v)
+{
+	for (int i = 0; i < l->np; i++)
+		if (l->parts[i] == v)
+			return 1;
+	if (l->np == MAXPARTS || v->type.rank != 3)
+		return 0;
+	l->parts[l->np++] = v;
+	return 1;
+}
+
+/* Walks back from v (K or V) to the latent: RotaryEmbedding results and up-projection inputs
+ * are cached, per-token layout nodes between them are recomputed. */
+static int lat_walk(Lat *l, Value *v, int depth)
+{
+	if (depth > 32 || !v || v->kind != V_NODE)
+		return 0;
+	Node *d = v->def;
+	if (lat_has(l, d))
+		return 1;
+	if (d->op == OP_RotaryEmbedding)
+		return lat_part(l, v);
+	if (l->n == MAXLAT)
+		return 0;
+	if (d->op == OP_MatMul && d->in[1]->kind == V_PARAM && d->in[1]->type.rank == 2) {
+		l->nodes[l->n++] = d;
+		return lat_part(l, d->in[0]);
+	}
+	if (!per_token(d))
+		return 0;
+	l->nodes[l->n++] = d;
+	int nin = d->op == OP_Concat ? d->nin : 1;
+	for (int i = 0; i < nin; i++)
+		if (!lat_walk(l, d->in[i], depth + 1))
+			return 0;
+	return 1;
+}
+
+/* The position of n in g (for a deterministic order of parts and nodes). */
+static int node_pos(const Graph *g, const Node *n)
+{
+	int i = 0;
+	ir_foreach_node(g, q) {
+		if (q == n)
+			return i;
+		i++;
+	}
+	return -1;
+}
+
+/* Sorts the latent parts by their definition order and the nodes by graph order. */
+static void lat_sort(const Graph *g, Lat *l)
+{
+	for (int i = 1; i < l->np; i++)
+		for (int j = i; j > 0 && node_pos(g, l->parts[j]->def) < node_pos(g, l->parts[j - 1]->def); j--) {
+			Value *t = l->parts[j];
+			l->parts[j] = l->parts[j - 1], l->parts[j - 1] = t;
+		}
+	for (int i = 1; i < l->n; i++)
+		for (int j = i; j > 0 && node_pos(g, l->nodes[j]) < node_pos(g, l->nodes[j - 1]); j--) {
+			Node *t = l->nodes[j];
+			l->nodes[j] = l->nodes[j - 1], l->nodes[j - 1] = t;
+		}
+}
+
+/* Whether Attention n's K and V come from a latent narrower than them (filled in *l); *w is its
+ * width and *kv the values per token of K and V. */
+static int find_latent(Kv *k, Graph *g, Node *n, Lat *l, int64_t *w, int64_t *kv)
+{
+	Value *q = n->in[0];
+	if (n->nin > 3 || q->type.rank != 3 || n->in[1]->type.rank != 3 || n->in[2]->type.rank != 3)
+		return 0;   /* masks, past inputs and 4-D layouts keep the per-head cache */
+	l->n = l->np = 0;
+	if (!lat_walk(l, n->in[1], 0) || !lat_walk(l, n->in[2], 0) || l->np == 0)
+		return 0;
+	*w = 0;
+	for (int i = 0; i < l->np; i++) {
+		Type t = l->parts[i]->type;
+		if (!dim_eq(t.dims[0], q->type.dims[0]) || !dim_eq(t.dims[1], q->type.dims[1]) ||
+		    !dim_isconst(t.dims[2]) || t.dt != l->parts[0]->type.dt)
+			return 0;
+		*w += t.dims[2].k;
+	}
+	Dim dk = n->in[1]->type.dims[2], dv = n->in[2]->type.dims[2];
+	if (!dim_isconst(dk) || !dim_isconst(dv) || *w >= dk.k + dv.k)
+		return 0;
+	*kv = dk.k + dv.k;
+	if (k->decode && !(dim_isconst(q->type.dims[1]) && q->type.dims[1].k == 1) &&
+	    rt_attr_int(&n->attrs, "is_causal", 0))
+		return 0;   /* causal attention of several new tokens over a past needs an offset mask */
+	lat_sort(g, l);
+	return 1;
+}
+
+/* An inline i64 literal operand. */
+static Value *i64_list(Graph *g, const int64_t *v, int n, Loc loc)
+{
+	ParamInit *pi = arena_alloc(g->m->arena, sizeof *pi);
+	pi->kind = INIT_LITERAL;
+	pi->lit = arena_alloc(g->m->arena, (size_t)n * sizeof *pi->lit);
+	for (int i = 0; i < n; i++)
+		pi->lit[i] = (double)v[i];
+	pi->nlit = n;
+	pi->inline_lit = 1;
+	Dim d = dim_c(n);
+	return ir_add_param(g, ir_fresh_name(g, "c"), ir_type(g->m, DT_I64, 1, &d), pi, loc);
+}
+
+/* Decode: K and V recomputed from the latent of all P+S tokens; the new Attention replaces n. */
+static Node *attend_latent(Kv *k, Graph *g, Node *n, Lat *l, Value *all)
+{
+	Value *full[MAXPARTS], *map[MAXLAT];
+	if (l->np == 1)
+		full[0] = all;
+	else {
+		const char *names[MAXPARTS];
+		int64_t sizes[MAXPARTS];
+		for (int i = 0; i < l->np; i++) {
+			char buf[256];
+			snprintf(buf, sizeof buf, "%s.all", l->parts[i]->name);
+			names[i] = ir_fresh_name(g, buf);
+			sizes[i] = l->parts[i]->type.dims[2].k;
+		}
+		Value *in[2] = { all, i64_list(g, sizes, l->np, n->loc) };
+		Node *sp = ir_insert_node(g, n, OP_Split, in, 2, names, l->np, n->loc);
+		ir_set_attr_int(sp, "axis", -1);
+		for (int i = 0; i < l->np; i++)
+			full[i] = sp->out[i];
+	}
+	for (int i = 0; i < l->n; i++) {
+		Node *d = l->nodes[i];
+		Value *in[16];
+		const char *names[16];
+		int nin = d->nin < 16 ? d->nin : 16, nout = d->nout < 16 ? d->nout : 16;
+		for (int j = 0; j < nin; j++) {
+			in[j] = d->in[j];
+			for (int p = 0; p < l->np; p++)
+				if (in[j] == l->parts[p])
+					in[j] = full[p];
+			for (int q = 0; q < i; q++)
+				if (in[j] && in[j]->kind == V_NODE && in[j]->def == l->nodes[q])
+					in[j] = map[q] ? map[q]->def->out[in[j]->defidx] : in[j];
+		}
+		for (int j = 0; j < nout; j++) {
+			char buf[256];
+			snprintf(buf, sizeof buf, "%s.all", d->out[j]->name);
+			names[j] = ir_fresh_name(g, buf);
+		}
+		Node *c = ir_insert_node(g, n, d->op, in, nin, names, nout, d->loc);
+		for (int a = 0; a < d->attrs.n; a++)
+			ir_set_attr(c, &d->attrs.a[a]);
+		c->annot = d->annot;
+		map[i] = c->out[0];
+	}
+	Value *in[3] = { n->in[0], n->in[1], n->in[2] };
+	for (int j = 1; j < 3; j++)
+		for (int q = 0; q < l->n; q++)
+			if (in[j]->kind == V_NODE && in[j]->def == l->nodes[q])
+				in[j] = map[q]->def->out[in[j]->defidx];
+	const char *name = ir_fresh_name(g, n->out[0]->name);
+	Node *r = ir_insert_node(g, n, OP_Attention, in, 3, &name, 1, n->loc);
+	for (int a = 0; a < n->attrs.n; a++)   /* one query sees every key: no causal mask */
+		if (strcmp(n->attrs.a[a].name, "is_causal"))
+			ir_set_attr(r, &n->attrs.a[a]);
+	r->annot = n->annot;
+	ir_replace_uses(g, n->out[0], r->out[0]);
+	const char *old = n->out[0]->name;
+	n->out[0]->name = r->out[0]->name;
+	r->out[0]->name = old;
+	ir_remove_node(g, n);
+	for (int i = l->n - 1; i >= 0; i--) {
+		int used = 0;
+		for (int j = 0; j < l->nodes[i]->nout; j++)
+			used |= l->nodes[i]->out[j]->nuses > 0 || pass_is_output(l->nodes[i]->out[j]);
+		if (!used)
+			ir_remove_node(g, l->nodes[i]);
+	}
+	return r;
+}
+
+/* MLA Attention n gets latent slot s: `present_latent.s` (past latent + new latent for decode)
+ * is a graph output, `past_latent.s` a graph input.  Returns 0 when n has no narrower latent. */
+static int cache_latent(Kv *k, Graph *g, Node *n, int s)
+{
+	Lat l;
+	int64_t w, kv;
+	for (int i = 1; i < n->nout; i++)
+		if (n->out[i]->nuses || pass_is_output(n->out[i]))
+			return 0;
+	if (!find_latent(k, g, n, &l, &w, &kv))
+		return 0;
+	Loc loc = n->loc;
+	Value *lat;
+	const char *pname = slot_name(g, "present_latent", s);
+	if (l.np == 1 && !k->decode) {
+		lat = ir_insert_node(g, n, OP_Identity, l.parts, 1, &pname, 1, loc)->out[0];
+	} else {
+		const char *name = k->decode ? ir_fresh_name(g, "latent") : pname;
+		Node *c = ir_insert_node(g, n, OP_Concat, l.parts, l.np, &name, 1, loc);
+		ir_set_attr_int(c, "axis", -1);
+		lat = c->out[0];
+	}
+	Value *present = lat;
+	if (k->decode) {
+		Dim d[3] = { n->in[0]->type.dims[0], k->past, dim_c(w) };
+		Value *in[2] = { ir_add_input(g, slot_name(g, "past_latent", s), ir_type(k->m, l.parts[0]->type.dt, 3, d), loc), lat };
+		Node *c = ir_insert_node(g, n, OP_Concat, in, 2, &pname, 1, loc);
+		ir_set_attr_int(c, "axis", 1);
+		present = c->out[0];
+	}
+	char parts[256];
+	size_t o = 0;
+	for (int i = 0; i < l.np && o < sizeof parts - 64; i++)
+		o += (size_t)snprintf(parts + o, sizeof parts - o, "%s'%s' %lld", i ? " + " : "", l.parts[i]->name,
+				      (long long)l.parts[i]->type.dims[2].k);
+	int64_t tb = token_bytes(l.parts[0]->type, w), tkv = token_bytes(n->in[1]->type, kv);
+	const char *name = pass_node_name(n);
+	Node *at = k->decode ? attend_latent(k, g, n, &l, present) : n;
+	add_output(g, present);
+	add_tensor(k, g, "latent", s, tb);
+	gstate(k, g)->slots++;
+	pass_changed(k->c, "attentions cached");
+	pass_stat(k->c, "latent caches", 1);
+	pass_remark(k->c, REMARK_APPLIED, g, at, "%s: Attention '%s' caches its latent (%s): %lld values, "
+		    "%lld bytes per token per layer, instead of %lld values (%lld bytes) of per-head K and V; %s",
+		    k->c->phase, name, parts, (long long)w, (long long)tb, (long long)kv, (long long)tkv,
+		    k->decode ? "past_latent is concatenated in front and the up-projections re-run on every token"
+			      : "returns present_latent");
+	return 1;
+}
+
 static int process(Kv *k, Graph *g);
 
-/* Call n of a callee that carries ks cache slots: unrolled into repeat-1 calls whose extra
- * inputs (decode) and outputs are new slots of g. */
-static void rewrite_call(Kv *k, Graph *g, Node *n, int ks)
+/* Call n of a callee that carries cache tensors: unrolled into repeat-1 calls whose extra
+ * inputs (decode) and outputs are new slots of g, named by kind and slot. */
+static void rewrite_call(Kv *k, Graph *g, Node *n, GState cs)
 {
 	Graph *callee = n->callee;
-	int per = k->decode ? 2 * ks : 0, nin = n->nin + per, nout = n->nout + 2 * ks;
+	int per = k->decode ? cs.nt : 0, nin = n->nin + per, nout = n->nout + cs.nt;
 	Value **in = calloc((size_t)nin, sizeof *in);
 	const char **names = calloc((size_t)nout, sizeof *names);
 	if (!in || !names)
@@ -170,27 +490,28 @@ static void rewrite_call(Kv *k, Graph *g, Node *n, int ks)
 		int base = gstate(k, g)->slots;
 		for (int i = 0; i < n->nin; i++)
 			in[i] = prev && i < n->nout ? prev->out[i] : n->in[i];
-		for (int j = 0; j < ks && k->decode; j++) {
-			Value *pk = callee->inputs[callee->nin - per + 2 * j];
-			Value *pv = callee->inputs[callee->nin - per + 2 * j + 1];
-			in[n->nin + 2 * j] = ir_add_input(g, slot_name(g, "past_key", base + j), pk->type, n->loc);
-			in[n->nin + 2 * j + 1] = ir_add_input(g, slot_name(g, "past_value", base + j), pv->type, n->loc);
+		for (int j = 0; j < cs.nt; j++) {
+			char buf[32];
+			snprintf(buf, sizeof buf, "past_%s", cs.kind[j]);
+			if (k->decode)
+				in[n->nin + j] = ir_add_input(g, slot_name(g, buf, base + cs.slot[j]),
+							      callee->inputs[callee->nin - per + j]->type, n->loc);
+			snprintf(buf, sizeof buf, "present_%s", cs.kind[j]);
+			names[n->nout + j] = slot_name(g, buf, base + cs.slot[j]);
 		}
 		for (int i = 0; i < n->nout; i++)
 			names[i] = ir_fresh_name(g, n->out[i]->name);
-		for (int j = 0; j < ks; j++) {
-			names[n->nout + 2 * j] = slot_name(g, "present_key", base + j);
-			names[n->nout + 2 * j + 1] = slot_name(g, "present_value", base + j);
-		}
 		Node *c = ir_insert_node(g, n, OP_Call, in, nin, names, nout, n->loc);
 		for (int i = 0; i < n->attrs.n; i++)
 			ir_set_attr(c, &n->attrs.a[i]);
 		c->callee = callee;
 		c->repeat = 1;
 		c->annot = n->annot;
-		for (int j = 0; j < 2 * ks; j++)
+		for (int j = 0; j < cs.nt; j++) {
 			add_output(g, c->out[n->nout + j]);
-		gstate(k, g)->slots += ks;
+			add_tensor(k, g, cs.kind[j], base + cs.slot[j], cs.tokbytes[j]);
+		}
+		gstate(k, g)->slots += cs.slots;
 		prev = c;
 	}
 	for (int i = 0; i < n->nout; i++) {
@@ -203,7 +524,8 @@ static void rewrite_call(Kv *k, Graph *g, Node *n, int ks)
 	if (n->repeat > 1) {
 		pass_stat(k->c, "repeats unrolled", 1);
 		pass_remark(k->c, REMARK_APPLIED, g, prev, "%s: unrolled repeat %lld %s into %lld calls, %d cache slot%s each",
-			    k->c->phase, (long long)n->repeat, callee->name, (long long)n->repeat, ks, ks == 1 ? "" : "s");
+			    k->c->phase, (long long)n->repeat, callee->name, (long long)n->repeat, cs.slots,
+			    cs.slots == 1 ? "" : "s");
 	}
 	ir_remove_node(g, n);
 	free(in);
@@ -220,12 +542,12 @@ static int process(Kv *k, Graph *g)
 	for (Node *n = g->first, *next; n; n = next) {
 		next = n->next;
 		if (n->op == OP_Attention) {
-			if (pass_bisect(k->c, n, "cache attention"))
+			if (pass_bisect(k->c, n, "cache attention") && !cache_latent(k, g, n, gstate(k, g)->slots))
 				rewrite_attention(k, g, n, gstate(k, g)->slots);
 		} else if (n->op == OP_Call && n->callee) {
 			int ks = process(k, n->callee);
 			if (ks > 0 && pass_bisect(k->c, n, "thread cache through call"))
-				rewrite_call(k, g, n, ks);
+				rewrite_call(k, g, n, *gstate(k, n->callee));
 		}
 	}
 	st = gstate(k, g);
@@ -250,9 +572,22 @@ int pass_kv_cache(Module *m, PassCtx *c)
 	int slots = entry ? process(&k, entry) : 0;
 	if (entry && !slots) {
 		pass_remark(c, REMARK_MISSED, entry, NULL, "%s: no Attention to cache in graph '%s'", c->phase, entry->name);
-	} else if (entry)
-		pass_remark(c, REMARK_ANALYSIS, entry, NULL, "%s: graph '%s' carries %d KV-cache slot%s%s", c->phase,
-			    entry->name, slots, slots == 1 ? "" : "s", k.decode ? " in and out" : " out");
+	} else if (entry) {
+		GState *st = gstate(&k, entry);
+		int64_t bytes = 0;
+		int known = 1;
+		for (int i = 0; i < st->nt; i++) {
+			bytes += st->tokbytes[i];
+			known &= st->tokbytes[i] > 0;
+		}
+		char per[96] = "";
+		if (known) {
+			snprintf(per, sizeof per, ": %lld bytes per token of a sequence", (long long)bytes);
+			pass_stat(c, "KV-cache bytes per token", bytes);
+		}
+		pass_remark(c, REMARK_ANALYSIS, entry, NULL, "%s: graph '%s' carries %d KV-cache slot%s%s%s", c->phase,
+			    entry->name, slots, slots == 1 ? "" : "s", k.decode ? " in and out" : " out", per);
+	}
 	free(k.gs);
 	return k.errors;
 }

@@ -1,23 +1,35 @@
-/* passes/partition.c: assigns every node of the entry graph to a device of the machine.
+/* passes/partition.c: assigns every node of the entry graph, and of the layer graphs it calls,
+ * to a device of the machine.
  *
  * The pass reads the machine (PassCtx.machine): its accelerators (the first non-host device kind
  * and its count), each one's memory capacity (HBM, else DRAM, SRAM or VMEM), peak rates and
  * memory bandwidth.  With one device it only checks that weights + activations + KV cache fit,
  * and reports required against available bytes when they do not.  With several it
- *   1. splits Megatron-style MatMul pairs over the --tp N devices of a pipeline stage: the first
- *      weight by columns, elementwise ops in between per shard, the second weight by rows, and
- *      an AllReduce of the partial products (docs/language.md "Devices and collectives");
- *   2. cuts the graph into --pp N pipeline stages (by default the fewest whose weights fit),
+ *   1. splits Megatron-style regions over the --tp N devices of a pipeline stage: MatMul pairs
+ *      (the first weight by columns, elementwise ops in between per shard, the second weight by
+ *      rows) and attention blocks (Q/K/V weights by whole heads, RotaryEmbedding and Attention
+ *      per shard with their head counts divided, the output projection by rows), each ending
+ *      in an AllReduce of the partial products (docs/language.md "Devices and collectives");
+ *   2. splits mixture-of-experts blocks (MoEDispatch -> GroupedMatMul ... -> MoECombine) over
+ *      the --ep N devices of a stage: the stacked expert weights by experts, every device
+ *      dispatching the (replicated) tokens and computing only its experts' rows, and an
+ *      AllReduce of the weighted partial sums: exact, and k times less traffic than an exact
+ *      static AllToAll, whose equal chunks would need room for every routed row (MoE volumes:
+ *      shared/reference/backends.md section 6; docs/passes.md "Why not AllToAll");
+ *   3. cuts the graph into --pp N pipeline stages (by default the fewest whose weights fit),
  *      balanced by predicted time: max(FLOP / device peak, bytes / memory bandwidth) per node;
  *      a stage index never decreases along an edge, so partitions form no cycle.  `@device`
  *      annotations take precedence: a pinned node stays on its device and the nodes before it
  *      are held at or below its stage;
- *   3. annotates every node `@device(gpuN)`, records the reason as a "placement" remark (operator
- *      support, pin, tensor-parallel shard, pipeline stage by time) and inserts a Transfer
- *      wherever a value crosses devices (one per value and destination);
- *   4. checks memory per device and reports each device that does not fit, with numbers.
- * Calls (layer stacks) are placed as units; tensor parallelism applies to the entry graph.
+ *   4. annotates every node `@device(gpuN)`, records the reason as a "placement" remark (operator
+ *      support, pin, tensor- or expert-parallel shard, pipeline stage by time) and inserts a
+ *      Transfer wherever a value crosses devices (one per value and destination);
+ *   5. with a stage wider than one device (--tp or --ep), gives every layer graph called from
+ *      stage s a copy of its own, "<graph>.stage<s>", split by 1. and 2. and placed on the
+ *      stage's devices (calls keep their instance numbers, so every layer keeps its weights);
+ *   6. checks memory per device and reports each device that does not fit, with numbers.
  */
+#include <assert.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,12 +42,26 @@
  * (region, shard) code kept in Node.aux while the pass runs (--tp is at most 4096). */
 enum { MAXREG = 64, MAXREGIONS = 4096, SHARDS = 8192 };
 
+/* A layer graph instantiated for one pipeline stage. */
+typedef struct Inst {
+	Graph *orig, *clone;
+	int stage;
+} Inst;
+
 typedef struct Part {
 	Module *m;
 	Graph *g;
 	PassCtx *c;
 	const Device *dev;
-	int ndev, tp, pp;
+	int ndev, tp, pp, ep;
+	int width;               /* devices per pipeline stage: max(tp, ep) */
+	int base;                /* a layer graph: the first device of its stage; -1: the entry graph */
+	int nreg;                /* regions of g so far */
+	char regkind[MAXREGIONS];   /* per region id: 'T' tensor parallel, 'E' expert parallel */
+	int regn[MAXREGIONS];       /* per region id: its shards */
+	int64_t regel[MAXREGIONS];  /* per expert-parallel region id: experts per device */
+	Inst *insts;             /* layer graphs instantiated per stage */
+	int ninsts, capinsts;
 	double cap;              /* bytes per device */
 	const char *capname;     /* "HBM" */
 	int *stage;              /* per node id */
@@ -96,7 +122,7 @@ static int64_t node_weights(const Node *n)
 	return b;
 }
 
-/* ---- tensor parallelism: Megatron MatMul pairs ---- */
+/* ---- tensor parallelism: Megatron MatMul pairs and attention heads ---- */
 
 typedef struct Region {
 	Node *nodes[MAXREG];     /* column part, in graph order, then the row MatMul last */
@@ -117,7 +143,66 @@ static int in_region(const Region *r, const Node *n)
 	return 0;
 }
 
-/* Whether v can be computed column-split (last dimension N over the shards); adds its nodes. */
+/* The axis attribute of n normalised against rank r (default 0). */
+static int64_t norm_axis(const Node *n, int r)
+{
+	int64_t ax = rt_attr_int(&n->attrs, "axis", 0);
+	return ax < 0 ? ax + r : ax;
+}
+
+/* The constant last dimension of v, or -1. */
+static int64_t last_dim(const Value *v)
+{
+	if (!v || v->type.rank < 1 || !dim_isconst(v->type.dims[v->type.rank - 1]))
+		return -1;
+	return v->type.dims[v->type.rank - 1].k;
+}
+
+/* Whether Attention n can run per group of heads: 3-D Q, K, V ([B, S, heads * head]), no mask
+ * or past inputs, only its first output read, both head counts divisible by tp. */
+static int attention_splits(Part *p, const Node *n)
+{
+	int64_t qh = rt_attr_int(&n->attrs, "q_num_heads", 0), kvh = rt_attr_int(&n->attrs, "kv_num_heads", 0);
+	if (qh < 1 || kvh < 1 || qh % p->tp || kvh % p->tp || n->nin < 3)
+		return 0;
+	for (int i = 3; i < n->nin; i++)
+		if (n->in[i])
+			return 0;
+	for (int i = 0; i < 3; i++)
+		if (!n->in[i] || n->in[i]->type.rank != 3)
+			return 0;
+	for (int i = 1; i < n->nout; i++)
+		if (n->out[i]->nuses || pass_is_output(n->out[i]))
+			return 0;
+	return 1;
+}
+
+/* The dimension a value is split along: the heads of a [B, S, heads, d] value, else the last
+ * (columns, head-major); -1 when it is not a constant. */
+static int64_t split_dim(const Value *v)
+{
+	if (v && v->type.rank == 4)
+		return dim_isconst(v->type.dims[2]) ? v->type.dims[2].k : -1;
+	return last_dim(v);
+}
+
+/* Whether the shape operand s of a Reshape (lead 0, 0) or Expand (lead 1, 1) keeps the batch and
+ * sequence axes and has a third element divisible by tp (the heads, or heads * d). */
+static int head_shape(Part *p, Value *s, int lead, int rank)
+{
+	const RtTensor *t = s ? ir_const_data(s) : NULL;
+	return t && t->n == rank && rt_geti(t, 0) == lead && rt_geti(t, 1) == lead && rt_geti(t, 2) > 0 &&
+	       rt_geti(t, 2) % p->tp == 0;
+}
+
+/* Whether every input of n below `from` is column-split (adds their nodes). */
+static int colsplit_inputs(Part *p, Region *r, Node *n, int from, int to, int depth);
+
+/* Whether v can be computed column-split (its split dimension, see split_dim, cut into tp equal,
+ * head-aligned parts); adds its nodes.  Leaves are MatMuls with [K, N] weights; in between:
+ * unary elementwise ops, Add/Sub/Mul/SwiGLU with [N] biases, RotaryEmbedding and Attention by
+ * heads, and MLA's head layouts: Reshape between [B, S, heads * d] and [B, S, heads, d], Expand
+ * of a shared [B, S, 1, d] to the heads, Split and Concat along d. */
 static int colsplit(Part *p, Region *r, Value *v, int depth)
 {
 	if (depth > 16 || v->kind != V_NODE || r->n >= MAXREG - 1)
@@ -125,60 +210,104 @@ static int colsplit(Part *p, Region *r, Value *v, int depth)
 	Node *n = v->def;
 	if (in_region(r, n))
 		return 1;
-	if (n->annot.device || n->nout != 1 || v->nuses != 1 || pass_is_output(v) || n->aux)
+	int64_t w = split_dim(v);
+	if (n->annot.device || v->nuses != 1 || pass_is_output(v) || n->aux || w < 1 || w % p->tp)
 		return 0;
-	if (v->type.rank < 1 || !dim_isconst(v->type.dims[v->type.rank - 1]) ||
-	    v->type.dims[v->type.rank - 1].k != r->cols)
+	if (n->nout != 1 && n->op != OP_Attention && n->op != OP_Split)
 		return 0;
-	int ok = 0;
-	if (n->op == OP_MatMul && is_weight(n->in[1], 2) && n->in[0]->type.rank >= 1)
+	if (v->defidx != 0 && n->op != OP_Split)
+		return 0;
+	int ok = 0, rank = v->type.rank;
+	if (n->op == OP_MatMul && is_weight(n->in[1], 2) && n->in[0]->type.rank >= 1 && rank != 4)
 		ok = 1;
 	else if ((ir_ops[n->op].flags & (F_ELEM | F_UNARY)) == (F_ELEM | F_UNARY) && n->op != OP_Cast)
-		ok = colsplit(p, r, n->in[0], depth + 1);
+		ok = split_dim(n->in[0]) == w && n->in[0]->type.rank == rank && colsplit(p, r, n->in[0], depth + 1);
 	else if (n->op == OP_Add || n->op == OP_Sub || n->op == OP_Mul || n->op == OP_SwiGLU) {
 		int any = 0;
-		ok = 1;
+		ok = rank != 4;
 		for (int i = 0; i < 2 && ok; i++) {
 			Value *x = n->in[i];
-			if (is_weight(x, 1) && x->type.dims[0].k == r->cols && dim_isconst(x->type.dims[0]))
+			if (is_weight(x, 1) && dim_isconst(x->type.dims[0]) && x->type.dims[0].k == w)
 				continue;
-			ok = colsplit(p, r, x, depth + 1);
+			ok = last_dim(x) == w && colsplit(p, r, x, depth + 1);
 			any |= ok;
 		}
 		ok = ok && any;
-	}
+	} else if (n->op == OP_RotaryEmbedding) {
+		int64_t h = rt_attr_int(&n->attrs, "num_heads", 0);
+		ok = h > 0 && h % p->tp == 0 && rank == 3 && last_dim(n->in[0]) == w &&
+		     colsplit(p, r, n->in[0], depth + 1);
+	} else if (n->op == OP_Attention && attention_splits(p, n))
+		ok = colsplit_inputs(p, r, n, 0, 3, depth);
+	else if (n->op == OP_Reshape && n->in[0]->type.rank + rank == 7 && head_shape(p, n->in[1], 0, rank))
+		ok = split_dim(n->in[0]) > 0 && colsplit(p, r, n->in[0], depth + 1);   /* 3-D <-> 4-D */
+	else if (n->op == OP_Expand && rank == 4 && head_shape(p, n->in[1], 1, 4) && n->in[0]->type.rank == 4 &&
+		 dim_isconst(n->in[0]->type.dims[2]) && n->in[0]->type.dims[2].k == 1)
+		ok = 1;   /* a value shared by all heads, expanded per shard */
+	else if ((n->op == OP_Split || n->op == OP_Concat) && rank == 4 && norm_axis(n, 4) == 3)
+		ok = colsplit_inputs(p, r, n, 0, n->op == OP_Split ? 1 : n->nin, depth);
 	if (!ok)
 		return 0;
 	r->nodes[r->n++] = n;
 	return 1;
 }
 
-/* Shard i of weight w cut into tp parts along axis (one Split per weight, shared by the shards). */
-static Value *weight_shard(Part *p, Node *before, Value *w, int axis, int i)
+static int colsplit_inputs(Part *p, Region *r, Node *n, int from, int to, int depth)
+{
+	for (int i = from; i < to; i++)
+		if (!n->in[i] || !colsplit(p, r, n->in[i], depth + 1))
+			return 0;
+	return 1;
+}
+
+/* Shard i of weight w cut into k parts along axis (one Split per weight, shared by the shards). */
+static Value *weight_shard(Part *p, Node *before, Value *w, int axis, int i, int k)
 {
 	if (!w->aux) {
-		const char **names = arena_alloc(p->m->arena, (size_t)p->tp * sizeof *names);
-		for (int k = 0; k < p->tp; k++) {
+		const char **names = arena_alloc(p->m->arena, (size_t)k * sizeof *names);
+		for (int j = 0; j < k; j++) {
 			char buf[256];
-			snprintf(buf, sizeof buf, "%s.shard%d", w->name, k);
-			names[k] = ir_fresh_name(p->g, buf);
+			snprintf(buf, sizeof buf, "%s.shard%d", w->name, j);
+			names[j] = ir_fresh_name(p->g, buf);
 		}
-		Node *s = ir_insert_node(p->g, before, OP_Split, &w, 1, names, p->tp, before->loc);
+		Node *s = ir_insert_node(p->g, before, OP_Split, &w, 1, names, k, before->loc);
 		ir_set_attr_int(s, "axis", axis);
-		ir_set_attr_int(s, "num_outputs", p->tp);
+		ir_set_attr_int(s, "num_outputs", k);
 		s->aux = (void *)SHARD_SPLIT;
 		w->aux = s;
 	}
 	return ((Node *)w->aux)->out[i];
 }
 
-static Value *map_val(Region *r, Value **map, Value *v)
+static Value *map_val(Region *r, Node **map, Value *v)
 {
 	if (v && v->kind == V_NODE)
 		for (int k = 0; k < r->n; k++)
 			if (r->nodes[k] == v->def)
-				return map[k];
+				return map[k]->out[v->defidx];
 	return v;
+}
+
+/* A shard's copy of the constant shape operand s of a Reshape or Expand: element 2 / tp. */
+static Value *shard_shape(Part *p, Value *s, Loc loc)
+{
+	const RtTensor *t = ir_const_data(s);
+	ParamInit *pi = arena_alloc(p->m->arena, sizeof *pi);
+	pi->kind = INIT_LITERAL;
+	pi->nlit = t->n;
+	pi->lit = arena_alloc(p->m->arena, (size_t)t->n * sizeof *pi->lit);
+	for (int64_t i = 0; i < t->n; i++)
+		pi->lit[i] = (double)(rt_geti(t, i) / (i == 2 ? p->tp : 1));
+	pi->inline_lit = 1;
+	return ir_add_param(p->g, ir_fresh_name(p->g, "c"), s->type, pi, loc);
+}
+
+/* Divides the integer attribute `name` of c by k (head counts of a shard). */
+static void divide_attr(Node *c, const char *name, int k)
+{
+	int64_t v = rt_attr_int(&c->attrs, name, 0);
+	if (v > 0)
+		ir_set_attr_int(c, name, v / k);
 }
 
 /* Rewrites one region into tp shards and an AllReduce; marks the new nodes (aux = region). */
@@ -186,32 +315,46 @@ static void split_region(Part *p, Region *r, int rid)
 {
 	Node *row = r->nodes[r->n - 1];
 	Value *parts[SHARDS];
-	Value *map[MAXREG];
+	Node *map[MAXREG];
 	for (int i = 0; i < p->tp; i++) {
 		for (int k = 0; k < r->n; k++) {
 			Node *n = r->nodes[k];
 			Value *in[8];
 			int nin = n->nin < 8 ? n->nin : 8;
+			if (n->op == OP_Attention)
+				nin = 3;
 			for (int j = 0; j < nin; j++)
 				in[j] = map_val(r, map, n->in[j]);
+			if (n->op == OP_Reshape || n->op == OP_Expand)
+				in[1] = shard_shape(p, n->in[1], n->loc);
 			if (n->op == OP_MatMul && k == r->n - 1)
-				in[1] = weight_shard(p, row, n->in[1], 0, i);
+				in[1] = weight_shard(p, row, n->in[1], 0, i, p->tp);
 			else if (n->op == OP_MatMul)
-				in[1] = weight_shard(p, row, n->in[1], 1, i);
+				in[1] = weight_shard(p, row, n->in[1], 1, i, p->tp);
 			else
 				for (int j = 0; j < nin; j++)
 					if (is_weight(n->in[j], 1))
-						in[j] = weight_shard(p, row, n->in[j], 0, i);
-			char buf[256];
-			snprintf(buf, sizeof buf, "%s.tp%d", pass_node_name(n), i);
-			const char *name = ir_fresh_name(p->g, buf);
-			Node *c = ir_insert_node(p->g, row, n->op, in, nin, &name, 1, n->loc);
+						in[j] = weight_shard(p, row, n->in[j], 0, i, p->tp);
+			const char *names[8];
+			int nout = n->op == OP_Split && n->nout <= 8 ? n->nout : 1;
+			for (int j = 0; j < nout; j++) {
+				char buf[256];
+				snprintf(buf, sizeof buf, "%s.tp%d", n->out[j]->name, i);
+				names[j] = ir_fresh_name(p->g, buf);
+			}
+			Node *c = ir_insert_node(p->g, row, n->op, in, nin, names, nout, n->loc);
 			for (int a = 0; a < n->attrs.n; a++)
 				ir_set_attr(c, &n->attrs.a[a]);
+			if (n->op == OP_RotaryEmbedding)
+				divide_attr(c, "num_heads", p->tp);
+			if (n->op == OP_Attention) {
+				divide_attr(c, "q_num_heads", p->tp);
+				divide_attr(c, "kv_num_heads", p->tp);
+			}
 			c->aux = (void *)(intptr_t)(rid * SHARDS + i + 1);
-			map[k] = c->out[0];
+			map[k] = c;
 		}
-		parts[i] = map[r->n - 1];
+		parts[i] = map[r->n - 1]->out[0];
 	}
 	char buf[256];
 	snprintf(buf, sizeof buf, "%s.allreduce", pass_node_name(row));
@@ -222,9 +365,24 @@ static void split_region(Part *p, Region *r, int rid)
 		ir_replace_uses(p->g, row->out[0], ar->out[0]);
 		ir_remove_node(p->g, row);
 	}
-	for (int k = r->n - 2; k >= 0; k--)
-		if (r->nodes[k]->out[0]->nuses == 0)
+	for (int k = r->n - 2; k >= 0; k--) {
+		int used = 0;
+		for (int j = 0; j < r->nodes[k]->nout; j++)
+			used |= r->nodes[k]->out[j]->nuses > 0;
+		if (!used)
 			ir_remove_node(p->g, r->nodes[k]);
+	}
+}
+
+/* A new region id of the given kind and width; 0 when the table is full. */
+static int new_region(Part *p, char kind, int shards)
+{
+	if (p->nreg >= MAXREGIONS - 2)
+		return 0;
+	p->nreg++;
+	p->regkind[p->nreg] = kind;
+	p->regn[p->nreg] = shards;
+	return p->nreg;
 }
 
 static int tensor_parallel(Part *p)
@@ -232,35 +390,260 @@ static int tensor_parallel(Part *p)
 	int nreg = 0;
 	if (p->tp < 2)
 		return 0;
-	for (int i = 0; i < p->g->nparams; i++)
-		p->g->params[i]->aux = NULL;
 	for (Node *n = p->g->first, *next; n; n = next) {
 		next = n->next;
-		if (nreg >= MAXREGIONS - 2)
-			break;   /* region ids and their stages live in fixed tables */
 		if (n->op != OP_MatMul || n->aux || !is_weight(n->in[1], 2) || n->annot.device ||
 		    !dim_isconst(n->in[1]->type.dims[0]))
 			continue;
 		Region r = { .n = 0, .cols = n->in[1]->type.dims[0].k };
-		if (r.cols % p->tp || !colsplit(p, &r, n->in[0], 0))
+		if (r.cols % p->tp || last_dim(n->in[0]) != r.cols || !colsplit(p, &r, n->in[0], 0))
 			continue;
-		int bad = 0;
-		for (int k = 0; k < r.n; k++)
+		int bad = 0, heads = 0;
+		for (int k = 0; k < r.n; k++) {
 			bad |= r.nodes[k]->op == OP_MatMul && (r.nodes[k]->in[1]->type.dims[1].k % p->tp) != 0;
-		if (bad || !pass_bisect(p->c, n, "tensor-parallel split"))
+			heads |= r.nodes[k]->op == OP_Attention;
+		}
+		if (bad || p->nreg >= MAXREGIONS - 2 || !pass_bisect(p->c, n, "tensor-parallel split"))
 			continue;
 		r.nodes[r.n++] = n;
-		/* the row MatMul may have been picked as a column leaf of nothing; keep graph order */
+		int rid = new_region(p, 'T', p->tp);
 		nreg++;
-		pass_remark(p->c, REMARK_APPLIED, p->g, n, "tensor parallel over %d devices: %d column-split "
-			    "node(s) before this row-split MatMul, AllReduce of the partial products", p->tp, r.n - 1);
-		split_region(p, &r, nreg);
+		if (heads)
+			pass_remark(p->c, REMARK_APPLIED, p->g, n, "tensor parallel over %d devices: attention by heads, "
+				    "%d column-split node(s) (Q/K/V weights cut at head boundaries, head counts / %d) "
+				    "before this row-split MatMul, AllReduce of the partial products", p->tp, r.n - 1, p->tp);
+		else
+			pass_remark(p->c, REMARK_APPLIED, p->g, n, "tensor parallel over %d devices: %d column-split "
+				    "node(s) before this row-split MatMul, AllReduce of the partial products", p->tp, r.n - 1);
+		split_region(p, &r, rid);
 		pass_changed(p->c, "tensor-parallel regions");
 	}
-	ir_foreach_node(p->g, n)
-		if (n->op == OP_MatMul && !n->aux && is_weight(n->in[1], 2))
+	ir_foreach_node(p->g, n) {
+		if (n->op != OP_MatMul || n->aux || !is_weight(n->in[1], 2))
+			continue;
+		Node *a = n->in[0]->kind == V_NODE ? n->in[0]->def : NULL;
+		if (a && a->op == OP_Attention && !attention_splits(p, a))
+			pass_remark(p->c, REMARK_MISSED, p->g, n, "MatMul not split over %d devices: Attention '%s' "
+				    "cannot be split by heads (%lld query / %lld KV heads, 3-D Q/K/V without mask or "
+				    "past inputs needed)", p->tp, pass_node_name(a),
+				    (long long)rt_attr_int(&a->attrs, "q_num_heads", 0),
+				    (long long)rt_attr_int(&a->attrs, "kv_num_heads", 0));
+		else
 			pass_remark(p->c, REMARK_MISSED, p->g, n, "MatMul not split over %d devices: not part of a "
 				    "MatMul -> elementwise -> MatMul pair (single users, weights divisible by %d)", p->tp, p->tp);
+	}
+	return nreg;
+}
+
+/* ---- expert parallelism: MoEDispatch -> GroupedMatMul ... -> MoECombine ---- */
+
+static Node *value_region_node(const Region *r, const Value *v)
+{
+	return v && v->kind == V_NODE && in_region(r, v->def) ? v->def : NULL;
+}
+
+/* Collects the MoE block that starts at dispatch d: every node reading its rows up to the one
+ * MoECombine of the same expert ids.  Returns the combine, or NULL with *why set. */
+static Node *moe_block(Part *p, Node *d, int64_t E, Region *r, const char **why)
+{
+	Node *comb = NULL;
+	r->n = 0;
+	r->nodes[r->n++] = d;
+	for (Node *u = d->next; u; u = u->next) {
+		int reads = 0;
+		for (int i = 0; i < u->nin; i++)
+			reads |= value_region_node(r, u->in[i]) != NULL;
+		if (!reads)
+			continue;
+		if (r->n >= MAXREG - 1) {
+			*why = "the block has too many nodes";
+			return NULL;
+		}
+		for (int i = 0; i < u->nin; i++)
+			if (u->in[i] == d->out[1] && !(u->op == OP_GroupedMatMul && i == 1)) {
+				*why = "the expert offsets are read by a node other than GroupedMatMul";
+				return NULL;
+			}
+		if (u->annot.device) {
+			*why = "a node of the block has a @device annotation";
+			return NULL;
+		}
+		if (u->op == OP_GroupedMatMul) {
+			Value *w = u->in[2];
+			if (!is_weight(w, 3) || !dim_isconst(w->type.dims[0]) || w->type.dims[0].k != E ||
+			    u->in[1] != d->out[1] || !value_region_node(r, u->in[0])) {
+				*why = "a GroupedMatMul does not read the dispatch's offsets and a stacked [E, K, N] weight";
+				return NULL;
+			}
+		} else if (u->op == OP_MoECombine) {
+			if (u->in[2] != d->in[1] || value_region_node(r, u->in[1]) ||
+			    !value_region_node(r, u->in[0]) || u->in[0]->def->op != OP_GroupedMatMul) {
+				*why = "MoECombine does not combine a GroupedMatMul's rows with the dispatch's expert ids";
+				return NULL;
+			}
+			r->nodes[r->n++] = u;
+			comb = u;
+			break;
+		} else if (!(ir_ops[u->op].flags & F_ELEM) || u->nout != 1) {
+			*why = "a node other than GroupedMatMul, an elementwise op or MoECombine reads the dispatched rows";
+			return NULL;
+		}
+		r->nodes[r->n++] = u;
+	}
+	if (!comb) {
+		*why = "no MoECombine of the dispatched rows";
+		return NULL;
+	}
+	for (int k = 0; k < r->n; k++)   /* every intermediate is read only inside the block */
+		for (int j = 0; j < r->nodes[k]->nout && r->nodes[k] != comb; j++) {
+			Value *v = r->nodes[k]->out[j];
+			int inside = 0;
+			for (int q = 0; q < r->n; q++)
+				for (int i = 0; i < r->nodes[q]->nin; i++)
+					inside += r->nodes[q]->in[i] == v;
+			if (inside != v->nuses || pass_is_output(v)) {
+				*why = "an intermediate of the block is read outside it";
+				return NULL;
+			}
+		}
+	return comb;
+}
+
+/* An inline i64[1] constant holding x (a Slice bound). */
+static Value *i64_const(Part *p, int64_t x, Loc loc)
+{
+	ParamInit *pi = arena_alloc(p->m->arena, sizeof *pi);
+	pi->kind = INIT_LITERAL;
+	pi->lit = arena_alloc(p->m->arena, sizeof *pi->lit);
+	pi->lit[0] = (double)x;
+	pi->nlit = 1;
+	pi->inline_lit = 1;
+	Dim one = dim_c(1);
+	return ir_add_param(p->g, ir_fresh_name(p->g, "c"), ir_type(p->m, DT_I64, 1, &one), pi, loc);
+}
+
+/* Rewrites the block r (ending in comb) into ep shards: device j dispatches every token, keeps
+ * the offsets of its experts j*El .. (j+1)*El (GroupedMatMul leaves the other rows zero), runs
+ * the block with its slice of each stacked weight and combines its rows into a partial sum;
+ * an AllReduce adds the partial sums.  Each token's k weighted rows come from distinct experts,
+ * so the result differs from the unsplit combine only by the order of the additions.  Returns
+ * the AllReduce. */
+static Node *split_experts(Part *p, Region *r, Node *comb, int64_t E, int rid)
+{
+	int64_t el = E / p->ep;
+	Value *parts[SHARDS];
+	Value *map[MAXREG][2];
+	Node *d = r->nodes[0];
+	for (int j = 0; j < p->ep; j++) {
+		Value *loff = NULL;
+		for (int k = 0; k < r->n; k++) {
+			Node *n = r->nodes[k];
+			Value *in[8];
+			int nin = n->nin < 8 ? n->nin : 8;
+			for (int i = 0; i < nin; i++) {
+				Node *src = value_region_node(r, n->in[i]);
+				in[i] = n->in[i];
+				for (int q = 0; src && q < k; q++)
+					if (r->nodes[q] == src)
+						in[i] = map[q][n->in[i]->defidx];
+			}
+			if (n->op == OP_GroupedMatMul) {
+				in[1] = loff;
+				in[2] = weight_shard(p, d, n->in[2], 0, j, p->ep);
+			}
+			const char *names[2];
+			for (int i = 0; i < n->nout && i < 2; i++) {
+				char buf[256];
+				snprintf(buf, sizeof buf, "%s.ep%d", n->out[i]->name, j);
+				names[i] = ir_fresh_name(p->g, buf);
+			}
+			Node *c = ir_insert_node(p->g, comb, n->op, in, nin, names, n->nout < 2 ? n->nout : 2, n->loc);
+			for (int a = 0; a < n->attrs.n; a++)
+				ir_set_attr(c, &n->attrs.a[a]);
+			c->aux = (void *)(intptr_t)(rid * SHARDS + j + 1);
+			for (int i = 0; i < c->nout; i++)
+				map[k][i] = c->out[i];
+			if (n == d) {   /* this device's experts: offsets[j*El .. (j+1)*El] */
+				char buf[256];
+				snprintf(buf, sizeof buf, "%s.ep%d.local", d->out[1]->name, j);
+				const char *name = ir_fresh_name(p->g, buf);
+				Value *sl[4] = { c->out[1], i64_const(p, j * el, d->loc), i64_const(p, (j + 1) * el + 1, d->loc),
+						 i64_const(p, 0, d->loc) };
+				Node *s = ir_insert_node(p->g, comb, OP_Slice, sl, 4, &name, 1, d->loc);
+				s->aux = c->aux;
+				loff = s->out[0];
+			}
+		}
+		parts[j] = map[r->n - 1][0];
+	}
+	char buf[256];
+	snprintf(buf, sizeof buf, "%s.allreduce", pass_node_name(comb));
+	const char *name = ir_fresh_name(p->g, buf);
+	Node *ar = ir_insert_node(p->g, comb, OP_AllReduce, parts, p->ep, &name, 1, comb->loc);
+	ar->aux = (void *)(intptr_t)(rid * SHARDS + 1);
+	if (pass_replace_node(p->g, comb, ar->out[0]) < 0) {
+		ir_replace_uses(p->g, comb->out[0], ar->out[0]);
+		ir_remove_node(p->g, comb);
+	}
+	for (int k = r->n - 2; k >= 0; k--)
+		ir_remove_node(p->g, r->nodes[k]);
+	return ar;
+}
+
+static int expert_parallel(Part *p)
+{
+	int nreg = 0;
+	if (p->ep < 2)
+		return 0;
+	for (Node *n = p->g->first, *next; n; n = next) {
+		next = n->next;
+		if (n->op != OP_MoEDispatch || n->aux || n->annot.device)
+			continue;
+		int64_t E = rt_attr_int(&n->attrs, "num_experts", 0);
+		const char *why = NULL;
+		Region r;
+		Node *comb = NULL;
+		if (E < 1 || E % p->ep)
+			why = "its num_experts is not a multiple of --ep";
+		else if (p->nreg >= MAXREGIONS - 2)
+			why = "too many regions";
+		else
+			comb = moe_block(p, n, E, &r, &why);
+		if (!comb) {
+			pass_remark(p->c, REMARK_MISSED, p->g, n, "MoE block not split over %d devices: %s", p->ep, why);
+			continue;
+		}
+		if (!pass_bisect(p->c, comb, "expert-parallel split"))
+			continue;
+		Value *t = n->in[0], *re = n->in[1], *rw = comb->in[1];
+		int64_t k = re->type.rank == 2 && dim_isconst(re->type.dims[1]) ? re->type.dims[1].k : 0;
+		int known = ir_type_numel(t->type) >= 0 && ir_type_numel(comb->out[0]->type) >= 0;
+		int64_t send = (p->ep - 1) * (value_bytes(t) + value_bytes(re) + value_bytes(rw));
+		int64_t sum = value_bytes(comb->out[0]);
+		char sb[64] = "symbolic", ab[64] = "symbolic", xb[64] = "symbolic";
+		if (known) {
+			snprintf(sb, sizeof sb, "%lld", (long long)send);
+			snprintf(ab, sizeof ab, "%lld", (long long)sum);
+			snprintf(xb, sizeof xb, "%lld", (long long)(2 * (p->ep - 1) * k * value_bytes(t)));
+		}
+		pass_remark(p->c, REMARK_APPLIED, p->g, comb, "expert parallel over %d devices: %lld experts, %lld per "
+			    "device (stacked expert weights split by experts); tokens and routing replicated to the "
+			    "expert devices (%s bytes sent), weighted partial sums added by an AllReduce (%s bytes "
+			    "per device); an exact AllToAll dispatch and combine would move %s bytes (routing is "
+			    "data-dependent, so every chunk must hold all k=%lld routed rows of each of its tokens)",
+			    p->ep, (long long)E, (long long)(E / p->ep), sb, ab, xb, (long long)k);
+		int rid = new_region(p, 'E', p->ep);
+		p->regel[rid] = E / p->ep;
+		next = split_experts(p, &r, comb, E, rid)->next;   /* the block's nodes are gone */
+		nreg++;
+		pass_changed(p->c, "expert-parallel regions");
+		if (!pass_stat_get(p->c, "partition", "experts per device"))
+			pass_stat(p->c, "experts per device", E / p->ep);
+		if (known) {
+			pass_stat(p->c, "expert dispatch bytes (token broadcast)", send);
+			pass_stat(p->c, "expert combine bytes (AllReduce inputs)", (int64_t)p->ep * sum);
+		}
+	}
 	return nreg;
 }
 
@@ -341,6 +724,22 @@ static int grow(Part *p)
 	return p->stage && p->devof && p->region && p->shard ? 0 : -1;
 }
 
+/* Why node n of region rg runs where it does (a placement remark). */
+static const char *region_reason(Part *p, const Node *n, int rg, int stage, char *buf, size_t size)
+{
+	int k = p->shard[n->id], w = p->regn[rg];
+	if (p->regkind[rg] == 'E' && n->op == OP_AllReduce)
+		snprintf(buf, size, "expert-parallel AllReduce of the weighted partial sums over %d devices, stage %d", w, stage);
+	else if (p->regkind[rg] == 'E')
+		snprintf(buf, size, "expert-parallel shard %d of %d: experts %lld..%lld and their weights live here, "
+			 "stage %d", k, w, (long long)(k * p->regel[rg]), (long long)(k * p->regel[rg] + p->regel[rg] - 1), stage);
+	else if (n->op == OP_AllReduce)
+		snprintf(buf, size, "tensor-parallel AllReduce over %d devices, stage %d", w, stage);
+	else
+		snprintf(buf, size, "tensor-parallel shard %d of %d, stage %d", k, w, stage);
+	return buf;
+}
+
 static void place(Part *p)
 {
 	double total = 0;
@@ -349,7 +748,7 @@ static void place(Part *p)
 		intptr_t a = (intptr_t)n->aux;
 		if (n->aux == SHARD_SPLIT || a <= 0)
 			continue;
-		p->region[n->id] = (int)(a / SHARDS) + 1;
+		p->region[n->id] = (int)(a / SHARDS);
 		p->shard[n->id] = (int)(a % SHARDS) - 1;
 	}
 	/* cap: the smallest pinned stage among a node and its descendants */
@@ -359,7 +758,7 @@ static void place(Part *p)
 		cap[i] = p->pp - 1, pin[i] = -1;
 	ir_foreach_node(p->g, n)
 		if (n->annot.device && !p->region[n->id] && n->aux != SHARD_SPLIT && pin_index(p, n, &pin[n->id]) == 0)
-			cap[n->id] = pin[n->id] / p->tp < p->pp ? pin[n->id] / p->tp : p->pp - 1;
+			cap[n->id] = pin[n->id] / p->width < p->pp ? pin[n->id] / p->width : p->pp - 1;
 	for (Node *n = p->g->last; n; n = n->prev)
 		for (int i = 0; i < n->nin; i++)
 			if (n->in[i] && n->in[i]->kind == V_NODE && cap[n->in[i]->def->id] > cap[n->id])
@@ -379,6 +778,8 @@ static void place(Part *p)
 		int s = bal > maxin ? bal : maxin;
 		if (s > cap[n->id])
 			s = cap[n->id];
+		if (p->base >= 0)
+			s = bal = p->base / p->width;   /* a layer graph: its stage */
 		int rg = p->region[n->id];
 		const char *why;
 		char buf[256];
@@ -392,18 +793,20 @@ static void place(Part *p)
 				regstage[rg] = s + 1;
 			s = regstage[rg] - 1;
 			p->stage[n->id] = s;
-			p->devof[n->id] = s * p->tp + p->shard[n->id];
-			snprintf(buf, sizeof buf, n->op == OP_AllReduce ? "tensor-parallel AllReduce over %d devices, stage %d" :
-				 "tensor-parallel shard %d of %d, stage %d", n->op == OP_AllReduce ? p->tp : p->shard[n->id],
-				 n->op == OP_AllReduce ? s : p->tp, s);
-			why = buf;
+			p->devof[n->id] = s * p->width + p->shard[n->id];
+			why = region_reason(p, n, rg, s, buf, sizeof buf);
 		} else if (pin[n->id] >= 0) {
-			p->stage[n->id] = pin[n->id] / p->tp < p->pp ? pin[n->id] / p->tp : p->pp - 1;
+			p->stage[n->id] = pin[n->id] / p->width < p->pp ? pin[n->id] / p->width : p->pp - 1;
 			p->devof[n->id] = pin[n->id];
 			why = "@device annotation";
+		} else if (p->base >= 0) {
+			p->stage[n->id] = s;
+			p->devof[n->id] = p->base;
+			snprintf(buf, sizeof buf, "layer graph instantiated for pipeline stage %d, on the stage's first device", s);
+			why = buf;
 		} else {
 			p->stage[n->id] = s;
-			p->devof[n->id] = s * p->tp;
+			p->devof[n->id] = s * p->width;
 			snprintf(buf, sizeof buf, "pipeline stage %d of %d by predicted time (%.3g s of %.3g s)%s",
 				 s, p->pp, t, total, s < bal ? ", held back for a later @device pin" :
 				 s > bal ? ", after its inputs' stage" : "");
@@ -426,15 +829,20 @@ static void transfers(Part *p)
 			continue;   /* a collective reads input i on member i */
 		for (int i = 0; i < n->nin; i++) {
 			Value *v = n->in[i];
-			if (!v || v->kind != V_NODE || v->def->aux == SHARD_SPLIT || !v->def->annot.device)
+			const char *from;
+			if (v && v->kind == V_INPUT && p->base >= 0)
+				from = dev_name(p, p->base);   /* a layer graph's inputs are on its call's device */
+			else if (!v || v->kind != V_NODE || v->def->aux == SHARD_SPLIT || !v->def->annot.device)
 				continue;
-			if (!strcmp(v->def->annot.device, n->annot.device))
+			else
+				from = v->def->annot.device;
+			if (!strcmp(from, n->annot.device))
 				continue;
-			if (v->def->op == OP_AllReduce && p->region[v->def->id] && p->region[n->id] == 0 &&
-			    p->stage[v->def->id] == p->stage[n->id])
+			if (v->kind == V_NODE && v->def->op == OP_AllReduce && p->region[v->def->id] &&
+			    p->region[n->id] == 0 && p->stage[v->def->id] == p->stage[n->id])
 				continue;   /* every member of the group holds the sum */
 			Node *t = NULL;
-			for (Node *q = v->def->next; q && q != n; q = q->next)
+			for (Node *q = v->kind == V_NODE ? v->def->next : p->g->first; q && q != n; q = q->next)
 				if (q->op == OP_Transfer && q->in[0] == v && !strcmp(q->annot.device, n->annot.device))
 					t = q;
 			if (!t) {
@@ -451,7 +859,7 @@ static void transfers(Part *p)
 				else
 					snprintf(size, sizeof size, "%lld bytes", (long long)value_bytes(v));
 				pass_remark(p->c, REMARK_APPLIED, p->g, n, "Transfer of '%s' (%s) from %s to %s",
-					    v->name, size, v->def->annot.device, n->annot.device);
+					    v->name, size, from, n->annot.device);
 			}
 			ir_set_input(n, i, t->out[0]);
 		}
@@ -460,14 +868,22 @@ static void transfers(Part *p)
 		if (n->op == OP_AllReduce && p->region[n->id]) {
 			char buf[1024];
 			size_t o = 0;
-			for (int k = 0; k < p->tp && o < sizeof buf - 32; k++)
+			int rg = p->region[n->id];
+			for (int k = 0; k < p->regn[rg] && o < sizeof buf - 32; k++)
 				o += (size_t)snprintf(buf + o, sizeof buf - o, "%s%s", k ? "," : "",
-						      dev_name(p, p->stage[n->id] * p->tp + k));
+						      dev_name(p, p->stage[n->id] * p->width + k));
 			ir_set_attr_str(n, "devices", buf);
 		}
 }
 
 /* ---- memory ---- */
+
+/* The device index named by annotation d ("gpu3"), or -1. */
+static int dev_index(Part *p, const char *d)
+{
+	size_t l = strlen(p->dev->id);
+	return d && strncmp(d, p->dev->id, l) == 0 && d[l] >= '0' && d[l] <= '9' ? atoi(d + l) : -1;
+}
 
 /* The device index of n: from the placement, or for a node made after it (a Transfer) from
  * its annotation. */
@@ -475,9 +891,42 @@ static int devof_node(Part *p, const Node *n)
 {
 	if (n->id < p->nids)
 		return p->devof[n->id];
-	const char *d = n->annot.device;
-	size_t l = strlen(p->dev->id);
-	return d && strncmp(d, p->dev->id, l) == 0 ? atoi(d + l) : 0;
+	int d = dev_index(p, n->annot.device);
+	return d < 0 ? 0 : d;
+}
+
+/* Whether v is stored as a weight: a parameter, or a shard of one (an unplaced Split). */
+static int weight_like(const Value *v)
+{
+	if (v && v->kind == V_NODE && v->def->op == OP_Split && !v->def->annot.device)
+		v = v->def->in[0];
+	return v && v->kind == V_PARAM && !(v->init && v->init->inline_lit);
+}
+
+/* Adds to w[] the weights a placed layer graph g keeps on each device, times mult (its
+ * repetitions); a weight (or shard) read twice on one device is stored once. */
+static void layer_weights(Part *p, const Graph *g, int64_t mult, int64_t *w, int ndev)
+{
+	ir_foreach_node(g, n) {
+		if (n->op == OP_Call && n->callee) {
+			layer_weights(p, n->callee, mult * (n->repeat > 0 ? n->repeat : 1), w, ndev);
+			continue;
+		}
+		int d = dev_index(p, n->annot.device);
+		if (d < 0 || d >= ndev)
+			continue;
+		for (int i = 0; i < n->nin; i++) {
+			Value *v = n->in[i];
+			int seen = !weight_like(v);
+			for (Node *q = g->first; q != n && !seen; q = q->next)
+				for (int j = 0; j < q->nin && !seen; j++)
+					seen = q->in[j] == v && dev_index(p, q->annot.device) == d;
+			for (int j = 0; j < i && !seen; j++)
+				seen = n->in[j] == v;
+			if (!seen)
+				w[d] += mult * value_bytes(v);
+		}
+	}
 }
 
 static int check_memory(Part *p, int ndev)
@@ -487,28 +936,23 @@ static int check_memory(Part *p, int ndev)
 	int errors = 0, symbolic = 0;
 	ir_foreach_node(p->g, n) {
 		int d = ndev == 1 ? 0 : devof_node(p, n);
-		if (n->aux == SHARD_SPLIT) {
-			for (int i = 0; i < n->nout; i++)
-				w[(p->stage[n->id] * p->tp + i) % ndev] += value_bytes(n->out[i]);
-			continue;
-		}
-		if (d < 0 || d >= ndev)
-			continue;
+		if (d < 0 || d >= ndev || (n->op == OP_Split && !n->annot.device && ndev > 1))
+			continue;   /* weight shards count where they are read */
 		int64_t wb = 0;
 		for (int i = 0; i < n->nin; i++) {
 			Value *v = n->in[i];
-			if (!v || (v->kind == V_NODE && v->def->aux == SHARD_SPLIT))
-				continue;
-			if (v->kind == V_PARAM && !(v->init && v->init->inline_lit)) {
-				int seen = 0;   /* a weight read twice on one device is stored once */
-				for (Node *q = p->g->first; q != n && !seen; q = q->next)
-					for (int j = 0; j < q->nin && !seen; j++)
-						seen = q->in[j] == v && (ndev == 1 || devof_node(p, q) == d);
-				if (!seen)
-					wb += value_bytes(v);
-			}
+			int seen = !weight_like(v);   /* a weight (or shard) read twice on one device is stored once */
+			for (Node *q = p->g->first; q != n && !seen; q = q->next)
+				for (int j = 0; j < q->nin && !seen; j++)
+					seen = q->in[j] == v && (ndev == 1 || devof_node(p, q) == d);
+			for (int j = 0; j < i && !seen; j++)
+				seen = n->in[j] == v;
+			if (!seen)
+				wb += value_bytes(v);
 		}
-		if (n->op == OP_Call)
+		if (n->op == OP_Call && p->width > 1 && ndev > 1 && n->callee)
+			layer_weights(p, n->callee, n->repeat > 0 ? n->repeat : 1, w, ndev);
+		else if (n->op == OP_Call)
 			wb += node_weights(n);
 		w[d] += wb;
 		int64_t a = 0;
@@ -544,6 +988,164 @@ static int check_memory(Part *p, int ndev)
 	return errors;
 }
 
+/* ---- layer graphs: one instance per pipeline stage ---- */
+
+/* Moves the module's last graph g just before `before` (the entry graph stays last when it is
+ * not named main). */
+static void place_before(Module *m, Graph *g, Graph *before)
+{
+	Graph **pp = &m->graphs;
+	while (*pp && *pp != g)
+		pp = &(*pp)->next;
+	*pp = g->next;
+	if (m->last_graph == g)
+		for (m->last_graph = m->graphs; m->last_graph && m->last_graph->next; )
+			m->last_graph = m->last_graph->next;
+	for (pp = &m->graphs; *pp && *pp != before; pp = &(*pp)->next)
+		;
+	g->next = *pp;
+	*pp = g;
+	if (!g->next)
+		m->last_graph = g;
+}
+
+/* A copy of src named `name` before `entry`: same inputs, parameters (their initialisers are
+ * shared, so every call instance keeps its weights), nodes, annotations and outputs. */
+static Graph *clone_graph(Module *m, Graph *src, const char *name, Graph *entry)
+{
+	Graph *g = ir_graph_new(m, arena_strdup(m->arena, name), src->loc);
+	for (int i = 0; i < src->nin; i++)
+		src->inputs[i]->aux = ir_add_input(g, src->inputs[i]->name, src->inputs[i]->type, src->inputs[i]->loc);
+	for (int i = 0; i < src->nparams; i++) {
+		Value *v = src->params[i];
+		v->aux = ir_add_param(g, v->name, v->type, v->init, v->loc);
+	}
+	ir_foreach_node(src, n) {
+		Value *in[64];
+		const char *names[64];
+		assert(n->nin <= 64 && n->nout <= 64);
+		for (int i = 0; i < n->nin; i++)
+			in[i] = n->in[i] ? n->in[i]->aux : NULL;
+		for (int i = 0; i < n->nout; i++)
+			names[i] = n->out[i]->name;
+		Node *c = ir_add_node(g, n->op, in, n->nin, names, n->nout, n->loc);
+		for (int i = 0; i < n->attrs.n; i++)
+			ir_set_attr(c, &n->attrs.a[i]);
+		c->callee = n->callee;
+		c->repeat = n->repeat;
+		c->annot = n->annot;
+		for (int i = 0; i < n->nout; i++)
+			n->out[i]->aux = c->out[i];
+	}
+	for (int i = 0; i < src->nout; i++)
+		ir_add_output(g, src->outputs[i]->aux);
+	g->out_decl = src->out_decl;
+	ir_foreach_node(src, n)
+		for (int i = 0; i < n->nout; i++)
+			n->out[i]->aux = NULL;
+	for (int i = 0; i < src->nin; i++)
+		src->inputs[i]->aux = NULL;
+	for (int i = 0; i < src->nparams; i++)
+		src->params[i]->aux = NULL;
+	place_before(m, g, entry);
+	return g;
+}
+
+/* The instance of layer graph orig for pipeline stage s ("<orig>.stage<s>"), made on first use
+ * with the graphs it calls instantiated for the same stage. */
+static Graph *instantiate(Part *p, Graph *orig, int s)
+{
+	for (int i = 0; i < p->ninsts; i++)
+		if (p->insts[i].orig == orig && p->insts[i].stage == s)
+			return p->insts[i].clone;
+	if (p->ninsts == p->capinsts) {
+		p->capinsts = p->capinsts ? 2 * p->capinsts : 8;
+		p->insts = realloc(p->insts, (size_t)p->capinsts * sizeof *p->insts);
+		if (!p->insts)
+			abort();
+	}
+	char name[256];
+	snprintf(name, sizeof name, "%s.stage%d", orig->name, s);
+	Graph *g = clone_graph(p->m, orig, ir_graph_find(p->m, name) ? ir_fresh_name(p->g, name) : name, p->g);
+	p->insts[p->ninsts++] = (Inst){ orig, g, s };
+	ir_foreach_node(g, n)
+		if (n->op == OP_Call && n->callee)
+			n->callee = instantiate(p, n->callee, s);
+	return g;
+}
+
+/* Splits and places one layer-graph instance on the devices of its stage; returns its regions. */
+static int place_layer(Part *p, Graph *g, int s)
+{
+	Part q = *p;
+	q.g = g;
+	q.base = s * p->width;
+	q.nreg = 0;
+	ir_foreach_node(g, n)
+		n->aux = NULL;
+	for (int i = 0; i < g->nparams; i++)
+		g->params[i]->aux = NULL;
+	int nreg = tensor_parallel(&q) + expert_parallel(&q);
+	if (ir_topo_sort(g) < 0 || ir_infer_shapes(p->m) || grow(&q) < 0) {
+		free(q.stage), free(q.devof), free(q.region), free(q.shard);
+		return -1;
+	}
+	place(&q);
+	transfers(&q);
+	ir_foreach_node(g, n)
+		n->aux = NULL;
+	for (int i = 0; i < g->nparams; i++)
+		g->params[i]->aux = NULL;
+	free(q.stage), free(q.devof), free(q.region), free(q.shard);
+	return nreg;
+}
+
+/* Whether some graph of m calls g. */
+static int is_called(const Module *m, const Graph *g)
+{
+	for (const Graph *h = m->graphs; h; h = h->next)
+		ir_foreach_node(h, n)
+			if (n->op == OP_Call && n->callee == g)
+				return 1;
+	return 0;
+}
+
+/* Gives every call of the (placed) entry graph the instance of its callee for its stage, splits
+ * and places the instances, and drops the layer graphs no call reaches any more. */
+static int place_layers(Part *p)
+{
+	int nreg = 0;
+	ir_foreach_node(p->g, n)
+		if (n->op == OP_Call && n->callee) {
+			int d = dev_index(p, n->annot.device);
+			n->callee = instantiate(p, n->callee, (d < 0 ? 0 : d) / p->width);
+		}
+	if (ir_infer_shapes(p->m))
+		return -1;
+	for (int i = 0; i < p->ninsts; i++) {
+		int k = place_layer(p, p->insts[i].clone, p->insts[i].stage);
+		if (k < 0)
+			return -1;
+		nreg += k;
+	}
+	for (int removed = 1; removed; ) {   /* until no dropped graph was the last caller of another */
+		removed = 0;
+		for (int i = 0; i < p->ninsts; i++) {
+			Graph *o = p->insts[i].orig, **pp = &p->m->graphs;
+			while (*pp && *pp != o)
+				pp = &(*pp)->next;
+			if (!*pp || is_called(p->m, o))
+				continue;
+			*pp = o->next;
+			removed++;
+			if (p->m->last_graph == o)
+				for (p->m->last_graph = p->m->graphs; p->m->last_graph && p->m->last_graph->next; )
+					p->m->last_graph = p->m->last_graph->next;
+		}
+	}
+	return nreg;
+}
+
 int pass_partition(Module *m, PassCtx *c)
 {
 	const Machine *mach = c->machine;
@@ -556,7 +1158,7 @@ int pass_partition(Module *m, PassCtx *c)
 			dev = &mach->devs[i];
 	if (!dev)
 		return 0;
-	Part p = { .m = m, .g = g, .c = c, .dev = dev };
+	Part p = { .m = m, .g = g, .c = c, .dev = dev, .base = -1 };
 	p.ndev = num_has(&dev->count) && dev->count.v >= 1 ? (int)dev->count.v : 1;
 	const MemSpace *ms = NULL;
 	static const MemKind kinds[] = { MEM_HBM, MEM_DRAM, MEM_SRAM, MEM_VMEM };
@@ -567,25 +1169,27 @@ int pass_partition(Module *m, PassCtx *c)
 	if (p.cap <= 0)
 		p.cap = 9e18;
 	p.tp = c->tp > 1 ? c->tp : 1;
-	if (p.tp > p.ndev) {
-		fprintf(stderr, "aicc: error: partition: --tp %d needs %d devices but machine %s has %d\n",
-			p.tp, p.tp, mach->name, p.ndev);
+	p.ep = c->ep > 1 ? c->ep : 1;
+	p.width = p.tp > p.ep ? p.tp : p.ep;
+	if (p.width > p.ndev) {
+		fprintf(stderr, "aicc: error: partition: --%s %d needs %d devices but machine %s has %d\n",
+			p.tp >= p.ep ? "tp" : "ep", p.width, p.width, mach->name, p.ndev);
 		return 1;
 	}
 	int64_t weights = ir_summary(g).parameter_bytes;
 	if (c->pp > 0)
 		p.pp = c->pp;
 	else {
-		double per = p.cap * 0.9 * p.tp;
+		double per = p.cap * 0.9 * p.width;
 		p.pp = per > 0 ? (int)ceil((double)weights / per) : 1;
 		if (p.pp < 1)
 			p.pp = 1;
-		if (p.pp * p.tp > p.ndev)
-			p.pp = p.ndev / p.tp;
+		if (p.pp * p.width > p.ndev)
+			p.pp = p.ndev / p.width;
 	}
-	if (p.pp * p.tp > p.ndev) {
-		fprintf(stderr, "aicc: error: partition: --tp %d x --pp %d needs %d devices but machine %s has %d\n",
-			p.tp, p.pp, p.tp * p.pp, mach->name, p.ndev);
+	if (p.pp * p.width > p.ndev) {
+		fprintf(stderr, "aicc: error: partition: --%s %d x --pp %d needs %d devices but machine %s has %d\n",
+			p.tp >= p.ep ? "tp" : "ep", p.width, p.pp, p.width * p.pp, mach->name, p.ndev);
 		return 1;
 	}
 	if (p.ndev == 1) {
@@ -599,7 +1203,9 @@ int pass_partition(Module *m, PassCtx *c)
 	}
 	ir_foreach_node(g, n)
 		n->aux = NULL;
-	int nreg = tensor_parallel(&p);
+	for (int i = 0; i < g->nparams; i++)
+		g->params[i]->aux = NULL;
+	int nreg = tensor_parallel(&p) + expert_parallel(&p);
 	split_calls(&p);
 	if (ir_topo_sort(g) < 0)
 		return 1;
@@ -613,10 +1219,24 @@ int pass_partition(Module *m, PassCtx *c)
 		n->aux = NULL;
 	for (int i = 0; i < g->nparams; i++)
 		g->params[i]->aux = NULL;
-	pass_stat(c, "devices used", p.pp * p.tp);
-	pass_remark(c, REMARK_ANALYSIS, g, NULL, "partitioned over %d %s device(s): %d pipeline stage(s) x "
-		    "tensor parallel %d; %d tensor-parallel region(s); %lld weight bytes",
-		    p.pp * p.tp, dev->id, p.pp, p.tp, nreg, (long long)weights);
+	if (p.width > 1) {
+		int k = place_layers(&p);
+		free(p.insts);
+		if (k < 0) {
+			free(p.stage), free(p.devof), free(p.region), free(p.shard);
+			return 1;
+		}
+		nreg += k;
+	}
+	pass_stat(c, "devices used", p.pp * p.width);
+	if (p.ep > 1)
+		pass_remark(c, REMARK_ANALYSIS, g, NULL, "partitioned over %d %s device(s): %d pipeline stage(s) x "
+			    "tensor parallel %d, expert parallel %d; %d tensor- and expert-parallel region(s); %lld weight bytes",
+			    p.pp * p.width, dev->id, p.pp, p.tp, p.ep, nreg, (long long)weights);
+	else
+		pass_remark(c, REMARK_ANALYSIS, g, NULL, "partitioned over %d %s device(s): %d pipeline stage(s) x "
+			    "tensor parallel %d; %d tensor-parallel region(s); %lld weight bytes",
+			    p.pp * p.width, dev->id, p.pp, p.tp, nreg, (long long)weights);
 	int e = check_memory(&p, p.ndev);
 	free(p.stage), free(p.devof), free(p.region), free(p.shard);
 	return e;

@@ -63,7 +63,8 @@ typedef struct MemPlan {
 	int64_t live_peak;     /* bytes live at the worst node (<= peak: fragmentation) */
 	const Node *peak_node; /* where live_peak is reached */
 	int nbufs;
-	int64_t *offset;       /* per value id: the arena offset, or -1 when not planned */
+	int64_t *offset;       /* per value id: the arena offset (in its device's arena when the
+				  graph is partitioned), or -1 when not planned */
 	int64_t *size;         /* per value id: bytes (0 when not planned) */
 	struct MemPlan *next;
 } MemPlan;
@@ -83,6 +84,7 @@ typedef struct PassCtx {
 	/* partition (passes/partition.c) */
 	int tp;                     /* --tp N: tensor-parallel group size (0 or 1: none) */
 	int pp;                     /* --pp N: pipeline stages (0: the fewest that fit memory) */
+	int ep;                     /* --ep N: expert-parallel group size (0 or 1: none) */
 	/* disaggregate (passes/disaggregate.c) */
 	int microbatches;           /* --micro-batches N: decode micro-batches (0: the cost model's) */
 	const char *pools;          /* --pools hybrid|gpu|lpu: both pools (default), or one alone */

@@ -13,6 +13,13 @@
  * PassCtx.capacity together with the weights, with the numbers in the error.  Graphs with
  * symbolic shapes are not planned (a remark says so).  The plan (offset and size per value)
  * is kept in PassCtx.plans for targets.  Weights are not planned here.
+ *
+ * Memory spaces: a partitioned graph (passes/partition.c: `@device(gpu1)` on its nodes) is
+ * planned per device: a buffer belongs to the device of the node that defines it (graph inputs
+ * and unplaced nodes' results, such as weight shards, to the device of their first reader;
+ * call workspaces to the call's device), each device's buffers get their own greedy-by-size
+ * arena in that device's memory, and each device is checked against its own capacity (the
+ * machine's memory for that device class) together with the weights its nodes read.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -336,6 +343,126 @@ static int check_capacity(PassCtx *c, Graph *g, const MemPlan *p, const char *li
 	return 1;
 }
 
+/* ---- per device ---- */
+
+/* The device buffer slot b lives on: its defining node's @device, else its first reader's
+ * (NULL: unplaced). */
+static const char *slot_device(const Live *l, int b)
+{
+	if (b >= l->nvalues)
+		return l->order[b - l->nvalues]->annot.device;
+	const Value *v = l->val[b];
+	if (v->kind == V_NODE && v->def && v->def->annot.device)
+		return v->def->annot.device;
+	for (int t = 0; t < l->nnodes; t++)
+		for (int i = 0; i < l->order[t]->nin; i++)
+			if (l->order[t]->in[i] == v && l->order[t]->annot.device)
+				return l->order[t]->annot.device;
+	return NULL;
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+	const char *x = *(const char *const *)a, *y = *(const char *const *)b;
+	return strcmp(x ? x : "", y ? y : "");
+}
+
+/* Weight bytes the nodes on device `dev` read (a parameter read twice there counts once; a
+ * call counts its callee's weights times its repeat count). */
+static int64_t device_weights(Graph *g, const char *dev)
+{
+	int64_t w = 0;
+	for (int i = 0; i < g->nparams; i++) {
+		Value *p = g->params[i];
+		int used = 0;
+		ir_foreach_node(g, n)
+			for (int k = 0; k < n->nin && !used; k++)
+				used = n->in[k] == p && n->annot.device && strcmp(n->annot.device, dev) == 0;
+		int64_t b = value_bytes(p);
+		if (used && b > 0)
+			w += b;
+	}
+	ir_foreach_node(g, n)
+		if (n->op == OP_Call && n->callee && n->annot.device && strcmp(n->annot.device, dev) == 0)
+			w += weight_bytes(n->callee) * (n->repeat > 0 ? n->repeat : 1);
+	return w;
+}
+
+/* The capacity of device instance `dev` ("gpu3") of the machine: its HBM, else DRAM, SRAM,
+ * VMEM; 0 when the machine does not describe it. */
+static int64_t device_capacity(const PassCtx *c, const char *dev, const char **space)
+{
+	static const MemKind pref[] = { MEM_HBM, MEM_DRAM, MEM_SRAM, MEM_VMEM };
+	const Machine *m = c->machine;
+	for (int i = 0; m && i < m->ndevs; i++) {
+		const Device *d = &m->devs[i];
+		size_t n = strlen(d->id);
+		if (d->is_host || strncmp(dev, d->id, n) || strspn(dev + n, "0123456789") != strlen(dev + n))
+			continue;
+		for (size_t k = 0; k < sizeof pref / sizeof pref[0]; k++) {
+			const MemSpace *s = dev_mem_kind(d, pref[k]);
+			if (s && num_has(&s->capacity)) {
+				*space = s->name;
+				return (int64_t)mem_total_capacity(d, s);
+			}
+		}
+	}
+	return 0;
+}
+
+/* Plans the buffers of every device separately (bufs: all buffers, largest first); returns the
+ * largest arena and reports each device, with the capacity check. */
+static int64_t place_devices(PassCtx *c, Graph *g, Live *l, int *bufs, int nb, int entry, int *errors)
+{
+	const char **dev = malloc((size_t)(nb ? nb : 1) * sizeof *dev), **names = malloc((size_t)(nb ? nb : 1) * sizeof *names);
+	int *sub = malloc((size_t)(nb ? nb : 1) * sizeof *sub), nn = 0;
+	if (!dev || !names || !sub)
+		abort();
+	for (int i = 0; i < nb; i++)
+		names[nn++] = dev[i] = slot_device(l, bufs[i]);
+	qsort(names, (size_t)nn, sizeof *names, name_cmp);
+	int64_t worst = 0;
+	for (int i = 0; i < nn; i++) {
+		if (i > 0 && name_cmp(&names[i], &names[i - 1]) == 0)
+			continue;
+		int ns = 0;
+		pass_stat(c, "device arenas planned", 1);
+		for (int k = 0; k < nb; k++)
+			if (name_cmp(&dev[k], &names[i]) == 0)
+				sub[ns++] = bufs[k];
+		int64_t arena = place(l, sub, ns), live;
+		int t = peak_time(l, sub, ns, &live);
+		if (arena > worst)
+			worst = arena;
+		char list[1024], a[32], lb[32], wb[32], cb[32];
+		live_list(l, sub, ns, t, list, sizeof list);
+		const char *dn = names[i] ? names[i] : "(unplaced)";
+		pass_remark(c, REMARK_ANALYSIS, g, l->nnodes ? l->order[t] : NULL, "graph '%s' on %s: arena %s (%lld bytes) "
+			    "for %d buffers; peak %s live at node '%s': %s", g->name, dn, human(arena, a, sizeof a),
+			    (long long)arena, ns, human(live, lb, sizeof lb), l->nnodes ? pass_node_name(l->order[t]) : "-", list);
+		const char *space = NULL;
+		int64_t cap = entry && names[i] ? device_capacity(c, names[i], &space) : 0, w = 0;
+		if (cap > 0 && arena + (w = device_weights(g, names[i])) > cap) {
+			diag_error(l->nnodes ? l->order[t]->loc : g->loc, "activations need %s (%lld bytes) on device '%s' "
+				   "and the weights its nodes read %s (%lld bytes), but its %s holds %s (%lld bytes); live at "
+				   "the peak: %s", human(arena, a, sizeof a), (long long)arena, names[i],
+				   human(w, wb, sizeof wb), (long long)w, space, human(cap, cb, sizeof cb), (long long)cap, list);
+			(*errors)++;
+		}
+	}
+	free(dev), free(names), free(sub);
+	return worst;
+}
+
+/* Whether any node of g is placed on a device. */
+static int placed(const Graph *g)
+{
+	ir_foreach_node(g, n)
+		if (n->annot.device)
+			return 1;
+	return 0;
+}
+
 /* Plans one graph; 0, or the number of errors. */
 static int plan_graph(PassCtx *c, Graph *g, int entry)
 {
@@ -350,6 +477,15 @@ static int plan_graph(PassCtx *c, Graph *g, int entry)
 	share(&l, c);
 	add_workspaces(&l, c);
 	int *bufs = malloc((size_t)(l.nv ? l.nv : 1) * sizeof *bufs), nb = roots(&l, bufs);
+	if (placed(g)) {
+		int64_t arena = place_devices(c, g, &l, bufs, nb, entry, &errors), live;
+		int t = peak_time(&l, bufs, nb, &live);
+		keep_plan(c, g, &l, arena, live, t);
+		pass_stat(c, "buffers planned", nb);
+		free(bufs);
+		live_free(&l);
+		return errors;
+	}
 	int64_t arena = place(&l, bufs, nb), live;
 	int t = peak_time(&l, bufs, nb, &live);
 	char list[1024], a[32], lb[32];

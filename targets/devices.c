@@ -236,8 +236,8 @@ static int link_of(TgtDevs *d, Plan *p, int a, int b, RtError *e)
 /* ---- replicas: extra buffers of one value on other instances ---- */
 static int rep_find(const TgtDevs *d, int v, int pl)
 {
-	for (int r = d->rep_head[v]; r >= 0; r = d->rep_next[r])
-		if (d->rep_pl[r] == pl)
+	for (int r = d->rep_head[v]; r >= 0; r = d->rep[r].next)
+		if (d->rep[r].pl == pl)
 			return r;
 	return -1;
 }
@@ -249,28 +249,18 @@ static int need_add(TgtDevs *d, int v, int pl, RtError *e)
 		return 0;
 	if (d->nrep == d->caprep) {
 		int cap = d->caprep * 2 + 16;
-		int *a = realloc(d->rep_next, sizeof *a * (size_t)cap);
-		if (a)
-			d->rep_next = a;
-		int *b = a ? realloc(d->rep_pl, sizeof *b * (size_t)cap) : NULL;
-		if (b)
-			d->rep_pl = b;
-		int *c = b ? realloc(d->rep_buf, sizeof *c * (size_t)cap) : NULL;
-		if (c)
-			d->rep_buf = c;
-		int *x = c ? realloc(d->rep_done, sizeof *x * (size_t)cap) : NULL;
-		if (!x)
+		TgtRep *n = realloc(d->rep, sizeof *n * (size_t)cap);
+		if (!n)
 			return rt_errorf(e, RT_ENOMEM, "out of memory placing values");
-		d->rep_done = x;
-		d->caprep = cap;
+		d->rep = n, d->caprep = cap;
 	}
 	int r = d->nrep++;
-	d->rep_pl[r] = pl, d->rep_buf[r] = -1, d->rep_done[r] = 0;
+	d->rep[r] = (TgtRep){ .next = -1, .pl = pl, .buf = -1 };
 	/* keep each value's list in instance order, so buffers are added deterministically */
 	int *at = &d->rep_head[v];
-	while (*at >= 0 && d->rep_pl[*at] < pl)
-		at = &d->rep_next[*at];
-	d->rep_next[r] = *at;
+	while (*at >= 0 && d->rep[*at].pl < pl)
+		at = &d->rep[*at].next;
+	d->rep[r].next = *at;
 	*at = r;
 	return 0;
 }
@@ -513,7 +503,7 @@ void tgt_devs_free(TgtDevs *d)
 		tgt_heap_free(&d->heap[i]);
 	free(d->dev), free(d->space), free(d->stream), free(d->heap);
 	free(d->node_pl), free(d->val_pl), free(d->prim), free(d->rec_event), free(d->wait_seen);
-	free(d->rep_head), free(d->rep_next), free(d->rep_pl), free(d->rep_buf), free(d->rep_done);
+	free(d->rep_head), free(d->rep);
 	free(d->inst), free(d->first_reader), free(d->keep);
 	memset(d, 0, sizeof *d);
 }
@@ -585,8 +575,8 @@ static int value_all(TgtDevs *d, Plan *p, const Flat *f, int v, DType dt, const 
 {
 	if ((d->prim[v] = value_on(d, p, f, v, dt, d->val_pl[v], dir, e)) < 0)
 		return -1;
-	for (int r = d->rep_head[v]; r >= 0; r = d->rep_next[r])
-		if ((d->rep_buf[r] = value_on(d, p, f, v, dt, d->rep_pl[r], dir, e)) < 0)
+	for (int r = d->rep_head[v]; r >= 0; r = d->rep[r].next)
+		if ((d->rep[r].buf = value_on(d, p, f, v, dt, d->rep[r].pl, dir, e)) < 0)
 			return -1;
 	return 0;
 }
@@ -643,7 +633,7 @@ void tgt_devs_bufs(TgtDevs *d, const Flat *f, int node, int *buf)
 		if (r < 0 || d->nswap >= TGT_MAX_OPERANDS)
 			continue;
 		d->swapv[d->nswap] = v, d->swapb[d->nswap++] = buf[v];
-		buf[v] = d->rep_buf[r];
+		buf[v] = d->rep[r].buf;
 	}
 }
 
@@ -674,12 +664,12 @@ static int copy_inputs(TgtDevs *d, Plan *p, const Flat *f, RtError *e)
 {
 	for (int i = 0; i < f->ninputs; i++) {
 		int v = f->inputs[i];
-		for (int r = d->rep_head[v]; r >= 0; r = d->rep_next[r]) {
-			int link = link_of(d, p, d->val_pl[v], d->rep_pl[r], e);
-			if ((link < 0 && d->val_pl[v] != d->rep_pl[r]) ||
-			    emit(p, d->stream[d->rep_pl[r]], PI_COPY, d->prim[v], d->rep_buf[r], link, -1, f->vals[v].name, e) < 0)
+		for (int r = d->rep_head[v]; r >= 0; r = d->rep[r].next) {
+			int link = link_of(d, p, d->val_pl[v], d->rep[r].pl, e);
+			if ((link < 0 && d->val_pl[v] != d->rep[r].pl) ||
+			    emit(p, d->stream[d->rep[r].pl], PI_COPY, d->prim[v], d->rep[r].buf, link, -1, f->vals[v].name, e) < 0)
 				return -1;
-			d->rep_done[r] = 1;
+			d->rep[r].done = 1;
 		}
 	}
 	return 0;
@@ -708,12 +698,12 @@ static int copy_operands(TgtDevs *d, Plan *p, const Flat *f, int node, RtError *
 	int pl = d->node_pl[node];
 	for (int k = 0; k < fn->nin; k++) {
 		int v = fn->in[k], r = v >= 0 ? rep_find(d, v, pl) : -1;
-		if (r < 0 || d->rep_done[r] || f->vals[v].def < 0)
+		if (r < 0 || d->rep[r].done || f->vals[v].def < 0)
 			continue;
 		int link = link_of(d, p, d->val_pl[v], pl, e);
-		if (link < 0 || emit(p, d->stream[pl], PI_COPY, d->prim[v], d->rep_buf[r], link, -1, f->vals[v].name, e) < 0)
+		if (link < 0 || emit(p, d->stream[pl], PI_COPY, d->prim[v], d->rep[r].buf, link, -1, f->vals[v].name, e) < 0)
 			return -1;
-		d->rep_done[r] = 1;
+		d->rep[r].done = 1;
 	}
 	return 0;
 }
@@ -733,7 +723,7 @@ static int emit_collective(TgtDevs *d, Plan *p, const Flat *f, int node, const i
 			outs[r] = buf[fn->out[r]];
 		else {
 			int rr = rep_find(d, fn->out[0], m[r]);
-			outs[r] = d->val_pl[fn->out[0]] == m[r] ? d->prim[fn->out[0]] : rr >= 0 ? d->rep_buf[rr] : -1;
+			outs[r] = d->val_pl[fn->out[0]] == m[r] ? d->prim[fn->out[0]] : rr >= 0 ? d->rep[rr].buf : -1;
 		}
 	}
 	PlanInstr pi;

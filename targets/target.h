@@ -170,13 +170,16 @@ typedef struct TgtDevs {
 	int partitioned, inputs_copied;
 	void *inst;          /* the instances, sorted by (device class, number) */
 	int *prim;           /* per flat value: its primary buffer */
-	int *rep_head, *rep_next, *rep_pl, *rep_buf, *rep_done, nrep, caprep;  /* other copies */
+	int *rep_head;       /* per flat value: its first copy on another instance, or -1 */
+	struct TgtRep { int next, pl, buf, done; } *rep;   /* copies: list link, instance, buffer, filled */
+	int nrep, caprep;
 	int *rec_event;      /* per flat node: event recorded after it; -1 none, -2 to be named */
 	int *wait_seen;      /* per flat node: last stream that waited on its event */
 	int *first_reader;   /* per flat value: first flat node reading it, or -1 */
 	unsigned char *keep; /* per flat value: read on another stream, so kept for the whole plan */
 	int swapv[TGT_MAX_OPERANDS], swapb[TGT_MAX_OPERANDS], nswap;   /* tgt_devs_bufs */
 } TgtDevs;
+typedef struct TgtRep TgtRep;
 
 /* Places f's nodes and values on device instances of machine m and adds the plan's devices,
  * spaces, streams (and, unpartitioned, links) to p.  `kind` is the device class the target

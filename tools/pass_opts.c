@@ -1,6 +1,6 @@
 /* tools/pass_opts.c: parsing of the pass options (--passes, -O0/-O1, --list-passes,
  * --print-after-all, --verify-each, --time-passes, --stats, --remarks, --opt-bisect-limit,
- * --fold-limit, --mem-capacity) into a PassCtx, and running the selected pipeline.
+ * --fold-limit, --mem-capacity, --tp, --pp, --ep) into a PassCtx, and running the selected pipeline.
  * `--print-after P` is read by the subcommand itself, since it also names its own stages. */
 #include <errno.h>
 #include <stdlib.h>
@@ -28,7 +28,8 @@ void pass_opts_help(void)
 	       "  --opt-bisect-limit=N  apply only the first N rewrites (bisection)\n"
 	       "  --fold-limit=N        fold constants of at most N elements (default 65536)\n"
 	       "  --mem-capacity=SIZE   check activations + weights against SIZE (80GiB, 1.5e9)\n"
-	       "  --tp N, --pp N        partition: tensor-parallel group size, pipeline stages\n"
+	       "  --tp N, --pp N, --ep N  partition: tensor-parallel group size, pipeline stages,\n"
+	       "                        expert-parallel group size\n"
 	       "  --micro-batches N     disaggregate: decode micro-batches (default: the cost model's)\n"
 	       "  --pools hybrid|gpu|lpu  disaggregate: both pools (default), or the model on one alone\n"
 	       "  --error-budget=E      auto: relative error allowed per node (default 1e-2)\n",
@@ -104,7 +105,7 @@ int pass_opts_parse(int argc, char **argv, int *i, PassOpts *po)
 		c->bisect_limit = n;
 		return 1;
 	}
-	/* partition: --tp N, --pp N */
+	/* partition: --tp N, --pp N, --ep N */
 	if ((r = opt_value(argc, argv, i, "--tp", &v))) {
 		if (r < 0 || parse_long("--tp", v, &n) < 0 || n > 4096)
 			return -1;
@@ -115,6 +116,12 @@ int pass_opts_parse(int argc, char **argv, int *i, PassOpts *po)
 		if (r < 0 || parse_long("--pp", v, &n) < 0 || n > 4096)
 			return -1;
 		c->pp = (int)n;
+		return 1;
+	}
+	if ((r = opt_value(argc, argv, i, "--ep", &v))) {
+		if (r < 0 || parse_long("--ep", v, &n) < 0 || n > 4096)
+			return -1;
+		c->ep = (int)n;
 		return 1;
 	}
 	/* disaggregate: --pools hybrid|gpu|lpu */

@@ -114,7 +114,8 @@ int drv_apply_shape(Module *m, const char *spec)
 		char *end;
 		errno = 0;
 		long long v = strtoll(p, &end, 10);
-		if (end == p || errno || v < 0 || (*end && *end != ',') || rank == IR_MAX_RANK) {
+		if (end == p || errno || v < 0 || (*end && *end != ',') || (*end == ',' && !end[1]) ||
+		    rank == IR_MAX_RANK || *p == ' ' || *p == '+') {
 			drv_error("--shape %s: dims must be non-negative integers separated by commas", spec);
 			return -1;
 		}
