@@ -128,12 +128,22 @@ static int is_view(const Node *n) { return (ir_ops[n->op].flags & F_VIEW) && n->
 
 static int is_input(const Value *v) { return v->kind == V_INPUT; }
 
-/* Views alias their input; elementwise nodes reuse a dying input buffer in place. */
+static const char *slot_device(const Live *l, int b);
+
+/* Whether two buffers live on the same device (both unplaced counts as the same). */
+static int same_device(const Live *l, int a, int b)
+{
+	const char *x = slot_device(l, a), *y = slot_device(l, b);
+	return x == y || (x && y && strcmp(x, y) == 0);
+}
+
+/* Views alias their input; elementwise nodes reuse a dying input buffer in place (on one
+ * device: a partitioned graph never shares a buffer across devices). */
 static void share(Live *l, PassCtx *c)
 {
 	for (int t = 0; t < l->nnodes; t++) {
 		Node *n = l->order[t];
-		if (is_view(n) && n->in[0] && l->val[n->in[0]->id]) {
+		if (is_view(n) && n->in[0] && l->val[n->in[0]->id] && same_device(l, n->in[0]->id, n->out[0]->id)) {
 			merge(l, n->in[0]->id, n->out[0]->id);
 			pass_stat(c, "views aliased", 1);
 		}
@@ -146,7 +156,8 @@ static void share(Live *l, PassCtx *c)
 		for (int i = 0; i < n->nin; i++) {
 			Value *v = n->in[i];
 			int r = v && l->val[v->id] ? find(l, v->id) : -1;
-			if (r < 0 || is_input(l->val[r]) || l->last[r] != t || l->size[r] < l->size[o] || find(l, o) != o)
+			if (r < 0 || is_input(l->val[r]) || l->last[r] != t || l->size[r] < l->size[o] || find(l, o) != o ||
+			    !same_device(l, r, o))
 				continue;
 			merge(l, r, o);
 			pass_stat(c, "buffers reused in place", 1);
@@ -367,24 +378,47 @@ static int name_cmp(const void *a, const void *b)
 	return strcmp(x ? x : "", y ? y : "");
 }
 
-/* Weight bytes the nodes on device `dev` read (a parameter read twice there counts once; a
- * call counts its callee's weights times its repeat count). */
-static int64_t device_weights(Graph *g, const char *dev)
+static int on_device(const Node *n, const char *inherited, const char *dev)
+{
+	const char *d = n->annot.device ? n->annot.device : inherited;
+	return d && strcmp(d, dev) == 0;
+}
+
+/* Weight bytes the nodes on device `dev` read, in g and the graphs it calls (a parameter read
+ * twice there counts once; a call's nodes inherit its device and count times its repeat; a
+ * weight-shard Split -- no @device, reading a parameter -- counts each shard on the device of
+ * its readers). */
+static int64_t device_weights(Graph *g, const char *dev, const char *inherited, int depth)
 {
 	int64_t w = 0;
 	for (int i = 0; i < g->nparams; i++) {
 		Value *p = g->params[i];
 		int used = 0;
 		ir_foreach_node(g, n)
-			for (int k = 0; k < n->nin && !used; k++)
-				used = n->in[k] == p && n->annot.device && strcmp(n->annot.device, dev) == 0;
+			for (int k = 0; k < n->nin && !used; k++) {
+				if (n->in[k] != p)
+					continue;
+				if (n->op == OP_Split && !n->annot.device) {
+					for (int o = 0; o < n->nout; o++) {
+						int here = 0;
+						ir_foreach_node(g, r)
+							for (int j = 0; j < r->nin && !here; j++)
+								here = r->in[j] == n->out[o] && on_device(r, inherited, dev);
+						int64_t b = value_bytes(n->out[o]);
+						if (here && b > 0)
+							w += b;
+					}
+				} else
+					used = on_device(n, inherited, dev);
+			}
 		int64_t b = value_bytes(p);
 		if (used && b > 0)
 			w += b;
 	}
 	ir_foreach_node(g, n)
-		if (n->op == OP_Call && n->callee && n->annot.device && strcmp(n->annot.device, dev) == 0)
-			w += weight_bytes(n->callee) * (n->repeat > 0 ? n->repeat : 1);
+		if (n->op == OP_Call && n->callee && depth < 64)
+			w += device_weights(n->callee, dev, n->annot.device ? n->annot.device : inherited, depth + 1) *
+			     (n->repeat > 0 ? n->repeat : 1);
 	return w;
 }
 
@@ -442,7 +476,7 @@ static int64_t place_devices(PassCtx *c, Graph *g, Live *l, int *bufs, int nb, i
 			    (long long)arena, ns, human(live, lb, sizeof lb), l->nnodes ? pass_node_name(l->order[t]) : "-", list);
 		const char *space = NULL;
 		int64_t cap = entry && names[i] ? device_capacity(c, names[i], &space) : 0, w = 0;
-		if (cap > 0 && arena + (w = device_weights(g, names[i])) > cap) {
+		if (cap > 0 && arena + (w = device_weights(g, names[i], NULL, 0)) > cap) {
 			diag_error(l->nnodes ? l->order[t]->loc : g->loc, "activations need %s (%lld bytes) on device '%s' "
 				   "and the weights its nodes read %s (%lld bytes), but its %s holds %s (%lld bytes); live at "
 				   "the peak: %s", human(arena, a, sizeof a), (long long)arena, names[i],

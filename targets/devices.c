@@ -60,7 +60,8 @@ static int parse_dev(const Machine *m, const char *name, Inst *out)
 
 static int is_coll(Op op) { return op == OP_AllReduce || op == OP_AllGather || op == OP_AllToAll; }
 
-/* A weight-shard Split: no @device, reading a parameter directly. */
+/* A weight-shard Split: no @device of its own (a call's does not count), reading a parameter
+ * directly. */
 static int is_shard_split(const Flat *f, int i)
 {
 	const FlatNode *fn = &f->nodes[i];
@@ -340,7 +341,7 @@ static int place(Ctx *c)
 	int *fr = first_readers(f), rc = ni && fr ? 0 : rt_errorf(c->e, RT_ENOMEM, "out of memory placing devices");
 	for (int i = 0; rc == 0 && i < f->nnodes; i++) {
 		const Node *n = f->nodes[i].n;
-		const char *name = n->op == OP_Transfer ? rt_attr_str(&n->attrs, "device", n->annot.device) : n->annot.device;
+		const char *name = n->op == OP_Transfer ? rt_attr_str(&n->attrs, "device", f->nodes[i].device) : f->nodes[i].device;
 		ni[i] = (Inst){ -1, -1 };
 		if (name && (rc = node_inst(c, i, name, &ni[i])) == 0)
 			rc = inst_add(c, ni[i]);
@@ -360,12 +361,12 @@ static int place(Ctx *c)
 	}
 	/* unannotated nodes follow their first reader (weight-shard Splits: -1) */
 	for (int i = f->nnodes - 1; rc == 0 && i >= 0; i--) {
-		if (ni[i].cls >= 0) {
-			d->node_pl[i] = inst_index(c, ni[i]);
-			continue;
-		}
 		if (is_shard_split(f, i)) {
 			d->node_pl[i] = -1;
+			continue;
+		}
+		if (ni[i].cls >= 0) {
+			d->node_pl[i] = inst_index(c, ni[i]);
 			continue;
 		}
 		int r = f->nodes[i].nout ? fr[f->nodes[i].out[0]] : -1;
@@ -475,7 +476,7 @@ int tgt_devs_init(TgtDevs *d, Plan *p, const TgtMachine *m, const Flat *f, DevKi
 	for (int i = 0; i < f->nnodes; i++)
 		d->rec_event[i] = -1, d->wait_seen[i] = -1;
 	for (int i = 0; i < f->nnodes && !d->partitioned; i++)
-		d->partitioned = f->nodes[i].n->annot.device || f->nodes[i].n->op == OP_Transfer || is_coll(f->nodes[i].n->op);
+		d->partitioned = f->nodes[i].device || f->nodes[i].n->op == OP_Transfer || is_coll(f->nodes[i].n->op);
 	if (!d->partitioned) {
 		if (alloc_arrays(d, f, 1) < 0)
 			return rt_errorf(e, RT_ENOMEM, "out of memory placing devices");

@@ -16,6 +16,7 @@ typedef struct Fx {
 	RtError *e;
 	int64_t next_instance;
 	int depth;
+	const char *device;  /* @device of the innermost enclosing call, or NULL */
 } Fx;
 
 /* At most this many flat nodes and call instances (a bound for `repeat N` with a huge N). */
@@ -114,9 +115,13 @@ static int expand_call(Fx *x, Node *n, int *map)
 				    "instances (repeat count too large?)", NULL);
 			break;
 		}
+		const char *outer = x->device;
+		if (n->annot.device)
+			x->device = n->annot.device;
 		x->depth++;
 		rc = expand(x, c, args, ++x->next_instance, res);
 		x->depth--;
+		x->device = outer;
 		for (int i = 0; rc == 0 && i < c->nout && i < c->nin; i++)
 			args[i] = res[i];
 	}
@@ -137,6 +142,7 @@ static int expand_node(Fx *x, Node *n, int *map, const char *prefix, int64_t ins
 	memset(fn, 0, sizeof *fn);
 	fn->n = n;
 	fn->instance = instance;
+	fn->device = n->annot.device ? n->annot.device : x->device;
 	fn->in = malloc(sizeof(int) * (size_t)(n->nin + 1));
 	fn->out = malloc(sizeof(int) * (size_t)(n->nout + 1));
 	if (!fn->in || !fn->out) {
@@ -189,7 +195,7 @@ static int expand(Fx *x, Graph *g, const int *args, int64_t instance, int *resul
 int tgt_flatten(Graph *g, Flat *f, RtError *e)
 {
 	memset(f, 0, sizeof *f);
-	Fx x = { g->m, f, e, 0, 0 };
+	Fx x = { g->m, f, e, 0, 0, NULL };
 	f->inputs = malloc(sizeof(int) * (size_t)(g->nin + 1));
 	f->outputs = malloc(sizeof(int) * (size_t)(g->nout + 1));
 	if (!f->inputs || !f->outputs)

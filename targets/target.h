@@ -50,6 +50,7 @@ typedef struct FlatNode {
 	int *in, nin;        /* flat values; -1 for an absent optional input */
 	int *out, nout;
 	int64_t instance;
+	const char *device;  /* the node's @device, else its innermost enclosing call's, or NULL */
 } FlatNode;
 
 typedef struct Flat {

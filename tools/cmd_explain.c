@@ -25,7 +25,21 @@ typedef struct Row {
 	char *placement, *format; /* the recorded reasons, or NULL */
 	int has_err, bound_from_target, dev;
 	double est_err, time_s, start_s, flops;
+	char *layer;              /* the call instance ("layer#3"), or "(top level)" */
+	int has_util, has_waste, is_link, has_kv;
+	double util, waste;       /* the target's mxu_util and pad_waste facts, when recorded */
+	double kv_sram, kv_hbm;   /* past KV-cache bytes read from on-chip SRAM and from HBM */
 } Row;
+
+/* Per layer instance: time, the target's MXU utilisation (time-weighted over the kernels that
+ * record one), padding waste (FLOP-weighted) and chip-to-chip link time (copies, collectives). */
+typedef struct LayerTot {
+	const char *key;
+	int count;
+	double time_s, util_t, util_time, waste_f, waste_flops, link_s;
+	int has_kv;
+	double kv_sram, kv_hbm;
+} LayerTot;
 
 typedef struct Total {
 	const char *key;
@@ -156,6 +170,22 @@ static void fill_row(const Plan *p, int s, int i, double start, double dur, Row 
 	r->time_s = dur;
 	r->start_s = start;
 	r->flops = in->flops;
+	char inst[256], callee[256];
+	viz_instance_of(r->name, inst, callee, sizeof inst);
+	r->layer = strdup(inst[0] ? inst : "(top level)");
+	const char *u = viz_attr(in, "mxu_util", buf, sizeof buf);
+	if (u)
+		r->util = strtod(u, NULL), r->has_util = 1;
+	const char *w = viz_attr(in, "pad_waste", buf, sizeof buf);
+	if (w)
+		r->waste = strtod(w, NULL), r->has_waste = 1;
+	r->is_link = in->kind == PI_COPY || in->kind == PI_COLLECTIVE;
+	const char *ks = viz_attr(in, "kv_sram_bytes", buf, sizeof buf);
+	if (ks)
+		r->kv_sram = strtod(ks, NULL), r->has_kv = 1;
+	const char *kh = viz_attr(in, "kv_hbm_bytes", buf, sizeof buf);
+	if (kh)
+		r->kv_hbm = strtod(kh, NULL), r->has_kv = 1;
 }
 
 /* Rows in execution order (the timing engine's when it ran), events left out. */
@@ -213,7 +243,35 @@ typedef struct Totals {
 	Total *dev, *op, *bound;
 	int ndev, nop, nbound;
 	double busy;
+	LayerTot *layer;
+	int nlayer;
 } Totals;
+
+static void add_layer(Totals *t, const Row *r)
+{
+	int k = 0;
+	while (k < t->nlayer && strcmp(t->layer[k].key, r->layer))
+		k++;
+	if (k == t->nlayer) {
+		LayerTot *nv = realloc(t->layer, sizeof *nv * (size_t)(t->nlayer + 1));
+		if (!nv)
+			return;
+		t->layer = nv;
+		t->layer[t->nlayer++] = (LayerTot){ .key = r->layer };
+	}
+	LayerTot *l = &t->layer[k];
+	double dt = r->time_s > 0 ? r->time_s : 0;
+	l->count++;
+	l->time_s += dt;
+	if (r->has_util)
+		l->util_t += r->util * dt, l->util_time += dt;
+	if (r->has_waste && r->flops > 0)
+		l->waste_f += r->waste * r->flops, l->waste_flops += r->flops;
+	if (r->is_link)
+		l->link_s += dt;
+	if (r->has_kv)
+		l->has_kv = 1, l->kv_sram += r->kv_sram, l->kv_hbm += r->kv_hbm;
+}
 
 static void totals(const Plan *p, const Row *rows, int n, Totals *t)
 {
@@ -229,6 +287,7 @@ static void totals(const Plan *p, const Row *rows, int n, Totals *t)
 		add_total(&t->dev, &t->ndev, rows[i].device, &rows[i]);
 		add_total(&t->op, &t->nop, rows[i].op, &rows[i]);
 		add_total(&t->bound, &t->nbound, rows[i].bound, &rows[i]);
+		add_layer(t, &rows[i]);
 		t->busy += rows[i].time_s > 0 ? rows[i].time_s : 0;
 	}
 	qsort(t->op, (size_t)t->nop, sizeof *t->op, by_time);
@@ -271,6 +330,29 @@ static void print_text(FILE *f, const Plan *p, const RtTiming *tm, const Row *ro
 	print_totals(f, "device", t->dev, t->ndev, t->busy);
 	print_totals(f, "operator", t->op, t->nop, t->busy);
 	print_totals(f, "bound", t->bound, t->nbound, t->busy);
+	int facts = 0;
+	for (int i = 0; i < t->nlayer; i++)
+		facts |= t->layer[i].util_time > 0 || t->layer[i].waste_flops > 0 || t->layer[i].link_s > 0;
+	if (t->nlayer < 2 && !facts)
+		return;
+	fprintf(f, "\nby layer (mxu_util: time-weighted over matrix kernels; pad_waste: FLOP-weighted; link: chip-to-chip copies and collectives;"
+		" kv_cache: past KV bytes read from on-chip SRAM and from HBM):\n");
+	for (int i = 0; i < t->nlayer; i++) {
+		const LayerTot *l = &t->layer[i];
+		char u[32] = "-", w[32] = "-";
+		if (l->util_time > 0)
+			snprintf(u, sizeof u, "%.4f", l->util_t / l->util_time);
+		if (l->waste_flops > 0)
+			snprintf(w, sizeof w, "%.4f", l->waste_f / l->waste_flops);
+		char kv[96] = "";
+		if (l->has_kv) {
+			char c1[32], c2[32];
+			snprintf(kv, sizeof kv, "  kv_cache sram %s hbm %s", viz_bytes_str(l->kv_sram, c1, sizeof c1),
+				 viz_bytes_str(l->kv_hbm, c2, sizeof c2));
+		}
+		fprintf(f, "  %-24s %6d  %10s  mxu_util %-7s pad_waste %-7s link %s%s\n", l->key, l->count,
+			viz_time_str(l->time_s, a, sizeof a), u, w, viz_time_str(l->link_s, b, sizeof b), kv);
+	}
 }
 
 /* ---- JSON ---- */
@@ -323,6 +405,21 @@ static int print_json(FILE *f, const Plan *p, const RtTiming *tm, const Row *row
 	json_object_set_new(tot, "by_device", json_totals(t->dev, t->ndev, t->busy));
 	json_object_set_new(tot, "by_op", json_totals(t->op, t->nop, t->busy));
 	json_object_set_new(tot, "by_bound", json_totals(t->bound, t->nbound, t->busy));
+	json_t *layers = json_array();
+	for (int i = 0; i < t->nlayer; i++) {
+		const LayerTot *l = &t->layer[i];
+		json_t *lo = json_object();
+		json_object_set_new(lo, "key", json_string(l->key));
+		json_object_set_new(lo, "count", json_integer(l->count));
+		json_object_set_new(lo, "time_s", json_real(l->time_s));
+		json_object_set_new(lo, "mxu_util", l->util_time > 0 ? json_real(l->util_t / l->util_time) : json_null());
+		json_object_set_new(lo, "pad_waste", l->waste_flops > 0 ? json_real(l->waste_f / l->waste_flops) : json_null());
+		json_object_set_new(lo, "link_s", json_real(l->link_s));
+		json_object_set_new(lo, "kv_sram_bytes", l->has_kv ? json_real(l->kv_sram) : json_null());
+		json_object_set_new(lo, "kv_hbm_bytes", l->has_kv ? json_real(l->kv_hbm) : json_null());
+		json_array_append_new(layers, lo);
+	}
+	json_object_set_new(tot, "by_layer", layers);
 	json_object_set_new(o, "totals", tot);
 	int rc = json_dumpf(o, f, JSON_PRESERVE_ORDER | JSON_INDENT(2) | JSON_REAL_PRECISION(6));
 	fputc('\n', f);
@@ -346,9 +443,9 @@ static int explain(const ExplainOpts *o, const Plan *p, FILE *f)
 			rc = print_json(f, p, timed ? &tm : NULL, rows, n, &t);
 		else
 			print_text(f, p, timed ? &tm : NULL, rows, n, &t);
-		free(t.dev), free(t.op), free(t.bound);
+		free(t.dev), free(t.op), free(t.bound), free(t.layer);
 		for (int i = 0; i < n; i++)
-			free(rows[i].name), free(rows[i].precision), free(rows[i].fusion), free(rows[i].placement), free(rows[i].format);
+			free(rows[i].layer), free(rows[i].name), free(rows[i].precision), free(rows[i].fusion), free(rows[i].placement), free(rows[i].format);
 		free(rows);
 	}
 	if (timed)

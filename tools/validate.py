@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""tools/validate.py BUILD: compare the GPU targets' predicted kernel times with published
+"""tools/validate.py BUILD: compare the GPU and TPU targets' predicted kernel times with published
 measurements (`make validate`).  Each case compiles a one-kernel graph for a target and machine,
 times it with `aicc run --timing-only` (the target's registered cost hook) and prints predicted
 and measured TFLOP/s and the error.  Sources, one per group of cases:
@@ -14,6 +14,10 @@ and measured TFLOP/s and the error.  Sources, one per group of cases:
 [fa4]      FlashAttention-4 (Zadouri et al., arXiv 2603.05451) abstract: up to 1613 TFLOP/s
            forward, BF16, B200 (https://deeplearn.org/arxiv/711026/); the configuration of the peak
            is assumed to be head dim 128, non-causal, the longest sequence (16k).
+[jax-mm]   JAX documentation, "Pallas TPU: Your First Matmul", outputs of the XLA `jnp.matmul`
+           cell, TPU v5e, bf16 (https://jax.readthedocs.io/en/latest/pallas/tpu/matmul.html):
+           4096^3 in 0.827 ms, 8192^3 in 6.047 ms.  The 1024^3 row (119 us) is left out: the page's
+           timeit loop includes Python dispatch, which the page itself says bounds small kernels.
 """
 import json, os, subprocess, sys, tempfile
 
@@ -32,6 +36,9 @@ for causal, vals in [(0, [467, 565, 625, 638, 646, 648]), (1, [292, 423, 521, 57
         fl = 4.0 * (16384 // s) * 16 * s * s * 128 * (0.5 if causal else 1)
         CASES.append(("fa3 hd128 %s S=%d" % ("causal" if causal else "dense", s), "hopper", "h100-sxm", "bf16",
                       ATTN.format(c=causal), "B=%d,H=16,S=%d,D=128" % (16384 // s, s), fl, tf))
+for n, tf in [(4096, 166.1), (8192, 181.8)]:
+    CASES.append(("jax-mm xla bf16 %d^3 v5e" % n, "tpu", "tpu-v5e", "bf16", GEMM.format(dt="bf16"),
+                  "M=%d,N=%d,K=%d" % (n, n, n), 2.0 * n ** 3, tf))
 CASES.append(("fa4 hd128 dense S=16384", "blackwell", "b200", "bf16", ATTN.format(c=0), "B=1,H=16,S=16384,D=128",
               4.0 * 16 * 16384 * 16384 * 128, 1613))
 

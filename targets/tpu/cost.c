@@ -71,6 +71,10 @@ static double tval(const PlanInstr *in, const char *key, double dflt)
 
 double tpu_cost(const Plan *p, int stream, const PlanInstr *in)
 {
+	/* chip-to-chip copies and collectives priced on the ICI torus at lowering (targets/tpu/ici.c) */
+	double ici = in->kind == PI_COPY || in->kind == PI_COLLECTIVE ? tval(in, "ici_us", -1) : -1;
+	if (ici >= 0 && isfinite(ici))
+		return ici * 1e-6;
 	if (in->kind != PI_KERNEL || tval(in, "fixed_us", -1) < 0)
 		return rt_cost_roofline(p, stream, in);
 	TpuCost c = { .mxu = tval(in, "mxu_us", 0), .vpu = tval(in, "vpu_us", 0), .vmem = tval(in, "vmem_us", 0),

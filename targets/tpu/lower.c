@@ -1,7 +1,11 @@
-/* targets/tpu/lower.c: the tpu target: a shape-inferred graph becomes a one-chip TPU plan.
+/* targets/tpu/lower.c: the tpu target: a shape-inferred graph becomes a TPU plan, for one chip or,
+ * when the partition pass placed it (@device(tpuK)), for a slice of chips.
  *
- * Calls are flattened (targets/flatten.c) and every node becomes one kernel in graph order on one
- * stream, as XLA emits one fused program step per HLO fusion.  Float values are held in bf16 in
+ * Calls are flattened (targets/flatten.c) and every node becomes one kernel in graph order on its
+ * chip's stream, as XLA emits one fused program step per HLO fusion; targets/devices.c (TgtDevs)
+ * gives every chip used its device, HBM space, stream and heap, stores weight shards on the chip
+ * that reads them and emits Transfers and collectives with their events; every chip-to-chip copy
+ * and collective is then priced on the ICI torus (targets/tpu/ici.c, t.ici*).  Float values are held in bf16 in
  * HBM (explicit conversions keep their dtype, integers stay integers); buffers are placed first
  * fit with reuse after their last use.  Each kernel gets its numerics and its decisions as `t.*`
  * attributes with a reason:
@@ -12,6 +16,7 @@
  *     which the interpreter reproduces through RtExecOpts.mma_in;
  *   - attention runs its two products on the MXUs and the softmax on the vector unit, scores kept
  *     in VMEM (flash-style: Q, K, V, O cross HBM once);
+ *   - past KV-cache blocks stay in on-chip SRAM where the machine allows it (the 8i: kv_plan);
  *   - embedding Gather runs on a SparseCore where the chip has them (hardware.md §3.5);
  *   - everything else (softmax, norms, elementwise) is a vector-unit kernel in f32 (hardware.md
  *     §3.5: "vector unit work stays FP32") on its (8,128)-padded elements at the machine's VPU
@@ -45,9 +50,16 @@ typedef struct TpuLw {
 	Plan *p;
 	Flat f;
 	int *buf, *gfirst, *glast;
-	int space, stream, sc_unit;
+	int *sc_unit;        /* per device instance: its SparseCore unit, or -1 */
 	RtError *e;
-	TgtHeap heap;        /* first-fit placement (targets/heap.c) */
+	TgtDevs d;           /* device instances, their spaces, streams and heaps (targets/devices.c) */
+	TpuIci ici;          /* the slice's interconnect (targets/tpu/ici.c) */
+	/* KV-cache residency (kv_plan): the largest VMEM working set of one kernel on one
+	 * TensorCore, the SRAM left for KV blocks, and per flat node the past tokens kept in SRAM */
+	double ws, kv_sram, kv_budget, kv_used;
+	int64_t kv_block, *kv_tok;
+	int kv_dry;          /* kernels are being planned, not emitted (working-set pre-pass) */
+	Node **clones; int nclones;   /* IR nodes annotated with their call's device (inherit_call_devices) */
 } TpuLw;
 
 static void put(Ann *t, const char *key, const char *fmt, ...)
@@ -71,6 +83,9 @@ static void put_cost(Ann *t, const TpuCost *c)
 	put(t, "hbm_us", "%.4g", c->hbm * 1e6);
 	put(t, "fixed_us", "%.4g", c->fixed * 1e6);
 	put(t, "time_us", "%.4g", tpu_cost_total(c) * 1e6);
+	/* what bounds it, in explain's words (viz/facts.c) */
+	double top = fmax(fmax(c->mxu, c->vpu), fmax(c->vmem, c->hbm));
+	put(t, "bound", "%s", c->fixed >= top ? "overhead" : top == c->mxu ? "tensor" : top == c->vpu ? "vector" : "memory");
 }
 
 /* ---- the precision policy ---- */
@@ -130,20 +145,12 @@ static DType tpu_dtype(const TpuLw *w, const FlatVal *v)
 
 
 
-static int add_buffer(TpuLw *w, int v)
+/* Adds the buffer(s) of flat value v, one per chip that holds it (targets/devices.c checks each
+ * chip's HBM capacity and says how to partition when one overflows). */
+static int add_value(TpuLw *w, int v)
 {
-	const FlatVal *fv = &w->f.vals[v];
-	int64_t end = 0;
-	w->buf[v] = tgt_add_buffer(w->p, &w->heap, &w->f, v, tpu_dtype(w, fv), w->space, &end, w->e);
-	if (w->buf[v] < 0)
-		return -1;
-	if (end > w->p->spaces[w->space].capacity)
-		return rt_errorf(w->e, RT_EUSER, "aicc: error: '%s' does not fit: %.4g GB of buffers live at once exceed the %.4g GB "
-				 "HBM of one %s chip (weights are held in bf16; use a larger chip)", fv->name, (double)end / 1e9,
-				 (double)w->p->spaces[w->space].capacity / 1e9, w->a.dev->name);
-	return 0;
+	return tgt_devs_value(&w->d, w->p, &w->f, v, tpu_dtype(w, &w->f.vals[v]), w->buf, w->in->m->dir, w->e);
 }
-
 
 /* ---- per-kernel tiling and cost ---- */
 static double numel(const FlatVal *v)
@@ -172,6 +179,7 @@ static double elem_bytes(DType dt) { return rt_dtypes[dt].bits / 8.0; }
 static void put_mxu(TpuLw *w, Ann *t, const MxuShape *s, const MxuPlan *m, const char *kind)
 {
 	const TpuArch *a = &w->a;
+	w->ws = fmax(w->ws, m->vmem_bytes);
 	put(t, "kind", "%s", kind);
 	put(t, "mxu", "%dx%d x%d, weight-stationary, %s in, f32 accumulate", a->R, a->C, a->nmxu, rt_dtype_name(s->in));
 	put(t, "gemm", "%lldx%lldx%lld x%lld", (long long)s->M, (long long)s->N, (long long)s->K, (long long)s->batch);
@@ -243,6 +251,99 @@ static int conv_kernel(TpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 	return 1;
 }
 
+/* ---- KV-cache residency in on-chip SRAM ----
+ * A chip whose machine gives the efficiency `kv_resident` (the 8i: its 384 MB SRAM keeps
+ * KV-cache state on chip across decode steps, hardware.md §2.14, Jeff Dean's note cited in
+ * tpu-8i.xml) keeps part of the past KV cache in VMEM.  What else needs the SRAM: every
+ * kernel's double-buffered VMEM blocks, on each TensorCore at once, so the largest working set
+ * of any kernel of the plan (tile.c) times the TensorCores is reserved first; `kv_resident` x
+ * the rest holds KV blocks.  A block is C tokens (one MXU column tile of Q K^T) of one layer's
+ * past keys and values.  Every past block is read once per decode step, so every byte kept on
+ * chip saves the same HBM time; a layer's attention costs max(MXU, VPU, VMEM, HBM), convex in
+ * its HBM bytes, so spreading the blocks evenly over the layers (round robin, oldest block
+ * first: they stay valid as the sequence grows) minimises the sum. */
+
+/* Past tokens and bytes per past token (keys + values) of attention node fn; 0 without a
+ * KV-cache input. */
+static int64_t kv_past(const TpuLw *w, const FlatNode *fn, double *tok_bytes)
+{
+	if (!(ir_ops[fn->n->op].flags & F_ATTN) || fn->nin < 6 || fn->in[4] < 0 || fn->in[5] < 0)
+		return 0;
+	const FlatVal *k = &w->f.vals[fn->in[4]];
+	if (k->rank != 4 || k->dims[2] <= 0)
+		return 0;
+	*tok_bytes = (double)(w->p->buffers[w->buf[fn->in[4]]].size + w->p->buffers[w->buf[fn->in[5]]].size) / (double)k->dims[2];
+	return k->dims[2];
+}
+
+static int kv_plan(TpuLw *w)
+{
+	double frac = dev_efficiency(w->a.dev, "kv_resident", 0);
+	const MemSpace *vm = dev_mem_kind(w->a.dev, MEM_VMEM);
+	w->kv_block = w->a.C;
+	if (frac <= 0 || !vm || !num_has(&vm->capacity))
+		return 0;
+	w->kv_sram = vm->capacity.v * (vm->scope == SCOPE_UNIT ? w->a.ncores : 1);
+	w->kv_budget = frac * fmax(0, w->kv_sram - w->ws * w->a.ncores);
+	/* every chip has its own SRAM: one budget per device instance */
+	double *left = malloc(sizeof *left * ((size_t)w->d.n + 1)), *used = calloc((size_t)w->d.n + 1, sizeof *used);
+	char *full = calloc((size_t)w->d.n + 1, 1);
+	if (!left || !used || !full) {
+		free(left), free(used), free(full);
+		return rt_errorf(w->e, RT_ENOMEM, "out of memory planning the KV cache");
+	}
+	for (int k = 0; k < w->d.n; k++)
+		left[k] = w->kv_budget;
+	for (int64_t r = 0, more = 1; more; r++) {
+		more = 0;
+		for (int i = 0; i < w->f.nnodes; i++) {
+			double tb = 0;
+			int64_t past = kv_past(w, &w->f.nodes[i], &tb), first = r * w->kv_block;
+			int k = w->d.node_pl[i];
+			if (first >= past || k < 0 || full[k])
+				continue;
+			int64_t n = past - first < w->kv_block ? past - first : w->kv_block;
+			if ((double)n * tb > left[k]) {
+				full[k] = 1;    /* this chip's SRAM is full: its later layers keep one block fewer */
+				continue;
+			}
+			left[k] -= (double)n * tb;
+			used[k] += (double)n * tb;
+			w->kv_tok[i] += n;
+			more = 1;
+		}
+	}
+	for (int k = 0; k < w->d.n; k++)
+		w->kv_used = fmax(w->kv_used, used[k]);
+	free(left), free(used), free(full);
+	return 0;
+}
+
+/* Records node i's KV residency and returns the past-KV bytes it reads from SRAM. */
+static double kv_attrs(TpuLw *w, int i, Ann *t)
+{
+	double tb = 0;
+	int64_t past = kv_past(w, &w->f.nodes[i], &tb);
+	if (past == 0)
+		return 0;
+	int64_t res = w->kv_tok[i], blk = w->kv_block, nb = (past + blk - 1) / blk, rb = (res + blk - 1) / blk;
+	if (w->kv_budget <= 0) {
+		put(t, "kv_sram", "none: %lld past tokens (%.4g MB) in HBM (no KV residency on this chip)", (long long)past,
+		    (double)past * tb / 1e6);
+		put(t, "kv_sram_bytes", "0");
+		put(t, "kv_hbm_bytes", "%.0f", (double)past * tb);
+		return 0;
+	}
+	put(t, "kv_sram", "%lld of %lld blocks of %lld tokens in SRAM (%.4g MB), %lld in HBM (%.4g MB)", (long long)rb,
+	    (long long)nb, (long long)blk, (double)res * tb / 1e6, (long long)(nb - rb), (double)(past - res) * tb / 1e6);
+	put(t, "kv_sram_bytes", "%.0f", (double)res * tb);
+	put(t, "kv_hbm_bytes", "%.0f", (double)(past - res) * tb);
+	put(t, "kv_budget", "%.4g MB of KV blocks in %.4g MB SRAM: %.4g MB left after %d x %.4g MB kernel working set, %s",
+	    w->kv_used / 1e6, w->kv_sram / 1e6, w->kv_budget / 1e6, w->a.ncores, w->ws / 1e6,
+	    w->d.partitioned ? "per chip, its layers" : "all layers");
+	return (double)res * tb;
+}
+
 static int attn_kernel(TpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 {
 	const FlatVal *Q = &w->f.vals[fn->in[0]], *K = &w->f.vals[fn->in[1]], *V = &w->f.vals[fn->in[2]];
@@ -272,8 +373,12 @@ static int attn_kernel(TpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 		return 0;
 	double scores = (double)B * qh * Sq * T;
 	double padded = (double)(m1.Mp * m1.Np) * s1.batch;
+	w->ws = fmax(w->ws, fmax(m1.vmem_bytes, m2.vmem_bytes));
 	double bytes = ((double)B * qh * Sq * (d + dv) + (double)B * kvh * T * (d + dv)) * 2;
-	TpuCost c = { .mxu = m1.mxu + m2.mxu, .vmem = m1.vmem + m2.vmem, .hbm = bytes / w->a.hbm_bw,
+	/* past KV blocks resident in SRAM are read at the VMEM bandwidth instead of HBM's */
+	double onchip = w->kv_dry ? 0 : fmin(kv_attrs(w, (int)(fn - w->f.nodes), t), bytes);
+	bytes -= onchip;
+	TpuCost c = { .mxu = m1.mxu + m2.mxu, .vmem = m1.vmem + m2.vmem + onchip / w->a.vmem_bw, .hbm = bytes / w->a.hbm_bw,
 		      .vpu = padded * SOFTMAX_VPU_OPS / w->a.vpu, .fixed = w->a.fixed + w->a.dma_latency + w->a.t0 };
 	pi->opts.mma_in = DT_BF16;
 	put(t, "kind", "attention");
@@ -290,6 +395,25 @@ static int attn_kernel(TpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 	return 1;
 }
 
+/* Bytes input k of fn is read from HBM: lookups read only the rows they index (an embedding
+ * table's gathered rows, the RoPE cos/sin rows at the positions), everything else whole. */
+static double read_bytes(const TpuLw *w, const FlatNode *fn, int k)
+{
+	const PlanBuffer *b = &w->p->buffers[w->buf[fn->in[k]]];
+	Op op = fn->n->op;
+	if ((op == OP_Gather || op == OP_Embedding) && k == 0 && fn->nout > 0) {
+		const PlanBuffer *y = &w->p->buffers[w->buf[fn->out[0]]];
+		double per = rt_dtype_bytes(b->dtype, 1) / (double)rt_dtype_bytes(y->dtype, 1);
+		return fmin((double)b->size, (double)y->size * per);
+	}
+	if (op == OP_RotaryEmbedding && (k == 1 || k == 2) && fn->nin > 3 && fn->in[3] >= 0) {
+		const FlatVal *cs = &w->f.vals[fn->in[k]];
+		double rows = numel(&w->f.vals[fn->in[3]]), row = cs->rank > 0 ? numel(cs) / (double)cs->dims[0] : 0;
+		return fmin((double)b->size, rows * row * rt_dtype_bytes(b->dtype, 1));
+	}
+	return (double)b->size;
+}
+
 /* Vector-unit and memory kernels: f32 work on the (8,128)-padded elements at the VPU rate,
  * bytes at HBM bandwidth (backends.md §0); inside a fusion group only external traffic counts. */
 static void vec_kernel(TpuLw *w, int i, PlanInstr *pi, Ann *t)
@@ -302,7 +426,7 @@ static void vec_kernel(TpuLw *w, int i, PlanInstr *pi, Ann *t)
 			continue;
 		int def = w->f.vals[fn->in[k]].def;
 		if (!(grp && def >= 0 && w->gfirst[def] == w->gfirst[i]))
-			bytes += (double)w->p->buffers[w->buf[fn->in[k]]].size;
+			bytes += read_bytes(w, fn, k);
 	}
 	for (int k = 0; k < fn->nout; k++) {
 		const FlatVal *v = &w->f.vals[fn->out[k]];
@@ -318,7 +442,7 @@ static void vec_kernel(TpuLw *w, int i, PlanInstr *pi, Ann *t)
 	} else if (gather) {
 		/* Embedding lookup on the SparseCores (hardware.md §3.5): rows move HBM to HBM by DMA;
 		 * the TensorCore does no work. */
-		pi->unit = w->sc_unit;
+		pi->unit = w->sc_unit[w->d.node_pl[i]];
 		c.hbm = bytes / w->a.hbm_bw;
 		c.fixed = w->a.fixed + w->a.dma_latency;
 		put(t, "kind", "gather");
@@ -345,6 +469,9 @@ static int add_kernel(TpuLw *w, int i)
 	const FlatNode *fn = &w->f.nodes[i];
 	int ins[TGT_MAX_OPERANDS], outs[TGT_MAX_OPERANDS];
 	PlanInstr pi;
+	if (tgt_devs_handles(&w->d, &w->f, i))     /* Transfer, collectives, weight shards */
+		return tgt_devs_emit(&w->d, w->p, &w->f, i, w->buf, NULL, w->e);
+	tgt_devs_bufs(&w->d, &w->f, i, w->buf);
 	if (tgt_kernel_instr(&pi, w->p, &w->f, i, w->buf, ins, outs, w->e) < 0)
 		return -1;
 	Ann t = { .n = 0 };
@@ -361,28 +488,210 @@ static int add_kernel(TpuLw *w, int i)
 		vec_kernel(w, i, &pi, &t);
 	}
 	pi.tile = t.kv, pi.ntile = t.n;
-	return plan_add_instr(w->p, w->stream, &pi, w->e) < 0 ? -1 : 0;
+	return tgt_devs_emit(&w->d, w->p, &w->f, i, w->buf, &pi, w->e);
+}
+
+/* ---- ICI: the slice's copies and collectives (targets/tpu/ici.c) ---- */
+
+/* The chip (instance number) holding plan buffer b: "tpu17" -> 17, "tpu" -> 0. */
+static int chip_of(const TpuLw *w, int b)
+{
+	const char *name = w->p->devices[w->p->spaces[w->p->buffers[b].space].device].name;
+	size_t n = strlen(w->a.dev->id);
+	return strncmp(name, w->a.dev->id, n) == 0 ? atoi(name + n) : 0;
+}
+
+/* "16x16 torus with wraparound" / "4 chips fully connected" */
+static void topo_str(const TpuIci *ici, char *buf, size_t n)
+{
+	if (ici->full_mesh) {
+		snprintf(buf, n, "%d chips fully connected", ici->dims[0]);
+		return;
+	}
+	size_t o = 0;
+	for (int a = 0; a < ici->ndims && o < n; a++)
+		o += (size_t)snprintf(buf + o, n - o, "%s%d", a ? "x" : "", ici->dims[a]);
+	if (o < n)
+		snprintf(buf + o, n - o, " torus%s", ici->wrap ? " with wraparound" : "");
+}
+
+/* Replaces instruction in's target attributes by t's (the plan owns them: runtime allocator). */
+static int set_tile(PlanInstr *in, const Ann *t, RtError *e)
+{
+	PlanKV *kv = rt_calloc((size_t)t->n + (size_t)in->ntile, sizeof *kv);
+	if (!kv)
+		return rt_errorf(e, RT_ENOMEM, "out of memory annotating ICI transfers");
+	for (int i = 0; i < in->ntile; i++)
+		kv[i] = in->tile[i];
+	for (int i = 0; i < t->n; i++) {
+		kv[in->ntile + i].key = rt_strdup(t->kv[i].key);
+		kv[in->ntile + i].val = rt_strdup(t->kv[i].val);
+		if (!kv[in->ntile + i].key || !kv[in->ntile + i].val)
+			return rt_free(kv), rt_errorf(e, RT_ENOMEM, "out of memory annotating ICI transfers");
+	}
+	rt_free(in->tile);
+	in->tile = kv, in->ntile += t->n;
+	return 0;
+}
+
+/* Prices one chip-to-chip copy or collective on the torus and records how. */
+static void ici_instr(const TpuLw *w, const PlanInstr *in, Ann *t)
+{
+	const TpuIci *ici = &w->ici;
+	TpuIciCost c;
+	char topo[96];
+	topo_str(ici, topo, sizeof topo);
+	if (in->kind == PI_COPY) {
+		int a = chip_of(w, in->in[0]), b = chip_of(w, in->out[0]);
+		double bytes = (double)w->p->buffers[in->in[0]].size;
+		tpu_ici_copy(ici, bytes, a, b, &c);
+		put(t, "kind", "ici.copy");
+		put(t, "ici", "%s%d -> %s%d: %d hop(s) on the %s, one link of %.4g GB/s each way", w->a.dev->id, a, w->a.dev->id, b,
+		    c.hops, topo, ici->link_bw / 1e9);
+	} else {
+		int chips[TGT_MAX_OPERANDS], n = in->nin < TGT_MAX_OPERANDS ? in->nin : TGT_MAX_OPERANDS, ext[4];
+		for (int k = 0; k < n; k++)
+			chips[k] = chip_of(w, in->in[k]);
+		tpu_ici_group(ici, chips, n, ext);
+		double size = (double)w->p->buffers[in->in[0]].size;
+		double V = in->coll == PC_ALLREDUCE ? size : in->coll == PC_ALLGATHER && in->nout > 0
+			   ? (double)w->p->buffers[in->out[0]].size : size * n;
+		tpu_ici_collective(ici, in->coll, V, ext, &c);
+		char grp[96] = "";
+		size_t o = 0;
+		for (int a = 0; a < (ici->full_mesh ? 1 : ici->ndims) && o < sizeof grp; a++)
+			o += (size_t)snprintf(grp + o, sizeof grp - o, "%s%d%s", a ? "x" : "", ext[a], c.wrapped[a] ? "w" : "");
+		static const char *const names[] = { "allreduce", "allgather", "alltoall" };
+		put(t, "kind", "ici.%s", names[in->coll < PC_COUNT ? in->coll : 0]);
+		put(t, "ici", "%d chips as %s of the %s (w: axis wraps, bidirectional ring), %d latency step(s), %.4g MB, "
+		    "latency x %.3g", n, grp, topo, c.hops, V / 1e6, ici->coll_latency);
+	}
+	put(t, "ici_lat_us", "%.4g", c.lat * 1e6);
+	put(t, "ici_bw_us", "%.4g", c.bw * 1e6);
+	put(t, "ici_us", "%.4g", c.t * 1e6);
+	put(t, "why", "%s", c.lat >= c.bw ? "latency-bound: per-hop latency exceeds the transfer time" : "bandwidth-bound");
+}
+
+/* Every copy and collective between chips of the plan priced on the ICI torus. */
+static int ici_annotate(TpuLw *w)
+{
+	if (!w->ici.present || !w->d.partitioned)
+		return 0;
+	for (int s = 0; s < w->p->nstreams; s++)
+		for (int i = 0; i < w->p->streams[s].nins; i++) {
+			PlanInstr *in = &w->p->streams[s].ins[i];
+			if ((in->kind != PI_COPY && in->kind != PI_COLLECTIVE) || in->link < 0 || in->nin < 1)
+				continue;
+			Ann t = { .n = 0 };
+			ici_instr(w, in, &t);
+			if (set_tile(in, &t, w->e) < 0)
+				return -1;
+		}
+	return 0;
+}
+
+/* The largest VMEM working set of any MXU kernel (w->ws), before KV blocks claim the rest. */
+static void plan_working_set(TpuLw *w)
+{
+	w->kv_dry = 1;
+	for (int i = 0; i < w->f.nnodes; i++) {
+		const FlatNode *fn = &w->f.nodes[i];
+		PlanInstr pi;
+		Ann t = { .n = 0 };
+		plan_instr_init(&pi, PI_KERNEL);
+		if ((fn->n->op == OP_MatMul || fn->n->op == OP_Gemm) && fn->nin >= 2)
+			gemm_kernel(w, fn, &pi, &t);
+		else if (fn->n->op == OP_Conv && fn->nin >= 2)
+			conv_kernel(w, fn, &pi, &t);
+		else if ((ir_ops[fn->n->op].flags & F_ATTN) && fn->nin >= 3)
+			attn_kernel(w, fn, &pi, &t);
+	}
+	w->kv_dry = 0;
 }
 
 static int lower_body(TpuLw *w)
 {
 	for (int i = 0; i < w->f.ninputs; i++)
-		if (add_buffer(w, w->f.inputs[i]) < 0)
+		if (add_value(w, w->f.inputs[i]) < 0)
 			return -1;
 	for (int i = 0; i < w->f.nparams; i++)
-		if (add_buffer(w, w->f.params[i]) < 0 || tgt_add_const(w->p, w->buf[w->f.params[i]], &w->f.vals[w->f.params[i]], w->in->m->dir, w->e) < 0)
+		if (add_value(w, w->f.params[i]) < 0)
 			return -1;
 	for (int i = 0; i < w->f.nnodes; i++) {
-		tgt_heap_release(&w->heap, &w->f, i);
+		tgt_devs_release(&w->d, &w->f, i);
 		for (int k = 0; k < w->f.nodes[i].nout; k++)
-			if (add_buffer(w, w->f.nodes[i].out[k]) < 0)
+			if (add_value(w, w->f.nodes[i].out[k]) < 0)
 				return -1;
 	}
 	tgt_fusion_groups(&w->f, w->gfirst, w->glast);
+	plan_working_set(w);
+	if (kv_plan(w) < 0)
+		return -1;
 	for (int i = 0; i < w->f.nnodes; i++)
 		if (add_kernel(w, i) < 0)
 			return -1;
+	if (ici_annotate(w) < 0)
+		return -1;
 	return tgt_add_io(w->p, &w->f, w->in->g, w->buf, w->e);
+}
+
+/* ---- the devices of call instances ----
+ * The partition pass places a layer stack's calls (`@device(tpu3) h = call layer(...)`), not
+ * the callee's nodes, which every instance shares; tgt_flatten keeps the IR node, so without
+ * this a call instance's nodes would carry no device and follow their first reader
+ * (targets/devices.c).  Each flat node of a call instance without its own @device gets a shallow
+ * copy of its IR node annotated with the outermost call's device.  Instances are numbered as
+ * tgt_flatten numbers them: depth first, in expansion order.  (This belongs in tgt_flatten:
+ * a FlatNode device; see the report of issue 7.) */
+static void call_devices(const Graph *g, const char *dev, int64_t *next, const char **inst_dev, int64_t cap)
+{
+	for (const Node *n = g->first; n; n = n->next) {
+		if (n->op != OP_Call || !n->callee)
+			continue;
+		const char *d = dev ? dev : n->annot.device;
+		int64_t reps = n->repeat > 0 ? n->repeat : 1;
+		for (int64_t r = 0; r < reps && *next < cap; r++) {
+			int64_t inst = ++*next;
+			if (inst < cap)
+				inst_dev[inst] = d;
+			call_devices(n->callee, d, next, inst_dev, cap);
+		}
+	}
+}
+
+static int inherit_call_devices(TpuLw *w)
+{
+	int64_t cap = 1;
+	for (int i = 0; i < w->f.nnodes; i++)
+		if (w->f.nodes[i].instance + 1 > cap)
+			cap = w->f.nodes[i].instance + 1;
+	if (cap == 1)
+		return 0;
+	const char **inst_dev = calloc((size_t)cap, sizeof *inst_dev);
+	w->clones = calloc((size_t)w->f.nnodes + 1, sizeof *w->clones);
+	if (!inst_dev || !w->clones) {
+		free(inst_dev);
+		return rt_errorf(w->e, RT_ENOMEM, "out of memory lowering the graph");
+	}
+	int64_t next = 0;
+	call_devices(w->in->g, NULL, &next, inst_dev, cap);
+	for (int i = 0; i < w->f.nnodes; i++) {
+		FlatNode *fn = &w->f.nodes[i];
+		const char *d = fn->instance > 0 && fn->instance < cap ? inst_dev[fn->instance] : NULL;
+		if (!d || fn->n->annot.device)
+			continue;
+		Node *c = malloc(sizeof *c);
+		if (!c) {
+			free(inst_dev);
+			return rt_errorf(w->e, RT_ENOMEM, "out of memory lowering the graph");
+		}
+		*c = *fn->n;
+		c->annot.device = d;
+		w->clones[w->nclones++] = c;
+		fn->n = c;
+	}
+	free(inst_dev);
+	return 0;
 }
 
 static int lower_setup(TpuLw *w)
@@ -396,31 +705,33 @@ static int lower_setup(TpuLw *w)
 				 tm->m->name, d->arch ? d->arch : "?");
 	if (tpu_arch(d, &w->a, w->e) < 0 || parse_policy(w, w->in->precision) < 0)
 		return -1;
+	if (tpu_ici(tm->m, d, &w->ici, w->e) < 0)
+		return -1;
 	w->p = plan_new("tpu", tm->desc->machine, tm->desc->machine_hash, w->e);
-	if (!w->p || tgt_machine_copy(tm, w->p, w->e) < 0)
+	if (!w->p)
 		return -1;
 	if (plan_set_source(w->p, w->in->model, w->in->binds, w->in->precision ? w->in->precision : "bf16", w->e) < 0)
 		return -1;
-	char sp[128];
-	snprintf(sp, sizeof sp, "%s.hbm", d->id);
-	if ((w->space = plan_find_space(w->p, sp)) < 0)
-		return rt_errorf(w->e, RT_EUSER, "aicc: error: machine '%s' has no HBM space '%s'", tm->m->name, sp);
-	int dev = w->p->spaces[w->space].device;
-	w->stream = plan_add_stream(w->p, "main", dev, w->e);
-	w->sc_unit = -1;
-	if (w->a.sparsecores > 0) {
-		snprintf(sp, sizeof sp, "%s.sparsecore", d->id);
-		PlanUnit u = { .name = sp, .kind = "sparsecore", .device = dev };
-		if ((w->sc_unit = plan_add_unit(w->p, &u, w->e)) < 0)
-			return -1;
-	}
+	if (inherit_call_devices(w) < 0 || tgt_devs_init(&w->d, w->p, tm, &w->f, DEV_TPU, "hbm", ALIGN, w->e) < 0)
+		return -1;
 	size_t n = (size_t)w->f.nvals + 1, nn = (size_t)w->f.nnodes + 1;
 	w->buf = malloc(sizeof(int) * n);
-	int heap_ok = tgt_heap_init(&w->heap, (int)n, ALIGN) == 0;
 	w->gfirst = malloc(sizeof(int) * nn);
 	w->glast = malloc(sizeof(int) * nn);
-	if (w->stream < 0 || !w->buf || !heap_ok || !w->gfirst || !w->glast)
+	w->kv_tok = calloc(nn, sizeof(int64_t));
+	w->sc_unit = malloc(sizeof(int) * ((size_t)w->d.n + 1));
+	if (!w->buf || !w->gfirst || !w->glast || !w->kv_tok || !w->sc_unit)
 		return rt_errorf(w->e, RT_ENOMEM, "out of memory lowering the graph");
+	for (int k = 0; k < w->d.n; k++) {
+		w->sc_unit[k] = -1;
+		if (w->a.sparsecores > 0) {
+			char sp[192];
+			snprintf(sp, sizeof sp, "%s.sparsecore", w->p->devices[w->d.dev[k]].name);
+			PlanUnit u = { .name = sp, .kind = "sparsecore", .device = w->d.dev[k] };
+			if ((w->sc_unit[k] = plan_add_unit(w->p, &u, w->e)) < 0)
+				return -1;
+		}
+	}
 	return 0;
 }
 
@@ -438,8 +749,11 @@ Plan *tpu_lower(const TgtInput *in, RtError *e)
 		rc = rt_errorf(e, RT_EINTERNAL, "aicc: internal error: the tpu plan fails verification: %s", msg);
 	}
 	tgt_flat_free(&w.f);
-	free(w.buf), free(w.gfirst), free(w.glast);
-	tgt_heap_free(&w.heap);
+	free(w.buf), free(w.gfirst), free(w.glast), free(w.kv_tok), free(w.sc_unit);
+	for (int i = 0; i < w.nclones; i++)
+		free(w.clones[i]);
+	free(w.clones);
+	tgt_devs_free(&w.d);
 	if (rc < 0) {
 		plan_free(w.p);
 		return NULL;

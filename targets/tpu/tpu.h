@@ -74,4 +74,35 @@ typedef struct TpuCost {
 double tpu_cost_total(const TpuCost *c);
 double tpu_cost(const Plan *p, int stream, const PlanInstr *in);
 
+/* ---- the inter-chip interconnect (targets/tpu/ici.c) ---- */
+typedef struct TpuIci {
+	int present;               /* the machine has an ICI link between its TPUs */
+	int ndims, dims[4];        /* torus shape (p2p: one axis of every chip) */
+	int wrap;                  /* wraparound on full axes */
+	int full_mesh;             /* topology p2p: every chip of a group one hop from the others */
+	int ports;                 /* links per chip */
+	double link_bw;            /* bytes/s one link, one direction */
+	double hop_latency;        /* seconds per hop (alpha) */
+	double coll_latency;       /* factor on collectives' latency terms (8i CAE 0.2; else 1) */
+} TpuIci;
+
+typedef struct TpuIciCost {
+	int ext[4], wrapped[4];    /* the group's extent per torus axis, and whether it wraps */
+	int hops;                  /* latency steps (collective) or hops (copy) */
+	double lat, bw, t;         /* seconds: latency term, bandwidth term, total */
+} TpuIciCost;
+
+/* Reads the ICI link class joining device class d to itself in machine m (present = 0 when
+ * there is none) and d's `collective_latency` efficiency; -1 with e set on a malformed link. */
+int tpu_ici(const Machine *m, const Device *d, TpuIci *ici, RtError *e);
+/* The extent on every torus axis of the group of chips `chips[0..n)` (distinct coordinates). */
+void tpu_ici_group(const TpuIci *ici, const int *chips, int n, int ext[4]);
+/* Seconds for collective `kind` over a group of torus extents ext, V the bytes of the whole
+ * array: the all-reduced array, the gathered result, or the sum of all-to-all inputs. */
+double tpu_ici_collective(const TpuIci *ici, PlanCollKind kind, double V, const int ext[4], TpuIciCost *c);
+/* Torus hops between chips a and b (shortest way round where the axis wraps). */
+int tpu_ici_hops(const TpuIci *ici, int a, int b);
+/* Seconds to copy `bytes` from chip a to chip b: hops x latency + bytes / one link. */
+double tpu_ici_copy(const TpuIci *ici, double bytes, int a, int b, TpuIciCost *c);
+
 #endif
