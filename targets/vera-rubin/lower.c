@@ -13,8 +13,8 @@
  * FP8 (the interpreter's MXFP8: FP8 elements with block scales, its nearest scaled FP8).
  *
  * A pool is one plan device: its chips work tensor-parallel on each node, so it is priced as
- * pool_chips chips, and its memory space holds the whole pool -- the HBM of pool_size GPUs, the
- * SRAM of pool_size LPUs.  The walk keeps float values at bf16 while an LPU stores weights at its
+ * pool_chips chips, its memory space holds the whole pool -- the HBM of pool_size GPUs, the SRAM
+ * of pool_size LPUs -- and its peak is the pool's (BF16 on the GPUs, FP8 on the LPUs).  The walk keeps float values at bf16 while an LPU stores weights at its
  * FP8 matmul format, so the LPU space is widened by that ratio: the plan's capacity check then
  * matches the pool's (the pass sized the pool at FP8).  A graph without placements stays a
  * one-GPU plan. */
@@ -90,6 +90,18 @@ static int widen(Plan *desc, const char *id, const char *mem, double mul, int64_
 	return s;
 }
 
+/* Sets the peak of device class `id` in the machine's plan entities to `peak` (FLOP/s); returns
+ * its index (or -1) and the old value in *old. */
+static int set_peak(Plan *desc, const char *id, double peak, double *old)
+{
+	int d = plan_find_device(desc, id);
+	if (d >= 0) {
+		*old = desc->devices[d].peak_flops;
+		desc->devices[d].peak_flops = peak;
+	}
+	return d;
+}
+
 Plan *vr_lower(const TgtInput *in, RtError *e)
 {
 	const Machine *m = in->machine->m;
@@ -101,8 +113,11 @@ Plan *vr_lower(const TgtInput *in, RtError *e)
 	/* the pools' memories, for the walk; the machine's entities are restored after it */
 	Plan *desc = in->machine->desc;
 	int64_t gold = 0, lold = 0;
-	int gs = gpu ? widen(desc, gpu->id, "hbm", pool_size(in, v.lpu, 0), &gold) : -1;
-	int ls = -1;
+	int ng = pool_size(in, v.lpu, 0);
+	double gpeak = 0, lpeak = 0;
+	int gs = gpu ? widen(desc, gpu->id, "hbm", ng, &gold) : -1;
+	int gd = gpu ? set_peak(desc, gpu->id, dev_peak(gpu, DT_BF16) * ng, &gpeak) : -1;
+	int ls = -1, ld = -1;
 	if (v.lpu) {
 		int nl = pool_size(in, v.lpu, 1);
 		if (num_has(&v.lpu->count) && nl > v.lpu->count.v && nl > 1) {
@@ -111,11 +126,17 @@ Plan *vr_lower(const TgtInput *in, RtError *e)
 			return NULL;
 		}
 		ls = widen(desc, v.lpu->id, "sram", nl * 2.0 / rt_dtype_bytes(vr_lpu_format(v.lpu), 1), &lold);
+		/* the pool's matrix peak at its FP8 format (reports compare achieved FLOP/s with it) */
+		ld = set_peak(desc, v.lpu->id, dev_peak(v.lpu, vr_lpu_format(v.lpu)) * nl, &lpeak);
 	}
 	Plan *p = gpu_lower(in, &h, e);
 	if (gs >= 0)
 		desc->spaces[gs].capacity = gold;
 	if (ls >= 0)
 		desc->spaces[ls].capacity = lold;
+	if (gd >= 0)
+		desc->devices[gd].peak_flops = gpeak;
+	if (ld >= 0)
+		desc->devices[ld].peak_flops = lpeak;
 	return p;
 }
