@@ -85,6 +85,9 @@ typedef struct PassCtx {
 	int tp;                     /* --tp N: tensor-parallel group size (0 or 1: none) */
 	int pp;                     /* --pp N: pipeline stages (0: the fewest that fit memory) */
 	int ep;                     /* --ep N: expert-parallel group size (0 or 1: none) */
+	/* disaggregate (passes/disaggregate.c) */
+	int microbatches;           /* --micro-batches N: decode micro-batches (0: the cost model's) */
+	const char *pools;          /* --pools hybrid|gpu|lpu: both pools (default), or one alone */
 	/* options */
 	unsigned remark_mask;  /* bit per category (pass_remark_category) */
 	int verify_each;

@@ -12,9 +12,12 @@
 #include <string.h>
 
 const Target tgt_targets[] = {
+#undef TARGET_NAMED
 #define TARGET(name, machine, lower, cost, help) { #name, machine, help, lower, cost },
+#define TARGET_NAMED(spelling, name, machine, lower, cost, help) { spelling, machine, help, lower, cost },
 #include "targets/targets.def"
 #undef TARGET
+#undef TARGET_NAMED
 };
 const int tgt_ntargets = (int)(sizeof tgt_targets / sizeof tgt_targets[0]);
 

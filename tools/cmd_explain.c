@@ -50,6 +50,7 @@ typedef struct Total {
 typedef struct ExplainOpts {
 	const char *plan, *output, *emit;
 	int json, expand;
+	int compare;              /* --compare: hybrid vs GPU-only vs LPU-only (tools/explain_compare.c) */
 } ExplainOpts;
 
 static void explain_help(void)
@@ -58,7 +59,9 @@ static void explain_help(void)
 	       "  --json                 the same facts as one JSON object\n"
 	       "  -o FILE                output file (default: stdout)\n"
 	       "  --emit dot|svg|png     draw the plan's placement instead (see docs/explain.md)\n"
-	       "  --expand               with --emit: draw every instance of a repeated layer\n");
+	       "  --expand               with --emit: draw every instance of a repeated layer\n"
+	       "  --compare              on a GPU + LPU machine: the model on both pools, the GPUs alone and\n"
+	       "                         the LPUs alone, side by side (TPOT, tokens/s per user and per chip)\n");
 }
 
 static int parse_opts(int argc, char **argv, ExplainOpts *o)
@@ -73,6 +76,10 @@ static int parse_opts(int argc, char **argv, ExplainOpts *o)
 		if ((r = opt_value(argc, argv, &i, "-o", &o->output)) || (r = opt_value(argc, argv, &i, "--emit", &o->emit))) {
 			if (r < 0)
 				return -1;
+			continue;
+		}
+		if (strcmp(argv[i], "--compare") == 0) {
+			o->compare = 1;
 			continue;
 		}
 		if (strcmp(argv[i], "--json") == 0 || strcmp(argv[i], "--expand") == 0) {
@@ -461,7 +468,8 @@ int cmd_explain(int argc, char **argv)
 	OutFile f;
 	int rc = EXIT_USER;
 	if (out_open(&f, o.output) == 0) {
-		int r = o.emit ? drv_emit_picture(NULL, p, o.emit, o.expand, f.f) : explain(&o, p, f.f);
+		int r = o.emit ? drv_emit_picture(NULL, p, o.emit, o.expand, f.f)
+			: o.compare ? drv_explain_compare(p, o.json, f.f) : explain(&o, p, f.f);
 		if (r < 0)
 			out_abort(&f);
 		else

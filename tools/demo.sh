@@ -7,7 +7,8 @@
 #    and reports the max error against the reference target's output and the predicted latency.
 # 3. Times Llama-3.1-8B (examples/llama3.1-8b.aig, full size, weights unbound) for a decode step
 #    (batch 1, KV cache of 4096 tokens: TPOT) and a 2048-token prefill (TTFT) on each target's
-#    default machine.
+#    default machine; on vera-rubin through the disaggregate pass, with its GPU/LPU split set
+#    against the GPU pool alone and the LPU pool alone (aicc explain --compare).
 # 4. Leaves plans, reports, Perfetto traces, `aicc explain` reports, SVG placement pictures and
 #    outputs under BUILD/demo/, and prints one summary table.
 set -eu
@@ -69,10 +70,13 @@ done
 echo "== Llama-3.1-8B, full size, timing only"
 printf "\n%-12s %-28s %-14s %s\n" target "llama3.1-8b, batch 1" "latency ms" "TTFT / TPOT" >>"$TABLE"
 for t in $TARGETS; do
+	# vera-rubin: attention on the GPU pool, FFN on the LPU pool (the disaggregate pass)
+	passes=
+	[ "$t" = vera-rubin ] && passes=--passes=disaggregate
 	for phase in "decode 4096" "prefill 2048"; do
 		set -- $phase
 		if ! "$AICC" compile "$ROOT/examples/llama3.1-8b.aig" --target "$t" --phase "$1" --batch 1 \
-			--context "$2" --emit plan \
+			--context "$2" $passes --emit plan \
 			-o "$OUT/llama-$t-$1.aip" 2>"$OUT/llama-$t-$1.err"; then
 			# a model that does not fit the target's default machine is a result, not a failure
 			why=$(grep -m1 'error:' "$OUT/llama-$t-$1.err" | sed 's/.*error: //' | cut -c1-90)
@@ -88,6 +92,12 @@ for t in $TARGETS; do
 	"$AICC" compile "$ROOT/examples/llama3.1-8b.aig" --target "$t" --bind B=1,S=1 -O1 --emit svg \
 		-o "$OUT/llama-$t.svg" 2>/dev/null || true
 done
+# the GPU/LPU split of the vera-rubin decode step, against the same model on each pool alone
+if [ -f "$OUT/llama-vera-rubin-decode.aip" ]; then
+	printf "\nllama3.1-8b decode on vera-rubin, " >>"$TABLE"
+	"$AICC" explain "$OUT/llama-vera-rubin-decode.aip" --compare >>"$TABLE" 2>"$OUT/llama-vera-rubin-compare.err" ||
+		echo "comparison not built: see $OUT/llama-vera-rubin-compare.err" >>"$TABLE"
+fi
 echo
 cat "$TABLE"
 echo

@@ -30,6 +30,8 @@ void pass_opts_help(void)
 	       "  --mem-capacity=SIZE   check activations + weights against SIZE (80GiB, 1.5e9)\n"
 	       "  --tp N, --pp N, --ep N  partition: tensor-parallel group size, pipeline stages,\n"
 	       "                        expert-parallel group size\n"
+	       "  --micro-batches N     disaggregate: decode micro-batches (default: the cost model's)\n"
+	       "  --pools hybrid|gpu|lpu  disaggregate: both pools (default), or the model on one alone\n"
 	       "  --error-budget=E      auto: relative error allowed per node (default 1e-2)\n",
 	       PASS_DEFAULT_PIPELINE);
 }
@@ -120,6 +122,28 @@ int pass_opts_parse(int argc, char **argv, int *i, PassOpts *po)
 		if (r < 0 || parse_long("--ep", v, &n) < 0 || n > 4096)
 			return -1;
 		c->ep = (int)n;
+		return 1;
+	}
+	/* disaggregate: --pools hybrid|gpu|lpu */
+	if ((r = opt_value(argc, argv, i, "--pools", &v))) {
+		if (r < 0)
+			return -1;
+		if (strcmp(v, "hybrid") && strcmp(v, "gpu") && strcmp(v, "lpu")) {
+			drv_error("--pools expects hybrid, gpu or lpu, got '%s'", v);
+			return -1;
+		}
+		c->pools = v;
+		return 1;
+	}
+	/* disaggregate: --micro-batches N */
+	if ((r = opt_value(argc, argv, i, "--micro-batches", &v))) {
+		if (r < 0 || parse_long("--micro-batches", v, &n) < 0)
+			return -1;
+		if (n < 1 || n > 8) {
+			drv_error("--micro-batches expects 1 to 8, got %ld", n);
+			return -1;
+		}
+		c->microbatches = (int)n;
 		return 1;
 	}
 	if ((r = opt_value(argc, argv, i, "--fold-limit", &v))) {

@@ -72,6 +72,9 @@ typedef struct BuildOpts {
 Plan *drv_lower(Module *m, const BuildOpts *o, RtError *e);
 /* As drv_lower, printing the error on stderr. */
 Plan *drv_build_plan(Module *m, const BuildOpts *o);
+/* `aicc explain PLAN --compare` (tools/explain_compare.c): the plan's model on both pools, the GPU
+ * pool alone and the LPU pool alone, side by side (text, or JSON).  0, or -1 after a message. */
+int drv_explain_compare(const Plan *p, int json, FILE *f);
 /* Registers the targets' cost hooks and the --check rebuild hook with the runtime. */
 void drv_register_runtime_hooks(void);
 

@@ -1,0 +1,105 @@
+/* targets/vera-rubin/cost.c: the vera-rubin target's cost hook and the LPU pool's kernel pricing.
+ *
+ * The hook dispatches on the kind of the stream's device.  GPU pool: the GPU model's recorded
+ * components (t.mma_us, t.hbm_us, ...: targets/gpu/model.c, backends.md §1b) of one Rubin GPU,
+ * the streaming and compute terms divided by the node's pool_chips (the pool works tensor-
+ * parallel; launch and fill stay) plus the node's comm_s (the disaggregate pass's tensor-parallel
+ * all-reduce).  LPU pool: t.time_us recorded at lowering by vr_lpu_time.
+ * Copies and events: the generic roofline (link alpha + bytes / bandwidth). */
+#include "targets/vera-rubin/vr.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static double tval(const PlanInstr *in, const char *key, double dflt)
+{
+	for (int i = 0; i < in->ntile; i++)
+		if (strcmp(in->tile[i].key, key) == 0)
+			return strtod(in->tile[i].val, NULL);
+	return dflt;
+}
+
+static int is_const(const Plan *p, int b)
+{
+	for (int i = 0; i < p->nconsts; i++)
+		if (p->consts[i].buffer == b)
+			return 1;
+	return 0;
+}
+
+/* The narrowest float format with a matrix peak on the LPU: how its weights are stored. */
+DType vr_lpu_format(const Device *d)
+{
+	DType best = DT_F32;
+	for (int dt = 0; dt < DT_COUNT; dt++)
+		if (num_has(&d->peak[dt]) && rt_dtype_isfloat((DType)dt) && rt_dtypes[dt].kind != K_BLOCK &&
+		    rt_dtypes[dt].bits < rt_dtypes[best].bits)
+			best = (DType)dt;
+	return best;
+}
+
+VrLpuTime vr_lpu_time(const Plan *p, const Device *lpu, const Link *c2c, const PlanInstr *in, int chips)
+{
+	VrLpuTime t = { 0 };
+	DType wf = vr_lpu_format(lpu);
+	double bytes = 0, frac = 1;
+	if (chips < 1)
+		chips = 1;
+	if (in->op == RT_OP_GroupedMatMul && in->nin >= 3 && in->in[0] >= 0 && in->in[2] >= 0) {
+		const PlanBuffer *x = &p->buffers[in->in[0]], *w = &p->buffers[in->in[2]];
+		double rows = x->rank >= 1 ? (double)x->dims[0] : 1, experts = w->rank >= 1 ? (double)w->dims[0] : 1;
+		frac = fmin(1, rows / experts);      /* experts touched by the routed rows */
+	}
+	for (int k = 0; k < in->nin; k++) {
+		int b = in->in[k];
+		if (b < 0)
+			continue;
+		const PlanBuffer *pb = &p->buffers[b];
+		if (is_const(p, b))
+			bytes += (double)rt_dtype_bytes(wf, plan_buffer_numel(pb)) * (in->op == RT_OP_GroupedMatMul && k == 2 ? frac : 1);
+		else
+			bytes += (double)pb->size;
+	}
+	double out = 0;
+	for (int k = 0; k < in->nout; k++)
+		out += (double)p->buffers[in->out[k]].size;
+	bytes += out;
+	const MemSpace *s = dev_mem_kind(lpu, MEM_SRAM);
+	double bw = s && num_has(&s->bandwidth) ? s->bandwidth.v : 1e12;
+	double peak = dev_peak(lpu, wf);
+	t.stream = bytes / (chips * bw);
+	t.compute = peak > 0 ? in->flops / (chips * peak) : 0;
+	const Unit *mxm = lpu->nunits ? &lpu->units[0] : NULL;
+	t.fixed = (mxm && num_has(&mxm->latency) ? mxm->latency.v : 0) + rt_attr_float(&in->attrs, "comm_s", 0);
+	/* a projection that shrinks (K > N) is the row-split one: its partial sums are all-reduced */
+	if (chips > 1 && c2c && (in->op == RT_OP_MatMul || in->op == RT_OP_GroupedMatMul) && in->in[0] >= 0) {
+		const PlanBuffer *a = &p->buffers[in->in[0]], *y = &p->buffers[in->out[0]];
+		if (a->rank >= 1 && y->rank >= 1 && a->dims[a->rank - 1] > y->dims[y->rank - 1])
+			t.fixed += ceil(log2((double)chips)) * ((num_has(&c2c->latency) ? c2c->latency.v : 0) + out / link_oneway_bw(c2c));
+	}
+	return t;
+}
+
+double vr_lpu_total(const VrLpuTime *t) { return fmax(t->stream, t->compute) + t->fixed; }
+
+double vr_cost(const Plan *p, int stream, const PlanInstr *in)
+{
+	const PlanDevice *d = &p->devices[p->streams[stream].device];
+	if (in->kind != PI_KERNEL)
+		return rt_cost_roofline(p, stream, in);
+	if (d->kind && strcmp(d->kind, "lpu") == 0) {
+		double t = tval(in, "time_us", -1);
+		return t >= 0 ? t * 1e-6 : rt_cost_roofline(p, stream, in);
+	}
+	if (tval(in, "fixed_us", -1) < 0)
+		return rt_cost_roofline(p, stream, in);
+	double n = (double)rt_attr_int(&in->attrs, "pool_chips", 1);
+	if (n < 1)
+		n = 1;
+	GpuCost c = { .mma = tval(in, "mma_us", 0) / n, .smem = tval(in, "smem_us", 0) / n, .hbm = tval(in, "hbm_us", 0) / n,
+		      .sfu = tval(in, "sfu_us", 0) / n, .fma = tval(in, "fma_us", 0) / n, .overlap = tval(in, "overlap", 1),
+		      .fixed = tval(in, "fixed_us", 0) };
+	double t = gpu_cost_total(&c) * 1e-6 + rt_attr_float(&in->attrs, "comm_s", 0);
+	return t >= 0 && isfinite(t) ? t : 0;
+}

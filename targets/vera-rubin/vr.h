@@ -1,0 +1,27 @@
+/* targets/vera-rubin/vr.h: what the vera-rubin target's lowering (lower.c) and cost hook (cost.c)
+ * share: the pricing of a kernel on the LPU pool.
+ *
+ * Until the lpu backend exports its per-node cycle function, an LPU kernel is priced by a
+ * roofline over the LPU device of the plan (backends.md §4b T_e): the bytes it streams from SRAM
+ * (operands and results; a routed-expert GroupedMatMul only the experts its tokens touch) at
+ * `chips` x the SRAM bandwidth, its FLOP at `chips` x the FP8 matrix peak, plus the MXM
+ * pipeline latency and, on more than one chip, a chip-to-chip all-reduce of the result
+ * (log2 chips x (alpha + bytes / bandwidth)).  vr_lpu_time is the one place to swap. */
+#ifndef AICC_TARGETS_VR_H
+#define AICC_TARGETS_VR_H
+
+#include "targets/gpu/gpu.h"
+
+typedef struct VrLpuTime {
+	double stream;     /* seconds streaming operands from SRAM */
+	double compute;    /* seconds on the MXM at the FP8 peak */
+	double fixed;      /* pipeline latency + chip-to-chip all-reduce */
+} VrLpuTime;
+
+/* The time of kernel `in` of plan p on `chips` LPUs of device class lpu (machine numbers). */
+VrLpuTime vr_lpu_time(const Plan *p, const Device *lpu, const Link *c2c, const PlanInstr *in, int chips);
+double vr_lpu_total(const VrLpuTime *t);
+/* The narrowest float format the LPU has a matrix peak for: how its SRAM stores weights. */
+DType vr_lpu_format(const Device *lpu);
+
+#endif
