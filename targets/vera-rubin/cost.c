@@ -39,11 +39,12 @@ DType vr_lpu_format(const Device *d)
 	return best;
 }
 
-VrLpuTime vr_lpu_time(const Plan *p, const Device *lpu, const Link *c2c, const PlanInstr *in, int chips)
+VrLpuTime vr_lpu_time(const Plan *p, const Device *lpu, const Link *c2c, const PlanInstr *in, int chips,
+		       const LpuCost *cyc, double clock)
 {
 	VrLpuTime t = { 0 };
 	DType wf = vr_lpu_format(lpu);
-	double bytes = 0, frac = 1;
+	double bytes = 0, frac = 1, wbytes = 0;
 	if (chips < 1)
 		chips = 1;
 	if (in->op == RT_OP_GroupedMatMul && in->nin >= 3 && in->in[0] >= 0 && in->in[2] >= 0) {
@@ -56,9 +57,11 @@ VrLpuTime vr_lpu_time(const Plan *p, const Device *lpu, const Link *c2c, const P
 		if (b < 0)
 			continue;
 		const PlanBuffer *pb = &p->buffers[b];
-		if (is_const(p, b))
-			bytes += (double)rt_dtype_bytes(wf, plan_buffer_numel(pb)) * (in->op == RT_OP_GroupedMatMul && k == 2 ? frac : 1);
-		else
+		if (is_const(p, b)) {
+			double w = (double)rt_dtype_bytes(wf, plan_buffer_numel(pb));
+			bytes += w * (in->op == RT_OP_GroupedMatMul && k == 2 ? frac : 1);
+			wbytes += in->op == RT_OP_GroupedMatMul && k == 2 ? w : 0;
+		} else
 			bytes += (double)pb->size;
 	}
 	double out = 0;
@@ -72,6 +75,16 @@ VrLpuTime vr_lpu_time(const Plan *p, const Device *lpu, const Link *c2c, const P
 	t.compute = peak > 0 ? in->flops / (chips * peak) : 0;
 	const Unit *mxm = lpu->nunits ? &lpu->units[0] : NULL;
 	t.fixed = (mxm && num_has(&mxm->latency) ? mxm->latency.v : 0) + rt_attr_float(&in->attrs, "comm_s", 0);
+	if (cyc && clock > 0) {
+		/* the LPU backend's cycle model of the whole node on one chip (targets/lpu/schedule.c),
+		 * its streaming and MXM/VXM cycles shared by the pool's chips; a grouped matmul streams
+		 * only the experts its rows touch */
+		double all = bytes + wbytes * (1 - frac), share = all > 0 ? bytes / all : 1;
+		double busy = (double)(cyc->compute > cyc->stream ? cyc->compute : cyc->stream);
+		t.stream = (double)cyc->stream * share / clock / chips;
+		t.compute = (double)cyc->compute / clock / chips;
+		t.fixed = ((double)cyc->dur - busy) / clock + rt_attr_float(&in->attrs, "comm_s", 0);
+	}
 	/* a projection that shrinks (K > N) is the row-split one: its partial sums are all-reduced */
 	if (chips > 1 && c2c && (in->op == RT_OP_MatMul || in->op == RT_OP_GroupedMatMul) && in->in[0] >= 0) {
 		const PlanBuffer *a = &p->buffers[in->in[0]], *y = &p->buffers[in->out[0]];

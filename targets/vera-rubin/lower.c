@@ -30,6 +30,8 @@ void bw_attn(const GpuArch *a, const AttnShape *s, AttnTile *t);
 
 typedef struct Vr {
 	const Device *lpu;
+	LpuArch arch;            /* the lpu backend's view of the LPU (slices, latencies, clock) */
+	int have_arch;
 	const Link *c2c;         /* LPU-LPU link: the pool's all-reduce */
 	PlanKV kv[NKV];
 	char val[NKV][48];
@@ -60,7 +62,10 @@ static int lpu_node(void *ctx, const Plan *p, int device, const Flat *f, int nod
 	int chips = (int)rt_attr_int(&f->nodes[node].n->attrs, "pool_chips", 1);
 	if (pi->op == RT_OP_MatMul || pi->op == RT_OP_Gemm || pi->op == RT_OP_GroupedMatMul)
 		pi->opts.mma_in = DT_MXFP8;
-	VrLpuTime t = vr_lpu_time(p, v->lpu, v->c2c, pi, chips);
+	LpuCost cyc;
+	if (v->have_arch)
+		lpu_node_cycles(&v->arch, f, node, &cyc);
+	VrLpuTime t = vr_lpu_time(p, v->lpu, v->c2c, pi, chips, v->have_arch ? &cyc : NULL, v->arch.clock);
 	static const char *const keys[NKV] = { "kind", "chips", "sram_us", "mxm_us", "fixed_us", "time_us", "bound" };
 	snprintf(v->val[0], sizeof v->val[0], "lpu");
 	snprintf(v->val[1], sizeof v->val[1], "%d", chips);
@@ -107,8 +112,12 @@ Plan *vr_lower(const TgtInput *in, RtError *e)
 	const Machine *m = in->machine->m;
 	const Device *gpu = machine_first(m, DEV_GPU);
 	Vr v = { .lpu = machine_first(m, DEV_LPU) };
-	if (v.lpu)
+	if (v.lpu) {
 		v.c2c = machine_link(m, v.lpu, v.lpu);
+		if (lpu_arch(m, v.lpu, &v.arch, e) < 0)
+			return NULL;
+		v.have_arch = 1;
+	}
 	GpuHooks h = { "vera-rubin", bw_gemm, bw_attn, 0, lpu_node, &v };
 	/* the pools' memories, for the walk; the machine's entities are restored after it */
 	Plan *desc = in->machine->desc;

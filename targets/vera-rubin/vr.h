@@ -11,6 +11,7 @@
 #define AICC_TARGETS_VR_H
 
 #include "targets/gpu/gpu.h"
+#include "targets/lpu/lpu.h"
 
 typedef struct VrLpuTime {
 	double stream;     /* seconds streaming operands from SRAM */
@@ -18,8 +19,12 @@ typedef struct VrLpuTime {
 	double fixed;      /* pipeline latency + chip-to-chip all-reduce */
 } VrLpuTime;
 
-/* The time of kernel `in` of plan p on `chips` LPUs of device class lpu (machine numbers). */
-VrLpuTime vr_lpu_time(const Plan *p, const Device *lpu, const Link *c2c, const PlanInstr *in, int chips);
+/* The time of kernel `in` of plan p on `chips` LPUs of device class lpu.  With cyc (the LPU
+ * backend's lpu_node_cycles for the node, at clock Hz): its streaming and compute cycles divided
+ * among the chips plus its fixed pipeline latency; without: a roofline over the machine's SRAM
+ * bandwidth and FP8 peak.  Both add the pool's C2C all-reduce for row-split projections. */
+VrLpuTime vr_lpu_time(const Plan *p, const Device *lpu, const Link *c2c, const PlanInstr *in, int chips,
+		      const LpuCost *cyc, double clock);
 double vr_lpu_total(const VrLpuTime *t);
 /* The narrowest float format the LPU has a matrix peak for: how its SRAM stores weights. */
 DType vr_lpu_format(const Device *lpu);
