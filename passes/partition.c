@@ -864,6 +864,32 @@ static void place(Part *p)
 	free(pin);
 }
 
+/* Whether layer-graph input v is bound, at every call of the graph, to a parameter or an entry-graph
+ * input (not a loop-carried value of `repeat N`): such a value exists on every device from the
+ * start (the lowering stores a parameter on each device that reads it and copies an input once),
+ * so a read on another device needs no Transfer per layer (RoPE tables: 2 x 16.8 MB per layer
+ * and device for llama3.1-70b). */
+static int static_input(Part *p, const Value *v)
+{
+	int idx = -1, calls = 0;
+	for (int i = 0; i < p->g->nin; i++)
+		if (p->g->inputs[i] == v)
+			idx = i;
+	if (idx < 0)
+		return 0;
+	for (Graph *g = p->m->graphs; g; g = g->next)
+		ir_foreach_node(g, n) {
+			if (n->op != OP_Call || n->callee != p->g)
+				continue;
+			Value *a = idx < n->nin ? n->in[idx] : NULL;
+			if (!a || (n->repeat > 1 && idx < p->g->nout) || !(a->kind == V_PARAM ||
+			    (a->kind == V_INPUT && g == ir_entry(p->m))))
+				return 0;
+			calls++;
+		}
+	return calls > 0;
+}
+
 /* A Transfer before every read of a value on another device (one per value and destination). */
 static void transfers(Part *p)
 {
@@ -874,7 +900,9 @@ static void transfers(Part *p)
 		for (int i = 0; i < n->nin; i++) {
 			Value *v = n->in[i];
 			const char *from;
-			if (v && v->kind == V_INPUT && p->base >= 0)
+			if (v && v->kind == V_INPUT && p->base >= 0 && static_input(p, v))
+				continue;
+			else if (v && v->kind == V_INPUT && p->base >= 0)
 				from = dev_name(p, p->base);   /* a layer graph's inputs are on its call's device */
 			else if (!v || v->kind != V_NODE || v->def->aux == SHARD_SPLIT || !v->def->annot.device)
 				continue;
