@@ -466,12 +466,16 @@ static int tensor_parallel(Part *p)
 		if (n->op != OP_MatMul || n->aux || !is_weight(n->in[1], 2))
 			continue;
 		Node *a = n->in[0]->kind == V_NODE ? n->in[0]->def : NULL;
-		if (a && a->op == OP_Attention && !attention_splits(p, a))
+		long long qh = a ? rt_attr_int(&a->attrs, "q_num_heads", 0) : 0, kvh = a ? rt_attr_int(&a->attrs, "kv_num_heads", 0) : 0;
+		if (a && a->op == OP_Attention && kvh > 0 && qh % p->tp == 0 && kvh % p->tp && a->nin > 4)
+			pass_remark(p->c, REMARK_MISSED, p->g, n, "MatMul not split over %d devices: Attention '%s' "
+				    "has %lld KV heads, not divisible by %d: a device must hold whole KV groups (GQA), "
+				    "so the attention and its KV cache stay on one device", p->tp, pass_node_name(a), kvh, p->tp);
+		else if (a && a->op == OP_Attention && !attention_splits(p, a))
 			pass_remark(p->c, REMARK_MISSED, p->g, n, "MatMul not split over %d devices: Attention '%s' "
 				    "cannot be split by heads (%lld query / %lld KV heads, both divisible by the group, "
-				    "3-D Q/K/V without mask, a KV cache only as graph inputs and outputs needed)", p->tp, pass_node_name(a),
-				    (long long)rt_attr_int(&a->attrs, "q_num_heads", 0),
-				    (long long)rt_attr_int(&a->attrs, "kv_num_heads", 0));
+				    "3-D Q/K/V without mask, a KV cache only as graph inputs and outputs needed)", p->tp,
+				    pass_node_name(a), qh, kvh);
 		else
 			pass_remark(p->c, REMARK_MISSED, p->g, n, "MatMul not split over %d devices: not part of a "
 				    "MatMul -> elementwise -> MatMul pair (single users, weights divisible by %d)", p->tp, p->tp);
