@@ -137,9 +137,14 @@ static int bind_sharded(Vm *m, int first, int ordinal)
 		int same = src->rank == rank;
 		for (int i = 0; same && i < rank; i++)
 			same = src->dims[i] == dims[i];
+		char want[160];
+		size_t o = 0;
+		for (int i = 0; i < rank && o < sizeof want - 24; i++)
+			o += (size_t)snprintf(want + o, sizeof want - o, "%s%lld", i ? "," : "", (long long)dims[i]);
+		want[o] = 0;
 		if (!same)
 			rc = rt_errorf(m->e, RT_EUSER, "input '%s': the data's shape does not match the plan's "
-				       "sharded input (rank %d)", io->name, rank);
+				       "sharded input, whose whole tensor is [%s]", io->name, want);
 		for (int64_t i = 0; rc == 0 && i < whole.n; i++)
 			rt_set(&whole, i, rt_get(src, i));
 		whole.tensor_scale = src->tensor_scale;
