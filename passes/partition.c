@@ -71,7 +71,8 @@ typedef struct Part {
 	int nids;
 } Part;
 
-static const char SHARD_SPLIT[] = "weight shard";
+static const char SHARD_SPLIT[] = "weight shard";   /* also a KV-cache input's shards */
+static const char OUTPUT_CONCAT[] = "output shards"; /* a KV-cache output assembled from shards */
 
 static const char *dev_name(Part *p, int i)
 {
@@ -158,21 +159,33 @@ static int64_t last_dim(const Value *v)
 	return v->type.dims[v->type.rank - 1].k;
 }
 
-/* Whether Attention n can run per group of heads: 3-D Q, K, V ([B, S, heads * head]), no mask
- * or past inputs, only its first output read, both head counts divisible by tp. */
+/* Whether KV-cache operand or result v ([B, kv_heads, T, d]) can be cut by KV heads: rank 4 with
+ * kvh heads; a past input is a graph input read only here, a present result only a graph output. */
+static int kv_splits(const Value *v, int64_t kvh, int past)
+{
+	if (v->type.rank != 4 || !dim_isconst(v->type.dims[1]) || v->type.dims[1].k != kvh)
+		return 0;
+	return past ? v->kind == V_INPUT && v->nuses == 1 : pass_is_output(v) && v->nuses == 1;
+}
+
+/* Whether Attention n can run per group of heads: 3-D Q, K, V ([B, S, heads * head]), no mask,
+ * both head counts divisible by tp; a KV cache (past inputs, present outputs: docs/passes.md
+ * "KV cache") is cut by KV heads too, so each shard keeps its heads' cache (whole GQA groups). */
 static int attention_splits(Part *p, const Node *n)
 {
 	int64_t qh = rt_attr_int(&n->attrs, "q_num_heads", 0), kvh = rt_attr_int(&n->attrs, "kv_num_heads", 0);
-	if (qh < 1 || kvh < 1 || qh % p->tp || kvh % p->tp || n->nin < 3)
+	if (qh < 1 || kvh < 1 || qh % p->tp || kvh % p->tp || n->nin < 3 || n->nin > 6)
 		return 0;
-	for (int i = 3; i < n->nin; i++)
-		if (n->in[i])
-			return 0;
+	if (n->nin > 3 && n->in[3])
+		return 0;
+	if (n->nin > 4 && (!n->in[4] || n->nin < 6 || !n->in[5] || !kv_splits(n->in[4], kvh, 1) ||
+			   !kv_splits(n->in[5], kvh, 1)))
+		return 0;
 	for (int i = 0; i < 3; i++)
 		if (!n->in[i] || n->in[i]->type.rank != 3)
 			return 0;
 	for (int i = 1; i < n->nout; i++)
-		if (n->out[i]->nuses || pass_is_output(n->out[i]))
+		if (n->out[i]->nuses && (i > 2 || !kv_splits(n->out[i], kvh, 0)))
 			return 0;
 	return 1;
 }
@@ -310,21 +323,45 @@ static void divide_attr(Node *c, const char *name, int k)
 		ir_set_attr_int(c, name, v / k);
 }
 
+/* The graph output v (a present key or value) := Concat {axis=1} of result j of the shard
+ * Attentions: KV heads in shard order.  No @device: the lowering makes it a sharded plan output
+ * (each device keeps its heads' cache; targets/devices.c), not an instruction. */
+static void assemble_output(Part *p, Node *before, Value *v, Node **attn, int j)
+{
+	Value *parts[SHARDS];
+	for (int i = 0; i < p->tp; i++)
+		parts[i] = attn[i]->out[j];
+	char buf[256];
+	snprintf(buf, sizeof buf, "%s.all", v->name);
+	const char *name = ir_fresh_name(p->g, buf);
+	Node *c = ir_insert_node(p->g, before, OP_Concat, parts, p->tp, &name, 1, before->loc);
+	ir_set_attr_int(c, "axis", 1);
+	c->aux = (void *)OUTPUT_CONCAT;
+	ir_replace_uses(p->g, v, c->out[0]);
+	c->out[0]->name = v->name;       /* the graph output keeps its name */
+	v->name = name;
+}
+
 /* Rewrites one region into tp shards and an AllReduce; marks the new nodes (aux = region). */
 static void split_region(Part *p, Region *r, int rid)
 {
 	Node *row = r->nodes[r->n - 1];
 	Value *parts[SHARDS];
-	Node *map[MAXREG];
+	Node *map[MAXREG], *attn[SHARDS];
 	for (int i = 0; i < p->tp; i++) {
 		for (int k = 0; k < r->n; k++) {
 			Node *n = r->nodes[k];
 			Value *in[8];
 			int nin = n->nin < 8 ? n->nin : 8;
 			if (n->op == OP_Attention)
-				nin = 3;
+				nin = n->nin > 4 ? 6 : 3;
 			for (int j = 0; j < nin; j++)
 				in[j] = map_val(r, map, n->in[j]);
+			if (n->op == OP_Attention && nin == 6) {   /* the KV cache by KV heads */
+				in[3] = NULL;
+				in[4] = weight_shard(p, row, n->in[4], 1, i, p->tp);
+				in[5] = weight_shard(p, row, n->in[5], 1, i, p->tp);
+			}
 			if (n->op == OP_Reshape || n->op == OP_Expand)
 				in[1] = shard_shape(p, n->in[1], n->loc);
 			if (n->op == OP_MatMul && k == r->n - 1)
@@ -336,7 +373,7 @@ static void split_region(Part *p, Region *r, int rid)
 					if (is_weight(n->in[j], 1))
 						in[j] = weight_shard(p, row, n->in[j], 0, i, p->tp);
 			const char *names[8];
-			int nout = n->op == OP_Split && n->nout <= 8 ? n->nout : 1;
+			int nout = (n->op == OP_Split || n->op == OP_Attention) && n->nout <= 8 ? n->nout : 1;
 			for (int j = 0; j < nout; j++) {
 				char buf[256];
 				snprintf(buf, sizeof buf, "%s.tp%d", n->out[j]->name, i);
@@ -353,9 +390,16 @@ static void split_region(Part *p, Region *r, int rid)
 			}
 			c->aux = (void *)(intptr_t)(rid * SHARDS + i + 1);
 			map[k] = c;
+			if (n->op == OP_Attention)
+				attn[i] = c;
 		}
 		parts[i] = map[r->n - 1]->out[0];
 	}
+	for (int k = 0; k < r->n; k++)
+		if (r->nodes[k]->op == OP_Attention)
+			for (int j = 1; j < r->nodes[k]->nout && j < 3; j++)
+				if (pass_is_output(r->nodes[k]->out[j]))
+					assemble_output(p, row, r->nodes[k]->out[j], attn, j);
 	char buf[256];
 	snprintf(buf, sizeof buf, "%s.allreduce", pass_node_name(row));
 	const char *name = ir_fresh_name(p->g, buf);
@@ -422,12 +466,16 @@ static int tensor_parallel(Part *p)
 		if (n->op != OP_MatMul || n->aux || !is_weight(n->in[1], 2))
 			continue;
 		Node *a = n->in[0]->kind == V_NODE ? n->in[0]->def : NULL;
-		if (a && a->op == OP_Attention && !attention_splits(p, a))
+		long long qh = a ? rt_attr_int(&a->attrs, "q_num_heads", 0) : 0, kvh = a ? rt_attr_int(&a->attrs, "kv_num_heads", 0) : 0;
+		if (a && a->op == OP_Attention && kvh > 0 && qh % p->tp == 0 && kvh % p->tp && a->nin > 4)
 			pass_remark(p->c, REMARK_MISSED, p->g, n, "MatMul not split over %d devices: Attention '%s' "
-				    "cannot be split by heads (%lld query / %lld KV heads, 3-D Q/K/V without mask or "
-				    "past inputs needed)", p->tp, pass_node_name(a),
-				    (long long)rt_attr_int(&a->attrs, "q_num_heads", 0),
-				    (long long)rt_attr_int(&a->attrs, "kv_num_heads", 0));
+				    "has %lld KV heads, not divisible by %d: a device must hold whole KV groups (GQA), "
+				    "so the attention and its KV cache stay on one device", p->tp, pass_node_name(a), kvh, p->tp);
+		else if (a && a->op == OP_Attention && !attention_splits(p, a))
+			pass_remark(p->c, REMARK_MISSED, p->g, n, "MatMul not split over %d devices: Attention '%s' "
+				    "cannot be split by heads (%lld query / %lld KV heads, both divisible by the group, "
+				    "3-D Q/K/V without mask, a KV cache only as graph inputs and outputs needed)", p->tp,
+				    pass_node_name(a), qh, kvh);
 		else
 			pass_remark(p->c, REMARK_MISSED, p->g, n, "MatMul not split over %d devices: not part of a "
 				    "MatMul -> elementwise -> MatMul pair (single users, weights divisible by %d)", p->tp, p->tp);
@@ -746,7 +794,7 @@ static void place(Part *p)
 	ir_foreach_node(p->g, n) {
 		total += node_time(p, n);
 		intptr_t a = (intptr_t)n->aux;
-		if (n->aux == SHARD_SPLIT || a <= 0)
+		if (n->aux == SHARD_SPLIT || n->aux == OUTPUT_CONCAT || a <= 0)
 			continue;
 		p->region[n->id] = (int)(a / SHARDS);
 		p->shard[n->id] = (int)(a % SHARDS) - 1;
@@ -757,7 +805,7 @@ static void place(Part *p)
 	for (int i = 0; i < p->nids; i++)
 		cap[i] = p->pp - 1, pin[i] = -1;
 	ir_foreach_node(p->g, n)
-		if (n->annot.device && !p->region[n->id] && n->aux != SHARD_SPLIT && pin_index(p, n, &pin[n->id]) == 0)
+		if (n->annot.device && !p->region[n->id] && n->aux != SHARD_SPLIT && n->aux != OUTPUT_CONCAT && pin_index(p, n, &pin[n->id]) == 0)
 			cap[n->id] = pin[n->id] / p->width < p->pp ? pin[n->id] / p->width : p->pp - 1;
 	for (Node *n = p->g->last; n; n = n->prev)
 		for (int i = 0; i < n->nin; i++)
@@ -783,7 +831,7 @@ static void place(Part *p)
 		int rg = p->region[n->id];
 		const char *why;
 		char buf[256];
-		if (n->aux == SHARD_SPLIT) {
+		if (n->aux == SHARD_SPLIT || n->aux == OUTPUT_CONCAT) {
 			p->stage[n->id] = s;
 			p->devof[n->id] = -1;
 			continue;
@@ -820,6 +868,32 @@ static void place(Part *p)
 	free(pin);
 }
 
+/* Whether layer-graph input v is bound, at every call of the graph, to a parameter or an entry-graph
+ * input (not a loop-carried value of `repeat N`): such a value exists on every device from the
+ * start (the lowering stores a parameter on each device that reads it and copies an input once),
+ * so a read on another device needs no Transfer per layer (RoPE tables: 2 x 16.8 MB per layer
+ * and device for llama3.1-70b). */
+static int static_input(Part *p, const Value *v)
+{
+	int idx = -1, calls = 0;
+	for (int i = 0; i < p->g->nin; i++)
+		if (p->g->inputs[i] == v)
+			idx = i;
+	if (idx < 0)
+		return 0;
+	for (Graph *g = p->m->graphs; g; g = g->next)
+		ir_foreach_node(g, n) {
+			if (n->op != OP_Call || n->callee != p->g)
+				continue;
+			Value *a = idx < n->nin ? n->in[idx] : NULL;
+			if (!a || (n->repeat > 1 && idx < p->g->nout) || !(a->kind == V_PARAM ||
+			    (a->kind == V_INPUT && g == ir_entry(p->m))))
+				return 0;
+			calls++;
+		}
+	return calls > 0;
+}
+
 /* A Transfer before every read of a value on another device (one per value and destination). */
 static void transfers(Part *p)
 {
@@ -830,7 +904,9 @@ static void transfers(Part *p)
 		for (int i = 0; i < n->nin; i++) {
 			Value *v = n->in[i];
 			const char *from;
-			if (v && v->kind == V_INPUT && p->base >= 0)
+			if (v && v->kind == V_INPUT && p->base >= 0 && static_input(p, v))
+				continue;
+			else if (v && v->kind == V_INPUT && p->base >= 0)
 				from = dev_name(p, p->base);   /* a layer graph's inputs are on its call's device */
 			else if (!v || v->kind != V_NODE || v->def->aux == SHARD_SPLIT || !v->def->annot.device)
 				continue;
@@ -1085,6 +1161,8 @@ static int place_layer(Part *p, Graph *g, int s)
 		n->aux = NULL;
 	for (int i = 0; i < g->nparams; i++)
 		g->params[i]->aux = NULL;
+	for (int i = 0; i < g->nin; i++)
+		g->inputs[i]->aux = NULL;
 	int nreg = tensor_parallel(&q) + expert_parallel(&q);
 	if (ir_topo_sort(g) < 0 || ir_infer_shapes(p->m) || grow(&q) < 0) {
 		free(q.stage), free(q.devof), free(q.region), free(q.shard);
@@ -1096,6 +1174,8 @@ static int place_layer(Part *p, Graph *g, int s)
 		n->aux = NULL;
 	for (int i = 0; i < g->nparams; i++)
 		g->params[i]->aux = NULL;
+	for (int i = 0; i < g->nin; i++)
+		g->inputs[i]->aux = NULL;
 	free(q.stage), free(q.devof), free(q.region), free(q.shard);
 	return nreg;
 }
@@ -1205,6 +1285,8 @@ int pass_partition(Module *m, PassCtx *c)
 		n->aux = NULL;
 	for (int i = 0; i < g->nparams; i++)
 		g->params[i]->aux = NULL;
+	for (int i = 0; i < g->nin; i++)
+		g->inputs[i]->aux = NULL;
 	int nreg = tensor_parallel(&p) + expert_parallel(&p);
 	split_calls(&p);
 	if (ir_topo_sort(g) < 0)
@@ -1219,6 +1301,8 @@ int pass_partition(Module *m, PassCtx *c)
 		n->aux = NULL;
 	for (int i = 0; i < g->nparams; i++)
 		g->params[i]->aux = NULL;
+	for (int i = 0; i < g->nin; i++)
+		g->inputs[i]->aux = NULL;
 	if (p.width > 1) {
 		int k = place_layers(&p);
 		free(p.insts);

@@ -109,24 +109,30 @@ static int shared_inputs(const Plan *p, const RtRunOpts *o, RtBinding **bind, Rt
 	int nb = 0;
 	for (int i = 0; i < o->nbind; i++)
 		(*bind)[nb++] = o->bind[i];
-	for (int i = 0; i < p->ninputs; i++) {
+	for (int i = 0, ordinal = -1; i < p->ninputs; i++) {
 		int given = 0;
+		if (!plan_io_first(p->inputs, i))
+			continue;
+		ordinal++;
 		for (int j = 0; j < o->nbind; j++)
 			given |= strcmp(o->bind[j].name, p->inputs[i].name) == 0;
 		if (given)
 			continue;
-		/* the same data the interpreter would generate for p, made once for both runs */
+		/* the same data the interpreter would generate for p, made once for both runs (the
+		 * whole tensor of a sharded input, keyed by its ordinal among distinct names) */
 		const PlanBuffer *pb = &p->buffers[p->inputs[i].buffer];
 		RtTensor *t = &(*store)[i];
-		if (rt_tensor_alloc(t, pb->dtype, pb->rank, pb->dims, e) < 0)
+		int64_t dims[RT_MAX_RANK];
+		int rank = plan_io_dims(p, &p->inputs[i], dims);
+		if (rt_tensor_alloc(t, pb->dtype, rank, dims, e) < 0)
 			return -1;
 		float *tmp = rt_malloc(sizeof(float) * (size_t)(t->n ? t->n : 1));
 		if (!tmp)
 			return rt_errorf(e, RT_ENOMEM, "out of memory preparing --check inputs");
 		if (rt_dtype_isfloat(t->dtype))
-			rt_fill_normal(tmp, t->n, 0.0f, 1.0f, o->seed, (uint64_t)i);
+			rt_fill_normal(tmp, t->n, 0.0f, 1.0f, o->seed, (uint64_t)ordinal);
 		else
-			rt_fill_uniform(tmp, t->n, 0.0f, 2.0f, o->seed, (uint64_t)i);
+			rt_fill_uniform(tmp, t->n, 0.0f, 2.0f, o->seed, (uint64_t)ordinal);
 		for (int64_t k = 0; k < t->n; k++)
 			rt_set(t, k, rt_dtype_isfloat(t->dtype) ? tmp[k] : floor(tmp[k]));
 		rt_free(tmp);
@@ -185,18 +191,21 @@ static int compare_outputs(const Plan *p, const RtRun *r, const Plan *ref, const
 	c->outs = rt_calloc((size_t)p->noutputs + 1, sizeof *c->outs);
 	if (!c->outs)
 		return rt_errorf(e, RT_ENOMEM, "out of memory comparing outputs");
-	c->nouts = p->noutputs;
+	c->nouts = 0;
 	c->ok = 1;
 	for (int i = 0; i < p->noutputs; i++) {
-		int j = 0;
+		int j = 0, k = c->nouts;
+		if (!plan_io_first(p->outputs, i))
+			continue;      /* a sharded output is compared once, assembled */
 		while (j < ref->noutputs && strcmp(ref->outputs[j].name, p->outputs[i].name))
 			j++;
 		if (j == ref->noutputs)
 			return rt_errorf(e, RT_EUSER, "--check: the reference plan has no output '%s'", p->outputs[i].name);
 		const RtTensor *g = &r->outputs[i];
-		rt_compare(g, &rr->outputs[j], rt_dtype_isfloat(g->dtype) ? tol : 0, &c->outs[i]);
-		c->outs[i].name = p->outputs[i].name;
-		c->ok &= c->outs[i].ok;
+		rt_compare(g, &rr->outputs[j], rt_dtype_isfloat(g->dtype) ? tol : 0, &c->outs[k]);
+		c->outs[k].name = p->outputs[i].name;
+		c->ok &= c->outs[k].ok;
+		c->nouts++;
 	}
 	return 0;
 }

@@ -99,17 +99,89 @@ static int bind_tensor(Vm *m, int b, const char *name, const RtTensor *src)
 	return 0;
 }
 
+/* Copies between a part and a whole along axis: to_whole 0: part := whole[.., off : off + len, ..]
+ * (len = part's dims[axis]); 1: whole[.., off : off + len, ..] := part.  Other dims are equal. */
+static void slice_copy(RtTensor *part, RtTensor *whole, int axis, int64_t off, int to_whole)
+{
+	int64_t outer = 1, inner = 1, len = part->dims[axis], full = whole->dims[axis];
+	for (int i = 0; i < axis; i++)
+		outer *= part->dims[i];
+	for (int i = axis + 1; i < part->rank; i++)
+		inner *= part->dims[i];
+	int ints = rt_dtypes[part->dtype].storage == S_I64 && rt_dtypes[whole->dtype].storage == S_I64;
+	RtTensor *dst = to_whole ? whole : part, *src = to_whole ? part : whole;
+	for (int64_t o = 0; o < outer; o++)
+		for (int64_t j = 0; j < len; j++)
+			for (int64_t i = 0; i < inner; i++) {
+				int64_t a = (o * len + j) * inner + i, b = (o * full + off + j) * inner + i;
+				int64_t d = to_whole ? b : a, s = to_whole ? a : b;
+				if (ints)
+					rt_seti(dst, d, rt_geti(src, s));
+				else
+					rt_set(dst, d, rt_get(src, s));
+			}
+}
+
+/* A sharded input (PlanIO.shard_*): the whole tensor, bound or seeded, then each shard's slice. */
+static int bind_sharded(Vm *m, int first, int ordinal)
+{
+	const PlanIO *io = &m->p->inputs[first];
+	const RtTensor *src = binding(m->o, io->name);
+	int64_t dims[RT_MAX_RANK];
+	int rank = plan_io_dims(m->p, io, dims);
+	RtTensor whole;
+	if (rt_tensor_alloc(&whole, m->p->buffers[io->buffer].dtype, rank, dims, m->e) < 0)
+		return -1;
+	int rc = 0;
+	if (src) {
+		int same = src->rank == rank;
+		for (int i = 0; same && i < rank; i++)
+			same = src->dims[i] == dims[i];
+		char want[160];
+		size_t o = 0;
+		for (int i = 0; i < rank && o < sizeof want - 24; i++)
+			o += (size_t)snprintf(want + o, sizeof want - o, "%s%lld", i ? "," : "", (long long)dims[i]);
+		want[o] = 0;
+		if (!same)
+			rc = rt_errorf(m->e, RT_EUSER, "input '%s': the data's shape does not match the plan's "
+				       "sharded input, whose whole tensor is [%s]", io->name, want);
+		for (int64_t i = 0; rc == 0 && i < whole.n; i++)
+			rt_set(&whole, i, rt_get(src, i));
+		whole.tensor_scale = src->tensor_scale;
+		if (rc == 0)
+			round_to_dtype(&whole);
+	} else
+		rc = random_fill(&whole, m->o->seed, (uint64_t)ordinal, m->e);
+	for (int i = first; rc == 0 && i < m->p->ninputs; i++) {
+		const PlanIO *s = &m->p->inputs[i];
+		if (strcmp(s->name, io->name) || (rc = alloc_buffer(m->p, s->buffer, &m->val[s->buffer], m->e)) < 0)
+			continue;
+		slice_copy(&m->val[s->buffer], &whole, s->shard_axis, s->shard_off, 0);
+		m->val[s->buffer].tensor_scale = whole.tensor_scale;
+	}
+	rt_tensor_free(&whole);
+	return rc;
+}
+
+/* Binds every input; seeded data is keyed by the input's ordinal among distinct names, so a
+ * sharded plan draws the same values as the unpartitioned one. */
 static int bind_inputs(Vm *m)
 {
-	for (int i = 0; i < m->p->ninputs; i++) {
+	for (int i = 0, ordinal = 0; i < m->p->ninputs; i++) {
 		const PlanIO *io = &m->p->inputs[i];
+		if (!plan_io_first(m->p->inputs, i))
+			continue;
 		const RtTensor *src = binding(m->o, io->name);
-		if (src) {
+		if (io->shard_axis >= 0) {
+			if (bind_sharded(m, i, ordinal) < 0)
+				return -1;
+		} else if (src) {
 			if (bind_tensor(m, io->buffer, io->name, src) < 0)
 				return -1;
 		} else if (alloc_buffer(m->p, io->buffer, &m->val[io->buffer], m->e) < 0 ||
-			   random_fill(&m->val[io->buffer], m->o->seed, (uint64_t)i, m->e) < 0)
+			   random_fill(&m->val[io->buffer], m->o->seed, (uint64_t)ordinal, m->e) < 0)
 			return -1;
+		ordinal++;
 	}
 	return 0;
 }
@@ -186,21 +258,7 @@ static int materialise_shard(Vm *m, const PlanConst *c, const char *name)
 	if (rc == 0)
 		rc = alloc_buffer(m->p, c->buffer, t, m->e);
 	if (rc == 0) {
-		int64_t outer = 1, inner = 1, len = pb->dims[c->shard_axis];
-		for (int i = 0; i < c->shard_axis; i++)
-			outer *= pb->dims[i];
-		for (int i = c->shard_axis + 1; i < pb->rank; i++)
-			inner *= pb->dims[i];
-		int ints = rt_dtypes[t->dtype].storage == S_I64;
-		for (int64_t o = 0; o < outer; o++)
-			for (int64_t j = 0; j < len; j++)
-				for (int64_t i = 0; i < inner; i++) {
-					int64_t d = (o * len + j) * inner + i, s = (o * c->shard_full + c->shard_off + j) * inner + i;
-					if (ints)
-						rt_seti(t, d, rt_geti(&full, s));
-					else
-						rt_set(t, d, rt_get(&full, s));
-				}
+		slice_copy(t, &full, c->shard_axis, c->shard_off, 0);
 		round_to_dtype(t);
 	}
 	rt_tensor_free(&full);
@@ -363,6 +421,29 @@ static int execute(Vm *m, const PlanStep *order, int n, const int *last)
 	return 0;
 }
 
+/* Output i (the first entry of its name) into o; a sharded output is assembled from its shards. */
+static int collect_output(Vm *m, int i, RtTensor *o)
+{
+	const PlanIO *io = &m->p->outputs[i];
+	int b = io->buffer;
+	if (io->shard_axis < 0) {
+		if (alloc_buffer(m->p, b, o, m->e) < 0)
+			return -1;
+		memcpy(o->data, m->val[b].data, (size_t)o->n * (rt_dtypes[o->dtype].storage == S_F32 ? 4 : 8));
+		o->tensor_scale = m->val[b].tensor_scale;
+		return 0;
+	}
+	int64_t dims[RT_MAX_RANK];
+	int rank = plan_io_dims(m->p, io, dims);
+	if (rt_tensor_alloc(o, m->p->buffers[b].dtype, rank, dims, m->e) < 0)
+		return -1;
+	for (int j = i; j < m->p->noutputs; j++)
+		if (strcmp(m->p->outputs[j].name, io->name) == 0)
+			slice_copy(&m->val[m->p->outputs[j].buffer], o, io->shard_axis, m->p->outputs[j].shard_off, 1);
+	o->tensor_scale = m->val[b].tensor_scale;
+	return 0;
+}
+
 static int run_values(Vm *m, RtRun *r)
 {
 	PlanStep *order = NULL;
@@ -378,14 +459,9 @@ static int run_values(Vm *m, RtRun *r)
 		rc = execute(m, order, n, last);
 	if (rc == 0 && !(r->outputs = rt_calloc((size_t)m->p->noutputs + 1, sizeof *r->outputs)))
 		rc = rt_errorf(m->e, RT_ENOMEM, "out of memory collecting outputs");
-	for (int i = 0; rc == 0 && i < m->p->noutputs; i++) {
-		int b = m->p->outputs[i].buffer;
-		RtTensor *o = &r->outputs[i];
-		if ((rc = alloc_buffer(m->p, b, o, m->e)) == 0) {
-			memcpy(o->data, m->val[b].data, (size_t)o->n * (rt_dtypes[o->dtype].storage == S_F32 ? 4 : 8));
-			o->tensor_scale = m->val[b].tensor_scale;
-		}
-	}
+	for (int i = 0; rc == 0 && i < m->p->noutputs; i++)
+		if (plan_io_first(m->p->outputs, i))
+			rc = collect_output(m, i, &r->outputs[i]);
 	rt_free(order), rt_free(first), rt_free(last);
 	return rc;
 }

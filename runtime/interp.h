@@ -75,7 +75,9 @@ typedef struct RtRunOpts {
 } RtRunOpts;
 
 typedef struct RtRun {
-	RtTensor *outputs;               /* p->noutputs tensors (not with timing_only) */
+	RtTensor *outputs;               /* p->noutputs tensors (not with timing_only); a sharded
+	                                  * output's first entry holds the assembled whole, the
+	                                  * other entries of its name are empty (data NULL) */
 	RtTensor *values;                /* keep_all: p->nbuffers tensors, data NULL if never set */
 	RtTiming timing;
 } RtRun;

@@ -320,7 +320,33 @@ static int add_io(Plan *p, int output, const char *name, int buffer, RtError *e)
 	io->name = dup(name, &fail);
 	io->buffer = buffer;
 	io->line = 0;
+	io->shard_axis = -1;
+	io->shard_off = io->shard_full = 0;
 	return fail ? nomem(e) : i;
+}
+
+void plan_io_shard(PlanIO *io, int axis, int64_t off, int64_t full)
+{
+	io->shard_axis = axis;
+	io->shard_off = off;
+	io->shard_full = full;
+}
+
+int plan_io_first(const PlanIO *io, int i)
+{
+	for (int j = 0; j < i; j++)
+		if (strcmp(io[j].name, io[i].name) == 0)
+			return 0;
+	return 1;
+}
+
+int plan_io_dims(const Plan *p, const PlanIO *io, int64_t *dims)
+{
+	const PlanBuffer *b = &p->buffers[io->buffer];
+	memcpy(dims, b->dims, sizeof b->dims);
+	if (io->shard_axis >= 0 && io->shard_axis < b->rank)
+		dims[io->shard_axis] = io->shard_full;
+	return b->rank;
 }
 
 int plan_add_input(Plan *p, const char *name, int buffer, RtError *e) { return add_io(p, 0, name, buffer, e); }

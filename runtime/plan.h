@@ -90,10 +90,16 @@ typedef struct PlanConst {
 	int64_t shard_off, shard_full;
 } PlanConst;
 
+/* An input or output.  Sharded (shard_axis >= 0, set by plan_io_shard): the buffer holds the
+ * slice [shard_off, shard_off + dims[shard_axis]) along shard_axis of the graph's tensor NAME,
+ * whose dims are the buffer's with shard_full along that axis; the shards of one name tile it
+ * (per-device KV-cache heads of a tensor-parallel plan).  shard_axis -1: the whole tensor. */
 typedef struct PlanIO {
 	char *name;
 	int buffer;
 	int line;
+	int shard_axis;
+	int64_t shard_off, shard_full;
 } PlanIO;
 
 typedef enum PlanInstrKind { PI_KERNEL, PI_COPY, PI_COLLECTIVE, PI_RECORD, PI_WAIT, PI_COUNT } PlanInstrKind;
@@ -174,6 +180,8 @@ int plan_add_buffer(Plan *p, const char *name, int space, int64_t offset, DType 
 int plan_add_const(Plan *p, const PlanConst *c, RtError *e);          /* strings/values/data copied */
 int plan_add_input(Plan *p, const char *name, int buffer, RtError *e);
 int plan_add_output(Plan *p, const char *name, int buffer, RtError *e);
+/* Marks input or output io as a shard (see PlanIO). */
+void plan_io_shard(PlanIO *io, int axis, int64_t off, int64_t full);
 int plan_add_event(Plan *p, const char *name, RtError *e);
 int plan_add_stream(Plan *p, const char *name, int device, RtError *e);
 /* Appends an instruction to stream s.  The PlanInstr's arrays, attributes, tiling pairs and node
@@ -189,6 +197,10 @@ int plan_find_space(const Plan *p, const char *name);
 int plan_find_unit(const Plan *p, const char *name);
 int plan_find_link(const Plan *p, const char *name);
 int plan_find_event(const Plan *p, const char *name);
+/* 1 when io[i] is the first entry of its name (sharded inputs and outputs repeat their name). */
+int plan_io_first(const PlanIO *io, int i);
+/* The shape of the whole tensor io names: its buffer's dims, FULL along a shard's axis; the rank. */
+int plan_io_dims(const Plan *p, const PlanIO *io, int64_t *dims);
 /* The element count of buffer b (product of dims; 1 for rank 0), or -1 on overflow. */
 int64_t plan_buffer_numel(const PlanBuffer *b);
 /* The default unit of device d for instruction kind k (first unit of kind "compute" for kernels,

@@ -516,8 +516,8 @@ out:
 	return rc;
 }
 
-/* shard=AXIS:OFFSET:FULL (optional): the constant is a slice of a larger initialiser. */
-static int rd_shard(Rd *r, PlanConst *c)
+/* shard=AXIS:OFFSET:FULL (optional): a constant, input or output is a slice of a larger tensor. */
+static int rd_shard_field(Rd *r, int *axis, int64_t *off, int64_t *full)
 {
 	Tok *t = field(r, "shard");
 	if (!t)
@@ -528,9 +528,11 @@ static int rd_shard(Rd *r, PlanConst *c)
 	    a < 0 || a >= RT_MAX_RANK || o < 0 || n <= 0)
 		return fail(r, "shard: expected AXIS:OFFSET:FULL with 0 <= AXIS < %d, OFFSET >= 0, FULL > 0",
 			    RT_MAX_RANK);
-	c->shard_axis = (int)a, c->shard_off = o, c->shard_full = n;
+	*axis = (int)a, *off = o, *full = n;
 	return 0;
 }
+
+static int rd_shard(Rd *r, PlanConst *c) { return rd_shard_field(r, &c->shard_axis, &c->shard_off, &c->shard_full); }
 
 static int rd_const(Rd *r)
 {
@@ -576,18 +578,36 @@ static int rd_const(Rd *r)
 	return 0;
 }
 
+/* Whether the line has a `shard=` field (a sharded input or output repeats its name). */
+static int has_shard(const Rd *r)
+{
+	for (int k = 2; k < r->ntoks; k++)
+		if (r->toks[k].val && strcmp(r->toks[k].key, "shard") == 0)
+			return 1;
+	return 0;
+}
+
 static int rd_io(Rd *r, int output)
 {
-	int ns = output ? NS_OUTPUT : NS_INPUT, buf;
-	const char *name = new_name(r, ns);
-	if (!name || req_ref(r, "buffer", NS_BUFFER, &buf) || check_fields(r))
+	int ns = output ? NS_OUTPUT : NS_INPUT, buf, axis = -1;
+	int64_t off = 0, full = 0;
+	const char *name;
+	int again = r->ntoks >= 2 && !r->toks[1].val && has_shard(r) && map_get(&r->maps[ns], r->toks[1].key) >= 0;
+	if (again) {           /* another shard of a sharded name: the verifier checks they tile it */
+		r->toks[1].used = 1;
+		name = r->toks[1].key;
+	} else
+		name = new_name(r, ns);
+	if (!name || req_ref(r, "buffer", NS_BUFFER, &buf) || rd_shard_field(r, &axis, &off, &full) || check_fields(r))
 		return -1;
 	int i = output ? plan_add_output(r->p, name, buf, r->e) : plan_add_input(r->p, name, buf, r->e);
 	if (i < 0)
 		return oom(r);
 	PlanIO *io = output ? &r->p->outputs[i] : &r->p->inputs[i];
 	io->line = r->line;
-	return named(r, ns, io->name, i);
+	if (axis >= 0)
+		plan_io_shard(io, axis, off, full);
+	return again ? 0 : named(r, ns, io->name, i);
 }
 
 static int rd_event(Rd *r)

@@ -151,15 +151,57 @@ static int check_const(const Plan *p, const PlanConst *c, RtError *e)
 	return 0;
 }
 
+/* Sharded entries of one name (docs/plan-format.md): the same axis, FULL, dtype and other dims,
+ * and slices that tile [0, FULL) exactly, without overlap or gap. */
+static int check_shards(const Plan *p, const PlanIO *io, int nio, int i, const char *what, RtError *e)
+{
+	const PlanIO *a = &io[i];
+	const PlanBuffer *b = &p->buffers[a->buffer];
+	if (a->shard_axis >= b->rank || a->shard_off > a->shard_full - b->dims[a->shard_axis])
+		return verr(p, e, a->line, "%s '%s': shard %d:%" PRId64 ":%" PRId64 " does not fit the buffer's "
+			    "rank %d and dims", what, a->name, a->shard_axis, a->shard_off, a->shard_full, b->rank);
+	int64_t covered = 0;
+	for (int j = 0; j < nio; j++) {
+		const PlanIO *o = &io[j];
+		if (strcmp(o->name, a->name))
+			continue;
+		const PlanBuffer *ob = &p->buffers[o->buffer];
+		int same = o->shard_axis == a->shard_axis && o->shard_full == a->shard_full && ob->rank == b->rank &&
+			   ob->dtype == b->dtype;
+		for (int k = 0; same && k < b->rank; k++)
+			same = k == a->shard_axis || ob->dims[k] == b->dims[k];
+		if (!same)
+			return verr(p, e, a->line, "%s '%s': its shards differ in axis, full size, dtype or shape "
+				    "(line %d)", what, a->name, o->line);
+		if (j != i && o->shard_off < a->shard_off + b->dims[a->shard_axis] &&
+		    a->shard_off < o->shard_off + ob->dims[a->shard_axis])
+			return verr(p, e, a->line, "%s '%s': shard [%" PRId64 ", %" PRId64 ") overlaps shard [%" PRId64
+				    ", %" PRId64 ") of line %d along axis %d", what, a->name, a->shard_off,
+				    a->shard_off + b->dims[a->shard_axis], o->shard_off,
+				    o->shard_off + ob->dims[a->shard_axis], o->line, a->shard_axis);
+		covered += ob->dims[a->shard_axis];
+	}
+	if (covered != a->shard_full)
+		return verr(p, e, a->line, "%s '%s': its shards cover %" PRId64 " of %" PRId64 " along axis %d",
+			    what, a->name, covered, a->shard_full, a->shard_axis);
+	return 0;
+}
+
 static int check_io(const Plan *p, const PlanIO *io, int nio, const char *what, RtError *e)
 {
 	for (int i = 0; i < nio; i++) {
 		if (io[i].buffer < 0 || io[i].buffer >= p->nbuffers)
 			return verr(p, e, io[i].line, "%s '%s' names an undefined buffer", what, io[i].name);
 		for (int j = 0; j < i; j++)
-			if (strcmp(io[i].name, io[j].name) == 0)
+			if (strcmp(io[i].name, io[j].name) == 0 && (io[i].shard_axis < 0 || io[j].shard_axis < 0))
 				return verr(p, e, io[i].line, "%s '%s' is declared twice", what, io[i].name);
+			else if (strcmp(io[i].name, io[j].name) == 0 && io[i].buffer == io[j].buffer)
+				return verr(p, e, io[i].line, "%s '%s': two shards in buffer '%s'", what, io[i].name,
+					    p->buffers[io[i].buffer].name);
 	}
+	for (int i = 0; i < nio; i++)
+		if (io[i].shard_axis >= 0 && check_shards(p, io, nio, i, what, e) < 0)
+			return -1;
 	return 0;
 }
 

@@ -234,6 +234,14 @@ static void put_header(FILE *f, const Plan *p)
 	}
 }
 
+static void write_io(FILE *f, const Plan *p, const char *kw, const PlanIO *io)
+{
+	fprintf(f, "%s %s buffer=%s", kw, io->name, p->buffers[io->buffer].name);
+	if (io->shard_axis >= 0)
+		fprintf(f, " shard=%d:%" PRId64 ":%" PRId64, io->shard_axis, io->shard_off, io->shard_full);
+	fputc('\n', f);
+}
+
 int plan_write(const Plan *p, FILE *f)
 {
 	for (int i = 0; i < p->nconsts; i++)
@@ -251,9 +259,9 @@ int plan_write(const Plan *p, FILE *f)
 	for (int i = 0; i < p->nconsts; i++)
 		put_const(f, p, &p->consts[i]);
 	for (int i = 0; i < p->ninputs; i++)
-		fprintf(f, "input %s buffer=%s\n", p->inputs[i].name, p->buffers[p->inputs[i].buffer].name);
+		write_io(f, p, "input", &p->inputs[i]);
 	for (int i = 0; i < p->noutputs; i++)
-		fprintf(f, "output %s buffer=%s\n", p->outputs[i].name, p->buffers[p->outputs[i].buffer].name);
+		write_io(f, p, "output", &p->outputs[i]);
 	for (int i = 0; i < p->nevents; i++)
 		fprintf(f, "event %s\n", p->events[i]);
 	for (int i = 0; i < p->nstreams; i++) {

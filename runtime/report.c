@@ -135,7 +135,10 @@ int rt_report_write(const Plan *p, const RtRun *r, const RtCheck *c, const char 
 	json_object_set_new(o, "bytes", bytes);
 	json_object_set_new(o, "devices", devices_json(p, t));
 	for (int i = 0; i < p->noutputs; i++) {
-		const PlanBuffer *b = &p->buffers[p->outputs[i].buffer];
+		if (!plan_io_first(p->outputs, i))
+			continue;     /* a sharded output: once, with the assembled tensor's shape */
+		PlanBuffer whole = p->buffers[p->outputs[i].buffer], *b = &whole;
+		plan_io_dims(p, &p->outputs[i], whole.dims);
 		json_t *x = json_object();
 		json_object_set_new(x, "name", json_string(p->outputs[i].name));
 		json_object_set_new(x, "shape", shape_json(b));

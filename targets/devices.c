@@ -71,6 +71,34 @@ static int is_shard_split(const Flat *f, int i)
 	return v->def < 0 && v->v && v->v->kind == V_PARAM;
 }
 
+/* A KV-cache input's shards: a Split with no @device of an entry-graph input (a layer graph's
+ * input bound to one).  Each output becomes a sharded plan input on the device reading it. */
+static int is_input_split(const Flat *f, int i)
+{
+	const FlatNode *fn = &f->nodes[i];
+	if (fn->n->op != OP_Split || fn->n->annot.device || fn->nin < 1 || fn->in[0] < 0)
+		return 0;
+	const FlatVal *v = &f->vals[fn->in[0]];
+	return v->def < 0 && v->v && v->v->kind == V_INPUT;
+}
+
+/* A sharded output's assembly: a Concat with no @device whose result is only an entry-graph
+ * output.  Its inputs become the output's shards, each kept on the device that computed it. */
+static int is_output_concat(const Flat *f, int i)
+{
+	const FlatNode *fn = &f->nodes[i];
+	if (fn->n->op != OP_Concat || fn->n->annot.device || fn->nout != 1 || fn->nin < 1)
+		return 0;
+	const FlatVal *v = &f->vals[fn->out[0]];
+	for (int k = 0; k < fn->nin; k++)
+		if (fn->in[k] < 0 || f->vals[fn->in[k]].def < 0)
+			return 0;
+	return v->is_output && v->last < 0;
+}
+
+/* A node the lowering turns into plan entities rather than an instruction (partitioned graphs). */
+static int is_io_shard(const Flat *f, int i) { return is_shard_split(f, i) || is_input_split(f, i) || is_output_concat(f, i); }
+
 typedef struct Ctx {
 	TgtDevs *d;
 	Plan *p;
@@ -361,7 +389,7 @@ static int place(Ctx *c)
 	}
 	/* unannotated nodes follow their first reader (weight-shard Splits: -1) */
 	for (int i = f->nnodes - 1; rc == 0 && i >= 0; i--) {
-		if (is_shard_split(f, i)) {
+		if (is_io_shard(f, i)) {
 			d->node_pl[i] = -1;
 			continue;
 		}
@@ -379,15 +407,17 @@ static int place(Ctx *c)
 			d->val_pl[v] = d->node_pl[def];
 		else
 			d->val_pl[v] = r >= 0 && d->node_pl[r] >= 0 ? d->node_pl[r] : 0;
-		if (def < 0 && r >= 0 && f->vals[v].v && f->vals[v].v->kind == V_PARAM) {
-			int only_shards = 1;    /* a parameter read only by weight-shard Splits is not stored */
+		if (def < 0 && r >= 0 && f->vals[v].v && (f->vals[v].v->kind == V_PARAM || f->vals[v].v->kind == V_INPUT)) {
+			int only_shards = 1;    /* a parameter or input read only by shard Splits is not stored */
 			for (int i = r; i < f->nnodes && only_shards; i++)
 				for (int k = 0; k < f->nodes[i].nin && only_shards; k++)
-					if (f->nodes[i].in[k] == v && !is_shard_split(f, i))
+					if (f->nodes[i].in[k] == v && !is_shard_split(f, i) && !is_input_split(f, i))
 						only_shards = 0;
 			if (only_shards)
 				d->val_pl[v] = -1;
 		}
+		if (def >= 0 && is_output_concat(f, def))
+			d->val_pl[v] = -1;      /* assembled by the interpreter from its shards */
 	}
 	for (int i = 0; rc == 0 && i < f->nnodes; i++)
 		if (f->nodes[i].n->op == OP_AllToAll) {
@@ -442,6 +472,9 @@ static int events(Ctx *c)
 		d->rec_event[i] = -1;
 	for (int i = 0; i < f->nnodes; i++) {
 		const FlatNode *fn = &f->nodes[i];
+		if (is_output_concat(f, i))     /* output shards: live to the end */
+			for (int k = 0; k < fn->nin; k++)
+				d->keep[fn->in[k]] = 1;
 		if (d->node_pl[i] < 0)
 			continue;
 		if (is_coll(fn->n->op))
@@ -550,7 +583,7 @@ static int value_on(TgtDevs *d, Plan *p, const Flat *f, int v, DType dt, int pl,
 		pb->name = name;
 	}
 	const FlatVal *fv = &f->vals[v];
-	int shard = fv->def >= 0 && d->node_pl[fv->def] < 0;
+	int shard = fv->def >= 0 && d->node_pl[fv->def] < 0 && is_shard_split(f, fv->def);
 	if (shard) {
 		int pid = f->nodes[fv->def].in[0];
 		const FlatVal *pv = &f->vals[pid];
@@ -593,11 +626,12 @@ int tgt_devs_value(TgtDevs *d, Plan *p, const Flat *f, int v, DType dt, int *buf
 	if (d->val_pl[v] >= 0 && value_all(d, p, f, v, dt, dir, e) < 0)
 		return -1;
 	buf[v] = d->prim[v];
-	/* weight shards are constants, live from the start: placed now, before any node's result */
-	if (fv->def < 0 && fv->v && fv->v->kind == V_PARAM && d->partitioned)
+	/* weight shards are constants and input shards inputs, live from the start: placed now,
+	 * before any node's result */
+	if (fv->def < 0 && fv->v && (fv->v->kind == V_PARAM || fv->v->kind == V_INPUT) && d->partitioned)
 		for (int i = d->first_reader[v]; i >= 0 && i < f->nnodes; i++) {
 			const FlatNode *fn = &f->nodes[i];
-			if (fn->nin < 1 || fn->in[0] != v || !is_shard_split(f, i))
+			if (fn->nin < 1 || fn->in[0] != v || (!is_shard_split(f, i) && !is_input_split(f, i)))
 				continue;
 			for (int k = 0; k < fn->nout; k++)
 				if (d->val_pl[fn->out[k]] >= 0 && d->prim[fn->out[k]] < 0 &&
@@ -783,4 +817,37 @@ int tgt_devs_emit(TgtDevs *d, Plan *p, const Flat *f, int node, int *buf, PlanIn
 		rc = emit(p, s, PI_RECORD, -1, -1, -1, ev, NULL, e);
 	}
 	return rc;
+}
+
+/* ---- sharded inputs and outputs ---- */
+
+/* Adds the plan inputs (output 0) or outputs (1) of entry-graph value v when it is sharded: an
+ * input read only by input-shard Splits (one `input NAME ... shard=` per Split output), an
+ * output assembled by an output Concat (one per Concat input, on the device that computed it). */
+int tgt_devs_io_shards(Plan *p, const Flat *f, int v, int output, const char *name, const int *buf, RtError *e)
+{
+	int any = 0;
+	for (int i = 0; i < f->nnodes; i++) {
+		const FlatNode *fn = &f->nodes[i];
+		int split = !output && is_input_split(f, i) && fn->in[0] == v;
+		int cat = output && fn->nout == 1 && fn->out[0] == v && is_output_concat(f, i);
+		if (!split && !cat)
+			continue;
+		const FlatVal *whole = &f->vals[v];
+		int64_t a = rt_attr_int(&fn->n->attrs, "axis", 0), off = 0;
+		int axis = (int)(a < 0 ? a + whole->rank : a), n = split ? fn->nout : fn->nin;
+		for (int k = 0; k < n; k++) {
+			int sv = split ? fn->out[k] : fn->in[k];
+			if (buf[sv] < 0)
+				return rt_errorf(e, RT_EINTERNAL, "aicc: internal error: shard '%s' of '%s' has no buffer",
+						 f->vals[sv].name, whole->name);
+			int io = output ? plan_add_output(p, name, buf[sv], e) : plan_add_input(p, name, buf[sv], e);
+			if (io < 0)
+				return -1;
+			plan_io_shard(output ? &p->outputs[io] : &p->inputs[io], axis, off, whole->dims[axis]);
+			off += f->vals[sv].dims[axis];
+		}
+		any = 1;
+	}
+	return any;
 }

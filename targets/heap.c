@@ -121,13 +121,21 @@ int tgt_add_buffer(Plan *p, TgtHeap *h, const Flat *f, int v, DType dt, int spac
 
 int tgt_add_io(Plan *p, const Flat *f, const Graph *g, const int *buf, RtError *e)
 {
-	for (int i = 0; i < f->ninputs; i++)
-		if (plan_add_input(p, p->buffers[buf[f->inputs[i]]].name, buf[f->inputs[i]], e) < 0)
+	char name[256];
+	for (int i = 0; i < f->ninputs; i++) {
+		int v = f->inputs[i], sh = 0;
+		tgt_plan_name(name, sizeof name, f->vals[v].name);
+		if (buf[v] < 0 && (sh = tgt_devs_io_shards(p, f, v, 0, name, buf, e)) < 0)
 			return -1;
+		if (!sh && plan_add_input(p, p->buffers[buf[v]].name, buf[v], e) < 0)
+			return -1;
+	}
 	for (int i = 0; i < f->noutputs; i++) {
-		char name[256];
+		int v = f->outputs[i], sh = 0;
 		tgt_plan_name(name, sizeof name, g->outputs[i]->name);
-		if (plan_add_output(p, name, buf[f->outputs[i]], e) < 0)
+		if (buf[v] < 0 && (sh = tgt_devs_io_shards(p, f, v, 1, name, buf, e)) < 0)
+			return -1;
+		if (!sh && plan_add_output(p, name, buf[v], e) < 0)
 			return -1;
 	}
 	return 0;

@@ -209,9 +209,14 @@ void tgt_devs_bufs(TgtDevs *d, const Flat *f, int node, int *buf);
  * Transfer, collectives and weight-shard Splits; may be NULL for them).  Inputs are copied to
  * the instances that read them before the first node is emitted.  0, or -1 with e set. */
 int tgt_devs_emit(TgtDevs *d, Plan *p, const Flat *f, int node, int *buf, PlanInstr *pi, RtError *e);
-/* 1 when flat node i is Transfer, a collective, or a weight-shard Split (tgt_devs_emit lowers
- * it; the target builds no kernel). */
+/* 1 when flat node i is Transfer, a collective, a weight-shard Split or a sharded input or
+ * output (tgt_devs_emit lowers it; the target builds no kernel). */
 int tgt_devs_handles(const TgtDevs *d, const Flat *f, int node);
+/* Sharded graph inputs and outputs (a KV cache cut by heads, docs/plan-format.md "Multi-device
+ * plans"): for entry-graph value v, which has no buffer of its own (buf[v] < 0), adds one plan
+ * input (output = 0) or output (1) named `name` per shard, with PlanIO.shard_*.  1 when v is
+ * sharded, 0 when not, -1 with e set.  tgt_add_io calls it. */
+int tgt_devs_io_shards(Plan *p, const Flat *f, int v, int output, const char *name, const int *buf, RtError *e);
 
 extern const Target tgt_targets[];
 extern const int tgt_ntargets;

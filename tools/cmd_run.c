@@ -148,6 +148,8 @@ static int write_outputs(const Plan *p, const RtRun *r, const char *dir, char **
 		return -1;
 	}
 	for (int i = 0; i < p->noutputs; i++) {
+		if (!plan_io_first(p->outputs, i))
+			continue;     /* a sharded output is written once, assembled */
 		size_t n = strlen(dir) + strlen(p->outputs[i].name) + 6;
 		files[i] = malloc(n);
 		snprintf(files[i], n, "%s/%s.npy", dir, p->outputs[i].name);
@@ -215,8 +217,9 @@ static void summary(const Plan *p, const RtRun *r, const RtCheck *c, char **file
 		printf("memory         %s: %s moved, peak %s of %s\n", p->spaces[s].name, si(t->bytes[s], "B", a, sizeof a),
 		       si((double)t->peak_bytes[s], "B", b, sizeof b), si((double)p->spaces[s].capacity, "B", d, sizeof d));
 	for (int i = 0; r->outputs && i < p->noutputs; i++)
-		printf("output         %s %s%s%s\n", p->outputs[i].name, rt_dtype_name(r->outputs[i].dtype),
-		       files[i] ? " -> " : "", files[i] ? files[i] : "");
+		if (plan_io_first(p->outputs, i))
+			printf("output         %s %s%s%s\n", p->outputs[i].name, rt_dtype_name(r->outputs[i].dtype),
+			       files[i] ? " -> " : "", files[i] ? files[i] : "");
 	for (int i = 0; c && i < c->nouts; i++)
 		printf("check          %s: max_abs_err %.3g, max_rel_err %.3g, tolerance %.3g: %s\n", c->outs[i].name,
 		       c->outs[i].max_abs, c->outs[i].max_rel, c->outs[i].tolerance, c->outs[i].ok ? "ok" : "FAIL");
