@@ -435,15 +435,21 @@ void fe_annot(Parser *p, const char *name, FeLoc nl, const char *arg, FeLoc al)
 	if (strcmp(name, "device") == 0) {
 		if (!arg)
 			diag_error(loc, "@device needs a device name: @device(gpu0)");
+		else if (p->annot.device)
+			diag_error(loc, "@device given twice on one statement ('%s', then '%s')", p->annot.device, arg);
 		p->annot.device = arg;
 	} else if (strcmp(name, "precision") == 0) {
 		if (!arg)
 			diag_error(loc, "@precision needs a dtype: @precision(bf16)");
+		else if (p->annot.precision != DT_INVALID)
+			diag_error(loc, "@precision given twice on one statement");
 		else
 			p->annot.precision = lookup_dtype(p, arg, fe_loc(p, al));
 	} else if (strcmp(name, "nofuse") == 0) {
 		if (arg)
 			diag_error(fe_loc(p, al), "@nofuse takes no argument");
+		else if (p->annot.nofuse)
+			diag_error(loc, "@nofuse given twice on one statement");
 		p->annot.nofuse = 1;
 	} else
 		diag_error(loc, "unknown annotation '@%s'; expected @device, @precision or @nofuse", name);

@@ -174,6 +174,46 @@ static void check_operand(Verifier *v, const Graph *g, const Node *n, int i, con
 		REPORT(v, n->loc, "'%s' is used before it is defined", x->name);
 }
 
+/* Placement attributes that contradict each other (docs/language.md "Devices and collectives"):
+ * a collective's {devices} names each member once and input i is contributed by member i (an
+ * input computed on a placed node must be on that device); a Transfer's {device} is where the
+ * node is placed.  The lowering trusted both and built plans whose ranks and buffers disagreed. */
+static void check_devices(Verifier *v, const Node *n)
+{
+	if (n->op == OP_Transfer) {
+		const char *to = rt_attr_str(&n->attrs, "device", NULL);
+		if (to && n->annot.device && strcmp(to, n->annot.device) != 0)
+			REPORT(v, n->loc, "Transfer to device '%s' is placed on '%s'", to, n->annot.device);
+		return;
+	}
+	if (n->op != OP_AllReduce && n->op != OP_AllGather && n->op != OP_AllToAll)
+		return;
+	const char *s = rt_attr_str(&n->attrs, "devices", NULL);
+	const char *name[64];
+	size_t len[64];
+	int k = 0;
+	for (; s && *s && k < 64; k++) {
+		name[k] = s;
+		len[k] = strcspn(s, ",");
+		for (int j = 0; j < k; j++)
+			if (len[j] == len[k] && strncmp(name[j], s, len[k]) == 0) {
+				REPORT(v, n->loc, "%s lists device '%.*s' twice in {devices}", ir_ops[n->op].name,
+				       (int)len[k], s);
+				return;
+			}
+		s += len[k] + (s[len[k]] == ',');
+	}
+	if (s && *s)
+		return;     /* more members than this check follows */
+	for (int i = 0; i < n->nin && i < k; i++) {
+		const Value *x = n->in[i];
+		const char *d = x && x->kind == V_NODE && x->def ? x->def->annot.device : NULL;
+		if (d && (strlen(d) != len[i] || strncmp(d, name[i], len[i]) != 0))
+			REPORT(v, n->loc, "%s input %d '%s' is computed on '%s' but {devices} lists '%.*s' as member %d",
+			       ir_ops[n->op].name, i, x->name, d, (int)len[i], name[i], i);
+	}
+}
+
 static void check_node(Verifier *v, Graph *g, Node *n, unsigned char *defined)
 {
 	if (n->graph != g)
@@ -189,6 +229,7 @@ static void check_node(Verifier *v, Graph *g, Node *n, unsigned char *defined)
 	else
 		check_arity(v, n);
 	check_attrs(v, n);
+	check_devices(v, n);
 	if (n->annot.precision < DT_INVALID || n->annot.precision >= DT_COUNT)
 		REPORT(v, n->loc, "invalid @precision annotation");
 	for (int i = 0; i < n->nout; i++) {

@@ -522,10 +522,21 @@ static int rd_shard_field(Rd *r, int *axis, int64_t *off, int64_t *full)
 	Tok *t = field(r, "shard");
 	if (!t)
 		return 0;
-	long long a, o, n;
-	int used = 0;
-	if (!t->val || sscanf(t->val, "%lld:%lld:%lld%n", &a, &o, &n, &used) != 3 || t->val[used] ||
-	    a < 0 || a >= RT_MAX_RANK || o < 0 || n <= 0)
+	long long v[3] = { -1, -1, -1 };
+	const char *q = t->val;
+	int ok = q != NULL;
+	for (int i = 0; ok && i < 3; i++) {     /* strtoll, not sscanf: out-of-range numbers are errors */
+		char *end;
+		errno = 0;
+		ok = *q >= '0' && *q <= '9';
+		if (ok)
+			v[i] = strtoll(q, &end, 10);
+		ok = ok && !errno && *end == (i < 2 ? ':' : '\0');
+		if (ok)
+			q = end + 1;
+	}
+	long long a = v[0], o = v[1], n = v[2];
+	if (!ok || a < 0 || a >= RT_MAX_RANK || o < 0 || n <= 0)
 		return fail(r, "shard: expected AXIS:OFFSET:FULL with 0 <= AXIS < %d, OFFSET >= 0, FULL > 0",
 			    RT_MAX_RANK);
 	*axis = (int)a, *off = o, *full = n;
@@ -1065,6 +1076,13 @@ Plan *plan_read(const char *path, RtError *e)
 		got = fread(text + len, 1, cap - len, f);
 		len += got;
 	} while (got > 0);
+	if (ferror(f)) {     /* a directory, or a read error: not an empty plan */
+		int err = errno;
+		rt_free(text);
+		fclose(f);
+		rt_errorf(e, RT_EUSER, "%s: error: cannot read plan: %s", path, strerror(err));
+		return NULL;
+	}
 	fclose(f);
 	Plan *p = plan_parse(path, text, len, e);
 	rt_free(text);

@@ -120,7 +120,11 @@ static int check_const(const Plan *p, const PlanConst *c, RtError *e)
 		if (c->kind == PINIT_DATA || c->kind == PINIT_UNBOUND)
 			return verr(p, e, c->line, "const '%s': a shard needs a seeded, inline or file "
 				    "initialiser", b->name);
-		n = b->dims[c->shard_axis] ? n / b->dims[c->shard_axis] * c->shard_full : 0;
+		n = b->dims[c->shard_axis] ? n / b->dims[c->shard_axis] : 0;
+		if (n && c->shard_full > INT64_MAX / n)
+			return verr(p, e, c->line, "const '%s': shard %d:%" PRId64 ":%" PRId64 ": the full tensor's "
+				    "element count overflows 2^63", b->name, c->shard_axis, c->shard_off, c->shard_full);
+		n *= c->shard_full;
 	}
 	switch (c->kind) {
 	case PINIT_NORMAL:
@@ -323,13 +327,25 @@ static int check_copy(const Plan *p, const PlanStream *s, const PlanInstr *in, R
 	return 0;
 }
 
-static int check_collective(const Plan *p, const PlanInstr *in, RtError *e)
+static int check_collective(const Plan *p, const PlanStream *s, const PlanInstr *in, RtError *e)
 {
 	if (in->coll < 0 || in->coll >= PC_COUNT || in->nin < 1 || in->nin != in->nout)
 		return verr(p, e, in->line, "collective needs as many outputs as inputs (one per rank)");
 	const PlanBuffer *a = &p->buffers[in->in[0]];
+	int on_stream = 0;
 	for (int i = 0; i < in->nin; i++) {
 		const PlanBuffer *x = &p->buffers[in->in[i]], *y = &p->buffers[in->out[i]];
+		/* Rank i contributes in[i] and holds out[i] on one device; ranks are distinct devices. */
+		int d = buf_device(p, in->in[i]);
+		if (buf_device(p, in->out[i]) != d)
+			return verr(p, e, in->line, "%s rank %d: input '%s' is on device '%s' but output '%s' on '%s'",
+				    plan_coll_names[in->coll], i, x->name, p->devices[d].name, y->name,
+				    p->devices[buf_device(p, in->out[i])].name);
+		for (int j = 0; j < i; j++)
+			if (buf_device(p, in->in[j]) == d)
+				return verr(p, e, in->line, "%s ranks %d and %d are both on device '%s'",
+					    plan_coll_names[in->coll], j, i, p->devices[d].name);
+		on_stream |= d == s->device;
 		int64_t ny = plan_buffer_numel(y), nx = plan_buffer_numel(x);
 		int ok = same_data(x, a) && x->dtype == y->dtype &&
 			 ny == (in->coll == PC_ALLGATHER ? nx * in->nin : nx);
@@ -342,8 +358,22 @@ static int check_collective(const Plan *p, const PlanInstr *in, RtError *e)
 			return verr(p, e, in->line, "%s rank %d: '%s' -> '%s' has mismatched dtype or size",
 				    plan_coll_names[in->coll], i, x->name, y->name);
 	}
+	if (!on_stream)
+		return verr(p, e, in->line, "%s on stream '%s': no rank is on the stream's device '%s'",
+			    plan_coll_names[in->coll], s->name, p->devices[s->device].name);
 	if (in->nin > 1 && in->link < 0)
 		return verr(p, e, in->line, "%s across %d ranks needs a link", plan_coll_names[in->coll], in->nin);
+	if (in->nin > 1) {     /* the link that prices it joins two of the ranks' devices */
+		const PlanLink *l = &p->links[in->link];
+		int src = 0, dst = 0;
+		for (int i = 0; i < in->nin; i++) {
+			src |= buf_device(p, in->in[i]) == l->src;
+			dst |= buf_device(p, in->in[i]) == l->dst;
+		}
+		if (!src || !dst)
+			return verr(p, e, in->line, "link '%s' does not join two devices of the %s's ranks", l->name,
+				    plan_coll_names[in->coll]);
+	}
 	return 0;
 }
 
@@ -363,7 +393,7 @@ static int check_instr(const Plan *p, const PlanStream *s, const PlanInstr *in, 
 		return check_kernel(p, s, in, e);
 	if (in->kind == PI_COPY)
 		return check_copy(p, s, in, e);
-	return check_collective(p, in, e);
+	return check_collective(p, s, in, e);
 }
 
 static int check_streams(const Plan *p, RtError *e)

@@ -269,7 +269,7 @@ static Plan *build(const CompileOpts *o, Module *m, const DrvBinds *db)
 	Plan *p = drv_build_plan(m, &b);
 	RtError e = { 0 };
 	if (p && o->phase && plan_set_source_phase(p, o->phase, o->context, &e) < 0) {   /* phases */
-		fprintf(stderr, "%s\n", e.msg);
+		drv_report(e.msg);
 		plan_free(p);
 		return NULL;
 	}
@@ -350,7 +350,7 @@ int cmd_compile(int argc, char **argv)
 			char *pr = plan->source.precision ? strdup(plan->source.precision) : NULL;
 			RtError e = { 0 };
 			if (plan_set_source(plan, abs, bi, pr, &e) < 0)
-				fprintf(stderr, "%s\n", e.msg);
+				drv_report(e.msg);
 			free(bi), free(pr), free(abs);
 		}
 		plan_write(plan, f.f);

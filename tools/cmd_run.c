@@ -158,7 +158,7 @@ static int write_outputs(const Plan *p, const RtRun *r, const char *dir, char **
 				*c = '_';
 		RtError e = { 0 };
 		if (rt_npy_write(files[i], &r->outputs[i], &e) < 0) {
-			fprintf(stderr, "%s\n", e.msg);
+			drv_report(e.msg);
 			return -1;
 		}
 	}
@@ -251,7 +251,7 @@ static int execute(const RunOpts *o, const Plan *p, RtBinding *bind)
 	RtRunOpts ro = { bind, o->ninputs, o->seed, o->timing_only, 0, dirname(dir) };
 	int rc = o->check ? rt_check(p, &ro, o->per_node, &r, &c, &e) : rt_run(p, &ro, &r, &e);
 	if (rc < 0) {
-		fprintf(stderr, "%s\n", e.msg);
+		drv_report(e.msg);
 		free(dir);
 		return e.code == RT_EINTERNAL ? EXIT_INTERNAL : EXIT_USER;
 	}
@@ -285,7 +285,7 @@ int cmd_run(int argc, char **argv)
 	RtError e = { 0 };
 	Plan *p = plan_read(o.plan, &e);
 	if (!p) {
-		fprintf(stderr, "%s\n", e.msg);
+		drv_report(e.msg);
 		return e.code == RT_EINTERNAL ? EXIT_INTERNAL : EXIT_USER;
 	}
 	RtTensor ts[MAX_INPUTS];

@@ -27,5 +27,8 @@ void out_abort(OutFile *o);                     /* close and remove the temporar
 int opt_value(int argc, char **argv, int *i, const char *name, const char **val);
 /* Prints "aicc: error: ..." to stderr. */
 void drv_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Prints a library error message: as is when it already says "error: " (file:line: error: ...),
+ * else as "aicc: error: MSG", so every failure has one of the two documented forms. */
+void drv_report(const char *msg);
 
 #endif

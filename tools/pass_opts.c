@@ -107,20 +107,32 @@ int pass_opts_parse(int argc, char **argv, int *i, PassOpts *po)
 	}
 	/* partition: --tp N, --pp N, --ep N */
 	if ((r = opt_value(argc, argv, i, "--tp", &v))) {
-		if (r < 0 || parse_long("--tp", v, &n) < 0 || n > 4096)
+		if (r < 0 || parse_long("--tp", v, &n) < 0)
 			return -1;
+		if (n < 1 || n > 4096) {
+			drv_error("--tp expects a device count from 1 to 4096, got '%s'", v);
+			return -1;
+		}
 		c->tp = (int)n;
 		return 1;
 	}
 	if ((r = opt_value(argc, argv, i, "--pp", &v))) {
-		if (r < 0 || parse_long("--pp", v, &n) < 0 || n > 4096)
+		if (r < 0 || parse_long("--pp", v, &n) < 0)
 			return -1;
+		if (n < 1 || n > 4096) {
+			drv_error("--pp expects a device count from 1 to 4096, got '%s'", v);
+			return -1;
+		}
 		c->pp = (int)n;
 		return 1;
 	}
 	if ((r = opt_value(argc, argv, i, "--ep", &v))) {
-		if (r < 0 || parse_long("--ep", v, &n) < 0 || n > 4096)
+		if (r < 0 || parse_long("--ep", v, &n) < 0)
 			return -1;
+		if (n < 1 || n > 4096) {
+			drv_error("--ep expects a device count from 1 to 4096, got '%s'", v);
+			return -1;
+		}
 		c->ep = (int)n;
 		return 1;
 	}
@@ -187,6 +199,16 @@ static int load_machine(PassOpts *po, TgtMachine *tm)
 	return 0;
 }
 
+/* Whether the comma-separated pipeline list names pass `name`. */
+static int has_pass(const char *list, const char *name)
+{
+	size_t n = strlen(name);
+	for (const char *q = list; q && *q; q = strchr(q, ',') ? strchr(q, ',') + 1 : NULL)
+		if (strncmp(q, name, n) == 0 && (q[n] == ',' || q[n] == '\0'))
+			return 1;
+	return 0;
+}
+
 int pass_opts_run(PassOpts *po, Module *m)
 {
 	const char *list = po->pipeline ? po->pipeline : po->level >= 1 ? PASS_DEFAULT_PIPELINE : NULL;
@@ -194,6 +216,11 @@ int pass_opts_run(PassOpts *po, Module *m)
 	if (po->ctx.phase) {     /* phases: --phase runs kv-cache first */
 		snprintf(phased, sizeof phased, "kv-cache%s%s", list ? "," : "", list ? list : "");
 		list = phased;
+	}
+	if ((po->ctx.tp || po->ctx.pp || po->ctx.ep) && !has_pass(list, "partition")) {
+		drv_error("--tp, --pp and --ep are options of the partition pass, which does not run: "
+			  "add it, e.g. --passes=canonicalize,place-precision,fuse,partition,plan-memory");
+		return 1;
 	}
 	TgtMachine tm = { 0 };
 	if (list && load_machine(po, &tm) < 0)

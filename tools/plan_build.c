@@ -139,7 +139,7 @@ int drv_read_tensor(const char *path, RtTensor *t)
 	} else
 		rc = rt_npy_read(path, t, &e);
 	if (rc < 0)
-		fprintf(stderr, "%s\n", e.msg);
+		drv_report(e.msg);
 	return rc;
 }
 

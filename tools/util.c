@@ -18,6 +18,14 @@ void drv_error(const char *fmt, ...)
 	va_end(ap);
 }
 
+void drv_report(const char *msg)
+{
+	if (msg && strstr(msg, "error: "))     /* already "file:line: error: ..." */
+		fprintf(stderr, "%s\n", msg);
+	else
+		drv_error("%s", msg && *msg ? msg : "unknown error");
+}
+
 int opt_value(int argc, char **argv, int *i, const char *name, const char **val)
 {
 	const char *a = argv[*i];
