@@ -139,4 +139,4 @@ install: all
 clean:
 	rm -rf build build-san build-fuzz
 
--include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD) -path $(BUILD)/lit -prune -o -name '*.d' -type f -print 2>/dev/null)

@@ -1005,6 +1005,26 @@ static void layer_weights(Part *p, const Graph *g, int64_t mult, int64_t *w, int
 	}
 }
 
+/* Adds to kv[] the KV cache that the attentions of a called graph g read (past key and value
+ * inputs, or their per-device shards), on the attention's device, else the call's (d). */
+static void layer_kv(Part *p, const Graph *g, int d, int64_t *kv, int ndev, int depth)
+{
+	ir_foreach_node(g, n) {
+		int dn = dev_index(p, n->annot.device);
+		if (dn < 0 || dn >= ndev)
+			dn = d;
+		if (n->op == OP_Call && n->callee && depth < 8) {
+			layer_kv(p, n->callee, dn, kv, ndev, depth + 1);
+			continue;
+		}
+		if (n->op != OP_Attention || dn < 0 || dn >= ndev)
+			continue;
+		for (int i = 4; i < n->nin && i < 6; i++)
+			if (n->in[i])
+				kv[dn] += value_bytes(n->in[i]);
+	}
+}
+
 static int check_memory(Part *p, int ndev)
 {
 	int64_t *w = calloc((size_t)ndev, sizeof *w), *act = calloc((size_t)ndev, sizeof *act),
@@ -1044,6 +1064,8 @@ static int check_memory(Part *p, int ndev)
 			for (int i = 4; i < n->nin && i < 6; i++)
 				if (n->in[i])
 					kv[d] += value_bytes(n->in[i]);
+		if (n->op == OP_Call && n->callee)   /* the layers' caches (kv-cache unrolls repeats) */
+			layer_kv(p, n->callee, d, kv, ndev, 0);
 		if (a > act[d])
 			act[d] = a;
 	}
