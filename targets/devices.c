@@ -48,8 +48,9 @@ static int parse_dev(const Machine *m, const char *name, Inst *out)
 		}
 		long k = 0;
 		int ok = 1;
-		for (const char *c = s; *c && ok; c++)
-			ok = *c >= '0' && *c <= '9' && (k = k * 10 + (*c - '0')) < 1000000;
+		for (const char *c = s; *c && ok; c++)   /* a huge number saturates: no such instance */
+			if ((ok = *c >= '0' && *c <= '9'))
+				k = k >= 1000000 ? 1000000 : k * 10 + (*c - '0');
 		if (ok) {
 			*out = (Inst){ i, (int)k };
 			return 0;
