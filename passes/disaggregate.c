@@ -440,23 +440,6 @@ static void clone_into(Graph *g, Node *n, Value ***map, int k)
 		map[k][n->out[i]->id] = c->out[i];
 }
 
-/* Moves graph g (the module's last) before `before`, so the entry graph stays last. */
-static void move_before(Module *m, Graph *g, Graph *before)
-{
-	Graph **pp = &m->graphs;
-	while (*pp && *pp != g)
-		pp = &(*pp)->next;
-	*pp = g->next;
-	for (m->last_graph = m->graphs; m->last_graph && m->last_graph->next; )
-		m->last_graph = m->last_graph->next;
-	for (pp = &m->graphs; *pp && *pp != before; pp = &(*pp)->next)
-		;
-	g->next = *pp;
-	*pp = g;
-	if (!g->next)
-		m->last_graph = g;
-}
-
 /* The graph `<src>.mb<m>`: m slices of the carried activation in and out first, the body cloned
  * per slice, attention side of every slice before the FFN side. */
 static Graph *mb_graph(Dis *d, Graph *src, int m)
@@ -505,7 +488,7 @@ static Graph *mb_graph(Dis *d, Graph *src, int m)
 	}
 	for (int k = 0; k < m; k++)
 		free(map[k]);
-	move_before(d->m, g, d->entry);
+	pass_move_graph_before(d->m, g, d->entry);
 	return g;
 }
 

@@ -34,71 +34,6 @@ static int holds_quant(const Graph *g, int depth)
 
 static int is_stack(const Node *n) { return n->op == OP_Call && n->callee && holds_quant(n->callee, 0); }
 
-/* Moves the module's last graph g just before `before`, so the entry graph stays last when it
- * is not named main. */
-static void place_before(Module *m, Graph *g, Graph *before)
-{
-	Graph **pp = &m->graphs;
-	while (*pp && *pp != g)
-		pp = &(*pp)->next;
-	*pp = g->next;
-	if (m->last_graph == g)
-		for (m->last_graph = m->graphs; m->last_graph && m->last_graph->next; )
-			m->last_graph = m->last_graph->next;
-	for (pp = &m->graphs; *pp && *pp != before; pp = &(*pp)->next)
-		;
-	g->next = *pp;
-	*pp = g;
-	if (!g->next)
-		m->last_graph = g;
-}
-
-static void clone_node(Graph *g, const Node *n)
-{
-	Value *in[64];
-	const char *names[64];
-	if (n->nin > 64 || n->nout > 64)
-		return;
-	for (int i = 0; i < n->nin; i++)
-		in[i] = n->in[i] ? n->in[i]->aux : NULL;
-	for (int i = 0; i < n->nout; i++)
-		names[i] = n->out[i]->name;
-	Node *c = ir_add_node(g, n->op, in, n->nin, names, n->nout, n->loc);
-	for (int i = 0; i < n->attrs.n; i++)
-		ir_set_attr(c, &n->attrs.a[i]);
-	c->callee = n->callee;
-	c->repeat = n->repeat;
-	c->annot = n->annot;
-	for (int i = 0; i < n->nout; i++)
-		n->out[i]->aux = c->out[i];
-}
-
-/* A copy of graph src named `name`, placed before `entry` in the module. */
-static Graph *clone_graph(Module *m, Graph *src, const char *name, Graph *entry)
-{
-	Graph *g = ir_graph_new(m, arena_strdup(m->arena, name), src->loc);
-	for (int i = 0; i < src->nin; i++)
-		src->inputs[i]->aux = ir_add_input(g, src->inputs[i]->name, src->inputs[i]->type, src->inputs[i]->loc);
-	for (int i = 0; i < src->nparams; i++) {
-		Value *p = src->params[i];
-		p->aux = ir_add_param(g, p->name, p->type, p->init, p->loc);
-	}
-	ir_foreach_node(src, n)
-		clone_node(g, n);
-	for (int i = 0; i < src->nout; i++)
-		ir_add_output(g, src->outputs[i]->aux);
-	g->out_decl = src->out_decl;
-	ir_foreach_node(src, n)
-		for (int i = 0; i < n->nout; i++)
-			n->out[i]->aux = NULL;
-	for (int i = 0; i < src->nin; i++)
-		src->inputs[i]->aux = NULL;
-	for (int i = 0; i < src->nparams; i++)
-		src->params[i]->aux = NULL;
-	place_before(m, g, entry);
-	return g;
-}
-
 /* A call of `callee` (repeat 1) inserted before `before`, reading in[0..nin). */
 static Node *new_call(Graph *g, Node *before, Graph *callee, Value **in, int nin, Loc loc)
 {
@@ -151,7 +86,7 @@ static int peel(Module *m, Graph *entry, Node *first, Node *last)
 	char name[256];
 	int once = first == last && first->repeat == 1;
 	snprintf(name, sizeof name, "%s.first", first->callee->name);
-	Graph *f = clone_graph(m, first->callee, name, entry);
+	Graph *f = pass_clone_graph(m, first->callee, name, entry);
 	if (first->repeat >= 2)
 		peel_first(entry, first, f);
 	else
@@ -160,7 +95,7 @@ static int peel(Module *m, Graph *entry, Node *first, Node *last)
 	if (once)
 		return 1;
 	snprintf(name, sizeof name, "%s.last", last->callee->name);
-	Graph *l = clone_graph(m, last->callee, name, entry);
+	Graph *l = pass_clone_graph(m, last->callee, name, entry);
 	if (last->repeat >= 2)
 		peel_last(entry, last, l);
 	else

@@ -1088,67 +1088,6 @@ static int check_memory(Part *p, int ndev)
 
 /* ---- layer graphs: one instance per pipeline stage ---- */
 
-/* Moves the module's last graph g just before `before` (the entry graph stays last when it is
- * not named main). */
-static void place_before(Module *m, Graph *g, Graph *before)
-{
-	Graph **pp = &m->graphs;
-	while (*pp && *pp != g)
-		pp = &(*pp)->next;
-	*pp = g->next;
-	if (m->last_graph == g)
-		for (m->last_graph = m->graphs; m->last_graph && m->last_graph->next; )
-			m->last_graph = m->last_graph->next;
-	for (pp = &m->graphs; *pp && *pp != before; pp = &(*pp)->next)
-		;
-	g->next = *pp;
-	*pp = g;
-	if (!g->next)
-		m->last_graph = g;
-}
-
-/* A copy of src named `name` before `entry`: same inputs, parameters (their initialisers are
- * shared, so every call instance keeps its weights), nodes, annotations and outputs. */
-static Graph *clone_graph(Module *m, Graph *src, const char *name, Graph *entry)
-{
-	Graph *g = ir_graph_new(m, arena_strdup(m->arena, name), src->loc);
-	for (int i = 0; i < src->nin; i++)
-		src->inputs[i]->aux = ir_add_input(g, src->inputs[i]->name, src->inputs[i]->type, src->inputs[i]->loc);
-	for (int i = 0; i < src->nparams; i++) {
-		Value *v = src->params[i];
-		v->aux = ir_add_param(g, v->name, v->type, v->init, v->loc);
-	}
-	ir_foreach_node(src, n) {
-		Value *in[64];
-		const char *names[64];
-		assert(n->nin <= 64 && n->nout <= 64);
-		for (int i = 0; i < n->nin; i++)
-			in[i] = n->in[i] ? n->in[i]->aux : NULL;
-		for (int i = 0; i < n->nout; i++)
-			names[i] = n->out[i]->name;
-		Node *c = ir_add_node(g, n->op, in, n->nin, names, n->nout, n->loc);
-		for (int i = 0; i < n->attrs.n; i++)
-			ir_set_attr(c, &n->attrs.a[i]);
-		c->callee = n->callee;
-		c->repeat = n->repeat;
-		c->annot = n->annot;
-		for (int i = 0; i < n->nout; i++)
-			n->out[i]->aux = c->out[i];
-	}
-	for (int i = 0; i < src->nout; i++)
-		ir_add_output(g, src->outputs[i]->aux);
-	g->out_decl = src->out_decl;
-	ir_foreach_node(src, n)
-		for (int i = 0; i < n->nout; i++)
-			n->out[i]->aux = NULL;
-	for (int i = 0; i < src->nin; i++)
-		src->inputs[i]->aux = NULL;
-	for (int i = 0; i < src->nparams; i++)
-		src->params[i]->aux = NULL;
-	place_before(m, g, entry);
-	return g;
-}
-
 /* The instance of layer graph orig for pipeline stage s ("<orig>.stage<s>"), made on first use
  * with the graphs it calls instantiated for the same stage. */
 static Graph *instantiate(Part *p, Graph *orig, int s)
@@ -1164,7 +1103,7 @@ static Graph *instantiate(Part *p, Graph *orig, int s)
 	}
 	char name[256];
 	snprintf(name, sizeof name, "%s.stage%d", orig->name, s);
-	Graph *g = clone_graph(p->m, orig, ir_graph_find(p->m, name) ? ir_fresh_name(p->g, name) : name, p->g);
+	Graph *g = pass_clone_graph(p->m, orig, ir_graph_find(p->m, name) ? ir_fresh_name(p->g, name) : name, p->g);
 	p->insts[p->ninsts++] = (Inst){ orig, g, s };
 	ir_foreach_node(g, n)
 		if (n->op == OP_Call && n->callee)

@@ -195,5 +195,11 @@ Node *pass_single_user(Value *v);
  * by renaming `to` when it is a node value.  Returns -1 (nothing changed) when `to` cannot take
  * the name: the caller keeps `old`. */
 int pass_replace_node(Graph *g, Node *old, Value *to);
+/* Moves graph g of module m just before graph `before` (so the entry graph can stay last). */
+void pass_move_graph_before(Module *m, Graph *g, Graph *before);
+/* A copy of graph src named `name`, placed before `before`: the same inputs, parameters (their
+ * initialisers shared, so every call instance keeps its weights), nodes with their attributes,
+ * callees and annotations, and outputs. */
+Graph *pass_clone_graph(Module *m, Graph *src, const char *name, Graph *before);
 
 #endif

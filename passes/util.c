@@ -2,6 +2,7 @@
  * (inline literals, fills and folded data), users of a value, and replacing a node's result
  * while keeping the names of graph outputs (a graph's interface is its output names). */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "passes/pass.h"
@@ -71,4 +72,67 @@ int pass_replace_node(Graph *g, Node *old, Value *to)
 	if (from->nuses == 0)
 		ir_remove_node(g, old);
 	return 0;
+}
+
+void pass_move_graph_before(Module *m, Graph *g, Graph *before)
+{
+	Graph **pp = &m->graphs;
+	while (*pp && *pp != g)
+		pp = &(*pp)->next;
+	*pp = g->next;
+	for (m->last_graph = m->graphs; m->last_graph && m->last_graph->next; )
+		m->last_graph = m->last_graph->next;
+	for (pp = &m->graphs; *pp && *pp != before; pp = &(*pp)->next)
+		;
+	g->next = *pp;
+	*pp = g;
+	if (!g->next)
+		m->last_graph = g;
+}
+
+static void clone_node(Graph *g, const Node *n)
+{
+	Value **in = malloc(sizeof *in * ((size_t)n->nin + 1));
+	const char **names = malloc(sizeof *names * ((size_t)n->nout + 1));
+	if (!in || !names)
+		abort();
+	for (int i = 0; i < n->nin; i++)
+		in[i] = n->in[i] ? n->in[i]->aux : NULL;
+	for (int i = 0; i < n->nout; i++)
+		names[i] = n->out[i]->name;
+	Node *c = ir_add_node(g, n->op, in, n->nin, names, n->nout, n->loc);
+	for (int i = 0; i < n->attrs.n; i++)
+		ir_set_attr(c, &n->attrs.a[i]);
+	c->callee = n->callee;
+	c->repeat = n->repeat;
+	c->annot = n->annot;
+	for (int i = 0; i < n->nout; i++)
+		n->out[i]->aux = c->out[i];
+	free(in);
+	free(names);
+}
+
+Graph *pass_clone_graph(Module *m, Graph *src, const char *name, Graph *before)
+{
+	Graph *g = ir_graph_new(m, arena_strdup(m->arena, name), src->loc);
+	for (int i = 0; i < src->nin; i++)
+		src->inputs[i]->aux = ir_add_input(g, src->inputs[i]->name, src->inputs[i]->type, src->inputs[i]->loc);
+	for (int i = 0; i < src->nparams; i++) {
+		Value *p = src->params[i];
+		p->aux = ir_add_param(g, p->name, p->type, p->init, p->loc);
+	}
+	ir_foreach_node(src, n)
+		clone_node(g, n);
+	for (int i = 0; i < src->nout; i++)
+		ir_add_output(g, src->outputs[i]->aux);
+	g->out_decl = src->out_decl;
+	ir_foreach_node(src, n)
+		for (int i = 0; i < n->nout; i++)
+			n->out[i]->aux = NULL;
+	for (int i = 0; i < src->nin; i++)
+		src->inputs[i]->aux = NULL;
+	for (int i = 0; i < src->nparams; i++)
+		src->params[i]->aux = NULL;
+	pass_move_graph_before(m, g, before);
+	return g;
 }
