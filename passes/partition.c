@@ -342,6 +342,22 @@ static void assemble_output(Part *p, Node *before, Value *v, Node **attn, int j)
 	v->name = name;
 }
 
+/* An AllReduce of the n partial results `parts` (region rid) that replaces node `row`: its
+ * users read the sum; `row` is removed. */
+static Node *replace_by_allreduce(Part *p, Node *row, Value **parts, int n, int rid)
+{
+	char buf[256];
+	snprintf(buf, sizeof buf, "%s.allreduce", pass_node_name(row));
+	const char *name = ir_fresh_name(p->g, buf);
+	Node *ar = ir_insert_node(p->g, row, OP_AllReduce, parts, n, &name, 1, row->loc);
+	ar->aux = (void *)(intptr_t)(rid * SHARDS + 1);
+	if (pass_replace_node(p->g, row, ar->out[0]) < 0) {
+		ir_replace_uses(p->g, row->out[0], ar->out[0]);
+		ir_remove_node(p->g, row);
+	}
+	return ar;
+}
+
 /* Rewrites one region into tp shards and an AllReduce; marks the new nodes (aux = region). */
 static void split_region(Part *p, Region *r, int rid)
 {
@@ -400,15 +416,7 @@ static void split_region(Part *p, Region *r, int rid)
 			for (int j = 1; j < r->nodes[k]->nout && j < 3; j++)
 				if (pass_is_output(r->nodes[k]->out[j]))
 					assemble_output(p, row, r->nodes[k]->out[j], attn, j);
-	char buf[256];
-	snprintf(buf, sizeof buf, "%s.allreduce", pass_node_name(row));
-	const char *name = ir_fresh_name(p->g, buf);
-	Node *ar = ir_insert_node(p->g, row, OP_AllReduce, parts, p->tp, &name, 1, row->loc);
-	ar->aux = (void *)(intptr_t)(rid * SHARDS + 1);
-	if (pass_replace_node(p->g, row, ar->out[0]) < 0) {
-		ir_replace_uses(p->g, row->out[0], ar->out[0]);
-		ir_remove_node(p->g, row);
-	}
+	replace_by_allreduce(p, row, parts, p->tp, rid);
 	for (int k = r->n - 2; k >= 0; k--) {
 		int used = 0;
 		for (int j = 0; j < r->nodes[k]->nout; j++)
@@ -624,15 +632,7 @@ static Node *split_experts(Part *p, Region *r, Node *comb, int64_t E, int rid)
 		}
 		parts[j] = map[r->n - 1][0];
 	}
-	char buf[256];
-	snprintf(buf, sizeof buf, "%s.allreduce", pass_node_name(comb));
-	const char *name = ir_fresh_name(p->g, buf);
-	Node *ar = ir_insert_node(p->g, comb, OP_AllReduce, parts, p->ep, &name, 1, comb->loc);
-	ar->aux = (void *)(intptr_t)(rid * SHARDS + 1);
-	if (pass_replace_node(p->g, comb, ar->out[0]) < 0) {
-		ir_replace_uses(p->g, comb->out[0], ar->out[0]);
-		ir_remove_node(p->g, comb);
-	}
+	Node *ar = replace_by_allreduce(p, comb, parts, p->ep, rid);
 	for (int k = r->n - 2; k >= 0; k--)
 		ir_remove_node(p->g, r->nodes[k]);
 	return ar;
