@@ -174,6 +174,11 @@ int rt_tensor_alloc(RtTensor *t, DType d, int rank, const int64_t *dims, RtError
 	size_t es = storage_size(d);
 	if ((uint64_t)n > SIZE_MAX / es)
 		return rt_errorf(e, RT_ENOMEM, "tensor of %lld elements is too large", (long long)n);
+	/* one tensor of 1 TiB or more is refused before asking the allocator (which, under
+	 * AddressSanitizer, aborts on such requests instead of returning NULL) */
+	if ((uint64_t)n * es >= (uint64_t)1 << 40)
+		return rt_errorf(e, RT_ENOMEM, "out of memory allocating %lld-element %s tensor (%.3g bytes: one "
+				 "tensor is limited to 1 TiB)", (long long)n, rt_dtype_name(d), (double)n * (double)es);
 	void *data = rt_calloc((size_t)(n ? n : 1), es);
 	if (!data)
 		return rt_errorf(e, RT_ENOMEM, "out of memory allocating %lld-element %s tensor",
