@@ -772,6 +772,19 @@ static int grow(Part *p)
 	return p->stage && p->devof && p->region && p->shard ? 0 : -1;
 }
 
+/* The nodes of a layer graph placed as a unit (the call carries the device) record why they run
+ * there, for `aicc explain`: with their call, whose stage the placement remark explains. */
+static void callee_reasons(Graph *g, int depth)
+{
+	ir_foreach_node(g, n) {
+		if (n->op == OP_Call && n->callee && depth < 8)
+			callee_reasons(n->callee, depth + 1);
+		else if (!n->annot.device && !rt_attr_str(&n->attrs, "placement_reason", NULL))
+			ir_set_attr_str(n, "placement_reason", "with its call: a layer graph is placed as a unit, "
+					"on its call's pipeline stage (partition)");
+	}
+}
+
 /* Why node n of region rg runs where it does (a placement remark). */
 static const char *region_reason(Part *p, const Node *n, int rg, int stage, char *buf, size_t size)
 {
@@ -863,6 +876,12 @@ static void place(Part *p)
 		n->annot.device = dev_name(p, p->devof[n->id]);
 		pass_remark(p->c, REMARK_ANALYSIS, p->g, n, "placed %s on %s: supported there; %s",
 			    ir_ops[n->op].name, n->annot.device, why);
+		if (n->op != OP_Call) {     /* what `aicc explain` shows for its kernel */
+			char r[600];
+			snprintf(r, sizeof r, "%s: %s (partition)", n->annot.device, why);
+			ir_set_attr_str(n, "placement_reason", r);
+		} else if (n->callee)
+			callee_reasons(n->callee, 0);
 	}
 	free(cap);
 	free(pin);
@@ -928,6 +947,10 @@ static void transfers(Part *p)
 				t = ir_insert_node(p->g, n, OP_Transfer, &v, 1, &name, 1, n->loc);
 				ir_set_attr_str(t, "device", n->annot.device);
 				t->annot.device = n->annot.device;
+				char why[300];
+				snprintf(why, sizeof why, "%s: '%s' is read here and produced on %s (partition)",
+					 n->annot.device, v->name, from);
+				ir_set_attr_str(t, "placement_reason", why);
 				pass_changed(p->c, "transfers inserted");
 				char size[64];
 				if (ir_type_numel(v->type) < 0)

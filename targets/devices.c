@@ -682,7 +682,10 @@ static void unswap(TgtDevs *d, int *buf)
 }
 
 /* ---- instructions ---- */
-static int emit(Plan *p, int s, PlanInstrKind k, int in, int out, int link, int event, const char *node, RtError *e)
+/* Appends a copy, record or wait to stream s; `why` (or NULL) becomes the instruction's
+ * placement_reason attribute, which `aicc explain` shows. */
+static int emit(Plan *p, int s, PlanInstrKind k, int in, int out, int link, int event, const char *node,
+		const char *why, RtError *e)
 {
 	PlanInstr pi;
 	plan_instr_init(&pi, k);
@@ -692,7 +695,19 @@ static int emit(Plan *p, int s, PlanInstrKind k, int in, int out, int link, int 
 	pi.link = link;
 	pi.event = event;
 	pi.node = (char *)node;
+	Attr a = { .name = "placement_reason", .kind = ATTR_STRING, .s = why };
+	if (why)
+		pi.attrs = (Attrs){ 1, &a };
 	return plan_add_instr(p, s, &pi, e) < 0 ? -1 : 0;
+}
+
+/* "input 'x' copied from gpu0 to gpu1, where it is read (lowering)" into buf. */
+static const char *copy_why(char *buf, size_t n, const char *what, const char *v, const Plan *p, const TgtDevs *d,
+			    int from, int to)
+{
+	snprintf(buf, n, "%s '%s' copied from %s to %s, where it is read (lowering)", what, v,
+		 p->devices[d->dev[from]].name, p->devices[d->dev[to]].name);
+	return buf;
 }
 
 /* Inputs bound on one instance are copied to every other instance that reads them. */
@@ -701,9 +716,11 @@ static int copy_inputs(TgtDevs *d, Plan *p, const Flat *f, RtError *e)
 	for (int i = 0; i < f->ninputs; i++) {
 		int v = f->inputs[i];
 		for (int r = d->rep_head[v]; r >= 0; r = d->rep[r].next) {
+			char why[300];
 			int link = link_of(d, p, d->val_pl[v], d->rep[r].pl, e);
 			if ((link < 0 && d->val_pl[v] != d->rep[r].pl) ||
-			    emit(p, d->stream[d->rep[r].pl], PI_COPY, d->prim[v], d->rep[r].buf, link, -1, f->vals[v].name, e) < 0)
+			    emit(p, d->stream[d->rep[r].pl], PI_COPY, d->prim[v], d->rep[r].buf, link, -1, f->vals[v].name,
+				 copy_why(why, sizeof why, "input", f->vals[v].name, p, d, d->val_pl[v], d->rep[r].pl), e) < 0)
 				return -1;
 			d->rep[r].done = 1;
 		}
@@ -724,7 +741,7 @@ static int wait_for(TgtDevs *d, Plan *p, const Flat *f, int v, int s, RtError *e
 	if (d->wait_seen[def] == s)
 		return 0;
 	d->wait_seen[def] = s;
-	return emit(p, s, PI_WAIT, -1, -1, -1, ev, NULL, e);
+	return emit(p, s, PI_WAIT, -1, -1, -1, ev, NULL, NULL, e);
 }
 
 /* Implicit copies: a node result read on another instance without a Transfer (user @device). */
@@ -737,7 +754,9 @@ static int copy_operands(TgtDevs *d, Plan *p, const Flat *f, int node, RtError *
 		if (r < 0 || d->rep[r].done || f->vals[v].def < 0)
 			continue;
 		int link = link_of(d, p, d->val_pl[v], pl, e);
-		if (link < 0 || emit(p, d->stream[pl], PI_COPY, d->prim[v], d->rep[r].buf, link, -1, f->vals[v].name, e) < 0)
+		char why[300];
+		if (link < 0 || emit(p, d->stream[pl], PI_COPY, d->prim[v], d->rep[r].buf, link, -1, f->vals[v].name,
+				     copy_why(why, sizeof why, "value", f->vals[v].name, p, d, d->val_pl[v], pl), e) < 0)
 			return -1;
 		d->rep[r].done = 1;
 	}
@@ -803,7 +822,8 @@ int tgt_devs_emit(TgtDevs *d, Plan *p, const Flat *f, int node, int *buf, PlanIn
 				rc = -1;
 			else
 				rc = emit(p, s, PI_COPY, d->prim[fn->in[0]], buf[fn->out[0]], link, -1,
-					  p->buffers[buf[fn->out[0]]].name, e);
+					  p->buffers[buf[fn->out[0]]].name,
+					  rt_attr_str(&fn->n->attrs, "placement_reason", NULL), e);
 		} else
 			rc = emit_collective(d, p, f, node, buf, e);
 	}
@@ -815,7 +835,7 @@ int tgt_devs_emit(TgtDevs *d, Plan *p, const Flat *f, int node, int *buf, PlanIn
 		if (ev < 0)
 			return -1;
 		d->rec_event[node] = ev;
-		rc = emit(p, s, PI_RECORD, -1, -1, -1, ev, NULL, e);
+		rc = emit(p, s, PI_RECORD, -1, -1, -1, ev, NULL, NULL, e);
 	}
 	return rc;
 }
