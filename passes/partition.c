@@ -913,6 +913,17 @@ static int static_input(Part *p, const Value *v)
 	return calls > 0;
 }
 
+/* Clears the pass's scratch (aux) on g's nodes, parameters and inputs. */
+static void clear_aux(Graph *g)
+{
+	ir_foreach_node(g, n)
+		n->aux = NULL;
+	for (int i = 0; i < g->nparams; i++)
+		g->params[i]->aux = NULL;
+	for (int i = 0; i < g->nin; i++)
+		g->inputs[i]->aux = NULL;
+}
+
 /* A Transfer before every read of a value on another device (one per value and destination). */
 static void transfers(Part *p)
 {
@@ -1141,12 +1152,7 @@ static int place_layer(Part *p, Graph *g, int s)
 	q.g = g;
 	q.base = s * p->width;
 	q.nreg = 0;
-	ir_foreach_node(g, n)
-		n->aux = NULL;
-	for (int i = 0; i < g->nparams; i++)
-		g->params[i]->aux = NULL;
-	for (int i = 0; i < g->nin; i++)
-		g->inputs[i]->aux = NULL;
+	clear_aux(g);
 	int nreg = tensor_parallel(&q) + expert_parallel(&q);
 	if (ir_topo_sort(g) < 0 || ir_infer_shapes(p->m) || grow(&q) < 0) {
 		free(q.stage), free(q.devof), free(q.region), free(q.shard);
@@ -1154,12 +1160,7 @@ static int place_layer(Part *p, Graph *g, int s)
 	}
 	place(&q);
 	transfers(&q);
-	ir_foreach_node(g, n)
-		n->aux = NULL;
-	for (int i = 0; i < g->nparams; i++)
-		g->params[i]->aux = NULL;
-	for (int i = 0; i < g->nin; i++)
-		g->inputs[i]->aux = NULL;
+	clear_aux(g);
 	free(q.stage), free(q.devof), free(q.region), free(q.shard);
 	return nreg;
 }
@@ -1265,12 +1266,7 @@ int pass_partition(Module *m, PassCtx *c)
 		free(p.stage), free(p.devof), free(p.region), free(p.shard);
 		return e;
 	}
-	ir_foreach_node(g, n)
-		n->aux = NULL;
-	for (int i = 0; i < g->nparams; i++)
-		g->params[i]->aux = NULL;
-	for (int i = 0; i < g->nin; i++)
-		g->inputs[i]->aux = NULL;
+	clear_aux(g);
 	int nreg = tensor_parallel(&p) + expert_parallel(&p);
 	split_calls(&p);
 	if (ir_topo_sort(g) < 0)
@@ -1281,12 +1277,7 @@ int pass_partition(Module *m, PassCtx *c)
 		return 1;
 	place(&p);
 	transfers(&p);
-	ir_foreach_node(g, n)
-		n->aux = NULL;
-	for (int i = 0; i < g->nparams; i++)
-		g->params[i]->aux = NULL;
-	for (int i = 0; i < g->nin; i++)
-		g->inputs[i]->aux = NULL;
+	clear_aux(g);
 	if (p.width > 1) {
 		int k = place_layers(&p);
 		free(p.insts);
