@@ -1,7 +1,11 @@
 /* targets/instr.c: what every target's lowering does the same way for each flat node: the plan
  * kernel instruction with its operands, attributes, FLOP and node name, and the fusion groups
- * the fuse pass recorded (attribute fusion_group, per call instance). */
+ * the fuse pass recorded (attribute fusion_group, per call instance), and the target attributes
+ * (TgtAnn) a kernel carries. */
 #include "targets/target.h"
+
+#include <stdarg.h>
+#include <stdio.h>
 
 int tgt_kernel_instr(PlanInstr *pi, const Plan *p, const Flat *f, int node, const int *buf,
 		     int ins[TGT_MAX_OPERANDS], int outs[TGT_MAX_OPERANDS], RtError *e)
@@ -42,4 +46,17 @@ void tgt_fusion_groups(const Flat *f, int *gfirst, int *glast)
 			gfirst[i] = i;
 		glast[gfirst[i]] = i;
 	}
+}
+
+void tgt_ann_put(TgtAnn *t, const char *key, const char *fmt, ...)
+{
+	if (t->n == TGT_ANN_MAX)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(t->val[t->n], sizeof t->val[0], fmt, ap);
+	va_end(ap);
+	snprintf(t->key[t->n], sizeof t->key[0], "%s", key);
+	t->kv[t->n] = (PlanKV){ t->key[t->n], t->val[t->n] };
+	t->n++;
 }

@@ -70,6 +70,17 @@ void tgt_flat_free(Flat *f);
 
 #define TGT_MAX_OPERANDS 64   /* operands of one instruction */
 
+/* A kernel's target attributes (`t.KEY="VALUE"` in the plan) built up before plan_add_instr
+ * copies them: point PlanInstr.tile at kv and ntile at n.  tgt_ann_put appends one pair,
+ * printf-formatted; pairs beyond TGT_ANN_MAX are dropped, values cut at 223 characters. */
+#define TGT_ANN_MAX 40
+typedef struct TgtAnn {
+	PlanKV kv[TGT_ANN_MAX];
+	char key[TGT_ANN_MAX][24], val[TGT_ANN_MAX][224];
+	int n;
+} TgtAnn;
+void tgt_ann_put(TgtAnn *t, const char *key, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* ---- targets ---- */
 typedef struct TgtInput {
 	Module *m;

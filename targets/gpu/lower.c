@@ -17,18 +17,11 @@
 #include "targets/gpu/gpu.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define ALIGN 256          /* cudaMalloc alignment */
-#define MAXKV 32
-
-typedef struct Ann {       /* the t.* attributes of one kernel */
-	PlanKV kv[MAXKV];
-	char key[MAXKV][24], val[MAXKV][192];
-	int n;
-} Ann;
+typedef TgtAnn Ann;        /* the t.* attributes of one kernel */
 
 typedef struct GpuLw {
 	const TgtInput *in;
@@ -43,31 +36,18 @@ typedef struct GpuLw {
 	TgtDevs devs;        /* GPUs used, their HBM heaps and streams (targets/devices.c) */
 } GpuLw;
 
-static void put(Ann *t, const char *key, const char *fmt, ...)
-{
-	if (t->n == MAXKV)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(t->val[t->n], sizeof t->val[0], fmt, ap);
-	va_end(ap);
-	snprintf(t->key[t->n], sizeof t->key[0], "%s", key);
-	t->kv[t->n] = (PlanKV){ t->key[t->n], t->val[t->n] };
-	t->n++;
-}
-
 static void put_cost(Ann *t, const GpuCost *c)
 {
-	put(t, "mma_us", "%.4g", c->mma * 1e6);
-	put(t, "smem_us", "%.4g", c->smem * 1e6);
-	put(t, "hbm_us", "%.4g", c->hbm * 1e6);
+	tgt_ann_put(t, "mma_us", "%.4g", c->mma * 1e6);
+	tgt_ann_put(t, "smem_us", "%.4g", c->smem * 1e6);
+	tgt_ann_put(t, "hbm_us", "%.4g", c->hbm * 1e6);
 	if (c->l2 > 0)
-		put(t, "l2_us", "%.4g", c->l2 * 1e6);
-	put(t, "sfu_us", "%.4g", c->sfu * 1e6);
-	put(t, "fma_us", "%.4g", c->fma * 1e6);
-	put(t, "overlap", "%.4g", c->overlap);
-	put(t, "fixed_us", "%.4g", c->fixed * 1e6);
-	put(t, "time_us", "%.4g", gpu_cost_total(c) * 1e6);
+		tgt_ann_put(t, "l2_us", "%.4g", c->l2 * 1e6);
+	tgt_ann_put(t, "sfu_us", "%.4g", c->sfu * 1e6);
+	tgt_ann_put(t, "fma_us", "%.4g", c->fma * 1e6);
+	tgt_ann_put(t, "overlap", "%.4g", c->overlap);
+	tgt_ann_put(t, "fixed_us", "%.4g", c->fixed * 1e6);
+	tgt_ann_put(t, "time_us", "%.4g", gpu_cost_total(c) * 1e6);
 }
 
 /* ---- the precision policy ----
@@ -261,14 +241,14 @@ static void put_l2(Ann *t, const GpuArch *a, const GemmTile *g)
 {
 	double mb = a->l2 / 1e6;
 	if (a->l2 <= 0)
-		put(t, "l2", "not in the machine file: operands read once");
+		tgt_ann_put(t, "l2", "not in the machine file: operands read once");
 	else if (!g->raster)
-		put(t, "l2", "operands %.3g MB fit in %.3g MB: read once", g->l2_foot / 1e6, mb);
+		tgt_ann_put(t, "l2", "operands %.3g MB fit in %.3g MB: read once", g->l2_foot / 1e6, mb);
 	else if (g->raster == 'T')
-		put(t, "l2", "a wave's panels (%.3g MB) exceed %.3g MB: each wave reads its own, A x%.3g, B x%.3g", g->l2_foot / 1e6,
+		tgt_ann_put(t, "l2", "a wave's panels (%.3g MB) exceed %.3g MB: each wave reads its own, A x%.3g, B x%.3g", g->l2_foot / 1e6,
 		    mb, g->reload_a, g->reload_b);
 	else
-		put(t, "l2", "raster along %c in groups of %d tile %s (wave %.3g MB of %.3g MB): A x%.0f, B x%.0f from HBM",
+		tgt_ann_put(t, "l2", "raster along %c in groups of %d tile %s (wave %.3g MB of %.3g MB): A x%.0f, B x%.0f from HBM",
 		    g->raster == 'N' ? 'N' : 'M', g->group, g->raster == 'N' ? "rows" : "columns", g->l2_foot / 1e6, mb,
 		    g->reload_a, g->reload_b);
 }
@@ -318,32 +298,32 @@ static int gemm_kernel(GpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 	pi->opts.fp8_scale = fp8_scale_opt(s.scale);
 	if (promote && s.in == DT_F8E4M3)   /* +nopromote: one promotion at the end of K */
 		pi->opts.fp8_promote_k = promote > 0 ? promote : (int)((s.K + 31) / 32 * 32);
-	put(t, "kind", "gemm");
-	put(t, "mma", "%s.m%dn%dk%d.%s", tile.family, tile.im, tile.in, tile.ik, rt_dtype_name(s.in));
-	put(t, "tile", "%dx%dx%d", tile.bm, tile.bn, tile.bk);
-	put(t, "cta", "%d", tile.cta2 ? 2 : 1);
-	put(t, "cluster", "%dx%d", tile.cm, tile.cn);
-	put(t, "multicast", "%s", tile.cm * tile.cn > 1 ? (tile.cm > 1 ? "B" : "A") : "none");
-	put(t, "stages", "%d", tile.stages);
-	put(t, "smem", "%.0f", tile.smem_bytes);
+	tgt_ann_put(t, "kind", "gemm");
+	tgt_ann_put(t, "mma", "%s.m%dn%dk%d.%s", tile.family, tile.im, tile.in, tile.ik, rt_dtype_name(s.in));
+	tgt_ann_put(t, "tile", "%dx%dx%d", tile.bm, tile.bn, tile.bk);
+	tgt_ann_put(t, "cta", "%d", tile.cta2 ? 2 : 1);
+	tgt_ann_put(t, "cluster", "%dx%d", tile.cm, tile.cn);
+	tgt_ann_put(t, "multicast", "%s", tile.cm * tile.cn > 1 ? (tile.cm > 1 ? "B" : "A") : "none");
+	tgt_ann_put(t, "stages", "%d", tile.stages);
+	tgt_ann_put(t, "smem", "%.0f", tile.smem_bytes);
 	if (w->a.tmem > 0)
-		put(t, "tmem", "%.0f cols, %d accumulator stages", tile.tmem_cols, tile.acc_stages);
-	put(t, "sched", "persistent");
-	put(t, "waves", "%lld", (long long)tile.waves);
-	put(t, "tiles", "%lld on %lld units", (long long)tile.tiles, (long long)tile.units);
+		tgt_ann_put(t, "tmem", "%.0f cols, %d accumulator stages", tile.tmem_cols, tile.acc_stages);
+	tgt_ann_put(t, "sched", "persistent");
+	tgt_ann_put(t, "waves", "%lld", (long long)tile.waves);
+	tgt_ann_put(t, "tiles", "%lld on %lld units", (long long)tile.tiles, (long long)tile.units);
 	if (s.in == DT_F8E4M3) {
-		put(t, "scale", "%s", scale_name(s.scale));
-		put(t, "promote", "%s", pi->opts.fp8_promote_k == 128 ? "128" : w->h->hopper_fp8 ? "none" : "exact");
+		tgt_ann_put(t, "scale", "%s", scale_name(s.scale));
+		tgt_ann_put(t, "promote", "%s", pi->opts.fp8_promote_k == 128 ? "128" : w->h->hopper_fp8 ? "none" : "exact");
 	}
 	if (rt_dtypes[s.in].kind == K_BLOCK)
-		put(t, "block_scale", "%s per %d, scale tiles via tcgen05.cp to TMEM", rt_dtype_name(rt_dtypes[s.in].scale),
+		tgt_ann_put(t, "block_scale", "%s per %d, scale tiles via tcgen05.cp to TMEM", rt_dtype_name(rt_dtypes[s.in].scale),
 		    rt_dtypes[s.in].block);
 	put_l2(t, &w->a, &tile);
 	if (s.b_bytes > 0)
-		put(t, "weight", "%.4g bytes/element in HBM (quantized at load), converted to %s in the mainloop", s.b_bytes,
+		tgt_ann_put(t, "weight", "%.4g bytes/element in HBM (quantized at load), converted to %s in the mainloop", s.b_bytes,
 		    rt_dtype_name(s.in));
 	if (*why)
-		put(t, "why", "%s", why);
+		tgt_ann_put(t, "why", "%s", why);
 	put_cost(t, &tile.c);
 	return 1;
 }
@@ -375,17 +355,17 @@ static int attn_kernel(GpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 	pi->opts.mma_in = s.in;
 	if (tile.emu > 0)
 		pi->opts.exp2_poly = tile.poly;
-	put(t, "kind", tile.decode ? "attention.decode" : "attention");
-	put(t, "tile", "%dx%dx%lld", tile.bm, tile.bn, (long long)s.d);
+	tgt_ann_put(t, "kind", tile.decode ? "attention.decode" : "attention");
+	tgt_ann_put(t, "tile", "%dx%dx%lld", tile.bm, tile.bn, (long long)s.d);
 	if (tile.decode)
-		put(t, "split_kv", "%d", tile.split);
-	put(t, "sched", "persistent, longest first");
-	put(t, "waves", "%lld", (long long)tile.waves);
-	put(t, "tiles", "%lld", (long long)tile.tiles);
-	put(t, "exp2", "%.0f%% polynomial (degree %d) on the FMA pipe, %.0f%% on the SFU", tile.emu * 100, tile.poly,
+		tgt_ann_put(t, "split_kv", "%d", tile.split);
+	tgt_ann_put(t, "sched", "persistent, longest first");
+	tgt_ann_put(t, "waves", "%lld", (long long)tile.waves);
+	tgt_ann_put(t, "tiles", "%lld", (long long)tile.tiles);
+	tgt_ann_put(t, "exp2", "%.0f%% polynomial (degree %d) on the FMA pipe, %.0f%% on the SFU", tile.emu * 100, tile.poly,
 	    (1 - tile.emu) * 100);
 	if (!tile.decode)
-		put(t, "l2", tile.kv_reload > 1 ? "K/V of the heads in flight exceed L2: read once per wave of a head's Q tiles, x%.0f"
+		tgt_ann_put(t, "l2", tile.kv_reload > 1 ? "K/V of the heads in flight exceed L2: read once per wave of a head's Q tiles, x%.0f"
 			  : "K/V of the heads in flight fit in L2: read once", tile.kv_reload);
 	put_cost(t, &tile.c);
 	return 1;
@@ -431,20 +411,20 @@ static void mem_kernel(GpuLw *w, int i, PlanInstr *pi, Ann *t)
 	}
 	GpuCost c = { .overlap = 1 };
 	if (ir_ops[fn->n->op].flags & F_VIEW) {
-		put(t, "kind", "view");
+		tgt_ann_put(t, "kind", "view");
 	} else {
 		c.hbm = bytes / w->a.hbm_bw;
 		c.fma = pi->flops / 2 / (w->a.fma * w->a.sms);
 		if (ir_ops[fn->n->op].flags & F_TRANS)
 			c.sfu = out / (w->a.sfu * w->a.sms);
 		c.fixed = lead ? launch(w) : 0;
-		put(t, "kind", "memory");
+		tgt_ann_put(t, "kind", "memory");
 	}
 	if (grp && !lead)
-		put(t, "fused", "into %s", w->p->buffers[w->buf[w->f.nodes[w->gfirst[i]].out[0]]].name);
+		tgt_ann_put(t, "fused", "into %s", w->p->buffers[w->buf[w->f.nodes[w->gfirst[i]].out[0]]].name);
 	if (load_kernel(w, i)) {
-		put(t, "phase", "load");
-		put(t, "load_us", "%.4g", gpu_cost_total(&c) * 1e6);
+		tgt_ann_put(t, "phase", "load");
+		tgt_ann_put(t, "load_us", "%.4g", gpu_cost_total(&c) * 1e6);
 		c = (GpuCost){ .overlap = 1 };
 	}
 	put_cost(t, &c);

@@ -27,21 +27,15 @@
 #include "targets/tpu/tpu.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define ALIGN 512          /* HBM allocation granule [E]: one 128-lane row of f32 (TPU_LANES x 4 bytes) */
-#define MAXKV 40
 /* Vector-unit operations per attention score besides the products: scale, running max,
  * subtract, exp, row sum, and the rescale of the running output (the online softmax). */
 #define SOFTMAX_VPU_OPS 6.0
 
-typedef struct Ann {       /* the t.* attributes of one kernel */
-	PlanKV kv[MAXKV];
-	char key[MAXKV][24], val[MAXKV][224];
-	int n;
-} Ann;
+typedef TgtAnn Ann;        /* the t.* attributes of one kernel */
 
 typedef struct TpuLw {
 	const TgtInput *in;
@@ -61,30 +55,17 @@ typedef struct TpuLw {
 	int kv_dry;          /* kernels are being planned, not emitted (working-set pre-pass) */
 } TpuLw;
 
-static void put(Ann *t, const char *key, const char *fmt, ...)
-{
-	if (t->n == MAXKV)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(t->val[t->n], sizeof t->val[0], fmt, ap);
-	va_end(ap);
-	snprintf(t->key[t->n], sizeof t->key[0], "%s", key);
-	t->kv[t->n] = (PlanKV){ t->key[t->n], t->val[t->n] };
-	t->n++;
-}
-
 static void put_cost(Ann *t, const TpuCost *c)
 {
-	put(t, "mxu_us", "%.4g", c->mxu * 1e6);
-	put(t, "vpu_us", "%.4g", c->vpu * 1e6);
-	put(t, "vmem_us", "%.4g", c->vmem * 1e6);
-	put(t, "hbm_us", "%.4g", c->hbm * 1e6);
-	put(t, "fixed_us", "%.4g", c->fixed * 1e6);
-	put(t, "time_us", "%.4g", tpu_cost_total(c) * 1e6);
+	tgt_ann_put(t, "mxu_us", "%.4g", c->mxu * 1e6);
+	tgt_ann_put(t, "vpu_us", "%.4g", c->vpu * 1e6);
+	tgt_ann_put(t, "vmem_us", "%.4g", c->vmem * 1e6);
+	tgt_ann_put(t, "hbm_us", "%.4g", c->hbm * 1e6);
+	tgt_ann_put(t, "fixed_us", "%.4g", c->fixed * 1e6);
+	tgt_ann_put(t, "time_us", "%.4g", tpu_cost_total(c) * 1e6);
 	/* what bounds it, in explain's words (viz/facts.c) */
 	double top = fmax(fmax(c->mxu, c->vpu), fmax(c->vmem, c->hbm));
-	put(t, "bound", "%s", c->fixed >= top ? "overhead" : top == c->mxu ? "tensor" : top == c->vpu ? "vector" : "memory");
+	tgt_ann_put(t, "bound", "%s", c->fixed >= top ? "overhead" : top == c->mxu ? "tensor" : top == c->vpu ? "vector" : "memory");
 }
 
 /* ---- the precision policy ---- */
@@ -179,27 +160,27 @@ static void put_mxu(TpuLw *w, Ann *t, const MxuShape *s, const MxuPlan *m, const
 {
 	const TpuArch *a = &w->a;
 	w->ws = fmax(w->ws, m->vmem_bytes);
-	put(t, "kind", "%s", kind);
-	put(t, "mxu", "%dx%d x%d, weight-stationary, %s in, f32 accumulate", a->R, a->C, a->nmxu, rt_dtype_name(s->in));
-	put(t, "gemm", "%lldx%lldx%lld x%lld", (long long)s->M, (long long)s->N, (long long)s->K, (long long)s->batch);
-	put(t, "padded", "%lldx%lldx%lld", (long long)m->Mp, (long long)m->Np, (long long)m->Kp);
-	put(t, "pad_waste", "%.4f", m->pad_waste);
-	put(t, "layout", "(%d,%d) tiles of the streamed operand", m->sub, TPU_LANES);
-	put(t, "folds", "%lld (%lld row x %lld col x %lld batch)", (long long)m->folds, (long long)m->kfold, (long long)m->nfold,
+	tgt_ann_put(t, "kind", "%s", kind);
+	tgt_ann_put(t, "mxu", "%dx%d x%d, weight-stationary, %s in, f32 accumulate", a->R, a->C, a->nmxu, rt_dtype_name(s->in));
+	tgt_ann_put(t, "gemm", "%lldx%lldx%lld x%lld", (long long)s->M, (long long)s->N, (long long)s->K, (long long)s->batch);
+	tgt_ann_put(t, "padded", "%lldx%lldx%lld", (long long)m->Mp, (long long)m->Np, (long long)m->Kp);
+	tgt_ann_put(t, "pad_waste", "%.4f", m->pad_waste);
+	tgt_ann_put(t, "layout", "(%d,%d) tiles of the streamed operand", m->sub, TPU_LANES);
+	tgt_ann_put(t, "folds", "%lld (%lld row x %lld col x %lld batch)", (long long)m->folds, (long long)m->kfold, (long long)m->nfold,
 	    (long long)s->batch);
-	put(t, "stream", "%lld rows per fold, %lld M chunks, %lld items per MXU", (long long)m->T, (long long)m->mchunks,
+	tgt_ann_put(t, "stream", "%lld rows per fold, %lld M chunks, %lld items per MXU", (long long)m->T, (long long)m->mchunks,
 	    (long long)m->per_mxu);
-	put(t, "cycles", "%.0f", m->cycles);
-	put(t, "scalesim_cycles", "%.0f", m->scalesim_cycles);
-	put(t, "mxu_util", "%.4f", m->util);
-	put(t, "vmem_block", "%lldx%lldx%lld", (long long)m->bm, (long long)m->bn, (long long)m->bk);
-	put(t, "vmem", "%.0f bytes, 2 buffers per operand (HBM->VMEM DMA double-buffered)", m->vmem_bytes);
+	tgt_ann_put(t, "cycles", "%.0f", m->cycles);
+	tgt_ann_put(t, "scalesim_cycles", "%.0f", m->scalesim_cycles);
+	tgt_ann_put(t, "mxu_util", "%.4f", m->util);
+	tgt_ann_put(t, "vmem_block", "%lldx%lldx%lld", (long long)m->bm, (long long)m->bn, (long long)m->bk);
+	tgt_ann_put(t, "vmem", "%.0f bytes, 2 buffers per operand (HBM->VMEM DMA double-buffered)", m->vmem_bytes);
 	char why[224];
 	double fold_rows = (double)m->T / m->rate;
 	snprintf(why, sizeof why, "%s; %s", fold_rows < a->R ? "weight-load bound: each fold streams fewer rows than the R cycles its weight "
 		 "tile takes to load" : "stream bound: weight loads hide under the fold's stream",
 		 m->hbm > fmax(m->mxu, m->vmem) ? "HBM-bound overall" : m->vmem > m->mxu ? "VMEM-bound overall" : "MXU-bound overall");
-	put(t, "why", "%s", why);
+	tgt_ann_put(t, "why", "%s", why);
 	TpuCost c = { .mxu = m->mxu, .vmem = m->vmem, .hbm = m->hbm, .fixed = m->fixed };
 	put_cost(t, &c);
 }
@@ -327,17 +308,17 @@ static double kv_attrs(TpuLw *w, int i, Ann *t)
 		return 0;
 	int64_t res = w->kv_tok[i], blk = w->kv_block, nb = (past + blk - 1) / blk, rb = (res + blk - 1) / blk;
 	if (w->kv_budget <= 0) {
-		put(t, "kv_sram", "none: %lld past tokens (%.4g MB) in HBM (no KV residency on this chip)", (long long)past,
+		tgt_ann_put(t, "kv_sram", "none: %lld past tokens (%.4g MB) in HBM (no KV residency on this chip)", (long long)past,
 		    (double)past * tb / 1e6);
-		put(t, "kv_sram_bytes", "0");
-		put(t, "kv_hbm_bytes", "%.0f", (double)past * tb);
+		tgt_ann_put(t, "kv_sram_bytes", "0");
+		tgt_ann_put(t, "kv_hbm_bytes", "%.0f", (double)past * tb);
 		return 0;
 	}
-	put(t, "kv_sram", "%lld of %lld blocks of %lld tokens in SRAM (%.4g MB), %lld in HBM (%.4g MB)", (long long)rb,
+	tgt_ann_put(t, "kv_sram", "%lld of %lld blocks of %lld tokens in SRAM (%.4g MB), %lld in HBM (%.4g MB)", (long long)rb,
 	    (long long)nb, (long long)blk, (double)res * tb / 1e6, (long long)(nb - rb), (double)(past - res) * tb / 1e6);
-	put(t, "kv_sram_bytes", "%.0f", (double)res * tb);
-	put(t, "kv_hbm_bytes", "%.0f", (double)(past - res) * tb);
-	put(t, "kv_budget", "%.4g MB of KV blocks in %.4g MB SRAM: %.4g MB left after %d x %.4g MB kernel working set, %s",
+	tgt_ann_put(t, "kv_sram_bytes", "%.0f", (double)res * tb);
+	tgt_ann_put(t, "kv_hbm_bytes", "%.0f", (double)(past - res) * tb);
+	tgt_ann_put(t, "kv_budget", "%.4g MB of KV blocks in %.4g MB SRAM: %.4g MB left after %d x %.4g MB kernel working set, %s",
 	    w->kv_used / 1e6, w->kv_sram / 1e6, w->kv_budget / 1e6, w->a.ncores, w->ws / 1e6,
 	    w->d.partitioned ? "per chip, its layers" : "all layers");
 	return (double)res * tb;
@@ -380,16 +361,16 @@ static int attn_kernel(TpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 	TpuCost c = { .mxu = m1.mxu + m2.mxu, .vmem = m1.vmem + m2.vmem + onchip / w->a.vmem_bw, .hbm = bytes / w->a.hbm_bw,
 		      .vpu = padded * SOFTMAX_VPU_OPS / w->a.vpu, .fixed = w->a.fixed + w->a.dma_latency + w->a.t0 };
 	pi->opts.mma_in = DT_BF16;
-	put(t, "kind", "attention");
-	put(t, "mxu", "%dx%d x%d, QK^T then PV, bf16 in, f32 accumulate", w->a.R, w->a.C, w->a.nmxu);
-	put(t, "qk", "%lldx%lldx%lld x%lld padded %lldx%lldx%lld", (long long)s1.M, (long long)s1.N, (long long)s1.K,
+	tgt_ann_put(t, "kind", "attention");
+	tgt_ann_put(t, "mxu", "%dx%d x%d, QK^T then PV, bf16 in, f32 accumulate", w->a.R, w->a.C, w->a.nmxu);
+	tgt_ann_put(t, "qk", "%lldx%lldx%lld x%lld padded %lldx%lldx%lld", (long long)s1.M, (long long)s1.N, (long long)s1.K,
 	    (long long)s1.batch, (long long)m1.Mp, (long long)m1.Np, (long long)m1.Kp);
-	put(t, "pv", "%lldx%lldx%lld x%lld padded %lldx%lldx%lld", (long long)s2.M, (long long)s2.N, (long long)s2.K,
+	tgt_ann_put(t, "pv", "%lldx%lldx%lld x%lld padded %lldx%lldx%lld", (long long)s2.M, (long long)s2.N, (long long)s2.K,
 	    (long long)s2.batch, (long long)m2.Mp, (long long)m2.Np, (long long)m2.Kp);
 	double useful = 2 * scores * (d + dv), padmacs = 2.0 * (m1.Mp * m1.Np * m1.Kp * s1.batch + m2.Mp * m2.Np * m2.Kp * s2.batch);
-	put(t, "pad_waste", "%.4f", padmacs > 0 ? 1 - useful / padmacs : 0);
-	put(t, "softmax", "vector unit, f32, %.0f ops per padded score, scores kept in VMEM", SOFTMAX_VPU_OPS);
-	put(t, "why", "%s-bound", c.hbm >= fmax(c.mxu, c.vpu) ? "HBM" : c.vpu > c.mxu ? "vector-unit" : "MXU");
+	tgt_ann_put(t, "pad_waste", "%.4f", padmacs > 0 ? 1 - useful / padmacs : 0);
+	tgt_ann_put(t, "softmax", "vector unit, f32, %.0f ops per padded score, scores kept in VMEM", SOFTMAX_VPU_OPS);
+	tgt_ann_put(t, "why", "%s-bound", c.hbm >= fmax(c.mxu, c.vpu) ? "HBM" : c.vpu > c.mxu ? "vector-unit" : "MXU");
 	put_cost(t, &c);
 	return 1;
 }
@@ -437,29 +418,29 @@ static void vec_kernel(TpuLw *w, int i, PlanInstr *pi, Ann *t)
 	TpuCost c = { 0 };
 	int gather = fn->n->op == OP_Gather && w->a.sparsecores > 0;
 	if (ir_ops[fn->n->op].flags & F_VIEW) {
-		put(t, "kind", "view");
+		tgt_ann_put(t, "kind", "view");
 	} else if (gather) {
 		/* Embedding lookup on the SparseCores (hardware.md §3.5): rows move HBM to HBM by DMA;
 		 * the TensorCore does no work. */
 		pi->unit = w->sc_unit[w->d.node_pl[i]];
 		c.hbm = bytes / w->a.hbm_bw;
 		c.fixed = w->a.fixed + w->a.dma_latency;
-		put(t, "kind", "gather");
-		put(t, "unit", "sparsecore x%d", w->a.sparsecores);
-		put(t, "why", "embedding lookup: irregular row gather offloaded to the SparseCores");
+		tgt_ann_put(t, "kind", "gather");
+		tgt_ann_put(t, "unit", "sparsecore x%d", w->a.sparsecores);
+		tgt_ann_put(t, "why", "embedding lookup: irregular row gather offloaded to the SparseCores");
 	} else {
 		double ratio = out > 0 ? pout / out : 1;
 		c.hbm = bytes / w->a.hbm_bw;
 		c.vpu = pi->flops * ratio / w->a.vpu;
 		c.fixed = lead ? w->a.fixed + w->a.dma_latency : 0;
-		put(t, "kind", "vector");
-		put(t, "unit", "vpu %dx%d f32", TPU_SUBLANES, TPU_LANES);
-		put(t, "pad_waste", "%.4f", pout > 0 ? 1 - out / pout : 0);
+		tgt_ann_put(t, "kind", "vector");
+		tgt_ann_put(t, "unit", "vpu %dx%d f32", TPU_SUBLANES, TPU_LANES);
+		tgt_ann_put(t, "pad_waste", "%.4f", pout > 0 ? 1 - out / pout : 0);
 		if (fn->n->op == OP_Gather)
-			put(t, "why", "no SparseCore on this chip: gather by TensorCore DMA");
+			tgt_ann_put(t, "why", "no SparseCore on this chip: gather by TensorCore DMA");
 	}
 	if (grp && !lead)
-		put(t, "fused", "into %s", w->p->buffers[w->buf[w->f.nodes[w->gfirst[i]].out[0]]].name);
+		tgt_ann_put(t, "fused", "into %s", w->p->buffers[w->buf[w->f.nodes[w->gfirst[i]].out[0]]].name);
 	put_cost(t, &c);
 }
 
@@ -544,8 +525,8 @@ static void ici_instr(const TpuLw *w, const PlanInstr *in, Ann *t)
 		int a = chip_of(w, in->in[0]), b = chip_of(w, in->out[0]);
 		double bytes = (double)w->p->buffers[in->in[0]].size;
 		tpu_ici_copy(ici, bytes, a, b, &c);
-		put(t, "kind", "ici.copy");
-		put(t, "ici", "%s%d -> %s%d: %d hop(s) on the %s, one link of %.4g GB/s each way", w->a.dev->id, a, w->a.dev->id, b,
+		tgt_ann_put(t, "kind", "ici.copy");
+		tgt_ann_put(t, "ici", "%s%d -> %s%d: %d hop(s) on the %s, one link of %.4g GB/s each way", w->a.dev->id, a, w->a.dev->id, b,
 		    c.hops, topo, ici->link_bw / 1e9);
 	} else {
 		int chips[TGT_MAX_OPERANDS], n = in->nin < TGT_MAX_OPERANDS ? in->nin : TGT_MAX_OPERANDS, ext[4];
@@ -561,14 +542,14 @@ static void ici_instr(const TpuLw *w, const PlanInstr *in, Ann *t)
 		for (int a = 0; a < (ici->full_mesh ? 1 : ici->ndims) && o < sizeof grp; a++)
 			o += (size_t)snprintf(grp + o, sizeof grp - o, "%s%d%s", a ? "x" : "", ext[a], c.wrapped[a] ? "w" : "");
 		static const char *const names[] = { "allreduce", "allgather", "alltoall" };
-		put(t, "kind", "ici.%s", names[in->coll < PC_COUNT ? in->coll : 0]);
-		put(t, "ici", "%d chips as %s of the %s (w: axis wraps, bidirectional ring), %d latency step(s), %.4g MB, "
+		tgt_ann_put(t, "kind", "ici.%s", names[in->coll < PC_COUNT ? in->coll : 0]);
+		tgt_ann_put(t, "ici", "%d chips as %s of the %s (w: axis wraps, bidirectional ring), %d latency step(s), %.4g MB, "
 		    "latency x %.3g", n, grp, topo, c.hops, V / 1e6, ici->coll_latency);
 	}
-	put(t, "ici_lat_us", "%.4g", c.lat * 1e6);
-	put(t, "ici_bw_us", "%.4g", c.bw * 1e6);
-	put(t, "ici_us", "%.4g", c.t * 1e6);
-	put(t, "why", "%s", c.lat >= c.bw ? "latency-bound: per-hop latency exceeds the transfer time" : "bandwidth-bound");
+	tgt_ann_put(t, "ici_lat_us", "%.4g", c.lat * 1e6);
+	tgt_ann_put(t, "ici_bw_us", "%.4g", c.bw * 1e6);
+	tgt_ann_put(t, "ici_us", "%.4g", c.t * 1e6);
+	tgt_ann_put(t, "why", "%s", c.lat >= c.bw ? "latency-bound: per-hop latency exceeds the transfer time" : "bandwidth-bound");
 }
 
 /* Every copy and collective between chips of the plan priced on the ICI torus. */
