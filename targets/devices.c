@@ -616,8 +616,8 @@ static int value_all(TgtDevs *d, Plan *p, const Flat *f, int v, DType dt, const 
 	return 0;
 }
 
-int tgt_devs_value(TgtDevs *d, Plan *p, const Flat *f, int v, DType dt, int *buf, const char *dir,
-		   RtError *e)
+static int devs_value(TgtDevs *d, Plan *p, const Flat *f, int v, DType dt, int *buf, const char *dir,
+		      RtError *e)
 {
 	const FlatVal *fv = &f->vals[v];
 	if (d->prim[v] >= 0) {          /* a weight shard, placed with its parameter */
@@ -642,10 +642,25 @@ int tgt_devs_value(TgtDevs *d, Plan *p, const Flat *f, int v, DType dt, int *buf
 	return 0;
 }
 
-void tgt_devs_release(TgtDevs *d, const Flat *f, int node)
+int tgt_devs_values(TgtDevs *d, Plan *p, const Flat *f, TgtDtypeFn dtype, const void *ctx, int *buf,
+		    const char *dir, RtError *e)
 {
-	for (int i = 0; i < d->n; i++)
-		tgt_heap_release(&d->heap[i], f, node);
+	for (int i = 0; i < f->ninputs; i++)
+		if (devs_value(d, p, f, f->inputs[i], dtype(ctx, &f->vals[f->inputs[i]]), buf, dir, e) < 0)
+			return -1;
+	for (int i = 0; i < f->nparams; i++)
+		if (devs_value(d, p, f, f->params[i], dtype(ctx, &f->vals[f->params[i]]), buf, dir, e) < 0)
+			return -1;
+	for (int i = 0; i < f->nnodes; i++) {
+		for (int h = 0; h < d->n; h++)
+			tgt_heap_release(&d->heap[h], f, i);
+		for (int k = 0; k < f->nodes[i].nout; k++) {
+			int v = f->nodes[i].out[k];
+			if (devs_value(d, p, f, v, dtype(ctx, &f->vals[v]), buf, dir, e) < 0)
+				return -1;
+		}
+	}
+	return 0;
 }
 
 int tgt_devs_handles(const TgtDevs *d, const Flat *f, int node)

@@ -205,14 +205,14 @@ typedef struct TgtRep TgtRep;
 int tgt_devs_init(TgtDevs *d, Plan *p, const TgtMachine *m, const Flat *f, DevKind kind,
 		  const char *space, int64_t align, RtError *e);
 void tgt_devs_free(TgtDevs *d);
-/* Adds the buffer(s) of flat value v in dtype dt (one per instance that holds it) and, for a
- * parameter, its constant(s) (dir: the model directory for weight files).  buf[v] receives the
- * primary buffer.  Call for inputs, then parameters, then node outputs in node order after
- * tgt_devs_release(node).  0, or -1 with e set. */
-int tgt_devs_value(TgtDevs *d, Plan *p, const Flat *f, int v, DType dt, int *buf, const char *dir,
-		   RtError *e);
-/* Frees heap intervals whose values no node from `node` on reads, on every instance. */
-void tgt_devs_release(TgtDevs *d, const Flat *f, int node);
+/* The plan dtype a target holds flat value v in (ctx: the target's lowering state). */
+typedef DType (*TgtDtypeFn)(const void *ctx, const FlatVal *v);
+/* Adds the buffers of every flat value -- inputs, then parameters (live throughout, with their
+ * constants; dir: the model directory for weight files), then node results in node order, each
+ * placed after the values no later node reads are released -- one per instance that holds
+ * the value, in dtype(ctx, value).  buf[v] receives the primary buffer.  0, or -1 with e set. */
+int tgt_devs_values(TgtDevs *d, Plan *p, const Flat *f, TgtDtypeFn dtype, const void *ctx, int *buf,
+		    const char *dir, RtError *e);
 /* Points buf at the copies of node i's operands held on node i's instance (call before
  * tgt_kernel_instr for node i; tgt_devs_emit restores buf). */
 void tgt_devs_bufs(TgtDevs *d, const Flat *f, int node, int *buf);

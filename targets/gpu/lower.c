@@ -133,13 +133,9 @@ static DType gpu_dtype(const GpuLw *w, const FlatVal *v)
 	return v->dt == DT_F64 ? DT_F32 : DT_BF16;
 }
 
+static DType gpu_dtype_of(const void *w, const FlatVal *v) { return gpu_dtype(w, v); }
 
 
-
-static int add_buffer(GpuLw *w, int v)
-{
-	return tgt_devs_value(&w->devs, w->p, &w->f, v, gpu_dtype(w, &w->f.vals[v]), w->buf, w->in->m->dir, w->e);
-}
 
 
 /* ---- per-kernel tiling and cost ---- */
@@ -471,18 +467,8 @@ static int lower_body(GpuLw *w)
 	for (int i = 0; i < w->f.nnodes; i++)
 		if (w->f.nodes[i].n->op == OP_TopKRouter && w->f.nodes[i].nin >= 1 && w->f.nodes[i].in[0] >= 0)
 			w->gate[w->f.nodes[i].in[0]] = 1;
-	for (int i = 0; i < w->f.ninputs; i++)
-		if (add_buffer(w, w->f.inputs[i]) < 0)
-			return -1;
-	for (int i = 0; i < w->f.nparams; i++)
-		if (add_buffer(w, w->f.params[i]) < 0)
-			return -1;
-	for (int i = 0; i < w->f.nnodes; i++) {
-		tgt_devs_release(&w->devs, &w->f, i);
-		for (int k = 0; k < w->f.nodes[i].nout; k++)
-			if (add_buffer(w, w->f.nodes[i].out[k]) < 0)
-				return -1;
-	}
+	if (tgt_devs_values(&w->devs, w->p, &w->f, gpu_dtype_of, w, w->buf, w->in->m->dir, w->e) < 0)
+		return -1;
 	tgt_fusion_groups(&w->f, w->gfirst, w->glast);
 	for (int i = 0; i < w->f.nnodes; i++)
 		if (add_kernel(w, i) < 0)

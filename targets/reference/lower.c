@@ -37,11 +37,7 @@ static DType ref_dtype(const Lw *w, const FlatVal *v)
 	return w->fdt;
 }
 
-static int add_buffer(Lw *w, int v)
-{
-	return tgt_devs_value(&w->devs, w->p, &w->f, v, ref_dtype(w, &w->f.vals[v]), w->buf, w->in->m->dir, w->e);
-}
-
+static DType ref_dtype_of(const void *w, const FlatVal *v) { return ref_dtype(w, v); }
 
 static int add_kernel(Lw *w, int i)
 {
@@ -59,18 +55,8 @@ static int add_kernel(Lw *w, int i)
 /* Buffers for inputs and parameters (live throughout), then node by node with reuse. */
 static int lower_body(Lw *w)
 {
-	for (int i = 0; i < w->f.ninputs; i++)
-		if (add_buffer(w, w->f.inputs[i]) < 0)
-			return -1;
-	for (int i = 0; i < w->f.nparams; i++)
-		if (add_buffer(w, w->f.params[i]) < 0)
-			return -1;
-	for (int i = 0; i < w->f.nnodes; i++) {
-		tgt_devs_release(&w->devs, &w->f, i);
-		for (int k = 0; k < w->f.nodes[i].nout; k++)
-			if (add_buffer(w, w->f.nodes[i].out[k]) < 0)
-				return -1;
-	}
+	if (tgt_devs_values(&w->devs, w->p, &w->f, ref_dtype_of, w, w->buf, w->in->m->dir, w->e) < 0)
+		return -1;
 	for (int i = 0; i < w->f.nnodes; i++)
 		if (add_kernel(w, i) < 0)
 			return -1;

@@ -122,16 +122,13 @@ static DType tpu_dtype(const TpuLw *w, const FlatVal *v)
 	return v->dt == DT_F64 ? DT_F32 : DT_BF16;
 }
 
+static DType tpu_dtype_of(const void *w, const FlatVal *v) { return tpu_dtype(w, v); }
+
 
 
 
 /* Adds the buffer(s) of flat value v, one per chip that holds it (targets/devices.c checks each
  * chip's HBM capacity and says how to partition when one overflows). */
-static int add_value(TpuLw *w, int v)
-{
-	return tgt_devs_value(&w->d, w->p, &w->f, v, tpu_dtype(w, &w->f.vals[v]), w->buf, w->in->m->dir, w->e);
-}
-
 /* ---- per-kernel tiling and cost ---- */
 static double numel(const FlatVal *v)
 {
@@ -591,18 +588,8 @@ static void plan_working_set(TpuLw *w)
 
 static int lower_body(TpuLw *w)
 {
-	for (int i = 0; i < w->f.ninputs; i++)
-		if (add_value(w, w->f.inputs[i]) < 0)
-			return -1;
-	for (int i = 0; i < w->f.nparams; i++)
-		if (add_value(w, w->f.params[i]) < 0)
-			return -1;
-	for (int i = 0; i < w->f.nnodes; i++) {
-		tgt_devs_release(&w->d, &w->f, i);
-		for (int k = 0; k < w->f.nodes[i].nout; k++)
-			if (add_value(w, w->f.nodes[i].out[k]) < 0)
-				return -1;
-	}
+	if (tgt_devs_values(&w->d, w->p, &w->f, tpu_dtype_of, w, w->buf, w->in->m->dir, w->e) < 0)
+		return -1;
 	tgt_fusion_groups(&w->f, w->gfirst, w->glast);
 	plan_working_set(w);
 	if (kv_plan(w) < 0)
