@@ -58,11 +58,7 @@ static void put_float(FILE *f, double v, int mark)
 		return;
 	}
 	char buf[64];
-	for (int prec = 1; prec <= 17; prec++) {
-		snprintf(buf, sizeof buf, "%.*g", prec, v);
-		if (strtod(buf, NULL) == v)
-			break;
-	}
+	rt_shortest_double(buf, sizeof buf, v);
 	if (strchr(buf, 'e') && v == floor(v) && fabs(v) < 1e16)
 		snprintf(buf, sizeof buf, "%.0f", v);   /* 100, not 1e+02 */
 	fputs(buf, f);

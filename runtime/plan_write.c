@@ -26,11 +26,7 @@ static void put_num(FILE *f, double v, int as_float)
 		return;
 	}
 	char buf[40];
-	for (int prec = 1; prec <= 17; prec++) {
-		snprintf(buf, sizeof buf, "%.*g", prec, v);
-		if (strtod(buf, NULL) == v)
-			break;
-	}
+	rt_shortest_double(buf, sizeof buf, v);
 	fputs(buf, f);
 	if (as_float && !strpbrk(buf, ".en"))
 		fputs(".0", f);

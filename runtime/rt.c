@@ -47,6 +47,15 @@ int rt_errorf(RtError *e, int code, const char *fmt, ...)
 	return -1;
 }
 
+void rt_shortest_double(char *buf, size_t n, double v)
+{
+	for (int prec = 1; prec <= 17; prec++) {
+		snprintf(buf, n, "%.*g", prec, v);
+		if (strtod(buf, NULL) == v)
+			break;
+	}
+}
+
 void rt_fput_quoted(FILE *f, const char *s, char q)
 {
 	fputc(q, f);

@@ -61,6 +61,9 @@ int rt_errorf(RtError *e, int code, const char *fmt, ...)
 /* Writes s between quote characters q with C escapes for q, backslash, \n, \t and \xHH for the
  * other control bytes: the string syntax of both .aig files and plans. */
 void rt_fput_quoted(FILE *f, const char *s, char q);
+/* The shortest "%.Ng" form of finite v that strtod reads back to the same double, into buf (n
+ * bytes, at least 32): how .aig files and plans write numbers exactly. */
+void rt_shortest_double(char *buf, size_t n, double v);
 
 /* ---- allocation: every runtime allocation goes through here so tests can fail the Nth ---- */
 void *rt_malloc(size_t n);
