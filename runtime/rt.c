@@ -25,6 +25,8 @@ DType rt_dtype_lookup(const char *name)
 int64_t rt_dtype_bytes(DType d, int64_t nelem)
 {
 	const DTypeInfo *t = &rt_dtypes[d];
+	if (nelem > (INT64_MAX - 7) / 64)
+		return INT64_MAX;     /* saturates: no buffer is that large, callers reject it */
 	int64_t bytes = (nelem * t->bits + 7) / 8;
 	if (t->kind == K_BLOCK) {
 		int64_t blocks = (nelem + t->block - 1) / t->block;

@@ -44,7 +44,8 @@ static inline int rt_dtype_isfloat(DType d)
 /* Bytes that nelem elements of d occupy on a device, scales included: ceil(nelem*bits/8) plus,
  * for block types, one scale per started block (and 4 bytes of f32 tensor scale for nvfp4).
  * Units: bytes.  Source: OCP MX v1.0 §5 (32-element blocks, 8-bit E8M0 scale); NVFP4:
- * numerics.md §4 (16-element blocks, E4M3 scale, f32 tensor scale). */
+ * numerics.md §4 (16-element blocks, E4M3 scale, f32 tensor scale).  Saturates at INT64_MAX
+ * beyond 2^57 elements (no buffer is that large; callers reject it). */
 int64_t rt_dtype_bytes(DType d, int64_t nelem);
 
 /* ---- errors ---- */
