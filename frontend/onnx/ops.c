@@ -315,7 +315,7 @@ int onnx_convert_node(OnnxImp *imp, Graph *g, OnnxNode *on)
 		return rewrite_cmp_or_equal(imp, g, on, OP_Less);
 	if (strcmp(op, "GreaterOrEqual") == 0)
 		return rewrite_cmp_or_equal(imp, g, on, OP_Greater);
-	Op o = ir_op_lookup(op);
+	Op o = strcmp(op, "Scatter") == 0 ? OP_ScatterElements : ir_op_lookup(op);   /* Scatter: opsets 9-10 */
 	if (o == OP_COUNT || o == OP_Call || o == OP_Constant) {
 		const char *s = ir_op_suggest(op);
 		if (s && o == OP_COUNT && strcmp(s, op) != 0)
