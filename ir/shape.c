@@ -256,6 +256,9 @@ static DType onnx_dtype(int64_t e)
 	switch (e) {
 	case 1: return DT_F32;
 	case 2: return DT_U8;
+	case 4: return DT_U16;
+	case 12: return DT_U32;
+	case 13: return DT_U64;
 	case 3: return DT_I8;
 	case 5: return DT_I16;
 	case 6: return DT_I32;

@@ -32,6 +32,9 @@ DType onnx_dtype(int t)
 	case ONNX_INT8: return DT_I8;
 	case ONNX_INT4: return DT_I4;
 	case ONNX_UINT8: return DT_U8;
+	case ONNX_UINT16: return DT_U16;
+	case ONNX_UINT32: return DT_U32;
+	case ONNX_UINT64: return DT_U64;
 	case ONNX_BOOL: return DT_BOOL;
 	default: return DT_INVALID;
 	}
@@ -98,9 +101,9 @@ static float decode_code(DType d, unsigned code)
 static int raw_bits(int t)
 {
 	switch (t) {
-	case ONNX_FLOAT: case ONNX_INT32: return 32;
-	case ONNX_DOUBLE: case ONNX_INT64: return 64;
-	case ONNX_FLOAT16: case ONNX_BFLOAT16: case ONNX_INT16: return 16;
+	case ONNX_FLOAT: case ONNX_INT32: case ONNX_UINT32: return 32;
+	case ONNX_DOUBLE: case ONNX_INT64: case ONNX_UINT64: return 64;
+	case ONNX_FLOAT16: case ONNX_BFLOAT16: case ONNX_INT16: case ONNX_UINT16: return 16;
 	case ONNX_INT8: case ONNX_UINT8: case ONNX_BOOL: case ONNX_FLOAT8E4M3FN:
 	case ONNX_FLOAT8E5M2: case ONNX_FLOAT8E8M0: return 8;
 	case ONNX_INT4: case ONNX_FLOAT4E2M1: return 4;
@@ -134,7 +137,7 @@ static void store_raw(RtTensor *out, int t, const uint8_t *raw, int64_t i)
 	case ONNX_INT16: rt_i64(out)[i] = (int16_t)(uint16_t)u; break;
 	case ONNX_INT8: rt_i64(out)[i] = (int8_t)(uint8_t)u; break;
 	case ONNX_INT4: rt_i64(out)[i] = (int64_t)((u & 7) - (u & 8)); break;
-	case ONNX_UINT8: rt_i64(out)[i] = (int64_t)u; break;
+	case ONNX_UINT8: case ONNX_UINT16: case ONNX_UINT32: case ONNX_UINT64: rt_i64(out)[i] = (int64_t)u; break;
 	case ONNX_BOOL: rt_i64(out)[i] = u != 0; break;
 	default: rt_f32(out)[i] = decode_code(out->dtype, (unsigned)u); break;
 	}
@@ -150,6 +153,8 @@ static void store_typed(RtTensor *out, int t, const Onnx__TensorProto *tp, int64
 	case ONNX_INT32: case ONNX_INT16: case ONNX_INT8: case ONNX_UINT8:
 		rt_i64(out)[i] = tp->int32_data[i];
 		break;
+	case ONNX_UINT16: rt_i64(out)[i] = (uint16_t)tp->int32_data[i]; break;
+	case ONNX_UINT32: case ONNX_UINT64: rt_i64(out)[i] = (int64_t)tp->uint64_data[i]; break;
 	case ONNX_BOOL: rt_i64(out)[i] = tp->int32_data[i] != 0; break;
 	case ONNX_INT4: {
 		unsigned u = ((unsigned)tp->int32_data[i / 2] >> (4 * (i % 2))) & 0xf;
@@ -172,6 +177,7 @@ static void typed_counts(const Onnx__TensorProto *tp, int t, int64_t n, int64_t 
 	case ONNX_FLOAT: *have = (int64_t)tp->n_float_data; break;
 	case ONNX_DOUBLE: *have = (int64_t)tp->n_double_data; break;
 	case ONNX_INT64: *have = (int64_t)tp->n_int64_data; break;
+	case ONNX_UINT32: case ONNX_UINT64: *have = (int64_t)tp->n_uint64_data; break;
 	case ONNX_INT4: case ONNX_FLOAT4E2M1:
 		*need = (n + 1) / 2;
 		*have = (int64_t)tp->n_int32_data;
