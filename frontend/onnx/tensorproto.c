@@ -341,6 +341,53 @@ static uint8_t *slurp(const char *path, size_t *len, RtError *e)
 
 uint8_t *onnx_slurp(const char *path, size_t *len, RtError *e) { return slurp(path, len, e); }
 
+/* Whether buf reads as an onnx SequenceProto or OptionalProto (onnx-data.proto): field 1 a
+ * printable name, field 2 elem_type 1..5 (tensor, sparse tensor, sequence, map, optional), then
+ * length-delimited values.  A TensorProto has the same field numbers, so this is only asked
+ * after the bytes failed to decode as a tensor. */
+static int looks_like_container(const uint8_t *b, size_t n)
+{
+	size_t i = 0;
+	int name = 0, elem = 0;
+	while (i < n) {
+		uint64_t key = 0, v = 0;
+		for (int sh = 0; i < n && sh < 64; sh += 7) {
+			key |= (uint64_t)(b[i] & 0x7f) << sh;
+			if (!(b[i++] & 0x80))
+				break;
+		}
+		int field = (int)(key >> 3), wire = (int)(key & 7);
+		if (wire == 0) {
+			for (int sh = 0; i < n && sh < 64; sh += 7) {
+				v |= (uint64_t)(b[i] & 0x7f) << sh;
+				if (!(b[i++] & 0x80))
+					break;
+			}
+			if (field == 2)
+				elem = v >= 1 && v <= 5;
+		} else if (wire == 2) {
+			for (int sh = 0; i < n && sh < 64; sh += 7) {
+				v |= (uint64_t)(b[i] & 0x7f) << sh;
+				if (!(b[i++] & 0x80))
+					break;
+			}
+			if (v > n - i)
+				return 0;
+			if (field == 1) {
+				name = 1;
+				for (size_t k = i; k < i + v; k++)
+					name &= b[k] >= 0x20 && b[k] < 0x7f;
+			}
+			i += v;
+		} else {
+			return 0;
+		}
+		if (field == 2)
+			break;
+	}
+	return name && elem;
+}
+
 int fe_read_tensor_pb(const char *path, RtTensor *t, char **name, RtError *e)
 {
 	size_t len = 0;
@@ -350,13 +397,21 @@ int fe_read_tensor_pb(const char *path, RtTensor *t, char **name, RtError *e)
 	if (!buf)
 		return -1;
 	Onnx__TensorProto *tp = onnx__tensor_proto__unpack(NULL, len, buf);
+	int container = looks_like_container(buf, len);
 	free(buf);
+	if (!tp && container)
+		goto container;
 	if (!tp)
 		return rt_errorf(e, RT_EUSER, "%s: not a serialized onnx.TensorProto", path);
 	char *dir = strdup(path), *slash = dir ? strrchr(dir, '/') : NULL;
 	if (slash)
 		*slash = 0;
 	int rc = onnx_tensor_decode(tp, slash ? dir : ".", t, e);
+	if (rc < 0 && container) {
+		free(dir);
+		onnx__tensor_proto__free_unpacked(tp, NULL);
+		goto container;
+	}
 	if (rc < 0) {
 		char msg[sizeof e->msg];
 		memcpy(msg, e->msg, sizeof msg);
@@ -367,4 +422,7 @@ int fe_read_tensor_pb(const char *path, RtTensor *t, char **name, RtError *e)
 	free(dir);
 	onnx__tensor_proto__free_unpacked(tp, NULL);
 	return rc;
+container:
+	return rt_errorf(e, RT_EUSER, "%s: holds an ONNX sequence, map or optional value "
+			 "(SequenceProto/OptionalProto), not a tensor: aicc supports tensors only", path);
 }
