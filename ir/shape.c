@@ -245,29 +245,6 @@ int sh_axes(ShapeCtx *c, const Node *n, int i, int64_t *out, int max, int *count
 	return 0;
 }
 
-/* ONNX TensorProto.DataType numbers (https://onnx.ai/onnx/api/mapping.html). */
-static DType onnx_dtype(int64_t e)
-{
-	switch (e) {
-	case 1: return DT_F32;
-	case 2: return DT_U8;
-	case 3: return DT_I8;
-	case 5: return DT_I16;
-	case 6: return DT_I32;
-	case 7: return DT_I64;
-	case 9: return DT_BOOL;
-	case 10: return DT_F16;
-	case 11: return DT_F64;
-	case 16: return DT_BF16;
-	case 17: return DT_F8E4M3;
-	case 19: return DT_F8E5M2;
-	case 22: return DT_I4;
-	case 23: return DT_F4E2M1;
-	case 24: return DT_E8M0;
-	default: return DT_INVALID;
-	}
-}
-
 int sh_attr_dtype(ShapeCtx *c, const Node *n, const char *name, DType *out)
 {
 	const Attr *a = rt_attr_find(&n->attrs, name);
@@ -277,7 +254,7 @@ int sh_attr_dtype(ShapeCtx *c, const Node *n, const char *name, DType *out)
 	if (a->kind == ATTR_STRING)
 		d = rt_dtype_lookup(a->s);
 	else if (a->kind == ATTR_INT)
-		d = onnx_dtype(a->i);
+		d = rt_dtype_from_onnx(a->i);
 	if (d == DT_INVALID) {
 		if (a->kind == ATTR_STRING)
 			return sh_err(c, n, "attribute %s: unknown dtype '%s'", name, a->s);

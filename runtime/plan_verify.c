@@ -19,7 +19,7 @@
 #include <string.h>
 
 static const struct { int imin, imax, omin, omax; } arity[RT_OP_COUNT] = {
-#define OP(name, imin, imax, omin, omax, shape, flops, flags, kernel, sem) { imin, imax, omin, omax },
+#define OP(name, imin, imax, omin, omax, shape, flops, flags, cls, lookup, kernel, sem) { imin, imax, omin, omax },
 #include "ir/ops.def"
 #undef OP
 };

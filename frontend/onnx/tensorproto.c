@@ -15,27 +15,7 @@
 
 #include "frontend/onnx/onnx_int.h"
 
-DType onnx_dtype(int t)
-{
-	switch (t) {
-	case ONNX_FLOAT: return DT_F32;
-	case ONNX_DOUBLE: return DT_F64;
-	case ONNX_FLOAT16: return DT_F16;
-	case ONNX_BFLOAT16: return DT_BF16;
-	case ONNX_FLOAT8E4M3FN: return DT_F8E4M3;
-	case ONNX_FLOAT8E5M2: return DT_F8E5M2;
-	case ONNX_FLOAT4E2M1: return DT_F4E2M1;
-	case ONNX_FLOAT8E8M0: return DT_E8M0;
-	case ONNX_INT64: return DT_I64;
-	case ONNX_INT32: return DT_I32;
-	case ONNX_INT16: return DT_I16;
-	case ONNX_INT8: return DT_I8;
-	case ONNX_INT4: return DT_I4;
-	case ONNX_UINT8: return DT_U8;
-	case ONNX_BOOL: return DT_BOOL;
-	default: return DT_INVALID;
-	}
-}
+DType onnx_dtype(int t) { return rt_dtype_from_onnx(t); }   /* runtime/dtype.def's onnx column */
 
 const char *onnx_dtype_name(int t)
 {
