@@ -58,12 +58,16 @@ static int alloc_buffer(const Plan *p, int b, RtTensor *t, RtError *e)
 	return rt_tensor_alloc(t, pb->dtype, pb->rank, pb->dims, e);
 }
 
-/* Rounds t's values to its dtype's grid (narrow floats and block formats; others unchanged). */
+/* Rounds t's values to its dtype's grid (narrow floats and block formats; others unchanged).
+ * Formats with infinities (bf16, f16, e5m2) keep them and overflow to them, as the kernels do
+ * (kn_finish); formats without (e4m3, FP6, FP4, block formats) saturate, as ONNX Cast's default
+ * saturate=1 and OCP MX v1.0 define the conversion into them. */
 static void round_to_dtype(RtTensor *t)
 {
 	if (rt_dtypes[t->dtype].storage != S_F32 || t->dtype == DT_F32)
 		return;
-	QuantOpts q = { SCALE_FLOOR, 1, 0 };
+	int sat = rt_dtypes[t->dtype].kind == K_BLOCK || !isinf(rt_round(t->dtype, INFINITY, 0));
+	QuantOpts q = { SCALE_FLOOR, sat, 0 };
 	rt_round_tensor(t->dtype, rt_f32(t), t->n, t->rank ? t->dims[t->rank - 1] : 1, &q);
 }
 

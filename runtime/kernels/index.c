@@ -9,9 +9,13 @@
  */
 #include "runtime/kernels/kernels_impl.h"
 
-/* y[i] := x[j], whatever the storage. */
+/* y[i] := x[j], whatever the storage (converted when y's differs from x's). */
 static void cp(RtTensor *y, int64_t i, const RtTensor *x, int64_t j)
 {
+	if (rt_dtypes[y->dtype].storage != rt_dtypes[x->dtype].storage) {
+		rt_set(y, i, rt_get(x, j));
+		return;
+	}
 	switch (rt_dtypes[y->dtype].storage) {
 	case S_F32: rt_f32(y)[i] = rt_f32(x)[j]; break;
 	case S_F64: rt_f64(y)[i] = rt_f64(x)[j]; break;
@@ -19,14 +23,18 @@ static void cp(RtTensor *y, int64_t i, const RtTensor *x, int64_t j)
 	}
 }
 
-/* Copies x into a fresh out[0] of the same shape and dtype. */
+/* Copies x into a fresh out[0] of the same shape, in the planned dtype (x's when none is planned:
+ * a target may hold the result wider than the data, e.g. the LPU's f32 activations of f16 data). */
 static int clone_out(const RtKernelArgs *a, const RtTensor *x, RtError *e)
 {
-	a->out[0].dtype = x->dtype;
-	if (rt_tensor_alloc(&a->out[0], x->dtype, x->rank, x->dims, e) < 0)
+	DType d = a->out[0].dtype != DT_INVALID ? a->out[0].dtype : x->dtype;
+	if (rt_tensor_alloc(&a->out[0], d, x->rank, x->dims, e) < 0)
 		return -1;
-	if (x->n)
+	if (rt_dtypes[d].storage == rt_dtypes[x->dtype].storage && x->n)
 		memcpy(a->out[0].data, x->data, (size_t)x->n * (rt_dtypes[x->dtype].storage == S_F32 ? 4 : 8));
+	else
+		for (int64_t i = 0; i < x->n; i++)
+			rt_set(&a->out[0], i, rt_get(x, i));
 	return 0;
 }
 
@@ -212,7 +220,7 @@ int rk_ScatterElements(const RtKernelArgs *a, RtError *e)
 		for (int d = idx->rank - 1; d >= 0 && ++c[d] == idx->dims[d]; d--)
 			c[d] = 0;
 	}
-	return 0;
+	return kn_finish(&a->out[0], a->opts, e);
 }
 
 /* ScatterND {reduction}: indices [..., q] address slices of data; updates [..., data[q:]]. */
@@ -253,7 +261,7 @@ int rk_ScatterND(const RtKernelArgs *a, RtError *e)
 		for (int64_t j = 0; j < slice; j++)
 			combine(&a->out[0], off + j, u, i * slice + j, r, f64);
 	}
-	return 0;
+	return kn_finish(&a->out[0], a->opts, e);
 }
 
 /* GatherND {batch_dims=b}: Y[B..., I...] := X[B..., Indices[B..., I..., :]]. */

@@ -513,9 +513,13 @@ int lpu_build(const LpuArch *a, const Flat *f, LpuProg *pg, RtError *e)
 	for (int i = 0; rc == 0 && i < f->ninputs; i++)   /* inputs nothing reads */
 		if (pg->home[f->inputs[i]] < 0)
 			rc = need(&x, f->inputs[i], 0) < 0 ? -1 : 0;
-	for (int i = 0; rc == 0 && i < f->noutputs; i++)
-		if (pg->home[f->outputs[i]] < 0)
-			rc = need(&x, f->outputs[i], 0) < 0 ? -1 : 0;
+	for (int i = 0; rc == 0 && i < f->noutputs; i++)   /* outputs no node computes (a constant) */
+		if (pg->home[f->outputs[i]] < 0) {
+			int v = need(&x, f->outputs[i], 0);
+			rc = v < 0 ? -1 : 0;
+			if (v >= 0 && pg->home[f->outputs[i]] < 0)
+				pg->home[f->outputs[i]] = v;
+		}
 	free(x.chip), free(x.split), free(x.cut0), free(x.cut), free(x.tail);
 	return rc;
 }
