@@ -38,7 +38,7 @@ double rt_tolerance(DType dt)
  * amax/qmax, q = rne(x/scale), numerics.md §6) is off by at most half a step, scale/2, so
  * u = 1/(2 qmax) relative to its group's amax (int4: 1/14, int8: 1/254); integers without a
  * scale are exact (0). */
-static double unit_roundoff(DType d, int scaled)
+double rt_unit_roundoff(DType d, int scaled)
 {
 	if (scaled && rt_dtypes[d].kind == K_INT && rt_dtypes[d].bits >= 2)
 		return 1 / (2 * (ldexp(1.0, rt_dtypes[d].bits - 1) - 1));
@@ -51,20 +51,20 @@ static double unit_roundoff(DType d, int scaled)
  * a wider buffer, so only the kernel says that w4a16 weights sit on an int4 grid). */
 static double coarsest(const Plan *p)
 {
-	double u = unit_roundoff(DT_F64, 0);
+	double u = rt_unit_roundoff(DT_F64, 0);
 	for (int b = 0; b < p->nbuffers; b++)
 		if (rt_dtype_isfloat(p->buffers[b].dtype))
-			u = fmax(u, unit_roundoff(p->buffers[b].dtype, 0));
+			u = fmax(u, rt_unit_roundoff(p->buffers[b].dtype, 0));
 	for (int s = 0; s < p->nstreams; s++)
 		for (int i = 0; i < p->streams[s].nins; i++) {
 			const PlanInstr *in = &p->streams[s].ins[i];
 			if (in->opts.mma_in != DT_INVALID)
-				u = fmax(u, unit_roundoff(in->opts.mma_in, 0));
+				u = fmax(u, rt_unit_roundoff(in->opts.mma_in, 0));
 			if (in->kind != PI_KERNEL || in->op != RT_OP_Quantize)
 				continue;
 			DType to = rt_dtype_lookup(rt_attr_str(&in->attrs, "to", ""));
 			if (to != DT_INVALID)
-				u = fmax(u, unit_roundoff(to, rt_attr_find(&in->attrs, "group") != NULL));
+				u = fmax(u, rt_unit_roundoff(to, rt_attr_find(&in->attrs, "group") != NULL));
 		}
 	return u;
 }

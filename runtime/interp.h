@@ -128,6 +128,11 @@ typedef struct RtCheck {
 /* The relative tolerance for a computation whose narrowest float format is dt (docs/plan-format.md
  * §Tolerances). */
 double rt_tolerance(DType dt);
+/* Unit roundoff u of format d (docs/plan-format.md §Tolerances): 2^-(m+1) for a float format with
+ * m explicit significand bits (block types by their element format), 1/(2 qmax) for an integer
+ * format scaled per group when `scaled`, 0 for exact integers.  `run --check` and `onnx-test`
+ * tolerate 8 u of the coarsest format a plan computes in. */
+double rt_unit_roundoff(DType d, int scaled);
 /* Compares `got` against `ref` (same element count): max abs/rel error and whether every element
  * satisfies |g - r| <= tol * (|r| + max|ref|)... see docs. */
 void rt_compare(const RtTensor *got, const RtTensor *ref, double tol, RtCheckOut *o);

@@ -142,6 +142,14 @@ int tgt_add_io(Plan *p, const Flat *f, const Graph *g, const int *buf, RtError *
  * (its first output's buffer).  0, or -1 with e set when the node has too many operands. */
 int tgt_kernel_instr(PlanInstr *pi, const Plan *p, const Flat *f, int node, const int *buf,
 		     int ins[TGT_MAX_OPERANDS], int outs[TGT_MAX_OPERANDS], RtError *e);
+/* Per flat value of f, 1 when a precision policy must hold it in the model's own dtype: operands
+ * of explicit conversions and the float inputs of discrete (integer or bool) results, with the
+ * vector chains computing them (targets/exact.c).  A calloc'd array of f->nvals, or NULL when out
+ * of memory. */
+unsigned char *tgt_exact_values(const Flat *f);
+/* Whether op is an explicit conversion of the model (Cast, CastLike, QuantizeLinear,
+ * DequantizeLinear, DynamicQuantizeLinear): its operands and results keep their dtypes. */
+int tgt_explicit_conversion(Op op);
 /* First and last flat node of every fusion group (attribute fusion_group, per call instance);
  * -1 for nodes outside a group.  gfirst and glast hold f->nnodes entries. */
 void tgt_fusion_groups(const Flat *f, int *gfirst, int *glast);

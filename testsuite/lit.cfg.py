@@ -23,6 +23,13 @@ ocr_model = os.path.join(root, '.cache', 'models', 'ocr-models-1.4.2', 'package'
                          'ch_PP-OCRv4_rec_infer.onnx')   # where tools/fetch-models.sh puts it
 if os.path.exists(ocr_model):
     config.available_features.add('ocr-model')
+# A sanitizer build (make check's build-san) runs several times slower: long suites that support it
+# run a representative subset there (testsuite/conformance/targets.sh).
+aicc_bin = os.path.join(build, 'aicc')
+if os.path.exists(aicc_bin):
+    with open(aicc_bin, 'rb') as f:
+        if b'__asan_init' in f.read():
+            config.environment['AICC_CONFORMANCE_SUBSET'] = '1'
 config.environment['PATH'] = '/usr/lib/llvm-14/bin:' + os.environ.get('PATH', '')
 for var in ('ASAN_OPTIONS', 'UBSAN_OPTIONS', 'LSAN_OPTIONS', 'HOME', 'OPENBLAS_CORETYPE', 'OPENBLAS_L2_SIZE',
             'OPENBLAS_NUM_THREADS'):

@@ -1,20 +1,31 @@
-/* tools/cmd_onnx_test.c: `aicc onnx-test [--target T] [--output-dir DIR] TESTDIR...`, the ONNX
- * backend-test conformance runner, through the real pipeline (design.md §8).
+/* tools/cmd_onnx_test.c: `aicc onnx-test [--target T] [--precision P] [--output-dir DIR] TESTDIR...`,
+ * the ONNX backend-test conformance runner, through the real pipeline (design.md §8).
  *
  * Each TESTDIR holds model.onnx and test_data_set_K/{input,output}_N.pb (serialized
  * TensorProtos).  For every data set the runner imports the model, gives each graph input the
  * shape of its data (binding symbolic dims, as --shape does; inputs match by tensor name, else by
- * position), verifies, infers shapes, lowers the graph with --target (default reference) into a
- * plan and runs that plan in the interpreter (rt_run) with the inputs bound, then compares every
- * output with the expected one: shapes exactly, floats within rtol 1e-3 + atol 1e-5 (NaN matches
- * NaN, infinities must be equal), integers and bools exactly.  aicc compiles static shapes, so
- * an input whose *value* determines a shape (a Reshape shape, Slice starts, TopK k, ...) must be
- * known at compile time: when shape inference fails needing such values, the graph inputs they
- * come from (drv_value_inputs) become constants holding the data set's tensors, exactly as
- * `aicc compile --const NAME=FILE` does, and the data set is compiled again.  Prints
- * "PASS name" or "FAIL name: reason" per test and a closing "N passed, N failed"; exits 0 only if
- * every test passed.  --output-dir writes each output of the first data set as DIR/<test>.<N>.npy,
- * for checkers such as tools/ctc-decode.py.
+ * position), verifies, infers shapes, lowers the graph with --target (default reference) and
+ * --precision (default: the target's) into a plan and runs that plan in the interpreter (rt_run)
+ * with the inputs bound, then compares every output with the expected one: shapes exactly,
+ * integers and bools exactly, floats elementwise within
+ *     |got - want| <= atol + rtol |want| + 8 u max|want|
+ * where atol 1e-5 and rtol 1e-3 are the suite's own tolerance (the expected values come from
+ * numpy in float64) and 8 u max|want| is `run --check`'s normwise tolerance (docs/plan-format.md
+ * §Tolerances) for the formats this plan introduced: u is the unit roundoff of the coarsest
+ * format the plan holds a value in, or feeds a matrix unit with, that is coarser than the format
+ * the reference target's plan of the same graph holds it in (bf16 for an f32 model on the GPU
+ * and TPU targets; 0 on the reference target, and for formats the model itself names, such as an
+ * explicit Cast to f16: those must match as the reference does).  An output that an explicit
+ * conversion (Cast, CastLike, QuantizeLinear, DequantizeLinear) computes from the data set's
+ * inputs and constants alone has one right answer and must match bit for bit on every target.
+ * NaN matches NaN, infinities must be equal.  A FAIL line names the element and the tolerance it was held to.  aicc compiles
+ * static shapes, so an input whose *value* determines a shape (a Reshape shape, Slice starts,
+ * TopK k, ...) must be known at compile time: when shape inference fails needing such values,
+ * the graph inputs they come from (drv_value_inputs) become constants holding the data set's
+ * tensors, exactly as `aicc compile --const NAME=FILE` does, and the data set is compiled again.
+ * Prints "PASS name" or "FAIL name: reason" per test and a closing "N passed, N failed"; exits 0
+ * only if every test passed.  --output-dir writes each output of the first data set as
+ * DIR/<test>.<N>.npy, for checkers such as tools/ctc-decode.py.
  */
 #include <dirent.h>
 #include <math.h>
@@ -32,7 +43,7 @@
 #define ATOL 1e-5
 
 typedef struct TestOpts {
-	const char *target, *outdir;
+	const char *target, *precision, *outdir;
 	int verbose;
 } TestOpts;
 
@@ -78,8 +89,26 @@ static int read_pbs(const char *dir, const char *prefix, Named **out, char *why,
 	return n;
 }
 
-/* Compares got with want; -1 with the first difference described in why. */
-static int compare(const char *name, const RtTensor *got, const RtTensor *want, char *why, size_t nwhy)
+/* The tolerance of one comparison: the suite's elementwise part and the plan's formats. */
+typedef struct Tol {
+	double u;            /* unit roundoff of the coarsest format the plan introduced; 0: none */
+	DType fmt;           /* that format */
+	int exact;           /* the output is an explicit conversion of exact data: bit for bit */
+} Tol;
+
+/* "tolerance 1e-05 + 0.001|want| + 8u max|want| = 0.0313 (u = 2^-8: bf16 for f32 values)" */
+static void tol_str(const Tol *t, double bound, char *buf, size_t n)
+{
+	if (t->u > 0)
+		snprintf(buf, n, "tolerance %g + %g|want| + 8u*max|want| = %.3g (u = %.3g: the plan holds values in %s, "
+			 "coarser than the reference)", ATOL, RTOL, bound, t->u, rt_dtype_name(t->fmt));
+	else
+		snprintf(buf, n, "tolerance %g + %g|want| = %.3g (the plan keeps the reference's formats)", ATOL, RTOL, bound);
+}
+
+/* Compares got with want; -1 with the first difference and its tolerance described in why. */
+static int compare(const char *name, const RtTensor *got, const RtTensor *want, const Tol *tol, char *why,
+		   size_t nwhy)
 {
 	int same = got->rank == want->rank;
 	for (int i = 0; same && i < got->rank; i++)
@@ -99,22 +128,111 @@ static int compare(const char *name, const RtTensor *got, const RtTensor *want, 
 			 rt_dtype_name(got->dtype), rt_dtype_name(want->dtype));
 		return -1;
 	}
+	double amax = 0;
+	for (int64_t i = 0; isf && i < want->n; i++)
+		if (isfinite(rt_get(want, i)))
+			amax = fmax(amax, fabs(rt_get(want, i)));
 	for (int64_t i = 0; i < want->n; i++) {
 		if (isf) {
-			double x = rt_get(got, i), y = rt_get(want, i);
-			if (isnan(y) ? isnan(x) : (isinf(y) ? x == y : fabs(x - y) <= ATOL + RTOL * fabs(y)))
+			double x = rt_get(got, i), y = rt_get(want, i), bound = ATOL + RTOL * fabs(y) + 8 * tol->u * amax;
+			if (tol->exact)
+				bound = 0;
+			if (isnan(y) ? isnan(x) : (isinf(y) ? x == y : fabs(x - y) <= bound))
 				continue;
-			snprintf(why, nwhy, "output '%s'[%lld] = %.9g, expected %.9g", name, (long long)i, x, y);
+			char t[256];
+			if (tol->exact)
+				snprintf(t, sizeof t, "tolerance 0 (an explicit conversion of the model's data is exact on every target)");
+			else
+				tol_str(tol, bound, t, sizeof t);
+			snprintf(why, nwhy, "output '%s'[%lld] = %.9g, expected %.9g, |diff| %.3g > %s", name, (long long)i, x, y,
+				 fabs(x - y), t);
 		} else {
 			int64_t x = rt_geti(got, i), y = rt_geti(want, i);
 			if (x == y)
 				continue;
-			snprintf(why, nwhy, "output '%s'[%lld] = %lld, expected %lld", name, (long long)i,
-				 (long long)x, (long long)y);
+			snprintf(why, nwhy, "output '%s'[%lld] = %lld, expected %lld (%s: exact)", name, (long long)i,
+				 (long long)x, (long long)y, rt_dtype_name(want->dtype));
 		}
 		return -1;
 	}
 	return 0;
+}
+
+/* Whether plan buffer b is a plan input or a constant: data given exactly. */
+static int given_data(const Plan *p, int b)
+{
+	for (int i = 0; i < p->ninputs; i++)
+		if (p->inputs[i].buffer == b)
+			return 1;
+	for (int i = 0; i < p->nconsts; i++)
+		if (p->consts[i].buffer == b)
+			return 1;
+	return 0;
+}
+
+/* Whether output buffer b of p is computed by an explicit conversion (Cast, CastLike,
+ * QuantizeLinear, DequantizeLinear) of given data only: then it has one right answer. */
+static int exact_output(const Plan *p, int b)
+{
+	for (int s = 0; s < p->nstreams; s++)
+		for (int i = 0; i < p->streams[s].nins; i++) {
+			const PlanInstr *in = &p->streams[s].ins[i];
+			if (in->kind != PI_KERNEL || in->nout < 1 || in->out[0] != b)
+				continue;
+			if (in->op != RT_OP_Cast && in->op != RT_OP_CastLike && in->op != RT_OP_QuantizeLinear &&
+			    in->op != RT_OP_DequantizeLinear)
+				return 0;
+			for (int k = 0; k < in->nin; k++)
+				if (in->in[k] >= 0 && !given_data(p, in->in[k]))
+					return 0;
+			return 1;
+		}
+	return 0;
+}
+
+/* The reference plan's buffer holding what buffer b of p holds (same name), or -1. */
+static int ref_buffer(const Plan *ref, const Plan *p, int b)
+{
+	return ref ? plan_find_buffer(ref, p->buffers[b].name) : -1;
+}
+
+/* Adds format d (scaled: an integer grid with a scale per group) to t when it is coarser than
+ * `base`, the format the reference holds the same value in (DT_INVALID: no such value). */
+static void introduce(Tol *t, DType d, int scaled, DType base)
+{
+	double u = rt_unit_roundoff(d, scaled);
+	if ((base == DT_INVALID || u > rt_unit_roundoff(base, 0)) && u > t->u)
+		t->u = u, t->fmt = d;
+}
+
+/* The formats plan p introduced against ref, the reference target's plan of the same graph: float
+ * buffers coarser than the reference's buffer of the same value (or with no such buffer), MMA
+ * operand formats coarser than the reference's first operand, and the grids of Quantize kernels
+ * (the quantization pass's; a model's own QuantizeLinear writes integer buffers both plans have). */
+static Tol plan_tolerance(const Plan *p, const Plan *ref)
+{
+	Tol t = { 0, DT_INVALID, 0 };
+	if (!ref || p == ref)
+		return t;
+	for (int b = 0; b < p->nbuffers; b++) {
+		int r = ref_buffer(ref, p, b);
+		if (rt_dtype_isfloat(p->buffers[b].dtype))
+			introduce(&t, p->buffers[b].dtype, 0, r >= 0 ? ref->buffers[r].dtype : DT_INVALID);
+	}
+	for (int s = 0; s < p->nstreams; s++)
+		for (int i = 0; i < p->streams[s].nins; i++) {
+			const PlanInstr *in = &p->streams[s].ins[i];
+			if (in->kind != PI_KERNEL)
+				continue;
+			if (in->opts.mma_in != DT_INVALID && in->nin > 0 && in->in[0] >= 0) {
+				int r = ref_buffer(ref, p, in->in[0]);
+				introduce(&t, in->opts.mma_in, 0, r >= 0 ? ref->buffers[r].dtype : DT_INVALID);
+			}
+			DType to = in->op == RT_OP_Quantize ? rt_dtype_lookup(rt_attr_str(&in->attrs, "to", "")) : DT_INVALID;
+			if (to != DT_INVALID)
+				introduce(&t, to, rt_attr_find(&in->attrs, "group") != NULL, DT_INVALID);
+		}
+	return t;
 }
 
 static int by_name(const void *a, const void *b)
@@ -165,6 +283,7 @@ typedef struct Case {
 	Module *m;
 	Plan *p;
 	Value **bound;       /* bound[i]: the graph input data set input i feeds */
+	Tol tol;             /* what the plan's formats add to the suite's tolerance */
 	char *why; size_t nwhy;
 } Case;
 
@@ -236,11 +355,22 @@ static int build_case(Case *c)
 		char binds[4096], path[4096];
 		snprintf(path, sizeof path, "%s/model.onnx", c->dir);
 		drv_bound_symbols(c->m, binds, sizeof binds);
-		BuildOpts b = { path, *binds ? binds : NULL, c->o->target, NULL, NULL, 0, NULL, NULL };
+		BuildOpts b = { path, *binds ? binds : NULL, c->o->target, NULL, NULL, 0, c->o->precision, NULL };
 		RtError e = { 0 };
 		if (!(c->p = drv_lower(c->m, &b, &e))) {
 			snprintf(c->why, c->nwhy, "%s", e.msg);
 			ok = 0;
+		} else if (strcmp(c->o->target, "reference") != 0) {
+			/* the formats the target introduced, against the reference target's plan */
+			BuildOpts rb = b;
+			rb.target = "reference", rb.precision = NULL;
+			Plan *ref = drv_lower(c->m, &rb, &e);
+			if (!ref) {
+				snprintf(c->why, c->nwhy, "the reference plan: %s", e.msg);
+				ok = 0;
+			}
+			c->tol = plan_tolerance(c->p, ref);
+			plan_free(ref);
 		}
 	}
 	diag_set_output(NULL);
@@ -318,8 +448,11 @@ static int run_dataset(const TestOpts *o, const char *test, const char *dir, con
 	if (first && o->outdir)
 		save_outputs(o, test, c.p, &r);
 	rc = 0;
-	for (int i = 0; i < c.nwant && rc == 0; i++)
-		rc = compare(c.p->outputs[i].name, &r.outputs[i], &c.want[i].t, why, nwhy);
+	for (int i = 0; i < c.nwant && rc == 0; i++) {
+		Tol t = c.tol;
+		t.exact = exact_output(c.p, c.p->outputs[i].buffer);
+		rc = compare(c.p->outputs[i].name, &r.outputs[i], &c.want[i].t, &t, why, nwhy);
+	}
 out:
 	if (ran)
 		rt_run_free(c.p, &r);
@@ -367,20 +500,24 @@ static int run_test(const TestOpts *o, const char *dir)
 
 int cmd_onnx_test(int argc, char **argv)
 {
-	TestOpts o = { "reference", NULL, 0 };
+	TestOpts o = { "reference", NULL, NULL, 0 };
 	int passed = 0, failed = 0, ntests = 0;
 	for (int i = 1; i < argc; i++) {
 		int r;
 		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-			printf("usage: aicc onnx-test [--target T] [--output-dir DIR] TESTDIR...\n"
+			printf("usage: aicc onnx-test [--target T] [--precision P] [--output-dir DIR] TESTDIR...\n"
 			       "  runs ONNX backend test folders (model.onnx, test_data_set_*/): each data set\n"
-			       "  is compiled for --target (default reference) and its plan run in the\n"
-			       "  interpreter; inputs whose values determine shapes become constants (as\n"
-			       "  compile --const does).  Ends with 'N passed, N failed'; floats: rtol 1e-3,\n"
-			       "  atol 1e-5; --output-dir DIR writes DIR/<test>.<N>.npy\n");
+			       "  is compiled for --target (default reference) at --precision (default: the\n"
+			       "  target's) and its plan run in the interpreter; inputs whose values determine\n"
+			       "  shapes become constants (as compile --const does).  Floats must agree within\n"
+			       "  1e-5 + 1e-3|want| + 8u*max|want|, u the unit roundoff of the coarsest format\n"
+			       "  the plan introduced over the reference target's plan (0 there); integers\n"
+			       "  exactly.  Ends with 'N passed, N failed'; --output-dir DIR writes\n"
+			       "  DIR/<test>.<N>.npy\n");
 			return EXIT_OK;
 		}
 		if ((r = opt_value(argc, argv, &i, "--target", &o.target)) ||
+		    (r = opt_value(argc, argv, &i, "--precision", &o.precision)) ||
 		    (r = opt_value(argc, argv, &i, "--output-dir", &o.outdir))) {
 			if (r < 0)
 				return EXIT_USER;
@@ -398,7 +535,8 @@ int cmd_onnx_test(int argc, char **argv)
 	}
 	drv_register_runtime_hooks();
 	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--target") == 0 || strcmp(argv[i], "--output-dir") == 0) {
+		if (strcmp(argv[i], "--target") == 0 || strcmp(argv[i], "--precision") == 0 ||
+		    strcmp(argv[i], "--output-dir") == 0) {
 			i++;
 			continue;
 		}

@@ -32,6 +32,7 @@ typedef struct GpuLw {
 	Flat f;
 	int *buf, *gfirst, *glast;   /* flat value -> buffer; flat node -> first/last node of its group */
 	unsigned char *gate;         /* flat value -> 1: MoE router logits, held in f32 */
+	unsigned char *exact;        /* flat value -> 1: held in its model dtype (tgt_exact_values) */
 	RtError *e;
 	TgtDevs devs;        /* GPUs used, their HBM heaps and streams (targets/devices.c) */
 } GpuLw;
@@ -112,7 +113,7 @@ static int parse_policy(GpuLw *w, const char *spec)
 /* ---- buffers (first fit, as the reference target) ---- */
 static DType gpu_dtype(const GpuLw *w, const FlatVal *v)
 {
-	if (!rt_dtype_isfloat(v->dt))
+	if (!rt_dtype_isfloat(v->dt) || (w->exact && w->exact[v - w->f.vals]))
 		return v->dt;
 	if (v->def >= 0) {
 		const Node *n = w->f.nodes[v->def].n;
@@ -130,7 +131,11 @@ static DType gpu_dtype(const GpuLw *w, const FlatVal *v)
 	 * top-k in f32) */
 	if (w->gate && w->gate[v - w->f.vals])
 		return DT_F32;
-	return v->dt == DT_F64 ? DT_F32 : DT_BF16;
+	/* f64 stays f64 where the GPU has FP64 units (H100, B200: the machine's formats); bf16 would
+	 * overflow at 3.4e38 as f32 would */
+	if (v->dt == DT_F64)
+		return dev_supports(w->a.dev, DT_F64) ? DT_F64 : DT_F32;
+	return DT_BF16;
 }
 
 static DType gpu_dtype_of(const void *w, const FlatVal *v) { return gpu_dtype(w, v); }
@@ -449,7 +454,7 @@ static int add_kernel(GpuLw *w, int i)
 
 static int lower_body(GpuLw *w)
 {
-	if (!(w->gate = calloc((size_t)w->f.nvals + 1, 1)))
+	if (!(w->gate = calloc((size_t)w->f.nvals + 1, 1)) || !(w->exact = tgt_exact_values(&w->f)))
 		return rt_errorf(w->e, RT_ENOMEM, "out of memory lowering the graph");
 	for (int i = 0; i < w->f.nnodes; i++)
 		if (w->f.nodes[i].n->op == OP_TopKRouter && w->f.nodes[i].nin >= 1 && w->f.nodes[i].in[0] >= 0)
@@ -509,7 +514,7 @@ Plan *gpu_lower(const TgtInput *in, const GpuHooks *h, RtError *e)
 		rc = rt_errorf(e, RT_EINTERNAL, "aicc: internal error: the %s plan fails verification: %s", h->target, msg);
 	}
 	tgt_flat_free(&w.f);
-	free(w.buf), free(w.gfirst), free(w.glast), free(w.gate);
+	free(w.buf), free(w.gfirst), free(w.glast), free(w.gate), free(w.exact);
 	tgt_devs_free(&w.devs);
 	if (rc < 0) {
 		plan_free(w.p);

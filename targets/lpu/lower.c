@@ -42,6 +42,7 @@ typedef struct Lw {
 	int64_t *start, *end;    /* per LpuVal: cycles of its live range (-1 / INT64_MAX: whole run) */
 	int64_t *sram;           /* per chip: SRAM bytes at storage width */
 	int64_t (*size)(const struct Lw *, int);
+	unsigned char *exact;    /* per flat value: 1 when held in its model dtype (tgt_exact_values) */
 	RtError *e;
 } Lw;
 
@@ -61,8 +62,9 @@ static int is_param(const Flat *f, int v) { return f->vals[v].def < 0 && f->vals
 static DType plan_dtype(const Lw *w, int flat)
 {
 	const FlatVal *v = &w->f.vals[flat];
-	if (!rt_dtype_isfloat(v->dt))
-		return v->dt;
+	if (!rt_dtype_isfloat(v->dt) || (w->exact && w->exact[flat]) ||
+	    (v->def >= 0 && tgt_explicit_conversion(w->f.nodes[v->def].n->op)))
+		return v->dt;      /* the model's own conversions and what they read (targets/exact.c) */
 	if (is_param(&w->f, flat) && !v->v->init)
 		return DT_F32;
 	return lpu_weight_like(&w->f, flat) ? w->a.mma : DT_F32;
@@ -562,9 +564,10 @@ static int lower(Lw *w)
 	w->unit0 = malloc(sizeof(int) * nc);
 	w->sram = malloc(sizeof(int64_t) * nc);
 	w->plink = malloc(sizeof(int) * ((size_t)w->pg.nlinks + 1));
+	w->exact = tgt_exact_values(&w->f);
 	int64_t *off = malloc(sizeof(int64_t) * n), *top = malloc(sizeof(int64_t) * nc);
 	int rc = w->buf && w->ev && w->start && w->end && w->space && w->stream && w->unit0 && w->sram && w->plink &&
-		 off && top ? 0 : rt_errorf(w->e, RT_ENOMEM, "out of memory lowering the graph");
+		 w->exact && off && top ? 0 : rt_errorf(w->e, RT_ENOMEM, "out of memory lowering the graph");
 	if (rc == 0) {
 		live_ranges(w);
 		rc = capacity(w, off);
@@ -614,7 +617,7 @@ Plan *lpu_lower(const TgtInput *in, RtError *e)
 	tgt_flat_free(&w.f);
 	lpu_prog_free(&w.pg);
 	free(w.buf), free(w.ev), free(w.start), free(w.end);
-	free(w.space), free(w.stream), free(w.unit0), free(w.sram), free(w.plink);
+	free(w.space), free(w.stream), free(w.unit0), free(w.sram), free(w.plink), free(w.exact);
 	if (rc < 0) {
 		plan_free(w.p);
 		return NULL;

@@ -45,6 +45,7 @@ typedef struct TpuLw {
 	Flat f;
 	int *buf, *gfirst, *glast;
 	int *sc_unit;        /* per device instance: its SparseCore unit, or -1 */
+	unsigned char *exact;        /* flat value -> 1: held in its model dtype (tgt_exact_values) */
 	RtError *e;
 	TgtDevs d;           /* device instances, their spaces, streams and heaps (targets/devices.c) */
 	TpuIci ici;          /* the slice's interconnect (targets/tpu/ici.c) */
@@ -110,7 +111,7 @@ static DType mma_codec(DType dt)
 /* ---- buffers (first fit, as the reference target) ---- */
 static DType tpu_dtype(const TpuLw *w, const FlatVal *v)
 {
-	if (!rt_dtype_isfloat(v->dt))
+	if (!rt_dtype_isfloat(v->dt) || (w->exact && w->exact[v - w->f.vals]))
 		return v->dt;
 	if (v->def >= 0) {
 		const Node *n = w->f.nodes[v->def].n;
@@ -630,7 +631,8 @@ static int lower_setup(TpuLw *w)
 	w->glast = malloc(sizeof(int) * nn);
 	w->kv_tok = calloc(nn, sizeof(int64_t));
 	w->sc_unit = malloc(sizeof(int) * ((size_t)w->d.n + 1));
-	if (!w->buf || !w->gfirst || !w->glast || !w->kv_tok || !w->sc_unit)
+	w->exact = tgt_exact_values(&w->f);
+	if (!w->buf || !w->gfirst || !w->glast || !w->kv_tok || !w->sc_unit || !w->exact)
 		return rt_errorf(w->e, RT_ENOMEM, "out of memory lowering the graph");
 	for (int k = 0; k < w->d.n; k++) {
 		w->sc_unit[k] = -1;
@@ -659,7 +661,7 @@ Plan *tpu_lower(const TgtInput *in, RtError *e)
 		rc = rt_errorf(e, RT_EINTERNAL, "aicc: internal error: the tpu plan fails verification: %s", msg);
 	}
 	tgt_flat_free(&w.f);
-	free(w.buf), free(w.gfirst), free(w.glast), free(w.kv_tok), free(w.sc_unit);
+	free(w.buf), free(w.gfirst), free(w.glast), free(w.kv_tok), free(w.sc_unit), free(w.exact);
 	tgt_devs_free(&w.d);
 	if (rc < 0) {
 		plan_free(w.p);
