@@ -148,8 +148,8 @@ int gpu_gemm_eval(const GpuArch *a, const GemmShape *s, GemmTile *t)
 	/* DeepSeek-style FP8 scales: f32 per 1x128 activation block and 128x128 weight block
 	 * (hardware.md §3.3); they ride with the operands. */
 	double sa = sb, sbw = sb;
-	if (s->scale == SCALE_1X128 || s->scale == SCALE_128X128)
-		sa += 4.0 / 128, sbw += s->scale == SCALE_128X128 ? 4.0 / (128 * 128) : 4.0 / 128;
+	if (s->scale == PREC_SCALE_1X128 || s->scale == PREC_SCALE_128X128)
+		sa += 4.0 / 128, sbw += s->scale == PREC_SCALE_128X128 ? 4.0 / (128 * 128) : 4.0 / 128;
 	int64_t ksteps = cdiv(s->K, t->bk);
 	/* SMEM: the stages, the epilogue's staging tile, the barriers (hardware.md §3.1). */
 	double stage = (bm * sa + bn_load * sbw) * t->bk, epi = bm * t->bn * s->out_bytes;
