@@ -13,6 +13,7 @@
 #include "runtime/interp.h"
 #include "runtime/plan.h"
 #include "targets/machine.h"
+#include "targets/precision.h"
 
 /* ---- machines ---- */
 /* A machine description (targets/machine.h) and the plan entities that describe it: one device
@@ -85,23 +86,26 @@ void tgt_ann_put(TgtAnn *t, const char *key, const char *fmt, ...) __attribute__
 typedef struct TgtInput {
 	Module *m;
 	Graph *g;            /* entry graph, shapes inferred */
-	const TgtMachine *machine;
-	const char *precision;   /* "f32" (default) or "f64" for the reference target */
+	const TgtMachine *machine;   /* loaded once per compile (tgt_machine_load) */
+	const Precision *prec;       /* parsed once per compile against this target and machine */
 	const char *model;       /* source path and binds, recorded in the plan for --check */
 	const char *binds;
 } TgtInput;
 
+/* A target: data, and the hooks that differ.  Each target defines its value, tgt_<name>, in
+ * targets/<name>/target.c; targets/targets.def lists them. */
 typedef struct Target {
-	const char *name, *default_machine, *help;
+	const char *name, *help;
+	const char *default_machine;     /* machine description used without --machine */
+	int kind;                        /* DevKind it lowers to; -1: the machine's first accelerator */
+	const char *pipeline;            /* its -O1 pass pipeline */
+	/* --precision: the words and +options it takes (targets/precision.h), the word used
+	 * without --precision, and whether a format also needs a matrix peak on the device */
+	const char *formats, *default_precision;
+	int matrix_peak;
 	Plan *(*lower)(const TgtInput *in, RtError *e);
-	RtCostFn cost;
+	RtCostFn cost;                   /* the timing engine's per-instruction hook */
 } Target;
-
-#define TARGET(name, machine, lower, cost, help) \
-	Plan *lower(const TgtInput *in, RtError *e); \
-	double cost(const Plan *p, int stream, const PlanInstr *in);
-#include "targets/targets.def"
-#undef TARGET
 
 /* Adds the plan constant for flat parameter fv held in plan buffer `buffer` (targets/const.c):
  * its initialiser, weight file (resolved against the model directory `dir`) or data.  Returns 0,
@@ -230,7 +234,7 @@ int tgt_devs_handles(const TgtDevs *d, const Flat *f, int node);
  * sharded, 0 when not, -1 with e set.  tgt_add_io calls it. */
 int tgt_devs_io_shards(Plan *p, const Flat *f, int v, int output, const char *name, const int *buf, RtError *e);
 
-extern const Target tgt_targets[];
+extern const Target *const tgt_targets[];
 extern const int tgt_ntargets;
 const Target *tgt_find(const char *name);      /* NULL if unknown */
 /* Registers every target's cost hook with the runtime (the driver calls this once). */

@@ -42,17 +42,6 @@ int gpu_arch(const Device *d, GpuArch *a, RtError *e);
  * rate; docs/machines.md names the row), else `gemm`. */
 double gpu_eff_gemm(const GpuArch *a, DType dt);
 
-/* The precision policy: --precision FORMAT[+option...] (docs/targets-gpu.md). */
-typedef enum GpuScale { SCALE_NONE, SCALE_TENSOR, SCALE_1X128, SCALE_128X128 } GpuScale;
-typedef struct GpuPolicy {
-	DType mma;          /* MMA operand format of matrix products */
-	int promote;        /* Hopper FP8: promotion interval in K elements (0: none) */
-	GpuScale scale;     /* FP8 scaling granularity of the weights (activations 1x128 when block);
-			       interpreted by runtime/kernels/matmul.c through RtExecOpts.fp8_scale */
-	int graph;          /* kernels launched from a CUDA graph */
-	int nosplitk;       /* +nosplitk: GEMM tiles never split K (DeepGEMM's normal GEMMs) */
-} GpuPolicy;
-
 /* ---- one kernel's cost, as recorded ---- */
 typedef struct GpuCost {
 	double mma, smem, hbm, sfu, fma;  /* seconds each resource is busy (already x waves) */
@@ -76,7 +65,7 @@ typedef struct GemmShape {
 					     a 2-D weight times [B, S, K] rows is one GEMM, M = B*S */
 	DType in;                         /* operand format (mma_in) */
 	double out_bytes;                 /* bytes per output element */
-	GpuScale scale;
+	PrecScale scale;
 	int promote;
 	double b_bytes;                   /* HBM bytes per element of B when stored narrower than
 					     `in` (weights quantized at load, w4a16); 0: as `in` */
@@ -140,7 +129,6 @@ typedef struct GpuHooks {
 	int (*gemm)(const GpuArch *a, const GemmShape *s, GemmTile *t, char *why, size_t nwhy);
 	/* Tiling of a prefill attention: fills t. */
 	void (*attn)(const GpuArch *a, const AttnShape *s, AttnTile *t);
-	int hopper_fp8;                   /* fp8 GEMMs promote (sm_90) */
 	/* Composite machines: a node placed on a device that is not a GPU (vera-rubin's LPU pool)
 	 * gets its unit, tiling (pi->tile may point into ctx until the next call) and cost from this
 	 * hook; NULL: such a placement is an error. */

@@ -164,8 +164,8 @@ int gpu_gemm_eval(const GpuArch *a, const GemmShape *s, GemmTile *t)
 	/* DeepSeek-style FP8 scales: f32 per 1x128 activation block and 128x128 weight block
 	 * (hardware.md §3.3); they ride with the operands. */
 	double sa = sb, sbw = sb;
-	if (s->scale == SCALE_1X128 || s->scale == SCALE_128X128)
-		sa += 4.0 / 128, sbw += s->scale == SCALE_128X128 ? 4.0 / (128 * 128) : 4.0 / 128;
+	if (s->scale == PREC_SCALE_1X128 || s->scale == PREC_SCALE_128X128)
+		sa += 4.0 / 128, sbw += s->scale == PREC_SCALE_128X128 ? 4.0 / (128 * 128) : 4.0 / 128;
 	/* Split-K (CUTLASS's split-K/stream-K, cuBLAS's small-M kernels): `split` tiles share one
 	 * output tile, each over K/split in whole k-steps; none may be empty. */
 	int64_t split = t->split > 1 ? t->split : 1;
