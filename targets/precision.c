@@ -35,7 +35,7 @@ const PrecWord prec_words[] = {
 const int prec_nwords = (int)(sizeof prec_words / sizeof prec_words[0]);
 
 /* The options, in the order messages list them. */
-static const char *const options[] = { "graph", "nopromote", "tensor", "1x128", "128x128" };
+static const char *const options[] = { "graph", "nopromote", "tensor", "1x128", "128x128", "nosplitk" };
 enum { NOPTIONS = (int)(sizeof options / sizeof options[0]) };
 
 const PrecWord *prec_word(const char *name)
@@ -250,6 +250,8 @@ int prec_parse(const char *spec, const Target *t, const Machine *m, Precision *p
 			p->graph = 1;
 		else if (k == 1)
 			p->nopromote = 1;
+		else if (k == 5)
+			p->nosplitk = 1;
 		else
 			p->scale = k == 2 ? PREC_SCALE_TENSOR : k == 3 ? PREC_SCALE_1X128 : PREC_SCALE_128X128;
 	}

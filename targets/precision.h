@@ -5,7 +5,8 @@
  * weight operands (and their scale groups), the format the device must support, and the
  * matrix-unit operand format the lowering uses for matrix products.  OPTIONs modify the GPU
  * kernels (docs/targets-gpu.md): +graph (CUDA-graph launches), +nopromote (Hopper FP8: one
- * promotion at the end of K), +tensor, +1x128, +128x128 (FP8 weight scaling granularity).
+ * promotion at the end of K), +tensor, +1x128, +128x128 (FP8 weight scaling granularity),
+ * +nosplitk (GEMM tiles never split K: DeepGEMM's normal GEMMs).
  *
  * The driver parses the spec once, against the target (the words and options it accepts:
  * Target.formats) and the machine (its device of the target's kind must support the format,
@@ -49,6 +50,7 @@ typedef struct Precision {
 	/* options */
 	int graph;               /* +graph: kernels launched from a CUDA graph */
 	int nopromote;           /* +nopromote */
+	int nosplitk;            /* +nosplitk: the GEMM tile search tries no K splits */
 	PrecScale scale;         /* FP8 weight scaling: +tensor/+1x128/+128x128, else the recipe's default */
 	int promote;             /* FP8 accumulator promoted every `promote` K elements; 0 never (f32
 				    accumulation), -1 once at the end of K (+nopromote) */

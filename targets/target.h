@@ -220,8 +220,9 @@ int tgt_devs_values(TgtDevs *d, Plan *p, const Flat *f, TgtDtypeFn dtype, const 
 /* Points buf at the copies of node i's operands held on node i's instance (call before
  * tgt_kernel_instr for node i; tgt_devs_emit restores buf). */
 void tgt_devs_bufs(TgtDevs *d, const Flat *f, int node, int *buf);
-/* Emits node i (see above).  `pi` is the kernel instruction for ordinary nodes (ignored for
- * Transfer, collectives and weight-shard Splits; may be NULL for them).  Inputs are copied to
+/* Emits node i (see above).  `pi` is the kernel instruction for ordinary nodes; for a
+ * collective, when not NULL, its target attributes (tile: the target's cost of the collective)
+ * go on the collective instruction; ignored for Transfer and weight-shard Splits (may be NULL).  Inputs are copied to
  * the instances that read them before the first node is emitted.  0, or -1 with e set. */
 int tgt_devs_emit(TgtDevs *d, Plan *p, const Flat *f, int node, int *buf, PlanInstr *pi, RtError *e);
 /* 1 when flat node i is Transfer, a collective, a weight-shard Split or a sharded input or

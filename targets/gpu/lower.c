@@ -47,6 +47,8 @@ static void put_cost(Ann *t, const GpuCost *c)
 	tgt_ann_put(t, "fma_us", "%.4g", c->fma * 1e6);
 	tgt_ann_put(t, "overlap", "%.4g", c->overlap);
 	tgt_ann_put(t, "fixed_us", "%.4g", c->fixed * 1e6);
+	if (c->floor > 0)
+		tgt_ann_put(t, "floor_us", "%.4g", c->floor * 1e6);
 	tgt_ann_put(t, "time_us", "%.4g", gpu_cost_total(c) * 1e6);
 }
 
@@ -99,7 +101,6 @@ static DType node_format(const GpuLw *w, const Node *n, int matmul)
 	return matmul ? w->pol->word->mma : DT_BF16;
 }
 
-static double launch(const GpuLw *w) { return w->pol->graph ? w->a.graph_launch : w->a.launch; }
 
 static const char *scale_name(PrecScale s)
 {
@@ -207,7 +208,8 @@ static int fp8_operands(const FlatVal *A, const FlatVal *B)
 static int gemm_kernel(GpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 {
 	const FlatVal *A = &w->f.vals[fn->in[0]], *B = &w->f.vals[fn->in[1]], *Y = &w->f.vals[fn->out[0]];
-	GemmShape s = { .in = node_format(w, fn->n, 1), .out_bytes = rt_dtype_bytes(gpu_dtype(w, Y), 1) };
+	GemmShape s = { .in = node_format(w, fn->n, 1), .out_bytes = rt_dtype_bytes(gpu_dtype(w, Y), 1),
+			.nosplit = w->pol->nosplitk };
 	if (Y->rank < 1 || A->rank < 1 || B->rank < 1)
 		return 0;
 	s.N = Y->dims[Y->rank - 1];
@@ -217,6 +219,8 @@ static int gemm_kernel(GpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 	s.batch = 1;
 	for (int i = 0; i + 2 < Y->rank; i++)
 		s.batch *= Y->dims[i];
+	if (B->rank <= 2)     /* [B, S, K] x [K, N]: one GEMM over B*S rows, the weight read once */
+		s.M *= s.batch, s.batch = 1;
 	s.b_bytes = load_weight_bytes(w, fn->in[1]);
 	if (s.b_bytes >= gpu_elem_bytes(s.in))
 		s.b_bytes = 0;   /* not narrower than the MMA operand: read as the MMA format */
@@ -231,7 +235,7 @@ static int gemm_kernel(GpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 	char why[256] = "";
 	if (s.M == 0 || s.N == 0 || s.K == 0 || !w->h->gemm(&w->a, &s, &tile, why, sizeof why))
 		return 0;
-	tile.c.fixed += launch(w);
+	gpu_launch(&w->a, w->pol->graph, &tile.c);
 	pi->opts.mma_in = s.in;
 	pi->opts.fp8_scale = fp8_scale_opt(s.scale);
 	if (promote && s.in == DT_F8E4M3)   /* +nopromote: one promotion at the end of K */
@@ -249,6 +253,8 @@ static int gemm_kernel(GpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 	tgt_ann_put(t, "sched", "persistent");
 	tgt_ann_put(t, "waves", "%lld", (long long)tile.waves);
 	tgt_ann_put(t, "tiles", "%lld on %lld units", (long long)tile.tiles, (long long)tile.units);
+	if (tile.split > 1)
+		tgt_ann_put(t, "split_k", "%d", tile.split);
 	if (s.in == DT_F8E4M3) {
 		tgt_ann_put(t, "scale", "%s", scale_name(s.scale));
 		tgt_ann_put(t, "promote", "%s", pi->opts.fp8_promote_k == 128 ? "128" : w->a.dev->fp8_promote > 0 ? "none" : "exact");
@@ -270,7 +276,11 @@ static int attn_kernel(GpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 {
 	const FlatVal *Q = &w->f.vals[fn->in[0]], *K = &w->f.vals[fn->in[1]], *V = &w->f.vals[fn->in[2]];
 	const Attrs *at = &fn->n->attrs;
-	AttnShape s = { .in = node_format(w, fn->n, 0), .io_bytes = 2, .causal = (int)rt_attr_int(at, "is_causal", 0) };
+	AttnShape s = { .in = node_format(w, fn->n, 0), .io_bytes = rt_dtype_bytes(gpu_dtype(w, Q), 1),
+			.kv_bytes = rt_dtype_bytes(gpu_dtype(w, K), 1), .causal = (int)rt_attr_int(at, "is_causal", 0) };
+	/* FP8 Q and K (FA3's FP8 forward, arXiv 2407.08608 §3.3): both products at the FP8 rate */
+	if (fp8_operands(Q, K) && dev_supports(w->a.dev, DT_F8E4M3) && num_has(&w->a.dev->peak[DT_F8E4M3]))
+		s.in = DT_F8E4M3;
 	if (Q->rank == 4) {
 		s.B = Q->dims[0], s.qh = Q->dims[1], s.Sq = Q->dims[2], s.d = Q->dims[3];
 		s.kvh = K->dims[1], s.T = K->dims[2], s.dv = V->dims[3];
@@ -283,13 +293,14 @@ static int attn_kernel(GpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 	if (fn->nin > 4 && fn->in[4] >= 0) {
 		const FlatVal *pk = &w->f.vals[fn->in[4]];
 		s.P = pk->rank == 4 ? pk->dims[2] : 0;
+		s.kv_bytes = rt_dtype_bytes(gpu_dtype(w, pk), 1);   /* the cache's format (--kv-format) */
 		s.T += s.P;
 	}
 	if (s.B == 0 || s.qh == 0 || s.kvh == 0 || s.Sq == 0 || s.T == 0)
 		return 0;
 	AttnTile tile = { 0 };
 	w->h->attn(&w->a, &s, &tile);
-	tile.c.fixed += launch(w);
+	gpu_launch(&w->a, w->pol->graph, &tile.c);
 	pi->opts.mma_in = s.in;
 	if (tile.emu > 0)
 		pi->opts.exp2_poly = tile.poly;
@@ -342,7 +353,8 @@ static void mem_kernel(GpuLw *w, int i, PlanInstr *pi, Ann *t)
 		c.fma = pi->flops / 2 / (w->a.fma * w->a.sms);
 		if (ir_ops[fn->n->op].flags & F_TRANS)
 			c.sfu = out / (w->a.sfu * w->a.sms);
-		c.fixed = lead ? launch(w) : 0;
+		if (lead)
+			gpu_launch(&w->a, w->pol->graph, &c);
 		tgt_ann_put(t, "kind", "memory");
 	}
 	if (grp && !lead)
@@ -360,8 +372,20 @@ static int add_kernel(GpuLw *w, int i)
 	const FlatNode *fn = &w->f.nodes[i];
 	int ins[TGT_MAX_OPERANDS], outs[TGT_MAX_OPERANDS];
 	PlanInstr pi;
-	if (tgt_devs_handles(&w->devs, &w->f, i))     /* transfers, collectives, weight shards */
-		return tgt_devs_emit(&w->devs, w->p, &w->f, i, w->buf, NULL, w->e);
+	if (tgt_devs_handles(&w->devs, &w->f, i)) {   /* transfers, collectives, weight shards */
+		Op op = fn->n->op;
+		if (op != OP_AllReduce && op != OP_AllGather && op != OP_AllToAll)
+			return tgt_devs_emit(&w->devs, w->p, &w->f, i, w->buf, NULL, w->e);
+		Ann t = { .n = 0 };
+		PlanInstr ci;
+		plan_instr_init(&ci, PI_COLLECTIVE);
+		tgt_ann_put(&t, "kind", "collective");
+		/* the collective library's fixed cost per call (NCCL's own latency model: base
+		 * latency of the ring/LL protocol), on top of the runtime's alpha-beta ring time */
+		tgt_ann_put(&t, "base_us", "%.4g", w->a.coll_base * 1e6);
+		ci.tile = t.kv, ci.ntile = t.n;
+		return tgt_devs_emit(&w->devs, w->p, &w->f, i, w->buf, &ci, w->e);
+	}
 	tgt_devs_bufs(&w->devs, &w->f, i, w->buf);
 	if (tgt_kernel_instr(&pi, w->p, &w->f, i, w->buf, ins, outs, w->e) < 0)
 		return -1;
@@ -470,14 +494,25 @@ static double tval(const PlanInstr *in, const char *key, double dflt)
 	return dflt;
 }
 
-double gpu_cost(const Plan *p, int stream, const PlanInstr *in)
+double gpu_instr_cost(const PlanInstr *in, double pool)
 {
+	if (in->kind == PI_COLLECTIVE)
+		return fmax(0, tval(in, "base_us", 0)) * 1e-6;
 	if (in->kind != PI_KERNEL || tval(in, "fixed_us", -1) < 0)
-		return rt_cost_roofline(p, stream, in);
-	GpuCost c = { .mma = tval(in, "mma_us", 0), .smem = tval(in, "smem_us", 0), .hbm = tval(in, "hbm_us", 0),
-		      .l2 = tval(in, "l2_us", 0),
-		      .sfu = tval(in, "sfu_us", 0), .fma = tval(in, "fma_us", 0), .overlap = tval(in, "overlap", 1),
-		      .fixed = tval(in, "fixed_us", 0) };
+		return -1;
+	if (!(pool >= 1))
+		pool = 1;
+	GpuCost c = { .mma = tval(in, "mma_us", 0) / pool, .smem = tval(in, "smem_us", 0) / pool, .hbm = tval(in, "hbm_us", 0) / pool,
+		      .l2 = tval(in, "l2_us", 0) / pool, .sfu = tval(in, "sfu_us", 0) / pool, .fma = tval(in, "fma_us", 0) / pool,
+		      .overlap = tval(in, "overlap", 1), .fixed = tval(in, "fixed_us", 0), .floor = tval(in, "floor_us", 0) };
 	double t = gpu_cost_total(&c) * 1e-6;
 	return t >= 0 && isfinite(t) ? t : 0;
+}
+
+double gpu_cost(const Plan *p, int stream, const PlanInstr *in)
+{
+	double t = gpu_instr_cost(in, 1);
+	if (in->kind == PI_COLLECTIVE)   /* alpha-beta ring time plus the library's base latency */
+		return rt_cost_roofline(p, stream, in) + t;
+	return t >= 0 ? t : rt_cost_roofline(p, stream, in);
 }
