@@ -45,6 +45,9 @@
 typedef struct TestOpts {
 	const char *target, *precision, *outdir;
 	int verbose;
+	/* the target's machine and precision, and the reference target's, loaded and parsed once */
+	TgtMachine tm, ref_tm;
+	Precision prec, ref_prec;
 } TestOpts;
 
 /* A named tensor read from a .pb file. */
@@ -355,7 +358,8 @@ static int build_case(Case *c)
 		char binds[4096], path[4096];
 		snprintf(path, sizeof path, "%s/model.onnx", c->dir);
 		drv_bound_symbols(c->m, binds, sizeof binds);
-		BuildOpts b = { path, *binds ? binds : NULL, c->o->target, NULL, NULL, 0, c->o->precision, NULL };
+		BuildOpts b = { path, *binds ? binds : NULL, c->o->target, NULL, NULL, 0, c->o->precision, NULL, &c->o->tm,
+				&c->o->prec };
 		RtError e = { 0 };
 		if (!(c->p = drv_lower(c->m, &b, &e))) {
 			snprintf(c->why, c->nwhy, "%s", e.msg);
@@ -363,7 +367,7 @@ static int build_case(Case *c)
 		} else if (strcmp(c->o->target, "reference") != 0) {
 			/* the formats the target introduced, against the reference target's plan */
 			BuildOpts rb = b;
-			rb.target = "reference", rb.precision = NULL;
+			rb.target = "reference", rb.precision = NULL, rb.loaded = &c->o->ref_tm, rb.prec = &c->o->ref_prec;
 			Plan *ref = drv_lower(c->m, &rb, &e);
 			if (!ref) {
 				snprintf(c->why, c->nwhy, "the reference plan: %s", e.msg);
@@ -500,7 +504,7 @@ static int run_test(const TestOpts *o, const char *dir)
 
 int cmd_onnx_test(int argc, char **argv)
 {
-	TestOpts o = { "reference", NULL, NULL, 0 };
+	TestOpts o = { .target = "reference" };
 	int passed = 0, failed = 0, ntests = 0;
 	for (int i = 1; i < argc; i++) {
 		int r;
@@ -533,6 +537,18 @@ int cmd_onnx_test(int argc, char **argv)
 		drv_error("no test folders given (see aicc onnx-test --help)");
 		return EXIT_USER;
 	}
+	const Target *t = tgt_find(o.target), *rt = tgt_find("reference");
+	RtError e = { 0 };
+	if (!t) {
+		drv_error("unknown target '%s' (see aicc targets)", o.target);
+		return EXIT_USER;
+	}
+	if (drv_open_machine(t, NULL, NULL, 0, o.precision, &o.tm, &o.prec, &e) < 0)
+		return drv_report(e.msg), EXIT_USER;
+	if (drv_open_machine(rt, NULL, NULL, 0, NULL, &o.ref_tm, &o.ref_prec, &e) < 0) {
+		tgt_machine_free(&o.tm);
+		return drv_report(e.msg), EXIT_USER;
+	}
 	drv_register_runtime_hooks();
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--target") == 0 || strcmp(argv[i], "--precision") == 0 ||
@@ -547,6 +563,8 @@ int cmd_onnx_test(int argc, char **argv)
 		else
 			failed++;
 	}
+	tgt_machine_free(&o.tm);
+	tgt_machine_free(&o.ref_tm);
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed ? EXIT_USER : EXIT_OK;
 }
