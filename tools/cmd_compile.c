@@ -30,7 +30,7 @@ typedef struct CompileOpts {
 	int parse_only;              /* --parse-only: structure checks, no shape inference */
 	PassOpts passes;             /* --passes, -O, --remarks, ... (tools/pass_opts.c) */
 	const char *init_unbound;    /* --init-unbound KIND[:SCALE[:SEED]] */
-	int expand;                  /* viz: --expand draws every repeated layer */
+	PictureOpts pic;             /* viz: --expand, --focus, --layout-time */
 	/* phases: --phase prefill|decode, --batch B, --context S (bound as B and S; decode binds
 	 * S=1 and caches S past tokens) */
 	const char *phase;
@@ -43,7 +43,6 @@ static void compile_help(void)
 	printf("usage: aicc compile MODEL(.aig|.onnx) [options]\n"
 	       "  --emit ir|summary|plan|dot|svg|png  what to write (default: summary); pictures\n"
 	       "                        show the plan's placement when --target is given, else the IR\n"
-	       "  --expand              pictures: draw every instance of a repeated layer\n"
 	       "  --target T            target of --emit plan (default: reference; see aicc targets)\n"
 	       "  --machine NAME|FILE   machine description (default: the target's)\n"
 	       "  --set key=value       override a machine field (repeatable)\n"
@@ -69,6 +68,7 @@ static void compile_help(void)
 	       "  --print-after-all     print the IR after every pass\n"
 	       "  --parse-only          parse and verify the structure only (no shape inference),\n"
 	       "                        e.g. to reformat a file with --emit ir\n");
+	drv_picture_help();   /* viz */
 	pass_opts_help();
 }
 
@@ -210,8 +210,9 @@ static int parse_opts(int argc, char **argv, CompileOpts *o)
 			*(strcmp(argv[i - 1], "--batch") == 0 ? &o->batch : &o->context) = n;
 			continue;
 		}
-		if (strcmp(argv[i], "--expand") == 0) {   /* viz */
-			o->expand = 1;
+		if ((r = drv_picture_opt(argc, argv, &i, &o->pic))) {   /* viz */
+			if (r < 0)
+				return -1;
 			continue;
 		}
 		if (strcmp(argv[i], "--parse-only") == 0) {
@@ -327,7 +328,7 @@ int cmd_compile(int argc, char **argv)
 	int picture = drv_is_picture(o.emit);   /* viz */
 	if ((strcmp(o.emit, "plan") == 0 || (picture && o.target)) && !(plan = build(&o, m, &db)))
 		goto out;
-	if (plan && drv_write_weights(plan, o.output) < 0) {
+	if (plan && !picture && drv_write_weights(plan, o.output) < 0) {   /* a picture needs no weights */
 		plan_free(plan);
 		goto out;
 	}
@@ -337,7 +338,7 @@ int cmd_compile(int argc, char **argv)
 		goto out;
 	}
 	if (picture) {   /* viz */
-		if (drv_emit_picture(m, plan, o.emit, o.expand, f.f) < 0) {
+		if (drv_emit_picture(m, plan, o.emit, &o.pic, f.f) < 0) {
 			plan_free(plan);
 			out_abort(&f);
 			goto out;

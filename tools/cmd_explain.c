@@ -49,7 +49,8 @@ typedef struct Total {
 
 typedef struct ExplainOpts {
 	const char *plan, *output, *emit;
-	int json, expand;
+	int json;
+	PictureOpts pic;          /* --emit: --expand, --focus, --layout-time */
 	int compare;              /* --compare: hybrid vs GPU-only vs LPU-only (tools/explain_compare.c) */
 } ExplainOpts;
 
@@ -59,9 +60,9 @@ static void explain_help(void)
 	       "  --json                 the same facts as one JSON object\n"
 	       "  -o FILE                output file (default: stdout)\n"
 	       "  --emit dot|svg|png     draw the plan's placement instead (see docs/explain.md)\n"
-	       "  --expand               with --emit: draw every instance of a repeated layer\n"
 	       "  --compare              on a GPU + LPU machine: the model on both pools, the GPUs alone and\n"
 	       "                         the LPUs alone, side by side (TPOT, tokens/s per user and per chip)\n");
+	drv_picture_help();
 }
 
 static int parse_opts(int argc, char **argv, ExplainOpts *o)
@@ -82,8 +83,13 @@ static int parse_opts(int argc, char **argv, ExplainOpts *o)
 			o->compare = 1;
 			continue;
 		}
-		if (strcmp(argv[i], "--json") == 0 || strcmp(argv[i], "--expand") == 0) {
-			*(argv[i][2] == 'j' ? &o->json : &o->expand) = 1;
+		if (strcmp(argv[i], "--json") == 0) {
+			o->json = 1;
+			continue;
+		}
+		if ((r = drv_picture_opt(argc, argv, &i, &o->pic))) {
+			if (r < 0)
+				return -1;
 			continue;
 		}
 		if (argv[i][0] == '-' && argv[i][1]) {
@@ -468,7 +474,7 @@ int cmd_explain(int argc, char **argv)
 	OutFile f;
 	int rc = EXIT_USER;
 	if (out_open(&f, o.output) == 0) {
-		int r = o.emit ? drv_emit_picture(NULL, p, o.emit, o.expand, f.f)
+		int r = o.emit ? drv_emit_picture(NULL, p, o.emit, &o.pic, f.f)
 			: o.compare ? drv_explain_compare(p, o.json, f.f) : explain(&o, p, f.f);
 		if (r < 0)
 			out_abort(&f);

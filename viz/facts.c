@@ -91,6 +91,54 @@ void viz_instance_of(const char *name, char *inst, char *callee, size_t n)
 	snprintf(callee, n, "%.*s", (int)(lc < n ? lc : n - 1), name);
 }
 
+/* Whether s starts a shard marker component: tp/ep/cols/rows/shard and digits, ending at '.',
+ * '@', '/' or the end; its length, else 0. */
+static size_t shard_marker(const char *s)
+{
+	static const char *const words[] = { "tp", "ep", "cols", "rows", "shard" };
+	for (size_t w = 0; w < sizeof words / sizeof *words; w++) {
+		size_t l = strlen(words[w]), d = 0;
+		if (strncmp(s, words[w], l) != 0)
+			continue;
+		while (s[l + d] >= '0' && s[l + d] <= '9')
+			d++;
+		if (d && (!s[l + d] || strchr(".@/", s[l + d])))
+			return l + d;
+	}
+	return 0;
+}
+
+int viz_shard_key(const char *name, char *buf, size_t n)
+{
+	const char *base = strrchr(name, '/');
+	base = base ? base + 1 : name;
+	size_t o = 0;
+	int marked = 0;
+	for (const char *c = name; *c && o + 1 < n;) {
+		size_t m;
+		if (c >= base && *c == '@') {   /* a value's copy on another chip: name@lpu3 */
+			marked = 1;
+			break;
+		}
+		if (c > base && *c == '.' && (m = shard_marker(c + 1))) {
+			c += 1 + m;
+			while (c[0] == '.' && c[1] >= '0' && c[1] <= '9') {   /* its fresh-name counter */
+				const char *d = c + 1;
+				while (*d >= '0' && *d <= '9')
+					d++;
+				if (*d && *d != '.' && *d != '@')
+					break;
+				c = d;
+			}
+			marked = 1;
+			continue;
+		}
+		buf[o++] = *c++;
+	}
+	buf[o] = 0;
+	return marked;
+}
+
 const char *viz_bytes_str(double b, char *buf, size_t n)
 {
 	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB" };
