@@ -5,14 +5,14 @@
 #include "ir/ir.h"
 
 /* Shape and FLOP rules named in ir/ops.def (defined in ir/shape.c and ir/cost.c). */
-#define OP(name, imin, imax, omin, omax, shape, flops, flags, kernel, sem) \
+#define OP(name, imin, imax, omin, omax, shape, flops, flags, cls, lookup, kernel, sem) \
 	int shape_##shape(ShapeCtx *c, Node *n); double flops_##flops(const Node *n);
 #include "ir/ops.def"
 #undef OP
 
 const OpInfo ir_ops[OP_COUNT] = {
-#define OP(name, imin, imax, omin, omax, shape, flops, flags, kernel, sem) \
-	{ #name, imin, imax, omin, omax, shape_##shape, flops_##flops, flags, sem },
+#define OP(name, imin, imax, omin, omax, shape, flops, flags, cls, lookup, kernel, sem) \
+	{ #name, imin, imax, omin, omax, shape_##shape, flops_##flops, flags, OC_##cls, lookup, sem },
 #include "ir/ops.def"
 #undef OP
 };

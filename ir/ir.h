@@ -38,7 +38,7 @@ typedef struct Loc {
 
 /* ---- operators (ir/ops.def) ---- */
 typedef enum Op {
-#define OP(name, imin, imax, omin, omax, shape, flops, flags, kernel, sem) OP_##name,
+#define OP(name, imin, imax, omin, omax, shape, flops, flags, cls, lookup, kernel, sem) OP_##name,
 #include "ir/ops.def"
 #undef OP
 	OP_COUNT
@@ -64,6 +64,11 @@ enum {
 	F_CALL      = 1u << 16,
 };
 
+/* The unit family that does an operator's work (ops.def column `class`): tensor core / MXU /
+ * MXM for matrix products, the vector pipe (CUDA cores, VPU, VXM) for arithmetic, and data
+ * movement only (DMA, TMA, the LPU's SXM) for layout ops, lookups and link copies. */
+typedef enum OpClass { OC_vector, OC_matrix, OC_move } OpClass;
+
 typedef struct ShapeCtx ShapeCtx;
 typedef int (*ShapeFn)(ShapeCtx *c, Node *n);
 typedef double (*FlopsFn)(const Node *n);
@@ -75,10 +80,15 @@ typedef struct OpInfo {
 	ShapeFn shape;
 	FlopsFn flops;
 	unsigned flags;
+	OpClass cls;             /* ops.def `class` */
+	unsigned lookup;         /* bit k: input k is a table read only at the rows indices select */
 	const char *semantics;
 } OpInfo;
 
 extern const OpInfo ir_ops[OP_COUNT];
+/* Whether input k of op is a lookup table (ops.def `lookup`): the bytes it moves are bounded by
+ * the rows the node returns, not the table's size. */
+static inline int ir_op_is_lookup(Op op, int k) { return k >= 0 && k < 32 && (ir_ops[op].lookup >> k & 1u); }
 /* The operator named `name` (exact, case-sensitive); OP_COUNT if none. */
 Op ir_op_lookup(const char *name);
 /* The operator name closest to `name` by edit distance (for "did you mean"), or NULL. */
@@ -211,6 +221,7 @@ struct Module {
 	unsigned char *symbound;
 	int nsyms, capsyms;
 	void *polys;         /* ir/dim.c's intern table */
+	int64_t eval_limit;  /* compile-time evaluation: at most this many elements (0: 65536) */
 	/* values whose contents the last ir_infer_shapes needed but could not know */
 	Value **unknown; int nunknown, cap_unknown;
 };
@@ -269,6 +280,8 @@ int ir_unknown_values(const Module *m, Value *const **out);
 /* The constant data of v when known at compile time (a parameter with inline or in-memory data,
  * or a folded constant); NULL otherwise. */
 const RtTensor *ir_const_data(Value *v);
+/* The element limit of the compile-time evaluator (Module.eval_limit, default 65536). */
+int64_t ir_eval_limit(const Module *m);
 /* Reorders g's node list topologically (stable: keeps the current order where legal).
  * Returns 0, or -1 when the graph has a cycle (the list is left unchanged). */
 int ir_topo_sort(Graph *g);

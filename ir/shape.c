@@ -188,6 +188,14 @@ int ir_unknown_values(const Module *m, Value *const **out)
 	return m->nunknown;
 }
 
+int sh_unknown(ShapeCtx *c, const Node *n, int i, const char *what)
+{
+	char buf[600];
+	sh_need(c, n->in[i]);
+	return sh_err(c, n, "%s ('%s') must be known at compile time: %s", what, n->in[i]->name,
+		      sh_why_unknown(c, n->in[i], buf, sizeof buf));
+}
+
 int sh_dims_input(ShapeCtx *c, const Node *n, int i, const char *what, Dim *out, int max, int *count)
 {
 	const Type *t = sh_in(n, i);
@@ -197,10 +205,7 @@ int sh_dims_input(ShapeCtx *c, const Node *n, int i, const char *what, Dim *out,
 		return sh_err(c, n, "%s must be an integer scalar or 1-D tensor, got %s", what, sh_ty(c, *t));
 	const Known *k = sh_known(c, n->in[i]);
 	if (!k)
-		sh_need(c, n->in[i]);
-	if (!k)
-		return sh_err(c, n, "%s ('%s') must be known at compile time (a constant or computed from "
-			      "shapes)", what, n->in[i]->name);
+		return sh_unknown(c, n, i, what);
 	if (k->n > max)
 		return sh_err(c, n, "%s has %d elements, more than the %d allowed", what, k->n, max);
 	memcpy(out, k->d, (size_t)k->n * sizeof *out);
@@ -245,29 +250,6 @@ int sh_axes(ShapeCtx *c, const Node *n, int i, int64_t *out, int max, int *count
 	return 0;
 }
 
-/* ONNX TensorProto.DataType numbers (https://onnx.ai/onnx/api/mapping.html). */
-static DType onnx_dtype(int64_t e)
-{
-	switch (e) {
-	case 1: return DT_F32;
-	case 2: return DT_U8;
-	case 3: return DT_I8;
-	case 5: return DT_I16;
-	case 6: return DT_I32;
-	case 7: return DT_I64;
-	case 9: return DT_BOOL;
-	case 10: return DT_F16;
-	case 11: return DT_F64;
-	case 16: return DT_BF16;
-	case 17: return DT_F8E4M3;
-	case 19: return DT_F8E5M2;
-	case 22: return DT_I4;
-	case 23: return DT_F4E2M1;
-	case 24: return DT_E8M0;
-	default: return DT_INVALID;
-	}
-}
-
 int sh_attr_dtype(ShapeCtx *c, const Node *n, const char *name, DType *out)
 {
 	const Attr *a = rt_attr_find(&n->attrs, name);
@@ -277,7 +259,7 @@ int sh_attr_dtype(ShapeCtx *c, const Node *n, const char *name, DType *out)
 	if (a->kind == ATTR_STRING)
 		d = rt_dtype_lookup(a->s);
 	else if (a->kind == ATTR_INT)
-		d = onnx_dtype(a->i);
+		d = rt_dtype_from_onnx(a->i);
 	if (d == DT_INVALID) {
 		if (a->kind == ATTR_STRING)
 			return sh_err(c, n, "attribute %s: unknown dtype '%s'", name, a->s);
@@ -438,16 +420,20 @@ static void infer_graph(ShapeCtx *c, Graph *g)
 {
 	c->g = g;
 	c->known = arena_alloc(c->m->arena, (size_t)(g->nvalues ? g->nvalues : 1) * sizeof *c->known);
+	c->val = rt_calloc((size_t)(g->nvalues ? g->nvalues : 1), sizeof *c->val);
 	subst_graph(c, g);
 	ir_foreach_node(g, n) {
 		for (int i = 0; i < n->nout; i++)
 			n->out[i]->type = (Type){ DT_INVALID, -1, NULL };
 		if (diag_stop())
-			return;
-		if (precheck(c, n) > 0 && ir_ops[n->op].shape(c, n) == 0)
+			break;
+		if (precheck(c, n) > 0 && ir_ops[n->op].shape(c, n) == 0) {
 			sh_known_propagate(c, n);
+			sh_eval(c, n);
+		}
 	}
-	if (!g->out_decl)
+	sh_eval_free(c);
+	if (!g->out_decl || diag_stop())
 		return;
 	for (int i = 0; i < g->nout; i++) {
 		Type inf = g->outputs[i]->type, decl = g->out_decl[i];

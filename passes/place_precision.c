@@ -71,20 +71,8 @@ static const Policy *policy_find(const char *name)
 }
 
 /* ---- the error estimator (docs/passes.md, "Estimated error") ---- */
-/* Significand bits p (implicit bit included) of a scalar float format; u = 2^-p. */
-static int sig_bits(DType d)
-{
-	switch (d) {
-	case DT_F64: return 53;
-	case DT_F32: return 24;
-	case DT_TF32: case DT_F16: return 11;
-	case DT_BF16: return 8;
-	case DT_F8E4M3: case DT_F6E2M3: return 4;
-	case DT_F8E5M2: case DT_F6E3M2: return 3;
-	case DT_F4E2M1: return 2;
-	default: return 0;
-	}
-}
+/* Significand bits p (implicit bit included) of a scalar float format; u = 2^-p (dtype.def). */
+static int sig_bits(DType d) { return rt_dtypes[d].sig; }
 
 /* The largest element value over 2^(emax+1): how far a block's amax may be clamped (§3). */
 static double clamp_frac(DType elem)

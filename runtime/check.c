@@ -15,23 +15,16 @@
 static RtRebuildFn rebuild;
 void rt_set_rebuild(RtRebuildFn fn) { rebuild = fn; }
 
-/* Explicit significand bits (without the hidden bit) of the float formats (IEEE 754; OCP FP8
- * and MX v1.0; numerics.md); block types use their element format. */
+/* Explicit significand bits (without the hidden bit) of the float formats (dtype.def's sig: IEEE
+ * 754; OCP FP8 and MX v1.0; numerics.md); block types use their element format, whose MXINT8
+ * elements carry 7 bits; -1 for integers (exact). */
 static int mantissa_bits(DType d)
 {
 	if (rt_dtypes[d].kind == K_BLOCK)
 		d = rt_dtypes[d].elem;
-	switch (d) {
-	case DT_F64: return 52;
-	case DT_F32: return 23;
-	case DT_TF32: case DT_F16: return 10;
-	case DT_BF16: return 7;
-	case DT_F8E4M3: case DT_F6E2M3: return 3;
-	case DT_F8E5M2: case DT_F6E3M2: return 2;
-	case DT_F4E2M1: return 1;
-	case DT_I8: return 7;       /* mxint8 elements */
-	default: return -1;         /* integers: exact */
-	}
+	if (d == DT_I8)
+		return 7;       /* mxint8 elements */
+	return rt_dtypes[d].sig > 0 ? rt_dtypes[d].sig - 1 : -1;
 }
 
 double rt_tolerance(DType dt)

@@ -10,13 +10,13 @@
 #include "runtime/kernels/kernels_impl.h"
 
 static const char *const op_names[RT_OP_COUNT] = {
-#define OP(name, imin, imax, omin, omax, shape, flops, flags, kernel, sem) [RT_OP_##name] = #name,
+#define OP(name, imin, imax, omin, omax, shape, flops, flags, cls, lookup, kernel, sem) [RT_OP_##name] = #name,
 #include "ir/ops.def"
 #undef OP
 };
 
 static const RtKernelFn kernels[RT_OP_COUNT] = {
-#define OP(name, imin, imax, omin, omax, shape, flops, flags, kernel, sem) [RT_OP_##name] = rk_##kernel,
+#define OP(name, imin, imax, omin, omax, shape, flops, flags, cls, lookup, kernel, sem) [RT_OP_##name] = rk_##kernel,
 #include "ir/ops.def"
 #undef OP
 };

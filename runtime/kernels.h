@@ -13,7 +13,7 @@
 #include "runtime/rt.h"
 
 typedef enum RtOp {
-#define OP(name, imin, imax, omin, omax, shape, flops, flags, kernel, sem) RT_OP_##name,
+#define OP(name, imin, imax, omin, omax, shape, flops, flags, cls, lookup, kernel, sem) RT_OP_##name,
 #include "ir/ops.def"
 #undef OP
 	RT_OP_COUNT

@@ -13,7 +13,7 @@ const char *const plan_instr_names[PI_COUNT] = { "kernel", "copy", "collective",
 const char *const plan_coll_names[PC_COUNT] = { "allreduce", "allgather", "alltoall" };
 static const char *const formats[] = { "row" };
 static const char *const op_names[RT_OP_COUNT] = {
-#define OP(name, imin, imax, omin, omax, shape, flops, flags, kernel, sem) #name,
+#define OP(name, imin, imax, omin, omax, shape, flops, flags, cls, lookup, kernel, sem) #name,
 #include "ir/ops.def"
 #undef OP
 };

@@ -6,10 +6,11 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <xxhash.h>
 
 const DTypeInfo rt_dtypes[DT_COUNT] = {
-#define DTYPE(id, name, bits, kind, block, elem, scale, st) \
-	{ name, bits, kind, block, DT_##elem, DT_##scale, st },
+#define DTYPE(id, name, bits, kind, block, elem, scale, st, onnx, sig) \
+	{ name, bits, kind, block, DT_##elem, DT_##scale, st, onnx, sig },
 #include "runtime/dtype.def"
 #undef DTYPE
 };
@@ -18,6 +19,14 @@ DType rt_dtype_lookup(const char *name)
 {
 	for (int d = 1; d < DT_COUNT; d++)
 		if (strcmp(rt_dtypes[d].name, name) == 0)
+			return (DType)d;
+	return DT_INVALID;
+}
+
+DType rt_dtype_from_onnx(int64_t code)
+{
+	for (int d = 1; code > 0 && d < DT_COUNT; d++)
+		if (rt_dtypes[d].onnx == code)
 			return (DType)d;
 	return DT_INVALID;
 }
@@ -57,6 +66,8 @@ void rt_shortest_double(char *buf, size_t n, double v)
 			break;
 	}
 }
+
+uint64_t rt_checksum(const void *data, size_t n) { return XXH3_64bits(data, n); }
 
 void rt_fput_quoted(FILE *f, const char *s, char q)
 {

@@ -17,7 +17,7 @@ enum { K_NONE, K_FLOAT, K_INT, K_UINT, K_BOOL, K_SCALE, K_BLOCK };
 enum { S_NONE, S_F32, S_F64, S_I64 };
 
 typedef enum DType {
-#define DTYPE(id, name, bits, kind, block, elem, scale, st) DT_##id,
+#define DTYPE(id, name, bits, kind, block, elem, scale, st, onnx, sig) DT_##id,
 #include "runtime/dtype.def"
 #undef DTYPE
 	DT_COUNT
@@ -31,6 +31,8 @@ typedef struct DTypeInfo {
 	DType elem;     /* element format of a block type */
 	DType scale;    /* scale format of a block type */
 	int storage;    /* S_*: how the interpreter holds the values */
+	int onnx;       /* ONNX TensorProto.DataType code, 0 when ONNX has none */
+	int sig;        /* significand bits p of a float element, implicit bit included; 0 otherwise */
 } DTypeInfo;
 
 extern const DTypeInfo rt_dtypes[DT_COUNT];
@@ -38,6 +40,9 @@ extern const DTypeInfo rt_dtypes[DT_COUNT];
 /* The DType spelled `name` (".aig" spelling, e.g. "bf16", "mxfp4"); DT_INVALID if none. */
 DType rt_dtype_lookup(const char *name);
 static inline const char *rt_dtype_name(DType d) { return rt_dtypes[d].name; }
+/* The DType of ONNX TensorProto.DataType `code` (dtype.def's onnx column); DT_INVALID when aicc
+ * has none (STRING, UINT16, COMPLEX64, the FNUZ f8 variants, ...). */
+DType rt_dtype_from_onnx(int64_t code);
 static inline int rt_dtype_isfloat(DType d)
 { return rt_dtypes[d].kind == K_FLOAT || rt_dtypes[d].kind == K_BLOCK || rt_dtypes[d].kind == K_SCALE; }
 
@@ -65,6 +70,10 @@ void rt_fput_quoted(FILE *f, const char *s, char q);
 /* The shortest "%.Ng" form of finite v that strtod reads back to the same double, into buf (n
  * bytes, at least 32): how .aig files and plans write numbers exactly. */
 void rt_shortest_double(char *buf, size_t n, double v);
+
+/* XXH3-64 (xxHash 0.8, seed 0) of n bytes: the checksum plans record for the tensors in their
+ * weight files (docs/plan-format.md). */
+uint64_t rt_checksum(const void *data, size_t n);
 
 /* ---- allocation: every runtime allocation goes through here so tests can fail the Nth ---- */
 void *rt_malloc(size_t n);

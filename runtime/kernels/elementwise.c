@@ -136,28 +136,6 @@ int rk_Gelu(const RtKernelArgs *a, RtError *e)
 }
 
 /* ---- Cast ---- */
-/* The DType of an ONNX TensorProto.DataType code (onnx.proto), DT_INVALID if unsupported. */
-static DType onnx_dtype(int64_t code)
-{
-	switch (code) {
-	case 1: return DT_F32;
-	case 2: return DT_U8;
-	case 3: return DT_I8;
-	case 5: return DT_I16;
-	case 6: return DT_I32;
-	case 7: return DT_I64;
-	case 9: return DT_BOOL;
-	case 10: return DT_F16;
-	case 11: return DT_F64;
-	case 16: return DT_BF16;
-	case 17: return DT_F8E4M3;
-	case 19: return DT_F8E5M2;
-	case 22: return DT_I4;
-	case 23: return DT_F4E2M1;
-	default: return DT_INVALID;
-	}
-}
-
 /* The target dtype of Cast: the planned output dtype, else attribute `to` (name or code). */
 static DType cast_target(const RtKernelArgs *a)
 {
@@ -168,7 +146,7 @@ static DType cast_target(const RtKernelArgs *a)
 		return DT_INVALID;
 	if (to->kind == ATTR_STRING)
 		return rt_dtype_lookup(to->s);
-	return onnx_dtype(to->kind == ATTR_INT ? to->i : -1);
+	return rt_dtype_from_onnx(to->kind == ATTR_INT ? to->i : -1);
 }
 
 /* One value converted per ONNX Cast: float to integer truncates toward zero (numpy astype) and

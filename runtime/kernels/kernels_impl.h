@@ -100,7 +100,7 @@ int kn_gemm(const RtExecOpts *o, int f64, int64_t M, int64_t N, int64_t K,
 	    double *C, RtError *e);
 
 /* Every kernel, declared from ir/ops.def. */
-#define OP(name, imin, imax, omin, omax, shape, flops, flags, kernel, sem) \
+#define OP(name, imin, imax, omin, omax, shape, flops, flags, cls, lookup, kernel, sem) \
 	int rk_##kernel(const RtKernelArgs *a, RtError *e);
 #include "ir/ops.def"
 #undef OP

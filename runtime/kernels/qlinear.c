@@ -14,23 +14,14 @@
 
 #include "runtime/kernels/kernels_impl.h"
 
-/* ONNX TensorProto codes of the quantized output types (output_dtype attribute). */
+/* The output_dtype of a (de)quantization (an ONNX TensorProto code, runtime/dtype.def): integers up
+ * to 32 bits and the scalar floats up to f32; i64, bool, f64 and the E8M0 scale are not
+ * quantization types (ONNX QuantizeLinear/DequantizeLinear opset 21-23). */
 static DType qdtype(int64_t code)
 {
-	switch (code) {
-	case 2: return DT_U8;
-	case 3: return DT_I8;
-	case 5: return DT_I16;
-	case 6: return DT_I32;
-	case 17: return DT_F8E4M3;
-	case 19: return DT_F8E5M2;
-	case 22: return DT_I4;
-	case 23: return DT_F4E2M1;
-	case 1: return DT_F32;
-	case 10: return DT_F16;
-	case 16: return DT_BF16;
-	default: return DT_INVALID;
-	}
+	DType d = rt_dtype_from_onnx(code);
+	const DTypeInfo *t = &rt_dtypes[d];
+	return t->kind == K_BOOL || t->kind == K_SCALE || t->bits > 32 ? DT_INVALID : d;
 }
 
 /* Index into the scale / zero-point tensor s for element i of x. */

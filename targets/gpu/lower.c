@@ -367,19 +367,6 @@ static int attn_kernel(GpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 	return 1;
 }
 
-/* Whether input k of op is read only where indices point (a table lookup), so the bytes it
- * moves are bounded by the output's: Gather/Embedding/GatherElements read the rows they return;
- * RotaryEmbedding reads the cos/sin cache rows of its position_ids (ONNX opset 23). */
-static int gathered_input(Op op, int k)
-{
-	switch (op) {
-	case OP_Gather: case OP_GatherElements: return k == 0;
-	case OP_Embedding: return k == 0;
-	case OP_RotaryEmbedding: return k == 1 || k == 2;
-	default: return 0;
-	}
-}
-
 /* Memory-bound kernels: bytes at HBM bandwidth, FLOP on the FMA pipe, transcendental outputs on
  * the SFU (backends.md §0).  Inside a fusion group only the group's external traffic counts;
  * a table lookup reads at most as many bytes of its table as it writes. */
@@ -395,7 +382,7 @@ static void mem_kernel(GpuLw *w, int i, PlanInstr *pi, Ann *t)
 			continue;
 		int def = w->f.vals[fn->in[k]].def;
 		double b = (double)w->p->buffers[w->buf[fn->in[k]]].size;
-		if (gathered_input(fn->n->op, k) && b > out_bytes)
+		if (ir_op_is_lookup(fn->n->op, k) && b > out_bytes)
 			b = out_bytes;
 		if (!(grp && def >= 0 && w->gfirst[def] == w->gfirst[i]))
 			bytes += b;

@@ -210,12 +210,7 @@ static int is_matrix_float(const LpuOp *o, const Flat *f)
 	if (o->what == LW_COPY || o->what == LW_CONCAT)
 		return 0;
 	const FlatNode *fn = &f->nodes[o->node];
-	switch (fn->n->op) {
-	case OP_MatMul: case OP_Gemm: case OP_Einsum: case OP_Conv: case OP_Attention: case OP_GroupedMatMul:
-		return fn->nin > 0 && fn->in[0] >= 0 && rt_dtype_isfloat(f->vals[fn->in[0]].dt);
-	default:
-		return 0;
-	}
+	return ir_ops[fn->n->op].cls == OC_matrix && fn->nin > 0 && fn->in[0] >= 0 && rt_dtype_isfloat(f->vals[fn->in[0]].dt);
 }
 
 /* Appends a record of every output of op o that a copy on another chip waits for. */

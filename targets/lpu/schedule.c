@@ -81,20 +81,10 @@ int lpu_arch(const Machine *m, const Device *d, LpuArch *a, RtError *e)
 	return 0;
 }
 
+/* The slice group an operator runs on: its ops.def class (matrix: MXM, move: SXM, else VXM). */
 static LpuKind kind_of(Op op)
 {
-	switch (op) {
-	case OP_MatMul: case OP_Gemm: case OP_MatMulInteger: case OP_QLinearMatMul: case OP_Einsum:
-	case OP_Conv: case OP_Attention: case OP_GroupedMatMul:
-		return LK_MXM;
-	case OP_Reshape: case OP_Transpose: case OP_Concat: case OP_Split: case OP_Slice: case OP_Gather:
-	case OP_GatherElements: case OP_Expand: case OP_Tile: case OP_Squeeze: case OP_Unsqueeze:
-	case OP_Flatten: case OP_Pad: case OP_Identity: case OP_Embedding: case OP_Transfer:
-	case OP_AllGather: case OP_AllToAll:
-		return LK_SXM;
-	default:
-		return LK_VXM;
-	}
+	return ir_ops[op].cls == OC_matrix ? LK_MXM : ir_ops[op].cls == OC_move ? LK_SXM : LK_VXM;
 }
 
 static int weight_like(const Flat *f, int v, int depth)
@@ -103,8 +93,7 @@ static int weight_like(const Flat *f, int v, int depth)
 	if (fv->def < 0)
 		return 1;
 	const FlatNode *fn = &f->nodes[fv->def];
-	if (depth > 8 || kind_of(fn->n->op) != LK_SXM || fn->n->op == OP_Gather || fn->n->op == OP_Embedding ||
-	    fn->n->op == OP_Transfer)
+	if (depth > 8 || kind_of(fn->n->op) != LK_SXM || ir_ops[fn->n->op].lookup || fn->n->op == OP_Transfer)
 		return 0;
 	for (int k = 0; k < fn->nin; k++)
 		if (fn->in[k] >= 0 && (!rt_dtype_isfloat(f->vals[fn->in[k]].dt) || !weight_like(f, fn->in[k], depth + 1)))
@@ -152,15 +141,14 @@ static void cost_core(const LpuArch *a, LpuKind kind, int64_t vectors, double fl
 		c->dur = 1;
 }
 
-static int is_gather(Op op) { return op == OP_Gather || op == OP_Embedding; }
-
 void lpu_node_cycles(const LpuArch *a, const Flat *f, int node, LpuCost *c)
 {
 	const FlatNode *fn = &f->nodes[node];
 	int64_t v = 0, outn = 0;
-	/* a gather reads only the rows it selects: as many vectors as it writes */
-	for (int k = is_gather(fn->n->op) ? 1 : 0; k < fn->nin; k++)
-		if (fn->in[k] >= 0)
+	/* a lookup table (ops.def `lookup`) is read only at the rows selected: as many vectors as
+	 * the node writes */
+	for (int k = 0; k < fn->nin; k++)
+		if (fn->in[k] >= 0 && !ir_op_is_lookup(fn->n->op, k))
 			v += vecs(a, bytes_of(a, f->vals[fn->in[k]].dt, numel_of(f->vals[fn->in[k]].rank, f->vals[fn->in[k]].dims)));
 	for (int k = 0; k < fn->nout; k++) {
 		int64_t n = numel_of(f->vals[fn->out[k]].rank, f->vals[fn->out[k]].dims);
@@ -203,8 +191,8 @@ static void price(const LpuArch *a, const Flat *f, const LpuProg *pg, LpuOp *o)
 	}
 	Op op = o->what == LW_CONCAT ? OP_Concat : f->nodes[o->node].n->op;
 	int64_t v = 0, outn = 0;
-	for (int k = is_gather(op) ? 1 : 0; k < o->nin; k++)
-		if (in[k] >= 0)
+	for (int k = 0; k < o->nin; k++)
+		if (in[k] >= 0 && !ir_op_is_lookup(op, k))
 			v += vecs(a, lpu_val_bytes(a, f, &pg->vals[in[k]]));
 	for (int k = 0; k < o->nout; k++) {
 		v += vecs(a, lpu_val_bytes(a, f, &pg->vals[out[k]]));

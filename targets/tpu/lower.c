@@ -378,15 +378,17 @@ static double read_bytes(const TpuLw *w, const FlatNode *fn, int k)
 {
 	const PlanBuffer *b = &w->p->buffers[w->buf[fn->in[k]]];
 	Op op = fn->n->op;
-	if ((op == OP_Gather || op == OP_Embedding) && k == 0 && fn->nout > 0) {
-		const PlanBuffer *y = &w->p->buffers[w->buf[fn->out[0]]];
-		double per = rt_dtype_bytes(b->dtype, 1) / (double)rt_dtype_bytes(y->dtype, 1);
-		return fmin((double)b->size, (double)y->size * per);
-	}
-	if (op == OP_RotaryEmbedding && (k == 1 || k == 2) && fn->nin > 3 && fn->in[3] >= 0) {
+	if (!ir_op_is_lookup(op, k))
+		return (double)b->size;
+	if (op == OP_RotaryEmbedding && fn->nin > 3 && fn->in[3] >= 0) {
 		const FlatVal *cs = &w->f.vals[fn->in[k]];
 		double rows = numel(&w->f.vals[fn->in[3]]), row = cs->rank > 0 ? numel(cs) / (double)cs->dims[0] : 0;
 		return fmin((double)b->size, rows * row * rt_dtype_bytes(b->dtype, 1));
+	}
+	if (fn->nout > 0) {
+		const PlanBuffer *y = &w->p->buffers[w->buf[fn->out[0]]];
+		double per = rt_dtype_bytes(b->dtype, 1) / (double)rt_dtype_bytes(y->dtype, 1);
+		return fmin((double)b->size, (double)y->size * per);
 	}
 	return (double)b->size;
 }

@@ -85,7 +85,21 @@ static void test_ops_table(void **st)
 		assert_true(ir_ops[i].in_min >= 0);
 		assert_true(ir_ops[i].in_max < 0 || ir_ops[i].in_max >= ir_ops[i].in_min);
 		assert_int_equal(ir_op_lookup(ir_ops[i].name), i);
+		/* the class and lookup columns: tensor-core work is matrix class, a lookup names an
+		 * input that exists */
+		if (ir_ops[i].flags & F_MATMUL)
+			assert_int_equal(ir_ops[i].cls, OC_matrix);
+		if (ir_ops[i].lookup && ir_ops[i].in_max >= 0)
+			assert_true(ir_ops[i].lookup < 1u << ir_ops[i].in_max);
+		if (ir_ops[i].lookup)
+			assert_int_not_equal(ir_ops[i].cls, OC_matrix);
 	}
+	assert_true(ir_op_is_lookup(OP_Gather, 0) && !ir_op_is_lookup(OP_Gather, 1));
+	assert_true(ir_op_is_lookup(OP_GatherElements, 0) && ir_op_is_lookup(OP_Embedding, 0));
+	assert_true(ir_op_is_lookup(OP_RotaryEmbedding, 1) && ir_op_is_lookup(OP_RotaryEmbedding, 2));
+	assert_int_equal(ir_ops[OP_Attention].cls, OC_matrix);
+	assert_int_equal(ir_ops[OP_Transpose].cls, OC_move);
+	assert_int_equal(ir_ops[OP_Softmax].cls, OC_vector);
 	assert_int_equal(ir_op_lookup("Nope"), OP_COUNT);
 	assert_string_equal(ir_op_suggest("Matmul"), "MatMul");
 }

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "runtime/numerics.h"
+#include "runtime/numerics_impl.h"
 #include "runtime/random.h"
 
 static uint32_t fbits(float x) { uint32_t u; memcpy(&u, &x, 4); return u; }
@@ -162,6 +163,31 @@ static void test_blocks(void **s)
 }
 
 /* The initialisers are pinned: these bits must never change (they seed users' models). */
+/* dtype.def's columns agree with the codecs and with ONNX: every scalar float with a codec has
+ * sig = trailing mantissa bits + 1, f32/f64 have IEEE's 24/53, and ONNX codes map back to the
+ * same dtype (E8M0 included: it was missing from one hand-kept copy). */
+static void test_dtype_columns(void **s)
+{
+	(void)s;
+	for (int d = 1; d < DT_COUNT; d++) {
+		const DTypeInfo *t = &rt_dtypes[d];
+		const FmtDesc *f = rt_fmt_desc((DType)d);
+		if (f)
+			assert_int_equal(t->sig, f->M + 1);
+		if (t->kind != K_FLOAT)
+			assert_int_equal(t->sig, 0);
+		if (t->onnx)
+			assert_int_equal(rt_dtype_from_onnx(t->onnx), d);
+	}
+	assert_int_equal(rt_dtypes[DT_F32].sig, 24);
+	assert_int_equal(rt_dtypes[DT_F64].sig, 53);
+	assert_int_equal(rt_dtype_from_onnx(24), DT_E8M0);
+	assert_int_equal(rt_dtype_from_onnx(17), DT_F8E4M3);
+	assert_int_equal(rt_dtype_from_onnx(8), DT_INVALID);     /* STRING */
+	assert_int_equal(rt_dtype_from_onnx(0), DT_INVALID);
+	assert_int_equal(rt_dtype_from_onnx(-1), DT_INVALID);
+}
+
 static void test_random(void **s)
 {
 	(void)s;
@@ -196,6 +222,7 @@ int main(void)
 		cmocka_unit_test(test_bf16_trick),
 		cmocka_unit_test(test_int_round),
 		cmocka_unit_test(test_blocks),
+		cmocka_unit_test(test_dtype_columns),
 		cmocka_unit_test(test_random),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
