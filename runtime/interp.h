@@ -72,6 +72,10 @@ typedef struct RtRunOpts {
 	int timing_only;                 /* no values: timing and memory only */
 	int keep_all;                    /* keep every buffer's final value (per-node --check) */
 	const char *base_dir;            /* resolves relative npy/safetensors paths; NULL: cwd */
+	/* NULL, or called often with what is being done ("binding weights", "running the plan"),
+	 * the units done and their total, for a caller's progress line (the runtime never prints) */
+	void (*progress)(void *ctx, const char *what, int64_t done, int64_t total);
+	void *progress_ctx;
 } RtRunOpts;
 
 typedef struct RtRun {

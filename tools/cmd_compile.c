@@ -13,6 +13,7 @@
 #include "tools/driver.h"
 #include "tools/pass_opts.h"
 #include "tools/plan_build.h"
+#include "tools/progress.h"
 #include "tools/emit_viz.h"   /* viz: --emit dot|svg|png */
 
 typedef struct CompileOpts {
@@ -289,6 +290,9 @@ int cmd_compile(int argc, char **argv)
 			drv_binds_free(&db);
 			return EXIT_USER;
 		}
+	char what[600];   /* viz: a progress line when a step takes more than 2 s */
+	snprintf(what, sizeof what, "reading %s", o.model);
+	progress_begin(what, 0);
 	Module *m = drv_load_model_binds(o.model, &db);
 	if (!m) {
 		drv_binds_free(&db);
@@ -322,8 +326,11 @@ int cmd_compile(int argc, char **argv)
 	o.passes.machine = o.machine ? o.machine : tg ? tg->default_machine : NULL;
 	o.passes.sets = o.sets;
 	o.passes.nsets = o.nsets;
+	progress_begin("running the passes", 0);
 	if (!o.parse_only && pass_opts_run(&o.passes, m) > 0)
 		goto out;
+	snprintf(what, sizeof what, "lowering for %s", o.target ? o.target : "reference");
+	progress_begin(what, 0);
 	Plan *plan = NULL;
 	int picture = drv_is_picture(o.emit);   /* viz */
 	if ((strcmp(o.emit, "plan") == 0 || (picture && o.target)) && !(plan = build(&o, m, &db)))
@@ -332,6 +339,7 @@ int cmd_compile(int argc, char **argv)
 		plan_free(plan);
 		goto out;
 	}
+	progress_begin("writing the output", 0);
 	OutFile f;
 	if (out_open(&f, o.output) < 0) {
 		plan_free(plan);
@@ -363,6 +371,7 @@ int cmd_compile(int argc, char **argv)
 	plan_free(plan);
 	rc = out_commit(&f) < 0 ? EXIT_USER : EXIT_OK;
 out:
+	progress_end();
 	pass_ctx_free(&o.passes.ctx);
 	drv_binds_free(&db);
 	ir_module_free(m);

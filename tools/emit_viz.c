@@ -113,9 +113,7 @@ int drv_emit_picture(const Module *m, const Plan *plan, const char *emit, const 
 		char what[128];
 		viz_shown(&g, &nn, &ne);
 		snprintf(what, sizeof what, "laying out %d nodes and %d edges (Graphviz dot)", nn, ne);
-		VizLayout lay = { o->layout_s > 0 ? o->layout_s : VIZ_LAYOUT_BUDGET_S, progress_callback, NULL };
-		if (fmt != VIZ_DOT)
-			progress_begin(what, 0);
+		VizLayout lay = { o->layout_s > 0 ? o->layout_s : VIZ_LAYOUT_BUDGET_S, progress_step, NULL, what };
 		rc = viz_write(&g, fmt, f, &lay);
 		progress_end();
 		if (rc == -2)

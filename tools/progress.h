@@ -25,10 +25,14 @@ void progress_set_quiet(int quiet);
 void progress_begin(const char *what, int64_t total);
 /* done units of the current operation's total are finished; prints when due. */
 void progress_update(int64_t done);
+/* Erases the line if one is shown, before the caller prints something; the next update draws it
+ * again (when due). */
+void progress_pause(void);
 /* Ends the current operation, erasing its line if one was printed. */
 void progress_end(void);
-/* progress_update with a context pointer, for callbacks (ctx unused). */
-void progress_callback(void *ctx, int64_t done, int64_t total);
+/* For callbacks (RtRunOpts.progress, VizLayout.tick): done of total units of what; a what other
+ * than the current operation's (compared by content) begins a new one.  ctx is unused. */
+void progress_step(void *ctx, const char *what, int64_t done, int64_t total);
 
 /* Testing: print to f whether or not it is a terminal, with now() as the clock (seconds);
  * f NULL restores stderr and the monotonic clock. */

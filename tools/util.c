@@ -7,11 +7,13 @@
 #include <unistd.h>
 
 #include "tools/driver.h"
+#include "tools/progress.h"
 
 void drv_error(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
+	progress_pause();   /* an error is never printed into the progress line */
 	fputs("aicc: error: ", stderr);
 	vfprintf(stderr, fmt, ap);
 	fputc('\n', stderr);
@@ -20,6 +22,7 @@ void drv_error(const char *fmt, ...)
 
 void drv_report(const char *msg)
 {
+	progress_pause();
 	if (msg && strstr(msg, "error: "))     /* already "file:line: error: ..." */
 		fprintf(stderr, "%s\n", msg);
 	else

@@ -82,20 +82,15 @@ typedef struct Draw {
 /* "gpu0..gpu7 (8 devices)" for the devices marked in in[] (plan order), in buf (n bytes). */
 static void dev_range(const VizGraph *g, const unsigned char *in, char *buf, size_t n)
 {
-	int cnt = 0, first = -1, last = -1, gaps = 0;
+	const char **names = calloc((size_t)g->ndevs + 1, sizeof *names);
+	if (!names) {
+		snprintf(buf, n, "?");
+		return;
+	}
 	for (int i = 0; i < g->ndevs; i++)
-		if (in[i]) {
-			gaps += last >= 0 && i != last + 1;
-			if (first < 0)
-				first = i;
-			last = i, cnt++;
-		}
-	if (cnt <= 1)
-		snprintf(buf, n, "%s", first >= 0 ? g->devs[first].name : "");
-	else if (cnt == 2)
-		snprintf(buf, n, "%s, %s", g->devs[first].name, g->devs[last].name);
-	else
-		snprintf(buf, n, "%s%s%s (%d devices)", g->devs[first].name, gaps ? " ... " : "..", g->devs[last].name, cnt);
+		names[i] = g->devs[i].name;
+	viz_range_str(names, g->ndevs, in, buf, n);
+	free(names);
 }
 
 /* The label of each device's cluster: the devices its shown nodes stand for (folded shards and
@@ -520,7 +515,7 @@ static int render_limited(GVC_t *gvc, Agraph_t *root, VizFormat fmt, FILE *f, co
 			return -2;
 		}
 		if (lay->tick)
-			lay->tick(lay->ctx, (int64_t)t, 0);
+			lay->tick(lay->ctx, lay->what ? lay->what : "laying out the picture", (int64_t)t, 0);
 		struct timespec nap = { 0, 20 * 1000 * 1000 };
 		nanosleep(&nap, NULL);
 	}

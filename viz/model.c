@@ -1,12 +1,20 @@
-/* viz/model.c: the picture model's storage (viz/model.h) and repeat collapsing (viz_collapse).
+/* viz/model.c: the picture model's storage (viz/model.h), collapsing (viz_collapse) and focus.
  *
- * Collapsing: the nodes of one call instance ("layer#7") are its members, in order.  Instances
- * of one callee are visited in the order they first appear; a run is a maximal sequence of them
- * whose members agree one for one in operator, device and precision, so a pipeline that puts
- * layers 1-63 on one GPU and 64-126 on another keeps two clusters.  Member k of every later
- * instance of a run is drawn as member k of the first (rep), which carries the run's length.
- * Edges are remapped through rep; an edge between two instances of one run (the value carried
- * from iteration i to i+1) disappears, and duplicates are merged. */
+ * Collapsing, in order: (1) inputs and outputs that only one call instance reads or writes join
+ * it, on the device of their reader or writer (decode's past_key.N / present_value.N); (2)
+ * shards: nodes of one instance on different devices whose names differ only in a shard marker
+ * (viz_shard_key), and inputs or outputs of one name, fold into the first; (3) a flat graph's
+ * tandem-repeated blocks become synthetic instances; (4) runs: the members of an instance
+ * ("layer#7") are its shown nodes in order; instances of one callee are visited in the order
+ * they first appear, and a run is a maximal sequence of them whose members agree one for one in
+ * operator, precision and shards, with either the same devices throughout (a pipeline that puts
+ * layers 1-63 on one GPU and 64-126 on another keeps two runs) or every instance on other
+ * devices of the same kind (an LPU plan that gives every layer its own chips: one run).  Member
+ * k of every later instance of a run is drawn as member k of the first (rep), which counts the
+ * run; attached inputs and outputs fold alike when every instance has the same ones, else they
+ * go back to the top level.  Edges are remapped through rep; an edge between two instances of one
+ * run (the value carried from iteration i to i+1) disappears, duplicates merge (bold if any was
+ * a transfer, counting the distinct links). */
 #include "viz/model.h"
 
 #include <stdlib.h>
@@ -139,17 +147,20 @@ static int same_members(const VizGraph *g, const Inst *a, const Inst *b)
 	return same ? 1 : step ? 2 : 0;
 }
 
-/* Whether the attached inputs and outputs of a and b agree one for one (kind and type). */
-static int same_io(const VizGraph *g, const Inst *a, const Inst *b)
+/* What an attached input or output must match in the other instances of its run: kind, shards,
+ * type and name with its numbers as '#' ("past_key.#"), in buf. */
+static void io_sig(const VizNode *v, char *buf, size_t n)
 {
-	if (a->nio != b->nio)
-		return 0;
-	for (int k = 0; k < a->nio; k++) {
-		const VizNode *x = &g->nodes[a->io[k]], *y = &g->nodes[b->io[k]];
-		if (x->kind != y->kind || x->shards != y->shards || strcmp(x->shape ? x->shape : "", y->shape ? y->shape : ""))
-			return 0;
+	size_t o = (size_t)snprintf(buf, n, "%d %d %s ", v->kind, v->shards, v->shape ? v->shape : "");
+	for (const char *c = v->op; *c && o + 2 < n; c++) {
+		if (*c >= '0' && *c <= '9') {
+			while (c[1] >= '0' && c[1] <= '9')
+				c++;
+			buf[o++] = '#';
+		} else
+			buf[o++] = *c;
 	}
-	return 1;
+	buf[o < n ? o : n - 1] = 0;
 }
 
 /* The instances of g's shown nodes in order of first appearance; inst[i] gets each node's
@@ -439,10 +450,53 @@ static void fold_repeats(VizGraph *g, Inst *in, int ninst)
 			in[i].run = in[prev].run;
 		}
 	}
-	/* a run keeps its inputs and outputs inside only when every instance has the same ones */
+	/* a run keeps an input or output inside when every instance has one like it, in the same
+	 * order (the KV cache of each layer); the others go back to the top level (the model's input
+	 * that only the first layer reads) */
+	char a[600], b[600];
+	for (int h = 0; h < ninst; h++)
+		for (int k = 0; k < in[h].nio; k++) {
+			int f = in[h].run;
+			if (!*g->nodes[in[h].io[k]].instance)
+				continue;   /* detached already */
+			io_sig(&g->nodes[in[h].io[k]], a, sizeof a);
+			int keep = 1, ca = -1;
+			for (int i = f; keep && i < ninst; i++) {
+				if (in[i].run != f)
+					continue;
+				int cb = 0;
+				for (int j = 0; j < in[i].nio; j++)
+					io_sig(&g->nodes[in[i].io[j]], b, sizeof b), cb += !strcmp(a, b);
+				keep = ca < 0 || ca == cb;
+				ca = cb;
+			}
+			for (int i = f; !keep && i < ninst; i++)   /* detach every one like it */
+				for (int j = 0; in[i].run == f && j < in[i].nio; j++) {
+					VizNode *v = &g->nodes[in[i].io[j]];
+					io_sig(v, b, sizeof b);
+					if (strcmp(a, b) || !*v->instance)
+						continue;
+					free(v->instance), free(v->callee);
+					v->instance = vz_strdup(""), v->callee = vz_strdup("");
+					v->device = -1;
+				}
+		}
+	for (int i = 0; i < ninst; i++) {   /* drop the detached from the lists; then one for one, in order */
+		int u = 0;
+		for (int j = 0; j < in[i].nio; j++)
+			if (*g->nodes[in[i].io[j]].instance)
+				in[i].io[u++] = in[i].io[j];
+		in[i].nio = u;
+	}
 	for (int i = 0; i < ninst; i++) {
 		Inst *r = &in[in[i].run];
-		if (r != &in[i] && !same_io(g, r, &in[i]))
+		int same = r->nio == in[i].nio;
+		for (int j = 0; same && j < r->nio; j++) {
+			io_sig(&g->nodes[r->io[j]], a, sizeof a);
+			io_sig(&g->nodes[in[i].io[j]], b, sizeof b);
+			same = !strcmp(a, b);
+		}
+		if (!same)
 			r->mode = -1;
 	}
 	for (int i = 0; i < ninst; i++) {
