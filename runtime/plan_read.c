@@ -466,6 +466,19 @@ static int rd_buffer(Rd *r)
 	return 0;
 }
 
+/* xxh3=HEX16 (optional): the checksum of a weight file's tensor bytes. */
+static int rd_xxh3(Rd *r, PlanConst *c)
+{
+	Tok *t = field(r, "xxh3");
+	if (!t)
+		return 0;
+	if (!t->val || strlen(t->val) != 16 || strspn(t->val, "0123456789abcdef") != 16)
+		return fail(r, "xxh3 must be 16 lowercase hex digits");
+	c->xxh3 = strtoull(t->val, NULL, 16);
+	c->has_xxh3 = 1;
+	return 0;
+}
+
 static int rd_init_fields(Rd *r, PlanConst *c)
 {
 	int64_t seed;
@@ -483,9 +496,9 @@ static int rd_init_fields(Rd *r, PlanConst *c)
 	case PINIT_FILL:
 		return req_f64(r, "value", &c->a);
 	case PINIT_NPY:
-		return (c->path = (char *)req_str(r, "path")) ? 0 : -1;
+		return (c->path = (char *)req_str(r, "path")) ? rd_xxh3(r, c) : -1;
 	case PINIT_SAFETENSORS:
-		return (c->path = (char *)req_str(r, "path")) && (c->key = (char *)req_str(r, "key")) ? 0 : -1;
+		return (c->path = (char *)req_str(r, "path")) && (c->key = (char *)req_str(r, "key")) ? rd_xxh3(r, c) : -1;
 	default:
 		return 0;
 	}
