@@ -211,8 +211,7 @@ int rt_check(const Plan *p, const RtRunOpts *o, int per_node, RtRun *r, RtCheck 
 		return rt_errorf(e, RT_EINTERNAL, "--check: no reference builder registered");
 	if (!p->source.model)
 		return rt_errorf(e, RT_EUSER, "--check: the plan does not record the graph it came from");
-	const char *prec = p->source.precision && strcmp(p->source.precision, "f64") == 0 ? "f64" : "f32";
-	Plan *ref = rebuild(p, prec, e);
+	Plan *ref = rebuild(p, p->source.precision, e);
 	if (!ref)
 		return -1;
 	RtBinding *bind = NULL;

@@ -26,7 +26,8 @@ DType rt_raw_dtype(char kind, int size)
 	case 'b': return size == 2 ? DT_BF16 : DT_INVALID;
 	case 'i': return size == 1 ? DT_I8 : size == 2 ? DT_I16 : size == 4 ? DT_I32 :
 			 size == 8 ? DT_I64 : DT_INVALID;
-	case 'u': return size == 1 ? DT_U8 : DT_INVALID;
+	case 'u': return size == 1 ? DT_U8 : size == 2 ? DT_U16 : size == 4 ? DT_U32 :
+			 size == 8 ? DT_U64 : DT_INVALID;
 	case '?': return size == 1 ? DT_BOOL : DT_INVALID;
 	default: return DT_INVALID;
 	}
@@ -339,6 +340,9 @@ static const char *descr_of(DType d, int *size)
 	case DT_I16: *size = 2; return "<i2";
 	case DT_I8: case DT_I4: *size = 1; return "|i1";
 	case DT_U8: *size = 1; return "|u1";
+	case DT_U16: *size = 2; return "<u2";
+	case DT_U32: *size = 4; return "<u4";
+	case DT_U64: *size = 8; return "<u8";
 	case DT_BOOL: *size = 1; return "|b1";
 	default: *size = 4; return "<f4";
 	}

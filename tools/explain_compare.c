@@ -95,10 +95,15 @@ static void variant(const Plan *p, Column *c)
 		}
 		nsets = 1;
 	}
+	Precision prec;
+	if (prec_parse(p->source.precision, tgt_find(p->target), tm.m, &prec, &e) < 0) {
+		snprintf(c->err, sizeof c->err, "%s", e.msg);
+		goto out;
+	}
 	pc.machine = tm.m;
 	pc.phase = p->source.phase;
 	pc.context = p->source.context;
-	pc.precision = p->source.precision;
+	pc.precision = &prec;
 	pc.pools = c->pools;
 	pc.out = stderr;
 	if (pass_run_pipeline(m, &pc, p->source.phase ? "kv-cache,disaggregate" : "disaggregate") > 0) {
@@ -106,7 +111,8 @@ static void variant(const Plan *p, Column *c)
 		goto out;
 	}
 	c->mb = (int)pass_stat_get(&pc, "disaggregate", "micro-batches");
-	BuildOpts o = { p->source.model, p->source.binds, p->target, p->machine, sets, nsets, p->source.precision, p->source.init };
+	BuildOpts o = { p->source.model, p->source.binds, p->target, p->machine, sets, nsets, p->source.precision, p->source.init,
+			&tm, &prec };
 	Plan *q = drv_lower(m, &o, &e);
 	if (!q) {
 		snprintf(c->err, sizeof c->err, "%s", e.msg);

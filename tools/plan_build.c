@@ -308,6 +308,19 @@ const char *drv_recorded_binds(const Module *m, const DrvBinds *b, char *buf, si
 	return buf;
 }
 
+int drv_open_machine(const Target *t, const char *machine, const char *const *sets, int nsets, const char *spec,
+		     TgtMachine *tm, Precision *prec, RtError *e)
+{
+	const char *name = machine ? machine : t ? t->default_machine : "reference";
+	if (tgt_machine_load(name, sets, nsets, tm, e) < 0)
+		return -1;
+	if (prec_parse(spec, t, tm->m, prec, e) < 0) {
+		tgt_machine_free(tm);
+		return -1;
+	}
+	return 0;
+}
+
 /* Lowers with the target named in o; the error (if any) in e. */
 Plan *drv_lower(Module *m, const BuildOpts *o, RtError *e)
 {
@@ -316,18 +329,21 @@ Plan *drv_lower(Module *m, const BuildOpts *o, RtError *e)
 		rt_errorf(e, RT_EUSER, "aicc: error: unknown target '%s' (see aicc targets)", o->target);
 		return NULL;
 	}
-	TgtMachine mach;
-	if (tgt_machine_load(o->machine ? o->machine : t->default_machine, o->sets, o->nsets, &mach, e) < 0)
-		return NULL;
 	Graph *g = ir_entry(m);
 	if (!g) {
-		tgt_machine_free(&mach);
 		rt_errorf(e, RT_EUSER, "aicc: error: the model defines no graph");
 		return NULL;
 	}
-	TgtInput in = { m, g, &mach, o->precision, o->model, o->binds };
+	TgtMachine mach = { 0 };
+	Precision prec;
+	if (!o->loaded && drv_open_machine(t, o->machine, o->sets, o->nsets, o->precision, &mach, &prec, e) < 0)
+		return NULL;
+	if (o->loaded && !o->prec && prec_parse(o->precision, t, o->loaded->m, &prec, e) < 0)
+		return NULL;
+	TgtInput in = { m, g, o->loaded ? o->loaded : &mach, o->prec ? o->prec : &prec, o->model, o->binds };
 	Plan *p = t->lower(&in, e);
-	tgt_machine_free(&mach);
+	if (!o->loaded)
+		tgt_machine_free(&mach);
 	return p;
 }
 
@@ -386,7 +402,8 @@ static Plan *rebuild_reference(const Plan *p, const char *precision, RtError *e)
 		for (Graph *g = m->graphs; g; g = g->next)
 			ir_foreach_node(g, n)
 				n->annot.device = NULL;
-		BuildOpts o = { p->source.model, p->source.binds, "reference", NULL, NULL, 0, precision, p->source.init };
+		BuildOpts o = { p->source.model, p->source.binds, "reference", NULL, NULL, 0, prec_reference_spec(precision),
+				p->source.init, NULL, NULL };
 		ref = drv_lower(m, &o, e);
 		if (ref && o.init && plan_set_source_init(ref, o.init, e) < 0) {
 			plan_free(ref);

@@ -7,6 +7,7 @@
 #include "frontend/frontend.h"
 #include "ir/ir.h"
 #include "runtime/plan.h"
+#include "targets/target.h"
 #include "tools/driver.h"
 
 /* Binds "S=2048,B=1"; -1 with a message on stderr for malformed text. */
@@ -67,7 +68,17 @@ typedef struct BuildOpts {
 	const char *const *sets; int nsets;
 	const char *precision;        /* NULL: the target's default */
 	const char *init;             /* --init-unbound spec, recorded in the plan for --check */
+	/* the compile's machine and precision when the caller already has them (loaded and parsed
+	 * once per compile: drv_open_machine); NULL: drv_lower loads machine and parses precision */
+	const TgtMachine *loaded;
+	const Precision *prec;
 } BuildOpts;
+
+/* Loads machine `machine` (NULL: target t's default) with --set overrides, and parses `spec`
+ * against t (NULL: no plan is built, only the machine is checked) into prec.  The one place a
+ * compile opens its machine description.  0, or -1 with e set (tm freed). */
+int drv_open_machine(const Target *t, const char *machine, const char *const *sets, int nsets, const char *spec,
+		     TgtMachine *tm, Precision *prec, RtError *e);
 
 /* Lowers the entry graph of m (verified, shapes inferred) for o->target.  Returns the plan, or
  * NULL with the error in e. */
