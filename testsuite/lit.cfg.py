@@ -3,6 +3,7 @@
 # Feature `ocr-model`: the PP-OCRv4 model is in .cache/models (tools/fetch-models.sh, which
 # tools/run-tests.sh runs first); tests that say REQUIRES: ocr-model are UNSUPPORTED without it.
 import os
+import shutil
 import lit.formats
 
 config.name = 'aicc'
@@ -28,8 +29,11 @@ for feature, name in (('ocr-det-model', 'ch_PP-OCRv4_det_infer.onnx'),
                       ('ocr-cls-model', 'ch_ppocr_mobile_v2.0_cls_infer.onnx')):
     if os.path.exists(os.path.join(os.path.dirname(ocr_model), name)):
         config.available_features.add(feature)
+# Feature `strace`: tests that count the files a compile opens.
+if shutil.which('strace'):
+    config.available_features.add('strace')
 config.environment['PATH'] = '/usr/lib/llvm-14/bin:' + os.environ.get('PATH', '')
 for var in ('ASAN_OPTIONS', 'UBSAN_OPTIONS', 'LSAN_OPTIONS', 'HOME', 'OPENBLAS_CORETYPE', 'OPENBLAS_L2_SIZE',
-            'OPENBLAS_NUM_THREADS'):
+            'OPENBLAS_NUM_THREADS', 'AICC_ISA', 'GLIBC_TUNABLES'):
     if var in os.environ:
         config.environment[var] = os.environ[var]

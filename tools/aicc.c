@@ -46,6 +46,7 @@ static void fix_blas_coretype(char **argv)
 int main(int argc, char **argv)
 {
 	fix_blas_coretype(argv);
+	drv_install_signals();
 	int n = 1;   /* --quiet, anywhere: no progress line (tools/progress.h) */
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--quiet") == 0)
