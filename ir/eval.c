@@ -225,3 +225,49 @@ const char *sh_why_unknown(ShapeCtx *c, Value *v, char *buf, size_t nb)
 	why(c, v, buf, nb, 0);
 	return buf;
 }
+
+/* ---- If: guarded branches ---- */
+/* 1 or 0 when the condition of If node f is known, -1 when not. */
+static int cond_of(ShapeCtx *c, const Node *f)
+{
+	const RtTensor *t = f->nin > 0 ? sh_value(c, f->in[0]) : NULL;
+	return t && t->n == 1 ? rt_geti(t, 0) != 0 : -1;
+}
+
+int sh_guard_skipped(ShapeCtx *c, const Node *n)
+{
+	for (const Node *x = n; x->guard; x = x->guard) {
+		int k = cond_of(c, x->guard);    /* a folded (dead) If keeps its inputs */
+		if (k >= 0 && k != x->guard_then)
+			return 1;
+	}
+	return 0;
+}
+
+void sh_fold_ifs(ShapeCtx *c, Graph *g)
+{
+	int folded = 0;
+	for (Node *n = g->first, *next; n; n = next) {
+		next = n->next;
+		int k = n->op == OP_If && !sh_guard_skipped(c, n) ? cond_of(c, n) : -1;
+		if (k < 0)
+			continue;
+		n->aux = n;    /* marks a folded If for the sweep below */
+		for (int i = 0; i < n->nout; i++)
+			ir_replace_uses(g, n->out[i], n->in[(k ? 1 : 1 + n->nout) + i]);
+		folded = 1;
+	}
+	if (!folded)
+		return;
+	for (Node *n = g->last, *prev; n; n = prev) {   /* users before producers: reverse order */
+		prev = n->prev;
+		int unused = 1;
+		for (int i = 0; i < n->nout; i++)
+			unused &= n->out[i]->nuses == 0;
+		if ((n->op == OP_If && n->aux == n) || (sh_guard_skipped(c, n) && unused))
+			ir_remove_node(g, n);
+	}
+	ir_foreach_node(g, n)
+		while (n->guard && n->guard->dead)
+			n->guard_then = n->guard->guard_then, n->guard = n->guard->guard;
+}

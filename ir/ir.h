@@ -190,6 +190,8 @@ struct Node {
 	Annot annot;
 	int id;
 	int dead;            /* unlinked (tombstone) */
+	Node *guard;         /* a node of an If branch: the If node (ONNX subgraphs imported inline) */
+	int guard_then;      /* 1: of the then branch, 0: of the else branch */
 	Node *prev, *next;
 	void *aux;           /* scratch for passes */
 };

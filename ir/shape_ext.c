@@ -258,3 +258,77 @@ int shape_evaluated(ShapeCtx *c, Node *n)
 	return sh_err(c, n, "could not be evaluated at compile time: an input or the result exceeds "
 		      "the evaluation limit of %lld elements (--fold-limit)", (long long)ir_eval_limit(c->m));
 }
+
+/* GridSample (X [N, C, H, W], grid [N, H_out, W_out, 2]): Y [N, C, H_out, W_out]. */
+int shape_gridsample(ShapeCtx *c, Node *n)
+{
+	Type x = n->in[0]->type, g = n->in[1]->type;
+	if (sh_want_float(c, n, 0, "X") < 0 || sh_same_dtype(c, n, 0, 1, "X", "grid") < 0)
+		return -1;
+	if (x.rank != 4 || g.rank != 4 || !dim_eq(g.dims[0], x.dims[0]) || !dim_eq(g.dims[3], dim_c(2)))
+		return sh_err(c, n, "X must be [N, C, H, W] and grid [N, H_out, W_out, 2], got %s and %s",
+			      sh_ty(c, x), sh_ty(c, g));
+	Dim d[4] = { x.dims[0], x.dims[1], g.dims[1], g.dims[2] };
+	return sh_set(c, n, 0, x.dt, 4, d);
+}
+
+/* RNN, GRU, LSTM {hidden_size, direction, layout}: Y [seq, dirs, batch, hidden] (layout 1:
+ * [batch, seq, dirs, hidden]), Y_h and Y_c [dirs, batch, hidden] (layout 1: [batch, dirs, hidden]). */
+int shape_rnn(ShapeCtx *c, Node *n)
+{
+	Type x = n->in[0]->type, w = n->in[1]->type;
+	const char *dir = rt_attr_str(&n->attrs, "direction", "forward");
+	int64_t hs = rt_attr_int(&n->attrs, "hidden_size", 0), layout = rt_attr_int(&n->attrs, "layout", 0);
+	int dirs = !strcmp(dir, "bidirectional") ? 2 : 1;
+	if (strcmp(dir, "forward") && strcmp(dir, "reverse") && dirs == 1)
+		return sh_err(c, n, "attribute direction must be forward, reverse or bidirectional, got \"%s\"", dir);
+	if (sh_want_float(c, n, 0, "X") < 0)
+		return -1;
+	if (x.rank != 3 || w.rank != 3)
+		return sh_err(c, n, "X and W must be 3-D, got %s and %s", sh_ty(c, x), sh_ty(c, w));
+	int gates = n->op == OP_RNN ? 1 : n->op == OP_GRU ? 3 : 4;
+	if (hs <= 0 && dim_isconst(w.dims[1]))
+		hs = w.dims[1].k / gates;
+	if (hs <= 0 || !dim_eq(w.dims[1], dim_c(gates * hs)) || !dim_eq(w.dims[0], dim_c(dirs)))
+		return sh_err(c, n, "W must be [%d, %lld, input], got %s", dirs, (long long)(gates * hs), sh_ty(c, w));
+	Dim seq = x.dims[layout ? 1 : 0], batch = x.dims[layout ? 0 : 1], H = dim_c(hs), D = dim_c(dirs);
+	Dim y[4] = { seq, D, batch, H }, yl[4] = { batch, seq, D, H };
+	Dim h[3] = { D, batch, H }, hl[3] = { batch, D, H };
+	for (int i = 0; i < n->nout; i++) {
+		int r = i == 0 ? sh_set(c, n, 0, x.dt, 4, layout ? yl : y) : sh_set(c, n, i, x.dt, 3, layout ? hl : h);
+		if (r < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* If(cond, then_1..k, else_1..k) -> k outputs.  A compile-time-known condition takes the chosen
+ * branch's types (the other branch's nodes were skipped: ir/shape.c); an unknown one is a
+ * run-time select, which needs both branches to give the same types. */
+int shape_if(ShapeCtx *c, Node *n)
+{
+	int k = n->nout;
+	if (n->nin != 1 + 2 * k)
+		return sh_err(c, n, "expected 1 + 2*%d inputs (condition, then and else outputs), got %d", k, n->nin);
+	Type cd = n->in[0]->type;
+	if (cd.rank < 0)
+		return -1;
+	if (cd.dt != DT_BOOL || ir_type_numel(cd) != 1)
+		return sh_err(c, n, "cond must be a bool with one element, got %s", sh_ty(c, cd));
+	const RtTensor *v = sh_value(c, n->in[0]);
+	int lo = v ? (rt_geti(v, 0) ? 1 : 1 + k) : 1;
+	for (int i = 0; i < k; i++) {
+		Value *t = n->in[lo + i], *el = n->in[1 + k + i];
+		if (!t || t->type.rank < 0 || (!v && (!el || el->type.rank < 0)))
+			return -1;         /* an error inside a branch was reported there */
+		if (!v && !ir_type_eq(t->type, el->type)) {
+			char what[160];
+			snprintf(what, sizeof what, "condition (the branches give output %d as %s and %s, so a "
+				 "run-time select is impossible)", i, sh_ty(c, t->type), sh_ty(c, el->type));
+			return sh_unknown(c, n, 0, what);
+		}
+		if (sh_set_type(c, n, i, t->type) < 0)
+			return -1;
+	}
+	return 0;
+}

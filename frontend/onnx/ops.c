@@ -139,6 +139,23 @@ static int copy_attrs(Node *n, const OnnxNode *on)
 			ir_set_attr_floats(n, name, f, (int)a->n_floats);
 			break;
 		}
+		case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS: {   /* RNN activations: joined by ',' */
+			size_t len = 1;
+			for (size_t k = 0; k < a->n_strings; k++)
+				len += a->strings[k].len + 1;
+			if (len > 1u << 16)
+				goto bad;
+			char *j = arena_alloc(ar, len), *p = j;
+			for (size_t k = 0; k < a->n_strings; k++) {
+				if (k)
+					*p++ = ',';
+				memcpy(p, a->strings[k].data, a->strings[k].len);
+				p += a->strings[k].len;
+			}
+			*p = 0;
+			ir_set_attr_str(n, name, j);
+			break;
+		}
 		default:
 		bad:
 			diag_error(on->loc, "attribute '%s' has a kind aicc does not support "
@@ -395,9 +412,58 @@ static int is_onnx_op(const char *op)
 	return 0;
 }
 
+/* If {then_branch, else_branch}: both branches' nodes are imported into g before the If node,
+ * each marked with the If as its guard, and the node becomes If(cond, then_1..k, else_1..k).
+ * Shape inference skips the branch a known condition does not take and folds the If; with an
+ * unknown condition the plan computes both and selects (ir/shape_ext.c shape_if). */
+static int convert_if(OnnxImp *imp, Graph *g, OnnxNode *on)
+{
+	const Onnx__AttributeProto *tb = find_attr(on, "then_branch"), *eb = find_attr(on, "else_branch");
+	enum { MAXK = 32 };
+	Value *ins[1 + 2 * MAXK], *outs[2][MAXK];
+	if (!tb || !tb->g || !eb || !eb->g || on->nin != 1 || !on->in[0]) {
+		diag_error(on->loc, "If needs a condition and graph attributes then_branch and else_branch");
+		return -1;
+	}
+	Node *mark[3] = { g->last, NULL, NULL };
+	int kt = onnx_import_subgraph(imp, tb->g, outs[0], MAXK);
+	mark[1] = g->last;
+	int ke = kt < 0 ? -1 : onnx_import_subgraph(imp, eb->g, outs[1], MAXK);
+	mark[2] = g->last;
+	if (kt < 0 || ke < 0)
+		return -1;
+	if (kt != ke || kt != on->nout || kt < 1) {
+		diag_error(on->loc, "the then branch has %d outputs, the else branch %d, the node %d", kt, ke, on->nout);
+		return -1;
+	}
+	ins[0] = on->in[0];
+	for (int i = 0; i < kt; i++)
+		ins[1 + i] = outs[0][i], ins[1 + kt + i] = outs[1][i];
+	const char *names[MAXK];
+	for (int i = 0; i < kt; i++)
+		names[i] = on->outnames[i] ? on->outnames[i] : ir_fresh_name(g, "unused");
+	Node *n = ir_add_node(g, OP_If, ins, 1 + 2 * kt, names, kt, on->loc);
+	for (int i = 0; i < kt; i++)
+		if (on->outnames[i])
+			onnx_define(imp, on->outnames[i], n->out[i]);
+	for (int b = 0; b < 2; b++) {      /* then: (mark0, mark1], else: (mark1, mark2] */
+		if (mark[b] == mark[b + 1])
+			continue;
+		for (Node *x = mark[b] ? mark[b]->next : g->first; x && x != n; x = x->next) {
+			if (!x->guard)
+				x->guard = n, x->guard_then = b == 0;
+			if (x == mark[b + 1])
+				break;
+		}
+	}
+	return 0;
+}
+
 int onnx_convert_node(OnnxImp *imp, Graph *g, OnnxNode *on)
 {
 	const char *op = on->np->op_type;
+	if (strcmp(op, "If") == 0)
+		return convert_if(imp, g, on);
 	if (strcmp(op, "LessOrEqual") == 0)
 		return rewrite_cmp_or_equal(imp, g, on, OP_Less);
 	if (strcmp(op, "GreaterOrEqual") == 0)

@@ -367,3 +367,28 @@ int rk_ReverseSequence(const RtKernelArgs *a, RtError *e)
 	}
 	return 0;
 }
+
+/* If(cond, then_1..k, else_1..k): out_i := the chosen branch's value i (a run-time select; the
+ * compiler folds an If whose condition it knows). */
+int rk_If(const RtKernelArgs *a, RtError *e)
+{
+	int k = a->nout;
+	if (a->nin != 1 + 2 * k || !a->in[0] || a->in[0]->n != 1)
+		return rt_errorf(e, RT_EUSER, "If: expected a one-element condition and 2*%d branch values", k);
+	int lo = rt_geti(a->in[0], 0) ? 1 : 1 + k;
+	for (int i = 0; i < k; i++) {
+		const RtTensor *x = a->in[lo + i];
+		if (!x || rt_tensor_alloc(&a->out[i], a->out[i].dtype != DT_INVALID ? a->out[i].dtype : x->dtype,
+					  x->rank, x->dims, e) < 0) {
+			kn_free_outs(a);
+			return x ? -1 : rt_errorf(e, RT_EUSER, "If: branch value %d is absent", i);
+		}
+		for (int64_t j = 0; j < x->n; j++) {
+			if (kn_isint(a->out[i].dtype))
+				rt_i64(&a->out[i])[j] = rt_geti(x, j);
+			else
+				rt_set(&a->out[i], j, rt_get(x, j));
+		}
+	}
+	return 0;
+}
