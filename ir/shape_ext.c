@@ -332,3 +332,95 @@ int shape_if(ShapeCtx *c, Node *n)
 	}
 	return 0;
 }
+
+/* DFT {axis=1, onesided=0}(input [..., 1|2], dft_length): the axis becomes n (or n/2+1), the
+ * last dimension 2 (complex). */
+int shape_dft(ShapeCtx *c, Node *n)
+{
+	Type x = n->in[0]->type;
+	int ax;
+	if (sh_want_float(c, n, 0, "input") < 0)
+		return -1;
+	if (x.rank < 2 || !(dim_eq(x.dims[x.rank - 1], dim_c(1)) || dim_eq(x.dims[x.rank - 1], dim_c(2))))
+		return sh_err(c, n, "input must end in a dimension of 1 (real) or 2 (complex), got %s", sh_ty(c, x));
+	if (sh_axis(c, n, "axis", rt_attr_int(&n->attrs, "axis", 1), x.rank - 1, &ax) < 0)
+		return -1;
+	Dim d[IR_MAX_RANK], len = x.dims[ax];
+	memcpy(d, x.dims, (size_t)x.rank * sizeof *d);
+	if (sh_in(n, 1)) {
+		const RtTensor *t = sh_value(c, n->in[1]);
+		if (!t)
+			return sh_unknown(c, n, 1, "dft_length");
+		len = dim_c(rt_geti(t, 0));
+	}
+	if (rt_attr_int(&n->attrs, "onesided", 0)) {
+		if (!dim_isconst(len))
+			return sh_err(c, n, "a one-sided DFT needs a constant length, got %s", sh_dim(c, len));
+		len = dim_c(len.k / 2 + 1);
+	}
+	d[ax] = len;
+	d[x.rank - 1] = dim_c(2);
+	return sh_set(c, n, 0, x.dt, x.rank, d);
+}
+
+/* STFT {onesided=1}(signal [B, L, 1|2], frame_step, window [W], frame_length): [B, frames, bins, 2]. */
+int shape_stft(ShapeCtx *c, Node *n)
+{
+	Type x = n->in[0]->type;
+	const RtTensor *st = sh_value(c, n->in[1]), *fl = sh_in(n, 3) ? sh_value(c, n->in[3]) : NULL;
+	const Type *w = sh_in(n, 2);
+	if (x.rank != 3 || !dim_isconst(x.dims[1]))
+		return sh_err(c, n, "signal must be [batch, length, 1 or 2] with a constant length, got %s", sh_ty(c, x));
+	if (!st)
+		return sh_unknown(c, n, 1, "frame_step");
+	if (sh_in(n, 3) && !fl)
+		return sh_unknown(c, n, 3, "frame_length");
+	int64_t F = fl ? rt_geti(fl, 0) : w && w->rank == 1 && dim_isconst(w->dims[0]) ? w->dims[0].k : 0;
+	int64_t step = rt_geti(st, 0), L = x.dims[1].k;
+	if (F < 1 || step < 1 || F > L)
+		return sh_err(c, n, "frame length %lld and frame_step %lld must be positive and fit the signal "
+			      "length %lld", (long long)F, (long long)step, (long long)L);
+	int64_t bins = rt_attr_int(&n->attrs, "onesided", 1) ? F / 2 + 1 : F;
+	Dim d[4] = { x.dims[0], dim_c((L - F) / step + 1), dim_c(bins), dim_c(2) };
+	return sh_set(c, n, 0, x.dt, 4, d);
+}
+
+/* Det: [..., M, M] -> [...]. */
+int shape_det(ShapeCtx *c, Node *n)
+{
+	Type x = n->in[0]->type;
+	if (sh_want_float(c, n, 0, "X") < 0)
+		return -1;
+	if (x.rank < 2 || !dim_eq(x.dims[x.rank - 1], x.dims[x.rank - 2]))
+		return sh_err(c, n, "X must be [..., M, M], got %s", sh_ty(c, x));
+	return sh_set(c, n, 0, x.dt, x.rank - 2, x.dims);
+}
+
+/* MaxUnpool {kernel_shape, strides, pads}(X, I, output_shape). */
+int shape_maxunpool(ShapeCtx *c, Node *n)
+{
+	Type x = n->in[0]->type;
+	int nk, ns, np, sp = x.rank - 2;
+	const int64_t *k = rt_attr_ints(&n->attrs, "kernel_shape", &nk), *s = rt_attr_ints(&n->attrs, "strides", &ns);
+	const int64_t *p = rt_attr_ints(&n->attrs, "pads", &np);
+	Dim d[IR_MAX_RANK];
+	if (x.rank < 3 || !k || nk != sp)
+		return sh_err(c, n, "X must be [N, C, ...] with a kernel_shape entry per spatial axis, got %s",
+			      sh_ty(c, x));
+	if (sh_in(n, 2)) {
+		int cnt;
+		if (sh_dims_input(c, n, 2, "output_shape", d, IR_MAX_RANK, &cnt) < 0)
+			return -1;
+		if (cnt != x.rank)
+			return sh_err(c, n, "output_shape must have %d entries, got %d", x.rank, cnt);
+		return sh_set(c, n, 0, x.dt, x.rank, d);
+	}
+	d[0] = x.dims[0], d[1] = x.dims[1];
+	for (int i = 0; i < sp; i++) {
+		if (!dim_isconst(x.dims[2 + i]))
+			return sh_err(c, n, "spatial dimension %s must be constant", sh_dim(c, x.dims[2 + i]));
+		d[2 + i] = dim_c((x.dims[2 + i].k - 1) * (s && i < ns ? s[i] : 1) + k[i] - (p && i < np ? p[i] : 0) -
+				 (p && sp + i < np ? p[sp + i] : 0));
+	}
+	return sh_set(c, n, 0, x.dt, x.rank, d);
+}

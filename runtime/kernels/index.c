@@ -392,3 +392,39 @@ int rk_If(const RtKernelArgs *a, RtError *e)
 	}
 	return 0;
 }
+
+/* MaxUnpool {kernel_shape, strides, pads}(X, I, output_shape): zeros with Y.flat[I[i]] := X[i];
+ * the output shape is output_shape, else (in - 1)*stride + kernel - pad_begin - pad_end. */
+int rk_MaxUnpool(const RtKernelArgs *a, RtError *e)
+{
+	const RtTensor *x = a->in[0], *ix = a->in[1], *os = kn_in(a, 2);
+	int nk, ns, np, sp = x->rank - 2;
+	const int64_t *k = rt_attr_ints(a->attrs, "kernel_shape", &nk), *s = rt_attr_ints(a->attrs, "strides", &ns);
+	const int64_t *p = rt_attr_ints(a->attrs, "pads", &np);
+	int64_t dims[RT_MAX_RANK];
+	if (x->rank < 3 || !k || nk != sp || ix->n != x->n)
+		return rt_errorf(e, RT_EUSER, "MaxUnpool: X [N, C, ...], kernel_shape per spatial axis, I shaped like X");
+	if (os) {
+		int n;
+		if (kn_ints("MaxUnpool", os, dims, RT_MAX_RANK, &n, e) < 0)
+			return -1;
+		if (n != x->rank)
+			return rt_errorf(e, RT_EUSER, "MaxUnpool: output_shape must have X's rank");
+	} else {
+		dims[0] = x->dims[0], dims[1] = x->dims[1];
+		for (int i = 0; i < sp; i++)
+			dims[2 + i] = (x->dims[2 + i] - 1) * (s && i < ns ? s[i] : 1) + k[i] -
+				      (p && i < np ? p[i] : 0) - (p && sp + i < np ? p[sp + i] : 0);
+	}
+	if (kn_out(a, 0, x->dtype, x->rank, dims, e) < 0)
+		return -1;
+	for (int64_t i = 0; i < x->n; i++) {
+		int64_t j = rt_geti(ix, i);
+		if (j < 0 || j >= a->out[0].n) {
+			kn_free_outs(a);
+			return rt_errorf(e, RT_EUSER, "MaxUnpool: index %lld is out of range", (long long)j);
+		}
+		cp(&a->out[0], j, x, i);
+	}
+	return 0;
+}
