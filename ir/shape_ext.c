@@ -424,3 +424,24 @@ int shape_maxunpool(ShapeCtx *c, Node *n)
 	}
 	return sh_set(c, n, 0, x.dt, x.rank, d);
 }
+
+/* TfIdfVectorizer: X integer [C] or [N, C] -> f32 [max(ngram_indexes)+1] or [N, that]. */
+int shape_tfidf(ShapeCtx *c, Node *n)
+{
+	Type x = n->in[0]->type;
+	int ni;
+	const int64_t *idx = rt_attr_ints(&n->attrs, "ngram_indexes", &ni);
+	if (sh_want_int(c, n, 0, "X") < 0)
+		return -1;
+	if (!rt_attr_find(&n->attrs, "pool_int64s"))
+		return sh_err(c, n, "attribute pool_int64s is required (pool_strings: aicc has no string dtype)");
+	if (!idx || (x.rank != 1 && x.rank != 2))
+		return sh_err(c, n, "X must be [C] or [N, C] and ngram_indexes given, got %s", sh_ty(c, x));
+	int64_t w = 0;
+	for (int i = 0; i < ni; i++)
+		w = idx[i] + 1 > w ? idx[i] + 1 : w;
+	Dim d[2] = { x.dims[0], dim_c(w) };
+	if (x.rank == 1)
+		d[0] = dim_c(w);
+	return sh_set(c, n, 0, DT_F32, x.rank, d);
+}
