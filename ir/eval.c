@@ -70,7 +70,7 @@ const RtTensor *sh_value_raw(ShapeCtx *c, Value *v)
 			t = fill_data(v, ir_eval_limit(c->m));
 		return t;
 	}
-	if (!c->val || v->graph != c->g || v->id >= c->g->nvalues)
+	if (!c->val || v->graph != c->g || v->id >= c->nval)
 		return NULL;
 	return c->val[v->id];
 }
@@ -78,7 +78,7 @@ const RtTensor *sh_value_raw(ShapeCtx *c, Value *v)
 const RtTensor *sh_value(ShapeCtx *c, Value *v)
 {
 	const RtTensor *t = sh_value_raw(c, v);
-	if (t || !v || !c->val || v->graph != c->g || v->id >= c->g->nvalues)
+	if (t || !v || !c->val || v->graph != c->g || v->id >= c->nval)
 		return t;
 	if (c->known && c->known[v->id].ok)
 		return from_known(c, v, &c->known[v->id]);
@@ -113,9 +113,12 @@ int sh_eval(ShapeCtx *c, Node *n)
 {
 	if (!c->val || !evaluable(n))
 		return 0;
-	for (int i = 0; i < n->nout; i++)
+	for (int i = 0; i < n->nout; i++) {
+		if (n->out[i]->id >= c->nval)
+			return 0;        /* made after this inference started */
 		if (c->val[n->out[i]->id])
 			return 1;        /* already evaluated (a rule asked first) */
+	}
 	int64_t limit = ir_eval_limit(c->m);
 	RtTensor *in[EV_MAXIN] = { 0 };
 	for (int i = 0; i < n->nin; i++) {
@@ -158,7 +161,7 @@ void sh_eval_free(ShapeCtx *c)
 {
 	if (!c->val)
 		return;
-	for (int i = 0; i < c->g->nvalues; i++)
+	for (int i = 0; i < c->nval; i++)
 		if (c->val[i]) {
 			rt_tensor_free(c->val[i]);
 			rt_free(c->val[i]);
@@ -253,8 +256,16 @@ void sh_fold_ifs(ShapeCtx *c, Graph *g)
 		if (k < 0)
 			continue;
 		n->aux = n;    /* marks a folded If for the sweep below */
-		for (int i = 0; i < n->nout; i++)
-			ir_replace_uses(g, n->out[i], n->in[(k ? 1 : 1 + n->nout) + i]);
+		for (int i = 0; i < n->nout; i++) {
+			/* Identity(chosen) takes over the output's name, so graph outputs keep theirs */
+			Value *ch = n->in[(k ? 1 : 1 + n->nout) + i], *o = n->out[i];
+			const char *name = o->name;
+			o->name = ir_fresh_name(g, "if.folded");
+			Node *id = ir_insert_node(g, n, OP_Identity, &ch, 1, &name, 1, n->loc);
+			id->out[0]->type = ch->type;
+			id->guard = n->guard, id->guard_then = n->guard_then;
+			ir_replace_uses(g, o, id->out[0]);
+		}
 		folded = 1;
 	}
 	if (!folded)

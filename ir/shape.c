@@ -421,6 +421,7 @@ static void infer_graph(ShapeCtx *c, Graph *g)
 	c->g = g;
 	c->known = arena_alloc(c->m->arena, (size_t)(g->nvalues ? g->nvalues : 1) * sizeof *c->known);
 	c->val = rt_calloc((size_t)(g->nvalues ? g->nvalues : 1), sizeof *c->val);
+	c->nval = g->nvalues;
 	subst_graph(c, g);
 	ir_foreach_node(g, n) {
 		for (int i = 0; i < n->nout; i++)

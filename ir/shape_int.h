@@ -25,6 +25,7 @@ struct ShapeCtx {
 	Graph *g;
 	Known *known;            /* indexed by Value.id, g->nvalues entries */
 	RtTensor **val;          /* compile-time contents by Value.id (ir/eval.c), owned */
+	int nval;                /* entries of known and val (values made later have larger ids) */
 	int errors;
 };
 
