@@ -148,6 +148,17 @@ Value *onnx_const_scalar(OnnxImp *imp, Graph *g, DType dt, double x)
 	return new_const(imp, g, &t);
 }
 
+Value *onnx_const_f32(OnnxImp *imp, Graph *g, const double *v, int n)
+{
+	RtTensor t;
+	int64_t dims[1] = { n };
+	if (rt_tensor_alloc(&t, DT_F32, 1, dims, NULL) < 0)
+		return NULL;
+	for (int i = 0; i < n; i++)
+		rt_set(&t, i, v[i]);
+	return new_const(imp, g, &t);
+}
+
 /* A fresh dimension symbol for an unnamed dim of input `in`, axis `ax`. */
 static Dim fresh_dim(OnnxImp *imp)
 {

@@ -9,7 +9,8 @@
  *     Reshape(Softmax(Flatten(x, axis), axis=1), Shape(x)) unless axis is the last one;
  *   - dtype-valued attributes (Cast `to`, QuantizeLinear `output_dtype`) become aicc dtype names;
  *     ConstantOfShape's tensor `value` becomes {value=<number>, dtype=<name>};
- *   - LessOrEqual/GreaterOrEqual become Or(Less|Greater, Equal).
+ *   - LessOrEqual/GreaterOrEqual become Or(Less|Greater, Equal);
+ *   - Upsample (7-9) and Resize-10 become Resize(X, "", scales) {asymmetric, nearest floor}.
  * Operators outside ir/ops.def are an error naming the operator (with a "did you mean").
  */
 #include <math.h>
@@ -285,6 +286,51 @@ static int constofshape_attrs(OnnxImp *imp, Node *n, OnnxNode *on)
 	ir_set_attr_str(n, "dtype", rt_dtype_name(t.dtype));
 	rt_tensor_free(&t);
 	return rc;
+}
+
+/* Upsample (opsets 7-9, deprecated) and Resize-10 → Resize(X, "", scales) with the geometry
+ * they define: output = floor(in * scale), source coordinate x/scale ("asymmetric"), nearest
+ * taking the element at floor(x/scale) (Upsample-7's spec: nearest repeats each element
+ * `scale` times; the ONNX reference's op_upsample.py; onnx/version_converter's
+ * Upsample_9_10 and Resize_10_11 adapters).  Upsample-7's `scales` attribute becomes the input;
+ * mode "bilinear" (an old exporter spelling) is linear. */
+static int rewrite_upsample(OnnxImp *imp, Graph *g, OnnxNode *on)
+{
+	const Onnx__AttributeProto *sc = find_attr(on, "scales"), *md = find_attr(on, "mode");
+	char mode[16] = "nearest";
+	if (md && md->s.len && md->s.len < sizeof mode)
+		snprintf(mode, sizeof mode, "%.*s", (int)md->s.len, (const char *)md->s.data);
+	if (!strcmp(mode, "bilinear"))
+		snprintf(mode, sizeof mode, "linear");
+	if (strcmp(mode, "nearest") && strcmp(mode, "linear")) {
+		diag_error(on->loc, "mode must be nearest or linear, got \"%s\"", mode);
+		return -1;
+	}
+	drop_attr(on, "mode");
+	if (sc) {
+		drop_attr(on, "scales");
+		double v[RT_MAX_RANK];
+		if (sc->n_floats > RT_MAX_RANK || (on->nin > 1 && on->in[1])) {
+			diag_error(on->loc, "scales must be given once, with at most %d values", RT_MAX_RANK);
+			return -1;
+		}
+		for (size_t i = 0; i < sc->n_floats; i++)
+			v[i] = sc->floats[i];
+		set_input(on, 1, onnx_const_f32(imp, g, v, (int)sc->n_floats));
+	}
+	if (on->nin != 2 || !on->in[0] || !on->in[1]) {
+		diag_error(on->loc, "expects inputs X and scales");
+		return -1;
+	}
+	set_input(on, 2, on->in[1]);
+	on->in[1] = NULL;
+	if (check_arity(OP_Resize, on) < 0)
+		return -1;
+	Node *n = emit(imp, g, on, OP_Resize);
+	ir_set_attr_str(n, "mode", mode);
+	ir_set_attr_str(n, "coordinate_transformation_mode", "asymmetric");
+	ir_set_attr_str(n, "nearest_mode", "floor");
+	return copy_attrs(n, on);
 }
 
 /* B unsqueezed on trailing axes so that it has rank r (numpy broadcasting then aligns it as the
@@ -568,6 +614,8 @@ int onnx_convert_node(OnnxImp *imp, Graph *g, OnnxNode *on)
 		return rewrite_cmp_or_equal(imp, g, on, OP_Less);
 	if (strcmp(op, "GreaterOrEqual") == 0)
 		return rewrite_cmp_or_equal(imp, g, on, OP_Greater);
+	if (strcmp(op, "Upsample") == 0 || (strcmp(op, "Resize") == 0 && on->opset < 11))
+		return rewrite_upsample(imp, g, on);
 	Op o = strcmp(op, "Scatter") == 0 ? OP_ScatterElements : ir_op_lookup(op);   /* Scatter: opsets 9-10 */
 	if (o == OP_COUNT || o == OP_Call || o == OP_Constant) {
 		const char *s = ir_op_suggest(op);
