@@ -60,16 +60,20 @@ static const RtTensor *from_known(ShapeCtx *c, Value *v, const Known *k)
 	return t;
 }
 
+const RtTensor *ir_const_tensor(Value *v, int64_t limit)
+{
+	const RtTensor *t = ir_const_data(v);
+	if (!t && v && v->kind == V_PARAM && v->init && v->init->kind == INIT_FILL)
+		t = fill_data(v, limit);
+	return t;
+}
+
 const RtTensor *sh_value_raw(ShapeCtx *c, Value *v)
 {
 	if (!v)
 		return NULL;
-	if (v->kind == V_PARAM) {
-		const RtTensor *t = ir_const_data(v);
-		if (!t && v->init && v->init->kind == INIT_FILL)
-			t = fill_data(v, ir_eval_limit(c->m));
-		return t;
-	}
+	if (v->kind == V_PARAM)
+		return ir_const_tensor(v, ir_eval_limit(c->m));
 	if (!c->val || v->graph != c->g || v->id >= c->nval)
 		return NULL;
 	return c->val[v->id];

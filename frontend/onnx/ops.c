@@ -600,9 +600,44 @@ static int convert_bn_training(OnnxImp *imp, Graph *g, OnnxNode *on)
 	return 0;
 }
 
+/* Attention (opset 24) input 6, nonpad_kv_seqlen [batch]: key/value positions at or past it
+ * are padding.  Becomes a bool mask Range(0, total_kv) < nonpad[b] of shape [B, 1, 1, kv],
+ * combined with attn_mask (And for a bool mask, Where(m, mask, -inf) for an additive one). */
+static int attention_nonpad(OnnxImp *imp, Graph *g, OnnxNode *on)
+{
+	Value *np = on->in[6], *k = on->in[1], *mask = on->nin > 3 ? on->in[3] : NULL;
+	int rk = onnx_known_rank(imp, k);
+	if (rk != 3 && rk != 4) {
+		diag_error(on->loc, "nonpad_kv_seqlen needs K's rank (3 or 4) at import");
+		return -1;
+	}
+	int64_t ax = rk == 4 ? 2 : 1, zero = 0, one = 1, axes[3] = { 1, 2, 3 };
+	Node *shp = aux_node(g, OP_Shape, &k, 1, on->loc);
+	Value *gin[2] = { shp->out[0], onnx_const_i64(imp, g, &ax, 1, 0) };
+	Value *skv = aux_node(g, OP_Gather, gin, 2, on->loc)->out[0];
+	Value *rin[3] = { onnx_const_i64(imp, g, &zero, 1, 0), skv, onnx_const_i64(imp, g, &one, 1, 0) };
+	Value *pos = aux_node(g, OP_Range, rin, 3, on->loc)->out[0];
+	Value *uin[2] = { np, onnx_const_i64(imp, g, axes, 3, 1) };
+	Value *lim = aux_node(g, OP_Unsqueeze, uin, 2, on->loc)->out[0];
+	Value *m = binop(g, OP_Less, pos, lim, on->loc);
+	if (mask && mask->type.dt == DT_BOOL) {
+		m = binop(g, OP_And, mask, m, on->loc);
+	} else if (mask) {
+		DType dt = mask->type.dt != DT_INVALID ? mask->type.dt : DT_F32;
+		Value *win[3] = { m, mask, onnx_const_scalar(imp, g, dt, -INFINITY) };
+		m = aux_node(g, OP_Where, win, 3, on->loc)->out[0];
+	}
+	set_input(on, 3, m);
+	on->in[6] = NULL;
+	on->nin = 6;
+	return 0;
+}
+
 int onnx_convert_node(OnnxImp *imp, Graph *g, OnnxNode *on)
 {
 	const char *op = on->np->op_type;
+	if (strcmp(op, "Attention") == 0 && on->nin > 6 && on->in[6] && attention_nonpad(imp, g, on) < 0)
+		return -1;
 	if (strcmp(op, "If") == 0)
 		return convert_if(imp, g, on);
 	if (strcmp(op, "ConvInteger") == 0)

@@ -141,6 +141,20 @@ def main():
             ins = [value_info('x', [2, 3, 4]), value_info('c', [], 9)]
         nodes.append(node('If', ['c'], ['y'], 'if0', [attr_graph('then_branch', tb), attr_graph('else_branch', eb)]))
         m = model(nodes, ins, [y], [one, bad], opset=13)
+    elif kind in ('attn24', 'attn24mask'):
+        qkv = [value_info(n, [2, 2, d, 4]) for n, d in (('q', 3), ('k', 5), ('v', 5))]
+        if kind == 'attn24':
+            ins, extra = ['q', 'k', 'v', '', '', '', 'np'], [value_info('np', [2], 7)]
+        else:
+            ins, extra = ['q', 'k', 'v', 'mask'], [value_info('mask', [2, 1, 1, 5], 9)]
+        m = model([node('Attention', ins, ['y'], 'attn0')], qkv + extra, [y], opset=24)
+    elif kind in ('q.pb', 'k.pb', 'v.pb'):
+        d = {'q.pb': 3, 'k.pb': 5, 'v.pb': 5}[kind]
+        m = tensor(kind[0], [2, 2, d, 4], floats=[((i * 37 + ord(kind[0]) * 11) % 17) / 8.0 - 1 for i in range(16 * d)])
+    elif kind == 'np.pb':
+        m = tensor('np', [2], dtype=7, ints=[3, 5])
+    elif kind == 'mask.pb':
+        m = tensor('mask', [2, 1, 1, 5], dtype=9, raw=bytes([1, 1, 1, 0, 0, 1, 1, 1, 1, 1]))
     elif kind == 'seq.pb':
         m = s(1, 'seq') + vi(2, 1) + msg(3, tensor('', [2], floats=[1.0, 2.0]))
     elif kind == 'big':
