@@ -83,6 +83,7 @@ typedef struct PassCtx {
 	 * decode, the number of past tokens in the KV cache (--context) */
 	const char *phase;
 	int64_t context;
+	DType kv_format;            /* --kv-format: the caches' element format (0, DT_INVALID: K's) */
 	/* partition (passes/partition.c) */
 	int tp;                     /* --tp N: tensor-parallel group size (0 or 1: none) */
 	int pp;                     /* --pp N: pipeline stages (0: the fewest that fit memory) */

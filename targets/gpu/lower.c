@@ -32,6 +32,7 @@ typedef struct GpuLw {
 	Flat f;
 	int *buf, *gfirst, *glast;   /* flat value -> buffer; flat node -> first/last node of its group */
 	unsigned char *gate;         /* flat value -> 1: MoE router logits, held in f32 */
+	const char **fmt;            /* flat value -> its buffer format (NULL: row), weight_formats */
 	RtError *e;
 	TgtDevs devs;        /* GPUs used, their HBM heaps and streams (targets/devices.c) */
 } GpuLw;
@@ -205,6 +206,78 @@ static int fp8_operands(const FlatVal *A, const FlatVal *B)
 	       rt_dtypes[B->dt].kind == K_FLOAT;
 }
 
+/* The FP8 operand scaling of GEMM fn at MMA format `in`: none when both operands already are FP8
+ * tensors, else the policy's, and the default recipe (128x128 weight blocks) for a node the
+ * quantization pass put at fp8 under another policy. */
+static PrecScale gemm_scale(const GpuLw *w, const FlatNode *fn, DType in)
+{
+	if (in != DT_F8E4M3)
+		return PREC_SCALE_NONE;
+	if (fp8_operands(&w->f.vals[fn->in[0]], &w->f.vals[fn->in[1]]))
+		return PREC_SCALE_NONE;
+	return w->pol->word->mma == DT_F8E4M3 ? w->pol->scale : PREC_SCALE_128X128;
+}
+
+/* ---- weights stored in their MMA format ----
+ * A weight every reader of which is a GEMM taking it as B at a narrow MMA format (FP8 with its
+ * scaling, or a block-scaled MX/NVFP4 format) is stored in HBM encoded that way, as serving
+ * stacks keep FP8/FP4 checkpoints (TensorRT-LLM ModelOpt, vLLM): its buffer format is "q.FMT"
+ * (runtime/plan.h plan_format_bytes) and it takes that format's bytes in the memory plan.  The
+ * interpreter holds its values in the declared dtype and every reader encodes them with the
+ * same scaling, so the numerics are those of the stored codes. */
+static const char *weight_format(const GpuLw *w, const FlatNode *fn)
+{
+	return prec_weight_format(w->pol, w->a.dev, rt_attr_str(&fn->n->attrs, "precision", NULL),
+				  fp8_operands(&w->f.vals[fn->in[0]], &w->f.vals[fn->in[1]]));
+}
+
+/* A value computed at load (load_value), or a tensor-parallel shard of one (a Split of it). */
+static int stored_weight(const GpuLw *w, int v)
+{
+	if (load_value(w, v))
+		return 1;
+	int d = w->f.vals[v].def;
+	return d >= 0 && w->f.nodes[d].n->op == OP_Split && w->f.nodes[d].nin >= 1 && load_value(w, w->f.nodes[d].in[0]);
+}
+
+static int gemm_node(const FlatNode *fn) { return (fn->n->op == OP_MatMul || fn->n->op == OP_Gemm) && fn->nin >= 2; }
+
+/* Fills w->fmt: the stored format of every weight value (load-time values: parameters, their
+ * shards and weight transforms) all of whose readers agree on one (weight_format), else row. */
+static int weight_formats(GpuLw *w)
+{
+	unsigned char *mixed = calloc((size_t)w->f.nvals + 1, 1);
+	if (!(w->fmt = calloc((size_t)w->f.nvals + 1, sizeof *w->fmt)) || !mixed) {
+		free(mixed);
+		return rt_errorf(w->e, RT_ENOMEM, "out of memory lowering the graph");
+	}
+	for (int i = 0; i < w->f.nnodes; i++) {
+		const FlatNode *fn = &w->f.nodes[i];
+		for (int k = 0; k < fn->nin; k++) {
+			int v = fn->in[k];
+			if (v < 0 || mixed[v])
+				continue;
+			const char *f = k == 1 && gemm_node(fn) && rt_dtypes[w->f.vals[v].dt].bits > 8 && stored_weight(w, v)
+					? weight_format(w, fn) : NULL;   /* already narrow (quantized at load): as it is */
+			if (!f || (w->fmt[v] && strcmp(w->fmt[v], f)))
+				mixed[v] = 1, w->fmt[v] = NULL;
+			else
+				w->fmt[v] = f;
+		}
+	}
+	for (int v = 0; v < w->f.nvals; v++)     /* a graph output is handed back as it is */
+		if (w->f.vals[v].is_output)
+			w->fmt[v] = NULL;
+	free(mixed);
+	return 0;
+}
+
+static const char *gpu_format_of(const void *ctx, const FlatVal *v)
+{
+	const GpuLw *w = ctx;
+	return w->fmt ? w->fmt[v - w->f.vals] : NULL;
+}
+
 static int gemm_kernel(GpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 {
 	const FlatVal *A = &w->f.vals[fn->in[0]], *B = &w->f.vals[fn->in[1]], *Y = &w->f.vals[fn->out[0]];
@@ -229,8 +302,7 @@ static int gemm_kernel(GpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 	 * interval is the machine's (<fp8-scaling promote>: N_C = 128 on Hopper, 0 on Blackwell) */
 	int fp8pol = w->pol->word->mma == DT_F8E4M3, promote = fp8pol ? w->pol->promote : w->a.dev->fp8_promote;
 	if (s.in == DT_F8E4M3)
-		s.scale = fp8_operands(A, B) ? PREC_SCALE_NONE : fp8pol ? w->pol->scale : PREC_SCALE_128X128,
-		s.promote = promote > 0 ? promote : 0;
+		s.scale = gemm_scale(w, fn, s.in), s.promote = promote > 0 ? promote : 0;
 	GemmTile tile = { 0 };
 	char why[256] = "";
 	if (s.M == 0 || s.N == 0 || s.K == 0 || !w->h->gemm(&w->a, &s, &tile, why, sizeof why))
@@ -420,6 +492,9 @@ static int lower_body(GpuLw *w)
 	for (int i = 0; i < w->f.nnodes; i++)
 		if (w->f.nodes[i].n->op == OP_TopKRouter && w->f.nodes[i].nin >= 1 && w->f.nodes[i].in[0] >= 0)
 			w->gate[w->f.nodes[i].in[0]] = 1;
+	if (weight_formats(w) < 0)
+		return -1;
+	w->devs.format = gpu_format_of, w->devs.format_ctx = w;
 	if (tgt_devs_values(&w->devs, w->p, &w->f, gpu_dtype_of, w, w->buf, w->in->m->dir, w->e) < 0)
 		return -1;
 	tgt_fusion_groups(&w->f, w->gfirst, w->glast);
@@ -476,7 +551,7 @@ Plan *gpu_lower(const TgtInput *in, const GpuHooks *h, RtError *e)
 		rc = rt_errorf(e, RT_EINTERNAL, "aicc: internal error: the %s plan fails verification: %s", h->target, msg);
 	}
 	tgt_flat_free(&w.f);
-	free(w.buf), free(w.gfirst), free(w.glast), free(w.gate);
+	free(w.buf), free(w.gfirst), free(w.glast), free(w.gate), free(w.fmt);
 	tgt_devs_free(&w.devs);
 	if (rc < 0) {
 		plan_free(w.p);
