@@ -36,9 +36,7 @@
 #include <string.h>
 
 #include "passes/pass.h"
-#include "runtime/plan.h"
 #include "targets/machine.h"
-#include "targets/precision.h"
 
 /* MAXREG: nodes of one region; MAXREGIONS: regions per graph; SHARDS: the base of the
  * (region, shard) code kept in Node.aux while the pass runs (--tp is at most 4096). */
@@ -113,27 +111,9 @@ static double node_time(Part *p, const Node *n)
 	return fmax(peak > 0 ? fl / peak : 0, by / bw);
 }
 
-/* Bytes weight input i of node n takes on the device: its stored format's when the target keeps
- * it encoded (a GPU stores the B operand of an FP8 or MX/NVFP4 matrix product at that format:
- * targets/precision.h prec_weight_format), else its declared size. */
 static int64_t weight_bytes(const Part *p, const Node *n, int i)
 {
-	const Value *v = n->in[i];
-	int64_t b = value_bytes(v);
-	const Precision *pr = p->c->precision;
-	if (!pr || i != 1 || n->nin < 2 || (n->op != OP_MatMul && n->op != OP_Gemm) || !n->in[0])
-		return b;
-	const Value *a = n->in[0];
-	int fp8 = rt_dtypes[a->type.dt].bits == 8 && rt_dtypes[a->type.dt].kind == K_FLOAT &&
-		  rt_dtypes[v->type.dt].bits == 8 && rt_dtypes[v->type.dt].kind == K_FLOAT;
-	const char *f = prec_weight_format(pr, pr->dev, rt_attr_str(&n->attrs, "precision", NULL), fp8);
-	int64_t dims[IR_MAX_RANK], q = -1;
-	int r = v->type.rank, known = f && r >= 0 && r <= IR_MAX_RANK;
-	for (int k = 0; known && k < r; k++)
-		known = dim_isconst(v->type.dims[k]), dims[k] = v->type.dims[k].k;
-	if (known)
-		q = plan_format_bytes(f, v->type.dt, r, dims);
-	return q >= 0 ? q : b;
+	return pass_weight_bytes(p->c, n, i);
 }
 
 /* Stored weight bytes graph g reads, each weight once, times mult; calls recursively. */

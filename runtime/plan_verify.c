@@ -270,8 +270,9 @@ static int check_fp8_scale(const Plan *p, const PlanInstr *in, RtError *e)
 		return 0;
 	if (o->fp8_scale < 0 || o->fp8_scale >= RT_FP8_COUNT)
 		return verr(p, e, in->line, "invalid fp8_scale");
-	if (in->op != RT_OP_MatMul && in->op != RT_OP_Gemm)
-		return verr(p, e, in->line, "fp8_scale on %s: only MatMul and Gemm scale their operands", plan_op_name(in->op));
+	if (in->op != RT_OP_MatMul && in->op != RT_OP_Gemm && in->op != RT_OP_GroupedMatMul)
+		return verr(p, e, in->line, "fp8_scale on %s: only MatMul, Gemm and GroupedMatMul scale their operands",
+			    plan_op_name(in->op));
 	if (o->mma_in != DT_F8E4M3 && o->mma_in != DT_F8E5M2)
 		return verr(p, e, in->line, "fp8_scale=%s needs mma_in f8e4m3 or f8e5m2, not %s",
 			    rt_fp8_scale_name((RtFp8Scale)o->fp8_scale), o->mma_in == DT_INVALID ? "none" : rt_dtype_name(o->mma_in));

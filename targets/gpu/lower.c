@@ -228,7 +228,7 @@ static PrecScale gemm_scale(const GpuLw *w, const FlatNode *fn, DType in)
 static const char *weight_format(const GpuLw *w, const FlatNode *fn)
 {
 	return prec_weight_format(w->pol, w->a.dev, rt_attr_str(&fn->n->attrs, "precision", NULL),
-				  fp8_operands(&w->f.vals[fn->in[0]], &w->f.vals[fn->in[1]]));
+				  fp8_operands(&w->f.vals[fn->in[0]], &w->f.vals[fn->in[fn->n->op == OP_GroupedMatMul ? 2 : 1]]));
 }
 
 /* A value computed at load (load_value), or a tensor-parallel shard of one (a Split of it). */
@@ -240,7 +240,13 @@ static int stored_weight(const GpuLw *w, int v)
 	return d >= 0 && w->f.nodes[d].n->op == OP_Split && w->f.nodes[d].nin >= 1 && load_value(w, w->f.nodes[d].in[0]);
 }
 
-static int gemm_node(const FlatNode *fn) { return (fn->n->op == OP_MatMul || fn->n->op == OP_Gemm) && fn->nin >= 2; }
+static int gemm_node(const FlatNode *fn)
+{
+	return ((fn->n->op == OP_MatMul || fn->n->op == OP_Gemm) && fn->nin >= 2) || (fn->n->op == OP_GroupedMatMul && fn->nin >= 3);
+}
+
+/* The input of a matrix product that is its weight operand: B, or a grouped GEMM's expert W. */
+static int weight_input(const FlatNode *fn) { return fn->n->op == OP_GroupedMatMul ? 2 : 1; }
 
 /* Fills w->fmt: the stored format of every weight value (load-time values: parameters, their
  * shards and weight transforms) all of whose readers agree on one (weight_format), else row. */
@@ -257,7 +263,7 @@ static int weight_formats(GpuLw *w)
 			int v = fn->in[k];
 			if (v < 0 || mixed[v])
 				continue;
-			const char *f = k == 1 && gemm_node(fn) && rt_dtypes[w->f.vals[v].dt].bits > 8 && stored_weight(w, v)
+			const char *f = gemm_node(fn) && k == weight_input(fn) && rt_dtypes[w->f.vals[v].dt].bits > 8 && stored_weight(w, v)
 					? weight_format(w, fn) : NULL;   /* already narrow (quantized at load): as it is */
 			if (!f || (w->fmt[v] && strcmp(w->fmt[v], f)))
 				mixed[v] = 1, w->fmt[v] = NULL;
@@ -338,6 +344,55 @@ static int gemm_kernel(GpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 	if (s.b_bytes > 0)
 		tgt_ann_put(t, "weight", "%.4g bytes/element in HBM (quantized at load), converted to %s in the mainloop", s.b_bytes,
 		    rt_dtype_name(s.in));
+	if (*why)
+		tgt_ann_put(t, "why", "%s", why);
+	put_cost(t, &tile.c);
+	return 1;
+}
+
+/* A grouped GEMM (MoE experts: GroupedMatMul Y[r] = Xs[r] @ W[e] over each expert's rows): R
+ * routed rows spread over E experts.  Routing is data-dependent; with uniform routing the
+ * expected number of experts that receive rows is E (1 - (1 - 1/E)^R) (each row picks one of E
+ * independently), and each runs one GEMM of its share of the rows against its own weight (read
+ * once): priced as a batch of that many GEMMs of ceil(R / active) rows (the grouped GEMM of
+ * CUTLASS / vLLM fused_moe: one kernel, one tile scheduler over all experts' tiles). */
+static int gmm_kernel(GpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
+{
+	const FlatVal *X = &w->f.vals[fn->in[0]], *W = &w->f.vals[fn->in[2]], *Y = &w->f.vals[fn->out[0]];
+	if (X->rank != 2 || W->rank != 3 || Y->rank != 2 || X->dims[0] < 1 || W->dims[0] < 1)
+		return 0;
+	int64_t R = X->dims[0], E = W->dims[0];
+	double active = (double)E * (1 - pow(1 - 1.0 / (double)E, (double)R));
+	int64_t ea = (int64_t)ceil(active - 1e-9);
+	if (ea < 1)
+		ea = 1;
+	if (ea > E)
+		ea = E;
+	GemmShape s = { .in = node_format(w, fn->n, 1), .out_bytes = rt_dtype_bytes(gpu_dtype(w, Y), 1),
+			.nosplit = w->pol->nosplitk, .batch = ea, .M = (R + ea - 1) / ea, .K = W->dims[1], .N = W->dims[2] };
+	int fp8pol = w->pol->word->mma == DT_F8E4M3, promote = fp8pol ? w->pol->promote : w->a.dev->fp8_promote;
+	if (s.in == DT_F8E4M3) {
+		s.scale = fp8_operands(X, W) ? PREC_SCALE_NONE : fp8pol ? w->pol->scale : PREC_SCALE_128X128;
+		s.promote = promote > 0 ? promote : 0;
+	}
+	GemmTile tile = { 0 };
+	char why[256] = "";
+	if (s.M == 0 || s.N == 0 || s.K == 0 || !w->h->gemm(&w->a, &s, &tile, why, sizeof why))
+		return 0;
+	gpu_launch(&w->a, w->pol->graph, &tile.c);
+	pi->opts.mma_in = s.in;
+	pi->opts.fp8_scale = fp8_scale_opt(s.scale);
+	if (promote && s.in == DT_F8E4M3)
+		pi->opts.fp8_promote_k = promote > 0 ? promote : (int)((s.K + 31) / 32 * 32);
+	tgt_ann_put(t, "kind", "gemm");
+	tgt_ann_put(t, "mma", "%s.m%dn%dk%d.%s", tile.family, tile.im, tile.in, tile.ik, rt_dtype_name(s.in));
+	tgt_ann_put(t, "tile", "%dx%dx%d", tile.bm, tile.bn, tile.bk);
+	tgt_ann_put(t, "experts", "%lld of %lld receive rows (expected, uniform routing of %lld rows): %lld rows each",
+		    (long long)ea, (long long)E, (long long)R, (long long)s.M);
+	tgt_ann_put(t, "waves", "%lld", (long long)tile.waves);
+	tgt_ann_put(t, "tiles", "%lld on %lld units", (long long)tile.tiles, (long long)tile.units);
+	if (tile.split > 1)
+		tgt_ann_put(t, "split_k", "%d", tile.split);
 	if (*why)
 		tgt_ann_put(t, "why", "%s", why);
 	put_cost(t, &tile.c);
@@ -475,6 +530,8 @@ static int add_kernel(GpuLw *w, int i)
 	int done = 0;
 	if ((fn->n->op == OP_MatMul || fn->n->op == OP_Gemm) && fn->nin >= 2)
 		done = gemm_kernel(w, fn, &pi, &t);
+	else if (fn->n->op == OP_GroupedMatMul && fn->nin >= 3)
+		done = gmm_kernel(w, fn, &pi, &t);
 	else if ((fl_op & F_ATTN) && fn->nin >= 3)
 		done = attn_kernel(w, fn, &pi, &t);
 	if (!done) {
