@@ -29,6 +29,6 @@ if shutil.which('strace'):
     config.available_features.add('strace')
 config.environment['PATH'] = '/usr/lib/llvm-14/bin:' + os.environ.get('PATH', '')
 for var in ('ASAN_OPTIONS', 'UBSAN_OPTIONS', 'LSAN_OPTIONS', 'HOME', 'OPENBLAS_CORETYPE', 'OPENBLAS_L2_SIZE',
-            'OPENBLAS_NUM_THREADS'):
+            'OPENBLAS_NUM_THREADS', 'AICC_ISA', 'GLIBC_TUNABLES'):
     if var in os.environ:
         config.environment[var] = os.environ[var]
