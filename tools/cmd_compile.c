@@ -363,6 +363,7 @@ int cmd_compile(int argc, char **argv)
 	for (int i = 0; i < o.nconsts; i++)
 		if (drv_apply_const(m, o.consts[i]) < 0)
 			goto out;
+	m->eval_limit = o.passes.ctx.fold_limit;   /* --fold-limit bounds the compile-time evaluator too */
 	if (ir_verify(m) > 0)
 		goto out;
 	maybe_print(&o, m, "verify");
