@@ -32,3 +32,7 @@ for var in ('ASAN_OPTIONS', 'UBSAN_OPTIONS', 'LSAN_OPTIONS', 'HOME', 'OPENBLAS_C
             'OPENBLAS_NUM_THREADS', 'AICC_ISA', 'GLIBC_TUNABLES'):
     if var in os.environ:
         config.environment[var] = os.environ[var]
+# Feature `asan`: the build under test is the ASan+UBSan one (build-san), whose shadow memory a
+# `ulimit -v` address-space limit cannot hold: tests of memory limits say UNSUPPORTED: asan.
+if 'san' in os.path.basename(os.path.normpath(build)):
+    config.available_features.add('asan')

@@ -101,6 +101,11 @@ static int parse_opts(int argc, char **argv, RunOpts *o)
 			}
 			continue;
 		}
+		if (strncmp(argv[i], "--set", 5) == 0 && (!argv[i][5] || argv[i][5] == '=')) {
+			drv_error("aicc run takes no --set: a plan's costs are computed from the machine's numbers "
+				  "when it is compiled; give --set to aicc compile and run the new plan");
+			return -1;
+		}
 		if (argv[i][0] == '-' && argv[i][1]) {
 			drv_error("unknown option '%s' (see aicc run --help)", argv[i]);
 			return -1;
@@ -138,6 +143,45 @@ static int plan_bindable(const Plan *p, const char *name, size_t n)
 	return 0;
 }
 
+/* The dtype of the input or parameter named name (len n) (plan_bindable said it exists). */
+static DType plan_bindable_dtype(const Plan *p, const char *name, size_t n)
+{
+	for (int i = 0; i < p->ninputs; i++)
+		if (strlen(p->inputs[i].name) == n && strncmp(p->inputs[i].name, name, n) == 0)
+			return p->buffers[p->inputs[i].buffer].dtype;
+	for (int i = 0; i < p->nconsts; i++) {
+		const PlanBuffer *b = &p->buffers[p->consts[i].buffer];
+		if (strlen(b->name) == n && strncmp(b->name, name, n) == 0)
+			return b->dtype;
+	}
+	return DT_INVALID;
+}
+
+/* --seed: says on stderr which inputs get seeded random data (no --input for them). */
+static void note_seeded(const RunOpts *o, const Plan *p)
+{
+	char list[1024];
+	size_t k = 0;
+	int n = 0;
+	list[0] = 0;
+	for (int i = 0; i < p->ninputs; i++) {
+		const char *name = p->inputs[i].name;
+		int given = 0;
+		for (int j = 0; j < o->ninputs && !given; j++)
+			given = strncmp(o->inputs[j], name, strlen(name)) == 0 && o->inputs[j][strlen(name)] == '=';
+		if (given || !plan_io_first(p->inputs, i))
+			continue;
+		if (k + strlen(name) + 8 < sizeof list)
+			k += (size_t)snprintf(list + k, sizeof list - k, "%s%s", n ? ", " : "", name);
+		else if (k + 5 < sizeof list && !strstr(list, "..."))
+			k += (size_t)snprintf(list + k, sizeof list - k, ", ...");
+		n++;
+	}
+	if (n)
+		fprintf(stderr, "aicc: note: %d input%s given no data get%s seeded random values (--seed %llu): %s\n", n,
+			n == 1 ? "" : "s", n == 1 ? "s" : "", (unsigned long long)o->seed, list);
+}
+
 /* Reads every --input file into tensors; bindings point into ts. */
 static int read_inputs(const RunOpts *o, const Plan *p, RtTensor *ts, RtBinding *b)
 {
@@ -150,6 +194,16 @@ static int read_inputs(const RunOpts *o, const Plan *p, RtTensor *ts, RtBinding 
 		}
 		if (drv_read_tensor(eq + 1, &ts[i]) < 0)
 			return -1;
+		DType want = plan_bindable_dtype(p, o->inputs[i], (size_t)(eq - o->inputs[i]));
+		/* the data's dtype must be the plan's; f32 data may feed a narrower float (rounded to
+		 * its grid, as the reference does), nothing is converted silently otherwise */
+		if (ts[i].dtype != want && !(ts[i].dtype == DT_F32 && rt_dtypes[want].storage == S_F32 &&
+					     rt_dtype_isfloat(want))) {
+			drv_error("--input %s: the data is %s, but the plan's '%.*s' is %s", o->inputs[i],
+				  rt_dtype_name(ts[i].dtype), (int)(eq - o->inputs[i]), o->inputs[i], rt_dtype_name(want));
+			rt_tensor_free(&ts[i]);
+			return -1;
+		}
 		b[i].name = strndup(o->inputs[i], (size_t)(eq - o->inputs[i]));
 		b[i].t = &ts[i];
 	}
@@ -296,7 +350,7 @@ static int execute(const RunOpts *o, const Plan *p, RtBinding *bind)
 	RtCheck c = { 0 };
 	RtError e = { 0 };
 	char *dir = strdup(o->plan);
-	RtRunOpts ro = { bind, o->ninputs, o->seed, o->timing_only, 0, dirname(dir) };
+	RtRunOpts ro = { bind, o->ninputs, o->seed, o->timing_only, 0, dirname(dir), drv_host_available() };
 	int rc;
 	double *runs = NULL, load = 0;
 	RtLoadStats ls = { 0 };
@@ -370,7 +424,11 @@ int cmd_run(int argc, char **argv)
 	RtTensor ts[MAX_INPUTS];
 	RtBinding bind[MAX_INPUTS];
 	memset(bind, 0, sizeof bind);
-	int rc = read_inputs(&o, p, ts, bind) < 0 ? EXIT_USER : execute(&o, p, bind);
+	int rc = read_inputs(&o, p, ts, bind) < 0 ? EXIT_USER : EXIT_OK;
+	if (rc == EXIT_OK && !o.timing_only)
+		note_seeded(&o, p);
+	if (rc == EXIT_OK)
+		rc = execute(&o, p, bind);
 	for (int i = 0; i < o.ninputs; i++)
 		if (bind[i].name) {
 			free((char *)bind[i].name);
