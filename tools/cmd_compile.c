@@ -37,6 +37,7 @@ typedef struct CompileOpts {
 	const char *phase;
 	long long batch, context;
 	char phase_binds[2][48];
+	const char *kv_format;       /* --kv-format bf16|fp8: the KV cache's element format */
 } CompileOpts;
 
 static void compile_help(void)
@@ -70,6 +71,8 @@ static void compile_help(void)
 	       "                        decode step with --context past tokens; binds B and S\n"
 	       "  --batch B             phases: sequences (default 1)\n"
 	       "  --context S           phases: prompt length (prefill) or past tokens (decode)\n"
+	       "  --kv-format F         phases: the KV cache's format: as the keys (default) or fp8\n"
+	       "                        (e4m3: new rows rounded to it, read back as stored)\n"
 	       "  --print-after PASS    print the IR to stderr after PASS (verify, infer-shapes)\n"
 	       "  --print-after-all     print the IR after every pass\n"
 	       "  --parse-only          parse and verify the structure only (no shape inference),\n"
@@ -112,7 +115,9 @@ static int phase_opts(CompileOpts *o)
 	if (!o->phase) {
 		if (o->batch || o->context)
 			drv_error("--batch and --context go with --phase prefill|decode");
-		return o->batch || o->context ? -1 : 0;
+		else if (o->kv_format)
+			drv_error("--kv-format goes with --phase prefill|decode");
+		return o->batch || o->context || o->kv_format ? -1 : 0;
 	}
 	int decode = strcmp(o->phase, "decode") == 0;
 	if (!decode && strcmp(o->phase, "prefill")) {
@@ -133,6 +138,14 @@ static int phase_opts(CompileOpts *o)
 	o->binds[o->nbinds++] = o->phase_binds[1];
 	o->passes.ctx.phase = o->phase;
 	o->passes.ctx.context = decode ? o->context : 0;
+	if (o->kv_format) {
+		DType kf = !strcmp(o->kv_format, "fp8") || !strcmp(o->kv_format, "f8e4m3") ? DT_F8E4M3 : DT_INVALID;
+		if (kf == DT_INVALID && strcmp(o->kv_format, "bf16") && strcmp(o->kv_format, "auto")) {
+			drv_error("--kv-format '%s': expected fp8 (e4m3), bf16 or auto (the keys' dtype)", o->kv_format);
+			return -1;
+		}
+		o->passes.ctx.kv_format = kf;
+	}
 	return 0;
 }
 
@@ -198,6 +211,11 @@ static int parse_opts(int argc, char **argv, CompileOpts *o)
 				return -1;
 			}
 			o->sets[o->nsets++] = v;
+			continue;
+		}
+		if ((r = opt_value(argc, argv, &i, "--kv-format", &o->kv_format))) {
+			if (r < 0)
+				return -1;
 			continue;
 		}
 		if ((r = opt_value(argc, argv, &i, "--phase", &o->phase))) {   /* phases */
