@@ -31,6 +31,11 @@ if os.path.exists(aicc_bin):
     with open(aicc_bin, 'rb') as f:
         if b'__asan_init' in f.read():
             config.environment['AICC_CONFORMANCE_SUBSET'] = '1'
+# the detector and the direction classifier beside it (same package): ocr-det-model, ocr-cls-model
+for feature, name in (('ocr-det-model', 'ch_PP-OCRv4_det_infer.onnx'),
+                      ('ocr-cls-model', 'ch_ppocr_mobile_v2.0_cls_infer.onnx')):
+    if os.path.exists(os.path.join(os.path.dirname(ocr_model), name)):
+        config.available_features.add(feature)
 # Feature `strace`: tests that count the files a compile opens.
 if shutil.which('strace'):
     config.available_features.add('strace')
@@ -39,3 +44,7 @@ for var in ('ASAN_OPTIONS', 'UBSAN_OPTIONS', 'LSAN_OPTIONS', 'HOME', 'OPENBLAS_C
             'OPENBLAS_NUM_THREADS', 'AICC_ISA', 'GLIBC_TUNABLES'):
     if var in os.environ:
         config.environment[var] = os.environ[var]
+# Feature `asan`: the build under test is the ASan+UBSan one (build-san), whose shadow memory a
+# `ulimit -v` address-space limit cannot hold: tests of memory limits say UNSUPPORTED: asan.
+if 'san' in os.path.basename(os.path.normpath(build)):
+    config.available_features.add('asan')
