@@ -345,6 +345,7 @@ int cmd_compile(int argc, char **argv)
 	for (int i = 0; i < o.nconsts; i++)
 		if (drv_apply_const(m, o.consts[i]) < 0)
 			goto out;
+	m->eval_limit = o.passes.ctx.fold_limit;   /* --fold-limit bounds the compile-time evaluator too */
 	if (ir_verify(m) > 0)
 		goto out;
 	maybe_print(&o, m, "verify");
@@ -366,19 +367,24 @@ int cmd_compile(int argc, char **argv)
 	int picture = drv_is_picture(o.emit);   /* viz */
 	if (c.plan && !(plan = build(&o, &c, m, &db)))
 		goto out;
-	if (plan && drv_write_weights(plan, o.output) < 0) {
+	/* a plan and its weights file are committed together, the plan last; a picture needs none */
+	OutFile files[2], *wf = &files[0], *f0 = &files[1];
+	int nw = plan && !picture ? drv_write_weights(plan, o.output, wf) : 0;
+	if (nw < 0) {
 		plan_free(plan);
 		goto out;
 	}
-	OutFile f;
-	if (out_open(&f, o.output) < 0) {
+	OutFile *fp = nw ? f0 : wf;
+	if (out_open(fp, o.output) < 0) {
+		if (nw)
+			out_abort(wf);
 		plan_free(plan);
 		goto out;
 	}
 	if (picture) {   /* viz */
-		if (drv_emit_picture(m, plan, o.emit, o.expand, f.f) < 0) {
+		if (drv_emit_picture(m, plan, o.emit, o.expand, fp->f) < 0) {
 			plan_free(plan);
-			out_abort(&f);
+			out_abort(fp);
 			goto out;
 		}
 	} else if (plan) {
@@ -392,15 +398,24 @@ int cmd_compile(int argc, char **argv)
 				drv_report(e.msg);
 			free(bi), free(pr), free(abs);
 		}
-		plan_write(plan, f.f);
+		if (plan_write(plan, fp->f) < 0) {
+			drv_error("cannot write the plan to '%s'", o.output ? o.output : "-");
+			if (nw)
+				out_abort(wf);
+			out_abort(fp);
+			plan_free(plan);
+			goto out;
+		}
 	}
 	else if (strcmp(o.emit, "ir") == 0)
-		ir_print_module(m, f.f);
+		ir_print_module(m, fp->f);
 	else
-		emit_summary(m, f.f);
+		emit_summary(m, fp->f);
 	plan_free(plan);
-	rc = out_commit(&f) < 0 ? EXIT_USER : EXIT_OK;
+	rc = out_commit_group(wf, nw ? 2 : 1) < 0 ? EXIT_USER : EXIT_OK;
 out:
+	if (rc != EXIT_OK && drv_internal)
+		rc = EXIT_INTERNAL;
 	if (c.tm.m)
 		tgt_machine_free(&c.tm);
 	pass_ctx_free(&o.passes.ctx);
