@@ -23,7 +23,8 @@
  * TopK k, ...) must be known at compile time: when shape inference fails needing such values,
  * the graph inputs they come from (drv_value_inputs) become constants holding the data set's
  * tensors, exactly as `aicc compile --const NAME=FILE` does, and the data set is compiled again.
- * Prints "PASS name" or "FAIL name: reason" per test and a closing "N passed, N failed"; exits 0
+ * Prints "PASS name" or "FAIL name: reason" per test (after, with -v, one line per output giving
+ * its largest difference and the tolerance) and a closing "N passed, N failed"; exits 0
  * only if every test passed.  --output-dir writes each output of the first data set as
  * DIR/<test>.<N>.npy, for checkers such as tools/ctc-decode.py.
  */
@@ -130,7 +131,7 @@ static void tol_str(const Tol *t, double bound, char *buf, size_t n)
 
 /* Compares got with want; -1 with the first difference and its tolerance described in why. */
 static int compare(const char *name, const RtTensor *got, const RtTensor *want, const Tol *tol, char *why,
-		   size_t nwhy)
+		   size_t nwhy, const char *verbose)
 {
 	if (got->dtype == DT_BF16 && want->dtype == DT_U16 && bf16_from_bits((RtTensor *)want) < 0) {
 		snprintf(why, nwhy, "out of memory");
@@ -158,11 +159,14 @@ static int compare(const char *name, const RtTensor *got, const RtTensor *want, 
 	for (int64_t i = 0; isf && i < want->n; i++)
 		if (isfinite(rt_get(want, i)))
 			amax = fmax(amax, fabs(rt_get(want, i)));
+	double dmax = 0, bmax = 0;
 	for (int64_t i = 0; i < want->n; i++) {
 		if (isf) {
 			double x = rt_get(got, i), y = rt_get(want, i), bound = ATOL + RTOL * fabs(y) + 8 * tol->u * amax;
 			if (tol->exact)
 				bound = 0;
+			if (isfinite(y) && isfinite(x))
+				dmax = fmax(dmax, fabs(x - y)), bmax = fmax(bmax, bound);
 			if (isnan(y) ? isnan(x) : (isinf(y) ? x == y : fabs(x - y) <= bound))
 				continue;
 			char t[256];
@@ -180,6 +184,16 @@ static int compare(const char *name, const RtTensor *got, const RtTensor *want, 
 				 (long long)x, (long long)y, rt_dtype_name(want->dtype));
 		}
 		return -1;
+	}
+	if (verbose && isf) {
+		char t[256];
+		if (tol->exact)
+			snprintf(t, sizeof t, "tolerance 0 (an explicit conversion of the model's data)");
+		else
+			tol_str(tol, bmax, t, sizeof t);
+		printf("  %s: output '%s': max |got - want| %.3g, %s\n", verbose, name, dmax, t);
+	} else if (verbose) {
+		printf("  %s: output '%s': exact (%s)\n", verbose, name, rt_dtype_name(want->dtype));
 	}
 	return 0;
 }
@@ -480,7 +494,8 @@ static int run_dataset(const TestOpts *o, const char *test, const char *dir, con
 	for (int i = 0; i < c.nwant && rc == 0; i++) {
 		Tol t = c.tol;
 		t.exact = exact_output(c.p, c.p->outputs[i].buffer);
-		rc = compare(c.p->outputs[i].name, &r.outputs[i], &c.want[i].t, &t, why, nwhy);
+		rc = compare(c.p->outputs[i].name, &r.outputs[i], &c.want[i].t, &t, why, nwhy,
+			     o->verbose ? ds + strlen(dir) + 1 : NULL);
 	}
 out:
 	if (ran)
@@ -534,15 +549,15 @@ int cmd_onnx_test(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		int r;
 		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-			printf("usage: aicc onnx-test [--target T] [--precision P] [--output-dir DIR] TESTDIR...\n"
+			printf("usage: aicc onnx-test [--target T] [--precision P] [-v] [--output-dir DIR] TESTDIR...\n"
 			       "  runs ONNX backend test folders (model.onnx, test_data_set_*/): each data set\n"
 			       "  is compiled for --target (default reference) at --precision (default: the\n"
 			       "  target's) and its plan run in the interpreter; inputs whose values determine\n"
 			       "  shapes become constants (as compile --const does).  Floats must agree within\n"
 			       "  1e-5 + 1e-3|want| + 8u*max|want|, u the unit roundoff of the coarsest format\n"
 			       "  the plan introduced over the reference target's plan (0 there); integers\n"
-			       "  exactly.  Ends with 'N passed, N failed'; --output-dir DIR writes\n"
-			       "  DIR/<test>.<N>.npy\n");
+			       "  exactly.  Ends with 'N passed, N failed'; -v prints each output's largest\n"
+			       "  difference and tolerance; --output-dir DIR writes DIR/<test>.<N>.npy\n");
 			return EXIT_OK;
 		}
 		if ((r = opt_value(argc, argv, &i, "--target", &o.target)) ||
@@ -550,6 +565,10 @@ int cmd_onnx_test(int argc, char **argv)
 		    (r = opt_value(argc, argv, &i, "--output-dir", &o.outdir))) {
 			if (r < 0)
 				return EXIT_USER;
+			continue;
+		}
+		if (strcmp(argv[i], "-v") == 0 || strcmp(argv[i], "--verbose") == 0) {
+			o.verbose = 1;
 			continue;
 		}
 		if (argv[i][0] == '-') {
