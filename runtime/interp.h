@@ -76,6 +76,10 @@ typedef struct RtRunOpts {
 	int64_t host_limit;              /* bytes of host memory available (0: unchecked): a run
 	                                  * that needs more (rt_host_bytes) is refused before it
 	                                  * allocates */
+	/* NULL, or called often with what is being done ("binding weights", "running the plan"),
+	 * the units done and their total, for a caller's progress line (the runtime never prints) */
+	void (*progress)(void *ctx, const char *what, int64_t done, int64_t total);
+	void *progress_ctx;
 } RtRunOpts;
 
 /* Host bytes a run of p holds at its peak, as the interpreter stores values (f32, f64 or i64 per

@@ -13,6 +13,7 @@
 #include "tools/driver.h"
 #include "tools/pass_opts.h"
 #include "tools/plan_build.h"
+#include "tools/progress.h"
 #include "tools/emit_viz.h"   /* viz: --emit dot|svg|png */
 
 typedef struct CompileOpts {
@@ -30,7 +31,7 @@ typedef struct CompileOpts {
 	int parse_only;              /* --parse-only: structure checks, no shape inference */
 	PassOpts passes;             /* --passes, -O, --remarks, ... (tools/pass_opts.c) */
 	const char *init_unbound;    /* --init-unbound KIND[:SCALE[:SEED]] */
-	int expand;                  /* viz: --expand draws every repeated layer */
+	PictureOpts pic;             /* viz: --expand, --focus, --layout-time */
 	/* phases: --phase prefill|decode, --batch B, --context S (bound as B and S; decode binds
 	 * S=1 and caches S past tokens) */
 	const char *phase;
@@ -48,7 +49,6 @@ static void compile_help(void)
 	printf("usage: aicc compile MODEL(.aig|.onnx) [options]\n"
 	       "  --emit ir|summary|plan|dot|svg|png  what to write (default: summary); pictures\n"
 	       "                        show the plan's placement when --target is given, else the IR\n"
-	       "  --expand              pictures: draw every instance of a repeated layer\n"
 	       "  --target T            target of --emit plan (default: reference; see aicc targets)\n"
 	       "  --machine NAME|FILE   machine description (default: the target's)\n"
 	       "  --set key=value       override a machine field (repeatable)\n"
@@ -77,6 +77,7 @@ static void compile_help(void)
 	       "  --print-after-all     print the IR after every pass\n"
 	       "  --parse-only          parse and verify the structure only (no shape inference),\n"
 	       "                        e.g. to reformat a file with --emit ir\n", words);
+	drv_picture_help();   /* viz */
 	pass_opts_help();
 }
 
@@ -233,8 +234,9 @@ static int parse_opts(int argc, char **argv, CompileOpts *o)
 			*(strcmp(argv[i - 1], "--batch") == 0 ? &o->batch : &o->context) = n;
 			continue;
 		}
-		if (strcmp(argv[i], "--expand") == 0) {   /* viz */
-			o->expand = 1;
+		if ((r = drv_picture_opt(argc, argv, &i, &o->pic))) {   /* viz */
+			if (r < 0)
+				return -1;
 			continue;
 		}
 		if (strcmp(argv[i], "--parse-only") == 0) {
@@ -350,6 +352,9 @@ int cmd_compile(int argc, char **argv)
 			drv_binds_free(&db);
 			return EXIT_USER;
 		}
+	char what[600];   /* viz: a progress line when a step takes more than 2 s */
+	snprintf(what, sizeof what, "reading %s", o.model);
+	progress_begin(what, 0);
 	Module *m = drv_load_model_binds(o.model, &db);
 	if (!m) {
 		drv_binds_free(&db);
@@ -381,8 +386,11 @@ int cmd_compile(int argc, char **argv)
 	o.passes.ctx.print_after = o.print_after;
 	if (!o.parse_only && prepare(&o, &c) < 0)
 		goto out;
+	progress_begin("running the passes", 0);
 	if (!o.parse_only && pass_opts_run(&o.passes, m) > 0)
 		goto out;
+	snprintf(what, sizeof what, "lowering for %s", o.target ? o.target : "reference");
+	progress_begin(what, 0);
 	Plan *plan = NULL;
 	int picture = drv_is_picture(o.emit);   /* viz */
 	if (c.plan && !(plan = build(&o, &c, m, &db)))
@@ -394,6 +402,7 @@ int cmd_compile(int argc, char **argv)
 		plan_free(plan);
 		goto out;
 	}
+	progress_begin("writing the output", 0);
 	OutFile *fp = nw ? f0 : wf;
 	if (out_open(fp, o.output) < 0) {
 		if (nw)
@@ -402,7 +411,7 @@ int cmd_compile(int argc, char **argv)
 		goto out;
 	}
 	if (picture) {   /* viz */
-		if (drv_emit_picture(m, plan, o.emit, o.expand, fp->f) < 0) {
+		if (drv_emit_picture(m, plan, o.emit, &o.pic, fp->f) < 0) {
 			plan_free(plan);
 			out_abort(fp);
 			goto out;
@@ -434,6 +443,7 @@ int cmd_compile(int argc, char **argv)
 	plan_free(plan);
 	rc = out_commit_group(wf, nw ? 2 : 1) < 0 ? EXIT_USER : EXIT_OK;
 out:
+	progress_end();
 	if (rc != EXIT_OK && drv_internal)
 		rc = EXIT_INTERNAL;
 	if (c.tm.m)
