@@ -34,6 +34,7 @@ typedef struct CompileOpts {
 	/* phases: --phase prefill|decode, --batch B, --context S (bound as B and S; decode binds
 	 * S=1 and caches S past tokens) */
 	const char *phase;
+	const char *mix;             /* --mix NxS+P,... (--phase mixed) */
 	long long batch, context;
 	char phase_binds[2][48];
 } CompileOpts;
@@ -63,6 +64,10 @@ static void compile_help(void)
 	       "  --phase prefill|decode  an LLM serving phase with its KV cache as graph inputs and\n"
 	       "                        outputs (pass kv-cache): prefill of --context tokens, or one\n"
 	       "                        decode step with --context past tokens; binds B and S\n"
+	       "  --phase mixed --mix NxS+P,...  one serving iteration: groups of N sequences of S\n"
+	       "                        new tokens after P cached ones (decodes: S = 1), flattened\n"
+	       "                        into one batch (B=1, S=sum N*S) as vLLM and Sarathi-Serve run\n"
+	       "                        it; e.g. --mix 32x1+2048,1x512+1024 (not for run --check)\n"
 	       "  --batch B             phases: sequences (default 1)\n"
 	       "  --context S           phases: prompt length (prefill) or past tokens (decode)\n"
 	       "  --print-after PASS    print the IR to stderr after PASS (verify, infer-shapes)\n"
@@ -99,26 +104,60 @@ static int emit_summary(Module *m, FILE *f)
 	return rc;
 }
 
+/* phases: --phase mixed --mix NxS+P,...: one serving iteration of chunked prefills and decodes
+ * flattened into B=1 sequence of S = sum(N*S) tokens (passes/kv_cache.c). */
+static int mixed_opts(CompileOpts *o)
+{
+	PassMixGroup g[PASS_MIX_MAX];
+	char err[256];
+	int ng;
+	if (o->batch || o->context) {
+		drv_error("--phase mixed takes its batch and contexts from --mix, not --batch/--context");
+		return -1;
+	}
+	if (!o->mix) {
+		drv_error("--phase mixed needs --mix NxS+P,... (e.g. --mix 32x1+2048,1x512+0)");
+		return -1;
+	}
+	if ((ng = pass_mix_parse(o->mix, g, err, sizeof err)) < 0) {
+		drv_error("--mix: %s", err);
+		return -1;
+	}
+	snprintf(o->phase_binds[0], sizeof o->phase_binds[0], "B=1");
+	snprintf(o->phase_binds[1], sizeof o->phase_binds[1], "S=%lld", (long long)pass_mix_tokens(g, ng));
+	o->binds[o->nbinds++] = o->phase_binds[0];
+	o->binds[o->nbinds++] = o->phase_binds[1];
+	o->passes.ctx.phase = o->phase;
+	o->passes.ctx.mix = o->mix;
+	return 0;
+}
+
 /* phases: --phase binds B=--batch and S (prefill: --context; decode: 1 new token), after the
  * --bind options so that they win, and tells the kv-cache pass the phase and the past length. */
 static int phase_opts(CompileOpts *o)
 {
 	if (!o->phase) {
-		if (o->batch || o->context)
-			drv_error("--batch and --context go with --phase prefill|decode");
-		return o->batch || o->context ? -1 : 0;
+		if (o->batch || o->context || o->mix)
+			drv_error("--batch, --context and --mix go with --phase prefill|decode|mixed");
+		return o->batch || o->context || o->mix ? -1 : 0;
+	}
+	if (o->nbinds > 62) {
+		drv_error("too many --bind options");
+		return -1;
+	}
+	if (strcmp(o->phase, "mixed") == 0)
+		return mixed_opts(o);
+	if (o->mix) {
+		drv_error("--mix goes with --phase mixed");
+		return -1;
 	}
 	int decode = strcmp(o->phase, "decode") == 0;
 	if (!decode && strcmp(o->phase, "prefill")) {
-		drv_error("unknown --phase '%s' (expected prefill or decode)", o->phase);
+		drv_error("unknown --phase '%s' (expected prefill, decode or mixed)", o->phase);
 		return -1;
 	}
 	if (!o->context) {
 		drv_error("--phase %s needs --context S (%s)", o->phase, decode ? "past tokens" : "prompt tokens");
-		return -1;
-	}
-	if (o->nbinds > 62) {
-		drv_error("too many --bind options");
 		return -1;
 	}
 	snprintf(o->phase_binds[0], sizeof o->phase_binds[0], "B=%lld", o->batch ? o->batch : 1);
@@ -194,7 +233,8 @@ static int parse_opts(int argc, char **argv, CompileOpts *o)
 			o->sets[o->nsets++] = v;
 			continue;
 		}
-		if ((r = opt_value(argc, argv, &i, "--phase", &o->phase))) {   /* phases */
+		if ((r = opt_value(argc, argv, &i, "--phase", &o->phase)) ||   /* phases */
+		    (r = opt_value(argc, argv, &i, "--mix", &o->mix))) {
 			if (r < 0)
 				return -1;
 			continue;
@@ -268,7 +308,7 @@ static Plan *build(const CompileOpts *o, Module *m, const DrvBinds *db)
 			o->init_unbound };
 	Plan *p = drv_build_plan(m, &b);
 	RtError e = { 0 };
-	if (p && o->phase && plan_set_source_phase(p, o->phase, o->context, &e) < 0) {   /* phases */
+	if (p && o->phase && !o->mix && plan_set_source_phase(p, o->phase, o->context, &e) < 0) {   /* phases */
 		drv_report(e.msg);
 		plan_free(p);
 		return NULL;
