@@ -214,61 +214,48 @@ static void space_use(const Plan *pl, SpaceUse *u)
 		u[i] = (SpaceUse){ 0, 0, 0, DT_INVALID };
 	for (int i = 0; i < pl->nconsts; i++)
 		u[pl->buffers[pl->consts[i].buffer].space].consts += (double)pl->buffers[pl->consts[i].buffer].size;
-	for (int i = 0; i < pl->ninputs; i++) {
-		const PlanBuffer *b = &pl->buffers[pl->inputs[i].buffer];
-		if (strncmp(pl->inputs[i].name, "past_", 5) == 0) {
-			u[b->space].past += (double)b->size;
+	for (int i = 0; i < pl->ninputs; i++)
+		if (strncmp(pl->inputs[i].name, "past_", 5) == 0)
+			u[pl->buffers[pl->inputs[i].buffer].space].past += (double)pl->buffers[pl->inputs[i].buffer].size;
+	for (int i = 0; i < pl->noutputs; i++) {
+		const PlanBuffer *b = &pl->buffers[pl->outputs[i].buffer];
+		if (strncmp(pl->outputs[i].name, "present_", 8) == 0) {
+			u[b->space].present += (double)b->size;
 			u[b->space].kv_dt = b->dtype;
 		}
 	}
-	for (int i = 0; i < pl->noutputs; i++)
-		if (strncmp(pl->outputs[i].name, "present_", 8) == 0)
-			u[pl->buffers[pl->outputs[i].buffer].space].present += (double)pl->buffers[pl->outputs[i].buffer].size;
 }
 
-static int find_space(const Plan *pl, const char *name)
+/* The KV capacity from the profile plan of composition g (its largest iteration): per space
+ * holding present_* outputs, KV bytes per token = those bytes / the tokens they hold. */
+static int size_kv(SvPool *p, SvCompiled *prof, const PassMixGroup *g, SvError *e)
 {
-	for (int i = 0; i < pl->nspaces; i++)
-		if (strcmp(pl->spaces[i].name, name) == 0)
-			return i;
-	return -1;
-}
-
-/* The KV capacity from a profile plan (largest iteration) and a small decode plan (ctx past
- * tokens, one sequence). */
-static int size_kv(SvPool *p, SvCompiled *prof, SvCompiled *kv, int64_t ctx, SvError *e)
-{
-	SpaceUse *up = calloc((size_t)prof->plan->nspaces + 1, sizeof *up);
-	SpaceUse *uk = calloc((size_t)kv->plan->nspaces + 1, sizeof *uk);
-	if (!up || !uk)
+	const Plan *pl = prof->plan;
+	SpaceUse *u = calloc((size_t)pl->nspaces + 1, sizeof *u);
+	if (!u)
 		abort();
-	space_use(prof->plan, up);
-	space_use(kv->plan, uk);
-	p->weight_bytes = 0;
-	for (int i = 0; i < prof->plan->nspaces; i++)
-		p->weight_bytes += up[i].consts;
+	space_use(pl, u);
+	double held = (double)(g->n * (g->s + g->p));
 	double best = -1, bytes = 0, all = 0;
 	const char *bound = NULL;
-	for (int i = 0; i < kv->plan->nspaces; i++) {
-		if (uk[i].past <= 0)
+	p->weight_bytes = 0;
+	for (int j = 0; j < pl->nspaces; j++) {
+		p->weight_bytes += u[j].consts;
+		if (u[j].present <= 0)
 			continue;
-		double per = uk[i].past / (double)ctx;
+		double per = u[j].present / held;
 		if (p->kv_fp8)
-			per /= (double)rt_dtype_bytes(uk[i].kv_dt, 1);
+			per /= (double)rt_dtype_bytes(u[j].kv_dt, 1);
 		all += per;
-		int j = find_space(prof->plan, kv->plan->spaces[i].name);
-		if (j < 0)
-			continue;
-		double act = (double)prof->timing.peak_bytes[j] - up[j].consts - up[j].past - up[j].present;
-		double cap = (double)prof->plan->spaces[j].capacity * p->mem_util;
-		double free_b = cap - up[j].consts - (act > 0 ? act : 0);
+		double act = (double)prof->timing.peak_bytes[j] - u[j].consts - u[j].past - u[j].present;
+		double free_b = (double)pl->spaces[j].capacity * p->mem_util - u[j].consts - (act > 0 ? act : 0);
 		double tok = free_b / per;
 		if (best < 0 || tok < best)
-			best = tok, bytes = per, bound = prof->plan->spaces[j].name;
+			best = tok, bytes = per, bound = pl->spaces[j].name;
 	}
-	free(up), free(uk);
+	free(u);
 	if (best < 0)
-		return sv_err(e, "aicc: error: pool %s: its plans have no KV-cache inputs (is %s an LLM with Attention?)",
+		return sv_err(e, "aicc: error: pool %s: its plans have no KV-cache outputs (is %s an LLM with Attention?)",
 			      p->role, p->model);
 	if (best < 1)
 		return sv_err(e, "aicc: error: pool %s: no room for a KV cache on %s: the weights and activations "
@@ -277,6 +264,32 @@ static int size_kv(SvPool *p, SvCompiled *prof, SvCompiled *kv, int64_t ctx, SvE
 	p->kv_tokens = (int64_t)floor(best);
 	p->kv_token_bytes = bytes;
 	p->kv_token_bytes_all = all;
+	return 0;
+}
+
+/* A statically scheduled all-SRAM target (the lpu backend) places every plan anew, so the
+ * memory after weights is not one number: the capacity is the most KV a plan of the profile's
+ * batch still places, found by bisection over its context (each step a compile). */
+static int size_kv_by_compiling(SvPool *p, const PassMixGroup *prof, SvError *e)
+{
+	int64_t lo = prof->p, hi = p->max_context > 0 ? p->max_context : 1 << 20;
+	SvPlanTime t;
+	SvError ign;
+	PassMixGroup g = *prof;
+	g.s = 1;
+	g.n = prof->s > 1 ? 1 : prof->n;
+	g.p = hi;
+	if (sv_plan_time(p, &g, 1, &t, &ign) == 0)
+		lo = hi;
+	while (hi - lo > (lo > 64 ? lo / 32 : 2)) {
+		g.p = lo + (hi - lo) / 2;
+		if (sv_plan_time(p, &g, 1, &t, &ign) == 0)
+			lo = g.p;
+		else
+			hi = g.p;
+	}
+	p->kv_tokens = g.n * (lo + 1);
+	(void)e;
 	return 0;
 }
 
@@ -324,8 +337,7 @@ int sv_pool_open(SvPool *p, int64_t max_tokens, SvError *e)
 	/* the profile: the pool's largest iteration, in the form its scheduler runs */
 	PassMixGroup prof = strcmp(p->role, "decode") == 0 ? (PassMixGroup){ max_tokens, 1, 16 }
 							   : (PassMixGroup){ 1, max_tokens, 0 };
-	PassMixGroup small = { 1, 1, 256 };
-	SvCompiled a, b;
+	SvCompiled a;
 	if (sv_plan_compile(p, &prof, 1, &a, e) < 0) {
 		char why[sizeof e->msg];
 		memcpy(why, e->msg, sizeof why);
@@ -333,13 +345,11 @@ int sv_pool_open(SvPool *p, int64_t max_tokens, SvError *e)
 			      "lower --max-batch / --token-budget or give the pool more devices", why, p->role,
 			      (long long)max_tokens);
 	}
-	if (sv_plan_compile(p, &small, 1, &b, e) < 0) {
-		sv_compiled_free(&a);
-		return -1;
-	}
-	int rc = size_kv(p, &a, &b, small.p, e);
-	host_link(p);
+	int rc = size_kv(p, &a, &prof, e);
 	sv_compiled_free(&a);
-	sv_compiled_free(&b);
+	const Device *acc = machine_first(p->mach.m, DEV_LPU);
+	if (rc == 0 && acc && acc->static_schedule && !machine_first(p->mach.m, DEV_GPU))
+		rc = size_kv_by_compiling(p, &prof, e);
+	host_link(p);
 	return rc;
 }
