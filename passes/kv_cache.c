@@ -582,6 +582,8 @@ static void rewrite_mixed(Kv *k, Graph *g, Node *n, int s)
 		why = "the key/value head layout is unknown";
 	if (why) {
 		pass_remark(k->c, REMARK_MISSED, g, n, "did not cache Attention '%s': %s", pass_node_name(n), why);
+		if (strstr(why, "already"))
+			return;     /* a cache of its own, as in the other phases: left alone */
 		k->errors++;
 		fprintf(stderr, "aicc: error: the mixed phase cannot rewrite Attention '%s': %s\n", pass_node_name(n), why);
 		return;

@@ -11,11 +11,14 @@
  * Two ways to use the plans (SvPool.mode):
  *   exact  one plan per distinct composition, memoised;
  *   grid   plans at grid points, compiled on first use and kept for the pool's lifetime:
- *            D(n, p)  n decodes of p past tokens,          n on 1,2,3,4,6,8,12..., p on 1,16,32,64...
+ *            D(n, p)  n decodes of p past tokens, n on the token axis (1, 2, 3, 4, 6, 8, ... 64,
+ *                     then every 64 to 1024, every 256 to 4096, then steps of 1/8), p on 1, 16,
+ *                     32, 64, ... (powers of two)
  *            V(n, p)  n decodes verifying k drafts (k+1 tokens each), same axes
- *            P(s, p)  one prompt chunk of s tokens after p, s on 1,2,3,4,6..., p on 0,16,32,64...
+ *            P(s, p)  one prompt chunk of s tokens after p, s on the token axis, p on 0, 16, 32, ...
  *          A batch of one group is interpolated bilinearly from that group's table (exact at
- *          grid points).  A mixed batch of T tokens costs W(T) + the attention time of each
+ *          grid points; along a prompt's tokens above 64, rounded up to the next grid value,
+ *          see bracket()).  A mixed batch of T tokens costs W(T) + the attention time of each
  *          group, where W(T) = total - attention of the plan P(T, 0) (interpolated in T) and a
  *          group's attention time is the Attention kernels' time (on the busiest stream) of its
  *          table, interpolated: token-wise work (projections, FFN, norms, collectives, the LM
@@ -309,13 +312,17 @@ static int exact_time(SvPool *p, const PassMixGroup *g, int ng, SvPlanTime *t, S
 
 /* ---- the grid ---- */
 
-/* Grid value i of the token axis: 1, 2, 3, 4, 6, 8, 12, 16, 24, ... */
+/* Grid value i of the token axis: 1, 2, 3, 4, 6, 8, 12, ..., 48, 64, then every 64 to 2048,
+ * every 128 to 8192, every 512 beyond. */
 static int64_t tok_at(int i)
 {
-	if (i < 2)
-		return i + 1;
-	int64_t base = (int64_t)1 << (i / 2);
-	return i % 2 ? base * 3 / 2 : base;
+	if (i < 12)
+		return i % 2 ? (int64_t)1 << ((i + 1) / 2) : (int64_t)3 << ((i - 2) / 2);
+	if (i < 43)
+		return 64 * (i - 10);             /* 128 .. 2048 */
+	if (i < 91)
+		return 2048 + 128 * (i - 42);     /* 2176 .. 8192 */
+	return 8192 + 512 * (int64_t)(i - 90);
 }
 /* Grid value i of the context axis: first (0 or 1), then 16, 32, 64, ... */
 static int64_t ctx_at(int i, int64_t first)
@@ -323,10 +330,16 @@ static int64_t ctx_at(int i, int64_t first)
 	return i == 0 ? first : (int64_t)8 << i;
 }
 
-/* The cell [lo, hi] of axis `at` around x (lo == hi when x is on the grid). */
-static void bracket(int64_t x, int64_t first, int ctx, int64_t *lo, int64_t *hi)
+/* The cell [lo, hi] around x on the token (ctx 0) or context axis; lo == hi when x is a grid
+ * value.  With `step`, above 64 tokens x is rounded up to the next grid value (lo = hi): a
+ * prompt's GEMMs and attention run whole row tiles (64, 128 or 256 rows, ending on multiples of
+ * 64), so its time is a staircase whose steps the grid holds, and a chord across a step would
+ * be up to a tile off.  Decode batches keep the chord: their attention grows linearly with the
+ * sequences and their GEMMs stream weights, nearly flat in the rows. */
+static void bracket(int64_t x, int64_t first, int ctx, int step, int64_t *lo, int64_t *hi)
 {
-	for (int i = 0; i < 60; i++) {
+	int n = ctx ? 60 : 1 << 20;
+	for (int i = 0; i < n; i++) {
 		int64_t a = ctx ? ctx_at(i, first) : tok_at(i), b = ctx ? ctx_at(i + 1, first) : tok_at(i + 1);
 		if (x == a) {
 			*lo = *hi = a;
@@ -334,6 +347,8 @@ static void bracket(int64_t x, int64_t first, int ctx, int64_t *lo, int64_t *hi)
 		}
 		if (x < b) {
 			*lo = a, *hi = b;
+			if (step && x > 64)
+				*lo = b;
 			return;
 		}
 	}
@@ -355,8 +370,8 @@ static int grid_point(SvPool *p, char kind, int64_t a, int64_t b, int64_t s, SvP
 static int interp2(SvPool *p, char kind, int64_t x, int64_t y, int64_t s, int attn, double *out, SvError *e)
 {
 	int64_t x0, x1, y0, y1;
-	bracket(x, 1, 0, &x0, &x1);
-	bracket(y, kind == 'P' ? 0 : 1, 1, &y0, &y1);
+	bracket(x, 1, 0, kind == 'P', &x0, &x1);
+	bracket(y, kind == 'P' ? 0 : 1, 1, 0, &y0, &y1);
 	SvPlanTime c[4];
 	int64_t xs[2] = { x0, x1 }, ys[2] = { y0, y1 };
 	for (int i = 0; i < 4; i++)
@@ -380,7 +395,7 @@ static int interp2(SvPool *p, char kind, int64_t x, int64_t y, int64_t s, int at
 static int token_work(SvPool *p, int64_t T, double *out, SvError *e)
 {
 	int64_t t0, t1;
-	bracket(T, 1, 0, &t0, &t1);
+	bracket(T, 1, 0, 1, &t0, &t1);
 	SvPlanTime a, b;
 	if (grid_point(p, 'P', t0, 0, 0, &a, e) < 0 || grid_point(p, 'P', t1, 0, 0, &b, e) < 0)
 		return -1;
