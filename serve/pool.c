@@ -312,6 +312,8 @@ int sv_pool_open(SvPool *p, int64_t max_tokens, SvError *e)
 	if (!p->precision && strcmp(p->target, "lpu") && strcmp(p->target, "reference"))
 		p->precision = strdup(strcmp(p->target, "vera-rubin") == 0 ? "bf16+graph" : "bf16");
 	p->batch_form = strcmp(p->target, "vera-rubin") == 0;
+	/* layer extrapolation where plans run their layers in sequence on fixed devices */
+	p->extrapolate = !p->batch_form && p->pp <= 1 && strcmp(p->target, "lpu") != 0 && !p->no_extrapolate;
 	p->max_tokens = max_tokens;
 	if (p->mode == SV_COST_FIXED) {   /* test double: no plans, capacity from the spec */
 		if (!p->kv_tokens)

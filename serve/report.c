@@ -495,7 +495,7 @@ int sv_plot_goodput(const char *path, const double *rate, const double *goodput,
 		 "set title 'aicc serve: goodput vs request rate'\nset grid\nset xlabel 'request rate (req/s)'\n"
 		 "set ylabel 'goodput (req/s within the SLO)'\nset key top left\n"
 		 "plot '%s' using 1:2 with linespoints lw 2 pt 7 title 'goodput', "
-		 "'' using 1:($3 ? $2 : 1/0) with points pt 6 ps 2 title 'SLO met', x with lines dt 2 lc 0 title 'rate'",
+		 "'' using 1:($3 > 0 ? $2 : 1/0) with points pt 6 ps 2 title 'SLO met', x with lines dt 2 lc 0 title 'rate'",
 		 data);
 	int rc = gnuplot(path, script, e);
 	remove(data);

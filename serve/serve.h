@@ -98,6 +98,9 @@ typedef struct SvPool {
 	int chips;           /* per replica: accelerator chips its plans use (the most seen) */
 	int64_t max_context; /* the model's positions (rows of its RoPE tables); 0: unknown */
 	int64_t max_tokens;  /* the largest iteration, in tokens, the memory profile was taken at */
+	int64_t layers;      /* repetitions of the model's layer stack (0: none found) */
+	int extrapolate;     /* grid plans from 2- and 3-layer plans (serve/cost.c grid_time) */
+	int no_extrapolate;  /* the user's --cost grid-full: every grid plan has all layers */
 	/* statistics */
 	int compiles;        /* plans compiled */
 	double compile_s;    /* wall seconds spent compiling and timing them */

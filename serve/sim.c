@@ -76,6 +76,7 @@ typedef struct Eng {
 	int cap_mem;
 	double link_free;    /* inbound KV link (decode engines of a disaggregated deployment) */
 	int dirty;           /* something changed: try to start an iteration */
+	int inflight;        /* KV transfers on their way to it */
 } Eng;
 
 typedef struct Event {
@@ -529,7 +530,7 @@ static int least_loaded(Sim *s, int lo, int hi)
 	long bl = -1;
 	for (int i = lo; i < hi; i++) {
 		Eng *en = &s->eng[i];
-		long load = en->waiting.n + en->running.n + en->swapped.n;
+		long load = en->waiting.n + en->running.n + en->swapped.n + en->inflight;
 		if (bl < 0 || load < bl)
 			best = i, bl = load;
 	}
@@ -547,6 +548,7 @@ static void transfer(Sim *s, Eng *from, int id)
 	double bytes = (double)r->in * from->P->kv_token_bytes_all;
 	double start = fmax(s->now, dst->link_free), dur = s->d->kv_link_lat + bytes / s->d->kv_link_bw;
 	dst->link_free = start + dur;
+	dst->inflight++;
 	s->run->transfer_s += dur;
 	r->state = R_XFER;
 	r->src = (int)(from - s->eng);
@@ -602,6 +604,7 @@ static void on_xfer(Sim *s, int id)
 	Req *r = &s->r[id];
 	Eng *src = &s->eng[r->src], *dst = &s->eng[r->engine];
 	release(src, r);
+	dst->inflight--;
 	r->filled = r->target = r->in;
 	vec_push(&dst->waiting, id);
 	src->dirty = dst->dirty = 1;

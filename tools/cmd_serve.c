@@ -18,7 +18,7 @@ typedef struct ServeOpts {
 	int tp, pp, replicas;
 	const char *scheduler, *kv_alloc, *kv_format, *preempt, *cost, *cpu, *kv_link;
 	int cpu_overlap;
-	long max_batch, token_budget, chunk, block, max_seq, spec_k;
+	long max_batch, token_budget, chunk, block, max_seq, spec_k, kv_tokens;
 	double accept, mem_util;
 	/* workload */
 	const char *workload, *input, *output;
@@ -52,7 +52,7 @@ static void serve_help(void)
 	       "  --scheduler continuous|sarathi   Orca/vLLM batching (default) or Sarathi-Serve chunks\n"
 	       "  --max-batch N (256) --token-budget N (2048) --chunk N (Sarathi: largest chunk)\n"
 	       "  --block N (16) --kv-alloc paged|max|pow2|oracle (--max-seq N for max) --kv-format bf16|fp8\n"
-	       "  --preempt recompute|swap --mem-util F (0.9)\n"
+	       "  --preempt recompute|swap --mem-util F (0.9) --kv-tokens N (override the capacity)\n"
 	       "  --cpu-overhead T (4ms) [--cpu-overlap]   engine CPU time per iteration\n"
 	       "  --cost grid|exact|fixed:BASE[,PER_TOKEN]   iteration prices (fixed: a test double)\n"
 	       "workload:\n"
@@ -137,6 +137,7 @@ static int parse_opts(int argc, char **argv, ServeOpts *o)
 			{ "--spec-k", 1, 16, offsetof(ServeOpts, spec_k) },
 			{ "--requests", 1, 10000000, offsetof(ServeOpts, requests) },
 			{ "--bisect", 1, 40, offsetof(ServeOpts, bisect) },
+			{ "--kv-tokens", 1, 1L << 40, offsetof(ServeOpts, kv_tokens) },
 		};
 		for (size_t k = 0; k < sizeof ints / sizeof ints[0] && !done; k++)
 			if ((r = opt_value(argc, argv, &i, ints[k].name, &v))) {
@@ -322,6 +323,8 @@ static int open_pools(const ServeOpts *o, SvDeploy *d, const SvWorkload *w, SvEr
 		return -1;
 	if (d->draft && sv_pool_open(d->draft, pre, e) < 0)
 		return -1;
+	for (SvPool *p = d->main; o->kv_tokens && p; p = p == d->main ? d->prefill : NULL)
+		p->kv_tokens = o->kv_tokens;   /* what-if: a KV cache of this many tokens per replica */
 	if (sv_workload_check(w, d->main->max_context, e) < 0)
 		return -1;
 	if (d->prefill)
