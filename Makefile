@@ -18,7 +18,7 @@ BUILD   ?= build
 PREFIX  ?= /usr/local
 VERSION := 0.1.0
 
-PKGS    := libxml-2.0 jansson libcgraph libgvc openblas libprotobuf-c
+PKGS    := libxml-2.0 jansson libcgraph libgvc openblas libprotobuf-c libxxhash
 DEPS_OK := $(shell pkg-config --exists $(PKGS) cmocka 2>/dev/null && command -v flex >/dev/null && command -v bison >/dev/null && command -v protoc-c >/dev/null && command -v npm >/dev/null && echo yes)
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm

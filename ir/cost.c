@@ -9,7 +9,11 @@
  *   - MatMul: 2*M*N*K per batch element = 2 * (output elements) * K;
  *   - Gemm: 2*M*N*K, plus M*N for the C term when C is given;
  *   - Conv: 2 * N * Cout * (output spatial) * (Cin/group) * (kernel elements), plus the bias add;
+ *   - ConvTranspose: 2 * N * Cin * (input spatial) * (Cout/group) * (kernel elements), plus the
+ *     bias add (each input element is scattered through its group's kernels);
  *   - pooling: (output elements) * (kernel elements);
+ *   - Resize: nearest 0 (a gather); linear 2 taps, cubic 4 taps, a multiply-add each, per output
+ *     element and resampled axis (antialias: counted as without);
  *   - Einsum: (output elements) * (product of the summed letters) * 2*(inputs - 1) (1 for one input);
  *   - GroupedMatMul: 2 * R * K * N (every dispatched row meets one expert);
  *   - Attention: QK^T (2*dh) and PV (2*dv) per (query, key) pair and head, plus 5 per score for
@@ -84,6 +88,27 @@ double flops_conv(const Node *n)
 		return 0;
 	/* W holds Cout * (Cin/group) * kernel elements: each output element uses W/Cout of them. */
 	return 2 * out * (w / m) + (n->nin > 2 && n->in[2] ? out : 0);
+}
+
+double flops_convtranspose(const Node *n)
+{
+	double in = in_numel(n, 0), w = in_numel(n, 1), c = in_dim(n, 1, 0), out = out_numel(n);
+	if (in < 0 || w < 0 || c <= 0 || out < 0)
+		return 0;
+	/* W holds Cin * (Cout/group) * kernel elements: each input element meets W/Cin of them. */
+	return 2 * in * (w / c) + (n->nin > 2 && n->in[2] ? out : 0);
+}
+
+double flops_resize(const Node *n)
+{
+	const char *mode = rt_attr_str(&n->attrs, "mode", "nearest");
+	double out = out_numel(n), taps = !strcmp(mode, "linear") ? 2 : !strcmp(mode, "cubic") ? 4 : 0;
+	int axes = 0;
+	if (out < 0 || !n->nin || !n->in[0] || n->in[0]->type.rank != n->out[0]->type.rank)
+		return 0;
+	for (int i = 0; i < n->in[0]->type.rank; i++)
+		axes += !dim_eq(n->in[0]->type.dims[i], n->out[0]->type.dims[i]);
+	return 2 * taps * out * axes;
 }
 
 double flops_pool(const Node *n)

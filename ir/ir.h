@@ -221,6 +221,7 @@ struct Module {
 	unsigned char *symbound;
 	int nsyms, capsyms;
 	void *polys;         /* ir/dim.c's intern table */
+	int64_t eval_limit;  /* compile-time evaluation: at most this many elements (0: 65536) */
 	/* values whose contents the last ir_infer_shapes needed but could not know */
 	Value **unknown; int nunknown, cap_unknown;
 };
@@ -279,6 +280,8 @@ int ir_unknown_values(const Module *m, Value *const **out);
 /* The constant data of v when known at compile time (a parameter with inline or in-memory data,
  * or a folded constant); NULL otherwise. */
 const RtTensor *ir_const_data(Value *v);
+/* The element limit of the compile-time evaluator (Module.eval_limit, default 65536). */
+int64_t ir_eval_limit(const Module *m);
 /* Reorders g's node list topologically (stable: keeps the current order where legal).
  * Returns 0, or -1 when the graph has a cycle (the list is left unchanged). */
 int ir_topo_sort(Graph *g);

@@ -188,6 +188,14 @@ int ir_unknown_values(const Module *m, Value *const **out)
 	return m->nunknown;
 }
 
+int sh_unknown(ShapeCtx *c, const Node *n, int i, const char *what)
+{
+	char buf[600];
+	sh_need(c, n->in[i]);
+	return sh_err(c, n, "%s ('%s') must be known at compile time: %s", what, n->in[i]->name,
+		      sh_why_unknown(c, n->in[i], buf, sizeof buf));
+}
+
 int sh_dims_input(ShapeCtx *c, const Node *n, int i, const char *what, Dim *out, int max, int *count)
 {
 	const Type *t = sh_in(n, i);
@@ -197,10 +205,7 @@ int sh_dims_input(ShapeCtx *c, const Node *n, int i, const char *what, Dim *out,
 		return sh_err(c, n, "%s must be an integer scalar or 1-D tensor, got %s", what, sh_ty(c, *t));
 	const Known *k = sh_known(c, n->in[i]);
 	if (!k)
-		sh_need(c, n->in[i]);
-	if (!k)
-		return sh_err(c, n, "%s ('%s') must be known at compile time (a constant or computed from "
-			      "shapes)", what, n->in[i]->name);
+		return sh_unknown(c, n, i, what);
 	if (k->n > max)
 		return sh_err(c, n, "%s has %d elements, more than the %d allowed", what, k->n, max);
 	memcpy(out, k->d, (size_t)k->n * sizeof *out);
@@ -415,16 +420,20 @@ static void infer_graph(ShapeCtx *c, Graph *g)
 {
 	c->g = g;
 	c->known = arena_alloc(c->m->arena, (size_t)(g->nvalues ? g->nvalues : 1) * sizeof *c->known);
+	c->val = rt_calloc((size_t)(g->nvalues ? g->nvalues : 1), sizeof *c->val);
 	subst_graph(c, g);
 	ir_foreach_node(g, n) {
 		for (int i = 0; i < n->nout; i++)
 			n->out[i]->type = (Type){ DT_INVALID, -1, NULL };
 		if (diag_stop())
-			return;
-		if (precheck(c, n) > 0 && ir_ops[n->op].shape(c, n) == 0)
+			break;
+		if (precheck(c, n) > 0 && ir_ops[n->op].shape(c, n) == 0) {
 			sh_known_propagate(c, n);
+			sh_eval(c, n);
+		}
 	}
-	if (!g->out_decl)
+	sh_eval_free(c);
+	if (!g->out_decl || diag_stop())
 		return;
 	for (int i = 0; i < g->nout; i++) {
 		Type inf = g->outputs[i]->type, decl = g->out_decl[i];

@@ -488,7 +488,7 @@ int shape_size(ShapeCtx *c, Node *n) { return sh_set(c, n, 0, DT_I64, 0, NULL); 
 /* The scalar value of input i as a double when it is constant data. */
 static int const_scalar(ShapeCtx *c, Node *n, int i, double *v)
 {
-	const RtTensor *t = ir_const_data(n->in[i]);
+	const RtTensor *t = sh_value(c, n->in[i]);
 	const Known *k = sh_known(c, n->in[i]);
 	if (t && t->n == 1) {
 		*v = rt_get(t, 0);
@@ -523,8 +523,7 @@ int shape_range(ShapeCtx *c, Node *n)
 		    dim_sub(c->m, l->d[0], s->d[0], &len) < 0) {
 			for (int i = 0; i < 3; i++)
 				if (!const_scalar(c, n, i, &v[i]))
-					sh_need(c, n->in[i]);
-			return sh_err(c, n, "start, limit and delta must be known at compile time");
+					return sh_unknown(c, n, i, names[i]);
 		}
 	}
 	return sh_set(c, n, 0, n->in[0]->type.dt, 1, &len);

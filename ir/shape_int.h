@@ -24,6 +24,7 @@ struct ShapeCtx {
 	Module *m;
 	Graph *g;
 	Known *known;            /* indexed by Value.id, g->nvalues entries */
+	RtTensor **val;          /* compile-time contents by Value.id (ir/eval.c), owned */
 	int errors;
 };
 
@@ -53,6 +54,9 @@ int sh_same_dtype(ShapeCtx *c, const Node *n, int i, int j, const char *wi, cons
 /* Dims of the integer tensor input i when known at compile time (constant data or propagated
  * shape values): 0 with *count set, or -1 after reporting why not.  `what` names the input. */
 int sh_dims_input(ShapeCtx *c, const Node *n, int i, const char *what, Dim *out, int max, int *count);
+/* Reports that input i (`what`) of n must be known at compile time, with where the chain of
+ * known values stops (sh_why_unknown), and records it (sh_need); returns -1. */
+int sh_unknown(ShapeCtx *c, const Node *n, int i, const char *what);
 /* As sh_dims_input, requiring every element to be a constant. */
 int sh_ints_input(ShapeCtx *c, const Node *n, int i, const char *what, int64_t *out, int max,
 		  int *count);
@@ -71,6 +75,20 @@ void sh_need(ShapeCtx *c, Value *v);
 void sh_known_propagate(ShapeCtx *c, Node *n);
 void sh_known_set(ShapeCtx *c, const Value *v, int rank, int count, const Dim *d);
 const Known *sh_known(ShapeCtx *c, Value *v);
+
+/* The compile-time evaluator (ir/eval.c). */
+/* The contents of v when known at compile time: constant parameter data, a result the evaluator
+ * computed, or an all-constant known shape value; NULL otherwise.  Owned by the context. */
+const RtTensor *sh_value(ShapeCtx *c, Value *v);
+/* As sh_value without the known-dims fallback. */
+const RtTensor *sh_value_raw(ShapeCtx *c, Value *v);
+/* Evaluates n with its reference kernel when every present input is known and small: 1 done
+ * (outputs' values recorded), 0 not evaluable, -1 the kernel failed (nothing recorded). */
+int sh_eval(ShapeCtx *c, Node *n);
+void sh_eval_free(ShapeCtx *c);
+/* Why v is not known at compile time, following the first unknown input back to where the
+ * chain stops ("'t' is computed by Neg from input 0, 'x' is a graph input"); returns buf. */
+const char *sh_why_unknown(ShapeCtx *c, Value *v, char *buf, size_t nb);
 
 /* Einsum equations (ir/shape_nn.c, also used by ir/cost.c). */
 typedef struct EinsumSpec {

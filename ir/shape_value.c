@@ -4,8 +4,9 @@
  * To infer such graphs, shape inference tracks the elements of integer tensors of rank <= 1
  * with at most SH_MAXKNOWN elements as Dims (constants or symbolic polynomials): constant
  * parameters (ir_const_data), Shape, Size, Constant, and what Identity, Cast, Concat, Gather,
- * Slice, Squeeze, Unsqueeze, Reshape and Add/Sub/Mul/Div compute from known values.  Rules read
- * them through sh_dims_input(); a tensor that is not known stays unknown (never an error here).
+ * Slice, Squeeze, Unsqueeze, Reshape and Add/Sub/Mul/Div compute from known values, and every
+ * value the compile-time evaluator (ir/eval.c) computed.  Rules read them through
+ * sh_dims_input(); a tensor that is not known stays unknown (never an error here).
  */
 #include <string.h>
 
@@ -23,10 +24,10 @@ void sh_known_set(ShapeCtx *c, const Value *v, int rank, int count, const Dim *d
 	k->ok = 1;
 }
 
-/* Known values of a constant integer parameter. */
-static void known_from_param(ShapeCtx *c, Value *v)
+/* Known values of a small integer tensor whose contents are known (ir/eval.c). */
+static void known_from_value(ShapeCtx *c, Value *v)
 {
-	const RtTensor *t = ir_const_data(v);
+	const RtTensor *t = sh_value_raw(c, v);
 	if (!t || t->rank > 1 || t->n > SH_MAXKNOWN || rt_dtypes[t->dtype].kind != K_INT)
 		return;
 	Dim d[SH_MAXKNOWN];
@@ -39,8 +40,8 @@ const Known *sh_known(ShapeCtx *c, Value *v)
 {
 	if (!v || !c->known || v->graph != c->g || v->id >= c->g->nvalues)
 		return NULL;
-	if (!c->known[v->id].ok && v->kind == V_PARAM)
-		known_from_param(c, v);
+	if (!c->known[v->id].ok)
+		known_from_value(c, v);
 	return c->known[v->id].ok ? &c->known[v->id] : NULL;
 }
 

@@ -59,8 +59,10 @@ int pass_parse_remarks(const char *list, unsigned *mask)
 
 static void print_remark(const PassCtx *c, const Remark *r)
 {
-	if (r->loc.file)
+	if (r->loc.file && r->loc.line > 0)
 		fprintf(c->out, "%s:%d:%d: ", r->loc.file, r->loc.line, r->loc.col);
+	else if (r->loc.file)
+		fprintf(c->out, "%s: ", r->loc.file);   /* ONNX nodes: "model.onnx: node 'x' (Op, opset N)" */
 	else
 		fprintf(c->out, "aicc: ");
 	fprintf(c->out, "remark: %s: %s\n", r->category, r->msg);

@@ -5,8 +5,10 @@
  * streams (the order already honours them).  Values live per buffer (the verifier guarantees no
  * two live buffers share bytes, so this is faithful to the memory plan) and are released after
  * their last use.  Inputs are bound from RtBinding tensors (converted and rounded to the
- * buffer's dtype) or seeded random data; constants are materialised from seeded initialisers
- * (runtime/random.h, their call instance mixed in), inline data, or .npy/.safetensors files.
+ * buffer's dtype) or seeded random data; constants are bound once per session (RtSession) from
+ * seeded initialisers (runtime/random.h, their call instance mixed in), inline data, or
+ * .npy/.safetensors files mapped read-only and used in place when their layout allows, and every
+ * run borrows them.
  * Requires runtime/kernels.h, numerics.h, random.h, npy.h, safetensors.h. */
 #include "runtime/interp.h"
 
@@ -19,11 +21,27 @@
 #include "runtime/random.h"
 #include "runtime/safetensors.h"
 
+/* A plan loaded for repeated runs (interp.h): the bound value of every constant, kept across
+ * runs; files mapped once. */
+typedef struct SessFile {
+	char *path;
+	RtMapped map;
+	RtSafetensors *st;       /* parsed header of a safetensors file, or NULL */
+} SessFile;
+
+struct RtSession {
+	const Plan *p;
+	RtTensor *consts;        /* per buffer: a constant's bound value; data NULL until loaded */
+	SessFile *files; int nfiles;
+	RtLoadStats stats;
+};
+
 typedef struct Vm {
 	const Plan *p;
 	const RtRunOpts *o;
 	RtTensor *val;           /* per buffer; data NULL when not set */
 	RtError *e;
+	RtSession *s;
 } Vm;
 
 static int at_line(const Vm *m, int line, RtError *e)
@@ -75,28 +93,52 @@ static const RtTensor *binding(const RtRunOpts *o, const char *name)
 	return NULL;
 }
 
-/* Buffer b := the given tensor, which must have the buffer's shape; converted to its dtype. */
-static int bind_tensor(Vm *m, int b, const char *name, const RtTensor *src)
+/* "[1,2,3]" into buf. */
+static const char *dims_str(const int64_t *d, int rank, char *buf, size_t n)
 {
-	const PlanBuffer *pb = &m->p->buffers[b];
+	size_t o = 0;
+	buf[0] = 0;
+	for (int i = 0; i < rank && i < RT_MAX_RANK && o + 24 < n; i++)
+		o += (size_t)snprintf(buf + o, n - o, "%s%lld", i ? "," : "", (long long)d[i]);
+	return buf;
+}
+
+/* dst := src converted to buffer b's dtype (exactly for integers, rounded to a narrow float's
+ * grid); src must have the buffer's shape.  `what` names src in errors ("input 'x'"). */
+static int convert_into(const Plan *p, int b, const char *what, const RtTensor *src, RtTensor *dst, RtError *e)
+{
+	const PlanBuffer *pb = &p->buffers[b];
 	int same = src->rank == pb->rank;
 	for (int i = 0; same && i < pb->rank; i++)
 		same = src->dims[i] == pb->dims[i];
-	if (!same)
-		return rt_errorf(m->e, RT_EUSER, "input '%s': the data's shape does not match the plan's "
-				 "buffer '%s' (rank %d)", name, pb->name, pb->rank);
-	RtTensor *t = &m->val[b];
-	if (alloc_buffer(m->p, b, t, m->e) < 0)
+	if (!same) {
+		char got[200], want[200];
+		return rt_errorf(e, RT_EUSER, "%s: the data's shape [%s] does not match the plan's buffer '%s' [%s]",
+				 what, dims_str(src->dims, src->rank, got, sizeof got), pb->name,
+				 dims_str(pb->dims, pb->rank, want, sizeof want));
+	}
+	if (alloc_buffer(p, b, dst, e) < 0)
 		return -1;
-	int ints = rt_dtypes[t->dtype].storage == S_I64 && rt_dtypes[src->dtype].storage == S_I64;
-	for (int64_t i = 0; i < t->n; i++)
-		if (ints)    /* exactly: i64 values beyond 2^53 (INT64_MAX as "to the end") survive */
-			rt_seti(t, i, rt_geti(src, i));
-		else
-			rt_set(t, i, rt_get(src, i));
-	t->tensor_scale = src->tensor_scale;
-	round_to_dtype(t);
+	int sa = rt_dtypes[dst->dtype].storage, sb = rt_dtypes[src->dtype].storage;
+	if (sa == sb)
+		memcpy(dst->data, src->data, (size_t)dst->n * (sa == S_F32 ? 4 : 8));
+	else
+		for (int64_t i = 0; i < dst->n; i++)
+			if (sa == S_I64 && sb == S_I64)
+				rt_seti(dst, i, rt_geti(src, i));
+			else
+				rt_set(dst, i, rt_get(src, i));
+	dst->tensor_scale = src->tensor_scale;
+	round_to_dtype(dst);
 	return 0;
+}
+
+/* Buffer b := the given tensor, which must have the buffer's shape; converted to its dtype. */
+static int bind_tensor(Vm *m, int b, const char *name, const RtTensor *src)
+{
+	char what[300];
+	snprintf(what, sizeof what, "input '%.250s'", name);
+	return convert_into(m->p, b, what, src, &m->val[b], m->e);
 }
 
 /* Copies between a part and a whole along axis: to_whole 0: part := whole[.., off : off + len, ..]
@@ -186,23 +228,63 @@ static int bind_inputs(Vm *m)
 	return 0;
 }
 
-/* A constant from an .npy or .safetensors file (relative paths against o->base_dir). */
-static int load_file(Vm *m, const PlanConst *c, const char *name)
+/* ---- constants: bound once per session ---- */
+/* The file at path, mapped once per session (and its safetensors header parsed once). */
+static SessFile *sess_file(RtSession *s, const char *path, int safetensors, RtError *e)
+{
+	SessFile *f = NULL;
+	for (int i = 0; i < s->nfiles && !f; i++)
+		if (strcmp(s->files[i].path, path) == 0)
+			f = &s->files[i];
+	if (!f) {
+		SessFile *nf = rt_realloc(s->files, ((size_t)s->nfiles + 1) * sizeof *nf);
+		if (!nf)
+			return rt_errorf(e, RT_ENOMEM, "out of memory loading the plan"), NULL;
+		s->files = nf;
+		f = &s->files[s->nfiles];
+		memset(f, 0, sizeof *f);
+		if (!(f->path = rt_strdup(path)))
+			return rt_errorf(e, RT_ENOMEM, "out of memory loading the plan"), NULL;
+		if (rt_file_map(path, &f->map, e) < 0) {
+			rt_free(f->path);
+			return NULL;
+		}
+		s->nfiles++;
+	}
+	if (safetensors && !f->st && !(f->st = rt_st_open(f->map.addr ? f->map.addr : "", f->map.len, path, e)))
+		return NULL;
+	return f;
+}
+
+/* Constant c's tensor in its file (relative paths against o->base_dir): a view into the mapping
+ * where the layout allows (rt_raw_view), else a copy; the recorded xxh3 checksum of its bytes is
+ * checked before the data is used. */
+static int file_tensor(Vm *m, const PlanConst *c, const char *name, RtTensor *t)
 {
 	char path[4096];
 	const char *dir = m->o->base_dir;
-	snprintf(path, sizeof path, "%s%s%s", c->path[0] != '/' && dir ? dir : "",
-		 c->path[0] != '/' && dir ? "/" : "", c->path);
-	RtTensor t;
-	int rc = c->kind == PINIT_NPY ? rt_npy_read(path, &t, m->e) : rt_safetensors_read(path, c->key, &t, m->e);
-	if (rc < 0)
+	int rel = c->path[0] != '/' && dir;
+	if ((size_t)snprintf(path, sizeof path, "%s%s%s", rel ? dir : "", rel ? "/" : "", c->path) >= sizeof path)
+		return rt_errorf(m->e, RT_EUSER, "'%s': the path of its file is too long", name);
+	SessFile *f = sess_file(m->s, path, c->kind == PINIT_SAFETENSORS, m->e);
+	if (!f)
 		return -1;
-	rc = bind_tensor(m, c->buffer, name, &t);
-	rt_tensor_free(&t);
+	const void *raw = NULL;
+	size_t nraw = 0;
+	int rc = c->kind == PINIT_NPY ? rt_npy_view(f->map.addr ? f->map.addr : "", f->map.len, path, t, &raw, &nraw, m->e)
+				      : rt_st_tensor(f->st, c->key, 0, t, &raw, &nraw, m->e);
+	if (rc == 0 && c->has_xxh3) {
+		uint64_t h = rt_checksum(raw, nraw);
+		if (h != c->xxh3) {
+			rt_tensor_free(t);
+			rc = rt_errorf(m->e, RT_EUSER, "parameter '%s': %s%s%s has changed since the plan was written "
+				       "(xxh3 %016llx, the plan records %016llx)", name, path, c->key ? ": tensor " : "",
+				       c->key ? c->key : "", (unsigned long long)h, (unsigned long long)c->xxh3);
+		}
+	}
 	return rc;
 }
 
-/* Materialises constant c into its buffer. */
 /* Seeded, fill or inline values of constant c into t (allocated). */
 static int fill_values(Vm *m, const PlanConst *c, const char *name, RtTensor *t)
 {
@@ -215,30 +297,29 @@ static int fill_values(Vm *m, const PlanConst *c, const char *name, RtTensor *t)
 		else
 			rt_fill_uniform(tmp, t->n, (float)c->a, (float)c->b, c->seed, (uint64_t)c->instance);
 	}
-	for (int64_t i = 0; i < t->n; i++)
-		rt_set(t, i, tmp ? tmp[i] : c->kind == PINIT_FILL ? c->a : c->vals[i]);
+	if (tmp && rt_dtypes[t->dtype].storage == S_F32)
+		memcpy(t->data, tmp, sizeof(float) * (size_t)t->n);
+	else
+		for (int64_t i = 0; i < t->n; i++)
+			rt_set(t, i, tmp ? tmp[i] : c->kind == PINIT_FILL ? c->a : c->vals[i]);
 	rt_free(tmp);
 	return 0;
 }
 
 /* A sharded constant (PlanConst.shard_*): the full initialiser's values, then the slice
- * [shard_off, shard_off + dims[axis]) along axis into the buffer. */
-static int materialise_shard(Vm *m, const PlanConst *c, const char *name)
+ * [shard_off, shard_off + dims[axis]) along axis into dst. */
+static int load_shard(Vm *m, const PlanConst *c, const char *name, RtTensor *dst)
 {
 	const PlanBuffer *pb = &m->p->buffers[c->buffer];
 	int64_t dims[RT_MAX_RANK];
 	memcpy(dims, pb->dims, sizeof dims);
 	dims[c->shard_axis] = c->shard_full;
-	RtTensor full, file = { 0 }, *t = &m->val[c->buffer];
+	RtTensor full, file = { 0 };
 	if (rt_tensor_alloc(&full, pb->dtype, pb->rank, dims, m->e) < 0)
 		return -1;
 	int rc = 0;
 	if (c->kind == PINIT_NPY || c->kind == PINIT_SAFETENSORS) {
-		char path[4096];
-		const char *dir = m->o->base_dir;
-		snprintf(path, sizeof path, "%s%s%s", c->path[0] != '/' && dir ? dir : "",
-			 c->path[0] != '/' && dir ? "/" : "", c->path);
-		rc = c->kind == PINIT_NPY ? rt_npy_read(path, &file, m->e) : rt_safetensors_read(path, c->key, &file, m->e);
+		rc = file_tensor(m, c, name, &file);
 		int same = rc == 0 && file.rank == full.rank;
 		for (int i = 0; same && i < full.rank; i++)
 			same = file.dims[i] == full.dims[i];
@@ -251,20 +332,59 @@ static int materialise_shard(Vm *m, const PlanConst *c, const char *name)
 				rt_seti(&full, i, rt_geti(&file, i));
 			else
 				rt_set(&full, i, rt_get(&file, i));
-		if (file.data)
-			rt_tensor_free(&file);
+		rt_tensor_free(&file);
 	} else
 		rc = fill_values(m, c, name, &full);
 	if (rc == 0)
-		rc = alloc_buffer(m->p, c->buffer, t, m->e);
+		rc = alloc_buffer(m->p, c->buffer, dst, m->e);
 	if (rc == 0) {
-		slice_copy(t, &full, c->shard_axis, c->shard_off, 0);
-		round_to_dtype(t);
+		slice_copy(dst, &full, c->shard_axis, c->shard_off, 0);
+		round_to_dtype(dst);
 	}
 	rt_tensor_free(&full);
 	return rc;
 }
 
+/* Constant c's value into dst (the session's copy): mapped without a copy when its file holds the
+ * buffer's dtype and shape in the interpreter's layout, else converted once. */
+static int load_const(Vm *m, const PlanConst *c, RtTensor *dst)
+{
+	const PlanBuffer *pb = &m->p->buffers[c->buffer];
+	const char *name = pb->name;
+	char what[300];
+	snprintf(what, sizeof what, "parameter '%.250s'", name);
+	int rc;
+	if (c->shard_axis >= 0)
+		rc = load_shard(m, c, name, dst);
+	else if (c->kind == PINIT_NPY || c->kind == PINIT_SAFETENSORS) {
+		RtTensor t;
+		if (file_tensor(m, c, name, &t) < 0)
+			return -1;
+		int same = !t.owns && t.dtype == pb->dtype && t.rank == pb->rank;
+		for (int i = 0; same && i < pb->rank; i++)
+			same = t.dims[i] == pb->dims[i];
+		if (same) {
+			*dst = t;
+			m->s->stats.nmapped++;
+			m->s->stats.mapped_bytes += (int64_t)t.n * (rt_dtypes[t.dtype].storage == S_F32 ? 4 : 8);
+			rc = 0;
+		} else {
+			rc = convert_into(m->p, c->buffer, what, &t, dst, m->e);
+			rt_tensor_free(&t);
+		}
+	} else if (c->kind == PINIT_DATA)
+		rc = convert_into(m->p, c->buffer, what, c->data, dst, m->e);
+	else if ((rc = alloc_buffer(m->p, c->buffer, dst, m->e)) == 0 && (rc = fill_values(m, c, name, dst)) == 0)
+		round_to_dtype(dst);
+	if (rc == 0) {
+		m->s->stats.nconsts++;
+		m->s->stats.bytes += (int64_t)dst->n * (rt_dtypes[dst->dtype].storage == S_F32 ? 4 : 8);
+	}
+	return rc;
+}
+
+/* Constant c for this run: a bound tensor (--input NAME=FILE for a parameter), else the session's
+ * value (loaded on first use), borrowed. */
 static int materialise(Vm *m, const PlanConst *c)
 {
 	const char *name = m->p->buffers[c->buffer].name;
@@ -274,16 +394,11 @@ static int materialise(Vm *m, const PlanConst *c)
 	if (c->kind == PINIT_UNBOUND)
 		return rt_errorf(m->e, RT_EUSER, "parameter '%s' is unbound: give --input %s=FILE.npy or run "
 				 "with --timing-only", name, name);
-	if (c->shard_axis >= 0)
-		return materialise_shard(m, c, name);
-	if (c->kind == PINIT_NPY || c->kind == PINIT_SAFETENSORS)
-		return load_file(m, c, name);
-	if (c->kind == PINIT_DATA)
-		return bind_tensor(m, c->buffer, name, c->data);
-	RtTensor *t = &m->val[c->buffer];
-	if (alloc_buffer(m->p, c->buffer, t, m->e) < 0 || fill_values(m, c, name, t) < 0)
+	RtTensor *held = &m->s->consts[c->buffer];
+	if (!held->data && load_const(m, c, held) < 0)
 		return -1;
-	round_to_dtype(t);
+	m->val[c->buffer] = *held;
+	m->val[c->buffer].owns = 0;     /* borrowed: never written (the verifier), never freed here */
 	return 0;
 }
 
@@ -466,14 +581,58 @@ static int run_values(Vm *m, RtRun *r)
 	return rc;
 }
 
-int rt_run(const Plan *p, const RtRunOpts *o, RtRun *r, RtError *e)
+RtSession *rt_session_new(const Plan *p, const RtRunOpts *o, RtError *e)
 {
+	RtSession *s = rt_calloc(1, sizeof *s);
+	if (!s || !(s->consts = rt_calloc((size_t)p->nbuffers + 1, sizeof *s->consts))) {
+		rt_free(s);
+		rt_errorf(e, RT_ENOMEM, "out of memory loading the plan");
+		return NULL;
+	}
+	s->p = p;
+	if (o->timing_only)
+		return s;
+	Vm m = { p, o, NULL, e, s };
+	for (int i = 0; i < p->nconsts; i++) {
+		const PlanConst *c = &p->consts[i];
+		if (c->kind == PINIT_UNBOUND || binding(o, p->buffers[c->buffer].name))
+			continue;     /* bound by every run that gives it, or an error when one does not */
+		if (load_const(&m, c, &s->consts[c->buffer]) < 0) {
+			at_line(&m, c->line, e);
+			rt_session_free(s);
+			return NULL;
+		}
+	}
+	return s;
+}
+
+const RtLoadStats *rt_session_stats(const RtSession *s) { return &s->stats; }
+
+void rt_session_free(RtSession *s)
+{
+	if (!s)
+		return;
+	for (int b = 0; b < s->p->nbuffers; b++)
+		rt_tensor_free(&s->consts[b]);
+	for (int i = 0; i < s->nfiles; i++) {
+		rt_st_close(s->files[i].st);
+		rt_file_unmap(&s->files[i].map);
+		rt_free(s->files[i].path);
+	}
+	rt_free(s->files);
+	rt_free(s->consts);
+	rt_free(s);
+}
+
+int rt_session_run(RtSession *s, const RtRunOpts *o, RtRun *r, RtError *e)
+{
+	const Plan *p = s->p;
 	memset(r, 0, sizeof *r);
 	if (rt_simulate(p, &r->timing, e) < 0)
 		return -1;
 	if (o->timing_only)
 		return 0;
-	Vm m = { p, o, rt_calloc((size_t)p->nbuffers + 1, sizeof(RtTensor)), e };
+	Vm m = { p, o, rt_calloc((size_t)p->nbuffers + 1, sizeof(RtTensor)), e, s };
 	if (!m.val)
 		return rt_errorf(e, RT_ENOMEM, "out of memory starting the interpreter");
 	int rc = run_values(&m, r);
@@ -486,6 +645,31 @@ int rt_run(const Plan *p, const RtRunOpts *o, RtRun *r, RtError *e)
 	}
 	if (rc < 0)
 		rt_run_free(p, r);
+	return rc;
+}
+
+int rt_run(const Plan *p, const RtRunOpts *o, RtRun *r, RtError *e)
+{
+	memset(r, 0, sizeof *r);
+	RtSession *s = rt_session_new(p, o, e);
+	if (!s)
+		return -1;
+	int rc = rt_session_run(s, o, r, e);
+	/* values borrowed from the session (constants) outlive it: copy them */
+	for (int b = 0; rc == 0 && r->values && b < p->nbuffers; b++) {
+		RtTensor *v = &r->values[b], own;
+		if (!v->data || v->owns)
+			continue;
+		if (rt_tensor_alloc(&own, v->dtype, v->rank, v->dims, e) < 0) {
+			rt_run_free(p, r);
+			rc = -1;
+			break;
+		}
+		memcpy(own.data, v->data, (size_t)v->n * (rt_dtypes[v->dtype].storage == S_F32 ? 4 : 8));
+		own.tensor_scale = v->tensor_scale;
+		*v = own;
+	}
+	rt_session_free(s);
 	return rc;
 }
 

@@ -82,8 +82,33 @@ typedef struct RtRun {
 	RtTiming timing;
 } RtRun;
 
+/* One run: rt_session_new, rt_session_run, rt_session_free (values of constants in r->values
+ * are copies).  Returns 0, or -1 with e set ("file:LINE: error: ..." for a failed instruction). */
 int rt_run(const Plan *p, const RtRunOpts *o, RtRun *r, RtError *e);
 void rt_run_free(const Plan *p, RtRun *r);
+
+/* ---- a plan loaded once, run many times (weights bound once) ---- */
+/* A session holds the bound value of every constant of a verified plan: .npy and .safetensors
+ * files are mapped read-only (runtime/npy.h) and a tensor whose file layout is the interpreter's
+ * (f32, f64, i64 of the buffer's dtype and shape, aligned) is used in place, without a copy;
+ * other files, seeded, fill and inline constants are materialised once.  Recorded checksums
+ * (PlanConst.xxh3) are verified before first use.  Each rt_session_run binds its inputs (given or
+ * seeded), borrows the constants and executes; a constant bound by o->bind (a parameter given
+ * --input) is taken from the binding in that run instead.  rt_session_new loads every constant
+ * not bound in o (none when o->timing_only); others load on first use.  The plan must outlive
+ * the session, and tensors in RtRun.values that are constants (keep_all) are valid until
+ * rt_session_free.  Returns NULL / -1 with e set. */
+typedef struct RtSession RtSession;
+typedef struct RtLoadStats {
+	int nconsts;             /* constants bound so far */
+	int nmapped;             /* of which used in place from a mapped file (no copy) */
+	int64_t bytes;           /* host bytes of the constants' values, mapped ones included */
+	int64_t mapped_bytes;
+} RtLoadStats;
+RtSession *rt_session_new(const Plan *p, const RtRunOpts *o, RtError *e);
+int rt_session_run(RtSession *s, const RtRunOpts *o, RtRun *r, RtError *e);
+const RtLoadStats *rt_session_stats(const RtSession *s);
+void rt_session_free(RtSession *s);
 
 /* ---- comparison against the reference (--check) ---- */
 typedef struct RtCheckOut {

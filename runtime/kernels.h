@@ -62,4 +62,33 @@ typedef int (*RtKernelFn)(const RtKernelArgs *a, RtError *e);
  * that returns an error). */
 RtKernelFn rt_kernel(RtOp op);
 
+/* Resize's output geometry (runtime/kernels/resize.c), shared by the kernel and the shape rule:
+ * per axis of X (rank dims `in`) the scale and the output length, from sizes (nsizes values)
+ * or scales (nscales values; exactly one of the two non-empty), the roi (nroi = 0 or 2 per
+ * resized axis: starts then ends) and the attributes axes, keep_aspect_ratio_policy and
+ * coordinate_transformation_mode (https://onnx.ai/onnx/operators/onnx__Resize.html).
+ * Returns 0, or -1 with e set ("Resize: ...") on inconsistent operands. */
+typedef struct RtResizeGeom {
+	int rank;
+	int64_t out[RT_MAX_RANK];
+	double scale[RT_MAX_RANK], roi0[RT_MAX_RANK], roi1[RT_MAX_RANK];
+} RtResizeGeom;
+int rt_resize_geometry(const Attrs *attrs, int rank, const int64_t *in, const double *roi, int nroi,
+		       const double *scales, int nscales, const int64_t *sizes, int nsizes, RtResizeGeom *g,
+		       RtError *e);
+
+/* ConvTranspose's geometry (runtime/kernels/convtranspose.c), shared by the kernel and the shape
+ * rule: for ns spatial axes of input lengths `in` and kernel lengths `kernel`, the strides,
+ * dilations, output_padding, the begin/end pads (negative when output_shape exceeds the full
+ * output) and the output lengths, from the attributes strides, dilations, pads, auto_pad,
+ * output_padding, output_shape and kernel_shape
+ * (https://onnx.ai/onnx/operators/onnx__ConvTranspose.html).  0, or -1 with e set. */
+typedef struct RtConvTGeom {
+	int ns;
+	int64_t in[RT_MAX_RANK], k[RT_MAX_RANK], s[RT_MAX_RANK], d[RT_MAX_RANK], op[RT_MAX_RANK];
+	int64_t pb[RT_MAX_RANK], pe[RT_MAX_RANK], out[RT_MAX_RANK];
+} RtConvTGeom;
+int rt_convtranspose_geometry(const Attrs *attrs, int ns, const int64_t *in, const int64_t *kernel,
+			      RtConvTGeom *g, RtError *e);
+
 #endif

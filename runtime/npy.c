@@ -8,10 +8,16 @@
 #include "runtime/npy.h"
 #include "runtime/numerics.h"
 
+#include "runtime/outfile.h"
+
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 DType rt_raw_dtype(char kind, int size)
 {
@@ -20,7 +26,8 @@ DType rt_raw_dtype(char kind, int size)
 	case 'b': return size == 2 ? DT_BF16 : DT_INVALID;
 	case 'i': return size == 1 ? DT_I8 : size == 2 ? DT_I16 : size == 4 ? DT_I32 :
 			 size == 8 ? DT_I64 : DT_INVALID;
-	case 'u': return size == 1 ? DT_U8 : DT_INVALID;
+	case 'u': return size == 1 ? DT_U8 : size == 2 ? DT_U16 : size == 4 ? DT_U32 :
+			 size == 8 ? DT_U64 : DT_INVALID;
 	case '?': return size == 1 ? DT_BOOL : DT_INVALID;
 	default: return DT_INVALID;
 	}
@@ -163,9 +170,11 @@ static int parse_header(Scan *s, char *descr, int *fortran, int *rank, int64_t *
 	return have == 7 ? 0 : -1;
 }
 
-int rt_npy_parse(const void *buf, size_t len, const char *name, RtTensor *t, RtError *e)
+/* Checks the .npy image's header: element kind and size, rank, dims and where the data starts;
+ * the data's size against what is present.  Returns 0, or -1 with e set. */
+static int npy_header(const uint8_t *b, size_t len, const char *name, char *kindp, int *sizep, int *rankp,
+		      int64_t *dims, size_t *data, RtError *e)
 {
-	const uint8_t *b = buf;
 	if (len < 10 || memcmp(b, "\x93NUMPY", 6) != 0)
 		return rt_errorf(e, RT_EUSER, "%s: not a .npy file (bad magic)", name);
 	size_t hl, off;
@@ -183,7 +192,6 @@ int rt_npy_parse(const void *buf, size_t len, const char *name, RtTensor *t, RtE
 		return rt_errorf(e, RT_EUSER, "%s: truncated .npy header", name);
 	char descr[16] = "";
 	int fortran = 0, rank = 0;
-	int64_t dims[RT_MAX_RANK];
 	Scan s = { (const char *)b + off, (const char *)b + off + hl };
 	int r = parse_header(&s, descr, &fortran, &rank, dims);
 	if (r == -3)
@@ -215,49 +223,108 @@ int rt_npy_parse(const void *buf, size_t len, const char *name, RtTensor *t, RtE
 	if ((uint64_t)n * (uint64_t)size > avail)
 		return rt_errorf(e, RT_EUSER, "%s: truncated data: %lld bytes expected, %zu present",
 				 name, (long long)(n * size), avail);
-	return rt_tensor_from_raw(t, kind, size, rank, dims, b + off + hl, e);
+	*kindp = kind, *sizep = size, *rankp = rank, *data = off + hl;
+	return 0;
 }
 
-static int read_file(const char *path, uint8_t **buf, size_t *len, RtError *e)
+int rt_raw_view(RtTensor *t, char kind, int size, int rank, const int64_t *dims, const void *src, RtError *e)
 {
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return rt_errorf(e, RT_EUSER, "%s: cannot open: %s", path, strerror(errno));
-	size_t cap = 1 << 16, n = 0;
-	uint8_t *b = rt_malloc(cap);
-	while (b) {
-		n += fread(b + n, 1, cap - n, f);
-		if (n < cap)
-			break;
-		uint8_t *nb = rt_realloc(b, cap * 2);
-		if (!nb) {
-			rt_free(b);
-			b = NULL;
-			break;
-		}
-		b = nb;
-		cap *= 2;
-	}
-	int bad = !b ? 1 : ferror(f) ? 2 : 0;
-	fclose(f);
-	if (bad) {
-		rt_free(b);
-		return bad == 1 ? rt_errorf(e, RT_ENOMEM, "%s: out of memory reading the file", path)
-				: rt_errorf(e, RT_EUSER, "%s: read error", path);
-	}
-	*buf = b;
-	*len = n;
+	DType d = rt_raw_dtype(kind, size);
+	int native = (d == DT_F32 || d == DT_F64 || d == DT_I64) && (uintptr_t)src % (uintptr_t)size == 0;
+	if (!native)
+		return rt_tensor_from_raw(t, kind, size, rank, dims, src, e);
+	memset(t, 0, sizeof *t);
+	t->dtype = d;
+	t->rank = rank;
+	t->n = 1;
+	for (int i = 0; i < rank; i++)
+		t->dims[i] = dims[i], t->n *= dims[i];
+	t->data = (void *)src;   /* read-only: the interpreter never writes a constant */
+	t->tensor_scale = 1.0f;
 	return 0;
+}
+
+/* The tensor of a .npy image: copied, or (copy 0) a view where rt_raw_view allows. */
+static int npy_load(const void *buf, size_t len, const char *name, int copy, RtTensor *t, const void **raw,
+		    size_t *nraw, RtError *e)
+{
+	char kind = 0;
+	int size = 1, rank = 0;
+	int64_t dims[RT_MAX_RANK];
+	size_t off = 0;
+	if (npy_header(buf, len, name, &kind, &size, &rank, dims, &off, e) < 0)
+		return -1;
+	int64_t n = 1;
+	for (int i = 0; i < rank; i++)
+		n *= dims[i];
+	const uint8_t *src = (const uint8_t *)buf + off;
+	if (raw)
+		*raw = src, *nraw = (size_t)n * (size_t)size;
+	return copy ? rt_tensor_from_raw(t, kind, size, rank, dims, src, e) : rt_raw_view(t, kind, size, rank, dims, src, e);
+}
+
+int rt_npy_parse(const void *buf, size_t len, const char *name, RtTensor *t, RtError *e)
+{
+	return npy_load(buf, len, name, 1, t, NULL, NULL, e);
+}
+
+int rt_npy_view(const void *buf, size_t len, const char *name, RtTensor *t, const void **raw, size_t *nraw,
+		RtError *e)
+{
+	return npy_load(buf, len, name, 0, t, raw, nraw, e);
+}
+
+int rt_file_map(const char *path, RtMapped *m, RtError *e)
+{
+	m->addr = NULL;
+	m->len = 0;
+	/* O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused just below */
+	int fd = open(path, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return rt_errorf(e, RT_EUSER, "%s: cannot open: %s", path, strerror(errno));
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		int err = errno;
+		close(fd);
+		if (S_ISDIR(st.st_mode))
+			return rt_errorf(e, RT_EUSER, "%s: cannot read: it is a directory", path);
+		return rt_errorf(e, RT_EUSER, "%s: cannot read: %s", path,
+				 err && !S_ISCHR(st.st_mode) && !S_ISFIFO(st.st_mode) && !S_ISSOCK(st.st_mode) && !S_ISBLK(st.st_mode)
+				 ? strerror(err) : "not a regular file (a device, FIFO or socket)");
+	}
+	if (st.st_size == 0) {
+		close(fd);
+		return 0;
+	}
+	if ((uint64_t)st.st_size > SIZE_MAX) {
+		close(fd);
+		return rt_errorf(e, RT_EUSER, "%s: too large to map", path);
+	}
+	void *a = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	int err = errno;
+	close(fd);
+	if (a == MAP_FAILED)
+		return rt_errorf(e, err == ENOMEM ? RT_ENOMEM : RT_EUSER, "%s: cannot map: %s", path, strerror(err));
+	m->addr = a;
+	m->len = (size_t)st.st_size;
+	return 0;
+}
+
+void rt_file_unmap(RtMapped *m)
+{
+	if (m->addr)
+		munmap(m->addr, m->len);
+	m->addr = NULL;
+	m->len = 0;
 }
 
 int rt_npy_read(const char *path, RtTensor *t, RtError *e)
 {
-	uint8_t *b = NULL;
-	size_t n = 0;
-	if (read_file(path, &b, &n, e) < 0)
+	RtMapped m;
+	if (rt_file_map(path, &m, e) < 0)
 		return -1;
-	int r = rt_npy_parse(b, n, path, t, e);
-	rt_free(b);
+	int r = rt_npy_parse(m.addr ? m.addr : "", m.len, path, t, e);
+	rt_file_unmap(&m);
 	return r;
 }
 
@@ -273,12 +340,63 @@ static const char *descr_of(DType d, int *size)
 	case DT_I16: *size = 2; return "<i2";
 	case DT_I8: case DT_I4: *size = 1; return "|i1";
 	case DT_U8: *size = 1; return "|u1";
+	case DT_U16: *size = 2; return "<u2";
+	case DT_U32: *size = 4; return "<u4";
+	case DT_U64: *size = 8; return "<u8";
 	case DT_BOOL: *size = 1; return "|b1";
 	default: *size = 4; return "<f4";
 	}
 }
 
-int rt_npy_write(const char *path, const RtTensor *t, RtError *e)
+char rt_raw_kind(DType d, int *size)
+{
+	const char *descr = descr_of(d, size);
+	return descr[1] == 'V' ? 'b' : descr[1] == 'b' ? '?' : descr[1];
+}
+
+void rt_raw_encode(const RtTensor *t, int64_t start, int64_t count, uint8_t *out)
+{
+	int size;
+	descr_of(t->dtype, &size);
+	int st = rt_dtypes[t->dtype].storage;
+	if ((size == 4 && t->dtype == DT_F32) || (size == 8 && (st == S_F64 || st == S_I64))) {
+		memcpy(out, (const char *)t->data + (size_t)start * (size_t)size, (size_t)count * (size_t)size);
+		return;     /* the storage is the file's layout (little-endian hosts) */
+	}
+	for (int64_t i = start; i < start + count; i++, out += size) {
+		uint64_t v;
+		if (t->dtype == DT_F16 || t->dtype == DT_BF16)
+			v = rt_encode(t->dtype, rt_f32(t)[i], 0);
+		else if (st == S_I64)
+			v = (uint64_t)rt_i64(t)[i];
+		else {
+			float x = st == S_F64 ? (float)rt_f64(t)[i] : rt_f32(t)[i];
+			uint32_t u;
+			memcpy(&u, &x, 4);
+			v = u;
+		}
+		for (int j = 0; j < size; j++)
+			out[j] = (uint8_t)(v >> (8 * j));
+	}
+}
+
+/* Writes t's elements in the file layout, a block at a time. */
+int rt_raw_fwrite(FILE *f, const RtTensor *t)
+{
+	int size;
+	descr_of(t->dtype, &size);
+	uint8_t buf[1 << 16];
+	int64_t per = (int64_t)sizeof buf / size;
+	for (int64_t i = 0; i < t->n; i += per) {
+		int64_t k = t->n - i < per ? t->n - i : per;
+		rt_raw_encode(t, i, k, buf);
+		if (fwrite(buf, (size_t)size, (size_t)k, f) != (size_t)k)
+			return -1;
+	}
+	return 0;
+}
+
+int rt_npy_fwrite(FILE *f, const RtTensor *t, RtError *e)
 {
 	int size;
 	const char *descr = descr_of(t->dtype, &size);
@@ -291,9 +409,6 @@ int rt_npy_write(const char *path, const RtTensor *t, RtError *e)
 		k--;
 	k += snprintf(hdr + k, sizeof hdr - (size_t)k, "), }");
 	int total = 10 + k + 1, pad = (64 - total % 64) % 64;
-	FILE *f = fopen(path, "wb");
-	if (!f)
-		return rt_errorf(e, RT_EUSER, "%s: cannot write: %s", path, strerror(errno));
 	uint16_t hl = (uint16_t)(k + pad + 1);
 	fwrite("\x93NUMPY\x01\x00", 1, 8, f);
 	fputc(hl & 0xFF, f);
@@ -302,32 +417,21 @@ int rt_npy_write(const char *path, const RtTensor *t, RtError *e)
 	for (int i = 0; i < pad; i++)
 		fputc(' ', f);
 	fputc('\n', f);
-	for (int64_t i = 0; i < t->n; i++) {
-		uint8_t out[8];
-		uint64_t v;
-		if (size == 8 && t->dtype == DT_F64)
-			memcpy(&v, &rt_f64(t)[i], 8);
-		else if (t->dtype == DT_F16 || t->dtype == DT_BF16)
-			v = rt_encode(t->dtype, rt_f32(t)[i], 0);
-		else if (rt_dtypes[t->dtype].storage == S_I64)
-			v = (uint64_t)rt_i64(t)[i];
-		else if (rt_dtypes[t->dtype].storage == S_F64) {
-			float x = (float)rt_f64(t)[i];
-			uint32_t u;
-			memcpy(&u, &x, 4);
-			v = u;
-		} else {
-			uint32_t u;
-			memcpy(&u, &rt_f32(t)[i], 4);
-			v = u;
-		}
-		for (int j = 0; j < size; j++)
-			out[j] = (uint8_t)(v >> (8 * j));
-		fwrite(out, 1, (size_t)size, f);
-	}
-	int bad = ferror(f);
-	bad |= fclose(f) != 0;
-	if (bad)
-		return rt_errorf(e, RT_EUSER, "%s: write error", path);
+	if (rt_raw_fwrite(f, t) < 0 || ferror(f))
+		return rt_errorf(e, RT_EUSER, "write error: %s", strerror(errno));
 	return 0;
+}
+
+int rt_npy_write(const char *path, const RtTensor *t, RtError *e)
+{
+	RtOutFile o;
+	if (rt_out_open(&o, path, e) < 0)
+		return -1;
+	if (rt_npy_fwrite(o.f, t, e) < 0) {
+		char msg[sizeof e->msg];
+		snprintf(msg, sizeof msg, "%s", e->msg);
+		rt_out_abort(&o);
+		return rt_errorf(e, RT_EUSER, "%s: %s", path, msg);
+	}
+	return rt_out_commit(&o, e);
 }

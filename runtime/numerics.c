@@ -163,6 +163,9 @@ static float round_int(DType fmt, float x)
 	case DT_I4: lo = -8; hi = 7; break;
 	case DT_I8: lo = -128; hi = 127; break;
 	case DT_U8: lo = 0; hi = 255; break;
+	case DT_U16: lo = 0; hi = 65535; break;
+	case DT_U32: lo = 0; hi = 4294967295.0; break;
+	case DT_U64: lo = 0; hi = 18446744073709551615.0; break;
 	case DT_I16: lo = -32768; hi = 32767; break;
 	case DT_I32: lo = -2147483648.0; hi = 2147483647.0; break;
 	default: lo = -9223372036854775808.0; hi = 9223372036854775807.0; break;

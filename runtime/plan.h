@@ -78,6 +78,8 @@ typedef struct PlanConst {
 	uint64_t seed;
 	int64_t instance;        /* flattened call instance, mixed into the seed */
 	char *path, *key;        /* npy: path; safetensors: path and key */
+	uint64_t xxh3;           /* npy/safetensors with has_xxh3: rt_checksum of the tensor's data bytes */
+	int has_xxh3;
 	double *vals;            /* inline: nvals values */
 	int64_t nvals;
 	int line;

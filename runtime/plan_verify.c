@@ -10,6 +10,7 @@
  * operand only after it arrives).  The first problem is returned as
  * "file:LINE: error: message"; the verifier never indexes anything it has not checked. */
 #include "runtime/plan.h"
+#include "runtime/heap.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -425,71 +426,132 @@ static int check_streams(const Plan *p, RtError *e)
 }
 
 /* ---- execution order ---- */
-/* The head of stream s can run: it is not a wait on an event not yet recorded. */
-static int runnable(const Plan *p, const int *pc, const unsigned char *done, int s)
+/* Streams that wait: per event a list of the streams whose head waits on it (next[] links). */
+typedef struct Waits {
+	int *head, *next;
+} Waits;
+
+static void park(Waits *w, int ev, int s)
 {
-	const PlanStream *st = &p->streams[s];
-	return pc[s] < st->nins && !(st->ins[pc[s]].kind == PI_WAIT && !done[st->ins[pc[s]].event]);
+	w->next[s] = w->head[ev];
+	w->head[ev] = s;
+}
+
+/* The head of stream s waits on an event not yet recorded. */
+static int blocked(const Plan *p, const int *pc, const unsigned char *done, int s)
+{
+	const PlanInstr *in = &p->streams[s].ins[pc[s]];
+	return in->kind == PI_WAIT && !done[in->event];
+}
+
+/* The order key of stream s's head in a static plan: its issue cycle, or (a record or wait) the
+ * cycle of the instruction before it in its stream. */
+static int64_t head_key(const Plan *p, const int *pc, const int64_t *key, int s)
+{
+	int64_t c = p->streams[s].ins[pc[s]].cycle;
+	return c >= 0 ? c : key[s];
+}
+
+/* A static schedule runs in issue-cycle order across its streams: each step takes the runnable
+ * stream head with the lowest key (ties: the lower stream), so a value's readers on every chip
+ * run before the producer of a later tenant of its bytes.  Runnable heads wait in a heap, the
+ * others on their event's list: O(n log streams). */
+static int order_static(const Plan *p, int *pc, unsigned char *done, Waits *w, PlanStep *order, int *n)
+{
+	int64_t *key = rt_calloc((size_t)p->nstreams + 1, sizeof *key);
+	RtHeap h = { 0 };
+	int rc = key ? 0 : -1;
+	for (int s = 0; s < p->nstreams && rc == 0; s++)
+		if (p->streams[s].nins && blocked(p, pc, done, s))
+			park(w, p->streams[s].ins[0].event, s);
+		else if (p->streams[s].nins)
+			rc = rt_heap_push(&h, head_key(p, pc, key, s), s);
+	while (rc == 0 && h.n) {
+		int s = rt_heap_pop(&h).id;
+		const PlanInstr *in = &p->streams[s].ins[pc[s]];
+		if (in->cycle >= 0)
+			key[s] = in->cycle;
+		order[(*n)++] = (PlanStep){ s, pc[s]++ };
+		if (in->kind == PI_RECORD && !done[in->event]) {
+			done[in->event] = 1;
+			for (int t = w->head[in->event]; t >= 0 && rc == 0; t = w->next[t])
+				rc = rt_heap_push(&h, head_key(p, pc, key, t), t);
+			w->head[in->event] = -1;
+		}
+		if (rc == 0 && pc[s] < p->streams[s].nins) {
+			if (blocked(p, pc, done, s))
+				park(w, p->streams[s].ins[pc[s]].event, s);
+			else
+				rc = rt_heap_push(&h, head_key(p, pc, key, s), s);
+		}
+	}
+	rt_heap_free(&h);
+	rt_free(key);
+	return rc;
+}
+
+/* Otherwise: rounds over the streams in file order, each run until it waits on an event not yet
+ * recorded.  A stream released by a record is visited later in the same round when it comes
+ * after the recording stream, else in the next round: the two heaps hold the streams left to
+ * visit in this round and the next. */
+static int order_rounds(const Plan *p, int *pc, unsigned char *done, Waits *w, PlanStep *order, int *n)
+{
+	RtHeap cur = { 0 }, nxt = { 0 };
+	int rc = 0;
+	for (int s = 0; s < p->nstreams && rc == 0; s++)
+		if (p->streams[s].nins)
+			rc = rt_heap_push(&cur, s, s);
+	while (rc == 0 && (cur.n || nxt.n)) {
+		if (!cur.n) {
+			RtHeap t = cur;
+			cur = nxt, nxt = t;
+		}
+		int s = rt_heap_pop(&cur).id;
+		const PlanStream *st = &p->streams[s];
+		while (pc[s] < st->nins && rc == 0) {
+			const PlanInstr *in = &st->ins[pc[s]];
+			if (blocked(p, pc, done, s)) {
+				park(w, in->event, s);
+				break;
+			}
+			order[(*n)++] = (PlanStep){ s, pc[s]++ };
+			if (in->kind == PI_RECORD && !done[in->event]) {
+				done[in->event] = 1;
+				for (int t = w->head[in->event]; t >= 0 && rc == 0; t = w->next[t])
+					rc = rt_heap_push(t > s ? &cur : &nxt, t, t);
+				w->head[in->event] = -1;
+			}
+		}
+	}
+	rt_heap_free(&cur);
+	rt_heap_free(&nxt);
+	return rc;
 }
 
 int plan_linearize(const Plan *p, PlanStep **order, int *n, RtError *e)
 {
-	int total = 0, stat = 0;
+	int64_t total = 0;
+	int stat = 0;
 	for (int i = 0; i < p->nstreams; i++) {
 		total += p->streams[i].nins;
 		for (int j = 0; j < p->streams[i].nins && !stat; j++)
 			stat = p->streams[i].ins[j].cycle >= 0;
 	}
-	int *pc = rt_calloc((size_t)p->nstreams + 1, sizeof *pc);
-	int64_t *key = rt_calloc((size_t)p->nstreams + 1, sizeof *key);
-	unsigned char *done = rt_calloc((size_t)p->nevents + 1, 1);
-	*order = rt_malloc(((size_t)total + 1) * sizeof **order);
 	*n = 0;
-	if (!pc || !key || !done || !*order) {
-		rt_free(pc), rt_free(key), rt_free(done), rt_free(*order), *order = NULL;
-		return rt_errorf(e, RT_ENOMEM, "out of memory ordering the plan");
-	}
-	/* A static schedule (issue cycles) runs in issue-cycle order across its streams: each step
-	 * takes the runnable stream head with the lowest cycle (an instruction without one, a record
-	 * or wait, keeps the cycle of the one before it in its stream; ties: the lower stream), so
-	 * a value's readers on every chip run before the producer of a later tenant of its bytes. */
-	for (int progress = 1; stat && progress && *n < total;) {
-		int best = -1;
-		int64_t bk = 0;
-		for (int s = 0; s < p->nstreams; s++) {
-			if (!runnable(p, pc, done, s))
-				continue;
-			int64_t c = p->streams[s].ins[pc[s]].cycle, k = c >= 0 ? c : key[s];
-			if (best < 0 || k < bk)
-				best = s, bk = k;
-		}
-		progress = best >= 0;
-		if (progress) {
-			const PlanInstr *in = &p->streams[best].ins[pc[best]];
-			if (in->cycle >= 0)
-				key[best] = in->cycle;
-			if (in->kind == PI_RECORD)
-				done[in->event] = 1;
-			(*order)[(*n)++] = (PlanStep){ best, pc[best]++ };
-		}
-	}
-	/* Otherwise: streams in file order, each run until it waits on an event not yet recorded. */
-	for (int progress = 1; !stat && progress && *n < total;) {
-		progress = 0;
-		for (int s = 0; s < p->nstreams; s++) {
-			const PlanStream *st = &p->streams[s];
-			while (pc[s] < st->nins) {
-				const PlanInstr *in = &st->ins[pc[s]];
-				if (in->kind == PI_WAIT && !done[in->event])
-					break;
-				if (in->kind == PI_RECORD)
-					done[in->event] = 1;
-				(*order)[(*n)++] = (PlanStep){ s, pc[s]++ };
-				progress = 1;
-			}
-		}
-	}
-	int rc = 0;
+	*order = NULL;
+	if (total > INT32_MAX - 1)
+		return verr(p, e, 0, "the plan has %" PRId64 " instructions (at most %d)", total, INT32_MAX - 1);
+	int *pc = rt_calloc((size_t)p->nstreams + 1, sizeof *pc);
+	unsigned char *done = rt_calloc((size_t)p->nevents + 1, 1);
+	Waits w = { rt_malloc(((size_t)p->nevents + 1) * sizeof *w.head), rt_malloc(((size_t)p->nstreams + 1) * sizeof *w.next) };
+	*order = rt_malloc(((size_t)total + 1) * sizeof **order);
+	int rc = pc && done && w.head && w.next && *order ? 0 : -1;
+	for (int i = 0; rc == 0 && i < p->nevents; i++)
+		w.head[i] = -1;
+	if (rc == 0)
+		rc = stat ? order_static(p, pc, done, &w, *order, n) : order_rounds(p, pc, done, &w, *order, n);
+	if (rc < 0)
+		rt_errorf(e, RT_ENOMEM, "out of memory ordering the plan");
 	for (int s = 0; s < p->nstreams && *n < total && rc == 0; s++)
 		if (pc[s] < p->streams[s].nins && p->streams[s].ins[pc[s]].kind == PI_WAIT) {
 			const PlanInstr *in = &p->streams[s].ins[pc[s]];
@@ -497,8 +559,9 @@ int plan_linearize(const Plan *p, PlanStep **order, int *n, RtError *e)
 				  "recorded", p->streams[s].name, p->events[in->event]);
 		}
 	rt_free(pc);
-	rt_free(key);
 	rt_free(done);
+	rt_free(w.head);
+	rt_free(w.next);
 	if (rc < 0) {
 		rt_free(*order);
 		*order = NULL;

@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <xxhash.h>
 
 const DTypeInfo rt_dtypes[DT_COUNT] = {
 #define DTYPE(id, name, bits, kind, block, elem, scale, st, onnx, sig) \
@@ -65,6 +66,8 @@ void rt_shortest_double(char *buf, size_t n, double v)
 			break;
 	}
 }
+
+uint64_t rt_checksum(const void *data, size_t n) { return XXH3_64bits(data, n); }
 
 void rt_fput_quoted(FILE *f, const char *s, char q)
 {

@@ -71,6 +71,10 @@ void rt_fput_quoted(FILE *f, const char *s, char q);
  * bytes, at least 32): how .aig files and plans write numbers exactly. */
 void rt_shortest_double(char *buf, size_t n, double v);
 
+/* XXH3-64 (xxHash 0.8, seed 0) of n bytes: the checksum plans record for the tensors in their
+ * weight files (docs/plan-format.md). */
+uint64_t rt_checksum(const void *data, size_t n);
+
 /* ---- allocation: every runtime allocation goes through here so tests can fail the Nth ---- */
 void *rt_malloc(size_t n);
 void *rt_calloc(size_t n, size_t size);

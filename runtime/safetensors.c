@@ -27,10 +27,70 @@ static void *st_malloc(size_t n)
 }
 static void st_free(void *p) { rt_free(p); }
 
-/* Checks the entry of tensor `name` and reads its bytes into t. */
-static int read_entry(FILE *f, const char *path, const char *name, json_t *ent, uint64_t data0,
-		      uint64_t fsize, RtTensor *t, RtError *e)
+struct RtSafetensors {
+	const uint8_t *buf;
+	size_t len;
+	uint64_t data0;          /* where the data starts: 8 + header length */
+	json_t *root;
+	char *path;
+};
+
+RtSafetensors *rt_st_open(const void *buf, size_t len, const char *path, RtError *e)
 {
+	const uint8_t *b = buf;
+	uint64_t hl = 0;
+	if (len < 8) {
+		rt_errorf(e, RT_EUSER, "%s: not a safetensors file (shorter than 8 bytes)", path);
+		return NULL;
+	}
+	for (int i = 7; i >= 0; i--)
+		hl = hl << 8 | b[i];
+	if (hl > len - 8 || hl > MAX_HEADER) {
+		rt_errorf(e, RT_EUSER, "%s: header length %llu exceeds the file (%llu bytes)", path,
+			  (unsigned long long)hl, (unsigned long long)len);
+		return NULL;
+	}
+	RtSafetensors *h = rt_calloc(1, sizeof *h);
+	if (!h || !(h->path = rt_strdup(path))) {
+		rt_free(h);
+		rt_errorf(e, RT_ENOMEM, "%s: out of memory reading the header", path);
+		return NULL;
+	}
+	json_set_alloc_funcs(st_malloc, st_free);
+	json_error_t je;
+	st_oom = 0;
+	h->root = json_loadb((const char *)b + 8, (size_t)hl, 0, &je);
+	if (!h->root && st_oom)
+		rt_errorf(e, RT_ENOMEM, "%s: out of memory parsing the header", path);
+	else if (!h->root || !json_is_object(h->root))
+		rt_errorf(e, RT_EUSER, "%s: bad JSON header: %s", path, h->root ? "not an object" : je.text);
+	else {
+		h->buf = b;
+		h->len = len;
+		h->data0 = 8 + hl;
+		return h;
+	}
+	rt_st_close(h);
+	return NULL;
+}
+
+void rt_st_close(RtSafetensors *h)
+{
+	if (!h)
+		return;
+	json_decref(h->root);
+	rt_free(h->path);
+	rt_free(h);
+}
+
+int rt_st_tensor(const RtSafetensors *h, const char *name, int copy, RtTensor *t, const void **raw, size_t *nraw,
+		 RtError *e)
+{
+	const char *path = h->path;
+	json_t *ent = json_object_get(h->root, name);
+	if (!ent || !json_is_object(ent) || strcmp(name, "__metadata__") == 0)
+		return rt_errorf(e, RT_EUSER, "%s: no tensor '%s' (the file holds %zu entries)", path, name,
+				 json_object_size(h->root));
 	json_t *jd = json_object_get(ent, "dtype"), *js = json_object_get(ent, "shape"),
 	       *jo = json_object_get(ent, "data_offsets");
 	if (!json_is_string(jd) || !json_is_array(js) || !json_is_array(jo) || json_array_size(jo) != 2)
@@ -68,79 +128,99 @@ static int read_entry(FILE *f, const char *path, const char *name, json_t *ent, 
 		return rt_errorf(e, RT_EUSER, "%s: tensor '%s': data_offsets span %llu bytes, shape "
 				 "and dtype need %llu", path, name, (unsigned long long)(end - begin),
 				 (unsigned long long)bytes);
-	if (end > fsize - data0)
+	if (end > h->len - h->data0)
 		return rt_errorf(e, RT_EUSER, "%s: tensor '%s': data [%llu, %llu) lies beyond the end "
 				 "of the file", path, name, (unsigned long long)begin,
 				 (unsigned long long)end);
-	void *buf = rt_malloc(bytes ? (size_t)bytes : 1);
-	if (!buf)
-		return rt_errorf(e, RT_ENOMEM, "%s: tensor '%s': out of memory", path, name);
-	int r = -1;
-	if (fseeko(f, (off_t)(data0 + begin), SEEK_SET) != 0 || fread(buf, 1, (size_t)bytes, f) != bytes)
-		rt_errorf(e, RT_EUSER, "%s: tensor '%s': read error", path, name);
-	else if ((r = rt_tensor_from_raw(t, st_dtypes[k].kind, st_dtypes[k].size, (int)rank, dims,
-					 buf, e)) < 0 && e && e->code == RT_ENOMEM)
+	const uint8_t *src = h->buf + h->data0 + begin;
+	if (raw)
+		*raw = src, *nraw = (size_t)bytes;
+	int r = copy ? rt_tensor_from_raw(t, st_dtypes[k].kind, st_dtypes[k].size, (int)rank, dims, src, e)
+		     : rt_raw_view(t, st_dtypes[k].kind, st_dtypes[k].size, (int)rank, dims, src, e);
+	if (r < 0 && e && e->code == RT_ENOMEM)
 		rt_errorf(e, RT_ENOMEM, "%s: tensor '%s': out of memory", path, name);
-	rt_free(buf);
 	return r;
 }
 
 int rt_safetensors_read(const char *path, const char *name, RtTensor *t, RtError *e)
 {
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return rt_errorf(e, RT_EUSER, "%s: cannot open: %s", path, strerror(errno));
-	int r = -1;
-	char *hdr = NULL;
-	json_t *root = NULL;
-	uint8_t lenb[8];
-	uint64_t fsize = 0, hl = 0;
-	if (fseeko(f, 0, SEEK_END) == 0) {
-		off_t sz = ftello(f);
-		fsize = sz > 0 ? (uint64_t)sz : 0;
-	}
-	rewind(f);
-	if (fsize < 8 || fread(lenb, 1, 8, f) != 8) {
-		rt_errorf(e, RT_EUSER, "%s: not a safetensors file (shorter than 8 bytes)", path);
-		goto out;
-	}
-	for (int i = 7; i >= 0; i--)
-		hl = hl << 8 | lenb[i];
-	if (hl > fsize - 8 || hl > MAX_HEADER) {
-		rt_errorf(e, RT_EUSER, "%s: header length %llu exceeds the file (%llu bytes)", path,
-			  (unsigned long long)hl, (unsigned long long)fsize);
-		goto out;
-	}
-	if (!(hdr = rt_malloc((size_t)hl + 1))) {
-		rt_errorf(e, RT_ENOMEM, "%s: out of memory reading the header", path);
-		goto out;
-	}
-	if (fread(hdr, 1, (size_t)hl, f) != hl) {
-		rt_errorf(e, RT_EUSER, "%s: read error", path);
-		goto out;
-	}
-	json_set_alloc_funcs(st_malloc, st_free);
-	json_error_t je;
-	st_oom = 0;
-	root = json_loadb(hdr, (size_t)hl, 0, &je);
-	if (!root && st_oom) {
-		rt_errorf(e, RT_ENOMEM, "%s: out of memory parsing the header", path);
-		goto out;
-	}
-	if (!root || !json_is_object(root)) {
-		rt_errorf(e, RT_EUSER, "%s: bad JSON header: %s", path, root ? "not an object" : je.text);
-		goto out;
-	}
-	json_t *ent = json_object_get(root, name);
-	if (!ent || !json_is_object(ent) || strcmp(name, "__metadata__") == 0) {
-		rt_errorf(e, RT_EUSER, "%s: no tensor '%s' (the file holds %zu entries)", path, name,
-			  json_object_size(root));
-		goto out;
-	}
-	r = read_entry(f, path, name, ent, 8 + hl, fsize, t, e);
-out:
-	json_decref(root);
-	rt_free(hdr);
-	fclose(f);
+	RtMapped m;
+	if (rt_file_map(path, &m, e) < 0)
+		return -1;
+	RtSafetensors *h = rt_st_open(m.addr ? m.addr : "", m.len, path, e);
+	int r = h ? rt_st_tensor(h, name, 1, t, NULL, NULL, e) : -1;
+	rt_st_close(h);
+	rt_file_unmap(&m);
 	return r;
+}
+
+/* The safetensors dtype name files hold d in (the .npy writer's element choice). */
+static const char *st_name_of(DType d)
+{
+	int size;
+	char kind = rt_raw_kind(d, &size);
+	for (size_t i = 0; i < sizeof st_dtypes / sizeof st_dtypes[0]; i++)
+		if (st_dtypes[i].kind == kind && st_dtypes[i].size == size)
+			return st_dtypes[i].name;
+	return "F32";
+}
+
+int rt_safetensors_fwrite(FILE *f, int n, const char *const *names, const RtTensor *const *ts, int64_t *offsets,
+			  RtError *e)
+{
+	json_set_alloc_funcs(st_malloc, st_free);
+	json_t *root = json_object();
+	int *order = rt_malloc(((size_t)n + 1) * sizeof *order);
+	int rc = root && order ? 0 : rt_errorf(e, RT_ENOMEM, "out of memory writing safetensors");
+	int m = 0;
+	for (int size = 8; rc == 0 && size >= 1; size /= 2)     /* widest elements first: aligned */
+		for (int i = 0; i < n; i++) {
+			int z;
+			rt_raw_kind(ts[i]->dtype, &z);
+			if (z == size)
+				order[m++] = i;
+		}
+	uint64_t off = 0;
+	for (int j = 0; rc == 0 && j < m; j++) {
+		const RtTensor *t = ts[order[j]];
+		int z;
+		rt_raw_kind(t->dtype, &z);
+		json_t *ent = json_object(), *shape = json_array(), *offs = json_array();
+		for (int d = 0; shape && d < t->rank; d++)
+			json_array_append_new(shape, json_integer(t->dims[d]));
+		uint64_t bytes = (uint64_t)t->n * (uint64_t)z;
+		if (offs) {
+			json_array_append_new(offs, json_integer((json_int_t)off));
+			json_array_append_new(offs, json_integer((json_int_t)(off + bytes)));
+		}
+		if (offsets)
+			offsets[order[j]] = (int64_t)off;
+		off += bytes;
+		if (!ent || !shape || !offs || json_object_set_new(ent, "dtype", json_string(st_name_of(t->dtype))) ||
+		    json_object_set_new(ent, "shape", shape) || json_object_set_new(ent, "data_offsets", offs) ||
+		    json_object_set_new(root, names[order[j]], ent))
+			rc = rt_errorf(e, RT_ENOMEM, "out of memory writing safetensors");
+	}
+	char *hdr = rc == 0 ? json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+	if (rc == 0 && !hdr)
+		rc = rt_errorf(e, RT_ENOMEM, "out of memory writing safetensors");
+	if (rc == 0) {
+		size_t hl = strlen(hdr), pad = (64 - (8 + hl) % 64) % 64;    /* data 64-byte aligned */
+		uint8_t lenb[8];
+		for (int i = 0; i < 8; i++)
+			lenb[i] = (uint8_t)((hl + pad) >> (8 * i));
+		fwrite(lenb, 1, 8, f);
+		fwrite(hdr, 1, hl, f);
+		for (size_t i = 0; i < pad; i++)
+			fputc(' ', f);
+		for (int j = 0; j < m && !ferror(f); j++)
+			if (rt_raw_fwrite(f, ts[order[j]]) < 0)
+				break;
+		if (ferror(f))
+			rc = rt_errorf(e, RT_EUSER, "write error: %s", strerror(errno));
+	}
+	rt_free(hdr);
+	json_decref(root);
+	rt_free(order);
+	return rc;
 }

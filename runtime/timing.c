@@ -14,6 +14,7 @@
  * takes no time, FLOP or bytes in the step whatever its cost hook says; its t.load_us adds to
  * the load time. */
 #include "runtime/interp.h"
+#include "runtime/heap.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -137,6 +138,8 @@ typedef struct Sim {
 	double *stream_t, *unit_t, *link_t, *event_t;
 	int *pc;
 	int total;
+	int lowered;             /* a resource's free time moved back (a static instruction): rebuild */
+	RtError *e;
 } Sim;
 
 /* The resource instruction `in` of stream s occupies: *unit or *link (the other is -1). */
@@ -173,8 +176,9 @@ static double earliest(const Sim *m, int s)
 	return t;
 }
 
-/* Runs stream s's next instruction from time t; records its span. */
-static void step(Sim *m, RtTiming *tm, int s, double t)
+/* Runs stream s's next instruction from time t; records its span.  0, or -1 with m->e set when
+ * its cost is not a finite non-negative number. */
+static int step(Sim *m, RtTiming *tm, int s, double t)
 {
 	const Plan *p = m->p;
 	const PlanInstr *in = &p->streams[s].ins[m->pc[s]];
@@ -182,8 +186,12 @@ static void step(Sim *m, RtTiming *tm, int s, double t)
 	resource(p, s, in, &u, &l);
 	double load = load_time(in);
 	double d = in->kind == PI_RECORD || in->kind == PI_WAIT || load >= 0 ? 0 : m->cost(p, s, in);
-	if (!(d >= 0) || isinf(d))
-		d = 0;
+	if (!(d >= 0) || isinf(d))     /* never silently 0: a cost of inf or NaN is the machine's numbers */
+		return rt_errorf(m->e, RT_EUSER, "%s:%d: error: timing: the %s's cost is %s seconds (a bandwidth, "
+				 "peak or clock too small or too large for the work: check the machine's numbers)",
+				 p->file ? p->file : "<plan>", in->line,
+				 in->kind == PI_KERNEL ? plan_op_name(in->op) : plan_instr_names[in->kind],
+				 isnan(d) ? "not a number" : d < 0 ? "negative" : "infinite");
 	if (load >= 0) {
 		tm->load_s += load;
 		tm->dev_load_s[p->streams[s].device] += load;
@@ -192,6 +200,11 @@ static void step(Sim *m, RtTiming *tm, int s, double t)
 	double end = t + d;
 	if (in->kind == PI_RECORD)
 		m->event_t[in->event] = end;
+	if (!isfinite(end))
+		return rt_errorf(m->e, RT_EUSER, "%s:%d: error: timing: the plan's time overflows (%g s + %g s)",
+				 p->file ? p->file : "<plan>", in->line, t, d);
+	if ((u >= 0 && end < m->unit_t[u]) || (l >= 0 && end < m->link_t[l]))
+		m->lowered = 1;
 	if (u >= 0)
 		m->unit_t[u] = end, tm->unit_busy_s[u] += d, tm->busy_s[p->units[u].device] += d;
 	if (l >= 0)
@@ -207,6 +220,7 @@ static void step(Sim *m, RtTiming *tm, int s, double t)
 	if (end > tm->latency_s)
 		tm->latency_s = end;
 	m->pc[s]++;
+	return 0;
 }
 
 static int alloc_timing(const Plan *p, RtTiming *t, Sim *m)
@@ -276,30 +290,93 @@ static int peak_memory(const Plan *p, RtTiming *t, RtError *e)
 	return rc;
 }
 
+/* Stream s back in the heap with its current earliest start, or parked on the event its head
+ * waits for; nothing when it is finished. */
+static int requeue(Sim *m, RtHeap *h, int *wait_head, int *wait_next, int s)
+{
+	const PlanStream *st = &m->p->streams[s];
+	if (m->pc[s] >= st->nins)
+		return 0;
+	double ts = earliest(m, s);
+	if (isinf(ts)) {      /* waits on an event not yet recorded */
+		int ev = st->ins[m->pc[s]].event;
+		wait_next[s] = wait_head[ev];
+		wait_head[ev] = s;
+		return 0;
+	}
+	return rt_heap_push(h, rt_heap_dkey(ts), s);
+}
+
+/* The list schedule: the stream head that can start earliest goes next (ties: the lower
+ * stream).  Heads sit in a heap keyed by their earliest start, computed when they were queued:
+ * a start only moves later as resources fill, so a popped key that is stale is recomputed and
+ * queued again, and the first fresh one is the true minimum.  Waits on unrecorded events are
+ * parked on the event.  When a static instruction moves a resource's free time back, keys may
+ * have dropped: the heap is rebuilt.  O(n log streams). */
+static int run_sim(Sim *m, RtTiming *t)
+{
+	const Plan *p = m->p;
+	RtHeap h = { 0 };
+	int *wait_head = rt_malloc(((size_t)p->nevents + 1) * sizeof *wait_head);
+	int *wait_next = rt_malloc(((size_t)p->nstreams + 1) * sizeof *wait_next);
+	int rc = wait_head && wait_next ? 0 : -1, stepfail = 0;
+	for (int i = 0; rc == 0 && i < p->nevents; i++)
+		wait_head[i] = -1;
+	for (int s = 0; rc == 0 && s < p->nstreams; s++)
+		rc = requeue(m, &h, wait_head, wait_next, s);
+	for (int done = 0; rc == 0 && done < m->total;) {
+		if (!h.n) {
+			rc = rt_errorf(m->e, RT_EUSER, "timing: deadlock (a wait can never be satisfied)");
+			stepfail = 1;
+			break;
+		}
+		RtHeapItem it = rt_heap_pop(&h);
+		int s = it.id;
+		double ts = earliest(m, s);
+		if (rt_heap_dkey(ts) != it.key) {
+			rc = rt_heap_push(&h, rt_heap_dkey(ts), s);
+			continue;
+		}
+		const PlanInstr *in = &p->streams[s].ins[m->pc[s]];
+		if ((rc = step(m, t, s, ts)) < 0) {
+			stepfail = 1;
+			break;
+		}
+		done++;
+		if (in->kind == PI_RECORD) {
+			for (int w = wait_head[in->event]; w >= 0 && rc == 0; w = wait_next[w])
+				rc = rt_heap_push(&h, rt_heap_dkey(earliest(m, w)), w);
+			wait_head[in->event] = -1;
+		}
+		if (rc == 0)
+			rc = requeue(m, &h, wait_head, wait_next, s);
+		if (rc == 0 && m->lowered) {
+			m->lowered = 0;
+			h.n = 0;
+			for (int q = 0; q < p->nstreams && rc == 0; q++)
+				if (m->pc[q] < p->streams[q].nins && !isinf(earliest(m, q)))
+					rc = rt_heap_push(&h, rt_heap_dkey(earliest(m, q)), q);
+		}
+	}
+	if (rc < 0 && !stepfail)
+		rt_errorf(m->e, RT_ENOMEM, "out of memory in the timing engine");
+	rt_heap_free(&h);
+	rt_free(wait_head);
+	rt_free(wait_next);
+	return rc;
+}
+
 int rt_simulate(const Plan *p, RtTiming *t, RtError *e)
 {
-	Sim m = { .p = p, .cost = rt_cost_lookup(p->target) };
+	Sim m = { .p = p, .cost = rt_cost_lookup(p->target), .e = e };
 	memset(t, 0, sizeof *t);
 	if (!m.cost)
 		return rt_errorf(e, RT_EUSER, "no cost model registered for target '%s'", p->target);
 	for (int i = 0; i < p->nstreams; i++)
 		m.total += p->streams[i].nins;
 	int rc = alloc_timing(p, t, &m) < 0 ? rt_errorf(e, RT_ENOMEM, "out of memory in the timing engine") : 0;
-	for (int done = 0; rc == 0 && done < m.total; done++) {
-		int best = -1;
-		double bt = INFINITY;
-		for (int s = 0; s < p->nstreams; s++) {
-			if (m.pc[s] >= p->streams[s].nins)
-				continue;
-			double ts = earliest(&m, s);
-			if (ts < bt)
-				bt = ts, best = s;
-		}
-		if (best < 0)
-			rc = rt_errorf(e, RT_EUSER, "timing: deadlock (a wait can never be satisfied)");
-		else
-			step(&m, t, best, bt);
-	}
+	if (rc == 0)
+		rc = run_sim(&m, t);
 	if (rc == 0)
 		rc = peak_memory(p, t, e);
 	rt_free(m.stream_t), rt_free(m.unit_t), rt_free(m.link_t), rt_free(m.event_t), rt_free(m.pc);

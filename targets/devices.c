@@ -133,6 +133,8 @@ static int node_err(Ctx *c, int i, const char *fmt, const char *a, const char *b
 	Loc l = c->f->nodes[i].n->loc;
 	char msg[512];
 	snprintf(msg, sizeof msg, fmt, a, b);
+	if (l.file && l.line <= 0)   /* ONNX nodes: "model.onnx: node 'x' (Op, opset N)" */
+		return rt_errorf(c->e, RT_EUSER, "%s: error: %s", l.file, msg);
 	return rt_errorf(c->e, RT_EUSER, "%s:%d:%d: error: %s", l.file ? l.file : "<graph>", l.line, l.col, msg);
 }
 

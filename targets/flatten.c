@@ -25,6 +25,8 @@ typedef struct Fx {
 
 static int fx_err(Fx *x, Loc loc, const char *msg, const char *what)
 {
+	if (loc.file && loc.line <= 0)   /* ONNX nodes: "model.onnx: node 'x' (Op, opset N)" */
+		return rt_errorf(x->e, RT_EUSER, "%s: error: %s%s", loc.file, msg, what ? what : "");
 	return rt_errorf(x->e, RT_EUSER, "%s:%d:%d: error: %s%s", loc.file ? loc.file : "<graph>",
 			 loc.line, loc.col, msg, what ? what : "");
 }
@@ -57,9 +59,9 @@ static int concrete(Fx *x, Value *v, FlatVal *fv)
 		if (!dim_isconst(d) && (dim_subst(x->m, d, &d) < 0 || !dim_isconst(d))) {
 			char buf[64];
 			dim_str(x->m, t.dims[i], buf, sizeof buf);
-			rt_errorf(x->e, RT_EUSER, "%s:%d:%d: error: dimension '%s' of '%s' is not bound (use --bind)",
-				  v->loc.file ? v->loc.file : "<graph>", v->loc.line, v->loc.col, buf, v->name);
-			return -1;
+			char what[300];
+			snprintf(what, sizeof what, "dimension '%s' of '%s' is not bound (use --bind)", buf, v->name);
+			return fx_err(x, v->loc, what, NULL);
 		}
 		fv->dims[i] = d.k;
 	}

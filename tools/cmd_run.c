@@ -2,12 +2,14 @@
  * the reference interpreter (runtime/interp.h), simulate its time, write outputs (.npy), a JSON
  * report and a Chrome trace, and with --check compare against the reference plan of the same
  * graph.  Prints a human summary on stdout; exit 1 on user errors or a failed check. */
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <libgen.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "runtime/interp.h"
 #include "runtime/npy.h"
@@ -22,6 +24,7 @@ typedef struct RunOpts {
 	int ninputs;
 	uint64_t seed;
 	int check, per_node, timing_only;
+	long repeat;             /* --repeat N: runs of the loaded plan, timed (0: one, untimed) */
 } RunOpts;
 
 static void run_help(void)
@@ -35,7 +38,9 @@ static void run_help(void)
 	       "  --trace FILE.json      write a Chrome trace-event timeline (Perfetto)\n"
 	       "  --check                compare against the reference plan of the same graph\n"
 	       "  --per-node             with --check: report the first node out of tolerance\n"
-	       "  --timing-only          simulate time and memory without computing values\n");
+	       "  --timing-only          simulate time and memory without computing values\n"
+	       "  --repeat N             load the plan once (weights bound once) and run it N times;\n"
+	       "                         prints the load, first-run and steady-state host times\n");
 }
 
 static int parse_flag(RunOpts *o, const char *a)
@@ -78,6 +83,15 @@ static int parse_opts(int argc, char **argv, RunOpts *o)
 			o->inputs[o->ninputs++] = v;
 			continue;
 		}
+		if ((r = opt_value(argc, argv, &i, "--repeat", &v))) {
+			char *end;
+			errno = 0;
+			if (r < 0 || (o->repeat = strtol(v, &end, 10), *end || errno || o->repeat < 1 || o->repeat > 1000000)) {
+				drv_error("--repeat expects a count in 1..1000000, got '%s'", r < 0 ? "" : v);
+				return -1;
+			}
+			continue;
+		}
 		if ((r = opt_value(argc, argv, &i, "--seed", &v))) {
 			char *end;
 			errno = 0;
@@ -103,6 +117,8 @@ static int parse_opts(int argc, char **argv, RunOpts *o)
 		drv_error("--per-node needs --check");
 	else if (o->check && o->timing_only)
 		drv_error("--check compares values; it cannot be combined with --timing-only");
+	else if (o->check && o->repeat)
+		drv_error("--repeat times the plan alone; it cannot be combined with --check");
 	else
 		return 0;
 	return -1;
@@ -241,6 +257,38 @@ static int write_json(const char *path, const Plan *p, const RtRun *r, const RtC
 	return out_commit(&f);
 }
 
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int by_double(const void *x, const void *y)
+{
+	double a = *(const double *)x, b = *(const double *)y;
+	return (a > b) - (a < b);
+}
+
+/* --repeat: host times of the loaded plan, as onnxruntime users read them (session creation,
+ * the first run, the median of the others). */
+static void host_times(const RtLoadStats *ls, double load, double *runs, long n)
+{
+	char a[64], b[64], c[64];
+	printf("host load      %s: %d constant%s bound once, %d mapped in place (%.4g MB of %.4g MB)\n",
+	       seconds(load, a, sizeof a), ls->nconsts, ls->nconsts == 1 ? "" : "s", ls->nmapped,
+	       (double)ls->mapped_bytes / 1e6, (double)ls->bytes / 1e6);
+	if (n == 1) {
+		printf("host run       first %s (one run)\n", seconds(runs[0], a, sizeof a));
+		return;
+	}
+	double first = runs[0];
+	qsort(runs + 1, (size_t)(n - 1), sizeof *runs, by_double);
+	double med = (n - 1) % 2 ? runs[1 + (n - 1) / 2] : 0.5 * (runs[(n - 1) / 2] + runs[(n - 1) / 2 + 1]);
+	printf("host run       first %s, steady state %s (median of %ld runs, min %s)\n", seconds(first, a, sizeof a),
+	       seconds(med, b, sizeof b), n - 1, seconds(runs[1], c, sizeof c));
+}
+
 /* Runs (or checks) the loaded plan and writes everything asked for. */
 static int execute(const RunOpts *o, const Plan *p, RtBinding *bind)
 {
@@ -249,10 +297,38 @@ static int execute(const RunOpts *o, const Plan *p, RtBinding *bind)
 	RtError e = { 0 };
 	char *dir = strdup(o->plan);
 	RtRunOpts ro = { bind, o->ninputs, o->seed, o->timing_only, 0, dirname(dir) };
-	int rc = o->check ? rt_check(p, &ro, o->per_node, &r, &c, &e) : rt_run(p, &ro, &r, &e);
+	int rc;
+	double *runs = NULL, load = 0;
+	RtLoadStats ls = { 0 };
+	if (o->check)
+		rc = rt_check(p, &ro, o->per_node, &r, &c, &e);
+	else {
+		double t0 = now_s();
+		RtSession *s = rt_session_new(p, &ro, &e);
+		load = now_s() - t0;
+		long n = o->repeat ? o->repeat : 1;
+		runs = calloc((size_t)n, sizeof *runs);
+		rc = s && runs ? 0 : -1;
+		if (s && !runs)
+			rt_errorf(&e, RT_ENOMEM, "out of memory");
+		for (long i = 0; rc == 0 && i < n; i++) {
+			if (i)
+				rt_run_free(p, &r);
+			t0 = now_s();
+			rc = rt_session_run(s, &ro, &r, &e);
+			runs[i] = now_s() - t0;
+		}
+		if (s)
+			ls = *rt_session_stats(s);
+		if (rc == 0 && !o->timing_only)    /* outputs are owned copies: they outlive the session */
+			for (int i = 0; i < p->noutputs; i++)
+				assert(!r.outputs[i].data || r.outputs[i].owns);
+		rt_session_free(s);
+	}
 	if (rc < 0) {
 		drv_report(e.msg);
 		free(dir);
+		free(runs);
 		return e.code == RT_EINTERNAL ? EXIT_INTERNAL : EXIT_USER;
 	}
 	char **files = calloc((size_t)p->noutputs + 1, sizeof *files);
@@ -265,12 +341,15 @@ static int execute(const RunOpts *o, const Plan *p, RtBinding *bind)
 		st = EXIT_USER;
 	if (st == EXIT_OK)
 		summary(p, &r, o->check ? &c : NULL, files);
+	if (st == EXIT_OK && o->repeat)
+		host_times(&ls, load, runs, o->repeat);
 	if (st == EXIT_OK && o->check && !c.ok)
 		st = EXIT_USER;
 	for (int i = 0; i < p->noutputs; i++)
 		free(files[i]);
 	free(files);
 	free(dir);
+	free(runs);
 	rt_check_free(&c);
 	rt_run_free(p, &r);
 	return st;

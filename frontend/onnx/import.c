@@ -148,6 +148,17 @@ Value *onnx_const_scalar(OnnxImp *imp, Graph *g, DType dt, double x)
 	return new_const(imp, g, &t);
 }
 
+Value *onnx_const_f32(OnnxImp *imp, Graph *g, const double *v, int n)
+{
+	RtTensor t;
+	int64_t dims[1] = { n };
+	if (rt_tensor_alloc(&t, DT_F32, 1, dims, NULL) < 0)
+		return NULL;
+	for (int i = 0; i < n; i++)
+		rt_set(&t, i, v[i]);
+	return new_const(imp, g, &t);
+}
+
 /* A fresh dimension symbol for an unnamed dim of input `in`, axis `ax`. */
 static Dim fresh_dim(OnnxImp *imp)
 {
@@ -417,7 +428,20 @@ static int import_constant(OnnxImp *imp, OnnxNode *on)
 	return 0;
 }
 
-/* Resolves node i's inputs and output names into on; -1 after an error. */
+/* The value of an ONNX name whose producing node failed to import: its users are skipped
+ * silently, so one error is reported once, not as a cascade of undefined inputs. */
+static char poison_mark;
+#define POISON ((void *)&poison_mark)
+
+static void poison_outputs(OnnxImp *imp, const Onnx__NodeProto *np)
+{
+	for (size_t j = 0; j < np->n_output; j++)
+		if (np->output[j] && *np->output[j] && !map_get(&imp->values, np->output[j]))
+			map_put(&imp->values, arena_strdup(imp->m->arena, np->output[j]), POISON);
+}
+
+/* Resolves node i's inputs and output names into on; -1 after an error, 1 when an input comes
+ * from a node that failed (nothing reported). */
 static int prepare_node(OnnxImp *imp, const Onnx__NodeProto *np, size_t i, OnnxNode *on)
 {
 	memset(on, 0, sizeof *on);
@@ -444,6 +468,8 @@ static int prepare_node(OnnxImp *imp, const Onnx__NodeProto *np, size_t i, OnnxN
 			continue;
 		}
 		Value *v = map_get(&imp->values, in);
+		if (v == POISON)
+			return 1;      /* computed by a node that already failed: reported once */
 		if (!v) {
 			diag_error(on->loc, "input '%s' is not defined by any node, initializer or graph "
 				   "input (or the graph has a cycle)", in);
@@ -481,14 +507,19 @@ static int import_nodes(OnnxImp *imp, const Onnx__GraphProto *gp)
 	for (size_t k = 0; k < placed && !diag_stop(); k++) {
 		const Onnx__NodeProto *np = gp->node[order[k]];
 		OnnxNode on;
-		if (prepare_node(imp, np, order[k], &on) < 0) {
-			errs++;
+		int r = prepare_node(imp, np, order[k], &on), bad;
+		if (r != 0) {
+			errs += r < 0;
+			poison_outputs(imp, np);
 			continue;
 		}
 		if (strcmp(np->op_type, "Constant") == 0)
-			errs += import_constant(imp, &on) < 0;
+			bad = import_constant(imp, &on) < 0;
 		else
-			errs += onnx_convert_node(imp, imp->g, &on) < 0;
+			bad = onnx_convert_node(imp, imp->g, &on) < 0;
+		if (bad)
+			poison_outputs(imp, np);
+		errs += bad;
 	}
 	free(order);
 	return errs;
@@ -502,6 +533,8 @@ static int import_outputs(OnnxImp *imp, const Onnx__GraphProto *gp)
 	for (size_t i = 0; i < gp->n_output; i++) {
 		const char *name = str_or(gp->output[i]->name, "");
 		Value *v = map_get(&imp->values, name);
+		if (v == POISON)
+			continue;
 		if (!v) {
 			model_error(imp, "graph output '%s' is not computed by the graph", name);
 			errs++;

@@ -59,6 +59,8 @@ Module *onnx_module(OnnxImp *imp);
 Value *onnx_const_i64(OnnxImp *imp, Graph *g, const int64_t *v, int n, int rank);
 /* A constant scalar parameter of dtype dt holding x. */
 Value *onnx_const_scalar(OnnxImp *imp, Graph *g, DType dt, double x);
+/* A constant f32 vector of n values (rounded to f32). */
+Value *onnx_const_f32(OnnxImp *imp, Graph *g, const double *v, int n);
 /* The rank recorded for value `v` by the model's value_info, inputs or initializers; -1 unknown. */
 int onnx_known_rank(OnnxImp *imp, Value *v);
 /* Binds the IR value `v` to the ONNX name `name` for later nodes. */

@@ -9,7 +9,8 @@
  *     Reshape(Softmax(Flatten(x, axis), axis=1), Shape(x)) unless axis is the last one;
  *   - dtype-valued attributes (Cast `to`, QuantizeLinear `output_dtype`) become aicc dtype names;
  *     ConstantOfShape's tensor `value` becomes {value=<number>, dtype=<name>};
- *   - LessOrEqual/GreaterOrEqual become Or(Less|Greater, Equal).
+ *   - LessOrEqual/GreaterOrEqual become Or(Less|Greater, Equal);
+ *   - Upsample (7-9) and Resize-10 become Resize(X, "", scales) {asymmetric, nearest floor}.
  * Operators outside ir/ops.def are an error naming the operator (with a "did you mean").
  */
 #include <math.h>
@@ -270,6 +271,100 @@ static int constofshape_attrs(OnnxImp *imp, Node *n, OnnxNode *on)
 	return rc;
 }
 
+/* Upsample (opsets 7-9, deprecated) and Resize-10 → Resize(X, "", scales) with the geometry
+ * they define: output = floor(in * scale), source coordinate x/scale ("asymmetric"), nearest
+ * taking the element at floor(x/scale) (Upsample-7's spec: nearest repeats each element
+ * `scale` times; the ONNX reference's op_upsample.py; onnx/version_converter's
+ * Upsample_9_10 and Resize_10_11 adapters).  Upsample-7's `scales` attribute becomes the input;
+ * mode "bilinear" (an old exporter spelling) is linear. */
+static int rewrite_upsample(OnnxImp *imp, Graph *g, OnnxNode *on)
+{
+	const Onnx__AttributeProto *sc = find_attr(on, "scales"), *md = find_attr(on, "mode");
+	char mode[16] = "nearest";
+	if (md && md->s.len && md->s.len < sizeof mode)
+		snprintf(mode, sizeof mode, "%.*s", (int)md->s.len, (const char *)md->s.data);
+	if (!strcmp(mode, "bilinear"))
+		snprintf(mode, sizeof mode, "linear");
+	if (strcmp(mode, "nearest") && strcmp(mode, "linear")) {
+		diag_error(on->loc, "mode must be nearest or linear, got \"%s\"", mode);
+		return -1;
+	}
+	drop_attr(on, "mode");
+	if (sc) {
+		drop_attr(on, "scales");
+		double v[RT_MAX_RANK];
+		if (sc->n_floats > RT_MAX_RANK || (on->nin > 1 && on->in[1])) {
+			diag_error(on->loc, "scales must be given once, with at most %d values", RT_MAX_RANK);
+			return -1;
+		}
+		for (size_t i = 0; i < sc->n_floats; i++)
+			v[i] = sc->floats[i];
+		set_input(on, 1, onnx_const_f32(imp, g, v, (int)sc->n_floats));
+	}
+	if (on->nin != 2 || !on->in[0] || !on->in[1]) {
+		diag_error(on->loc, "expects inputs X and scales");
+		return -1;
+	}
+	set_input(on, 2, on->in[1]);
+	on->in[1] = NULL;
+	if (check_arity(OP_Resize, on) < 0)
+		return -1;
+	Node *n = emit(imp, g, on, OP_Resize);
+	ir_set_attr_str(n, "mode", mode);
+	ir_set_attr_str(n, "coordinate_transformation_mode", "asymmetric");
+	ir_set_attr_str(n, "nearest_mode", "floor");
+	return copy_attrs(n, on);
+}
+
+/* B unsqueezed on trailing axes so that it has rank r (numpy broadcasting then aligns it as the
+ * legacy forms meant). */
+static int unsqueeze_to(OnnxImp *imp, Graph *g, OnnxNode *on, int slot, int rb, int r)
+{
+	int64_t ax[IR_MAX_RANK];
+	int k = 0;
+	for (int i = rb; i < r && k < IR_MAX_RANK; i++)
+		ax[k++] = i;
+	Value *in[2] = { on->in[slot], onnx_const_i64(imp, g, ax, k, 1) };
+	if (!in[1])
+		return -1;
+	on->in[slot] = aux_node(g, OP_Unsqueeze, in, 2, on->loc)->out[0];
+	return 0;
+}
+
+/* Opsets < 7: binary operators with {broadcast=1, axis} align B with A starting at `axis`
+ * (https://github.com/onnx/onnx/blob/main/docs/Changelog.md#Add-6), and PRelu's 1-D slope is
+ * per channel (axis 1).  Both become numpy broadcasting by unsqueezing B's trailing axes; A's
+ * and B's ranks must be known at import (graph inputs, initializers or value_info). */
+static int legacy_broadcast(OnnxImp *imp, Graph *g, OnnxNode *on, Op o)
+{
+	const Onnx__AttributeProto *bc = find_attr(on, "broadcast"), *ax = find_attr(on, "axis");
+	drop_attr(on, "broadcast");
+	int prelu = o == OP_PRelu;
+	if (!prelu && (!bc || !bc->i || !ax || on->nin != 2))
+		return 0;
+	if (!prelu)
+		drop_attr(on, "axis");
+	if (on->nin != 2 || !on->in[0] || !on->in[1])
+		return 0;
+	int ra = onnx_known_rank(imp, on->in[0]), rb = onnx_known_rank(imp, on->in[1]);
+	int64_t axis = prelu ? 1 : ax->i;
+	if (prelu && (rb != 1 || ra < 3))
+		return 0;
+	if (ra < 0 || rb < 0) {
+		diag_error(on->loc, "legacy broadcasting with 'axis' needs the ranks of both inputs at "
+			   "import (give them value_info types)");
+		return -1;
+	}
+	if (axis < 0)
+		axis += ra;
+	if (axis < 0 || axis + rb > ra) {
+		diag_error(on->loc, "legacy broadcast axis %lld does not fit B of rank %d into A of rank %d",
+			   (long long)(prelu ? 1 : ax->i), rb, ra);
+		return -1;
+	}
+	return ra - axis > rb ? unsqueeze_to(imp, g, on, 1, rb, (int)(ra - axis)) : 0;
+}
+
 static int is_reduce(const char *op)
 {
 	return strncmp(op, "Reduce", 6) == 0;
@@ -308,6 +403,44 @@ static int normalise_inputs(OnnxImp *imp, Graph *g, OnnxNode *on, const char *op
 	return 0;
 }
 
+/* The standard ai.onnx operators (https://onnx.ai/onnx/operators/), so that an operator aicc
+ * lacks is named as such, not answered with a misleading "did you mean". */
+static const char *const onnx_ops[] = {
+	"Abs", "Acos", "Acosh", "Add", "AffineGrid", "And", "ArgMax", "ArgMin",
+	"Asin", "Asinh", "Atan", "Atanh", "Attention", "AveragePool", "BatchNormalization", "Bernoulli",
+	"BitShift", "BitwiseAnd", "BitwiseNot", "BitwiseOr", "BitwiseXor", "BlackmanWindow", "Cast", "CastLike",
+	"Ceil", "Celu", "CenterCropPad", "Clip", "Col2Im", "Compress", "Concat", "ConcatFromSequence",
+	"Constant", "ConstantOfShape", "Conv", "ConvInteger", "ConvTranspose", "Cos", "Cosh", "CumSum",
+	"DFT", "DeformConv", "DepthToSpace", "DequantizeLinear", "Det", "Div", "Dropout", "DynamicQuantizeLinear",
+	"Einsum", "Elu", "Equal", "Erf", "Exp", "Expand", "EyeLike", "Flatten",
+	"Floor", "GRU", "Gather", "GatherElements", "GatherND", "Gelu", "Gemm", "GlobalAveragePool",
+	"GlobalLpPool", "GlobalMaxPool", "Greater", "GreaterOrEqual", "GridSample", "GroupNormalization", "HammingWindow", "HannWindow",
+	"HardSigmoid", "HardSwish", "Hardmax", "Identity", "If", "ImageDecoder", "InstanceNormalization", "IsInf",
+	"IsNaN", "LRN", "LSTM", "LayerNormalization", "LeakyRelu", "Less", "LessOrEqual", "Log",
+	"LogSoftmax", "Loop", "LpNormalization", "LpPool", "MatMul", "MatMulInteger", "Max", "MaxPool",
+	"MaxRoiPool", "MaxUnpool", "Mean", "MeanVarianceNormalization", "MelWeightMatrix", "Min", "Mish", "Mod",
+	"Mul", "Multinomial", "Neg", "NegativeLogLikelihoodLoss", "NonMaxSuppression", "NonZero", "Not", "OneHot",
+	"Optional", "OptionalGetElement", "OptionalHasElement", "Or", "PRelu", "Pad", "Pow", "QLinearConv",
+	"QLinearMatMul", "QuantizeLinear", "RMSNormalization", "RNN", "RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike",
+	"Range", "Reciprocal", "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax", "ReduceMean",
+	"ReduceMin", "ReduceProd", "ReduceSum", "ReduceSumSquare", "RegexFullMatch", "Relu", "Reshape", "Resize",
+	"ReverseSequence", "RoiAlign", "RotaryEmbedding", "Round", "STFT", "Scan", "Scatter", "ScatterElements",
+	"ScatterND", "Selu", "SequenceAt", "SequenceConstruct", "SequenceEmpty", "SequenceErase", "SequenceInsert", "SequenceLength",
+	"SequenceMap", "Shape", "Shrink", "Sigmoid", "Sign", "Sin", "Sinh", "Size",
+	"Slice", "Softmax", "SoftmaxCrossEntropyLoss", "Softplus", "Softsign", "SpaceToDepth", "Split", "SplitToSequence",
+	"Sqrt", "Squeeze", "StringConcat", "StringNormalizer", "StringSplit", "Sub", "Sum", "Swish",
+	"Tan", "Tanh", "TensorScatter", "TfIdfVectorizer", "ThresholdedRelu", "Tile", "TopK", "Transpose",
+	"Trilu", "Unique", "Unsqueeze", "Upsample", "Where", "Xor",
+};
+
+static int is_onnx_op(const char *op)
+{
+	for (size_t i = 0; i < sizeof onnx_ops / sizeof onnx_ops[0]; i++)
+		if (strcmp(onnx_ops[i], op) == 0)
+			return 1;
+	return 0;
+}
+
 int onnx_convert_node(OnnxImp *imp, Graph *g, OnnxNode *on)
 {
 	const char *op = on->np->op_type;
@@ -315,13 +448,18 @@ int onnx_convert_node(OnnxImp *imp, Graph *g, OnnxNode *on)
 		return rewrite_cmp_or_equal(imp, g, on, OP_Less);
 	if (strcmp(op, "GreaterOrEqual") == 0)
 		return rewrite_cmp_or_equal(imp, g, on, OP_Greater);
-	Op o = ir_op_lookup(op);
+	if (strcmp(op, "Upsample") == 0 || (strcmp(op, "Resize") == 0 && on->opset < 11))
+		return rewrite_upsample(imp, g, on);
+	Op o = strcmp(op, "Scatter") == 0 ? OP_ScatterElements : ir_op_lookup(op);   /* Scatter: opsets 9-10 */
 	if (o == OP_COUNT || o == OP_Call || o == OP_Constant) {
 		const char *s = ir_op_suggest(op);
-		if (s && o == OP_COUNT && strcmp(s, op) != 0)
-			diag_error(on->loc, "unsupported operator '%s' (did you mean '%s'?)", op, s);
+		if (is_onnx_op(op))
+			diag_error(on->loc, "unsupported operator '%s': aicc does not implement this ONNX "
+				   "operator", op);
+		else if (s && o == OP_COUNT && strcmp(s, op) != 0)
+			diag_error(on->loc, "unknown operator '%s' (did you mean '%s'?)", op, s);
 		else
-			diag_error(on->loc, "unsupported operator '%s'", op);
+			diag_error(on->loc, "unknown operator '%s'", op);
 		return -1;
 	}
 	if (o == OP_GroupNormalization && on->opset < 21) {
@@ -336,12 +474,8 @@ int onnx_convert_node(OnnxImp *imp, Graph *g, OnnxNode *on)
 	if (o == OP_BatchNormalization)
 		drop_attr(on, "spatial");
 	drop_attr(on, "consumed_inputs");      /* opsets < 6: an optimisation hint */
-	if (on->opset < 7 && find_attr(on, "broadcast") && find_attr(on, "axis")) {
-		diag_error(on->loc, "legacy broadcasting with 'axis' (opsets < 7) is not supported");
+	if (on->opset < 7 && legacy_broadcast(imp, g, on, o) < 0)
 		return -1;
-	}
-	if (on->opset < 7)
-		drop_attr(on, "broadcast");
 	if (o == OP_Cast)
 		drop_attr(on, "to");
 	if (o == OP_QuantizeLinear)

@@ -78,9 +78,9 @@ static float decode_code(DType d, unsigned code)
 static int raw_bits(int t)
 {
 	switch (t) {
-	case ONNX_FLOAT: case ONNX_INT32: return 32;
-	case ONNX_DOUBLE: case ONNX_INT64: return 64;
-	case ONNX_FLOAT16: case ONNX_BFLOAT16: case ONNX_INT16: return 16;
+	case ONNX_FLOAT: case ONNX_INT32: case ONNX_UINT32: return 32;
+	case ONNX_DOUBLE: case ONNX_INT64: case ONNX_UINT64: return 64;
+	case ONNX_FLOAT16: case ONNX_BFLOAT16: case ONNX_INT16: case ONNX_UINT16: return 16;
 	case ONNX_INT8: case ONNX_UINT8: case ONNX_BOOL: case ONNX_FLOAT8E4M3FN:
 	case ONNX_FLOAT8E5M2: case ONNX_FLOAT8E8M0: return 8;
 	case ONNX_INT4: case ONNX_FLOAT4E2M1: return 4;
@@ -114,7 +114,7 @@ static void store_raw(RtTensor *out, int t, const uint8_t *raw, int64_t i)
 	case ONNX_INT16: rt_i64(out)[i] = (int16_t)(uint16_t)u; break;
 	case ONNX_INT8: rt_i64(out)[i] = (int8_t)(uint8_t)u; break;
 	case ONNX_INT4: rt_i64(out)[i] = (int64_t)((u & 7) - (u & 8)); break;
-	case ONNX_UINT8: rt_i64(out)[i] = (int64_t)u; break;
+	case ONNX_UINT8: case ONNX_UINT16: case ONNX_UINT32: case ONNX_UINT64: rt_i64(out)[i] = (int64_t)u; break;
 	case ONNX_BOOL: rt_i64(out)[i] = u != 0; break;
 	default: rt_f32(out)[i] = decode_code(out->dtype, (unsigned)u); break;
 	}
@@ -130,6 +130,8 @@ static void store_typed(RtTensor *out, int t, const Onnx__TensorProto *tp, int64
 	case ONNX_INT32: case ONNX_INT16: case ONNX_INT8: case ONNX_UINT8:
 		rt_i64(out)[i] = tp->int32_data[i];
 		break;
+	case ONNX_UINT16: rt_i64(out)[i] = (uint16_t)tp->int32_data[i]; break;
+	case ONNX_UINT32: case ONNX_UINT64: rt_i64(out)[i] = (int64_t)tp->uint64_data[i]; break;
 	case ONNX_BOOL: rt_i64(out)[i] = tp->int32_data[i] != 0; break;
 	case ONNX_INT4: {
 		unsigned u = ((unsigned)tp->int32_data[i / 2] >> (4 * (i % 2))) & 0xf;
@@ -152,6 +154,7 @@ static void typed_counts(const Onnx__TensorProto *tp, int t, int64_t n, int64_t 
 	case ONNX_FLOAT: *have = (int64_t)tp->n_float_data; break;
 	case ONNX_DOUBLE: *have = (int64_t)tp->n_double_data; break;
 	case ONNX_INT64: *have = (int64_t)tp->n_int64_data; break;
+	case ONNX_UINT32: case ONNX_UINT64: *have = (int64_t)tp->n_uint64_data; break;
 	case ONNX_INT4: case ONNX_FLOAT4E2M1:
 		*need = (n + 1) / 2;
 		*have = (int64_t)tp->n_int32_data;
@@ -315,6 +318,53 @@ static uint8_t *slurp(const char *path, size_t *len, RtError *e)
 
 uint8_t *onnx_slurp(const char *path, size_t *len, RtError *e) { return slurp(path, len, e); }
 
+/* Whether buf reads as an onnx SequenceProto or OptionalProto (onnx-data.proto): field 1 a
+ * printable name, field 2 elem_type 1..5 (tensor, sparse tensor, sequence, map, optional), then
+ * length-delimited values.  A TensorProto has the same field numbers, so this is only asked
+ * after the bytes failed to decode as a tensor. */
+static int looks_like_container(const uint8_t *b, size_t n)
+{
+	size_t i = 0;
+	int name = 0, elem = 0;
+	while (i < n) {
+		uint64_t key = 0, v = 0;
+		for (int sh = 0; i < n && sh < 64; sh += 7) {
+			key |= (uint64_t)(b[i] & 0x7f) << sh;
+			if (!(b[i++] & 0x80))
+				break;
+		}
+		int field = (int)(key >> 3), wire = (int)(key & 7);
+		if (wire == 0) {
+			for (int sh = 0; i < n && sh < 64; sh += 7) {
+				v |= (uint64_t)(b[i] & 0x7f) << sh;
+				if (!(b[i++] & 0x80))
+					break;
+			}
+			if (field == 2)
+				elem = v >= 1 && v <= 5;
+		} else if (wire == 2) {
+			for (int sh = 0; i < n && sh < 64; sh += 7) {
+				v |= (uint64_t)(b[i] & 0x7f) << sh;
+				if (!(b[i++] & 0x80))
+					break;
+			}
+			if (v > n - i)
+				return 0;
+			if (field == 1) {
+				name = 1;
+				for (size_t k = i; k < i + v; k++)
+					name &= b[k] >= 0x20 && b[k] < 0x7f;
+			}
+			i += v;
+		} else {
+			return 0;
+		}
+		if (field == 2)
+			break;
+	}
+	return name && elem;
+}
+
 int fe_read_tensor_pb(const char *path, RtTensor *t, char **name, RtError *e)
 {
 	size_t len = 0;
@@ -324,13 +374,21 @@ int fe_read_tensor_pb(const char *path, RtTensor *t, char **name, RtError *e)
 	if (!buf)
 		return -1;
 	Onnx__TensorProto *tp = onnx__tensor_proto__unpack(NULL, len, buf);
+	int container = looks_like_container(buf, len);
 	free(buf);
+	if (!tp && container)
+		goto container;
 	if (!tp)
 		return rt_errorf(e, RT_EUSER, "%s: not a serialized onnx.TensorProto", path);
 	char *dir = strdup(path), *slash = dir ? strrchr(dir, '/') : NULL;
 	if (slash)
 		*slash = 0;
 	int rc = onnx_tensor_decode(tp, slash ? dir : ".", t, e);
+	if (rc < 0 && container) {
+		free(dir);
+		onnx__tensor_proto__free_unpacked(tp, NULL);
+		goto container;
+	}
 	if (rc < 0) {
 		char msg[sizeof e->msg];
 		memcpy(msg, e->msg, sizeof msg);
@@ -341,4 +399,7 @@ int fe_read_tensor_pb(const char *path, RtTensor *t, char **name, RtError *e)
 	free(dir);
 	onnx__tensor_proto__free_unpacked(tp, NULL);
 	return rc;
+container:
+	return rt_errorf(e, RT_EUSER, "%s: holds an ONNX sequence, map or optional value "
+			 "(SequenceProto/OptionalProto), not a tensor: aicc supports tensors only", path);
 }

@@ -147,6 +147,22 @@ fail:
 }
 
 /* ---- pools ---- */
+/* The column-major offset of the element at row-major offset r of a spatial extent `in`
+ * (MaxPool storage_order=1 Indices). */
+static int64_t col_major(int64_t r, const int64_t *in, int ns)
+{
+	int64_t c = 0, stride = 1, coord[SPMAX];
+	for (int i = ns - 1; i >= 0; i--) {
+		coord[i] = r % in[i];
+		r /= in[i];
+	}
+	for (int i = 0; i < ns; i++) {
+		c += coord[i] * stride;
+		stride *= in[i];
+	}
+	return c;
+}
+
 static int pool(const RtKernelArgs *a, RtError *e, const char *op, int is_max)
 {
 	const RtTensor *x = a->in[0];
@@ -157,6 +173,7 @@ static int pool(const RtKernelArgs *a, RtError *e, const char *op, int is_max)
 		for (int i = 0; i < w.ns; i++)
 			w.d[i] = 1;
 	int incl = (int)rt_attr_int(a->attrs, "count_include_pad", 0), f64 = kn_acc64(a);
+	int colmajor = is_max && rt_attr_int(a->attrs, "storage_order", 0) == 1;
 	int64_t NC = x->dims[0] * x->dims[1], on = prod(w.out, w.ns), isz = prod(w.in, w.ns);
 	int64_t kn = prod(w.k, w.ns), dims[RT_MAX_RANK] = { x->dims[0], x->dims[1] };
 	memcpy(dims + 2, w.out, (size_t)w.ns * sizeof *dims);
@@ -190,7 +207,7 @@ static int pool(const RtKernelArgs *a, RtError *e, const char *op, int is_max)
 				}
 			}
 			y[nc * on + o] = is_max ? acc : kn_acc(f64, acc / (double)(incl ? padcnt : cnt));
-			ix[nc * on + o] = (double)best;
+			ix[nc * on + o] = (double)(colmajor && best >= 0 ? nc * isz + col_major(best - nc * isz, w.in, w.ns) : best);
 		}
 	}
 	KN_TRY(kn_store(&a->out[0], y, a->opts, e));

@@ -1,7 +1,7 @@
 /* targets/reference/lower.c: the reference target.  Any shape-inferred graph becomes a
  * one-device plan: calls flattened (targets/flatten.c), one kernel instruction per node, no
  * fusion, every computed float value in f32 (f64 with --precision f64, which also accumulates in
- * f64); explicit conversions (Cast, CastLike, quantize/dequantize) keep the dtype the graph asks
+ * f64; values the graph types f64 stay f64); explicit conversions (Cast, CastLike, quantize/dequantize) keep the dtype the graph asks
  * for, integers stay integers.  Buffers live in the device's first memory space, placed first-fit
  * with reuse after their last use (offsets aligned to 64 bytes).  Parameters become constants by
  * reference (seeded initialiser with its call instance, .npy/.safetensors path, small inline
@@ -27,8 +27,8 @@ typedef struct Lw {
 /* The plan dtype of flat value v under the reference precision policy. */
 static DType ref_dtype(const Lw *w, const FlatVal *v)
 {
-	if (!rt_dtype_isfloat(v->dt))
-		return v->dt;
+	if (!rt_dtype_isfloat(v->dt) || v->dt == DT_F64)
+		return v->dt;    /* an f64 graph stays f64 (its kernels then accumulate in f64) */
 	if (v->def >= 0) {
 		const Node *n = w->f.nodes[v->def].n;
 		if (n->op == OP_Cast || n->op == OP_CastLike || (ir_ops[n->op].flags & F_QOP))

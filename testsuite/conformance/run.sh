@@ -1,39 +1,36 @@
 #!/bin/sh
-# testsuite/conformance/run.sh AICC [OUTDIR]: run aicc's ONNX conformance suite with the driver
-# AICC: the Debian node tests listed in debian-node-suite.txt (from libonnx-testdata) and the
-# opset18plus/ tests.  Every failure must be listed, with its reason, in known-failures.txt;
-# an unlisted failure fails the suite, a listed test that now passes is reported (update the
-# list).  Prints both sets' "N passed, N failed" and exits 1 on an unexpected failure.
+# testsuite/conformance/run.sh AICC [OUTDIR]: aicc's ONNX conformance suite.  Runs every test of
+# Debian's libonnx-testdata suites node (932), pytorch-converted (82), pytorch-operator (35) and
+# simple (23), and the opset18plus/ tests, each through `aicc onnx-test` (reference target).
+# Every failure must be listed as SUITE/NAME<TAB>reason in known-failures.txt: the suite fails
+# on a failure that is not listed and on a listed test that now passes (so the list stays
+# true).  Prints each set's "N passed, N failed" and exits 1 on any mismatch with the list.
 set -u
 AICC=$1
 OUT=${2:-${TMPDIR:-/tmp}}
 HERE=$(cd "$(dirname "$0")" && pwd)
-NODE=/usr/share/libonnx-testdata/data/node
+DATA=/usr/share/libonnx-testdata/data
+LIST=$HERE/known-failures.txt
 status=0
-if [ ! -d "$NODE" ]; then
-	echo "conformance: $NODE is missing: install the Debian package libonnx-testdata" >&2
+if [ ! -d "$DATA/node" ]; then
+	echo "conformance: $DATA is missing: install the Debian package libonnx-testdata" >&2
 	exit 1
 fi
-dirs=$(grep -v '^#' "$HERE/debian-node-suite.txt" | awk -v d="$NODE" 'NF { print d "/test_" $1 }')
-"$AICC" onnx-test $dirs >"$OUT/conformance-debian.txt" 2>&1
-"$AICC" onnx-test "$HERE"/opset18plus/test_* >"$OUT/conformance-opset18plus.txt" 2>&1
-for set in debian opset18plus; do
+for set in node pytorch-converted pytorch-operator simple opset18plus; do
+	if [ "$set" = opset18plus ]; then dir=$HERE/opset18plus; else dir=$DATA/$set; fi
 	f=$OUT/conformance-$set.txt
+	"$AICC" onnx-test "$dir"/test_* >"$f" 2>&1
 	echo "$set: $(tail -n 1 "$f")"
 	grep '^FAIL ' "$f" | while read -r _ name rest; do
 		name=${name%:}
-		if ! grep -q "^$name	" "$HERE/known-failures.txt"; then
-			echo "unexpected failure: $name $rest"
-		fi
+		grep -q "^$set/$name	" "$LIST" || echo "unexpected failure: $set/$name: $rest"
 	done >"$OUT/conformance-$set.unexpected"
+	grep '^PASS ' "$f" | while read -r _ name; do
+		grep -q "^$set/$name	" "$LIST" && echo "now passes (remove it from known-failures.txt): $set/$name"
+	done >>"$OUT/conformance-$set.unexpected"
 	if [ -s "$OUT/conformance-$set.unexpected" ]; then
 		cat "$OUT/conformance-$set.unexpected"
 		status=1
 	fi
-	grep '^PASS ' "$f" | while read -r _ name; do
-		if grep -q "^$name	" "$HERE/known-failures.txt"; then
-			echo "now passes (remove it from known-failures.txt): $name"
-		fi
-	done
 done
 exit $status

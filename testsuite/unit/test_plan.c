@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "runtime/interp.h"
@@ -352,6 +353,204 @@ static void timing_independent_streams_overlap(void **s)
 	plan_free(p);
 }
 
+/* ---- execution order: the heap-based plan_linearize against the original quadratic scan ---- */
+static int oracle_runnable(const Plan *p, const int *pc, const unsigned char *done, int s)
+{
+	const PlanStream *st = &p->streams[s];
+	return pc[s] < st->nins && !(st->ins[pc[s]].kind == PI_WAIT && !done[st->ins[pc[s]].event]);
+}
+
+/* The order as the first implementation computed it, scanning every stream at every step. */
+static int oracle_order(const Plan *p, PlanStep *order)
+{
+	int total = 0, stat = 0, n = 0, pc[64] = { 0 };
+	int64_t key[64] = { 0 };
+	unsigned char done[256] = { 0 };
+	for (int i = 0; i < p->nstreams; i++) {
+		total += p->streams[i].nins;
+		for (int j = 0; j < p->streams[i].nins; j++)
+			stat |= p->streams[i].ins[j].cycle >= 0;
+	}
+	for (int progress = 1; stat && progress && n < total;) {
+		int best = -1;
+		int64_t bk = 0;
+		for (int s = 0; s < p->nstreams; s++) {
+			if (!oracle_runnable(p, pc, done, s))
+				continue;
+			int64_t c = p->streams[s].ins[pc[s]].cycle, k = c >= 0 ? c : key[s];
+			if (best < 0 || k < bk)
+				best = s, bk = k;
+		}
+		progress = best >= 0;
+		if (progress) {
+			const PlanInstr *in = &p->streams[best].ins[pc[best]];
+			if (in->cycle >= 0)
+				key[best] = in->cycle;
+			if (in->kind == PI_RECORD)
+				done[in->event] = 1;
+			order[n++] = (PlanStep){ best, pc[best]++ };
+		}
+	}
+	for (int progress = 1; !stat && progress && n < total;) {
+		progress = 0;
+		for (int s = 0; s < p->nstreams; s++)
+			while (pc[s] < p->streams[s].nins) {
+				const PlanInstr *in = &p->streams[s].ins[pc[s]];
+				if (in->kind == PI_WAIT && !done[in->event])
+					break;
+				if (in->kind == PI_RECORD)
+					done[in->event] = 1;
+				order[n++] = (PlanStep){ s, pc[s]++ };
+				progress = 1;
+			}
+	}
+	return n;
+}
+
+static void linearize_matches_oracle(void **st)
+{
+	(void)st;
+	uint64_t r = 88172645463325252ull;
+#define RND(k) (r ^= r << 13, r ^= r >> 7, r ^= r << 17, (int)(r % (uint64_t)(k)))
+	for (int trial = 0; trial < 400; trial++) {
+		RtError e = { 0 };
+		Plan *p = plan_new("reference", "m", 1, &e);
+		PlanDevice d0 = { .name = "d0", .kind = "cpu", .peak_flops = 1e9, .overhead_s = 1e-6 };
+		plan_add_device(p, &d0, &e);
+		int ns = 1 + RND(12), nev = RND(20), stat = trial % 2;
+		char name[32];
+		for (int k = 0; k < nev; k++)
+			snprintf(name, sizeof name, "e%d", k), plan_add_event(p, name, &e);
+		for (int k = 0; k < ns; k++)
+			snprintf(name, sizeof name, "s%d", k), plan_add_stream(p, name, 0, &e);
+		/* each event recorded once on a random stream; waits anywhere (some deadlock) */
+		for (int k = 0; k < 6 * ns; k++) {
+			PlanInstr in;
+			plan_instr_init(&in, PI_KERNEL);
+			int kind = RND(4);
+			if (kind == 1 && nev) {
+				in.kind = PI_WAIT, in.event = RND(nev);
+			} else if (kind == 2 && nev) {
+				in.kind = PI_RECORD, in.event = RND(nev);
+				int dup = 0;
+				for (int s2 = 0; s2 < p->nstreams; s2++)
+					for (int j = 0; j < p->streams[s2].nins; j++)
+						dup |= p->streams[s2].ins[j].kind == PI_RECORD && p->streams[s2].ins[j].event == in.event;
+				if (dup)
+					in.kind = PI_KERNEL, in.event = -1;
+			}
+			if (stat && in.kind == PI_KERNEL)
+				in.cycle = RND(50);
+			plan_add_instr(p, RND(ns), &in, &e);
+		}
+		PlanStep want[512], *got;
+		int nw = oracle_order(p, want), ng;
+		int rc = plan_linearize(p, &got, &ng, &e);
+		int total = 0;
+		for (int k = 0; k < ns; k++)
+			total += p->streams[k].nins;
+		assert_int_equal(rc, nw == total ? 0 : -1);
+		if (rc == 0) {
+			assert_int_equal(ng, nw);
+			for (int k = 0; k < nw; k++)
+				assert_true(got[k].stream == want[k].stream && got[k].index == want[k].index);
+			free(got);
+		}
+		plan_free(p);
+	}
+#undef RND
+}
+
+/* ---- sessions: weights bound once ---- */
+/* x + w with w from an .npy file: the session maps w in place (no copy), reuses it across runs,
+ * and refuses the file when its recorded checksum no longer matches. */
+static Plan *npy_plan(const char *wpath)
+{
+	RtError e = { 0 };
+	Plan *p = plan_new("reference", "unit-machine", 1, &e);
+	PlanDevice d0 = { .name = "d0", .kind = "cpu", .peak_flops = 1e9, .overhead_s = 1e-6 };
+	PlanSpace s0 = { .name = "d0.mem", .device = 0, .capacity = 1 << 20, .bandwidth = 1e10 };
+	PlanUnit u0 = { .name = "d0.core", .kind = "compute", .device = 0 };
+	assert_int_equal(plan_add_device(p, &d0, &e), 0);
+	assert_int_equal(plan_add_space(p, &s0, &e), 0);
+	assert_int_equal(plan_add_unit(p, &u0, &e), 0);
+	int64_t d3[] = { 3 };
+	int x = plan_add_buffer(p, "x", 0, 0, DT_F32, 1, d3, &e), w = plan_add_buffer(p, "w", 0, 64, DT_F32, 1, d3, &e);
+	int y = plan_add_buffer(p, "y", 0, 128, DT_F32, 1, d3, &e);
+	PlanConst c = { .buffer = w, .kind = PINIT_NPY, .path = (char *)wpath };
+	assert_int_equal(plan_add_const(p, &c, &e), 0);
+	assert_true(plan_add_input(p, "x", x, &e) >= 0 && plan_add_output(p, "y", y, &e) >= 0);
+	int st = plan_add_stream(p, "main", 0, &e);
+	PlanInstr in;
+	plan_instr_init(&in, PI_KERNEL);
+	int ins[2] = { x, w }, outs[1] = { y };
+	in.op = RT_OP_Add, in.in = ins, in.nin = 2, in.out = outs, in.nout = 1;
+	assert_int_equal(plan_add_instr(p, st, &in, &e), 0);
+	assert_int_equal(plan_verify(p, &e), 0);
+	return p;
+}
+
+static void session_binds_weights_once(void **s)
+{
+	(void)s;
+	RtError e = { 0 };
+	char dir[] = "/tmp/aicc-test-sess-XXXXXX", wpath[96];
+	assert_non_null(mkdtemp(dir));
+	snprintf(wpath, sizeof wpath, "%s/w.npy", dir);
+	int64_t d3[] = { 3 };
+	RtTensor w, x;
+	assert_int_equal(rt_tensor_alloc(&w, DT_F32, 1, d3, &e), 0);
+	assert_int_equal(rt_tensor_alloc(&x, DT_F32, 1, d3, &e), 0);
+	for (int i = 0; i < 3; i++)
+		rt_f32(&w)[i] = 10.0f * (float)(i + 1), rt_f32(&x)[i] = (float)i;
+	assert_int_equal(rt_npy_write(wpath, &w, &e), 0);
+	rt_cost_register("reference", unit_cost);
+	Plan *p = npy_plan(wpath);
+	RtBinding b = { "x", &x };
+	RtRunOpts o = { .bind = &b, .nbind = 1 };
+	RtSession *ss = rt_session_new(p, &o, &e);
+	assert_non_null(ss);
+	assert_int_equal(rt_session_stats(ss)->nconsts, 1);
+	assert_int_equal(rt_session_stats(ss)->nmapped, 1);      /* f32 .npy of the buffer's shape: in place */
+	for (int run = 0; run < 3; run++) {
+		RtRun r;
+		rt_f32(&x)[0] = (float)run;
+		assert_int_equal(rt_session_run(ss, &o, &r, &e), 0);
+		assert_true(rt_f32(&r.outputs[0])[0] == 10.0f + (float)run && rt_f32(&r.outputs[0])[2] == 32.0f);
+		rt_run_free(p, &r);
+	}
+	assert_int_equal(rt_session_stats(ss)->nconsts, 1);      /* loaded once, not per run */
+	rt_session_free(ss);
+	/* a recorded checksum that no longer matches the file: an error before the data is used */
+	p->consts[0].has_xxh3 = 1;
+	p->consts[0].xxh3 = 12345;
+	RtRun r;
+	assert_int_equal(rt_run(p, &o, &r, &e), -1);
+	assert_non_null(strstr(e.msg, "has changed since the plan was written"));
+	RtMapped m;
+	assert_int_equal(rt_file_map(wpath, &m, &e), 0);
+	p->consts[0].xxh3 = rt_checksum((const char *)m.addr + m.len - 12, 12);   /* the data bytes */
+	rt_file_unmap(&m);
+	assert_int_equal(rt_run(p, &o, &r, &e), 0);
+	rt_run_free(p, &r);
+	plan_free(p);
+	/* devices and FIFOs are refused, never read until EOF or blocked on */
+	assert_int_equal(rt_file_map("/dev/zero", &m, &e), -1);
+	assert_non_null(strstr(e.msg, "not a regular file"));
+	char fifo[128];
+	snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	assert_int_equal(rt_npy_read(fifo, &w, &e), -1);
+	assert_non_null(strstr(e.msg, "not a regular file"));
+	assert_int_equal(rt_file_map(dir, &m, &e), -1);
+	assert_non_null(strstr(e.msg, "directory"));
+	remove(fifo);
+	remove(wpath);
+	rmdir(dir);
+	rt_tensor_free(&w);
+	rt_tensor_free(&x);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -362,6 +561,8 @@ int main(void)
 		cmocka_unit_test(order_and_liveness),
 		cmocka_unit_test(timing_roofline_and_overlap),
 		cmocka_unit_test(timing_independent_streams_overlap),
+		cmocka_unit_test(session_binds_weights_once),
+		cmocka_unit_test(linearize_matches_oracle),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,5 +1,5 @@
 """testsuite/onnx/Inputs/mkonnx.py KIND OUT.onnx: write a small hand-encoded ONNX model for the
-importer's tests (plain Python, no onnx package).  KINDs: `unsupported` (a Resize node),
+importer's tests (plain Python, no onnx package).  KINDs: `unsupported` (a StringNormalizer node),
 `external` (an initializer whose external data file is missing), `symbolic` (dim_param names
 with dots, a Constant node, opset-11 Squeeze and Softmax forms), `cycle` (two nodes feeding
 each other), `badraw` (raw_data of the wrong length), `reshape` (Reshape whose shape is a graph
@@ -87,7 +87,7 @@ def main():
     x = value_info('x', [1, 3, 'N', 'p2o.DynamicDimension.0'])
     y = value_info('y', [])
     if kind == 'unsupported':
-        m = model([node('Resize', ['x'], ['y'], 'Resize_3')], [x], [y])
+        m = model([node('StringNormalizer', ['x'], ['y'], 'norm_3')], [x], [y])
     elif kind == 'external':
         w = tensor('w', [4], external=[('location', 'weights.bin'), ('offset', '0')])
         m = model([node('Add', ['x', 'w'], ['y'], 'add0')], [x], [y], [w])
