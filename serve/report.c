@@ -22,7 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static const char *metric_names[3] = { "ttft", "tpot", "e2e" };
+static const char *metric_names[4] = { "ttft", "tpot", "e2e", "tbt" };
 
 int sv_slo_parse(const char *s, SvSlo *slo, SvError *e)
 {
@@ -32,13 +32,13 @@ int sv_slo_parse(const char *s, SvSlo *slo, SvError *e)
 	for (char *tok = strtok_r(copy, ",", &save); tok && rc == 0; tok = strtok_r(NULL, ",", &save)) {
 		char *eq = strchr(tok, '='), *us = strstr(tok, "_p"), *end;
 		int m = -1;
-		for (int i = 0; i < 3 && us; i++)
+		for (int i = 0; i < 4 && us; i++)
 			if ((size_t)(us - tok) == strlen(metric_names[i]) && strncmp(tok, metric_names[i], (size_t)(us - tok)) == 0)
 				m = i;
 		double pct = us && eq ? strtod(us + 2, &end) : -1;
 		double lim = eq ? sv_parse_seconds(eq + 1) : -1;
 		if (m < 0 || !eq || end != eq || !(pct > 0 && pct <= 100) || !(lim > 0) || slo->n == 6)
-			rc = sv_err(e, "aicc: error: --slo expects METRIC_pN=TIME,... with METRIC ttft, tpot or e2e, "
+			rc = sv_err(e, "aicc: error: --slo expects METRIC_pN=TIME,... with METRIC ttft, tpot, e2e or tbt, "
 				    "0 < N <= 100 and a positive time (e.g. ttft_p90=0.5s,tpot_p90=50ms), got '%s'", tok);
 		else
 			slo->t[slo->n++] = (SvSloTerm){ m, pct, lim };
@@ -100,7 +100,7 @@ void sv_metrics(const SvRun *r, const SvSlo *slo, SvMetrics *m)
 		tok += (double)r->req[i].out;
 		int ok = 1;
 		for (int k = 0; slo && k < slo->n; k++)
-			if (x[slo->t[k].metric] > slo->t[k].limit)
+			if (slo->t[k].metric < 3 && x[slo->t[k].metric] > slo->t[k].limit)
 				ok = 0;
 		good += ok;
 	}
@@ -111,6 +111,7 @@ void sv_metrics(const SvRun *r, const SvSlo *slo, SvMetrics *m)
 		m->ttft[k] = sv_quantile(v[0], n, q[k]);
 		m->tpot[k] = sv_quantile(v[1], nt, q[k]);
 		m->e2e[k] = sv_quantile(v[2], n, q[k]);
+		m->tbt[k] = sv_quantile(r->tbt, (int)r->ntbt, q[k]);
 	}
 	for (int i = 0; i < n; i++)
 		m->ttft_mean += v[0][i] / n;
@@ -119,7 +120,8 @@ void sv_metrics(const SvRun *r, const SvSlo *slo, SvMetrics *m)
 	m->slo_ok = 1;
 	for (int k = 0; slo && k < slo->n; k++) {
 		int mt = slo->t[k].metric;
-		double got = sv_quantile(mt == 1 ? v[1] : v[mt], mt == 1 ? nt : n, slo->t[k].pct / 100);
+		double got = mt == 3 ? sv_quantile(r->tbt, (int)r->ntbt, slo->t[k].pct / 100)
+				     : sv_quantile(mt == 1 ? v[1] : v[mt], mt == 1 ? nt : n, slo->t[k].pct / 100);
 		if (got > slo->t[k].limit)
 			m->slo_ok = 0;
 	}
@@ -196,6 +198,7 @@ void sv_print_summary(FILE *f, const SvDeploy *d, const SvRun *r, const SvMetric
 	fprintf(f, "TTFT        p50 %s  p90 %s  p99 %s\n", fmt_s(m->ttft[0], a, 32), fmt_s(m->ttft[1], b, 32), fmt_s(m->ttft[2], c, 32));
 	fprintf(f, "TPOT        p50 %s  p90 %s  p99 %s\n", fmt_s(m->tpot[0], a, 32), fmt_s(m->tpot[1], b, 32), fmt_s(m->tpot[2], c, 32));
 	fprintf(f, "E2E         p50 %s  p90 %s  p99 %s\n", fmt_s(m->e2e[0], a, 32), fmt_s(m->e2e[1], b, 32), fmt_s(m->e2e[2], c, 32));
+	fprintf(f, "TBT         p50 %s  p90 %s  p99 %s\n", fmt_s(m->tbt[0], a, 32), fmt_s(m->tbt[1], b, 32), fmt_s(m->tbt[2], c, 32));
 	fprintf(f, "throughput  %.4g req/s, %.4g output tokens/s (%.4g per chip)\n", m->throughput_req, m->throughput_tok,
 		chips ? m->throughput_tok / chips : 0);
 	if (slo && slo->n) {
@@ -275,6 +278,7 @@ int sv_report_write(FILE *f, const SvDeploy *d, const SvWorkload *w, const SvRun
 	json_object_set_new(o, "ttft_s", pct_json(m->ttft));
 	json_object_set_new(o, "tpot_s", pct_json(m->tpot));
 	json_object_set_new(o, "e2e_s", pct_json(m->e2e));
+	json_object_set_new(o, "tbt_s", pct_json(m->tbt));
 	json_object_set_new(o, "throughput_req_per_s", json_real(m->throughput_req));
 	json_object_set_new(o, "throughput_tokens_per_s", json_real(m->throughput_tok));
 	for (int k = 0; slo && k < slo->n; k++) {

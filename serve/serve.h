@@ -234,6 +234,8 @@ typedef struct SvRun {
 	SvSample *it;
 	int nit, capit;
 	int64_t preemptions, swaps;
+	double *tbt;                  /* every gap between two streamed outputs of a request (TBT/ITL) */
+	int64_t ntbt, captbt;
 	double accel_s, cpu_s;        /* summed over iterations of every engine */
 	double transfer_s;            /* summed KV transfer time */
 	double sim_wall_s;            /* wall time of the simulation itself */
@@ -248,7 +250,7 @@ int sv_deploy_chips(const SvDeploy *d);
 
 /* ---- metrics and outputs (serve/report.c) ---- */
 typedef struct SvSloTerm {
-	int metric;          /* 0 ttft, 1 tpot, 2 e2e */
+	int metric;          /* 0 ttft, 1 tpot, 2 e2e, 3 tbt (time between tokens, all gaps) */
 	double pct;          /* 50, 90, 99 ... */
 	double limit;        /* seconds */
 } SvSloTerm;
@@ -262,7 +264,7 @@ int sv_slo_parse(const char *s, SvSlo *slo, SvError *e);
 typedef struct SvMetrics {
 	int n;
 	double duration;     /* first arrival to last completion */
-	double ttft[3], tpot[3], e2e[3];   /* p50, p90, p99 */
+	double ttft[3], tpot[3], e2e[3], tbt[3];   /* p50, p90, p99 */
 	double ttft_mean, tpot_mean;
 	double throughput_req, throughput_tok;   /* completed requests/s, output tokens/s */
 	double goodput;      /* requests/s that met every SLO threshold */

@@ -51,7 +51,7 @@ typedef struct Req {
 	int engine;          /* index into Sim.eng */
 	int src;             /* disaggregated: the prefill engine holding its KV during the transfer */
 	int state;
-	double arrival, first, done;
+	double arrival, first, done, last;   /* last: when its latest output was streamed */
 	int preempt;
 } Req;
 
@@ -567,6 +567,23 @@ static int64_t spec_tokens(Sim *s)
 	return a + 1;
 }
 
+/* A request streams output at the end of this iteration: the gap since its previous output. */
+static void stream(Sim *s, Req *r)
+{
+	SvRun *run = s->run;
+	if (r->last > 0 || r->first > 0) {
+		if (run->ntbt == run->captbt) {
+			run->captbt = run->captbt ? 2 * run->captbt : 65536;
+			double *n = realloc(run->tbt, (size_t)run->captbt * sizeof *n);
+			if (!n)
+				abort();
+			run->tbt = n;
+		}
+		run->tbt[run->ntbt++] = s->now - r->last;
+	}
+	r->last = s->now;
+}
+
 static void iter_done(Sim *s, Eng *en)
 {
 	en->busy = 0;
@@ -578,13 +595,17 @@ static void iter_done(Sim *s, Eng *en)
 		if (en->mem_decode[i]) {
 			int64_t got = s->d->draft ? spec_tokens(s) : 1;
 			r->gen += got;
+			stream(s, r);
 		} else {
 			r->filled += en->mem_s[i];
 			if (r->filled < r->target)
 				continue;
 			r->gen++;          /* the prefill's last position samples a token */
-			if (r->first == 0 && r->gen == 1)
+			if (r->first == 0 && r->gen == 1) {
 				r->first = s->now;
+				r->last = s->now;
+			} else
+				stream(s, r);     /* after a recompute: the stall shows as one long gap */
 			if (en->prefill_only && r->gen < r->out) {
 				transfer(s, en, id);
 				continue;
@@ -765,5 +786,6 @@ void sv_run_free(SvRun *r)
 {
 	free(r->req);
 	free(r->it);
+	free(r->tbt);
 	memset(r, 0, sizeof *r);
 }
