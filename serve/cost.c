@@ -438,29 +438,49 @@ static int grid_point(SvPool *p, char kind, int64_t a, int64_t b, int64_t s, SvP
 	return cached_time(p, key, &g, 1, t, e);
 }
 
-/* Bilinear interpolation of table `kind` at (x, y): the total (attn = 0) or attention seconds.
- * A corner that fails falls back to the exact point. */
-static int interp2(SvPool *p, char kind, int64_t x, int64_t y, int64_t s, int attn, double *out, SvError *e)
+/* Bilinear interpolation (or extrapolation) of table `kind` over the cell [x0, x1] x [y0, y1]
+ * at (x, y); -1 when a corner does not compile. */
+static int cell(SvPool *p, char kind, int64_t x, int64_t y, int64_t s, int attn, const int64_t *xs, const int64_t *ys,
+		double *out, SvError *e)
 {
-	int64_t x0, x1, y0, y1;
-	bracket(x, 1, 0, kind == 'P', &x0, &x1);
-	bracket(y, kind == 'P' ? 0 : 1, 1, 0, &y0, &y1);
 	SvPlanTime c[4];
-	int64_t xs[2] = { x0, x1 }, ys[2] = { y0, y1 };
 	for (int i = 0; i < 4; i++)
-		if (grid_point(p, kind, xs[i & 1], ys[i >> 1], s, &c[i], e) < 0) {
-			SvPlanTime t;
-			if (grid_point(p, kind, x, y, s, &t, e) < 0)
-				return -1;
-			*out = attn ? t.attn_s : t.total_s;
-			return 0;
-		}
-	double fx = x1 > x0 ? (double)(x - x0) / (double)(x1 - x0) : 0;
-	double fy = y1 > y0 ? (double)(y - y0) / (double)(y1 - y0) : 0;
+		if (grid_point(p, kind, xs[i & 1], ys[i >> 1], s, &c[i], e) < 0)
+			return -1;
+	double fx = xs[1] > xs[0] ? (double)(x - xs[0]) / (double)(xs[1] - xs[0]) : 0;
+	double fy = ys[1] > ys[0] ? (double)(y - ys[0]) / (double)(ys[1] - ys[0]) : 0;
 	double v[4];
 	for (int i = 0; i < 4; i++)
 		v[i] = attn ? c[i].attn_s : c[i].total_s;
 	*out = (1 - fy) * ((1 - fx) * v[0] + fx * v[1]) + fy * ((1 - fx) * v[2] + fx * v[3]);
+	return 0;
+}
+
+/* Bilinear interpolation of table `kind` at (x, y): the total (attn = 0) or attention seconds.
+ * A batch near what the pool can hold may have a corner that does not compile: then the cell
+ * below (in x, in y, in both) is extrapolated, and only when that fails too the exact point is
+ * compiled. */
+static int interp2(SvPool *p, char kind, int64_t x, int64_t y, int64_t s, int attn, double *out, SvError *e)
+{
+	int64_t xs[2], ys[2], xp[2], yp[2], lo;
+	int64_t yfirst = kind == 'P' ? 0 : 1;
+	bracket(x, 1, 0, kind == 'P', &xs[0], &xs[1]);
+	bracket(y, yfirst, 1, 0, &ys[0], &ys[1]);
+	if (cell(p, kind, x, y, s, attn, xs, ys, out, e) == 0)
+		return 0;
+	/* the cells below: [prev(x0), x0] and [prev(y0), y0] */
+	xp[1] = xs[0], yp[1] = ys[0];
+	bracket(xs[0] - 1, 1, 0, 0, &xp[0], &lo);
+	bracket(ys[0] - 1, yfirst, 1, 0, &yp[0], &lo);
+	int xok = xs[0] > 1 && xp[0] < xp[1], yok = ys[0] > yfirst && yp[0] < yp[1];
+	if ((xok && cell(p, kind, x, y, s, attn, xp, ys, out, e) == 0) ||
+	    (yok && cell(p, kind, x, y, s, attn, xs, yp, out, e) == 0) ||
+	    (xok && yok && cell(p, kind, x, y, s, attn, xp, yp, out, e) == 0))
+		return 0;
+	SvPlanTime t;
+	if (grid_point(p, kind, x, y, s, &t, e) < 0)
+		return -1;
+	*out = attn ? t.attn_s : t.total_s;
 	return 0;
 }
 

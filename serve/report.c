@@ -55,6 +55,32 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+static int cmp_float(const void *a, const void *b)
+{
+	float x = *(const float *)a, y = *(const float *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Quantile q of n sorted floats. */
+static double sorted_quantile_f(const float *c, int64_t n, double q)
+{
+	if (n <= 0)
+		return 0;
+	double pos = q * (double)(n - 1), f = floor(pos);
+	int64_t i = (int64_t)f;
+	return i + 1 < n ? c[i] + (pos - f) * ((double)c[i + 1] - c[i]) : c[n - 1];
+}
+
+/* Quantile q of n sorted values. */
+static double sorted_quantile(const double *c, int64_t n, double q)
+{
+	if (n <= 0)
+		return 0;
+	double pos = q * (double)(n - 1), f = floor(pos);
+	int64_t i = (int64_t)f;
+	return i + 1 < n ? c[i] + (pos - f) * (c[i + 1] - c[i]) : c[n - 1];
+}
+
 double sv_quantile(const double *v, int n, double q)
 {
 	if (n <= 0)
@@ -64,9 +90,7 @@ double sv_quantile(const double *v, int n, double q)
 		abort();
 	memcpy(c, v, (size_t)n * sizeof *c);
 	qsort(c, (size_t)n, sizeof *c, cmp_double);
-	double pos = q * (n - 1), f = floor(pos);
-	int i = (int)f;
-	double r = i + 1 < n ? c[i] + (pos - f) * (c[i + 1] - c[i]) : c[n - 1];
+	double r = sorted_quantile(c, n, q);
 	free(c);
 	return r;
 }
@@ -106,22 +130,30 @@ void sv_metrics(const SvRun *r, const SvSlo *slo, SvMetrics *m)
 	}
 	m->n = n;
 	m->duration = n ? t1 - t0 : 0;
-	static const double q[3] = { 0.5, 0.9, 0.99 };
-	for (int k = 0; k < 3; k++) {
-		m->ttft[k] = sv_quantile(v[0], n, q[k]);
-		m->tpot[k] = sv_quantile(v[1], nt, q[k]);
-		m->e2e[k] = sv_quantile(v[2], n, q[k]);
-		m->tbt[k] = sv_quantile(r->tbt, (int)r->ntbt, q[k]);
-	}
 	for (int i = 0; i < n; i++)
 		m->ttft_mean += v[0][i] / n;
 	for (int i = 0; i < nt; i++)
 		m->tpot_mean += v[1][i] / nt;
+	float *tb = malloc(((size_t)r->ntbt + 1) * sizeof *tb);
+	if (!tb)
+		abort();
+	memcpy(tb, r->tbt, (size_t)r->ntbt * sizeof *tb);
+	qsort(v[0], (size_t)n, sizeof *v[0], cmp_double);
+	qsort(v[1], (size_t)nt, sizeof *v[1], cmp_double);
+	qsort(v[2], (size_t)n, sizeof *v[2], cmp_double);
+	qsort(tb, (size_t)r->ntbt, sizeof *tb, cmp_float);
+	static const double q[3] = { 0.5, 0.9, 0.99 };
+	for (int k = 0; k < 3; k++) {
+		m->ttft[k] = sorted_quantile(v[0], n, q[k]);
+		m->tpot[k] = sorted_quantile(v[1], nt, q[k]);
+		m->e2e[k] = sorted_quantile(v[2], n, q[k]);
+		m->tbt[k] = sorted_quantile_f(tb, r->ntbt, q[k]);
+	}
 	m->slo_ok = 1;
 	for (int k = 0; slo && k < slo->n; k++) {
 		int mt = slo->t[k].metric;
-		double got = mt == 3 ? sv_quantile(r->tbt, (int)r->ntbt, slo->t[k].pct / 100)
-				     : sv_quantile(mt == 1 ? v[1] : v[mt], mt == 1 ? nt : n, slo->t[k].pct / 100);
+		double got = mt == 3 ? sorted_quantile_f(tb, r->ntbt, slo->t[k].pct / 100)
+				     : sorted_quantile(v[mt], mt == 1 ? nt : n, slo->t[k].pct / 100);
 		if (got > slo->t[k].limit)
 			m->slo_ok = 0;
 	}
@@ -148,6 +180,7 @@ void sv_metrics(const SvRun *r, const SvSlo *slo, SvMetrics *m)
 	m->preemptions = r->preemptions;
 	for (int k = 0; k < 3; k++)
 		free(v[k]);
+	free(tb);
 }
 
 /* "12.3 ms" / "1.23 s" / "45.6 us". */

@@ -234,7 +234,7 @@ typedef struct SvRun {
 	SvSample *it;
 	int nit, capit;
 	int64_t preemptions, swaps;
-	double *tbt;                  /* every gap between two streamed outputs of a request (TBT/ITL) */
+	float *tbt;                   /* every gap between two streamed outputs of a request (TBT/ITL), s */
 	int64_t ntbt, captbt;
 	double accel_s, cpu_s;        /* summed over iterations of every engine */
 	double transfer_s;            /* summed KV transfer time */

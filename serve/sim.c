@@ -574,12 +574,12 @@ static void stream(Sim *s, Req *r)
 	if (r->last > 0 || r->first > 0) {
 		if (run->ntbt == run->captbt) {
 			run->captbt = run->captbt ? 2 * run->captbt : 65536;
-			double *n = realloc(run->tbt, (size_t)run->captbt * sizeof *n);
+			float *n = realloc(run->tbt, (size_t)run->captbt * sizeof *n);
 			if (!n)
 				abort();
 			run->tbt = n;
 		}
-		run->tbt[run->ntbt++] = s->now - r->last;
+		run->tbt[run->ntbt++] = (float)(s->now - r->last);
 	}
 	r->last = s->now;
 }
