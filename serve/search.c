@@ -238,6 +238,8 @@ int sv_search_print(const SvDeploy *base, SvPool *pools, const SvGenSpec *g, con
 		}
 	fprintf(f, "search      %d deployments of %s on %s (%d chips), SLO-capacity by bisection in [%g, %g] req/s\n", nc,
 		bp->model, bp->machine, ndev, lo, hi);
+	fprintf(f, "            (>=: the SLO still holds at --rate-max; frontier *: no deployment has both more goodput per chip\n"
+		   "            and a lower TPOT p90 at its capacity)\n");
 	fprintf(f, "  %-46s %6s %12s %14s %12s %12s  %s\n", "deployment", "chips", "capacity", "per chip", "TTFT p90", "TPOT p90",
 		"frontier");
 	for (int i = 0; i < nc; i++) {
@@ -246,8 +248,8 @@ int sv_search_print(const SvDeploy *base, SvPool *pools, const SvGenSpec *g, con
 			fprintf(f, "  %-46s %6s %12s  (%s)\n", k->desc, "-", "-", k->why[0] ? strtok(k->why, "\n") : "not run");
 			continue;
 		}
-		fprintf(f, "  %-46s %6d %10.4g/s %12.4g/s %10.4g s %10.4g s  %s\n", k->desc, k->chips, k->cap, k->per_chip,
-			k->ttft90, k->tpot90, k->frontier ? "*" : "");
+		fprintf(f, "  %-46s %6d %2s%8.4g/s %12.4g/s %10.4g s %10.4g s  %s\n", k->desc, k->chips, k->cap >= hi ? ">=" : "",
+			k->cap, k->per_chip, k->ttft90, k->tpot90, k->frontier ? "*" : "");
 	}
 	if (nc && c[ord[0]].ok && c[ord[0]].cap > 0) {
 		Cand *b = &c[ord[0]];

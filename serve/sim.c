@@ -349,6 +349,8 @@ static void admit(Sim *s, Eng *en, int64_t *budget, int whole, int64_t cap)
 		if (c > 0) {
 			add_member(en, id, c, 0);
 			*budget -= c;
+			if (en->P->batch_form)
+				break;     /* its plans price one whole prompt per prefill step */
 		}
 	}
 }

@@ -27,7 +27,7 @@ typedef struct ServeOpts {
 	unsigned long long seed;
 	/* outputs */
 	const char *slo, *report, *trace, *plot;
-	int log, capacity, search;
+	int log, capacity, search, cost_check;
 	double rate_min, rate_max;
 	long bisect;
 } ServeOpts;
@@ -64,7 +64,8 @@ static void serve_help(void)
 	       "  --slo ttft_p90=0.5s,tpot_p90=50ms   percentile limits; goodput counts requests within\n"
 	       "  --report FILE.json  --trace FILE.json (Perfetto)  --plot PREFIX (PNG, gnuplot)  --log\n"
 	       "  --capacity [--rate-min R --rate-max R --bisect N]   highest rate meeting the SLO\n"
-	       "  --search              the deployment with the best goodput per chip (prints the frontier)\n");
+	       "  --search              the deployment with the best goodput per chip (prints the frontier)\n"
+	       "  --cost-check          the grid's prices against exact plans for sample batches of each pool\n");
 }
 
 static int parse_long(const char *opt, const char *v, long lo, long hi, long *out)
@@ -181,6 +182,10 @@ static int parse_opts(int argc, char **argv, ServeOpts *o)
 				return -1;
 			}
 			o->sets[o->nsets++] = v;
+			continue;
+		}
+		if (strcmp(argv[i], "--cost-check") == 0) {
+			o->cost_check = 1;
 			continue;
 		}
 		if (strcmp(argv[i], "--cpu-overlap") == 0 || strcmp(argv[i], "--log") == 0 ||
@@ -408,6 +413,9 @@ static int build_deploy(const ServeOpts *o, SvDeploy *d, SvPool *pools, SvError 
 			pools[i].binds = strdup(o->binds);
 		if (pool_common(o, &pools[i], e) < 0)
 			return -1;
+		if (d->sched == SV_SARATHI && strcmp(pools[i].target, "vera-rubin") == 0)
+			return sv_err(e, "aicc: error: the vera-rubin target prices whole decode steps and whole prompts: "
+				      "no chunked prefill (use --deployment vera-rubin or the continuous scheduler)");
 	}
 	return 0;
 }
@@ -470,6 +478,49 @@ static void print_costs(const SvDeploy *d, FILE *f)
 				p[i]->mode == SV_COST_GRID ? "grid" : "exact", p[i]->compiles, p[i]->compile_s, p[i]->passes);
 }
 
+/* --cost-check: sample batches of each pool priced by the grid and by their exact plans. */
+static int cost_check(const SvDeploy *d, SvError *e)
+{
+	SvPool *ps[3] = { d->prefill, d->main, d->draft };
+	printf("%-10s %-40s %12s %12s %8s\n", "pool", "batch", "grid ms", "exact ms", "error");
+	for (int k = 0; k < 3; k++) {
+		SvPool *p = ps[k];
+		if (!p || p->mode == SV_COST_FIXED)
+			continue;
+		int decode = strcmp(p->role, "decode") == 0, mix = !decode && !p->batch_form && strcmp(p->role, "prefill");
+		int64_t mb = d->max_batch, tb = d->token_budget;
+		struct { int64_t nd, pd, cs, cp; } c[] = {
+			{ mb / 8 + 3, 700, 0, 0 }, { mb / 2 - 5, 1900, 0, 0 }, { mb - 7, 333, 0, 0 },
+			{ 0, 0, tb / 4 + 37, 0 }, { 0, 0, tb - 100, 0 }, { 0, 0, tb / 2 + 11, 1500 },
+			{ mb / 4 + 1, 1200, tb / 2 - 30, 0 }, { mb / 2 + 3, 600, tb / 4 + 9, 2100 },
+		};
+		for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+			if ((decode && c[i].cs) || (!decode && !mix && (c[i].nd || c[i].cp)) || (c[i].nd && c[i].cs && !mix))
+				continue;
+			SvBatch b;
+			memset(&b, 0, sizeof b);
+			b.decodes = c[i].nd, b.decode_s = 1, b.decode_p = c[i].pd;
+			if (c[i].cs)
+				b.chunk[b.nchunks++] = (SvChunk){ c[i].cs, c[i].cp };
+			SvCostMode m = p->mode;
+			p->mode = SV_COST_GRID;
+			double g = serve_iter_cost(p, &b, e);
+			p->mode = SV_COST_EXACT;
+			double x = g < 0 ? -1 : serve_iter_cost(p, &b, e);
+			p->mode = m;
+			if (g < 0 || x < 0)
+				return -1;
+			char desc[96];
+			snprintf(desc, sizeof desc, "%lld decodes at %lld%s", (long long)b.decodes, (long long)b.decode_p, "");
+			if (b.nchunks)
+				snprintf(desc + (b.decodes ? strlen(desc) : 0), sizeof desc - (b.decodes ? strlen(desc) : 0), "%s%lld-token chunk after %lld",
+					 b.decodes ? " + " : "", (long long)b.chunk[0].s, (long long)b.chunk[0].p);
+			printf("%-10s %-40s %12.4g %12.4g %+7.2f%%\n", p->role, desc, g * 1e3, x * 1e3, 100 * (g - x) / x);
+		}
+	}
+	return 0;
+}
+
 static int do_capacity(const ServeOpts *o, const SvDeploy *d, const SvGenSpec *g, const SvWorkload *w, const SvSlo *slo,
 		       SvError *e)
 {
@@ -518,6 +569,10 @@ int cmd_serve(int argc, char **argv)
 	if ((o.slo && sv_slo_parse(o.slo, &slo, &e) < 0) || build_deploy(&o, &d, pools, &e) < 0 ||
 	    make_workload(&o, &g, &w, &e) < 0 || open_pools(&o, &d, &w, &e) < 0)
 		goto out;
+	if (o.cost_check) {
+		rc = cost_check(&d, &e) < 0 ? EXIT_USER : EXIT_OK;
+		goto out;
+	}
 	if (o.search) {
 		rc = sv_search_print(&d, pools, &g, o.workload ? &w : NULL, &slo, o.rate_min, o.rate_max, (int)o.bisect, stdout, &e) < 0
 			     ? EXIT_USER : EXIT_OK;
