@@ -41,7 +41,7 @@
 #include <string.h>
 
 #include "passes/pass.h"
-#include "targets/machine.h"
+#include "targets/precision.h"
 
 enum { MAXLAYERS = 64, MAXMB = 8, SIDE_GPU = 1, SIDE_LPU = 2 };
 
@@ -942,7 +942,7 @@ int pass_disaggregate(Module *m, PassCtx *c)
 	d.c2c = machine_link(mach, d.lpu, d.lpu);
 	d.afd = machine_link(mach, d.gpu, d.lpu);
 	d.lpu_bytes = first_peak_bytes(d.lpu);
-	const char *ln = c->precision && strstr(c->precision, "+graph") ? "graph" : "launch";
+	const char *ln = c->precision && c->precision->graph ? "graph" : "launch";
 	for (int i = 0; i < d.gpu->nengines; i++)
 		if (!strcmp(d.gpu->engines[i].name, ln) && num_has(&d.gpu->engines[i].latency))
 			d.launch = d.gpu->engines[i].latency.v;

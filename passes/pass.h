@@ -70,12 +70,14 @@ typedef struct MemPlan {
 } MemPlan;
 
 struct Machine;
+struct Precision;
 
 typedef struct PassCtx {
-	/* the target, for the placement passes (set by the driver; NULL: the reference machine,
-	 * which computes in f32/f64 only) */
+	/* the machine, loaded once per compile by the driver (NULL: none) */
 	const struct Machine *machine;
-	const char *precision;      /* --precision policy (place-precision); NULL: keep the dtypes */
+	/* --precision, parsed once by the driver (targets/precision.h); NULL: not given, the
+	 * place-precision pass keeps the dtypes */
+	const struct Precision *precision;
 	double error_budget;        /* --error-budget: relative output error allowed per node */
 	/* phases: the serving phase kv-cache builds ("prefill", "decode"; NULL: none) and, for
 	 * decode, the number of past tokens in the KV cache (--context) */

@@ -3,12 +3,14 @@
  * machine's formats and sensitivity rules, makes the choice explicit in the graph, and records
  * why.
  *
- * Policies: f32, f64, bf16 (operands cast), fp8 (E4M3 with one scale per tensor), mxfp8, mxfp6,
- * mxfp4, nvfp4 (block formats, blocks along the reduction axis K), int8 (per-token activations,
- * per-channel weights), w4a16 (int4 weights in groups of 128 along K, 16-bit activations) and
- * auto (per node, the cheapest legal format whose estimated error is within --error-budget).
- * A format is legal when the machine's first accelerator supports it (dev_supports); no
- * machine means the reference, f32/f64 only.  The pass never asks which target is active.
+ * Policies are the words of targets/precision.c, parsed and checked against the target and the
+ * machine once by the driver (PassCtx.precision): f32, f64, bf16, f16 (operands cast), fp8 (E4M3
+ * with one scale per tensor), mxfp8, mxfp6, mxfp4, nvfp4 (block formats, blocks along the
+ * reduction axis K), fp4 (E2M1 in MXFP4 blocks), int8 (per-token activations, per-channel
+ * weights), w4a16 (int4 weights in groups of 128 along K, 16-bit activations) and auto (per
+ * node, the cheapest legal format whose estimated error is within --error-budget).  auto's
+ * candidates must be supported by the precision's device (dev_supports); no machine means the
+ * reference, f32/f64 only.  The pass never asks which target is active.
  *
  * Rules, in order: `@precision(dt)` forces dt on any node; a contraction reading softmax
  * probabilities or feeding a softmax, producing router logits, or in the first or last layer
@@ -31,44 +33,13 @@
 #include <string.h>
 
 #include "passes/pass.h"
-#include "targets/machine.h"
+#include "targets/precision.h"
 
-/* A policy: the format given to activation and weight operands.  group (scaled formats): 0 one
- * scale per row along K (per token, per output channel), -1 per tensor, G > 0 groups of G;
- * NOGROUP: not scaled (a plain Quantize).  Listed cheapest first, the order auto tries. */
-enum { NOGROUP = -2 };
-typedef struct Policy {
-	const char *name;
-	DType act, wt;           /* DT_INVALID: operand left as it is */
-	int act_group, wt_group;
-	DType needs;             /* what the device must support */
-} Policy;
-
-static const Policy policies[] = {
-	{ "nvfp4", DT_NVFP4,  DT_NVFP4,  NOGROUP, NOGROUP, DT_NVFP4 },
-	{ "mxfp4", DT_MXFP4,  DT_MXFP4,  NOGROUP, NOGROUP, DT_MXFP4 },
-	{ "w4a16", DT_INVALID, DT_I4,    NOGROUP, 128,     DT_BF16 },
-	{ "mxfp6", DT_MXFP6,  DT_MXFP6,  NOGROUP, NOGROUP, DT_MXFP6 },
-	{ "fp8",   DT_F8E4M3, DT_F8E4M3, -1,      -1,      DT_F8E4M3 },
-	{ "mxfp8", DT_MXFP8,  DT_MXFP8,  NOGROUP, NOGROUP, DT_MXFP8 },
-	{ "int8",  DT_I8,     DT_I8,     0,       0,       DT_I8 },
-	{ "bf16",  DT_BF16,   DT_BF16,   NOGROUP, NOGROUP, DT_BF16 },
-	{ "f32",   DT_F32,    DT_F32,    NOGROUP, NOGROUP, DT_F32 },
-	{ "f64",   DT_F64,    DT_F64,    NOGROUP, NOGROUP, DT_F64 },
-};
-enum { NPOLICIES = (int)(sizeof policies / sizeof policies[0]) };
-
-/* The policy `name`.  A policy may carry target-specific modifiers after '+' (the GPU targets'
- * fp8+nopromote, mxfp8+graph, fp8+128x128: docs/targets-gpu.md); this pass reads the format
- * before the first '+'. */
-static const Policy *policy_find(const char *name)
-{
-	size_t len = strcspn(name, "+");
-	for (int i = 0; i < NPOLICIES; i++)
-		if (strlen(policies[i].name) == len && strncmp(policies[i].name, name, len) == 0)
-			return &policies[i];
-	return NULL;
-}
+/* A policy is a word of the --precision vocabulary (targets/precision.h): the format given to
+ * activation and weight operands and their scale groups; `auto` tries the words with an
+ * auto_order, cheapest first. */
+typedef PrecWord Policy;
+enum { NOGROUP = PREC_NOGROUP };
 
 /* ---- the error estimator (docs/passes.md, "Estimated error") ---- */
 /* Significand bits p (implicit bit included) of a scalar float format; u = 2^-p (dtype.def). */
@@ -217,10 +188,8 @@ typedef struct Choice {
 
 typedef struct Ctx {
 	PassCtx *c;
+	const Precision *prec;   /* --precision: its device's FP8 in-kernel scaling (fp8_kernel, fp8_blk) */
 	const Device *dev;       /* NULL: the reference (f32/f64) */
-	int fp8_blk[2][2];       /* the scale blocks the device's FP8 GEMMs apply under the policy's
-				    modifiers (fp8_layout); inkernel when fp8_kernel */
-	int fp8_kernel;
 	const char *mname;
 	const Policy *policy;    /* NULL: auto */
 	int quantized, kept;
@@ -286,38 +255,18 @@ static void choose(const Node *n, const Policy *p, Choice *ch)
 
 /* FP8 GEMMs that scale their own operands (the machine's <fp8-scaling>, DeepSeek-V3 §3.3.1):
  * quantizing an operand here as well would round it twice (per tensor, then per block).  Their
- * layout under the policy's modifiers, as the GPU targets read them (docs/targets-gpu.md):
+ * layout under the options (Precision.fp8_blk, as the GPU targets read them: docs/targets-gpu.md):
  * default or +128x128 the machine's (A 1x128 tiles, B 128x128 blocks), +1x128 B per 128x1
  * column tile, +tensor one scale per tensor, and +nopromote where the scales are applied at
- * accumulator promotion (the machine's promote) also per tensor. */
-static void fp8_layout(Ctx *x, const char *spec)
-{
-	const Device *d = x->dev;
-	x->fp8_kernel = d && d->fp8_act[0] > 0 && d->fp8_wt[0] > 0;
-	if (!x->fp8_kernel)
-		return;
-	memcpy(x->fp8_blk[0], d->fp8_act, sizeof d->fp8_act);
-	memcpy(x->fp8_blk[1], d->fp8_wt, sizeof d->fp8_wt);
-	int tensor = 0;
-	for (const char *s = strchr(spec, '+'); s; s = strchr(s + 1, '+')) {
-		size_t len = strcspn(s + 1, "+");
-		if ((len == 6 && !strncmp(s + 1, "tensor", 6)) || (len == 9 && !strncmp(s + 1, "nopromote", 9) && d->fp8_promote > 0))
-			tensor = 1;
-		else if (len == 5 && !strncmp(s + 1, "1x128", 5))
-			x->fp8_blk[1][0] = d->fp8_act[1], x->fp8_blk[1][1] = d->fp8_act[0];
-	}
-	if (tensor)
-		memset(x->fp8_blk, 0, sizeof x->fp8_blk);
-}
-
-/* Hands the FP8 operands of a MatMul/Gemm to a kernel that scales them itself (fp8_layout):
+ * accumulator promotion (the machine's promote) also per tensor.
+ * Hands the FP8 operands of a MatMul/Gemm to a kernel that scales them itself:
  * no Quantize nodes; each operand's error is E4M3's unit roundoff 2^-4, as with one scale per
  * tensor, because an f32 scale maps the block's amax to 448 exactly (no clamping, unlike E8M0
  * scales) and E4M3's normal range spans 2^-6/448 of it (numerics.md §1, §5): the finer blocks
  * only keep outlier channels from pushing the rest into subnormals (docs/targets-gpu.md). */
 static void fp8_in_kernel(const Ctx *x, const Node *n, Choice *ch)
 {
-	if (!x->fp8_kernel || (n->op != OP_MatMul && n->op != OP_Gemm))
+	if (!x->prec->fp8_kernel || (n->op != OP_MatMul && n->op != OP_Gemm))
 		return;
 	for (int i = 0; i < 2; i++)
 		if (ch->fmt[i] != DT_INVALID && ch->fmt[i] != DT_F8E4M3)
@@ -325,7 +274,7 @@ static void fp8_in_kernel(const Ctx *x, const Node *n, Choice *ch)
 	if (ch->fmt[0] == DT_INVALID && ch->fmt[1] == DT_INVALID)
 		return;
 	ch->inkernel = 1;
-	memcpy(ch->blk, x->fp8_blk, sizeof ch->blk);
+	memcpy(ch->blk, x->prec->fp8_blk, sizeof ch->blk);
 }
 
 /* Whether policy p can be applied to n at all: block formats need K along the last axis. */
@@ -340,9 +289,10 @@ static void choose_auto(const Ctx *x, const Node *n, Choice *ch)
 {
 	int len = 0;
 	char over[128] = "";
-	for (int i = 0; i < NPOLICIES; i++) {
-		const Policy *p = &policies[i];
-		if (!supported(x, p->needs) || !applicable(n, p))
+	for (int r = 1; r <= prec_nwords; r++)
+	for (int i = 0; i < prec_nwords; i++) {
+		const Policy *p = &prec_words[i];
+		if (p->auto_order != r || !supported(x, p->needs) || !applicable(n, p))
 			continue;
 		choose(n, p, ch);
 		if (ch->est <= x->c->error_budget) {
@@ -367,7 +317,7 @@ static Policy forced_policy(DType dt)
 {
 	int k = rt_dtypes[dt].kind;
 	int g = k == K_INT ? 0 : (dt == DT_F8E4M3 || dt == DT_F8E5M2) ? -1 : NOGROUP;
-	return (Policy){ rt_dtype_name(dt), dt, dt, g, g, dt };
+	return (Policy){ rt_dtype_name(dt), dt, dt, g, g, dt, dt, 0, NULL };
 }
 
 static void decide(const Ctx *x, const Node *n, Choice *ch)
@@ -382,13 +332,13 @@ static void decide(const Ctx *x, const Node *n, Choice *ch)
 			 supported(x, n->annot.precision) ? "" : ", which the device does not support natively");
 		ch->reason = ch->buf;
 	} else if (is_contraction(n) && (why = sensitive_reason(n))) {
-		choose(n, policy_find("f64"), ch);
+		choose(n, prec_word("f64"), ch);
 		ch->name = rt_dtype_name(n->out[0]->type.dt);
 		ch->reason = why;
 	} else if (!x->policy) {
 		choose_auto(x, n, ch);
 	} else if (!applicable(n, x->policy)) {
-		choose(n, policy_find("f64"), ch);
+		choose(n, prec_word("f64"), ch);
 		ch->name = rt_dtype_name(n->out[0]->type.dt);
 		ch->reason = "convolution: block formats need the reduction axis last";
 	} else {
@@ -617,40 +567,14 @@ static const Device *accelerator(const Machine *m)
 	return NULL;
 }
 
-static void list_policies(char *buf, size_t len)
+/* The checked --precision (the driver's prec_parse refused what the device lacks). */
+static void setup(Ctx *x, PassCtx *c)
 {
-	size_t k = 0;
-	for (int i = 0; i < NPOLICIES && k < len; i++)
-		k += (size_t)snprintf(buf + k, len - k, "%s, ", policies[i].name);
-	if (k < len)
-		snprintf(buf + k, len - k, "auto");
-}
-
-/* Resolves --precision against the machine: 0, or 1 after an error. */
-static int setup(Ctx *x, PassCtx *c)
-{
-	char names[256];
 	x->c = c;
-	x->dev = accelerator(c->machine);
+	x->prec = c->precision;
+	x->dev = x->prec->dev ? x->prec->dev : accelerator(c->machine);
 	x->mname = c->machine ? c->machine->name : "reference";
-	fp8_layout(x, c->precision);
-	if (strncmp(c->precision, "auto", 4) == 0 && (c->precision[4] == 0 || c->precision[4] == '+'))
-		return 0;
-	if (!(x->policy = policy_find(c->precision))) {
-		list_policies(names, sizeof names);
-		fprintf(stderr, "aicc: error: unknown precision policy '%s' (expected %s)\n", c->precision, names);
-		return 1;
-	}
-	if (supported(x, x->policy->needs))
-		return 0;
-	if (!x->dev || strcmp(x->mname, "reference") == 0)
-		fprintf(stderr, "aicc: error: --precision %s needs %s, but the reference machine computes in "
-			"f32 and f64 only; give --machine (e.g. b200) for low-precision formats\n",
-			c->precision, rt_dtype_name(x->policy->needs));
-	else
-		fprintf(stderr, "aicc: error: --precision %s needs %s, which device '%s' of machine '%s' "
-			"does not support\n", c->precision, rt_dtype_name(x->policy->needs), x->dev->id, x->mname);
-	return 1;
+	x->policy = x->prec->word->needs != DT_INVALID ? x->prec->word : NULL;   /* auto requires nothing */
 }
 
 static void clear_aux(Module *m)
@@ -666,8 +590,7 @@ int pass_place_precision(Module *m, PassCtx *c)
 	int e;
 	if (!c->precision)
 		return 0;
-	if (setup(&x, c))
-		return 1;
+	setup(&x, c);
 	clear_aux(m);
 	if (pass_mark_layers(m, c) > 0 && (e = ir_infer_shapes(m)))
 		return e;
@@ -676,6 +599,6 @@ int pass_place_precision(Module *m, PassCtx *c)
 			place_node(&x, g, n);
 	clear_aux(m);
 	pass_remark(c, REMARK_ANALYSIS, ir_entry(m), NULL, "precision %s on %s: %d node%s quantized, %d kept",
-		    c->precision, x.mname, x.quantized, x.quantized == 1 ? "" : "s", x.kept);
+		    c->precision->spec, x.mname, x.quantized, x.quantized == 1 ? "" : "s", x.kept);
 	return 0;
 }

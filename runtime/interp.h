@@ -28,8 +28,9 @@ double rt_cost_roofline(const Plan *p, int stream, const PlanInstr *in);
 void rt_instr_bytes(const Plan *p, const PlanInstr *in, double *bytes);
 
 /* ---- rebuilding the reference plan for --check ---- */
-/* Builds the reference plan (target `reference`, precision "f32" or "f64") of the graph p was
- * compiled from (p->source).  Returns the plan or NULL with e set. */
+/* Builds the reference plan (target `reference`) of the graph p was compiled from (p->source);
+ * `precision` is the spec p records (p->source.precision, or NULL), from which the builder
+ * takes the reference's f64 or f32.  Returns the plan or NULL with e set. */
 typedef Plan *(*RtRebuildFn)(const Plan *p, const char *precision, RtError *e);
 void rt_set_rebuild(RtRebuildFn fn);
 

@@ -21,6 +21,7 @@
 
 #define PLAN_VERSION 1
 #define PLAN_INLINE_MAX 4096   /* inline constants hold at most this many values */
+#define PLAN_TEXT_MAX 16       /* in-memory data above this many values goes to the weights file */
 
 typedef struct PlanDevice {
 	char *name, *kind;       /* kind: cpu, gpu, tpu, lpu (free text, from the machine) */
@@ -238,11 +239,12 @@ int plan_linearize(const Plan *p, PlanStep **order, int *n, RtError *e);
 int plan_liveness(const Plan *p, const PlanStep *order, int n, int **first, int **last, RtError *e);
 
 /* ---- text form (docs/plan-format.md) ---- */
-/* Large weights are referenced, never inlined: writes every `data` constant of p as an .npy file
- * DIR/<name>.npy (DIR created if missing) and turns it into an `npy` constant whose path is
- * REFDIR/<name>.npy (REFDIR: DIR as the plan file will see it, relative to the plan's directory).
- * Returns how many files it wrote, or -1 with e set. */
-int plan_externalize(Plan *p, const char *dir, const char *refdir, RtError *e);
+/* Large weights are referenced, never inlined: writes every `data` constant of p into one
+ * safetensors stream f (runtime/safetensors.h; keys: the buffers' names) and turns each into
+ * `init=safetensors path=REF key=NAME xxh3=HEX` (REF: the file as the plan will name it,
+ * relative to the plan's directory; xxh3: rt_checksum of the tensor's bytes).  Returns how many
+ * constants it wrote (0: f untouched), or -1 with e set. */
+int plan_externalize(Plan *p, FILE *f, const char *ref, RtError *e);
 /* Writes p in the canonical text form.  Returns 0, or -1 if writing failed or p holds a `data`
  * constant (plan_externalize first). */
 int plan_write(const Plan *p, FILE *f);

@@ -11,28 +11,28 @@
 #include <stdlib.h>
 #include <string.h>
 
-const Target tgt_targets[] = {
-#undef TARGET_NAMED
-#define TARGET(name, machine, lower, cost, help) { #name, machine, help, lower, cost },
-#define TARGET_NAMED(spelling, name, machine, lower, cost, help) { spelling, machine, help, lower, cost },
+#define TARGET(id) extern const Target tgt_##id;
 #include "targets/targets.def"
 #undef TARGET
-#undef TARGET_NAMED
+const Target *const tgt_targets[] = {
+#define TARGET(id) &tgt_##id,
+#include "targets/targets.def"
+#undef TARGET
 };
 const int tgt_ntargets = (int)(sizeof tgt_targets / sizeof tgt_targets[0]);
 
 const Target *tgt_find(const char *name)
 {
 	for (int i = 0; i < tgt_ntargets; i++)
-		if (strcmp(tgt_targets[i].name, name) == 0)
-			return &tgt_targets[i];
+		if (strcmp(tgt_targets[i]->name, name) == 0)
+			return tgt_targets[i];
 	return NULL;
 }
 
 void tgt_register_costs(void)
 {
 	for (int i = 0; i < tgt_ntargets; i++)
-		rt_cost_register(tgt_targets[i].name, tgt_targets[i].cost);
+		rt_cost_register(tgt_targets[i]->name, tgt_targets[i]->cost);
 }
 
 /* The fixed cost of one instruction on d: its primary unit's pipeline latency if the machine
@@ -105,7 +105,7 @@ int tgt_machine_load(const char *name, const char *const *sets, int nsets, TgtMa
 		snprintf(path, sizeof path, "%.*s", (int)(eq - sets[i]), sets[i]);
 		if (machine_set(tm->m, path, eq + 1, err, sizeof err) < 0) {
 			tgt_machine_free(tm);
-			return rt_errorf(e, RT_EUSER, "aicc: error: --set %s: %s", sets[i], err);
+			return rt_errorf(e, RT_EUSER, "aicc: error: %s", err);     /* err names the key */
 		}
 	}
 	uint64_t hash = strtoull(tm->m->hash, NULL, 16);

@@ -13,6 +13,7 @@
 #include "runtime/interp.h"
 #include "runtime/plan.h"
 #include "targets/machine.h"
+#include "targets/precision.h"
 
 /* ---- machines ---- */
 /* A machine description (targets/machine.h) and the plan entities that describe it: one device
@@ -85,23 +86,26 @@ void tgt_ann_put(TgtAnn *t, const char *key, const char *fmt, ...) __attribute__
 typedef struct TgtInput {
 	Module *m;
 	Graph *g;            /* entry graph, shapes inferred */
-	const TgtMachine *machine;
-	const char *precision;   /* "f32" (default) or "f64" for the reference target */
+	const TgtMachine *machine;   /* loaded once per compile (tgt_machine_load) */
+	const Precision *prec;       /* parsed once per compile against this target and machine */
 	const char *model;       /* source path and binds, recorded in the plan for --check */
 	const char *binds;
 } TgtInput;
 
+/* A target: data, and the hooks that differ.  Each target defines its value, tgt_<name>, in
+ * targets/<name>/target.c; targets/targets.def lists them. */
 typedef struct Target {
-	const char *name, *default_machine, *help;
+	const char *name, *help;
+	const char *default_machine;     /* machine description used without --machine */
+	int kind;                        /* DevKind it lowers to; -1: the machine's first accelerator */
+	const char *pipeline;            /* its -O1 pass pipeline */
+	/* --precision: the words and +options it takes (targets/precision.h), the word used
+	 * without --precision, and whether a format also needs a matrix peak on the device */
+	const char *formats, *default_precision;
+	int matrix_peak;
 	Plan *(*lower)(const TgtInput *in, RtError *e);
-	RtCostFn cost;
+	RtCostFn cost;                   /* the timing engine's per-instruction hook */
 } Target;
-
-#define TARGET(name, machine, lower, cost, help) \
-	Plan *lower(const TgtInput *in, RtError *e); \
-	double cost(const Plan *p, int stream, const PlanInstr *in);
-#include "targets/targets.def"
-#undef TARGET
 
 /* Adds the plan constant for flat parameter fv held in plan buffer `buffer` (targets/const.c):
  * its initialiser, weight file (resolved against the model directory `dir`) or data.  Returns 0,
@@ -216,8 +220,9 @@ int tgt_devs_values(TgtDevs *d, Plan *p, const Flat *f, TgtDtypeFn dtype, const 
 /* Points buf at the copies of node i's operands held on node i's instance (call before
  * tgt_kernel_instr for node i; tgt_devs_emit restores buf). */
 void tgt_devs_bufs(TgtDevs *d, const Flat *f, int node, int *buf);
-/* Emits node i (see above).  `pi` is the kernel instruction for ordinary nodes (ignored for
- * Transfer, collectives and weight-shard Splits; may be NULL for them).  Inputs are copied to
+/* Emits node i (see above).  `pi` is the kernel instruction for ordinary nodes; for a
+ * collective, when not NULL, its target attributes (tile: the target's cost of the collective)
+ * go on the collective instruction; ignored for Transfer and weight-shard Splits (may be NULL).  Inputs are copied to
  * the instances that read them before the first node is emitted.  0, or -1 with e set. */
 int tgt_devs_emit(TgtDevs *d, Plan *p, const Flat *f, int node, int *buf, PlanInstr *pi, RtError *e);
 /* 1 when flat node i is Transfer, a collective, a weight-shard Split or a sharded input or
@@ -229,7 +234,7 @@ int tgt_devs_handles(const TgtDevs *d, const Flat *f, int node);
  * sharded, 0 when not, -1 with e set.  tgt_add_io calls it. */
 int tgt_devs_io_shards(Plan *p, const Flat *f, int v, int output, const char *name, const int *buf, RtError *e);
 
-extern const Target tgt_targets[];
+extern const Target *const tgt_targets[];
 extern const int tgt_ntargets;
 const Target *tgt_find(const char *name);      /* NULL if unknown */
 /* Registers every target's cost hook with the runtime (the driver calls this once). */

@@ -3,6 +3,7 @@
 # Feature `ocr-model`: the PP-OCRv4 model is in .cache/models (tools/fetch-models.sh, which
 # tools/run-tests.sh runs first); tests that say REQUIRES: ocr-model are UNSUPPORTED without it.
 import os
+import shutil
 import lit.formats
 
 config.name = 'aicc'
@@ -23,8 +24,11 @@ ocr_model = os.path.join(root, '.cache', 'models', 'ocr-models-1.4.2', 'package'
                          'ch_PP-OCRv4_rec_infer.onnx')   # where tools/fetch-models.sh puts it
 if os.path.exists(ocr_model):
     config.available_features.add('ocr-model')
+# Feature `strace`: tests that count the files a compile opens.
+if shutil.which('strace'):
+    config.available_features.add('strace')
 config.environment['PATH'] = '/usr/lib/llvm-14/bin:' + os.environ.get('PATH', '')
 for var in ('ASAN_OPTIONS', 'UBSAN_OPTIONS', 'LSAN_OPTIONS', 'HOME', 'OPENBLAS_CORETYPE', 'OPENBLAS_L2_SIZE',
-            'OPENBLAS_NUM_THREADS'):
+            'OPENBLAS_NUM_THREADS', 'AICC_ISA', 'GLIBC_TUNABLES'):
     if var in os.environ:
         config.environment[var] = os.environ[var]

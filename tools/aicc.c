@@ -44,6 +44,7 @@ static void fix_blas_coretype(char **argv)
 int main(int argc, char **argv)
 {
 	fix_blas_coretype(argv);
+	drv_install_signals();
 	if (argc < 2) {
 		usage(stderr);
 		return EXIT_USER;

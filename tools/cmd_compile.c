@@ -41,6 +41,10 @@ typedef struct CompileOpts {
 
 static void compile_help(void)
 {
+	char words[256];
+	size_t k = 0;
+	for (int i = 0; i < prec_nwords && k < sizeof words; i++)
+		k += (size_t)snprintf(words + k, sizeof words - k, " %s", prec_words[i].name);
 	printf("usage: aicc compile MODEL(.aig|.onnx) [options]\n"
 	       "  --emit ir|summary|plan|dot|svg|png  what to write (default: summary); pictures\n"
 	       "                        show the plan's placement when --target is given, else the IR\n"
@@ -48,8 +52,9 @@ static void compile_help(void)
 	       "  --target T            target of --emit plan (default: reference; see aicc targets)\n"
 	       "  --machine NAME|FILE   machine description (default: the target's)\n"
 	       "  --set key=value       override a machine field (repeatable)\n"
-	       "  --precision P         precision policy: f32 f64 bf16 fp8 mxfp8 mxfp6 mxfp4 nvfp4 int8\n"
-	       "                        w4a16 auto (place-precision, formats of --machine; reference: f32, f64)\n"
+	       "  --precision W[+OPT]   numeric formats, one word of:%s\n"
+	       "                        options +graph +nopromote +tensor +1x128 +128x128 (GPU targets);\n"
+	       "                        checked against --target and --machine (aicc targets lists them)\n"
 	       "  -o FILE               output file (default: stdout)\n"
 	       "  --bind S=2048,B=1     bind dimension symbols, or replace the value of the model's\n"
 	       "                        `dim` constants of those names (repeatable)\n"
@@ -73,7 +78,7 @@ static void compile_help(void)
 	       "  --print-after PASS    print the IR to stderr after PASS (verify, infer-shapes)\n"
 	       "  --print-after-all     print the IR after every pass\n"
 	       "  --parse-only          parse and verify the structure only (no shape inference),\n"
-	       "                        e.g. to reformat a file with --emit ir\n");
+	       "                        e.g. to reformat a file with --emit ir\n", words);
 	pass_opts_help();
 }
 
@@ -298,14 +303,51 @@ static void note_value_inputs(Module *m)
 	free(need);
 }
 
+/* What one compile shares between its passes and its lowering: the target, the machine (loaded
+ * once) and --precision (parsed once, against the target when a plan is built or --target given). */
+typedef struct Compile {
+	const Target *t;
+	TgtMachine tm;
+	Precision prec;
+	int plan;            /* a plan is built (--emit plan, or a picture of one) */
+} Compile;
+
+/* Resolves the target, loads the machine and parses --precision when the passes, the lowering
+ * or --precision need them, and hands both to the passes.  0, or -1 after a message. */
+static int prepare(CompileOpts *o, Compile *c)
+{
+	c->t = tgt_find(o->target ? o->target : "reference");
+	if (!c->t) {
+		drv_error("unknown target '%s' (see aicc targets)", o->target);
+		return -1;
+	}
+	c->plan = strcmp(o->emit, "plan") == 0 || (drv_is_picture(o->emit) && o->target);
+	o->passes.o1 = c->t->pipeline;
+	char buf[1024];
+	const char *list = pass_opts_pipeline(&o->passes, buf, sizeof buf);
+	if (list && !*list)
+		return -1;
+	if (!list && !c->plan && !o->precision)
+		return 0;
+	RtError e = { 0 };
+	if (drv_open_machine(c->plan || o->target ? c->t : NULL, o->machine, o->sets, o->nsets, o->precision, &c->tm,
+			     &c->prec, &e) < 0) {
+		diag_print_located(e.msg);
+		return -1;
+	}
+	o->passes.ctx.machine = c->tm.m;
+	o->passes.ctx.precision = o->precision ? &c->prec : NULL;
+	return 0;
+}
+
 /* The plan of --emit plan; every bound symbol, `dim` override and the --init-unbound spec are
  * recorded so --check can rebuild the graph. */
-static Plan *build(const CompileOpts *o, Module *m, const DrvBinds *db)
+static Plan *build(const CompileOpts *o, const Compile *c, Module *m, const DrvBinds *db)
 {
 	char binds[4096];
 	drv_recorded_binds(m, db, binds, sizeof binds);
-	BuildOpts b = { o->model, *binds ? binds : NULL, o->target ? o->target : "reference", o->machine, o->sets, o->nsets, o->precision,
-			o->init_unbound };
+	BuildOpts b = { o->model, *binds ? binds : NULL, c->t->name, o->machine, o->sets, o->nsets, o->precision,
+			o->init_unbound, &c->tm, &c->prec };
 	Plan *p = drv_build_plan(m, &b);
 	RtError e = { 0 };
 	if (p && o->phase && !o->mix && plan_set_source_phase(p, o->phase, o->context, &e) < 0) {   /* phases */
@@ -334,6 +376,7 @@ int cmd_compile(int argc, char **argv)
 		return EXIT_USER;
 	}
 	int rc = EXIT_USER;
+	Compile c = { 0 };
 	if (o.init_unbound && drv_init_unbound(m, o.init_unbound) < 0)
 		goto out;
 	for (int i = 0; i < o.nshapes; i++)
@@ -355,31 +398,32 @@ int cmd_compile(int argc, char **argv)
 	}
 	maybe_print(&o, m, "infer-shapes");
 	o.passes.ctx.print_after = o.print_after;
-	/* quant: the placement passes read the precision policy and the target machine */
-	o.passes.ctx.precision = o.precision;
-	const Target *tg = tgt_find(o.target ? o.target : "reference");
-	o.passes.machine = o.machine ? o.machine : tg ? tg->default_machine : NULL;
-	o.passes.sets = o.sets;
-	o.passes.nsets = o.nsets;
+	if (!o.parse_only && prepare(&o, &c) < 0)
+		goto out;
 	if (!o.parse_only && pass_opts_run(&o.passes, m) > 0)
 		goto out;
 	Plan *plan = NULL;
 	int picture = drv_is_picture(o.emit);   /* viz */
-	if ((strcmp(o.emit, "plan") == 0 || (picture && o.target)) && !(plan = build(&o, m, &db)))
+	if (c.plan && !(plan = build(&o, &c, m, &db)))
 		goto out;
-	if (plan && drv_write_weights(plan, o.output) < 0) {
+	/* a plan and its weights file are committed together, the plan last; a picture needs none */
+	OutFile files[2], *wf = &files[0], *f0 = &files[1];
+	int nw = plan && !picture ? drv_write_weights(plan, o.output, wf) : 0;
+	if (nw < 0) {
 		plan_free(plan);
 		goto out;
 	}
-	OutFile f;
-	if (out_open(&f, o.output) < 0) {
+	OutFile *fp = nw ? f0 : wf;
+	if (out_open(fp, o.output) < 0) {
+		if (nw)
+			out_abort(wf);
 		plan_free(plan);
 		goto out;
 	}
 	if (picture) {   /* viz */
-		if (drv_emit_picture(m, plan, o.emit, o.expand, f.f) < 0) {
+		if (drv_emit_picture(m, plan, o.emit, o.expand, fp->f) < 0) {
 			plan_free(plan);
-			out_abort(&f);
+			out_abort(fp);
 			goto out;
 		}
 	} else if (plan) {
@@ -393,15 +437,26 @@ int cmd_compile(int argc, char **argv)
 				drv_report(e.msg);
 			free(bi), free(pr), free(abs);
 		}
-		plan_write(plan, f.f);
+		if (plan_write(plan, fp->f) < 0) {
+			drv_error("cannot write the plan to '%s'", o.output ? o.output : "-");
+			if (nw)
+				out_abort(wf);
+			out_abort(fp);
+			plan_free(plan);
+			goto out;
+		}
 	}
 	else if (strcmp(o.emit, "ir") == 0)
-		ir_print_module(m, f.f);
+		ir_print_module(m, fp->f);
 	else
-		emit_summary(m, f.f);
+		emit_summary(m, fp->f);
 	plan_free(plan);
-	rc = out_commit(&f) < 0 ? EXIT_USER : EXIT_OK;
+	rc = out_commit_group(wf, nw ? 2 : 1) < 0 ? EXIT_USER : EXIT_OK;
 out:
+	if (rc != EXIT_OK && drv_internal)
+		rc = EXIT_INTERNAL;
+	if (c.tm.m)
+		tgt_machine_free(&c.tm);
 	pass_ctx_free(&o.passes.ctx);
 	drv_binds_free(&db);
 	ir_module_free(m);

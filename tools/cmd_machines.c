@@ -17,16 +17,25 @@
 int cmd_targets(int argc, char **argv)
 {
 	if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
-		printf("usage: aicc targets\n\nLists the compilation targets and their default machine.\n");
+		printf("usage: aicc targets\n\nLists the compilation targets, their default machine, the --precision words\n"
+		       "and options each takes on that machine, and its -O1 pipeline.\n");
 		return EXIT_OK;
 	}
 	if (argc > 1) {
 		drv_error("'targets' takes no arguments");
 		return EXIT_USER;
 	}
-	for (int i = 0; i < tgt_ntargets; i++)
-		printf("%-12s machine %-12s %s\n", tgt_targets[i].name, tgt_targets[i].default_machine,
-		       tgt_targets[i].help);
+	for (int i = 0; i < tgt_ntargets; i++) {
+		const Target *t = tgt_targets[i];
+		char words[512] = "?";
+		Machine *m = machine_load(t->default_machine, stderr);
+		if (m)
+			prec_valid_words(t, m, words, sizeof words);
+		printf("%-12s machine %-12s %s\n", t->name, t->default_machine, t->help);
+		printf("%-12s --precision %s (default %s)\n%-12s -O1 %s\n", "", words, t->default_precision, "", t->pipeline);
+		if (m)
+			machine_free(m);
+	}
 	return EXIT_OK;
 }
 

@@ -236,7 +236,7 @@ static int build_case(Case *c)
 		char binds[4096], path[4096];
 		snprintf(path, sizeof path, "%s/model.onnx", c->dir);
 		drv_bound_symbols(c->m, binds, sizeof binds);
-		BuildOpts b = { path, *binds ? binds : NULL, c->o->target, NULL, NULL, 0, NULL, NULL };
+		BuildOpts b = { path, *binds ? binds : NULL, c->o->target, NULL, NULL, 0, NULL, NULL, NULL, NULL };
 		RtError e = { 0 };
 		if (!(c->p = drv_lower(c->m, &b, &e))) {
 			snprintf(c->why, c->nwhy, "%s", e.msg);

@@ -80,13 +80,14 @@ static void variant(const Plan *p, Column *c)
 		snprintf(c->err, sizeof c->err, "%s", e.msg);
 		goto out;
 	}
-	/* the LPU-only pool takes as many LPUs as it needs: the machine's count is lifted */
+	/* the LPU-only pool takes as many LPUs as it needs: the machine's count is lifted to the
+	 * largest a machine may declare (targets/machine.c) */
 	char set[128];
 	const char *sets[1] = { set };
 	const Device *lpu = machine_first(tm.m, DEV_LPU);
 	int nsets = 0;
 	if (!strcmp(c->pools, "lpu") && lpu) {
-		snprintf(set, sizeof set, "%s.count=1000000", lpu->id);
+		snprintf(set, sizeof set, "%s.count=65536", lpu->id);
 		tgt_machine_free(&tm);
 		if (tgt_machine_load(p->machine, sets, 1, &tm, &e) < 0) {
 			snprintf(c->err, sizeof c->err, "%s", e.msg);
@@ -94,10 +95,15 @@ static void variant(const Plan *p, Column *c)
 		}
 		nsets = 1;
 	}
+	Precision prec;
+	if (prec_parse(p->source.precision, tgt_find(p->target), tm.m, &prec, &e) < 0) {
+		snprintf(c->err, sizeof c->err, "%s", e.msg);
+		goto out;
+	}
 	pc.machine = tm.m;
 	pc.phase = p->source.phase;
 	pc.context = p->source.context;
-	pc.precision = p->source.precision;
+	pc.precision = &prec;
 	pc.pools = c->pools;
 	pc.out = stderr;
 	if (pass_run_pipeline(m, &pc, p->source.phase ? "kv-cache,disaggregate" : "disaggregate") > 0) {
@@ -105,7 +111,8 @@ static void variant(const Plan *p, Column *c)
 		goto out;
 	}
 	c->mb = (int)pass_stat_get(&pc, "disaggregate", "micro-batches");
-	BuildOpts o = { p->source.model, p->source.binds, p->target, p->machine, sets, nsets, p->source.precision, p->source.init };
+	BuildOpts o = { p->source.model, p->source.binds, p->target, p->machine, sets, nsets, p->source.precision, p->source.init,
+			&tm, &prec };
 	Plan *q = drv_lower(m, &o, &e);
 	if (!q) {
 		snprintf(c->err, sizeof c->err, "%s", e.msg);

@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "targets/target.h"
 #include "tools/driver.h"
 #include "tools/pass_opts.h"
 
@@ -18,8 +17,9 @@ void pass_opts_init(PassOpts *po)
 
 void pass_opts_help(void)
 {
-	printf("  --passes=a,b,c        run these passes (see --list-passes); -O1 runs %s\n"
-	       "  -O0 | -O1             no passes (default for now) | the default pipeline\n"
+	printf("  --passes=a,b,c        run these passes (see --list-passes)\n"
+	       "  -O0 | -O1             no passes (default for now) | the target's pipeline (most: %s;\n"
+	       "                        vera-rubin adds disaggregate)\n"
 	       "  --list-passes         list the passes and exit\n"
 	       "  --verify-each         verify the IR and re-infer shapes after every pass\n"
 	       "  --remarks=canon,fusion,memory|all   say what each pass did and did not do, and why\n"
@@ -187,18 +187,6 @@ int pass_opts_parse(int argc, char **argv, int *i, PassOpts *po)
 	return 0;
 }
 
-/* Loads the machine the placement passes read; -1 (after a message) when it fails. */
-static int load_machine(PassOpts *po, TgtMachine *tm)
-{
-	RtError e = { 0 };
-	if (tgt_machine_load(po->machine ? po->machine : "reference", po->sets, po->nsets, tm, &e) < 0) {
-		drv_error("%s", e.msg);
-		return -1;
-	}
-	po->ctx.machine = tm->m;
-	return 0;
-}
-
 /* Whether the comma-separated pipeline list names pass `name`. */
 static int has_pass(const char *list, const char *name)
 {
@@ -209,26 +197,28 @@ static int has_pass(const char *list, const char *name)
 	return 0;
 }
 
-int pass_opts_run(PassOpts *po, Module *m)
+const char *pass_opts_pipeline(const PassOpts *po, char *buf, size_t n)
 {
-	const char *list = po->pipeline ? po->pipeline : po->level >= 1 ? PASS_DEFAULT_PIPELINE : NULL;
-	char phased[1024];
+	const char *list = po->pipeline ? po->pipeline : po->level >= 1 ? (po->o1 ? po->o1 : PASS_DEFAULT_PIPELINE) : NULL;
 	if (po->ctx.phase) {     /* phases: --phase runs kv-cache first */
-		snprintf(phased, sizeof phased, "kv-cache%s%s", list ? "," : "", list ? list : "");
-		list = phased;
+		snprintf(buf, n, "kv-cache%s%s", list ? "," : "", list ? list : "");
+		list = buf;
 	}
 	if ((po->ctx.tp || po->ctx.pp || po->ctx.ep) && !has_pass(list, "partition")) {
 		drv_error("--tp, --pp and --ep are options of the partition pass, which does not run: "
 			  "add it, e.g. --passes=canonicalize,place-precision,fuse,partition,plan-memory");
-		return 1;
+		return "";
 	}
-	TgtMachine tm = { 0 };
-	if (list && load_machine(po, &tm) < 0)
+	return list;
+}
+
+int pass_opts_run(PassOpts *po, Module *m)
+{
+	char buf[1024];
+	const char *list = pass_opts_pipeline(po, buf, sizeof buf);
+	if (list && !*list)
 		return 1;
 	int e = list ? pass_run_pipeline(m, &po->ctx, list) : 0;
-	po->ctx.machine = NULL;
-	if (list)
-		tgt_machine_free(&tm);
 	if (po->ctx.stats)
 		pass_print_stats(&po->ctx, stderr);
 	if (po->ctx.time_passes)

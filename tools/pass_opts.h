@@ -7,12 +7,10 @@
 
 typedef struct PassOpts {
 	const char *pipeline;   /* --passes=, or NULL: -O level decides */
-	int level;              /* -O0: no passes; -O1: PASS_DEFAULT_PIPELINE */
-	/* the machine the placement passes read (set by the subcommand before pass_opts_run; it
-	 * is loaded for the run only): --machine, else the target's default, with --set overrides */
-	const char *machine;
-	const char *const *sets;
-	int nsets;
+	int level;              /* -O0: no passes; -O1: the target's pipeline (o1) */
+	const char *o1;         /* the target's -O1 pipeline (Target.pipeline); NULL: PASS_DEFAULT_PIPELINE */
+	/* ctx.machine and ctx.precision: set by the subcommand, which loads the machine and parses
+	 * --precision once per compile (tools/plan_build.h drv_open_machine) */
 	PassCtx ctx;
 } PassOpts;
 
@@ -20,6 +18,9 @@ void pass_opts_init(PassOpts *po);
 /* If argv[*i] is a pass option, consumes it (and its value) and returns 1; -1 on a bad value
  * (message printed); 0 when it is not one.  --list-passes prints the passes and exits. */
 int pass_opts_parse(int argc, char **argv, int *i, PassOpts *po);
+/* The pipeline the options select (--passes, -O1, with --phase's kv-cache first) in buf, or NULL
+ * for none; prints an error and returns "" when --tp/--pp/--ep go without partition. */
+const char *pass_opts_pipeline(const PassOpts *po, char *buf, size_t n);
 /* Runs the selected pipeline over m and prints --stats / --time-passes; 0 or an error count. */
 int pass_opts_run(PassOpts *po, Module *m);
 void pass_opts_help(void);

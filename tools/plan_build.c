@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "frontend/frontend.h"
 #include "ir/diag.h"
@@ -223,7 +224,7 @@ int drv_value_inputs(Module *m, Value **out)
 	return n;
 }
 
-int drv_write_weights(Plan *p, const char *out)
+int drv_write_weights(Plan *p, const char *out, OutFile *wf)
 {
 	int ndata = 0;
 	for (int i = 0; i < p->nconsts; i++)
@@ -231,22 +232,33 @@ int drv_write_weights(Plan *p, const char *out)
 	if (!ndata)
 		return 0;
 	if (!out || strcmp(out, "-") == 0) {
-		drv_error("the plan has %d constants too large to write inline; give -o FILE.aip, and "
-			  "they go to FILE.weights/ beside it", ndata);
+		drv_error("the plan has %d constants too large to write as text; give -o FILE.aip, and "
+			  "they go to FILE.weights.safetensors beside it", ndata);
 		return -1;
 	}
 	size_t n = strlen(out);
-	if (n > 4 && strcmp(out + n - 4, ".aip") == 0)
-		n -= 4;
-	char dir[4096];
-	snprintf(dir, sizeof dir, "%.*s.weights", (int)n, out);
-	const char *slash = strrchr(dir, '/');
-	RtError e = { 0 };
-	if (plan_externalize(p, dir, slash ? slash + 1 : dir, &e) < 0) {
-		fprintf(stderr, "aicc: error: %s\n", e.msg);
+	struct stat st;
+	if (n == 0 || out[n - 1] == '/' || (stat(out, &st) == 0 && S_ISDIR(st.st_mode))) {
+		drv_error("cannot write '%s': it is a directory (give a file name)", out);
 		return -1;
 	}
-	return 0;
+	if (n > 4 && strcmp(out + n - 4, ".aip") == 0)
+		n -= 4;
+	char path[4096];
+	if ((size_t)snprintf(path, sizeof path, "%.*s.weights.safetensors", (int)n, out) >= sizeof path) {
+		drv_error("output path too long: '%s'", out);
+		return -1;
+	}
+	const char *slash = strrchr(path, '/');
+	if (out_open(wf, path) < 0)
+		return -1;
+	RtError e = { 0 };
+	if (plan_externalize(p, wf->f, slash ? slash + 1 : path, &e) < 0) {
+		drv_error("%s: %s", path, e.msg);
+		out_abort(wf);
+		return -1;
+	}
+	return 1;
 }
 
 static int has_suffix(const char *s, const char *suf)
@@ -296,6 +308,19 @@ const char *drv_recorded_binds(const Module *m, const DrvBinds *b, char *buf, si
 	return buf;
 }
 
+int drv_open_machine(const Target *t, const char *machine, const char *const *sets, int nsets, const char *spec,
+		     TgtMachine *tm, Precision *prec, RtError *e)
+{
+	const char *name = machine ? machine : t ? t->default_machine : "reference";
+	if (tgt_machine_load(name, sets, nsets, tm, e) < 0)
+		return -1;
+	if (prec_parse(spec, t, tm->m, prec, e) < 0) {
+		tgt_machine_free(tm);
+		return -1;
+	}
+	return 0;
+}
+
 /* Lowers with the target named in o; the error (if any) in e. */
 Plan *drv_lower(Module *m, const BuildOpts *o, RtError *e)
 {
@@ -304,18 +329,21 @@ Plan *drv_lower(Module *m, const BuildOpts *o, RtError *e)
 		rt_errorf(e, RT_EUSER, "aicc: error: unknown target '%s' (see aicc targets)", o->target);
 		return NULL;
 	}
-	TgtMachine mach;
-	if (tgt_machine_load(o->machine ? o->machine : t->default_machine, o->sets, o->nsets, &mach, e) < 0)
-		return NULL;
 	Graph *g = ir_entry(m);
 	if (!g) {
-		tgt_machine_free(&mach);
 		rt_errorf(e, RT_EUSER, "aicc: error: the model defines no graph");
 		return NULL;
 	}
-	TgtInput in = { m, g, &mach, o->precision, o->model, o->binds };
+	TgtMachine mach = { 0 };
+	Precision prec;
+	if (!o->loaded && drv_open_machine(t, o->machine, o->sets, o->nsets, o->precision, &mach, &prec, e) < 0)
+		return NULL;
+	if (o->loaded && !o->prec && prec_parse(o->precision, t, o->loaded->m, &prec, e) < 0)
+		return NULL;
+	TgtInput in = { m, g, o->loaded ? o->loaded : &mach, o->prec ? o->prec : &prec, o->model, o->binds };
 	Plan *p = t->lower(&in, e);
-	tgt_machine_free(&mach);
+	if (!o->loaded)
+		tgt_machine_free(&mach);
 	return p;
 }
 
@@ -329,6 +357,8 @@ Plan *drv_build_plan(Module *m, const BuildOpts *o)
 	}
 	if (!p)
 		diag_print_located(e.msg);
+	if (!p && e.code == RT_EINTERNAL)
+		drv_internal = 1;       /* the command exits 2 */
 	return p;
 }
 
@@ -372,7 +402,8 @@ static Plan *rebuild_reference(const Plan *p, const char *precision, RtError *e)
 		for (Graph *g = m->graphs; g; g = g->next)
 			ir_foreach_node(g, n)
 				n->annot.device = NULL;
-		BuildOpts o = { p->source.model, p->source.binds, "reference", NULL, NULL, 0, precision, p->source.init };
+		BuildOpts o = { p->source.model, p->source.binds, "reference", NULL, NULL, 0, prec_reference_spec(precision),
+				p->source.init, NULL, NULL };
 		ref = drv_lower(m, &o, e);
 		if (ref && o.init && plan_set_source_init(ref, o.init, e) < 0) {
 			plan_free(ref);

@@ -7,6 +7,8 @@
 #include "frontend/frontend.h"
 #include "ir/ir.h"
 #include "runtime/plan.h"
+#include "targets/target.h"
+#include "tools/driver.h"
 
 /* Binds "S=2048,B=1"; -1 with a message on stderr for malformed text. */
 int drv_apply_binds(Module *m, const char *spec);
@@ -30,10 +32,11 @@ int drv_apply_const(Module *m, const char *spec);
  * walk since they read only types), in input order, into out (room for every input).  Returns
  * the count. */
 int drv_value_inputs(Module *m, Value **out);
-/* Writes the plan's in-memory (`data`) constants as .npy files into OUT.weights/ beside the plan
- * file OUT(.aip) and references them from the plan (plan_externalize).  0 (nothing to do or
- * done), or -1 with a message on stderr (also when OUT is stdout). */
-int drv_write_weights(Plan *p, const char *out);
+/* Moves the plan's in-memory constants into OUT.weights.safetensors beside the plan file OUT(.aip)
+ * (plan_externalize, checksummed) through the temporary wf, to be committed with the plan, the
+ * plan last (out_commit_group).  1 when wf is open, 0 when there is nothing to write, -1 on
+ * errors (printed). */
+int drv_write_weights(Plan *p, const char *out, OutFile *wf);
 /* Reads a model: .onnx through the ONNX importer, anything else as .aig.  NULL after errors. */
 Module *drv_load_model(const char *path);
 
@@ -65,7 +68,17 @@ typedef struct BuildOpts {
 	const char *const *sets; int nsets;
 	const char *precision;        /* NULL: the target's default */
 	const char *init;             /* --init-unbound spec, recorded in the plan for --check */
+	/* the compile's machine and precision when the caller already has them (loaded and parsed
+	 * once per compile: drv_open_machine); NULL: drv_lower loads machine and parses precision */
+	const TgtMachine *loaded;
+	const Precision *prec;
 } BuildOpts;
+
+/* Loads machine `machine` (NULL: target t's default) with --set overrides, and parses `spec`
+ * against t (NULL: no plan is built, only the machine is checked) into prec.  The one place a
+ * compile opens its machine description.  0, or -1 with e set (tm freed). */
+int drv_open_machine(const Target *t, const char *machine, const char *const *sets, int nsets, const char *spec,
+		     TgtMachine *tm, Precision *prec, RtError *e);
 
 /* Lowers the entry graph of m (verified, shapes inferred) for o->target.  Returns the plan, or
  * NULL with the error in e. */

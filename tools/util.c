@@ -1,5 +1,7 @@
-/* tools/util.c: option parsing helpers and atomic output files for the driver. */
+/* tools/util.c: option parsing helpers, atomic output files (runtime/outfile.h) with their
+ * cleanup on SIGINT/SIGTERM, for the driver. */
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,6 +9,8 @@
 #include <unistd.h>
 
 #include "tools/driver.h"
+
+int drv_internal;
 
 void drv_error(const char *fmt, ...)
 {
@@ -20,6 +24,8 @@ void drv_error(const char *fmt, ...)
 
 void drv_report(const char *msg)
 {
+	if (msg && strstr(msg, "internal error"))
+		drv_internal = 1;
 	if (msg && strstr(msg, "error: "))     /* already "file:line: error: ..." */
 		fprintf(stderr, "%s\n", msg);
 	else
@@ -46,47 +52,27 @@ int opt_value(int argc, char **argv, int *i, const char *name, const char **val)
 	return 1;
 }
 
+/* SIGINT/SIGTERM: remove every temporary (and the files of a group being committed), then die of
+ * the signal as if unhandled, so the shell sees the usual status. */
+static void on_signal(int sig)
+{
+	rt_out_remove_all();
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+void drv_install_signals(void)
+{
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	signal(SIGHUP, on_signal);
+}
+
 int out_open(OutFile *o, const char *path)
 {
-	memset(o, 0, sizeof *o);
-	if (!path || strcmp(path, "-") == 0) {
-		o->f = stdout;
-		return 0;
-	}
-	struct stat st;
-	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
-		/* a device, FIFO or terminal (/dev/null, /dev/stdout): write to it in place; renaming a
-		 * temporary over it would replace the device node with a plain file */
-		if (!(o->f = fopen(path, "w")) || !(o->path = strdup(path))) {
-			drv_error("cannot write '%s': %s", path, strerror(errno));
-			if (o->f)
-				fclose(o->f);
-			o->f = NULL;
-			return -1;
-		}
-		return 0;
-	}
-	size_t n = strlen(path) + 16;
-	o->path = strdup(path);
-	o->tmp = malloc(n);
-	if (!o->path || !o->tmp) {
-		drv_error("out of memory");
-		return -1;
-	}
-	snprintf(o->tmp, n, "%s.tmpXXXXXX", path);
-	int fd = mkstemp(o->tmp);
-	if (fd >= 0) {  /* mkstemp makes 0600; give the file the usual 0666 less the umask */
-		mode_t mask = umask(0);
-		umask(mask);
-		fchmod(fd, 0666 & ~mask);
-	}
-	if (fd < 0 || !(o->f = fdopen(fd, "w"))) {
-		drv_error("cannot write '%s': %s", path, strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		free(o->path);
-		free(o->tmp);
-		o->path = o->tmp = NULL;
+	RtError e = { 0 };
+	if (rt_out_open(o, path, &e) < 0) {
+		drv_error("%s", e.msg);
 		return -1;
 	}
 	return 0;
@@ -94,48 +80,20 @@ int out_open(OutFile *o, const char *path)
 
 int out_commit(OutFile *o)
 {
-	if (!o->tmp && !o->path) {
-		if (fflush(stdout) != 0 || ferror(stdout)) {
-			drv_error("cannot write to standard output: %s", strerror(errno));
-			return -1;
-		}
-		return 0;
+	return out_commit_group(o, 1);
+}
+
+int out_commit_group(OutFile *o, int n)
+{
+	RtError e = { 0 };
+	if (rt_out_commit_group(o, n, &e) < 0) {
+		drv_error("%s", e.msg);
+		return -1;
 	}
-	if (!o->tmp) {           /* a device or FIFO written in place */
-		int bad = ferror(o->f);
-		bad |= fclose(o->f) != 0;
-		if (bad)
-			drv_error("cannot write '%s': %s", o->path, strerror(errno));
-		free(o->path);
-		o->path = NULL;
-		return bad ? -1 : 0;
-	}
-	int bad = ferror(o->f);
-	bad |= fclose(o->f) != 0;
-	if (!bad && rename(o->tmp, o->path) != 0)
-		bad = 1;
-	if (bad) {
-		drv_error("cannot write '%s': %s", o->path, strerror(errno));
-		remove(o->tmp);
-	}
-	free(o->path);
-	free(o->tmp);
-	o->path = o->tmp = NULL;
-	return bad ? -1 : 0;
+	return 0;
 }
 
 void out_abort(OutFile *o)
 {
-	if (!o->tmp && o->path) {   /* a device or FIFO written in place: nothing to remove */
-		fclose(o->f);
-		free(o->path);
-		o->path = NULL;
-	}
-	if (!o->tmp)
-		return;
-	fclose(o->f);
-	remove(o->tmp);
-	free(o->path);
-	free(o->tmp);
-	o->path = o->tmp = NULL;
+	rt_out_abort(o);
 }

@@ -7,7 +7,7 @@
 int bw_gemm(const GpuArch *a, const GemmShape *s, GemmTile *t, char *why, size_t n);
 void bw_attn(const GpuArch *a, const AttnShape *s, AttnTile *t);
 
-static const GpuHooks blackwell = { "blackwell", bw_gemm, bw_attn, 0, NULL, NULL };
+static const GpuHooks blackwell = { "blackwell", bw_gemm, bw_attn, NULL, NULL };
 
 Plan *bw_lower(const TgtInput *in, RtError *e)
 {

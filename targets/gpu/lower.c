@@ -27,7 +27,7 @@ typedef struct GpuLw {
 	const TgtInput *in;
 	const GpuHooks *h;
 	GpuArch a;
-	GpuPolicy pol;
+	const Precision *pol;        /* --precision (targets/precision.h) */
 	Plan *p;
 	Flat f;
 	int *buf, *gfirst, *glast;   /* flat value -> buffer; flat node -> first/last node of its group */
@@ -47,66 +47,9 @@ static void put_cost(Ann *t, const GpuCost *c)
 	tgt_ann_put(t, "fma_us", "%.4g", c->fma * 1e6);
 	tgt_ann_put(t, "overlap", "%.4g", c->overlap);
 	tgt_ann_put(t, "fixed_us", "%.4g", c->fixed * 1e6);
+	if (c->floor > 0)
+		tgt_ann_put(t, "floor_us", "%.4g", c->floor * 1e6);
 	tgt_ann_put(t, "time_us", "%.4g", gpu_cost_total(c) * 1e6);
-}
-
-/* ---- the precision policy ----
- * The policy names the default MMA input format.  `auto` and `w4a16` are decided per node by the
- * place-precision pass (a node's `precision` attribute wins, see node_format), so the default for
- * the remaining contractions is bf16 (w4a16 dequantizes its 4-bit weights to bf16 operands). */
-static int parse_format(const char *s, DType *dt)
-{
-	static const struct { const char *name; DType dt; } f[] = {
-		{ "bf16", DT_BF16 }, { "f16", DT_F16 }, { "fp8", DT_F8E4M3 }, { "f8e4m3", DT_F8E4M3 },
-		{ "mxfp8", DT_MXFP8 }, { "mxfp6", DT_MXFP6 }, { "mxfp4", DT_MXFP4 }, { "nvfp4", DT_NVFP4 },
-		{ "int8", DT_I8 }, { "f32", DT_F32 }, { "auto", DT_BF16 }, { "w4a16", DT_BF16 },
-	};
-	for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
-		if (strcmp(s, f[i].name) == 0)
-			return *dt = f[i].dt, 0;
-	return -1;
-}
-
-static int parse_policy(GpuLw *w, const char *spec)
-{
-	char s[256], *save = NULL;
-	snprintf(s, sizeof s, "%s", spec && *spec ? spec : "bf16");
-	GpuPolicy *p = &w->pol;
-	*p = (GpuPolicy){ .mma = DT_BF16, .scale = SCALE_NONE };
-	int first = 1;
-	for (char *tok = strtok_r(s, "+", &save); tok; tok = strtok_r(NULL, "+", &save), first = 0) {
-		if (first && parse_format(tok, &p->mma) == 0)
-			continue;
-		if (strcmp(tok, "graph") == 0)
-			p->graph = 1;
-		else if (strcmp(tok, "nopromote") == 0)
-			p->promote = -1;
-		else if (strcmp(tok, "tensor") == 0)
-			p->scale = SCALE_TENSOR;
-		else if (strcmp(tok, "1x128") == 0)
-			p->scale = SCALE_1X128;
-		else if (strcmp(tok, "128x128") == 0)
-			p->scale = SCALE_128X128;
-		else
-			return rt_errorf(w->e, RT_EUSER, "aicc: error: --precision '%s': unknown %s '%s' (formats: bf16 f16 fp8 "
-					 "mxfp8 mxfp6 mxfp4 nvfp4 int8 f32 auto w4a16; options: +graph +nopromote +tensor +1x128 +128x128)",
-					 spec, first ? "format" : "option", tok);
-	}
-	if (!dev_supports(w->a.dev, p->mma) || !num_has(&w->a.dev->peak[p->mma]))
-		return rt_errorf(w->e, RT_EUSER, "aicc: error: target %s (%s) has no %s matrix instruction", w->h->target,
-				 w->a.dev->arch ? w->a.dev->arch : "?", rt_dtype_name(p->mma));
-	/* Block scales are multiplied in when the accumulator is promoted (DeepSeek-V3 §3.3.2), so
-	 * Hopper without promotion can only scale per tensor. */
-	if (p->mma == DT_F8E4M3 && p->promote < 0 && w->h->hopper_fp8 && (p->scale == SCALE_1X128 || p->scale == SCALE_128X128))
-		return rt_errorf(w->e, RT_EUSER, "aicc: error: --precision '%s': 1x128/128x128 scales are applied when the FP8 "
-				 "accumulator is promoted (DeepSeek-V3 §3.3.2); +nopromote needs +tensor", spec);
-	if (p->mma == DT_F8E4M3 && p->scale == SCALE_NONE)   /* DeepSeek-V3 recipe (hardware.md §3.3) */
-		p->scale = p->promote < 0 && w->h->hopper_fp8 ? SCALE_TENSOR : SCALE_128X128;
-	if (p->mma == DT_F8E4M3 && w->h->hopper_fp8)
-		p->promote = p->promote < 0 ? -1 : 128;   /* N_C = 128 (numerics.md §7) */
-	else
-		p->promote = 0;
-	return 0;
 }
 
 /* ---- buffers (first fit, as the reference target) ---- */
@@ -152,18 +95,16 @@ static double numel(const FlatVal *v)
  * first or last layer) runs at bf16, the format its buffers hold, not at the policy's. */
 static DType node_format(const GpuLw *w, const Node *n, int matmul)
 {
-	const char *pr = rt_attr_str(&n->attrs, "precision", NULL);
-	DType dt;
-	if (pr && parse_format(pr, &dt) == 0)
+	DType dt = prec_node_format(rt_attr_str(&n->attrs, "precision", NULL));
+	if (dt != DT_INVALID)
 		return dev_supports(w->a.dev, dt) && num_has(&w->a.dev->peak[dt]) ? dt : DT_BF16;
-	return matmul ? w->pol.mma : DT_BF16;
+	return matmul ? w->pol->word->mma : DT_BF16;
 }
 
-static double launch(const GpuLw *w) { return w->pol.graph ? w->a.graph_launch : w->a.launch; }
 
-static const char *scale_name(GpuScale s)
+static const char *scale_name(PrecScale s)
 {
-	return s == SCALE_TENSOR ? "tensor" : s == SCALE_1X128 ? "1x128" : s == SCALE_128X128 ? "1x128,128x128" : "none";
+	return s == PREC_SCALE_TENSOR ? "tensor" : s == PREC_SCALE_1X128 ? "1x128" : s == PREC_SCALE_128X128 ? "1x128,128x128" : "none";
 }
 
 /* ---- weight transforms done once at load ----
@@ -250,10 +191,10 @@ static void put_l2(Ann *t, const GpuArch *a, const GemmTile *g)
 }
 
 /* The interpreter's operand scaling (runtime/kernels/matmul.c) for a GEMM scaled as sc. */
-static int fp8_scale_opt(GpuScale sc)
+static int fp8_scale_opt(PrecScale sc)
 {
-	return sc == SCALE_TENSOR ? RT_FP8_TENSOR : sc == SCALE_1X128 ? RT_FP8_1X128 : sc == SCALE_128X128 ? RT_FP8_128X128
-	       : RT_FP8_NONE;
+	return sc == PREC_SCALE_TENSOR ? RT_FP8_TENSOR : sc == PREC_SCALE_1X128 ? RT_FP8_1X128 : sc == PREC_SCALE_128X128
+	       ? RT_FP8_128X128 : RT_FP8_NONE;
 }
 
 /* Whether both operands already are FP8 tensors: their values are on the E4M3 grid as given
@@ -267,7 +208,8 @@ static int fp8_operands(const FlatVal *A, const FlatVal *B)
 static int gemm_kernel(GpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 {
 	const FlatVal *A = &w->f.vals[fn->in[0]], *B = &w->f.vals[fn->in[1]], *Y = &w->f.vals[fn->out[0]];
-	GemmShape s = { .in = node_format(w, fn->n, 1), .out_bytes = rt_dtype_bytes(gpu_dtype(w, Y), 1) };
+	GemmShape s = { .in = node_format(w, fn->n, 1), .out_bytes = rt_dtype_bytes(gpu_dtype(w, Y), 1),
+			.nosplit = w->pol->nosplitk };
 	if (Y->rank < 1 || A->rank < 1 || B->rank < 1)
 		return 0;
 	s.N = Y->dims[Y->rank - 1];
@@ -277,19 +219,23 @@ static int gemm_kernel(GpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 	s.batch = 1;
 	for (int i = 0; i + 2 < Y->rank; i++)
 		s.batch *= Y->dims[i];
+	if (B->rank <= 2)     /* [B, S, K] x [K, N]: one GEMM over B*S rows, the weight read once */
+		s.M *= s.batch, s.batch = 1;
 	s.b_bytes = load_weight_bytes(w, fn->in[1]);
 	if (s.b_bytes >= gpu_elem_bytes(s.in))
 		s.b_bytes = 0;   /* not narrower than the MMA operand: read as the MMA format */
 	/* a node the quantization pass put at fp8 under another policy (auto, @precision) gets the
-	 * default recipe: the pass left its operands to this kernel's block scaling */
-	int fp8pol = w->pol.mma == DT_F8E4M3, promote = fp8pol ? w->pol.promote : w->h->hopper_fp8 ? 128 : 0;
+	 * default recipe: the pass left its operands to this kernel's block scaling; the promotion
+	 * interval is the machine's (<fp8-scaling promote>: N_C = 128 on Hopper, 0 on Blackwell) */
+	int fp8pol = w->pol->word->mma == DT_F8E4M3, promote = fp8pol ? w->pol->promote : w->a.dev->fp8_promote;
 	if (s.in == DT_F8E4M3)
-		s.scale = fp8_operands(A, B) ? SCALE_NONE : fp8pol ? w->pol.scale : SCALE_128X128, s.promote = promote > 0 ? promote : 0;
+		s.scale = fp8_operands(A, B) ? PREC_SCALE_NONE : fp8pol ? w->pol->scale : PREC_SCALE_128X128,
+		s.promote = promote > 0 ? promote : 0;
 	GemmTile tile = { 0 };
 	char why[256] = "";
 	if (s.M == 0 || s.N == 0 || s.K == 0 || !w->h->gemm(&w->a, &s, &tile, why, sizeof why))
 		return 0;
-	tile.c.fixed += launch(w);
+	gpu_launch(&w->a, w->pol->graph, &tile.c);
 	pi->opts.mma_in = s.in;
 	pi->opts.fp8_scale = fp8_scale_opt(s.scale);
 	if (promote && s.in == DT_F8E4M3)   /* +nopromote: one promotion at the end of K */
@@ -307,9 +253,11 @@ static int gemm_kernel(GpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 	tgt_ann_put(t, "sched", "persistent");
 	tgt_ann_put(t, "waves", "%lld", (long long)tile.waves);
 	tgt_ann_put(t, "tiles", "%lld on %lld units", (long long)tile.tiles, (long long)tile.units);
+	if (tile.split > 1)
+		tgt_ann_put(t, "split_k", "%d", tile.split);
 	if (s.in == DT_F8E4M3) {
 		tgt_ann_put(t, "scale", "%s", scale_name(s.scale));
-		tgt_ann_put(t, "promote", "%s", pi->opts.fp8_promote_k == 128 ? "128" : w->h->hopper_fp8 ? "none" : "exact");
+		tgt_ann_put(t, "promote", "%s", pi->opts.fp8_promote_k == 128 ? "128" : w->a.dev->fp8_promote > 0 ? "none" : "exact");
 	}
 	if (rt_dtypes[s.in].kind == K_BLOCK)
 		tgt_ann_put(t, "block_scale", "%s per %d, scale tiles via tcgen05.cp to TMEM", rt_dtype_name(rt_dtypes[s.in].scale),
@@ -328,7 +276,11 @@ static int attn_kernel(GpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 {
 	const FlatVal *Q = &w->f.vals[fn->in[0]], *K = &w->f.vals[fn->in[1]], *V = &w->f.vals[fn->in[2]];
 	const Attrs *at = &fn->n->attrs;
-	AttnShape s = { .in = node_format(w, fn->n, 0), .io_bytes = 2, .causal = (int)rt_attr_int(at, "is_causal", 0) };
+	AttnShape s = { .in = node_format(w, fn->n, 0), .io_bytes = rt_dtype_bytes(gpu_dtype(w, Q), 1),
+			.kv_bytes = rt_dtype_bytes(gpu_dtype(w, K), 1), .causal = (int)rt_attr_int(at, "is_causal", 0) };
+	/* FP8 Q and K (FA3's FP8 forward, arXiv 2407.08608 §3.3): both products at the FP8 rate */
+	if (fp8_operands(Q, K) && dev_supports(w->a.dev, DT_F8E4M3) && num_has(&w->a.dev->peak[DT_F8E4M3]))
+		s.in = DT_F8E4M3;
 	if (Q->rank == 4) {
 		s.B = Q->dims[0], s.qh = Q->dims[1], s.Sq = Q->dims[2], s.d = Q->dims[3];
 		s.kvh = K->dims[1], s.T = K->dims[2], s.dv = V->dims[3];
@@ -341,13 +293,14 @@ static int attn_kernel(GpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 	if (fn->nin > 4 && fn->in[4] >= 0) {
 		const FlatVal *pk = &w->f.vals[fn->in[4]];
 		s.P = pk->rank == 4 ? pk->dims[2] : 0;
+		s.kv_bytes = rt_dtype_bytes(gpu_dtype(w, pk), 1);   /* the cache's format (--kv-format) */
 		s.T += s.P;
 	}
 	if (s.B == 0 || s.qh == 0 || s.kvh == 0 || s.Sq == 0 || s.T == 0)
 		return 0;
 	AttnTile tile = { 0 };
 	w->h->attn(&w->a, &s, &tile);
-	tile.c.fixed += launch(w);
+	gpu_launch(&w->a, w->pol->graph, &tile.c);
 	pi->opts.mma_in = s.in;
 	if (tile.emu > 0)
 		pi->opts.exp2_poly = tile.poly;
@@ -400,7 +353,8 @@ static void mem_kernel(GpuLw *w, int i, PlanInstr *pi, Ann *t)
 		c.fma = pi->flops / 2 / (w->a.fma * w->a.sms);
 		if (ir_ops[fn->n->op].flags & F_TRANS)
 			c.sfu = out / (w->a.sfu * w->a.sms);
-		c.fixed = lead ? launch(w) : 0;
+		if (lead)
+			gpu_launch(&w->a, w->pol->graph, &c);
 		tgt_ann_put(t, "kind", "memory");
 	}
 	if (grp && !lead)
@@ -418,8 +372,20 @@ static int add_kernel(GpuLw *w, int i)
 	const FlatNode *fn = &w->f.nodes[i];
 	int ins[TGT_MAX_OPERANDS], outs[TGT_MAX_OPERANDS];
 	PlanInstr pi;
-	if (tgt_devs_handles(&w->devs, &w->f, i))     /* transfers, collectives, weight shards */
-		return tgt_devs_emit(&w->devs, w->p, &w->f, i, w->buf, NULL, w->e);
+	if (tgt_devs_handles(&w->devs, &w->f, i)) {   /* transfers, collectives, weight shards */
+		Op op = fn->n->op;
+		if (op != OP_AllReduce && op != OP_AllGather && op != OP_AllToAll)
+			return tgt_devs_emit(&w->devs, w->p, &w->f, i, w->buf, NULL, w->e);
+		Ann t = { .n = 0 };
+		PlanInstr ci;
+		plan_instr_init(&ci, PI_COLLECTIVE);
+		tgt_ann_put(&t, "kind", "collective");
+		/* the collective library's fixed cost per call (NCCL's own latency model: base
+		 * latency of the ring/LL protocol), on top of the runtime's alpha-beta ring time */
+		tgt_ann_put(&t, "base_us", "%.4g", w->a.coll_base * 1e6);
+		ci.tile = t.kv, ci.ntile = t.n;
+		return tgt_devs_emit(&w->devs, w->p, &w->f, i, w->buf, &ci, w->e);
+	}
 	tgt_devs_bufs(&w->devs, &w->f, i, w->buf);
 	if (tgt_kernel_instr(&pi, w->p, &w->f, i, w->buf, ins, outs, w->e) < 0)
 		return -1;
@@ -473,12 +439,13 @@ static int lower_setup(GpuLw *w)
 		return rt_errorf(w->e, RT_EUSER, "aicc: error: machine '%s' (%s) has no %s MMA; target %s needs it",
 				 tm->m->name, d->arch ? d->arch : "?", strcmp(w->h->target, "hopper") == 0 ? "wgmma" : "tcgen05",
 				 w->h->target);
-	if (gpu_arch(d, &w->a, w->e) < 0 || parse_policy(w, w->in->precision) < 0)
+	if (gpu_arch(d, &w->a, w->e) < 0)
 		return -1;
+	w->pol = w->in->prec;
 	w->p = plan_new(w->h->target, tm->desc->machine, tm->desc->machine_hash, w->e);
 	if (!w->p)
 		return -1;
-	if (plan_set_source(w->p, w->in->model, w->in->binds, w->in->precision ? w->in->precision : "bf16", w->e) < 0)
+	if (plan_set_source(w->p, w->in->model, w->in->binds, w->in->prec->spec, w->e) < 0)
 		return -1;
 	if (tgt_devs_init(&w->devs, w->p, tm, &w->f, DEV_GPU, "hbm", ALIGN, w->e) < 0)
 		return -1;
@@ -527,14 +494,25 @@ static double tval(const PlanInstr *in, const char *key, double dflt)
 	return dflt;
 }
 
-double gpu_cost(const Plan *p, int stream, const PlanInstr *in)
+double gpu_instr_cost(const PlanInstr *in, double pool)
 {
+	if (in->kind == PI_COLLECTIVE)
+		return fmax(0, tval(in, "base_us", 0)) * 1e-6;
 	if (in->kind != PI_KERNEL || tval(in, "fixed_us", -1) < 0)
-		return rt_cost_roofline(p, stream, in);
-	GpuCost c = { .mma = tval(in, "mma_us", 0), .smem = tval(in, "smem_us", 0), .hbm = tval(in, "hbm_us", 0),
-		      .l2 = tval(in, "l2_us", 0),
-		      .sfu = tval(in, "sfu_us", 0), .fma = tval(in, "fma_us", 0), .overlap = tval(in, "overlap", 1),
-		      .fixed = tval(in, "fixed_us", 0) };
+		return -1;
+	if (!(pool >= 1))
+		pool = 1;
+	GpuCost c = { .mma = tval(in, "mma_us", 0) / pool, .smem = tval(in, "smem_us", 0) / pool, .hbm = tval(in, "hbm_us", 0) / pool,
+		      .l2 = tval(in, "l2_us", 0) / pool, .sfu = tval(in, "sfu_us", 0) / pool, .fma = tval(in, "fma_us", 0) / pool,
+		      .overlap = tval(in, "overlap", 1), .fixed = tval(in, "fixed_us", 0), .floor = tval(in, "floor_us", 0) };
 	double t = gpu_cost_total(&c) * 1e-6;
 	return t >= 0 && isfinite(t) ? t : 0;
+}
+
+double gpu_cost(const Plan *p, int stream, const PlanInstr *in)
+{
+	double t = gpu_instr_cost(in, 1);
+	if (in->kind == PI_COLLECTIVE)   /* alpha-beta ring time plus the library's base latency */
+		return rt_cost_roofline(p, stream, in) + t;
+	return t >= 0 ? t : rt_cost_roofline(p, stream, in);
 }

@@ -6,7 +6,7 @@
 int hop_gemm(const GpuArch *a, const GemmShape *s, GemmTile *t, char *why, size_t n);
 void hop_attn(const GpuArch *a, const AttnShape *s, AttnTile *t);
 
-static const GpuHooks hopper = { "hopper", hop_gemm, hop_attn, 1, NULL, NULL };
+static const GpuHooks hopper = { "hopper", hop_gemm, hop_attn, NULL, NULL };
 
 Plan *hop_lower(const TgtInput *in, RtError *e)
 {

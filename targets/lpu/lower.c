@@ -571,7 +571,7 @@ static int lower(Lw *w)
 	}
 	const Plan *desc = w->in->machine->desc;
 	if (rc == 0 && (!(w->p = plan_new("lpu", desc->machine, desc->machine_hash, w->e)) ||
-			plan_set_source(w->p, w->in->model, w->in->binds, "f32", w->e) < 0 || entities(w) < 0))
+			plan_set_source(w->p, w->in->model, w->in->binds, w->in->prec->spec, w->e) < 0 || entities(w) < 0))
 		rc = -1;
 	if (rc == 0) {
 		w->size = plan_size;
@@ -600,11 +600,6 @@ static int lower(Lw *w)
 Plan *lpu_lower(const TgtInput *in, RtError *e)
 {
 	Lw w = { .in = in, .e = e };
-	if (in->precision && strcmp(in->precision, "f32")) {
-		rt_errorf(e, RT_EUSER, "aicc: error: the lpu target computes at the machine's matmul format "
-			  "(f16 on v1, fp8 on the Groq 3 part), not '%s'", in->precision);
-		return NULL;
-	}
 	int rc = lower(&w);
 	if (rc == 0 && plan_verify(w.p, e) < 0) {
 		char msg[sizeof e->msg];

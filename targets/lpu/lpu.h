@@ -130,5 +130,8 @@ int lpu_weight_like(const Flat *f, int v);
 /* SRAM bytes of value v (floats at the matmul format's width). */
 int64_t lpu_val_bytes(const LpuArch *a, const Flat *f, const LpuVal *v);
 extern const char *const lpu_kind_names[LK_COUNT];
+/* The target's walk (lower.c) and cost hook (cost.c). */
+Plan *lpu_lower(const TgtInput *in, RtError *e);
+double lpu_cost(const Plan *p, int stream, const PlanInstr *in);
 
 #endif

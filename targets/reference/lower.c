@@ -69,7 +69,7 @@ static int lower_setup(Lw *w)
 	w->p = plan_new("reference", d->machine, d->machine_hash, w->e);
 	if (!w->p)
 		return -1;
-	if (plan_set_source(w->p, w->in->model, w->in->binds, w->fdt == DT_F64 ? "f64" : "f32", w->e) < 0)
+	if (plan_set_source(w->p, w->in->model, w->in->binds, w->in->prec->spec, w->e) < 0)
 		return -1;
 	const Device *first = NULL;
 	for (int i = 0; i < w->in->machine->m->ndevs && !first; i++)
@@ -84,14 +84,7 @@ static int lower_setup(Lw *w)
 
 Plan *ref_lower(const TgtInput *in, RtError *e)
 {
-	Lw w = { .in = in, .e = e, .fdt = DT_F32 };
-	if (in->precision && strcmp(in->precision, "f32") && strcmp(in->precision, "f64")) {
-		rt_errorf(e, RT_EUSER, "aicc: error: the reference target computes in f32 or f64, not '%s'",
-			  in->precision);
-		return NULL;
-	}
-	if (in->precision && strcmp(in->precision, "f64") == 0)
-		w.fdt = DT_F64;
+	Lw w = { .in = in, .e = e, .fdt = in->prec->word->mma == DT_F64 ? DT_F64 : DT_F32 };
 	int rc = tgt_flatten(in->g, &w.f, e);
 	if (rc == 0)
 		rc = lower_setup(&w);

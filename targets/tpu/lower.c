@@ -40,7 +40,6 @@ typedef TgtAnn Ann;        /* the t.* attributes of one kernel */
 typedef struct TpuLw {
 	const TgtInput *in;
 	TpuArch a;
-	DType mma;                   /* the policy's MXU operand format */
 	Plan *p;
 	Flat f;
 	int *buf, *gfirst, *glast;
@@ -68,33 +67,9 @@ static void put_cost(Ann *t, const TpuCost *c)
 	tgt_ann_put(t, "bound", "%s", c->fixed >= top ? "overhead" : top == c->mxu ? "tensor" : top == c->vpu ? "vector" : "memory");
 }
 
-/* ---- the precision policy ---- */
-static int parse_format(const char *s, DType *dt)
-{
-	static const struct { const char *name; DType dt; } f[] = {
-		{ "bf16", DT_BF16 }, { "int8", DT_I8 }, { "i8", DT_I8 }, { "fp8", DT_F8E4M3 }, { "f8e4m3", DT_F8E4M3 },
-		{ "fp4", DT_F4E2M1 }, { "f4e2m1", DT_F4E2M1 },
-	};
-	for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
-		if (strcmp(s, f[i].name) == 0)
-			return *dt = f[i].dt, 0;
-	return -1;
-}
-
 static int has_format(const TpuLw *w, DType dt)
 {
-	return dev_supports(w->a.dev, dt) && num_has(&w->a.dev->peak[dt]);
-}
-
-static int parse_policy(TpuLw *w, const char *spec)
-{
-	const char *s = spec && *spec ? spec : "bf16";
-	if (parse_format(s, &w->mma) < 0)
-		return rt_errorf(w->e, RT_EUSER, "aicc: error: --precision '%s': unknown format (tpu formats: bf16 int8 fp8 fp4)", s);
-	if (!has_format(w, w->mma))
-		return rt_errorf(w->e, RT_EUSER, "aicc: error: target tpu (%s) has no %s MXU mode", w->a.dev->arch ? w->a.dev->arch : "?",
-				 rt_dtype_name(w->mma));
-	return 0;
+	return dt != DT_INVALID && dev_supports(w->a.dev, dt) && num_has(&w->a.dev->peak[dt]);
 }
 
 /* The codec the interpreter rounds MXU operands with.  int8: symmetric per-row scale (the
@@ -143,11 +118,8 @@ static double numel(const FlatVal *v)
  * policy's. */
 static DType node_format(const TpuLw *w, const Node *n)
 {
-	const char *pr = rt_attr_str(&n->attrs, "precision", NULL);
-	DType dt;
-	if (pr && parse_format(pr, &dt) == 0 && has_format(w, dt))
-		return dt;
-	return w->mma;
+	DType dt = prec_node_format(rt_attr_str(&n->attrs, "precision", NULL));
+	return has_format(w, dt) ? dt : w->in->prec->word->mma;
 }
 
 static double elem_bytes(DType dt) { return rt_dtypes[dt].bits / 8.0; }
@@ -613,14 +585,14 @@ static int lower_setup(TpuLw *w)
 	if (!dev_mma(d, "mxu"))
 		return rt_errorf(w->e, RT_EUSER, "aicc: error: machine '%s' (%s) has no mxu matrix family; target tpu needs it",
 				 tm->m->name, d->arch ? d->arch : "?");
-	if (tpu_arch(d, &w->a, w->e) < 0 || parse_policy(w, w->in->precision) < 0)
+	if (tpu_arch(d, &w->a, w->e) < 0)
 		return -1;
 	if (tpu_ici(tm->m, d, &w->ici, w->e) < 0)
 		return -1;
 	w->p = plan_new("tpu", tm->desc->machine, tm->desc->machine_hash, w->e);
 	if (!w->p)
 		return -1;
-	if (plan_set_source(w->p, w->in->model, w->in->binds, w->in->precision ? w->in->precision : "bf16", w->e) < 0)
+	if (plan_set_source(w->p, w->in->model, w->in->binds, w->in->prec->spec, w->e) < 0)
 		return -1;
 	if (tgt_devs_init(&w->d, w->p, tm, &w->f, DEV_TPU, "hbm", ALIGN, w->e) < 0)
 		return -1;

@@ -73,6 +73,7 @@ typedef struct TpuCost {
 } TpuCost;
 double tpu_cost_total(const TpuCost *c);
 double tpu_cost(const Plan *p, int stream, const PlanInstr *in);
+Plan *tpu_lower(const TgtInput *in, RtError *e);
 
 /* ---- the inter-chip interconnect (targets/tpu/ici.c) ---- */
 typedef struct TpuIci {

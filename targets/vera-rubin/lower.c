@@ -118,7 +118,7 @@ Plan *vr_lower(const TgtInput *in, RtError *e)
 			return NULL;
 		v.have_arch = 1;
 	}
-	GpuHooks h = { "vera-rubin", bw_gemm, bw_attn, 0, lpu_node, &v };
+	GpuHooks h = { "vera-rubin", bw_gemm, bw_attn, lpu_node, &v };
 	/* the pools' memories, for the walk; the machine's entities are restored after it */
 	Plan *desc = in->machine->desc;
 	int64_t gold = 0, lold = 0;
