@@ -158,11 +158,17 @@ Module *sv_load_model(SvPool *p, int64_t B, int64_t S, SvError *e)
 
 const char *sv_pipeline(const SvPool *p)
 {
-	if (strcmp(p->target, "vera-rubin") == 0)
-		return "kv-cache,disaggregate";    /* docs/targets-vera-rubin.md */
-	if (strcmp(p->target, "lpu") == 0 || strcmp(p->target, "reference") == 0)
-		return "kv-cache," PASS_DEFAULT_PIPELINE;
-	return "kv-cache,canonicalize,place-precision,fuse,partition,plan-memory";
+	static char buf[512];
+	const Target *t = tgt_find(p->target);
+	const char *pl = t && t->pipeline ? t->pipeline : PASS_DEFAULT_PIPELINE;
+	const char *mem = strstr(pl, "plan-memory");
+	/* targets that place chips themselves (lpu) or pools (disaggregate) get no partition pass */
+	if (!mem || strstr(pl, "partition") || strstr(pl, "disaggregate") || strcmp(p->target, "lpu") == 0 ||
+	    strcmp(p->target, "reference") == 0)
+		snprintf(buf, sizeof buf, "kv-cache,%s", pl);
+	else
+		snprintf(buf, sizeof buf, "kv-cache,%.*spartition,%s", (int)(mem - pl), pl, mem);
+	return buf;
 }
 
 /* The mixed phase's composition text for g[ng]. */
@@ -261,7 +267,7 @@ static int plan_compile_layers(SvPool *p, const PassMixGroup *g, int ng, int64_t
 	c.mix = p->batch_form ? NULL : mix;
 	c.context = ctx;
 	c.machine = p->mach.m;
-	c.precision = p->precision;
+	c.precision = &p->prec;
 	c.tp = p->tp > 1 ? p->tp : 0;
 	c.pp = p->pp > 1 ? p->pp : 0;
 	int rc = 0;
@@ -272,7 +278,7 @@ static int plan_compile_layers(SvPool *p, const PassMixGroup *g, int ng, int64_t
 	RtError re = { 0 };
 	if (rc == 0) {
 		const Target *t = tgt_find(p->target);
-		TgtInput in = { m, ir_entry(m), &p->mach, p->precision, p->model, p->binds };
+		TgtInput in = { m, ir_entry(m), &p->mach, &p->prec, p->model, p->binds };
 		out->plan = t->lower(&in, &re);
 		if (!out->plan)
 			rc = sv_err(e, "%.900s\naicc: note: pool %s, composition %s", re.msg, p->role, mix);

@@ -309,8 +309,8 @@ static void host_link(SvPool *p)
 int sv_pool_open(SvPool *p, int64_t max_tokens, SvError *e)
 {
 	RtError re = { 0 };
-	if (!p->precision && strcmp(p->target, "lpu") && strcmp(p->target, "reference"))
-		p->precision = strdup(strcmp(p->target, "vera-rubin") == 0 ? "bf16+graph" : "bf16");
+	if (!p->precision && strcmp(p->target, "vera-rubin") == 0)
+		p->precision = strdup("bf16+graph");     /* docs/targets-vera-rubin.md: CUDA-graph launches */
 	p->batch_form = strcmp(p->target, "vera-rubin") == 0;
 	/* layer extrapolation where plans run their layers in sequence on fixed devices */
 	p->extrapolate = !p->batch_form && p->pp <= 1 && strcmp(p->target, "lpu") != 0 && !p->no_extrapolate;
@@ -332,6 +332,8 @@ int sv_pool_open(SvPool *p, int64_t max_tokens, SvError *e)
 	if (tgt_machine_load(p->machine, (const char *const *)p->sets, p->nsets, &p->mach, &re) < 0)
 		return sv_err(e, "%s", re.msg);
 	p->mach_loaded = 1;
+	if (prec_parse(p->precision, t, p->mach.m, &p->prec, &re) < 0)
+		return sv_err(e, "%s", re.msg);
 	p->passes = strdup(sv_pipeline(p));
 	p->cache = sv_cache_new();
 	if (model_context(p, e) < 0)

@@ -90,6 +90,7 @@ typedef struct SvPool {
 	/* derived at sv_pool_open */
 	TgtMachine mach;
 	int mach_loaded;
+	Precision prec;      /* `precision` parsed once against the target and the machine */
 	int64_t kv_tokens;   /* KV-cache capacity of one replica, tokens (all layers) */
 	double kv_token_bytes;   /* bytes per token on the device that bounds the capacity */
 	double kv_token_bytes_all;   /* bytes per token of the whole replica (what a transfer moves) */
@@ -105,7 +106,8 @@ typedef struct SvPool {
 	int compiles;        /* plans compiled */
 	double compile_s;    /* wall seconds spent compiling and timing them */
 	SvCache *cache;
-	char *passes;        /* pass pipeline of its plans */
+	char *passes;        /* pass pipeline of its plans: kv-cache, then the target's -O1 pipeline
+				(with partition before plan-memory where the target does not place chips itself) */
 } SvPool;
 
 /* Parses a pool spec "TARGET:MACHINE[,tp=N][,pp=N][,precision=P][,replicas=N][,kv=fp8|bf16]
