@@ -162,6 +162,10 @@ const char *sv_pipeline(const SvPool *p)
 	const Target *t = tgt_find(p->target);
 	const char *pl = t && t->pipeline ? t->pipeline : PASS_DEFAULT_PIPELINE;
 	const char *mem = strstr(pl, "plan-memory");
+	/* vera-rubin: the disaggregate pass alone, as docs/targets-vera-rubin.md compiles it; its -O1
+	 * pipeline's plan-memory checks the LPU pool against one LP30's SRAM and refuses llama3.1-70b */
+	if (strstr(pl, "disaggregate"))
+		return "kv-cache,disaggregate";
 	/* targets that place chips themselves (lpu) or pools (disaggregate) get no partition pass */
 	if (!mem || strstr(pl, "partition") || strstr(pl, "disaggregate") || strcmp(p->target, "lpu") == 0 ||
 	    strcmp(p->target, "reference") == 0)

@@ -184,16 +184,15 @@ static int parse_opts(int argc, char **argv, ServeOpts *o)
 			o->sets[o->nsets++] = v;
 			continue;
 		}
-		if (strcmp(argv[i], "--cost-check") == 0) {
-			o->cost_check = 1;
+		const struct { const char *name; int *flag; } flags[] = {
+			{ "--cost-check", &o->cost_check }, { "--cpu-overlap", &o->cpu_overlap }, { "--log", &o->log },
+			{ "--capacity", &o->capacity }, { "--search", &o->search },
+		};
+		for (size_t k = 0; k < sizeof flags / sizeof flags[0] && !done; k++)
+			if (strcmp(argv[i], flags[k].name) == 0)
+				*flags[k].flag = done = 1;
+		if (done)
 			continue;
-		}
-		if (strcmp(argv[i], "--cpu-overlap") == 0 || strcmp(argv[i], "--log") == 0 ||
-		    strcmp(argv[i], "--capacity") == 0 || strcmp(argv[i], "--search") == 0) {
-			*(argv[i][2] == 'c' && argv[i][3] == 'p' ? &o->cpu_overlap : argv[i][2] == 'l' ? &o->log
-			  : argv[i][2] == 'c' ? &o->capacity : &o->search) = 1;
-			continue;
-		}
 		if (argv[i][0] == '-' && argv[i][1]) {
 			drv_error("unknown option '%s' (see aicc serve --help)", argv[i]);
 			return -1;

@@ -121,8 +121,8 @@ fi
 # serving: Llama-3.1-70B with a ShareGPT-like chat workload on three deployments, each at the
 # highest request rate meeting the SLO (aicc serve --capacity, docs/serving.md)
 echo "== serving Llama-3.1-70B (chat workload) on 8x H100, B200 prefill + LPX decode, Vera Rubin"
-CHAT="--requests 300 --input lognormal:161:1 --output lognormal:338:1 --rate 1 --slo ttft_p90=1s,tpot_p90=50ms
---capacity --rate-min 0.1 --rate-max 200 --bisect 7"
+CHAT="--requests 1000 --input lognormal:161:1 --output lognormal:338:1 --rate 1 --slo ttft_p90=1s,tpot_p90=50ms
+--capacity --rate-min 0.1 --rate-max 2000 --bisect 8"
 printf "\n%-36s %-6s %-14s %-14s %s\n" "llama3.1-70b chat, TTFT p90<=1s, TPOT p90<=50ms" chips "capacity req/s" \
 	"per chip" "at capacity (p90)" >>"$TABLE"
 serve_row() {   # TAG DESCRIPTION OPTIONS...
