@@ -131,6 +131,14 @@ static void add_output(Graph *g, Value *v)
 	g->out_decl = d;
 }
 
+/* The element format of a cache of keys or values held in dt: --kv-format's (an FP8 cache for a
+ * wider float), else dt. */
+static DType cache_dtype(const Kv *k, DType dt)
+{
+	DType f = k->c->kv_format;
+	return f > DT_INVALID && f < DT_COUNT && rt_dtype_isfloat(dt) && rt_dtypes[dt].bits > rt_dtypes[f].bits ? f : dt;
+}
+
 /* The past_key (which = 1) or past_value (which = 2) type of Attention n: [B, kvh, P, head]. */
 static int past_type(Kv *k, Node *n, int which, Type *out)
 {
@@ -148,7 +156,7 @@ static int past_type(Kv *k, Node *n, int which, Type *out)
 		return -1;
 	d[0] = q.dims[0];
 	d[2] = k->past;
-	*out = ir_type(k->m, t.dt, 4, d);
+	*out = ir_type(k->m, cache_dtype(k, t.dt), 4, d);
 	return 0;
 }
 
@@ -193,8 +201,22 @@ static void rewrite_attention(Kv *k, Graph *g, Node *n, int s)
 	n->out[0]->name = r->out[0]->name;
 	r->out[0]->name = name;
 	ir_remove_node(g, n);
-	add_output(g, r->out[1]);
-	add_output(g, r->out[2]);
+	Value *pres[2] = { r->out[1], r->out[2] };
+	for (int j = 0; j < 2; j++) {     /* prefill into an FP8 cache: the outputs are rounded to it */
+		Type want = j ? pv : pk;
+		if (k->decode || want.dt == r->in[1 + j]->type.dt)
+			continue;
+		Value *y = r->out[1 + j];
+		const char *pname = y->name;
+		y->name = ir_fresh_name(g, pname);
+		Node *cst = ir_insert_node(g, r->next, OP_Cast, &y, 1, &pname, 1, n->loc);
+		ir_set_attr_str(cst, "to", rt_dtype_name(want.dt));
+		cst->out[0]->type = ir_type(g->m, want.dt, y->type.rank, y->type.dims);
+		cst->annot = r->annot;
+		pres[j] = cst->out[0];
+	}
+	add_output(g, pres[0]);
+	add_output(g, pres[1]);
 	add_tensor(k, g, "key", s, dim_isconst(pk.dims[1]) && dim_isconst(pk.dims[3]) ? token_bytes(pk, pk.dims[1].k * pk.dims[3].k) : 0);
 	add_tensor(k, g, "value", s, dim_isconst(pv.dims[1]) && dim_isconst(pv.dims[3]) ? token_bytes(pv, pv.dims[1].k * pv.dims[3].k) : 0);
 	st = gstate(k, g);
@@ -635,8 +657,20 @@ static void rewrite_mixed(Kv *k, Graph *g, Node *n, int s)
 		r->annot = n->annot;
 		int64_t d[3] = { 1, mg->n * mg->s, n->in[0]->type.dims[2].k };
 		outs[j] = mg->n > 1 ? reshape_to(g, n, r->out[0], d, 3, "tokens") : r->out[0];
-		add_output(g, r->out[1]);
-		add_output(g, r->out[2]);
+		for (int t = 1; t <= 2; t++) {   /* a group without a past writes an FP8 cache rounded */
+			Type want = t == 1 ? pk : pv;
+			Value *y = r->out[t];
+			if (mg->p > 0 || want.dt == r->in[t]->type.dt) {
+				add_output(g, y);
+				continue;
+			}
+			const char *pname = y->name;
+			y->name = ir_fresh_name(g, pname);
+			Node *cst = ir_insert_node(g, n, OP_Cast, &y, 1, &pname, 1, n->loc);
+			ir_set_attr_str(cst, "to", rt_dtype_name(want.dt));
+			cst->annot = r->annot;
+			add_output(g, cst->out[0]);
+		}
 		int64_t kb = dim_isconst(pk.dims[1]) && dim_isconst(pk.dims[3]) ? token_bytes(pk, pk.dims[1].k * pk.dims[3].k) : 0;
 		int64_t vb = dim_isconst(pv.dims[1]) && dim_isconst(pv.dims[3]) ? token_bytes(pv, pv.dims[1].k * pv.dims[3].k) : 0;
 		add_tensor_past(k, g, "key", s + j, kb, mg->p > 0);

@@ -86,6 +86,7 @@ typedef struct PassCtx {
 	/* phases: the mixed phase's composition ("32x1+2048,1x512+0", pass_mix_parse): one serving
 	 * iteration of chunked prefills and decodes over one flattened token batch */
 	const char *mix;
+	DType kv_format;            /* --kv-format: the caches' element format (0, DT_INVALID: K's) */
 	/* partition (passes/partition.c) */
 	int tp;                     /* --tp N: tensor-parallel group size (0 or 1: none) */
 	int pp;                     /* --pp N: pipeline stages (0: the fewest that fit memory) */
@@ -200,6 +201,10 @@ extern const char LAYER_FIRST[], LAYER_LAST[];
 int pass_mark_layers(Module *m, PassCtx *c);
 
 /* ---- helpers shared by the passes (passes/util.c) ---- */
+/* Bytes weight input i of node n takes on its device: the stored format's when the target keeps
+ * it encoded (a GPU stores the B operand of an FP8 or MX/NVFP4 matrix product at that format:
+ * targets/precision.h prec_weight_format), else the declared size (0 when not known). */
+int64_t pass_weight_bytes(const PassCtx *c, const Node *n, int i);
 /* The name of n's first output, for messages. */
 const char *pass_node_name(const Node *n);
 /* Whether every element of v is the constant x (inline literal, fill, or folded data). */

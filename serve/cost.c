@@ -270,6 +270,7 @@ static int plan_compile_layers(SvPool *p, const PassMixGroup *g, int ng, int64_t
 	c.phase = phase;
 	c.mix = p->batch_form ? NULL : mix;
 	c.context = ctx;
+	c.kv_format = p->kv_fp8 ? DT_F8E4M3 : DT_INVALID;   /* kv=fp8: an FP8 cache in the plans */
 	c.machine = p->mach.m;
 	c.precision = &p->prec;
 	c.tp = p->tp > 1 ? p->tp : 0;

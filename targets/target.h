@@ -132,10 +132,11 @@ int64_t tgt_heap_place(TgtHeap *h, int64_t size, int owner);
 void tgt_heap_release(TgtHeap *h, const Flat *f, int node);
 /* s made a valid plan name (no blanks, '=', ',', brackets or quotes) into d (n bytes). */
 void tgt_plan_name(char *d, size_t n, const char *s);
-/* Adds the plan buffer of flat value v, in dtype dt, to memory space `space`, placed first-fit in
- * h; its name is v's made valid (and unique with ".v" when that collided).  Returns the buffer
- * index, or -1 with e set; *end (when not NULL) receives its offset + size in bytes. */
-int tgt_add_buffer(Plan *p, TgtHeap *h, const Flat *f, int v, DType dt, int space, int64_t *end,
+/* Adds the plan buffer of flat value v, in dtype dt and buffer format `format` (NULL: "row";
+ * "q.FMT": stored encoded, sized by plan_format_bytes), to memory space `space`, placed
+ * first-fit in h; its name is v's made valid (and unique with ".v" when that collided).  Returns
+ * the buffer index, or -1 with e set; *end (when not NULL) receives its offset + size in bytes. */
+int tgt_add_buffer(Plan *p, TgtHeap *h, const Flat *f, int v, DType dt, const char *format, int space, int64_t *end,
 		   RtError *e);
 /* Registers f's inputs and outputs (named as g's outputs) with the plan; buf maps flat values
  * to plan buffers.  0, or -1 with e set. */
@@ -197,6 +198,10 @@ typedef struct TgtDevs {
 	int *first_reader;   /* per flat value: first flat node reading it, or -1 */
 	unsigned char *keep; /* per flat value: read on another stream, so kept for the whole plan */
 	int swapv[TGT_MAX_OPERANDS], swapb[TGT_MAX_OPERANDS], nswap;   /* tgt_devs_bufs */
+	/* set by the target before tgt_devs_values, optional: the buffer format of value v (NULL:
+	 * "row"), e.g. a weight every reader of which encodes it to FP8 ("q.f8e4m3.128x128") */
+	const char *(*format)(const void *ctx, const FlatVal *v);
+	const void *format_ctx;
 } TgtDevs;
 typedef struct TgtRep TgtRep;
 

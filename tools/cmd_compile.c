@@ -13,6 +13,7 @@
 #include "tools/driver.h"
 #include "tools/pass_opts.h"
 #include "tools/plan_build.h"
+#include "tools/progress.h"
 #include "tools/emit_viz.h"   /* viz: --emit dot|svg|png */
 
 typedef struct CompileOpts {
@@ -30,13 +31,14 @@ typedef struct CompileOpts {
 	int parse_only;              /* --parse-only: structure checks, no shape inference */
 	PassOpts passes;             /* --passes, -O, --remarks, ... (tools/pass_opts.c) */
 	const char *init_unbound;    /* --init-unbound KIND[:SCALE[:SEED]] */
-	int expand;                  /* viz: --expand draws every repeated layer */
+	PictureOpts pic;             /* viz: --expand, --focus, --layout-time */
 	/* phases: --phase prefill|decode, --batch B, --context S (bound as B and S; decode binds
 	 * S=1 and caches S past tokens) */
 	const char *phase;
 	const char *mix;             /* --mix NxS+P,... (--phase mixed) */
 	long long batch, context;
 	char phase_binds[2][48];
+	const char *kv_format;       /* --kv-format bf16|fp8: the KV cache's element format */
 } CompileOpts;
 
 static void compile_help(void)
@@ -48,7 +50,6 @@ static void compile_help(void)
 	printf("usage: aicc compile MODEL(.aig|.onnx) [options]\n"
 	       "  --emit ir|summary|plan|dot|svg|png  what to write (default: summary); pictures\n"
 	       "                        show the plan's placement when --target is given, else the IR\n"
-	       "  --expand              pictures: draw every instance of a repeated layer\n"
 	       "  --target T            target of --emit plan (default: reference; see aicc targets)\n"
 	       "  --machine NAME|FILE   machine description (default: the target's)\n"
 	       "  --set key=value       override a machine field (repeatable)\n"
@@ -75,10 +76,13 @@ static void compile_help(void)
 	       "                        it; e.g. --mix 32x1+2048,1x512+1024 (not for run --check)\n"
 	       "  --batch B             phases: sequences (default 1)\n"
 	       "  --context S           phases: prompt length (prefill) or past tokens (decode)\n"
+	       "  --kv-format F         phases: the KV cache's format: as the keys (default) or fp8\n"
+	       "                        (e4m3: new rows rounded to it, read back as stored)\n"
 	       "  --print-after PASS    print the IR to stderr after PASS (verify, infer-shapes)\n"
 	       "  --print-after-all     print the IR after every pass\n"
 	       "  --parse-only          parse and verify the structure only (no shape inference),\n"
 	       "                        e.g. to reformat a file with --emit ir\n", words);
+	drv_picture_help();   /* viz */
 	pass_opts_help();
 }
 
@@ -107,6 +111,20 @@ static int emit_summary(Module *m, FILE *f)
 	fputc('\n', f);
 	json_decref(o);
 	return rc;
+}
+
+/* phases: --kv-format fp8|bf16|auto: the caches' element format. */
+static int kv_format_opt(CompileOpts *o)
+{
+	if (o->kv_format) {
+		DType kf = !strcmp(o->kv_format, "fp8") || !strcmp(o->kv_format, "f8e4m3") ? DT_F8E4M3 : DT_INVALID;
+		if (kf == DT_INVALID && strcmp(o->kv_format, "bf16") && strcmp(o->kv_format, "auto")) {
+			drv_error("--kv-format '%s': expected fp8 (e4m3), bf16 or auto (the keys' dtype)", o->kv_format);
+			return -1;
+		}
+		o->passes.ctx.kv_format = kf;
+	}
+	return 0;
 }
 
 /* phases: --phase mixed --mix NxS+P,...: one serving iteration of chunked prefills and decodes
@@ -144,12 +162,16 @@ static int phase_opts(CompileOpts *o)
 	if (!o->phase) {
 		if (o->batch || o->context || o->mix)
 			drv_error("--batch, --context and --mix go with --phase prefill|decode|mixed");
-		return o->batch || o->context || o->mix ? -1 : 0;
+		else if (o->kv_format)
+			drv_error("--kv-format goes with --phase prefill|decode|mixed");
+		return o->batch || o->context || o->mix || o->kv_format ? -1 : 0;
 	}
 	if (o->nbinds > 62) {
 		drv_error("too many --bind options");
 		return -1;
 	}
+	if (kv_format_opt(o) < 0)
+		return -1;
 	if (strcmp(o->phase, "mixed") == 0)
 		return mixed_opts(o);
 	if (o->mix) {
@@ -238,6 +260,11 @@ static int parse_opts(int argc, char **argv, CompileOpts *o)
 			o->sets[o->nsets++] = v;
 			continue;
 		}
+		if ((r = opt_value(argc, argv, &i, "--kv-format", &o->kv_format))) {
+			if (r < 0)
+				return -1;
+			continue;
+		}
 		if ((r = opt_value(argc, argv, &i, "--phase", &o->phase)) ||   /* phases */
 		    (r = opt_value(argc, argv, &i, "--mix", &o->mix))) {
 			if (r < 0)
@@ -255,8 +282,9 @@ static int parse_opts(int argc, char **argv, CompileOpts *o)
 			*(strcmp(argv[i - 1], "--batch") == 0 ? &o->batch : &o->context) = n;
 			continue;
 		}
-		if (strcmp(argv[i], "--expand") == 0) {   /* viz */
-			o->expand = 1;
+		if ((r = drv_picture_opt(argc, argv, &i, &o->pic))) {   /* viz */
+			if (r < 0)
+				return -1;
 			continue;
 		}
 		if (strcmp(argv[i], "--parse-only") == 0) {
@@ -370,6 +398,9 @@ int cmd_compile(int argc, char **argv)
 			drv_binds_free(&db);
 			return EXIT_USER;
 		}
+	char what[600];   /* viz: a progress line when a step takes more than 2 s */
+	snprintf(what, sizeof what, "reading %s", o.model);
+	progress_begin(what, 0);
 	Module *m = drv_load_model_binds(o.model, &db);
 	if (!m) {
 		drv_binds_free(&db);
@@ -385,6 +416,7 @@ int cmd_compile(int argc, char **argv)
 	for (int i = 0; i < o.nconsts; i++)
 		if (drv_apply_const(m, o.consts[i]) < 0)
 			goto out;
+	m->eval_limit = o.passes.ctx.fold_limit;   /* --fold-limit bounds the compile-time evaluator too */
 	if (ir_verify(m) > 0)
 		goto out;
 	maybe_print(&o, m, "verify");
@@ -400,8 +432,11 @@ int cmd_compile(int argc, char **argv)
 	o.passes.ctx.print_after = o.print_after;
 	if (!o.parse_only && prepare(&o, &c) < 0)
 		goto out;
+	progress_begin("running the passes", 0);
 	if (!o.parse_only && pass_opts_run(&o.passes, m) > 0)
 		goto out;
+	snprintf(what, sizeof what, "lowering for %s", o.target ? o.target : "reference");
+	progress_begin(what, 0);
 	Plan *plan = NULL;
 	int picture = drv_is_picture(o.emit);   /* viz */
 	if (c.plan && !(plan = build(&o, &c, m, &db)))
@@ -413,6 +448,7 @@ int cmd_compile(int argc, char **argv)
 		plan_free(plan);
 		goto out;
 	}
+	progress_begin("writing the output", 0);
 	OutFile *fp = nw ? f0 : wf;
 	if (out_open(fp, o.output) < 0) {
 		if (nw)
@@ -421,7 +457,7 @@ int cmd_compile(int argc, char **argv)
 		goto out;
 	}
 	if (picture) {   /* viz */
-		if (drv_emit_picture(m, plan, o.emit, o.expand, fp->f) < 0) {
+		if (drv_emit_picture(m, plan, o.emit, &o.pic, fp->f) < 0) {
 			plan_free(plan);
 			out_abort(fp);
 			goto out;
@@ -453,6 +489,7 @@ int cmd_compile(int argc, char **argv)
 	plan_free(plan);
 	rc = out_commit_group(wf, nw ? 2 : 1) < 0 ? EXIT_USER : EXIT_OK;
 out:
+	progress_end();
 	if (rc != EXIT_OK && drv_internal)
 		rc = EXIT_INTERNAL;
 	if (c.tm.m)
