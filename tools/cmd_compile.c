@@ -377,6 +377,8 @@ static Plan *build(const CompileOpts *o, const Compile *c, Module *m, const DrvB
 	BuildOpts b = { o->model, *binds ? binds : NULL, c->t->name, o->machine, o->sets, o->nsets, o->precision,
 			o->init_unbound, &c->tm, &c->prec };
 	Plan *p = drv_build_plan(m, &b);
+	if (p && o->passes.ctx.remark_mask == ~0u)   /* --remarks=all: where the cost model has no coverage */
+		tgt_coverage_remarks(p, stderr);
 	RtError e = { 0 };
 	if (p && o->phase && !o->mix && plan_set_source_phase(p, o->phase, o->context, &e) < 0) {   /* phases */
 		drv_report(e.msg);

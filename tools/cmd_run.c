@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <libgen.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -13,6 +14,7 @@
 
 #include "runtime/interp.h"
 #include "runtime/npy.h"
+#include "targets/target.h"
 #include "tools/driver.h"
 #include "tools/plan_build.h"
 #include "tools/progress.h"
@@ -342,6 +344,30 @@ static void summary(const Plan *p, const RtRun *r, const RtCheck *c, char **file
 	else if (ph.phase && ph.ttft_s > 0)
 		printf("TTFT           %s (prefill, batch %lld, %lld prompt tokens): %.4g prompt tokens/s\n",
 		       seconds(ph.ttft_s, a, sizeof a), (long long)ph.batch, (long long)ph.context, ph.tokens_per_s);
+	RtBand band;     /* the error band of the prediction (targets/bands.def, from make validate) */
+	if (rt_band(p, t, &band) == 0) {
+		char least[160];
+		if (band.least_band < 0)
+			snprintf(least, sizeof least, "%s: no published case covers it (%.0f%% of the busy time)", band.least,
+				 100 * band.least_s / fmax(band.covered_s + band.uncovered_s, 1e-30));
+		else
+			snprintf(least, sizeof least, "%s, +-%.0f%% worst over %d cases", band.least, 100 * band.least_band,
+				 band.least_cases);
+		const TgtBand *e2e = tgt_band(p->target, "end-to-end");
+		char e2es[96] = "";
+		if (e2e)
+			snprintf(e2es, sizeof e2es, "; end-to-end cases on %s: median %.0f%%, worst %.0f%% (%d)", p->target,
+				 100 * e2e->median, 100 * e2e->worst, e2e->cases);
+		if (band.covered_s <= 0)
+			printf("error band     unknown: no published case covers any of its kernel classes (%s)%s\n", least, e2es);
+		else
+			printf("error band     +-%.0f%% typical, +-%.0f%% worst (its kernel classes' residuals in make validate, "
+			       "time-weighted); least calibrated: %s%s\n", 100 * band.rel_median, 100 * band.rel, least, e2es);
+	}
+	int gaps = tgt_coverage_remarks(p, NULL);
+	if (gaps)
+		printf("not modelled   %d instruction%s priced by a generic fallback, not a model of their own (t.coverage; "
+		       "aicc compile --remarks=all lists them)\n", gaps, gaps == 1 ? "" : "s");
 	if (t->nload > 0)   /* weight transforms run once at load, outside the latency above */
 		printf("load           %s once, before the first step (%d kernel%s with phase=load)\n",
 		       seconds(t->load_s, a, sizeof a), t->nload, t->nload == 1 ? "" : "s");
