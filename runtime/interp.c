@@ -521,6 +521,8 @@ static int execute(Vm *m, const PlanStep *order, int n, const int *last)
 	for (int t = 0; t < n; t++) {
 		const PlanInstr *in = &m->p->streams[order[t].stream].ins[order[t].index];
 		int rc = 0;
+		if (m->o->progress)
+			m->o->progress(m->o->progress_ctx, "running the plan", t, n);
 		switch (in->kind) {
 		case PI_KERNEL: rc = exec_kernel(m, in); break;
 		case PI_COPY: rc = copy_value(m, in->in[0], in->out[0]); break;
@@ -654,6 +656,8 @@ RtSession *rt_session_new(const Plan *p, const RtRunOpts *o, RtError *e)
 	Vm m = { p, o, NULL, e, s };
 	for (int i = 0; i < p->nconsts; i++) {
 		const PlanConst *c = &p->consts[i];
+		if (o->progress)
+			o->progress(o->progress_ctx, "binding weights", i, p->nconsts);
 		if (c->kind == PINIT_UNBOUND || binding(o, p->buffers[c->buffer].name))
 			continue;     /* bound by every run that gives it, or an error when one does not */
 		if (load_const(&m, c, &s->consts[c->buffer]) < 0) {

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <libgen.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -14,10 +15,13 @@
 
 #include "runtime/interp.h"
 #include "runtime/npy.h"
+#include "targets/target.h"
 #include "tools/driver.h"
 #include "tools/plan_build.h"
+#include "tools/progress.h"
 
 #define MAX_INPUTS 256
+#define DEVICE_LINES 8   /* past this many devices the summary is per device kind (viz) */
 
 typedef struct RunOpts {
 	const char *plan, *outdir, *report, *trace;
@@ -25,6 +29,7 @@ typedef struct RunOpts {
 	int ninputs;
 	uint64_t seed;
 	int check, per_node, timing_only;
+	int per_device;          /* --per-device: a compute and a memory line per device (viz) */
 	long repeat;             /* --repeat N: runs of the loaded plan, timed (0: one, untimed) */
 } RunOpts;
 
@@ -40,8 +45,10 @@ static void run_help(void)
 	       "  --check                compare against the reference plan of the same graph\n"
 	       "  --per-node             with --check: report the first node out of tolerance\n"
 	       "  --timing-only          simulate time and memory without computing values\n"
+	       "  --per-device           a compute and a memory line for every device (default: per\n"
+	       "                         device kind with the busiest named, past %d devices)\n"
 	       "  --repeat N             load the plan once (weights bound once) and run it N times;\n"
-	       "                         prints the load, first-run and steady-state host times\n");
+	       "                         prints the load, first-run and steady-state host times\n", DEVICE_LINES);
 }
 
 static int parse_flag(RunOpts *o, const char *a)
@@ -52,6 +59,8 @@ static int parse_flag(RunOpts *o, const char *a)
 		return o->per_node = 1;
 	if (strcmp(a, "--timing-only") == 0)
 		return o->timing_only = 1;
+	if (strcmp(a, "--per-device") == 0)
+		return o->per_device = 1;
 	return 0;
 }
 
@@ -304,10 +313,72 @@ static const char *seconds(double s, char *buf, size_t n)
 	return buf;
 }
 
-static void summary(const Plan *p, const RtRun *r, const RtCheck *c, char **files)
+/* viz: compute and memory per device, or past DEVICE_LINES devices per device kind (a pool's
+ * space per space kind) with the busiest device and the fullest space named. */
+static void devices(const Plan *p, const RtTiming *t, int per_device)
+{
+	char a[64], b[64], d[64], f[64];
+	for (int i = 0; (per_device || p->ndevices <= DEVICE_LINES) && i < p->ndevices; i++) {
+		double ach = t->latency_s > 0 ? t->dev_flops[i] / t->latency_s : 0;
+		printf("compute        %s in %s busy on %s: %s/s achieved, %.2f%% of peak %s/s\n",
+		       si(t->dev_flops[i], "FLOP", a, sizeof a), seconds(t->busy_s[i], d, sizeof d), p->devices[i].name,
+		       si(ach, "FLOP", b, sizeof b), 100 * ach / p->devices[i].peak_flops,
+		       si(p->devices[i].peak_flops, "FLOP", f, sizeof f));
+	}
+	for (int s = 0; (per_device || p->ndevices <= DEVICE_LINES) && s < p->nspaces; s++)
+		printf("memory         %s: %s moved, peak %s of %s\n", p->spaces[s].name, si(t->bytes[s], "B", a, sizeof a),
+		       si((double)t->peak_bytes[s], "B", b, sizeof b), si((double)p->spaces[s].capacity, "B", d, sizeof d));
+	if (per_device || p->ndevices <= DEVICE_LINES)
+		return;
+	for (int k = 0; k < p->ndevices; k++) {   /* one compute line per device kind */
+		int first = 1, n = 0, top = k;
+		for (int j = 0; j < k; j++)
+			first &= strcmp(p->devices[j].kind, p->devices[k].kind) != 0;
+		double flops = 0, busy = 0, peak = 0;
+		for (int j = k; first && j < p->ndevices; j++)
+			if (!strcmp(p->devices[j].kind, p->devices[k].kind)) {
+				n++, flops += t->dev_flops[j], busy += t->busy_s[j], peak += p->devices[j].peak_flops;
+				top = t->busy_s[j] > t->busy_s[top] ? j : top;
+			}
+		if (!first)
+			continue;
+		double ach = t->latency_s > 0 ? flops / t->latency_s : 0, tach = t->latency_s > 0 ? t->dev_flops[top] / t->latency_s : 0;
+		printf("compute        %s on %d %s devices: %s/s achieved, %.2f%% of their peak %s/s; %s busy in all\n",
+		       si(flops, "FLOP", a, sizeof a), n, p->devices[k].kind, si(ach, "FLOP", b, sizeof b), peak > 0 ? 100 * ach / peak : 0,
+		       si(peak, "FLOP", f, sizeof f), seconds(busy, d, sizeof d));
+		printf("busiest        %s: %s in %s busy, %.2f%% of peak\n", p->devices[top].name,
+		       si(t->dev_flops[top], "FLOP", a, sizeof a), seconds(t->busy_s[top], d, sizeof d),
+		       100 * tach / p->devices[top].peak_flops);
+	}
+	for (int s = 0; s < p->nspaces; s++) {   /* one memory line per kind of space ("lpu" "sram") */
+		const char *kind = p->devices[p->spaces[s].device].kind, *suf = strchr(p->spaces[s].name, '.');
+		suf = suf ? suf + 1 : p->spaces[s].name;
+		int first = 1, n = 0, top = s;
+		for (int j = 0; j < s && first; j++) {
+			const char *sj = strchr(p->spaces[j].name, '.');
+			first = strcmp(p->devices[p->spaces[j].device].kind, kind) || strcmp(sj ? sj + 1 : p->spaces[j].name, suf);
+		}
+		double moved = 0;
+		for (int j = s; first && j < p->nspaces; j++) {
+			const char *sj = strchr(p->spaces[j].name, '.');
+			if (strcmp(p->devices[p->spaces[j].device].kind, kind) || strcmp(sj ? sj + 1 : p->spaces[j].name, suf))
+				continue;
+			n++, moved += t->bytes[j];
+			top = (double)t->peak_bytes[j] / (double)p->spaces[j].capacity >
+			      (double)t->peak_bytes[top] / (double)p->spaces[top].capacity ? j : top;
+		}
+		if (first)
+			printf("memory         %s %s (%d spaces): %s moved in all; fullest %s: peak %s of %s\n", kind, suf, n,
+			       si(moved, "B", a, sizeof a), p->spaces[top].name, si((double)t->peak_bytes[top], "B", b, sizeof b),
+			       si((double)p->spaces[top].capacity, "B", d, sizeof d));
+	}
+	printf("devices        %d: one line per kind above; --per-device lists each\n", p->ndevices);
+}
+
+static void summary(const Plan *p, const RtRun *r, const RtCheck *c, char **files, int per_device)
 {
 	const RtTiming *t = &r->timing;
-	char a[64], b[64], d[64], f[64];
+	char a[64];
 	printf("plan %s: target %s, machine %s\n", p->file, p->target, p->machine);
 	printf("latency        %s\n", seconds(t->latency_s, a, sizeof a));
 	RtPhase ph;     /* phases: TTFT of a prefill plan, TPOT of a decode step */
@@ -318,19 +389,34 @@ static void summary(const Plan *p, const RtRun *r, const RtCheck *c, char **file
 	else if (ph.phase && ph.ttft_s > 0)
 		printf("TTFT           %s (prefill, batch %lld, %lld prompt tokens): %.4g prompt tokens/s\n",
 		       seconds(ph.ttft_s, a, sizeof a), (long long)ph.batch, (long long)ph.context, ph.tokens_per_s);
+	RtBand band;     /* the error band of the prediction (targets/bands.def, from make validate) */
+	if (rt_band(p, t, &band) == 0) {
+		char least[160];
+		if (band.least_band < 0)
+			snprintf(least, sizeof least, "%s: no published case covers it (%.0f%% of the busy time)", band.least,
+				 100 * band.least_s / fmax(band.covered_s + band.uncovered_s, 1e-30));
+		else
+			snprintf(least, sizeof least, "%s, +-%.0f%% worst over %d cases", band.least, 100 * band.least_band,
+				 band.least_cases);
+		const TgtBand *e2e = tgt_band(p->target, "end-to-end");
+		char e2es[96] = "";
+		if (e2e)
+			snprintf(e2es, sizeof e2es, "; end-to-end cases on %s: median %.0f%%, worst %.0f%% (%d)", p->target,
+				 100 * e2e->median, 100 * e2e->worst, e2e->cases);
+		if (band.covered_s <= 0)
+			printf("error band     unknown: no published case covers any of its kernel classes (%s)%s\n", least, e2es);
+		else
+			printf("error band     +-%.0f%% typical, +-%.0f%% worst (its kernel classes' residuals in make validate, "
+			       "time-weighted); least calibrated: %s%s\n", 100 * band.rel_median, 100 * band.rel, least, e2es);
+	}
+	int gaps = tgt_coverage_remarks(p, NULL);
+	if (gaps)
+		printf("not modelled   %d instruction%s priced by a generic fallback, not a model of their own (t.coverage; "
+		       "aicc compile --remarks=all lists them)\n", gaps, gaps == 1 ? "" : "s");
 	if (t->nload > 0)   /* weight transforms run once at load, outside the latency above */
 		printf("load           %s once, before the first step (%d kernel%s with phase=load)\n",
 		       seconds(t->load_s, a, sizeof a), t->nload, t->nload == 1 ? "" : "s");
-	for (int i = 0; i < p->ndevices; i++) {
-		double ach = t->latency_s > 0 ? t->dev_flops[i] / t->latency_s : 0;
-		printf("compute        %s in %s busy on %s: %s/s achieved, %.2f%% of peak %s/s\n",
-		       si(t->dev_flops[i], "FLOP", a, sizeof a), seconds(t->busy_s[i], d, sizeof d), p->devices[i].name,
-		       si(ach, "FLOP", b, sizeof b), 100 * ach / p->devices[i].peak_flops,
-		       si(p->devices[i].peak_flops, "FLOP", f, sizeof f));
-	}
-	for (int s = 0; s < p->nspaces; s++)
-		printf("memory         %s: %s moved, peak %s of %s\n", p->spaces[s].name, si(t->bytes[s], "B", a, sizeof a),
-		       si((double)t->peak_bytes[s], "B", b, sizeof b), si((double)p->spaces[s].capacity, "B", d, sizeof d));
+	devices(p, t, per_device);
 	for (int i = 0; r->outputs && i < p->noutputs; i++)
 		if (plan_io_first(p->outputs, i))
 			printf("output         %s %s%s%s\n", p->outputs[i].name, rt_dtype_name(r->outputs[i].dtype),
@@ -422,7 +508,7 @@ static int execute(const RunOpts *o, const Plan *p, RtBinding *bind)
 	RtCheck c = { 0 };
 	RtError e = { 0 };
 	char *dir = strdup(o->plan);
-	RtRunOpts ro = { bind, o->ninputs, o->seed, o->timing_only, 0, dirname(dir), drv_host_available() };
+	RtRunOpts ro = { bind, o->ninputs, o->seed, o->timing_only, 0, dirname(dir), drv_host_available(), progress_step, NULL };
 	int rc;
 	double *runs = NULL, load = 0;
 	RtLoadStats ls = { 0 };
@@ -451,6 +537,7 @@ static int execute(const RunOpts *o, const Plan *p, RtBinding *bind)
 				assert(!r.outputs[i].data || r.outputs[i].owns);
 		rt_session_free(s);
 	}
+	progress_end();   /* viz: the progress line is gone before anything else is printed */
 	if (rc < 0) {
 		drv_report(e.msg);
 		free(dir);
@@ -462,7 +549,7 @@ static int execute(const RunOpts *o, const Plan *p, RtBinding *bind)
 	if (!files || write_files(o, p, &r, o->check ? &c : NULL, files) < 0)
 		st = EXIT_USER;
 	if (st == EXIT_OK)
-		summary(p, &r, o->check ? &c : NULL, files);
+		summary(p, &r, o->check ? &c : NULL, files, o->per_device);
 	if (st == EXIT_OK && o->repeat)
 		host_times(&ls, load, runs, o->repeat);
 	if (st == EXIT_OK && o->check && !c.ok)

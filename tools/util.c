@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "tools/driver.h"
+#include "tools/progress.h"
 
 int drv_internal;
 
@@ -17,6 +18,7 @@ void drv_error(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
+	progress_pause();   /* an error is never printed into the progress line */
 	fputs("aicc: error: ", stderr);
 	vfprintf(stderr, fmt, ap);
 	fputc('\n', stderr);
@@ -25,6 +27,7 @@ void drv_error(const char *fmt, ...)
 
 void drv_report(const char *msg)
 {
+	progress_pause();
 	if (msg && strstr(msg, "internal error"))
 		drv_internal = 1;
 	if (msg && strstr(msg, "error: "))     /* already "file:line: error: ..." */
