@@ -33,7 +33,7 @@ CFLAGS_ALL = -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -DAICC_VERSION
 GEN_CFLAGS = $(filter-out -Wextra,$(CFLAGS_ALL)) -Wno-sign-compare -Wno-unused-function
 
 RT_SRC   := $(sort $(wildcard runtime/*.c runtime/*/*.c))
-CC_SRC   := $(sort $(wildcard ir/*.c frontend/*.c frontend/*/*.c passes/*.c targets/*.c targets/*/*.c viz/*.c))
+CC_SRC   := $(sort $(wildcard ir/*.c frontend/*.c frontend/*/*.c passes/*.c targets/*.c targets/*/*.c viz/*.c serve/*.c))
 DRV_SRC  := $(sort $(wildcard tools/*.c))
 UNIT_SRC := $(sort $(wildcard testsuite/unit/test_*.c))
 GEN_C    := $(if $(wildcard frontend/parser.y),$(BUILD)/gen/lexer.c $(BUILD)/gen/parser.c)
