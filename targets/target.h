@@ -158,6 +158,14 @@ int tgt_explicit_conversion(Op op);
 /* First and last flat node of every fusion group (attribute fusion_group, per call instance);
  * -1 for nodes outside a group.  gfirst and glast hold f->nnodes entries. */
 void tgt_fusion_groups(const Flat *f, int *gfirst, int *glast);
+/* Whether flat value v is computed once when the model is loaded (targets/instr.c): a parameter,
+ * an absent input (v < 0), or a weight transform (Quantize/Dequantize, Cast, Transpose, Split, a
+ * view) of load-time values only.  Recursive over the value's producers. */
+int tgt_load_value(const Flat *f, int v);
+/* Whether flat node i is such a weight transform and outside any fusion group (gfirst from
+ * tgt_fusion_groups, or NULL): its kernel runs in the interpreter (numerics unchanged) but costs
+ * nothing per step; targets record t.phase="load" and its time as t.load_us. */
+int tgt_load_kernel(const Flat *f, const int *gfirst, int i);
 
 /* ---- multi-device lowering (targets/devices.c) ----
  * A partitioned graph (passes/partition.c, or the user's @device annotations) names on each
@@ -252,5 +260,25 @@ extern const int tgt_ntargets;
 const Target *tgt_find(const char *name);      /* NULL if unknown */
 /* Registers every target's cost hook with the runtime (the driver calls this once). */
 void tgt_register_costs(void);
+
+/* ---- error bands (targets/bands.c, data targets/bands.def from `make validate-bands`) ---- */
+typedef struct TgtBand {
+	const char *target, *cls;     /* cost model (hopper, blackwell, tpu, lpu) and kernel class */
+	double median, worst;         /* |relative error| of the validation cases of that class */
+	int cases;
+} TgtBand;
+/* The band of `cls` (gemm, attention, memory, collective, end-to-end) on `target`, or NULL when
+ * no published case covers it. */
+const TgtBand *tgt_band(const char *target, const char *cls);
+/* An instruction's kernel class from its t.kind: gemm, attention, memory; copies and
+ * collectives: collective. */
+const char *tgt_kernel_class(const PlanInstr *in);
+/* Annotates every kernel, copy and collective of p with t.class and t.band (worst residual of
+ * its class, "none" when uncalibrated), t.band_median and t.band_cases.  0, or -1 with e set. */
+int tgt_annotate_bands(Plan *p, RtError *e);
+/* Prints one remark per instruction of p the target prices without a model of its own (its
+ * t.coverage, e.g. a matrix op priced as memory-bound) to f (NULL: only counts); returns the
+ * count. */
+int tgt_coverage_remarks(const Plan *p, FILE *f);
 
 #endif
