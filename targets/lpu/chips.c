@@ -283,7 +283,7 @@ static int64_t plan_bytes(const Bx *x, int v)
 		n *= fv->dims[i];
 	if (!rt_dtype_isfloat(fv->dt))
 		return rt_dtype_bytes(fv->dt, n);
-	return n * (lpu_weight_like(x->f, v) ? x->a->elem_bytes : 4);
+	return n * (lpu_at_mma(x->pg, x->f, v) ? x->a->elem_bytes : 4);
 }
 
 /* Bytes node i adds to a chip whose resident values are marked on[v] == chip + 1: the weights
@@ -492,7 +492,8 @@ int lpu_build(const LpuArch *a, const Flat *f, LpuProg *pg, RtError *e)
 	x.tail = calloc(nv, sizeof *x.tail);
 	pg->first = malloc(nv * sizeof *pg->first);
 	pg->home = malloc(nv * sizeof *pg->home);
-	int rc = x.chip && x.split && x.cut0 && x.tail && pg->first && pg->home ? 0 :
+	pg->wide = lpu_wide_values(a, f);
+	int rc = x.chip && x.split && x.cut0 && x.tail && pg->first && pg->home && pg->wide ? 0 :
 		 rt_errorf(e, RT_ENOMEM, "out of memory building the LPU program");
 	for (int v = 0; rc == 0 && v < f->nvals; v++)
 		pg->first[v] = pg->home[v] = -1;
@@ -532,6 +533,6 @@ int lpu_build(const LpuArch *a, const Flat *f, LpuProg *pg, RtError *e)
 void lpu_prog_free(LpuProg *pg)
 {
 	free(pg->vals), free(pg->ops), free(pg->args), free(pg->links);
-	free(pg->first), free(pg->home), free(pg->order), free(pg->busy);
+	free(pg->first), free(pg->home), free(pg->wide), free(pg->order), free(pg->busy);
 	memset(pg, 0, sizeof *pg);
 }

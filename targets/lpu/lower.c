@@ -43,7 +43,6 @@ typedef struct Lw {
 	int64_t *sram;           /* per chip: SRAM bytes at storage width */
 	int64_t (*size)(const struct Lw *, int);
 	unsigned char *exact;    /* per flat value: 1 when held in its model dtype (tgt_exact_values) */
-	unsigned char *mxm;      /* per flat value: 1 when a matrix operator reads it (mxm_operands) */
 	RtError *e;
 } Lw;
 
@@ -57,12 +56,10 @@ static int64_t numel(const LpuVal *v)
 
 static int is_param(const Flat *f, int v) { return f->vals[v].def < 0 && f->vals[v].v && f->vals[v].v->kind == V_PARAM; }
 
-/* Plan dtype: float parameters (weights), graph inputs (KV cache) and layout ops of them that a
- * matrix operator reads are stored at the matmul format, as in SRAM (lpu_weight_like); those only
- * vector operators read (normalisation statistics and scales, biases, constants) are held in f32
- * like the activations (the machine's formats include f32, and the MXM accumulates into f32:
- * hardware.md §2.15), as are float activations (the interpreter's values; MXM operand rounding
- * is mma_in).  PP-OCRv4's detector has BatchNormalization variances of 1e7, beyond f16. */
+/* Plan dtype: float parameters (weights), graph inputs (KV cache) and layout ops of them are
+ * stored at the matmul format, as in SRAM (lpu_weight_like), except constants the format cannot
+ * hold (lpu_wide_values: f32); float activations are f32 in the plan (the interpreter's values;
+ * MXM operand rounding is mma_in). */
 static DType plan_dtype(const Lw *w, int flat)
 {
 	const FlatVal *v = &w->f.vals[flat];
@@ -71,23 +68,7 @@ static DType plan_dtype(const Lw *w, int flat)
 		return v->dt;      /* the model's own conversions and what they read (targets/exact.c) */
 	if (is_param(&w->f, flat) && !v->v->init)
 		return DT_F32;
-	return lpu_weight_like(&w->f, flat) && w->mxm && w->mxm[flat] ? w->a.mma : DT_F32;
-}
-
-/* Per flat value, 1 when a matrix operator reads it, directly or through data movement. */
-static unsigned char *mxm_operands(const Flat *f)
-{
-	unsigned char *m = calloc((size_t)f->nvals + 1, 1);
-	for (int i = f->nnodes - 1; m && i >= 0; i--) {
-		const FlatNode *fn = &f->nodes[i];
-		int mark = ir_ops[fn->n->op].cls == OC_matrix;
-		for (int k = 0; !mark && ir_ops[fn->n->op].cls == OC_move && k < fn->nout; k++)
-			mark = fn->out[k] >= 0 && m[fn->out[k]];
-		for (int k = 0; mark && k < fn->nin; k++)
-			if (fn->in[k] >= 0)
-				m[fn->in[k]] = 1;
-	}
-	return m;
+	return lpu_at_mma(&w->pg, &w->f, flat) ? w->a.mma : DT_F32;
 }
 
 static int64_t storage_size(const Lw *w, int v) { return lpu_val_bytes(&w->a, &w->f, &w->pg.vals[v]); }
@@ -585,10 +566,9 @@ static int lower(Lw *w)
 	w->sram = malloc(sizeof(int64_t) * nc);
 	w->plink = malloc(sizeof(int) * ((size_t)w->pg.nlinks + 1));
 	w->exact = tgt_exact_values(&w->f);
-	w->mxm = mxm_operands(&w->f);
 	int64_t *off = malloc(sizeof(int64_t) * n), *top = malloc(sizeof(int64_t) * nc);
 	int rc = w->buf && w->ev && w->start && w->end && w->space && w->stream && w->unit0 && w->sram && w->plink &&
-		 w->exact && w->mxm && off && top ? 0 : rt_errorf(w->e, RT_ENOMEM, "out of memory lowering the graph");
+		 w->exact && off && top ? 0 : rt_errorf(w->e, RT_ENOMEM, "out of memory lowering the graph");
 	if (rc == 0) {
 		live_ranges(w);
 		rc = capacity(w, off);
@@ -633,7 +613,7 @@ Plan *lpu_lower(const TgtInput *in, RtError *e)
 	tgt_flat_free(&w.f);
 	lpu_prog_free(&w.pg);
 	free(w.buf), free(w.ev), free(w.start), free(w.end);
-	free(w.space), free(w.stream), free(w.unit0), free(w.sram), free(w.plink), free(w.exact), free(w.mxm);
+	free(w.space), free(w.stream), free(w.unit0), free(w.sram), free(w.plink), free(w.exact);
 	if (rc < 0) {
 		plan_free(w.p);
 		return NULL;

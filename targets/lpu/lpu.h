@@ -104,6 +104,7 @@ typedef struct LpuProg {
 	LpuLink *links; int nlinks, caplinks;
 	int *first;              /* per flat value: its first LpuVal, or -1 */
 	int *home;               /* per flat value: the LpuVal its producer wrote (or its first), or -1 */
+	unsigned char *wide;     /* per flat value: 1 when weight-like but held in f32 (lpu_wide_values) */
 	int nchips;              /* chips used */
 	int spread;              /* 1: this target spread the graph over chips (no @device) */
 	/* the schedule */
@@ -127,6 +128,15 @@ static inline int *lpu_outs(const LpuProg *pg, const LpuOp *o) { return pg->args
  * (KV cache), or a layout op's result (Transpose, Reshape, ...) of such values only (a
  * transposed tied embedding): moving f16 data keeps it f16, so the plan holds it at f16. */
 int lpu_weight_like(const Flat *f, int v);
+/* Per flat value (nvals + 1 bytes, malloc'd; NULL when out of memory): 1 when the value is
+ * weight-like but a value of its constant data (an initialiser, literal or fill, or one that a
+ * layout op of it moves) is finite and beyond the largest finite value of a->mma, so that the
+ * matmul format would hold it as an infinity: such a value stays f32 in the plan and in the chip
+ * placement's byte counts (the machine's formats include f32: hardware.md §2.15).  PP-OCRv4's detector has BatchNormalization
+ * variances of about 1e7, beyond f16's 65504.  Each datum is read once (rt_round, exact). */
+unsigned char *lpu_wide_values(const LpuArch *a, const Flat *f);
+/* 1 when flat value v is stored at the matmul format: lpu_weight_like and not pg->wide[v]. */
+int lpu_at_mma(const LpuProg *pg, const Flat *f, int v);
 /* SRAM bytes of value v (floats at the matmul format's width). */
 int64_t lpu_val_bytes(const LpuArch *a, const Flat *f, const LpuVal *v);
 extern const char *const lpu_kind_names[LK_COUNT];

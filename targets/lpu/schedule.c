@@ -22,6 +22,9 @@
  * ends last through whichever constraint (operand, unit or link) set each start. */
 #include "targets/lpu/lpu.h"
 
+#include "runtime/numerics.h"
+
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,6 +105,42 @@ static int weight_like(const Flat *f, int v, int depth)
 }
 
 int lpu_weight_like(const Flat *f, int v) { return weight_like(f, v, 0); }
+
+/* 1 when a finite value of parameter pi's data is an infinity in fmt. */
+static int beyond(const ParamInit *pi, DType fmt)
+{
+	double x = 0;
+	int64_t n = pi->kind == INIT_DATA ? (pi->data ? pi->data->n : 0) : pi->kind == INIT_LITERAL ? pi->nlit :
+		    pi->kind == INIT_FILL ? 1 : 0;
+	for (int64_t i = 0; i < n; i++) {
+		x = pi->kind == INIT_DATA ? rt_get(pi->data, i) : pi->kind == INIT_LITERAL ? pi->lit[i] : pi->a;
+		if (isfinite(x) && isinf(rt_round(fmt, (float)fmin(fmax(x, -FLT_MAX), FLT_MAX), 0)))
+			return 1;
+	}
+	return 0;
+}
+
+unsigned char *lpu_wide_values(const LpuArch *a, const Flat *f)
+{
+	unsigned char *w = calloc((size_t)f->nvals + 1, 1);
+	if (!w || rt_dtypes[a->mma].kind == K_BLOCK)
+		return w;
+	for (int v = 0; v < f->nvals; v++) {          /* flat values are in definition order */
+		const FlatVal *fv = &f->vals[v];
+		if (!rt_dtype_isfloat(fv->dt) || !lpu_weight_like(f, v))
+			continue;
+		if (fv->def < 0) {
+			w[v] = fv->v && fv->v->kind == V_PARAM && fv->v->init && beyond(fv->v->init, a->mma);
+			continue;
+		}
+		const FlatNode *fn = &f->nodes[fv->def];
+		for (int k = 0; !w[v] && k < fn->nin; k++)
+			w[v] = fn->in[k] >= 0 && w[fn->in[k]];
+	}
+	return w;
+}
+
+int lpu_at_mma(const LpuProg *pg, const Flat *f, int v) { return lpu_weight_like(f, v) && !(pg->wide && pg->wide[v]); }
 
 static int64_t numel_of(int rank, const int64_t *dims)
 {
