@@ -28,7 +28,7 @@ typedef struct RunOpts {
 	const char *inputs[MAX_INPUTS];
 	int ninputs;
 	uint64_t seed;
-	int check, per_node, timing_only;
+	int check, per_node, timing_only, raw;
 	int per_device;          /* --per-device: a compute and a memory line per device (viz) */
 	long repeat;             /* --repeat N: runs of the loaded plan, timed (0: one, untimed) */
 } RunOpts;
@@ -39,7 +39,8 @@ static void run_help(void)
 	       "  --input NAME=FILE      bind an input (or an unbound parameter) to FILE.npy or FILE.pb\n"
 	       "                         (an ONNX TensorProto); repeatable\n"
 	       "  --seed N               seed for inputs given no data (default 0)\n"
-	       "  --output-dir DIR       write every output as DIR/<name>.npy\n"
+	       "  --output-dir DIR       write every output as DIR/<name>.npy (bf16 as float32,\n"
+	       "                         which numpy reads; --raw keeps bf16's 2-byte '<V2' data)\n"
 	       "  --report FILE.json     write the JSON report\n"
 	       "  --trace FILE.json      write a Chrome trace-event timeline (Perfetto)\n"
 	       "  --check                compare against the reference plan of the same graph\n"
@@ -55,6 +56,8 @@ static int parse_flag(RunOpts *o, const char *a)
 {
 	if (strcmp(a, "--check") == 0)
 		return o->check = 1;
+	if (strcmp(a, "--raw") == 0)
+		return o->raw = 1;
 	if (strcmp(a, "--per-node") == 0)
 		return o->per_node = 1;
 	if (strcmp(a, "--timing-only") == 0)
@@ -256,7 +259,23 @@ static int group_close(OutFile *g, int n, int rc)
 
 /* Writes outputs as DIR/<name>.npy into the group g (*n members so far); files[i] receives each
  * path (malloc'd).  *made: the directory did not exist and was created here. */
-static int write_outputs(const Plan *p, const RtRun *r, const char *dir, char **files, OutFile *g, int *n, int *made)
+/* Writes output t to f: a bf16 tensor as float32 (numpy has no bfloat16: its '<V2' data reads
+ * as opaque bytes), the same values, unless raw; every other dtype as it is (runtime/npy.c). */
+static int write_npy(FILE *f, const RtTensor *t, int raw, RtError *e)
+{
+	if (raw || t->dtype != DT_BF16)
+		return rt_npy_fwrite(f, t, e);
+	RtTensor w;
+	if (rt_tensor_alloc(&w, DT_F32, t->rank, t->dims, e) < 0)
+		return -1;
+	memcpy(rt_f32(&w), rt_f32(t), sizeof(float) * (size_t)t->n);   /* bf16 is held in f32 storage */
+	int rc = rt_npy_fwrite(f, &w, e);
+	rt_tensor_free(&w);
+	return rc;
+}
+
+static int write_outputs(const Plan *p, const RtRun *r, const char *dir, int raw, char **files, OutFile *g, int *n,
+			 int *made)
 {
 	if (mkdir(dir, 0777) == 0)
 		*made = 1;
@@ -280,7 +299,7 @@ static int write_outputs(const Plan *p, const RtRun *r, const char *dir, char **
 		RtError e = { 0 };
 		if (group_open(g, n, files[i]) < 0)
 			return -1;
-		int rc = rt_npy_fwrite(g[*n - 1].f, &r->outputs[i], &e);
+		int rc = write_npy(g[*n - 1].f, &r->outputs[i], raw, &e);
 		if (rc < 0)
 			drv_report(e.msg);
 		if (group_close(g, *n, rc) < 0)
@@ -375,7 +394,7 @@ static void devices(const Plan *p, const RtTiming *t, int per_device)
 	printf("devices        %d: one line per kind above; --per-device lists each\n", p->ndevices);
 }
 
-static void summary(const Plan *p, const RtRun *r, const RtCheck *c, char **files, int per_device)
+static void summary(const Plan *p, const RtRun *r, const RtCheck *c, char **files, int per_device, int raw)
 {
 	const RtTiming *t = &r->timing;
 	char a[64];
@@ -419,8 +438,9 @@ static void summary(const Plan *p, const RtRun *r, const RtCheck *c, char **file
 	devices(p, t, per_device);
 	for (int i = 0; r->outputs && i < p->noutputs; i++)
 		if (plan_io_first(p->outputs, i))
-			printf("output         %s %s%s%s\n", p->outputs[i].name, rt_dtype_name(r->outputs[i].dtype),
-			       files[i] ? " -> " : "", files[i] ? files[i] : "");
+			printf("output         %s %s%s%s%s\n", p->outputs[i].name, rt_dtype_name(r->outputs[i].dtype),
+			       files[i] ? " -> " : "", files[i] ? files[i] : "",
+			       files[i] && !raw && r->outputs[i].dtype == DT_BF16 ? " (as f32)" : "");
 	for (int i = 0; c && i < c->nouts; i++)
 		printf("check          %s: max_abs_err %.3g, max_rel_err %.3g, tolerance %.3g: %s\n", c->outs[i].name,
 		       c->outs[i].max_abs, c->outs[i].max_rel, c->outs[i].tolerance, c->outs[i].ok ? "ok" : "FAIL");
@@ -453,7 +473,7 @@ static int write_files(const RunOpts *o, const Plan *p, const RtRun *r, const Rt
 	}
 	int rc = 0;
 	if (o->outdir && !o->timing_only)
-		rc = write_outputs(p, r, o->outdir, files, g, &n, &made);
+		rc = write_outputs(p, r, o->outdir, o->raw, files, g, &n, &made);
 	if (rc == 0 && o->report)
 		rc = write_json(o->report, p, r, c, files, 0, g, &n);
 	if (rc == 0 && o->trace)
@@ -549,7 +569,7 @@ static int execute(const RunOpts *o, const Plan *p, RtBinding *bind)
 	if (!files || write_files(o, p, &r, o->check ? &c : NULL, files) < 0)
 		st = EXIT_USER;
 	if (st == EXIT_OK)
-		summary(p, &r, o->check ? &c : NULL, files, o->per_device);
+		summary(p, &r, o->check ? &c : NULL, files, o->per_device, o->raw);
 	if (st == EXIT_OK && o->repeat)
 		host_times(&ls, load, runs, o->repeat);
 	if (st == EXIT_OK && o->check && !c.ok)
