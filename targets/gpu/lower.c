@@ -20,21 +20,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ALIGN 256          /* cudaMalloc alignment */
 typedef TgtAnn Ann;        /* the t.* attributes of one kernel */
 
-typedef struct GpuLw {
-	const TgtInput *in;
-	const GpuHooks *h;
+/* The GPU family's lowering state (TgtLower.ctx). */
+struct GpuLw {
+	TgtLower *l;                 /* the walk: plan, flat graph, buffers, fusion groups, devices */
+	const GpuHooks *h;           /* the target's tiling hooks (Target.family) */
 	GpuArch a;
 	const Precision *pol;        /* --precision (targets/precision.h) */
-	Plan *p;
-	Flat f;
-	int *buf, *gfirst, *glast;   /* flat value -> buffer; flat node -> first/last node of its group */
 	unsigned char *gate;         /* flat value -> 1: MoE router logits, held in f32 */
-	RtError *e;
-	TgtDevs devs;        /* GPUs used, their HBM heaps and streams (targets/devices.c) */
-} GpuLw;
+	void *foreign_ctx;           /* GpuHooks.foreign's state (gpu_set_foreign_ctx) */
+};
 
 static void put_cost(Ann *t, const GpuCost *c)
 {
@@ -56,11 +52,11 @@ static DType gpu_dtype(const GpuLw *w, const FlatVal *v)
 	if (!rt_dtype_isfloat(v->dt))
 		return v->dt;
 	if (v->def >= 0) {
-		const Node *n = w->f.nodes[v->def].n;
+		const Node *n = w->l->f.nodes[v->def].n;
 		/* Quantize {to} returns its values dequantized in its input's dtype (ir/ops.def) */
-		if (n->op == OP_Quantize && w->f.nodes[v->def].nin >= 1 && w->f.nodes[v->def].in[0] >= 0 &&
+		if (n->op == OP_Quantize && w->l->f.nodes[v->def].nin >= 1 && w->l->f.nodes[v->def].in[0] >= 0 &&
 		    rt_dtypes[v->dt].kind == K_FLOAT && rt_dtypes[v->dt].bits >= 16)
-			return gpu_dtype(w, &w->f.vals[w->f.nodes[v->def].in[0]]);
+			return gpu_dtype(w, &w->l->f.vals[w->l->f.nodes[v->def].in[0]]);
 		if (n->op == OP_Cast || n->op == OP_CastLike || (ir_ops[n->op].flags & F_QOP))
 			return v->dt;
 	}
@@ -69,12 +65,12 @@ static DType gpu_dtype(const GpuLw *w, const FlatVal *v)
 	/* router logits stay f32 from the MMA's f32 accumulator: expert choice is discrete, and
 	 * serving stacks gate in f32 (vLLM's fused_moe and HF Mixtral take the router softmax and
 	 * top-k in f32) */
-	if (w->gate && w->gate[v - w->f.vals])
+	if (w->gate && w->gate[v - w->l->f.vals])
 		return DT_F32;
 	return v->dt == DT_F64 ? DT_F32 : DT_BF16;
 }
 
-static DType gpu_dtype_of(const void *w, const FlatVal *v) { return gpu_dtype(w, v); }
+DType gpu_value_dtype(const TgtLower *l, const FlatVal *v) { return gpu_dtype(l->ctx, v); }
 
 
 
@@ -122,10 +118,10 @@ static int load_value(const GpuLw *w, int v)
 {
 	if (v < 0)
 		return 1;   /* an absent optional input */
-	const FlatVal *fv = &w->f.vals[v];
+	const FlatVal *fv = &w->l->f.vals[v];
 	if (fv->def < 0)
 		return fv->v && fv->v->kind == V_PARAM;
-	const FlatNode *fn = &w->f.nodes[fv->def];
+	const FlatNode *fn = &w->l->f.nodes[fv->def];
 	if (!weight_transform(fn->n))
 		return 0;
 	for (int k = 0; k < fn->nin; k++)
@@ -137,8 +133,8 @@ static int load_value(const GpuLw *w, int v)
 /* Whether flat node i is a weight transform run once at load (outside any fusion group). */
 static int load_kernel(const GpuLw *w, int i)
 {
-	const FlatNode *fn = &w->f.nodes[i];
-	if (w->gfirst[i] >= 0 || !weight_transform(fn->n) || fn->nin < 1)
+	const FlatNode *fn = &w->l->f.nodes[i];
+	if (w->l->gfirst[i] >= 0 || !weight_transform(fn->n) || fn->nin < 1)
 		return 0;
 	for (int k = 0; k < fn->nin; k++)
 		if (!load_value(w, fn->in[k]))
@@ -152,8 +148,8 @@ static int load_kernel(const GpuLw *w, int i)
  * kernels do); 0 when v is not such a weight. */
 static double load_weight_bytes(const GpuLw *w, int v)
 {
-	while (v >= 0 && w->f.vals[v].def >= 0 && load_value(w, v)) {
-		const FlatNode *fn = &w->f.nodes[w->f.vals[v].def];
+	while (v >= 0 && w->l->f.vals[v].def >= 0 && load_value(w, v)) {
+		const FlatNode *fn = &w->l->f.nodes[w->l->f.vals[v].def];
 		if (fn->n->op == OP_Quantize) {
 			const char *to = rt_attr_str(&fn->n->attrs, "to", NULL);
 			DType dt = to ? rt_dtype_lookup(to) : DT_INVALID;
@@ -206,7 +202,7 @@ static int fp8_operands(const FlatVal *A, const FlatVal *B)
 
 static int gemm_kernel(GpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 {
-	const FlatVal *A = &w->f.vals[fn->in[0]], *B = &w->f.vals[fn->in[1]], *Y = &w->f.vals[fn->out[0]];
+	const FlatVal *A = &w->l->f.vals[fn->in[0]], *B = &w->l->f.vals[fn->in[1]], *Y = &w->l->f.vals[fn->out[0]];
 	GemmShape s = { .in = node_format(w, fn->n, 1), .out_bytes = rt_dtype_bytes(gpu_dtype(w, Y), 1) };
 	if (Y->rank < 1 || A->rank < 1 || B->rank < 1)
 		return 0;
@@ -268,7 +264,7 @@ static int gemm_kernel(GpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 
 static int attn_kernel(GpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 {
-	const FlatVal *Q = &w->f.vals[fn->in[0]], *K = &w->f.vals[fn->in[1]], *V = &w->f.vals[fn->in[2]];
+	const FlatVal *Q = &w->l->f.vals[fn->in[0]], *K = &w->l->f.vals[fn->in[1]], *V = &w->l->f.vals[fn->in[2]];
 	const Attrs *at = &fn->n->attrs;
 	AttnShape s = { .in = node_format(w, fn->n, 0), .io_bytes = 2, .causal = (int)rt_attr_int(at, "is_causal", 0) };
 	if (Q->rank == 4) {
@@ -281,7 +277,7 @@ static int attn_kernel(GpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 	} else
 		return 0;
 	if (fn->nin > 4 && fn->in[4] >= 0) {
-		const FlatVal *pk = &w->f.vals[fn->in[4]];
+		const FlatVal *pk = &w->l->f.vals[fn->in[4]];
 		s.P = pk->rank == 4 ? pk->dims[2] : 0;
 		s.T += s.P;
 	}
@@ -314,25 +310,25 @@ static int attn_kernel(GpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
  * a table lookup reads at most as many bytes of its table as it writes. */
 static void mem_kernel(GpuLw *w, int i, PlanInstr *pi, Ann *t)
 {
-	const FlatNode *fn = &w->f.nodes[i];
-	int grp = w->gfirst[i] >= 0, lead = !grp || w->gfirst[i] == i;
+	const FlatNode *fn = &w->l->f.nodes[i];
+	int grp = w->l->gfirst[i] >= 0, lead = !grp || w->l->gfirst[i] == i;
 	double bytes = 0, out = 0, out_bytes = 0;
 	for (int k = 0; k < fn->nout; k++)
-		out_bytes += (double)w->p->buffers[w->buf[fn->out[k]]].size;
+		out_bytes += (double)w->l->p->buffers[w->l->buf[fn->out[k]]].size;
 	for (int k = 0; k < fn->nin; k++) {
 		if (fn->in[k] < 0)
 			continue;
-		int def = w->f.vals[fn->in[k]].def;
-		double b = (double)w->p->buffers[w->buf[fn->in[k]]].size;
+		int def = w->l->f.vals[fn->in[k]].def;
+		double b = (double)w->l->p->buffers[w->l->buf[fn->in[k]]].size;
 		if (ir_op_is_lookup(fn->n->op, k) && b > out_bytes)
 			b = out_bytes;
-		if (!(grp && def >= 0 && w->gfirst[def] == w->gfirst[i]))
+		if (!(grp && def >= 0 && w->l->gfirst[def] == w->l->gfirst[i]))
 			bytes += b;
 	}
 	for (int k = 0; k < fn->nout; k++) {
-		out += numel(&w->f.vals[fn->out[k]]);
-		if (!grp || w->glast[w->gfirst[i]] == i || w->f.vals[fn->out[k]].is_output)
-			bytes += (double)w->p->buffers[w->buf[fn->out[k]]].size;
+		out += numel(&w->l->f.vals[fn->out[k]]);
+		if (!grp || w->l->glast[w->l->gfirst[i]] == i || w->l->f.vals[fn->out[k]].is_output)
+			bytes += (double)w->l->p->buffers[w->l->buf[fn->out[k]]].size;
 	}
 	GpuCost c = { .overlap = 1 };
 	if (ir_ops[fn->n->op].flags & F_VIEW) {
@@ -346,7 +342,7 @@ static void mem_kernel(GpuLw *w, int i, PlanInstr *pi, Ann *t)
 		tgt_ann_put(t, "kind", "memory");
 	}
 	if (grp && !lead)
-		tgt_ann_put(t, "fused", "into %s", w->p->buffers[w->buf[w->f.nodes[w->gfirst[i]].out[0]]].name);
+		tgt_ann_put(t, "fused", "into %s", w->l->p->buffers[w->l->buf[w->l->f.nodes[w->l->gfirst[i]].out[0]]].name);
 	if (load_kernel(w, i)) {
 		tgt_ann_put(t, "phase", "load");
 		tgt_ann_put(t, "load_us", "%.4g", gpu_cost_total(&c) * 1e6);
@@ -355,129 +351,62 @@ static void mem_kernel(GpuLw *w, int i, PlanInstr *pi, Ann *t)
 	put_cost(t, &c);
 }
 
-static int add_kernel(GpuLw *w, int i)
+/* The kernel hook: a node on a GPU gets its GEMM or attention tiling from the target's hooks, or
+ * a memory-bound kernel; a node placed on another device kind is the family member's
+ * (GpuHooks.foreign: vera-rubin's LPU pool). */
+int gpu_kernel(TgtLower *l, int i, PlanInstr *pi, TgtAnn *t)
 {
-	const FlatNode *fn = &w->f.nodes[i];
-	int ins[TGT_MAX_OPERANDS], outs[TGT_MAX_OPERANDS];
-	PlanInstr pi;
-	if (tgt_devs_handles(&w->devs, &w->f, i))     /* transfers, collectives, weight shards */
-		return tgt_devs_emit(&w->devs, w->p, &w->f, i, w->buf, NULL, w->e);
-	tgt_devs_bufs(&w->devs, &w->f, i, w->buf);
-	if (tgt_kernel_instr(&pi, w->p, &w->f, i, w->buf, ins, outs, w->e) < 0)
-		return -1;
-	int dev = w->devs.dev[w->devs.node_pl[i]];
-	if (strcmp(w->p->devices[dev].kind, "gpu")) {
+	GpuLw *w = l->ctx;
+	const FlatNode *fn = &l->f.nodes[i];
+	int dev = l->devs.dev[l->devs.node_pl[i]];
+	if (strcmp(l->p->devices[dev].kind, "gpu")) {
 		if (!w->h->foreign)
-			return rt_errorf(w->e, RT_EUSER, "aicc: error: target %s places '%s' on device '%s', which is not a GPU",
-					 w->h->target, w->f.vals[fn->out[0]].name, w->p->devices[dev].name);
-		if (w->h->foreign(w->h->ctx, w->p, dev, &w->f, i, &pi, w->e) < 0)
-			return -1;
-		return tgt_devs_emit(&w->devs, w->p, &w->f, i, w->buf, &pi, w->e);
+			return rt_errorf(l->e, RT_EUSER, "aicc: error: target %s places '%s' on device '%s', which is not a GPU",
+					 l->t->name, l->f.vals[fn->out[0]].name, l->p->devices[dev].name);
+		return w->h->foreign(l, w->foreign_ctx, dev, i, pi, t);
 	}
-	Ann t = { .n = 0 };
 	unsigned fl_op = ir_ops[fn->n->op].flags;
 	int done = 0;
 	if ((fn->n->op == OP_MatMul || fn->n->op == OP_Gemm) && fn->nin >= 2)
-		done = gemm_kernel(w, fn, &pi, &t);
+		done = gemm_kernel(w, fn, pi, t);
 	else if ((fl_op & F_ATTN) && fn->nin >= 3)
-		done = attn_kernel(w, fn, &pi, &t);
+		done = attn_kernel(w, fn, pi, t);
 	if (!done) {
-		t.n = 0;
-		mem_kernel(w, i, &pi, &t);
+		t->n = 0;
+		mem_kernel(w, i, pi, t);
 	}
-	pi.tile = t.kv, pi.ntile = t.n;
-	return tgt_devs_emit(&w->devs, w->p, &w->f, i, w->buf, &pi, w->e);
-}
-
-static int lower_body(GpuLw *w)
-{
-	if (!(w->gate = calloc((size_t)w->f.nvals + 1, 1)))
-		return rt_errorf(w->e, RT_ENOMEM, "out of memory lowering the graph");
-	for (int i = 0; i < w->f.nnodes; i++)
-		if (w->f.nodes[i].n->op == OP_TopKRouter && w->f.nodes[i].nin >= 1 && w->f.nodes[i].in[0] >= 0)
-			w->gate[w->f.nodes[i].in[0]] = 1;
-	if (tgt_devs_values(&w->devs, w->p, &w->f, gpu_dtype_of, w, w->buf, w->in->m->dir, w->e) < 0)
-		return -1;
-	tgt_fusion_groups(&w->f, w->gfirst, w->glast);
-	for (int i = 0; i < w->f.nnodes; i++)
-		if (add_kernel(w, i) < 0)
-			return -1;
-	return tgt_add_io(w->p, &w->f, w->in->g, w->buf, w->e);
-}
-
-static int lower_setup(GpuLw *w)
-{
-	const TgtMachine *tm = w->in->machine;
-	const Device *d = machine_first(tm->m, DEV_GPU);
-	if (!d)
-		return rt_errorf(w->e, RT_EUSER, "aicc: error: machine '%s' has no GPU for target %s", tm->m->name, w->h->target);
-	if (!dev_mma(d, strcmp(w->h->target, "hopper") == 0 ? "wgmma" : "tcgen05.1cta"))
-		return rt_errorf(w->e, RT_EUSER, "aicc: error: machine '%s' (%s) has no %s MMA; target %s needs it",
-				 tm->m->name, d->arch ? d->arch : "?", strcmp(w->h->target, "hopper") == 0 ? "wgmma" : "tcgen05",
-				 w->h->target);
-	if (gpu_arch(d, &w->a, w->e) < 0)
-		return -1;
-	w->pol = w->in->prec;
-	w->p = plan_new(w->h->target, tm->desc->machine, tm->desc->machine_hash, w->e);
-	if (!w->p)
-		return -1;
-	if (plan_set_source(w->p, w->in->model, w->in->binds, w->in->prec->spec, w->e) < 0)
-		return -1;
-	if (tgt_devs_init(&w->devs, w->p, tm, &w->f, DEV_GPU, "hbm", ALIGN, w->e) < 0)
-		return -1;
-	if (strcmp(w->p->spaces[w->devs.space[0]].name + strlen(w->p->devices[w->devs.dev[0]].name), ".hbm") &&
-	    !strcmp(w->p->devices[w->devs.dev[0]].kind, "gpu"))
-		return rt_errorf(w->e, RT_EUSER, "aicc: error: machine '%s' has no HBM space on '%s'", tm->m->name,
-				 w->p->devices[w->devs.dev[0]].name);
-	size_t n = (size_t)w->f.nvals + 1, nn = (size_t)w->f.nnodes + 1;
-	w->buf = malloc(sizeof(int) * n);
-	w->gfirst = malloc(sizeof(int) * nn);
-	w->glast = malloc(sizeof(int) * nn);
-	if (!w->buf || !w->gfirst || !w->glast)
-		return rt_errorf(w->e, RT_ENOMEM, "out of memory lowering the graph");
 	return 0;
 }
 
-Plan *gpu_lower(const TgtInput *in, const GpuHooks *h, RtError *e)
-{
-	GpuLw w = { .in = in, .h = h, .e = e };
-	int rc = tgt_flatten(in->g, &w.f, e);
-	if (rc == 0)
-		rc = lower_setup(&w);
-	if (rc == 0)
-		rc = lower_body(&w);
-	if (rc == 0 && plan_verify(w.p, e) < 0) {
-		char msg[sizeof e->msg];
-		snprintf(msg, sizeof msg, "%s", e->msg);
-		rc = rt_errorf(e, RT_EINTERNAL, "aicc: internal error: the %s plan fails verification: %s", h->target, msg);
-	}
-	tgt_flat_free(&w.f);
-	free(w.buf), free(w.gfirst), free(w.glast), free(w.gate);
-	tgt_devs_free(&w.devs);
-	if (rc < 0) {
-		plan_free(w.p);
-		return NULL;
-	}
-	return w.p;
-}
+void gpu_set_foreign_ctx(TgtLower *l, void *ctx) { ((GpuLw *)l->ctx)->foreign_ctx = ctx; }
 
-/* ---- the cost hook ---- */
-static double tval(const PlanInstr *in, const char *key, double dflt)
+/* The setup hook: the machine's first GPU (with the MMA family the target needs: wgmma for
+ * hopper, tcgen05 otherwise), its numbers, HBM for the values, and the router logits kept f32. */
+int gpu_setup(TgtLower *l)
 {
-	for (int i = 0; i < in->ntile; i++)
-		if (strcmp(in->tile[i].key, key) == 0)
-			return strtod(in->tile[i].val, NULL);
-	return dflt;
-}
-
-double gpu_cost(const Plan *p, int stream, const PlanInstr *in)
-{
-	if (in->kind != PI_KERNEL || tval(in, "fixed_us", -1) < 0)
-		return rt_cost_roofline(p, stream, in);
-	GpuCost c = { .mma = tval(in, "mma_us", 0), .smem = tval(in, "smem_us", 0), .hbm = tval(in, "hbm_us", 0),
-		      .l2 = tval(in, "l2_us", 0),
-		      .sfu = tval(in, "sfu_us", 0), .fma = tval(in, "fma_us", 0), .overlap = tval(in, "overlap", 1),
-		      .fixed = tval(in, "fixed_us", 0) };
-	double t = gpu_cost_total(&c) * 1e-6;
-	return t >= 0 && isfinite(t) ? t : 0;
+	const TgtMachine *tm = l->in->machine;
+	GpuLw *w = tgt_lower_state(l, sizeof *w);
+	if (!w)
+		return -1;
+	w->l = l;
+	w->h = l->t->family;
+	w->pol = l->in->prec;
+	const Device *d = machine_first(tm->m, DEV_GPU);
+	if (!d)
+		return rt_errorf(l->e, RT_EUSER, "aicc: error: machine '%s' has no GPU for target %s", tm->m->name, l->t->name);
+	if (!dev_mma(d, w->h->mma_family))
+		return rt_errorf(l->e, RT_EUSER, "aicc: error: machine '%s' (%s) has no %s MMA; target %s needs it",
+				 tm->m->name, d->arch ? d->arch : "?", w->h->mma_family, l->t->name);
+	if (gpu_arch(d, &w->a, l->e) < 0)
+		return -1;
+	if (strcmp(l->p->spaces[l->devs.space[0]].name + strlen(l->p->devices[l->devs.dev[0]].name), ".hbm") &&
+	    !strcmp(l->p->devices[l->devs.dev[0]].kind, "gpu"))
+		return rt_errorf(l->e, RT_EUSER, "aicc: error: machine '%s' has no HBM space on '%s'", tm->m->name,
+				 l->p->devices[l->devs.dev[0]].name);
+	if (!(w->gate = tgt_lower_alloc(l, (size_t)l->f.nvals + 1, 1)))
+		return -1;
+	for (int i = 0; i < l->f.nnodes; i++)
+		if (l->f.nodes[i].n->op == OP_TopKRouter && l->f.nodes[i].nin >= 1 && l->f.nodes[i].in[0] >= 0)
+			w->gate[l->f.nodes[i].in[0]] = 1;
+	return 0;
 }
