@@ -122,8 +122,9 @@ demo: deps all
 bench: deps all benchbins
 	python3 tools/bench.py $(BUILD)
 
+FUZZ_SECONDS ?= 60
 fuzz: deps
-	sh tools/fuzz.sh
+	FUZZ_SECONDS=$(FUZZ_SECONDS) sh tools/fuzz.sh
 
 lint:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability --std=c11 \

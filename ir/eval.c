@@ -60,17 +60,21 @@ static const RtTensor *from_known(ShapeCtx *c, Value *v, const Known *k)
 	return t;
 }
 
+const RtTensor *ir_const_tensor(Value *v, int64_t limit)
+{
+	const RtTensor *t = ir_const_data(v);
+	if (!t && v && v->kind == V_PARAM && v->init && v->init->kind == INIT_FILL)
+		t = fill_data(v, limit);
+	return t;
+}
+
 const RtTensor *sh_value_raw(ShapeCtx *c, Value *v)
 {
 	if (!v)
 		return NULL;
-	if (v->kind == V_PARAM) {
-		const RtTensor *t = ir_const_data(v);
-		if (!t && v->init && v->init->kind == INIT_FILL)
-			t = fill_data(v, ir_eval_limit(c->m));
-		return t;
-	}
-	if (!c->val || v->graph != c->g || v->id >= c->g->nvalues)
+	if (v->kind == V_PARAM)
+		return ir_const_tensor(v, ir_eval_limit(c->m));
+	if (!c->val || v->graph != c->g || v->id >= c->nval)
 		return NULL;
 	return c->val[v->id];
 }
@@ -78,7 +82,7 @@ const RtTensor *sh_value_raw(ShapeCtx *c, Value *v)
 const RtTensor *sh_value(ShapeCtx *c, Value *v)
 {
 	const RtTensor *t = sh_value_raw(c, v);
-	if (t || !v || !c->val || v->graph != c->g || v->id >= c->g->nvalues)
+	if (t || !v || !c->val || v->graph != c->g || v->id >= c->nval)
 		return t;
 	if (c->known && c->known[v->id].ok)
 		return from_known(c, v, &c->known[v->id]);
@@ -113,9 +117,12 @@ int sh_eval(ShapeCtx *c, Node *n)
 {
 	if (!c->val || !evaluable(n))
 		return 0;
-	for (int i = 0; i < n->nout; i++)
+	for (int i = 0; i < n->nout; i++) {
+		if (n->out[i]->id >= c->nval)
+			return 0;        /* made after this inference started */
 		if (c->val[n->out[i]->id])
 			return 1;        /* already evaluated (a rule asked first) */
+	}
 	int64_t limit = ir_eval_limit(c->m);
 	RtTensor *in[EV_MAXIN] = { 0 };
 	for (int i = 0; i < n->nin; i++) {
@@ -158,7 +165,7 @@ void sh_eval_free(ShapeCtx *c)
 {
 	if (!c->val)
 		return;
-	for (int i = 0; i < c->g->nvalues; i++)
+	for (int i = 0; i < c->nval; i++)
 		if (c->val[i]) {
 			rt_tensor_free(c->val[i]);
 			rt_free(c->val[i]);
@@ -224,4 +231,58 @@ const char *sh_why_unknown(ShapeCtx *c, Value *v, char *buf, size_t nb)
 	buf[0] = 0;
 	why(c, v, buf, nb, 0);
 	return buf;
+}
+
+/* ---- If: guarded branches ---- */
+/* 1 or 0 when the condition of If node f is known, -1 when not. */
+static int cond_of(ShapeCtx *c, const Node *f)
+{
+	const RtTensor *t = f->nin > 0 ? sh_value(c, f->in[0]) : NULL;
+	return t && t->n == 1 ? rt_geti(t, 0) != 0 : -1;
+}
+
+int sh_guard_skipped(ShapeCtx *c, const Node *n)
+{
+	for (const Node *x = n; x->guard; x = x->guard) {
+		int k = cond_of(c, x->guard);    /* a folded (dead) If keeps its inputs */
+		if (k >= 0 && k != x->guard_then)
+			return 1;
+	}
+	return 0;
+}
+
+void sh_fold_ifs(ShapeCtx *c, Graph *g)
+{
+	int folded = 0;
+	for (Node *n = g->first, *next; n; n = next) {
+		next = n->next;
+		int k = n->op == OP_If && !sh_guard_skipped(c, n) ? cond_of(c, n) : -1;
+		if (k < 0)
+			continue;
+		n->aux = n;    /* marks a folded If for the sweep below */
+		for (int i = 0; i < n->nout; i++) {
+			/* Identity(chosen) takes over the output's name, so graph outputs keep theirs */
+			Value *ch = n->in[(k ? 1 : 1 + n->nout) + i], *o = n->out[i];
+			const char *name = o->name;
+			o->name = ir_fresh_name(g, "if.folded");
+			Node *id = ir_insert_node(g, n, OP_Identity, &ch, 1, &name, 1, n->loc);
+			id->out[0]->type = ch->type;
+			id->guard = n->guard, id->guard_then = n->guard_then;
+			ir_replace_uses(g, o, id->out[0]);
+		}
+		folded = 1;
+	}
+	if (!folded)
+		return;
+	for (Node *n = g->last, *prev; n; n = prev) {   /* users before producers: reverse order */
+		prev = n->prev;
+		int unused = 1;
+		for (int i = 0; i < n->nout; i++)
+			unused &= n->out[i]->nuses == 0;
+		if ((n->op == OP_If && n->aux == n) || (sh_guard_skipped(c, n) && unused))
+			ir_remove_node(g, n);
+	}
+	ir_foreach_node(g, n)
+		while (n->guard && n->guard->dead)
+			n->guard_then = n->guard->guard_then, n->guard = n->guard->guard;
 }

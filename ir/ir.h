@@ -190,6 +190,8 @@ struct Node {
 	Annot annot;
 	int id;
 	int dead;            /* unlinked (tombstone) */
+	Node *guard;         /* a node of an If branch: the If node (ONNX subgraphs imported inline) */
+	int guard_then;      /* 1: of the then branch, 0: of the else branch */
 	Node *prev, *next;
 	void *aux;           /* scratch for passes */
 };
@@ -280,6 +282,9 @@ int ir_unknown_values(const Module *m, Value *const **out);
 /* The constant data of v when known at compile time (a parameter with inline or in-memory data,
  * or a folded constant); NULL otherwise. */
 const RtTensor *ir_const_data(Value *v);
+/* As ir_const_data, also materialising a fill parameter (zeros, ones, fill(x)) of at most `limit`
+ * elements (held by the module from then on). */
+const RtTensor *ir_const_tensor(Value *v, int64_t limit);
 /* The element limit of the compile-time evaluator (Module.eval_limit, default 65536). */
 int64_t ir_eval_limit(const Module *m);
 /* Reorders g's node list topologically (stable: keeps the current order where legal).

@@ -421,17 +421,23 @@ static void infer_graph(ShapeCtx *c, Graph *g)
 	c->g = g;
 	c->known = arena_alloc(c->m->arena, (size_t)(g->nvalues ? g->nvalues : 1) * sizeof *c->known);
 	c->val = rt_calloc((size_t)(g->nvalues ? g->nvalues : 1), sizeof *c->val);
+	c->nval = g->nvalues;
 	subst_graph(c, g);
 	ir_foreach_node(g, n) {
 		for (int i = 0; i < n->nout; i++)
 			n->out[i]->type = (Type){ DT_INVALID, -1, NULL };
 		if (diag_stop())
 			break;
-		if (precheck(c, n) > 0 && ir_ops[n->op].shape(c, n) == 0) {
+		if (sh_guard_skipped(c, n))
+			continue;       /* in the branch an If with a known condition does not take */
+		int ok = n->op == OP_If ? n->nin > 0 && n->in[0] : precheck(c, n) > 0;
+		if (ok && ir_ops[n->op].shape(c, n) == 0) {
 			sh_known_propagate(c, n);
 			sh_eval(c, n);
 		}
 	}
+	if (!c->errors)
+		sh_fold_ifs(c, g);
 	sh_eval_free(c);
 	if (!g->out_decl || diag_stop())
 		return;

@@ -97,7 +97,8 @@ static int broadcast_all(ShapeCtx *c, Node *n, int lo, int hi, int *rank, Dim *d
 		acc = ir_type(c->m, n->in[i]->type.dt, *rank, buf);
 		snprintf(name, sizeof name, "inputs %d..%d", lo, i);
 	}
-	memcpy(dims, acc.dims, (size_t)acc.rank * sizeof *dims);
+	if (acc.rank)     /* rank 0: dims may be NULL (found by fuzz_onnx under UBSan) */
+		memcpy(dims, acc.dims, (size_t)acc.rank * sizeof *dims);
 	*rank = acc.rank;
 	return 0;
 }

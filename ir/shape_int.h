@@ -25,6 +25,7 @@ struct ShapeCtx {
 	Graph *g;
 	Known *known;            /* indexed by Value.id, g->nvalues entries */
 	RtTensor **val;          /* compile-time contents by Value.id (ir/eval.c), owned */
+	int nval;                /* entries of known and val (values made later have larger ids) */
 	int errors;
 };
 
@@ -86,6 +87,11 @@ const RtTensor *sh_value_raw(ShapeCtx *c, Value *v);
  * (outputs' values recorded), 0 not evaluable, -1 the kernel failed (nothing recorded). */
 int sh_eval(ShapeCtx *c, Node *n);
 void sh_eval_free(ShapeCtx *c);
+/* Whether n sits in the branch of an If whose condition is known and does not take it. */
+int sh_guard_skipped(ShapeCtx *c, const Node *n);
+/* Replaces every If of g with a known condition by its chosen branch and removes the other
+ * branch's nodes (ir/eval.c). */
+void sh_fold_ifs(ShapeCtx *c, Graph *g);
 /* Why v is not known at compile time, following the first unknown input back to where the
  * chain stops ("'t' is computed by Neg from input 0, 'x' is a graph input"); returns buf. */
 const char *sh_why_unknown(ShapeCtx *c, Value *v, char *buf, size_t nb);

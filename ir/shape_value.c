@@ -14,7 +14,7 @@
 
 void sh_known_set(ShapeCtx *c, const Value *v, int rank, int count, const Dim *d)
 {
-	if (!c->known || v->id >= c->g->nvalues || count > SH_MAXKNOWN || count < 0)
+	if (!c->known || v->id >= c->nval || count > SH_MAXKNOWN || count < 0)
 		return;
 	Known *k = &c->known[v->id];
 	k->d = arena_alloc(c->m->arena, (size_t)(count ? count : 1) * sizeof *d);
@@ -38,7 +38,7 @@ static void known_from_value(ShapeCtx *c, Value *v)
 
 const Known *sh_known(ShapeCtx *c, Value *v)
 {
-	if (!v || !c->known || v->graph != c->g || v->id >= c->g->nvalues)
+	if (!v || !c->known || v->graph != c->g || v->id >= c->nval)
 		return NULL;
 	if (!c->known[v->id].ok)
 		known_from_value(c, v);

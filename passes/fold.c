@@ -16,25 +16,8 @@
 
 #define MAXIN 16
 
-/* The constant data of v, materialising fills of at most `limit` elements in the arena. */
-static const RtTensor *const_tensor(Value *v, int64_t limit)
-{
-	const RtTensor *t = ir_const_data(v);
-	if (t || !v || v->kind != V_PARAM || !v->init || v->init->kind != INIT_FILL)
-		return t;
-	int64_t n = ir_type_numel(v->type), dims[RT_MAX_RANK];
-	if (n < 0 || n > limit || v->type.rank > RT_MAX_RANK)
-		return NULL;
-	for (int i = 0; i < v->type.rank; i++)
-		dims[i] = v->type.dims[i].k;
-	RtTensor *f = arena_alloc(v->graph->m->arena, sizeof *f);
-	if (rt_tensor_alloc(f, v->type.dt, v->type.rank, dims, NULL) < 0)
-		return NULL;
-	for (int64_t i = 0; i < n; i++)
-		rt_set(f, i, v->init->a);
-	v->init->data = f;    /* freed with the module, like a literal's */
-	return f;
-}
+/* The constant data of v, materialising fills of at most `limit` elements (ir/eval.c). */
+static const RtTensor *const_tensor(Value *v, int64_t limit) { return ir_const_tensor(v, limit); }
 
 /* Why n cannot be folded, or NULL when it can; in[] gets the input tensors. */
 static const char *why_not(PassCtx *c, Node *n, RtTensor **in)

@@ -69,6 +69,52 @@ static double coarsest(const Plan *p)
 	return u;
 }
 
+/* The kernel instruction of p that writes buffer b, or NULL. */
+static const PlanInstr *producer(const Plan *p, int b)
+{
+	for (int s = 0; s < p->nstreams; s++)
+		for (int i = 0; i < p->streams[s].nins; i++) {
+			const PlanInstr *in = &p->streams[s].ins[i];
+			for (int o = 0; in->kind == PI_KERNEL && o < in->nout; o++)
+				if (in->out[o] == b)
+					return in;
+		}
+	return NULL;
+}
+
+/* The allowance for row-split reductions (docs/plan-format.md §Tolerances): the reference sums
+ * a length-K product as one fma chain; a plan that splits K over p devices and AllReduces sums
+ * p chains of K/p and then the p partials.  The first chunk is the same chain in both, so the
+ * two results differ by the n = 2(K - K/p) + (p - 1) roundings that are not shared, each at
+ * most u (the AllReduce buffer's format) of a partial sum.  With rounding errors modelled as
+ * independent and zero-mean (Higham & Mary, SIAM J. Sci. Comput. 41(5), 2019, Thm 2.4) their
+ * sum exceeds lambda*sqrt(n)*u times the largest partial only with probability at most
+ * 2 exp(-lambda^2/2); lambda = 6 makes that 3e-8 per element.  Partial sums are taken as no
+ * larger than the output's largest magnitude (the normwise measure), so the allowance is
+ * 6 sqrt(n) u, the largest over the plan's AllReduces.  An AllReduce not fed by a matrix
+ * product (K unknown) reorders only its p terms: n = 2(p - 1). */
+static double reassociation(const Plan *p)
+{
+	double tol = 0;
+	for (int s = 0; s < p->nstreams; s++)
+		for (int i = 0; i < p->streams[s].nins; i++) {
+			const PlanInstr *in = &p->streams[s].ins[i];
+			if (in->kind != PI_COLLECTIVE || in->coll != PC_ALLREDUCE || in->nin < 2 || in->nout < 1 ||
+			    in->in[0] < 0 || in->out[0] < 0)
+				continue;
+			const PlanInstr *mm = producer(p, in->in[0]);
+			double np = in->nin, n = 2 * (np - 1);
+			if (mm && (mm->op == RT_OP_MatMul || mm->op == RT_OP_Gemm) && mm->nin >= 1 && mm->in[0] >= 0) {
+				const PlanBuffer *a = &p->buffers[mm->in[0]];
+				int ta = mm->op == RT_OP_Gemm && rt_attr_int(&mm->attrs, "transA", 0);
+				double kl = a->rank < 1 ? 1 : (double)a->dims[ta && a->rank >= 2 ? a->rank - 2 : a->rank - 1];
+				n = 2 * (kl * np - kl) + (np - 1);
+			}
+			tol = fmax(tol, 6 * sqrt(n) * unit_roundoff(p->buffers[in->out[0]].dtype, 0));
+		}
+	return tol;
+}
+
 void rt_compare(const RtTensor *got, const RtTensor *ref, double tol, RtCheckOut *o)
 {
 	double amax = 0, emax = 0;
@@ -230,7 +276,7 @@ int rt_check(const Plan *p, const RtRunOpts *o, int per_node, RtRun *r, RtCheck 
 		snprintf(msg, sizeof msg, "%s", e->msg);
 		rt_errorf(e, e->code, "--check: the reference run failed: %s", msg);
 	}
-	double tol = 8 * coarsest(p);   /* rt_tolerance's rule */
+	double tol = 8 * coarsest(p) + reassociation(p);   /* rt_tolerance's rule, plus row splits */
 	if (rc == 0)
 		rc = compare_outputs(p, r, ref, &rr, tol, c, e);
 	if (rc == 0 && per_node)

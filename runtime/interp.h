@@ -73,7 +73,20 @@ typedef struct RtRunOpts {
 	int timing_only;                 /* no values: timing and memory only */
 	int keep_all;                    /* keep every buffer's final value (per-node --check) */
 	const char *base_dir;            /* resolves relative npy/safetensors paths; NULL: cwd */
+	int64_t host_limit;              /* bytes of host memory available (0: unchecked): a run
+	                                  * that needs more (rt_host_bytes) is refused before it
+	                                  * allocates */
+	/* NULL, or called often with what is being done ("binding weights", "running the plan"),
+	 * the units done and their total, for a caller's progress line (the runtime never prints) */
+	void (*progress)(void *ctx, const char *what, int64_t done, int64_t total);
+	void *progress_ctx;
 } RtRunOpts;
+
+/* Host bytes a run of p holds at its peak, as the interpreter stores values (f32, f64 or i64 per
+ * element, whatever the dtype): every constant, the most non-constant values live at once over
+ * the execution order, and the outputs' copies.  *consts receives the constants' part.  -1 when
+ * the plan cannot be ordered. */
+int64_t rt_host_bytes(const Plan *p, int64_t *consts);
 
 typedef struct RtRun {
 	RtTensor *outputs;               /* p->noutputs tensors (not with timing_only); a sharded

@@ -58,6 +58,18 @@ typedef struct RtKernelArgs {
 
 typedef int (*RtKernelFn)(const RtKernelArgs *a, RtError *e);
 
+/* Instruction sets of the matrix-product kernels (runtime/kernels/gemm.c).  Every one gives the
+ * same bits (one fma per k, k ascending); they differ only in speed. */
+typedef enum RtIsa { RT_ISA_SCALAR, RT_ISA_AVX2, RT_ISA_AVX512, RT_ISA_COUNT } RtIsa;
+const char *rt_isa_name(RtIsa i);
+/* The widest set this CPU and its OS support (cpuid, XCR0). */
+RtIsa rt_isa_best(void);
+/* The set in use: the one forced by rt_isa_set, else AICC_ISA=scalar|avx2|avx512 when this CPU
+ * supports it, else rt_isa_best(). */
+RtIsa rt_isa(void);
+/* Forces i (a negative value clears the forcing); -1 when this CPU cannot run i. */
+int rt_isa_set(RtIsa i);
+
 /* The kernel of op (never NULL: operators without a standalone kernel, such as Call, get one
  * that returns an error). */
 RtKernelFn rt_kernel(RtOp op);

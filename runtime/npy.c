@@ -287,7 +287,7 @@ int rt_file_map(const char *path, RtMapped *m, RtError *e)
 		int err = errno;
 		close(fd);
 		if (S_ISDIR(st.st_mode))
-			return rt_errorf(e, RT_EUSER, "%s: cannot read: it is a directory", path);
+			return rt_errorf(e, RT_EUSER, "%s: cannot read: %s", path, strerror(EISDIR));
 		return rt_errorf(e, RT_EUSER, "%s: cannot read: %s", path,
 				 err && !S_ISCHR(st.st_mode) && !S_ISFIFO(st.st_mode) && !S_ISSOCK(st.st_mode) && !S_ISBLK(st.st_mode)
 				 ? strerror(err) : "not a regular file (a device, FIFO or socket)");

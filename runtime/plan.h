@@ -21,6 +21,7 @@
 
 #define PLAN_VERSION 1
 #define PLAN_INLINE_MAX 4096   /* inline constants hold at most this many values */
+#define PLAN_TEXT_MAX 16       /* in-memory data above this many values goes to the weights file */
 
 typedef struct PlanDevice {
 	char *name, *kind;       /* kind: cpu, gpu, tpu, lpu (free text, from the machine) */
@@ -218,6 +219,16 @@ extern const char *const plan_init_names[PINIT_COUNT];   /* normal ... safetenso
 extern const char *const plan_instr_names[PI_COUNT];     /* kernel copy collective record wait */
 extern const char *const plan_coll_names[PC_COUNT];      /* allreduce allgather alltoall */
 int plan_format_known(const char *format);               /* 1 for a known buffer layout name */
+/* Bytes a buffer of dtype dt and shape dims occupies on its device in `format`: "row" (dense,
+ * rt_dtype_bytes), or "q.FMT", values stored encoded (the interpreter holds them in dt; every
+ * kernel that reads the buffer encodes them the same way, so the numerics are the stored
+ * codes'): FMT a block dtype (mxfp8, mxfp6, mxfp4, mxint8, nvfp4: codes and scales), or
+ * f8e4m3.tensor (+ one f32 scale), f8e4m3.1x128 (+ one f32 per 128 along the last axis),
+ * f8e4m3.128x128 (+ one f32 per 128x128 block of the last two axes).  -1 when format is
+ * unknown or does not apply to dt (q.* needs a float dtype). */
+int64_t plan_format_bytes(const char *format, DType dt, int rank, const int64_t *dims);
+/* Sets buffer buf's format and recomputes its size; -1 with e set when the format is unknown. */
+int plan_set_buffer_format(Plan *p, int buf, const char *format, RtError *e);
 /* Operator names from ir/ops.def (the plan layer does not depend on the kernels). */
 const char *plan_op_name(RtOp op);
 RtOp plan_op_lookup(const char *name);                   /* RT_OP_COUNT if unknown */
@@ -242,11 +253,12 @@ int plan_linearize(const Plan *p, PlanStep **order, int *n, RtError *e);
 int plan_liveness(const Plan *p, const PlanStep *order, int n, int **first, int **last, RtError *e);
 
 /* ---- text form (docs/plan-format.md) ---- */
-/* Large weights are referenced, never inlined: writes every `data` constant of p as an .npy file
- * DIR/<name>.npy (DIR created if missing) and turns it into an `npy` constant whose path is
- * REFDIR/<name>.npy (REFDIR: DIR as the plan file will see it, relative to the plan's directory).
- * Returns how many files it wrote, or -1 with e set. */
-int plan_externalize(Plan *p, const char *dir, const char *refdir, RtError *e);
+/* Large weights are referenced, never inlined: writes every `data` constant of p into one
+ * safetensors stream f (runtime/safetensors.h; keys: the buffers' names) and turns each into
+ * `init=safetensors path=REF key=NAME xxh3=HEX` (REF: the file as the plan will name it,
+ * relative to the plan's directory; xxh3: rt_checksum of the tensor's bytes).  Returns how many
+ * constants it wrote (0: f untouched), or -1 with e set. */
+int plan_externalize(Plan *p, FILE *f, const char *ref, RtError *e);
 /* Writes p in the canonical text form.  Returns 0, or -1 if writing failed or p holds a `data`
  * constant (plan_externalize first). */
 int plan_write(const Plan *p, FILE *f);

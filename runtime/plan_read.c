@@ -5,6 +5,7 @@
  * input: every error is returned as "file:LINE: error: message" and nothing is indexed before it
  * is checked (testsuite/fuzz/fuzz_plan.c exercises this).  Requires runtime/plan.h. */
 #include "runtime/plan.h"
+#include "runtime/npy.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -465,6 +466,19 @@ static int rd_buffer(Rd *r)
 	return 0;
 }
 
+/* xxh3=HEX16 (optional): the checksum of a weight file's tensor bytes. */
+static int rd_xxh3(Rd *r, PlanConst *c)
+{
+	Tok *t = field(r, "xxh3");
+	if (!t)
+		return 0;
+	if (!t->val || strlen(t->val) != 16 || strspn(t->val, "0123456789abcdef") != 16)
+		return fail(r, "xxh3 must be 16 lowercase hex digits");
+	c->xxh3 = strtoull(t->val, NULL, 16);
+	c->has_xxh3 = 1;
+	return 0;
+}
+
 static int rd_init_fields(Rd *r, PlanConst *c)
 {
 	int64_t seed;
@@ -482,9 +496,9 @@ static int rd_init_fields(Rd *r, PlanConst *c)
 	case PINIT_FILL:
 		return req_f64(r, "value", &c->a);
 	case PINIT_NPY:
-		return (c->path = (char *)req_str(r, "path")) ? 0 : -1;
+		return (c->path = (char *)req_str(r, "path")) ? rd_xxh3(r, c) : -1;
 	case PINIT_SAFETENSORS:
-		return (c->path = (char *)req_str(r, "path")) && (c->key = (char *)req_str(r, "key")) ? 0 : -1;
+		return (c->path = (char *)req_str(r, "path")) && (c->key = (char *)req_str(r, "key")) ? rd_xxh3(r, c) : -1;
 	default:
 		return 0;
 	}
@@ -1055,36 +1069,15 @@ Plan *plan_parse(const char *file, const char *text, size_t len, RtError *e)
 
 Plan *plan_read(const char *path, RtError *e)
 {
-	FILE *f = fopen(path, "rb");
-	if (!f) {
-		rt_errorf(e, RT_EUSER, "%s: error: cannot open plan: %s", path, strerror(errno));
+	RtMapped m;     /* the file's own size: a device or FIFO is refused, never read to EOF */
+	if (rt_file_map(path, &m, e) < 0) {
+		const char *why = strstr(e->msg, ": cannot "), *colon = why ? strchr(why + 2, ':') : NULL;
+		char msg[sizeof e->msg];
+		snprintf(msg, sizeof msg, "%s", colon ? colon + 2 : e->msg);
+		rt_errorf(e, e->code, "%s: error: cannot %s plan: %s", path, why && !strncmp(why, ": cannot open", 13) ? "open" : "read", msg);
 		return NULL;
 	}
-	char *text = NULL;
-	size_t len = 0, cap = 0, got;
-	do {
-		if (len == cap) {
-			char *nt = rt_realloc(text, cap = cap ? cap * 2 : 65536);
-			if (!nt) {
-				rt_free(text);
-				fclose(f);
-				rt_errorf(e, RT_ENOMEM, "%s: error: out of memory reading the plan", path);
-				return NULL;
-			}
-			text = nt;
-		}
-		got = fread(text + len, 1, cap - len, f);
-		len += got;
-	} while (got > 0);
-	if (ferror(f)) {     /* a directory, or a read error: not an empty plan */
-		int err = errno;
-		rt_free(text);
-		fclose(f);
-		rt_errorf(e, RT_EUSER, "%s: error: cannot read plan: %s", path, strerror(err));
-		return NULL;
-	}
-	fclose(f);
-	Plan *p = plan_parse(path, text, len, e);
-	rt_free(text);
+	Plan *p = plan_parse(path, m.addr ? m.addr : "", m.len, e);
+	rt_file_unmap(&m);
 	return p;
 }

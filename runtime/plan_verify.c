@@ -88,10 +88,17 @@ static int check_buffer(const Plan *p, const PlanBuffer *b, RtError *e)
 	int64_t n = plan_buffer_numel(b);
 	if (n < 0 || n > INT64_MAX / 64)
 		return verr(p, e, b->line, "buffer '%s': element count overflows", b->name);
-	int64_t want = rt_dtype_bytes(b->dtype, n);
-	if (b->size != want)
+	if (!b->format || !plan_format_known(b->format) || plan_format_bytes(b->format, b->dtype, b->rank, b->dims) < 0)
+		return verr(p, e, b->line, "buffer '%s': unknown format '%s'%s", b->name, b->format ? b->format : "",
+			    b->format && plan_format_known(b->format) ? " for its dtype" : "");
+	int64_t want = plan_format_bytes(b->format, b->dtype, b->rank, b->dims);
+	if (b->size != want) {
+		char in_fmt[80] = "";
+		if (strcmp(b->format, "row"))
+			snprintf(in_fmt, sizeof in_fmt, " in format %s", b->format);
 		return verr(p, e, b->line, "buffer '%s': size %" PRId64 " does not match %s x %" PRId64
-			    " elements = %" PRId64 " bytes", b->name, b->size, rt_dtype_name(b->dtype), n, want);
+			    " elements%s = %" PRId64 " bytes", b->name, b->size, rt_dtype_name(b->dtype), n, in_fmt, want);
+	}
 	const PlanSpace *s = &p->spaces[b->space];
 	if (b->offset < 0 || b->offset > s->capacity || b->size > s->capacity - b->offset) {
 		if (b->offset > INT64_MAX - b->size)     /* the end does not fit an int64 */
@@ -101,8 +108,6 @@ static int check_buffer(const Plan *p, const PlanBuffer *b, RtError *e)
 		return verr(p, e, b->line, "buffer '%s': bytes [%" PRId64 ", %" PRId64 ") exceed space '%s' "
 			    "(capacity %" PRId64 ")", b->name, b->offset, b->offset + b->size, s->name, s->capacity);
 	}
-	if (!b->format || !plan_format_known(b->format))
-		return verr(p, e, b->line, "buffer '%s': unknown format '%s'", b->name, b->format ? b->format : "");
 	return 0;
 }
 
@@ -265,8 +270,9 @@ static int check_fp8_scale(const Plan *p, const PlanInstr *in, RtError *e)
 		return 0;
 	if (o->fp8_scale < 0 || o->fp8_scale >= RT_FP8_COUNT)
 		return verr(p, e, in->line, "invalid fp8_scale");
-	if (in->op != RT_OP_MatMul && in->op != RT_OP_Gemm)
-		return verr(p, e, in->line, "fp8_scale on %s: only MatMul and Gemm scale their operands", plan_op_name(in->op));
+	if (in->op != RT_OP_MatMul && in->op != RT_OP_Gemm && in->op != RT_OP_GroupedMatMul)
+		return verr(p, e, in->line, "fp8_scale on %s: only MatMul, Gemm and GroupedMatMul scale their operands",
+			    plan_op_name(in->op));
 	if (o->mma_in != DT_F8E4M3 && o->mma_in != DT_F8E5M2)
 		return verr(p, e, in->line, "fp8_scale=%s needs mma_in f8e4m3 or f8e5m2, not %s",
 			    rt_fp8_scale_name((RtFp8Scale)o->fp8_scale), o->mma_in == DT_INVALID ? "none" : rt_dtype_name(o->mma_in));
@@ -274,6 +280,66 @@ static int check_fp8_scale(const Plan *p, const PlanInstr *in, RtError *e)
 								o->fp8_promote_k % 32))
 		return verr(p, e, in->line, "fp8_promote=%d with fp8_scale=%s: block scales are applied at promotion, "
 			    "so the interval must be 32, 64 or 128", o->fp8_promote_k, rt_fp8_scale_name((RtFp8Scale)o->fp8_scale));
+	return 0;
+}
+
+/* Operand roles of the kernels that index with an operand or move elements in their storage
+ * (runtime/kernels/): per input, then after '>' per output, 'I' an integer tensor (indices,
+ * shapes, axes, counts: i64 storage), 'T' data moved element for element (every 'T' operand of
+ * one instruction has one storage: f32, f64 or i64), '.' anything; the last letter repeats for
+ * variadic operands.  Roles from the ONNX operator specs (opset 23) and docs/language.md. */
+static const struct { RtOp op; const char *roles; } contracts[] = {
+	{ RT_OP_Gather, "TI>T" }, { RT_OP_GatherElements, "TI>T" }, { RT_OP_Embedding, "TI>T" },
+	{ RT_OP_Reshape, "TI>T" }, { RT_OP_Expand, "TI>T" }, { RT_OP_Tile, "TI>T" },
+	{ RT_OP_Squeeze, "TI>T" }, { RT_OP_Unsqueeze, "TI>T" }, { RT_OP_Slice, "TIIII>T" },
+	{ RT_OP_Split, "TI>T" }, { RT_OP_Pad, "TITI>T" }, { RT_OP_Transpose, "T>T" },
+	{ RT_OP_Concat, "T>T" }, { RT_OP_Flatten, "T>T" }, { RT_OP_Identity, "T>T" },
+	{ RT_OP_Trilu, "TI>T" }, { RT_OP_TopK, "TI>TI" }, { RT_OP_CumSum, "TI>T" },
+	{ RT_OP_ArgMax, "T>I" }, { RT_OP_ArgMin, "T>I" }, { RT_OP_Shape, ".>I" }, { RT_OP_Size, ".>I" },
+	{ RT_OP_ConstantOfShape, "I>." }, { RT_OP_RotaryEmbedding, "...I>." },
+	{ RT_OP_TopKRouter, "..>.I" }, { RT_OP_MoEDispatch, "TI>TI" }, { RT_OP_GroupedMatMul, ".I.>." },
+	{ RT_OP_MoECombine, "..I>." }, { RT_OP_AllToAll, "T>T" }, { RT_OP_AllGather, "T>T" },
+	{ RT_OP_ReduceSum, ".I>." }, { RT_OP_ReduceMean, ".I>." }, { RT_OP_ReduceMax, ".I>." },
+	{ RT_OP_ReduceMin, ".I>." }, { RT_OP_ReduceProd, ".I>." }, { RT_OP_ReduceSumSquare, ".I>." },
+	{ RT_OP_ReduceL2, ".I>." }, { RT_OP_ReduceLogSumExp, ".I>." },
+};
+
+static const char *const storage_names[] = { "?", "f32", "f64", "i64" };
+
+/* The contract of op: its operands' roles as ir/ops.def and the kernels define them: an input
+ * below in_min is required (`_` only marks an absent optional input), and the roles above. */
+static int check_roles(const Plan *p, const PlanInstr *in, RtError *e)
+{
+	const char *name = plan_op_name(in->op);
+	for (int k = 0; k < in->nin && k < arity[in->op].imin; k++)
+		if (in->in[k] < 0)
+			return verr(p, e, in->line, "%s input %d is required: '_' marks only an absent optional input "
+				    "(inputs %d and up of %s)", name, k, arity[in->op].imin, name);
+	const char *roles = NULL;
+	for (size_t i = 0; i < sizeof contracts / sizeof contracts[0] && !roles; i++)
+		if (contracts[i].op == in->op)
+			roles = contracts[i].roles;
+	if (!roles)
+		return 0;
+	const char *outs = strchr(roles, '>');
+	int nr_in = (int)(outs - roles), nr_out = (int)strlen(outs + 1), tstore = 0, tfirst = -1;
+	for (int k = 0; k < in->nin + in->nout; k++) {
+		int isout = k >= in->nin, j = isout ? k - in->nin : k, b = isout ? in->out[j] : in->in[j];
+		char r = isout ? outs[1 + (j < nr_out ? j : nr_out - 1)] : roles[j < nr_in ? j : nr_in - 1];
+		if (b < 0 || r == '.')
+			continue;
+		const PlanBuffer *pb = &p->buffers[b];
+		int st = rt_dtypes[pb->dtype].storage;
+		if (r == 'I' && st != S_I64)
+			return verr(p, e, in->line, "%s %s %d ('%s') must be an integer tensor, not %s", name,
+				    isout ? "output" : "input", j, pb->name, rt_dtype_name(pb->dtype));
+		if (r == 'T' && tstore && st != tstore)
+			return verr(p, e, in->line, "%s %s %d ('%s', %s) must hold the same kind of data as '%s' "
+				    "(%s storage, not %s)", name, isout ? "output" : "input", j, pb->name,
+				    rt_dtype_name(pb->dtype), p->buffers[tfirst].name, storage_names[tstore], storage_names[st]);
+		if (r == 'T' && !tstore)
+			tstore = st, tfirst = b;
+	}
 	return 0;
 }
 
@@ -298,6 +364,8 @@ static int check_kernel(const Plan *p, const PlanStream *s, const PlanInstr *in,
 	}
 	if (in->opts.mma_in < DT_INVALID || in->opts.mma_in >= DT_COUNT)
 		return verr(p, e, in->line, "invalid mma_in format");
+	if (check_roles(p, in, e) < 0)
+		return -1;
 	return check_fp8_scale(p, in, e);
 }
 
@@ -386,6 +454,9 @@ static int check_instr(const Plan *p, const PlanStream *s, const PlanInstr *in, 
 		return verr(p, e, in->line, "undefined link or unit");
 	if (in->unit >= 0 && p->units[in->unit].device != s->device)
 		return verr(p, e, in->line, "unit '%s' is not on the stream's device", p->units[in->unit].name);
+	if (in->cycle >= 0 && in->cycle > INT64_MAX - (in->dur > 0 ? in->dur : 1))
+		return verr(p, e, in->line, "cycle %" PRId64 " + dur %" PRId64 " overflows the cycle counter (2^63)",
+			    in->cycle, in->dur > 0 ? in->dur : 1);
 	if (in->kind == PI_RECORD || in->kind == PI_WAIT)
 		return in->event < 0 || in->event >= p->nevents ? verr(p, e, in->line, "undefined event") : 0;
 	if (check_operands(p, in, e) < 0)
@@ -630,45 +701,125 @@ static int check_dataflow(const Plan *p, const PlanStep *order, int n, const uns
 }
 
 /* ---- no two live buffers share bytes ---- */
-static const Plan *sort_plan;
-static int by_space_offset(const void *x, const void *y)
+/* A sweep in order of first use over one space's buffers: a segment tree over the space's
+ * compressed byte addresses keeps, per range, the buffer with the latest last use among those
+ * already placed; buffer x conflicts when one placed over its bytes is still live at x's first
+ * use.  O(n log n) per space (memory reuse puts thousands of buffers at one offset). */
+typedef struct Seg {
+	int64_t *tag, *sub;      /* last use, packed with the buffer: (last + 2) << 32 | buffer */
+	int n;
+} Seg;
+
+static int64_t seg_query(const Seg *t, int node, int lo, int hi, int a, int b)
 {
-	const PlanBuffer *a = &sort_plan->buffers[*(const int *)x], *b = &sort_plan->buffers[*(const int *)y];
-	if (a->space != b->space)
-		return a->space < b->space ? -1 : 1;
-	if (a->offset != b->offset)
-		return a->offset < b->offset ? -1 : 1;
-	return *(const int *)x - *(const int *)y;
+	if (b <= lo || hi <= a)
+		return -1;
+	if (a <= lo && hi <= b)
+		return t->sub[node];
+	int mid = lo + (hi - lo) / 2;
+	int64_t l = seg_query(t, 2 * node, lo, mid, a, b), r = seg_query(t, 2 * node + 1, mid, hi, a, b);
+	int64_t m = l > r ? l : r;
+	return m > t->tag[node] ? m : t->tag[node];
+}
+
+static void seg_update(Seg *t, int node, int lo, int hi, int a, int b, int64_t v)
+{
+	if (b <= lo || hi <= a)
+		return;
+	if (t->sub[node] < v)
+		t->sub[node] = v;
+	if (a <= lo && hi <= b) {
+		if (t->tag[node] < v)
+			t->tag[node] = v;
+		return;
+	}
+	int mid = lo + (hi - lo) / 2;
+	seg_update(t, 2 * node, lo, mid, a, b, v);
+	seg_update(t, 2 * node + 1, mid, hi, a, b, v);
+}
+
+static const Plan *sort_plan;
+static const int *sort_first;
+static int by_space_first(const void *x, const void *y)
+{
+	int a = *(const int *)x, b = *(const int *)y;
+	const PlanBuffer *pa = &sort_plan->buffers[a], *pb = &sort_plan->buffers[b];
+	if (pa->space != pb->space)
+		return pa->space < pb->space ? -1 : 1;
+	if (sort_first[a] != sort_first[b])
+		return sort_first[a] < sort_first[b] ? -1 : 1;
+	return a - b;
+}
+
+static int cmp_i64(const void *x, const void *y)
+{
+	int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+	return (a > b) - (a < b);
+}
+
+/* Index of v in the sorted unique coordinates c[0..n). */
+static int coord(const int64_t *c, int n, int64_t v)
+{
+	int lo = 0, hi = n - 1;
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2;
+		if (c[mid] < v)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Checks the buffers idx[0..n) of one space. */
+static int overlap_space(const Plan *p, const int *idx, int n, const int *first, const int *last, int64_t *c, Seg *t,
+			 RtError *e)
+{
+	int nc = 0;
+	for (int i = 0; i < n; i++)
+		c[nc++] = p->buffers[idx[i]].offset, c[nc++] = p->buffers[idx[i]].offset + p->buffers[idx[i]].size;
+	qsort(c, (size_t)nc, sizeof *c, cmp_i64);
+	int m = 0;
+	for (int i = 0; i < nc; i++)
+		if (!m || c[i] != c[m - 1])
+			c[m++] = c[i];
+	int segs = m > 1 ? m - 1 : 1;
+	for (int i = 0; i < 4 * segs; i++)
+		t->tag[i] = t->sub[i] = -1;
+	for (int i = 0; i < n; i++) {
+		int x = idx[i];
+		const PlanBuffer *bx = &p->buffers[x];
+		int a = coord(c, m, bx->offset), b = coord(c, m, bx->offset + bx->size);
+		int64_t hit = seg_query(t, 1, 0, segs, a, b);
+		if (hit >= 0 && (hit >> 32) - 2 >= first[x]) {
+			int y = (int)(hit & 0xffffffff);
+			const PlanBuffer *late = x > y ? bx : &p->buffers[y], *early = x > y ? &p->buffers[y] : bx;
+			return verr(p, e, late->line, "buffer '%s' overlaps buffer '%s' (line %d) in space '%s' while both "
+				    "are live", late->name, early->name, early->line, p->spaces[bx->space].name);
+		}
+		seg_update(t, 1, 0, segs, a, b, ((int64_t)last[x] + 2) << 32 | x);
+	}
+	return 0;
 }
 
 static int check_overlap(const Plan *p, const int *first, const int *last, RtError *e)
 {
-	int *idx = rt_malloc(((size_t)p->nbuffers + 1) * sizeof *idx);
-	if (!idx)
-		return rt_errorf(e, RT_ENOMEM, "out of memory verifying the plan");
-	for (int b = 0; b < p->nbuffers; b++)
-		idx[b] = b;
-	sort_plan = p;
-	qsort(idx, (size_t)p->nbuffers, sizeof *idx, by_space_offset);
-	int rc = 0;
-	for (int i = 0; i < p->nbuffers && rc == 0; i++) {
-		const PlanBuffer *a = &p->buffers[idx[i]];
-		for (int j = i + 1; j < p->nbuffers && rc == 0; j++) {
-			const PlanBuffer *b = &p->buffers[idx[j]];
-			if (b->space != a->space || b->offset >= a->offset + a->size)
-				break;
-			if (a->size == 0 || b->size == 0)
-				continue;
-			int x = idx[i], y = idx[j];
-			if (first[x] <= last[y] && first[y] <= last[x]) {
-				const PlanBuffer *late = x > y ? a : b, *early = x > y ? b : a;
-				rc = verr(p, e, late->line, "buffer '%s' overlaps buffer '%s' (line %d) in space '%s' "
-					  "while both are live", late->name, early->name, early->line,
-					  p->spaces[a->space].name);
-			}
-		}
+	int *idx = rt_malloc(((size_t)p->nbuffers + 1) * sizeof *idx), n = 0;
+	int64_t *c = rt_malloc(((size_t)p->nbuffers * 2 + 2) * sizeof *c);
+	Seg t = { rt_malloc(((size_t)p->nbuffers * 8 + 8) * sizeof *t.tag), rt_malloc(((size_t)p->nbuffers * 8 + 8) * sizeof *t.sub), 0 };
+	int rc = idx && c && t.tag && t.sub ? 0 : rt_errorf(e, RT_ENOMEM, "out of memory verifying the plan");
+	for (int b = 0; rc == 0 && b < p->nbuffers; b++)
+		if (p->buffers[b].size > 0 && first[b] <= last[b])
+			idx[n++] = b;
+	sort_plan = p, sort_first = first;
+	if (rc == 0)
+		qsort(idx, (size_t)n, sizeof *idx, by_space_first);
+	for (int i = 0, j; rc == 0 && i < n; i = j) {
+		for (j = i; j < n && p->buffers[idx[j]].space == p->buffers[idx[i]].space; j++)
+			;
+		rc = overlap_space(p, idx + i, j - i, first, last, c, &t, e);
 	}
-	rt_free(idx);
+	rt_free(idx), rt_free(c), rt_free(t.tag), rt_free(t.sub);
 	return rc;
 }
 

@@ -2,9 +2,11 @@
  * docs/plan-format.md: one entity per line, fields in a fixed order, defaults omitted, floats in
  * their shortest round-trip spelling, so plan_parse followed by plan_write reproduces a written
  * file byte for byte.  Requires runtime/plan.h; pure (writes only to the given FILE).  Also
- * plan_externalize, which moves in-memory (`data`) constants into .npy files beside the plan. */
+ * plan_externalize, which moves in-memory (`data`) constants into one safetensors file beside
+ * the plan, each with its checksum. */
 #include "runtime/plan.h"
 #include "runtime/npy.h"
+#include "runtime/safetensors.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -160,6 +162,8 @@ static void put_const(FILE *f, const Plan *p, const PlanConst *c)
 			fputs(" key=", f);
 			put_str(f, c->key);
 		}
+		if (c->has_xxh3)
+			fprintf(f, " xxh3=%016" PRIx64, c->xxh3);
 		break;
 	case PINIT_UNBOUND:
 	case PINIT_DATA:        /* refused by plan_write */
@@ -270,50 +274,54 @@ int plan_write(const Plan *p, FILE *f)
 	return ferror(f) ? -1 : 0;
 }
 
-/* The file name of constant i: its buffer name with characters other than [A-Za-z0-9._-]
- * replaced by '_' (and then the constant's index appended, so names stay distinct). */
-static void weight_file(const Plan *p, int i, char *buf, size_t n)
+int plan_externalize(Plan *p, FILE *f, const char *ref, RtError *e)
 {
-	const char *name = p->buffers[p->consts[i].buffer].name;
-	size_t k = 0;
-	int changed = 0;
-	for (; name[k] && k + 1 < n; k++) {
-		char c = name[k];
-		int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-			 c == '_' || c == '-' || (c == '.' && k > 0);
-		buf[k] = ok ? c : '_';
-		changed |= !ok;
-	}
-	buf[k] = 0;
-	if (changed || name[k])
-		snprintf(buf + (k > n - 24 ? n - 24 : k), 24, ".%d", i);
-}
-
-int plan_externalize(Plan *p, const char *dir, const char *refdir, RtError *e)
-{
-	int nfiles = 0;
-	for (int i = 0; i < p->nconsts; i++) {
-		PlanConst *c = &p->consts[i];
+	int n = 0;
+	for (int i = 0; i < p->nconsts; i++)
+		n += p->consts[i].kind == PINIT_DATA;
+	if (!n)
+		return 0;
+	const char **names = rt_calloc((size_t)n, sizeof *names);
+	const RtTensor **ts = rt_calloc((size_t)n, sizeof *ts);
+	uint64_t *sums = rt_calloc((size_t)n, sizeof *sums);
+	char **keys = rt_calloc((size_t)n, sizeof *keys);
+	int *which = rt_calloc((size_t)n, sizeof *which);
+	int rc = names && ts && sums && keys && which ? 0 : rt_errorf(e, RT_ENOMEM, "out of memory externalising constants");
+	for (int i = 0, k = 0; rc == 0 && i < p->nconsts; i++) {
+		const PlanConst *c = &p->consts[i];
 		if (c->kind != PINIT_DATA)
 			continue;
-		if (nfiles == 0 && mkdir(dir, 0777) < 0 && errno != EEXIST)
-			return rt_errorf(e, RT_EUSER, "%s: cannot create the weight directory: %s", dir, strerror(errno));
-		char file[200], path[4096];
-		weight_file(p, i, file, sizeof file);
-		snprintf(path, sizeof path, "%s/%s.npy", dir, file);
-		if (rt_npy_write(path, c->data, e) < 0)
-			return -1;
-		snprintf(path, sizeof path, "%s/%s.npy", refdir, file);
-		char *ref = rt_strdup(path);
-		if (!ref)
-			return rt_errorf(e, RT_ENOMEM, "out of memory externalising constants");
+		/* the key is the buffer's name (unique in the plan); the header's reserved name gets its index */
+		const char *b = p->buffers[c->buffer].name;
+		char alt[64];
+		snprintf(alt, sizeof alt, "__metadata__.%d", i);
+		if (!(keys[k] = rt_strdup(strcmp(b, "__metadata__") ? b : alt)))
+			rc = rt_errorf(e, RT_ENOMEM, "out of memory externalising constants");
+		names[k] = keys[k], ts[k] = c->data, which[k++] = i;
+	}
+	if (rc == 0)
+		rc = rt_safetensors_fwrite(f, n, names, ts, NULL, sums, e);
+	for (int k = 0; rc == 0 && k < n; k++) {
+		PlanConst *c = &p->consts[which[k]];
+		char *path = rt_strdup(ref);
+		if (!path) {
+			rc = rt_errorf(e, RT_ENOMEM, "out of memory externalising constants");
+			break;
+		}
 		rt_tensor_free(c->data);
 		rt_free(c->data);
 		c->data = NULL;
 		rt_free(c->path);
-		c->path = ref;
-		c->kind = PINIT_NPY;
-		nfiles++;
+		rt_free(c->key);
+		c->path = path;
+		c->key = keys[k];
+		keys[k] = NULL;
+		c->kind = PINIT_SAFETENSORS;
+		c->xxh3 = sums[k];
+		c->has_xxh3 = 1;
 	}
-	return nfiles;
+	for (int k = 0; keys && k < n; k++)
+		rt_free(keys[k]);
+	rt_free(names), rt_free(ts), rt_free(sums), rt_free(keys), rt_free(which);
+	return rc < 0 ? -1 : n;
 }

@@ -32,8 +32,9 @@ void rt_st_close(RtSafetensors *h);
 /* Writes n tensors named names[i] (distinct) as one safetensors file to f: a compact JSON header
  * padded with spaces so the data starts 64-byte aligned, then the data, widest elements first
  * (so every tensor is aligned to its element size), each in the .npy writer's element format
- * (runtime/npy.h).  offsets[i] (may be NULL) receives tensor i's data offset.  0 or -1. */
+ * (runtime/npy.h).  offsets[i] and sums[i] (each may be NULL) receive tensor i's data offset
+ * and the rt_checksum of its bytes.  0 or -1. */
 int rt_safetensors_fwrite(FILE *f, int n, const char *const *names, const RtTensor *const *ts, int64_t *offsets,
-			  RtError *e);
+			  uint64_t *sums, RtError *e);
 
 #endif

@@ -1,8 +1,8 @@
 /* targets/const.c: lowering a parameter's initialiser to a plan constant, shared by every
- * target: seeded initialisers stay seeded, weight files are referenced by absolute path, small
- * literal data is written inline (at most PLAN_INLINE_MAX values), larger in-memory tensors
- * (ONNX initializers, folded constants) and integers beyond 2^53 become `data` constants that
- * the writer externalises beside the plan. */
+ * target: seeded initialisers stay seeded, weight files are referenced by absolute path, literal
+ * data is written inline (at most PLAN_INLINE_MAX values), in-memory tensors (ONNX initializers,
+ * folded constants) of more than PLAN_TEXT_MAX values and integers beyond 2^53 become `data`
+ * constants that the driver writes, in binary, to the weights file beside the plan. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,7 +52,7 @@ static int inline_const(Plan *p, const FlatVal *fv, PlanConst *c, RtError *e)
 		if (!(pi->kind == INIT_DATA && wide_ints(pi->data)))
 			return 0;
 	}
-	if (pi->kind == INIT_DATA && pi->data && pi->data->n == n && (n > PLAN_INLINE_MAX || wide_ints(pi->data))) {
+	if (pi->kind == INIT_DATA && pi->data && pi->data->n == n && (n > PLAN_TEXT_MAX || wide_ints(pi->data))) {
 		c->kind = PINIT_DATA;
 		c->data = pi->data;
 		return 0;

@@ -574,7 +574,8 @@ static const char *fv_name(const Flat *f, int v) { return f->vals[v].name; }
 static int value_on(TgtDevs *d, Plan *p, const Flat *f, int v, DType dt, int pl, const char *dir, RtError *e)
 {
 	int64_t end;
-	int b = tgt_add_buffer(p, &d->heap[pl], f, v, dt, d->space[pl], &end, e);
+	const char *fmt = d->format ? d->format(d->format_ctx, &f->vals[v]) : NULL;
+	int b = tgt_add_buffer(p, &d->heap[pl], f, v, dt, fmt, d->space[pl], &end, e);
 	if (b < 0)
 		return -1;
 	const PlanSpace *sp = &p->spaces[d->space[pl]];
@@ -788,7 +789,8 @@ static int copy_operands(TgtDevs *d, Plan *p, const Flat *f, int node, RtError *
 	return 0;
 }
 
-static int emit_collective(TgtDevs *d, Plan *p, const Flat *f, int node, const int *buf, RtError *e)
+static int emit_collective(TgtDevs *d, Plan *p, const Flat *f, int node, const int *buf, const PlanInstr *ann,
+			   RtError *e)
 {
 	const FlatNode *fn = &f->nodes[node];
 	int m[TGT_MAX_OPERANDS], nm, ins[TGT_MAX_OPERANDS], outs[TGT_MAX_OPERANDS];
@@ -812,6 +814,8 @@ static int emit_collective(TgtDevs *d, Plan *p, const Flat *f, int node, const i
 	pi.in = ins, pi.nin = nm, pi.out = outs, pi.nout = nm;
 	pi.attrs = fn->n->attrs;
 	pi.node = p->buffers[buf[fn->out[0]]].name;
+	if (ann)       /* the target's cost attributes (t.*) for the collective */
+		pi.tile = ann->tile, pi.ntile = ann->ntile;
 	pi.link = nm > 1 ? link_of(d, p, m[0], m[1], e) : -1;
 	if (nm > 1 && pi.link < 0)
 		return -1;
@@ -850,7 +854,7 @@ int tgt_devs_emit(TgtDevs *d, Plan *p, const Flat *f, int node, int *buf, PlanIn
 					  p->buffers[buf[fn->out[0]]].name,
 					  rt_attr_str(&fn->n->attrs, "placement_reason", NULL), e);
 		} else
-			rc = emit_collective(d, p, f, node, buf, e);
+			rc = emit_collective(d, p, f, node, buf, pi, e);
 	}
 	unswap(d, buf);
 	if (rc == 0 && d->rec_event[node] == -2 && fn->nout > 0) {

@@ -69,8 +69,17 @@ static int node(TgtLower *l, int i)
 {
 	int ins[TGT_MAX_OPERANDS], outs[TGT_MAX_OPERANDS];
 	PlanInstr pi;
-	if (tgt_devs_handles(&l->devs, &l->f, i))
-		return tgt_devs_emit(&l->devs, l->p, &l->f, i, l->buf, NULL, l->e);
+	Op op = l->f.nodes[i].n->op;
+	if (tgt_devs_handles(&l->devs, &l->f, i)) {
+		if ((op != OP_AllReduce && op != OP_AllGather && op != OP_AllToAll) || !l->t->collective)
+			return tgt_devs_emit(&l->devs, l->p, &l->f, i, l->buf, NULL, l->e);
+		TgtAnn t = { .n = 0 };
+		plan_instr_init(&pi, PI_COLLECTIVE);
+		if (l->t->collective(l, i, &t) < 0)
+			return -1;
+		pi.tile = t.kv, pi.ntile = t.n;
+		return tgt_devs_emit(&l->devs, l->p, &l->f, i, l->buf, &pi, l->e);
+	}
 	tgt_devs_bufs(&l->devs, &l->f, i, l->buf);
 	if (tgt_kernel_instr(&pi, l->p, &l->f, i, l->buf, ins, outs, l->e) < 0)
 		return -1;

@@ -129,7 +129,30 @@ static const struct UnitDef *unit_find(const char *name)
 }
 
 /* Range rules per field. */
-typedef enum Rule { R_POS, R_NONNEG, R_COUNT, R_FRAC, R_GE1 } Rule;
+typedef enum Rule { R_POS, R_NONNEG, R_COUNT, R_FRAC, R_GE1, R_DEVCOUNT } Rule;
+
+/* The range of a quantity as the targets and the timing engine use it, in SI units: wide enough
+ * for any real machine, narrow enough that what is derived from it (bytes / bandwidth, flops /
+ * peak, capacity x units, int64 byte counts) stays finite, positive and in range.  A per-clock
+ * value is checked after it is multiplied out (issue 18: `vpeak 1e308 FLOP/clk/unit` became inf,
+ * `--set hbm.bandwidth=1e-300` a latency of 0). */
+static const struct { double lo, hi; const char *unit; } si_range[] = {
+	[D_COUNT] = { 0, 1e9, "" }, [D_RATIO] = { 0, 1e9, "" }, [D_BYTES] = { 1, 1152921504606846976.0, " B" },
+	[D_BW] = { 1, 1e18, " B/s" }, [D_TIME] = { 0, 1e4, " s" }, [D_FREQ] = { 1e3, 1e12, " Hz" },
+	[D_FLOPS] = { 1e3, 1e21, " FLOP/s" }, [D_OPS] = { 1, 1e21, " op/s" }, [D_POWER] = { 0, 1e9, " W" },
+};
+
+/* Checks the value as used (SI, per-clock quantities multiplied out); message in err. */
+static int si_check(Dim dim, Rule rule, double v, char *err, size_t errlen)
+{
+	if (dim == D_COUNT || dim == D_RATIO)
+		return 0;     /* the rule itself bounds these */
+	double lo = rule == R_NONNEG ? 0 : si_range[dim].lo, hi = si_range[dim].hi;
+	if (!isfinite(v) || v < lo || v > hi || (rule != R_NONNEG && v <= 0))
+		return snprintf(err, errlen, "is %g%s as used, outside the accepted range [%g, %g]%s", v, si_range[dim].unit,
+				lo, hi, si_range[dim].unit), -1;
+	return 0;
+}
 
 /* The --set registry: every number with its canonical path. */
 struct MachField {
@@ -317,6 +340,10 @@ static int rule_check(Rule rule, double x, char *err, size_t errlen)
 		if (x < 1)
 			return snprintf(err, errlen, "must be at least 1"), -1;
 		break;
+	case R_DEVCOUNT:      /* the lowerings walk every device of the machine */
+		if (x < 1 || x != floor(x) || x > 65536)
+			return snprintf(err, errlen, "must be a whole number in [1, 65536]"), -1;
+		break;
 	}
 	return 0;
 }
@@ -353,13 +380,15 @@ static int value_parse(Machine *m, const char *value, const char *unit, Dim dim,
 		scale = u->scale;
 		per = u->per;
 	}
-	char why[64];
+	char why[160];
 	if (rule_check(rule, x * (dim == D_RATIO ? scale : 1), why, sizeof why) < 0)
 		return snprintf(err, errlen, "%s, got %s%s%s", why, value, unit && *unit && !*end ? " " : "",
 				unit && !*end ? unit : ""), -1;
 	char text[96];
 	snprintf(text, sizeof text, "%s%s%s", value, unit && *unit && !*end ? " " : "",
 		 unit && !*end ? unit : "");
+	if (per == PER_ONE && si_check(dim, rule, x * scale, why, sizeof why) < 0)
+		return snprintf(err, errlen, "%s %s", text, why), -1;
 	num->raw = x * scale;
 	num->per = per;
 	num->v = x * scale;
@@ -575,6 +604,14 @@ static void parse_mma(Ld *ld, Device *d, xmlNode *n)
 		s->k = int_attr(ld, k, "k", 0);
 		if (s->nmax < s->nmin)
 			lerr(ld, s->line, "<shape>: nmax %d is below n %d", s->nmax, s->nmin);
+		/* the tile search multiplies these (targets/gpu/tile.c: M x 4, N x stages): keep them
+		 * to instruction sizes (the largest today: 256) */
+		int bad = s->nm == 0 || s->nmin < 1 || s->nmax > 4096 || s->nstep < 1 || s->nstep > 4096 || s->k < 1 ||
+			  s->k > 4096;
+		for (int i = 0; i < s->nm; i++)
+			bad |= s->m[i] < 1 || s->m[i] > 4096;
+		if (bad)
+			lerr(ld, s->line, "<shape>: m, n, nmax, nstep and k must be whole numbers in [1, 4096]");
 	}
 }
 
@@ -674,7 +711,7 @@ static void parse_device(Ld *ld, Device *d, xmlNode *n)
 		if (!strcmp(tag, "name"))
 			d->name = content(ld, k);
 		else if (!strcmp(tag, "count"))
-			qty(ld, k, &d->count, D_COUNT, R_COUNT, d, "%s.count", id);
+			qty(ld, k, &d->count, D_COUNT, R_DEVCOUNT, d, "%s.count", id);
 		else if (!strcmp(tag, "clock"))
 			qty(ld, k, &d->clock, D_FREQ, R_POS, d, "%s.clock", id);
 		else if (!strcmp(tag, "tdp"))
@@ -791,6 +828,36 @@ static void derive(Machine *m, Ld *ld)
 		n->v = n->per == PER_CLK ? n->raw * clk
 		     : n->per == PER_CLK_UNIT ? n->raw * clk * units : n->raw / clk;
 	}
+}
+
+/* Every number as the targets use it: per-clock quantities multiplied out within their range,
+ * and each memory's capacity over all units of a device within the byte range.  The first
+ * violation into err (naming the field); 0 or -1. */
+static int check_used(const Machine *m, char *err, size_t errlen, int *line)
+{
+	char why[200];
+	for (int i = 0; i < m->nfields; i++) {
+		const MachField *f = &m->fields[i];
+		if (!num_has(f->num) || f->num->per == PER_ONE)
+			continue;
+		if (si_check(f->dim, f->rule, f->num->v, why, sizeof why) < 0) {
+			*line = f->num->line;
+			return snprintf(err, errlen, "%s: %s per clock at %s %s", f->path, f->num->text,
+					f->dev && num_has(&f->dev->clock) ? f->dev->clock.text : "its clock", why), -1;
+		}
+	}
+	for (int d = 0; d < m->ndevs; d++)
+		for (int k = 0; k < m->devs[d].nmems; k++) {
+			const MemSpace *ms = &m->devs[d].mems[k];
+			double tot = mem_total_capacity(&m->devs[d], ms);
+			if (num_has(&ms->capacity) && !(tot <= si_range[D_BYTES].hi)) {
+				*line = ms->capacity.line;
+				return snprintf(err, errlen, "%s.%s.capacity: %s per unit x %g units is %g B, above the accepted "
+						"%g B", m->devs[d].id, ms->name, ms->capacity.text, dev_units(&m->devs[d]), tot,
+						si_range[D_BYTES].hi), -1;
+			}
+		}
+	return 0;
 }
 
 /* ---- schema validation ---- */
@@ -996,6 +1063,10 @@ static void build(Ld *ld, xmlNode *root)
 	}
 	free(top);
 	derive(m, ld);
+	char err[600];
+	int line = 0;
+	if (ld->nerr == 0 && check_used(m, err, sizeof err, &line) < 0)
+		lerr(ld, line, "%s", err);
 }
 
 Machine *machine_load_memory(const char *file, const char *buf, size_t len, FILE *diag)
@@ -1214,8 +1285,16 @@ int machine_set(Machine *m, const char *path, const char *value, char *err, size
 	n.source = "--set";
 	n.note = NULL;
 	n.line = 0;
+	Num old = *f->num;
 	*f->num = n;
 	derive(m, NULL);
+	int line;
+	if (check_used(m, why, sizeof why, &line) < 0) {      /* as used: undo, and say why */
+		*f->num = old;
+		derive(m, NULL);
+		snprintf(err, errlen, "--set %s: %s", path, why);
+		return -1;
+	}
 	uint64_t h = strtoull(m->hash, NULL, 16);
 	h = fnv1a(h, f->path, strlen(f->path));
 	h = fnv1a(h, "=", 1);

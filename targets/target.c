@@ -113,7 +113,7 @@ int tgt_machine_load(const char *name, const char *const *sets, int nsets, TgtMa
 		snprintf(path, sizeof path, "%.*s", (int)(eq - sets[i]), sets[i]);
 		if (machine_set(tm->m, path, eq + 1, err, sizeof err) < 0) {
 			tgt_machine_free(tm);
-			return rt_errorf(e, RT_EUSER, "aicc: error: --set %s: %s", sets[i], err);
+			return rt_errorf(e, RT_EUSER, "aicc: error: %s", err);     /* err names the key */
 		}
 	}
 	uint64_t hash = strtoull(tm->m->hash, NULL, 16);

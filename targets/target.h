@@ -117,10 +117,11 @@ int64_t tgt_heap_place(TgtHeap *h, int64_t size, int owner);
 void tgt_heap_release(TgtHeap *h, const Flat *f, int node);
 /* s made a valid plan name (no blanks, '=', ',', brackets or quotes) into d (n bytes). */
 void tgt_plan_name(char *d, size_t n, const char *s);
-/* Adds the plan buffer of flat value v, in dtype dt, to memory space `space`, placed first-fit in
- * h; its name is v's made valid (and unique with ".v" when that collided).  Returns the buffer
- * index, or -1 with e set; *end (when not NULL) receives its offset + size in bytes. */
-int tgt_add_buffer(Plan *p, TgtHeap *h, const Flat *f, int v, DType dt, int space, int64_t *end,
+/* Adds the plan buffer of flat value v, in dtype dt and buffer format `format` (NULL: "row";
+ * "q.FMT": stored encoded, sized by plan_format_bytes), to memory space `space`, placed
+ * first-fit in h; its name is v's made valid (and unique with ".v" when that collided).  Returns
+ * the buffer index, or -1 with e set; *end (when not NULL) receives its offset + size in bytes. */
+int tgt_add_buffer(Plan *p, TgtHeap *h, const Flat *f, int v, DType dt, const char *format, int space, int64_t *end,
 		   RtError *e);
 /* Registers f's inputs and outputs (named as g's outputs) with the plan; buf maps flat values
  * to plan buffers.  0, or -1 with e set. */
@@ -184,6 +185,10 @@ typedef struct TgtDevs {
 	int *first_reader;   /* per flat value: first flat node reading it, or -1 */
 	unsigned char *keep; /* per flat value: read on another stream, so kept for the whole plan */
 	int swapv[TGT_MAX_OPERANDS], swapb[TGT_MAX_OPERANDS], nswap;   /* tgt_devs_bufs */
+	/* set by the target before tgt_devs_values, optional: the buffer format of value v (NULL:
+	 * "row"), e.g. a weight every reader of which encodes it to FP8 ("q.f8e4m3.128x128") */
+	const char *(*format)(const void *ctx, const FlatVal *v);
+	const void *format_ctx;
 } TgtDevs;
 typedef struct TgtRep TgtRep;
 
@@ -207,8 +212,9 @@ int tgt_devs_values(TgtDevs *d, Plan *p, const Flat *f, TgtDtypeFn dtype, const 
 /* Points buf at the copies of node i's operands held on node i's instance (call before
  * tgt_kernel_instr for node i; tgt_devs_emit restores buf). */
 void tgt_devs_bufs(TgtDevs *d, const Flat *f, int node, int *buf);
-/* Emits node i (see above).  `pi` is the kernel instruction for ordinary nodes (ignored for
- * Transfer, collectives and weight-shard Splits; may be NULL for them).  Inputs are copied to
+/* Emits node i (see above).  `pi` is the kernel instruction for ordinary nodes; for a
+ * collective, when not NULL, its target attributes (tile: the target's cost of the collective)
+ * go on the collective instruction; ignored for Transfer and weight-shard Splits (may be NULL).  Inputs are copied to
  * the instances that read them before the first node is emitted.  0, or -1 with e set. */
 int tgt_devs_emit(TgtDevs *d, Plan *p, const Flat *f, int node, int *buf, PlanInstr *pi, RtError *e);
 /* 1 when flat node i is Transfer, a collective, a weight-shard Split or a sharded input or
@@ -229,8 +235,9 @@ int tgt_devs_io_shards(Plan *p, const Flat *f, int v, int output, const char *na
  * streams (tgt_devs_init: kind, space, align from the Target); values adds every buffer in the
  * dtype the target's `dtype` hook gives (tgt_devs_values) and finds fusion groups; prepare (if
  * any) runs once the buffers exist; then each node is either lowered by targets/devices.c
- * (transfers, collectives, weight shards) or becomes the kernel instruction tgt_kernel_instr
- * builds, which the target's `kernel` hook completes (numerics, tiling, cost as t.* attributes);
+ * (transfers, collectives, weight shards; a collective gets the target's `collective` hook's
+ * t.* attributes, if any) or becomes the kernel instruction tgt_kernel_instr builds, which the
+ * target's `kernel` hook completes (numerics, tiling, cost as t.* attributes);
  * finish (if any) may annotate the plan's copies and collectives; inputs and outputs are
  * registered and the plan verified.  An error at any step frees everything and returns NULL. */
 typedef struct Target Target;
@@ -294,6 +301,7 @@ struct Target {
 	DType (*dtype)(const TgtLower *l, const FlatVal *v);
 	int (*prepare)(TgtLower *l);                                   /* optional */
 	int (*kernel)(TgtLower *l, int node, PlanInstr *pi, TgtAnn *t);
+	int (*collective)(TgtLower *l, int node, TgtAnn *t);           /* optional: its t.* cost */
 	int (*finish)(TgtLower *l);                                    /* optional */
 	Plan *(*lower)(const TgtInput *in, RtError *e);
 	/* seconds work w takes on device d of machine m under precision p, as this target prices

@@ -3,24 +3,36 @@
 #ifndef AICC_DRIVER_H
 #define AICC_DRIVER_H
 
+#include <stdint.h>
 #include <stdio.h>
+
+#include "runtime/outfile.h"
 
 /* Exit statuses (design.md §7). */
 enum { EXIT_OK = 0, EXIT_USER = 1, EXIT_INTERNAL = 2 };
+/* Set when a failure was an internal error (a bug: RT_EINTERNAL, "aicc: internal error: ..."), so
+ * the command exits EXIT_INTERNAL instead of EXIT_USER. */
+extern int drv_internal;
 
 #define CMD(name, fn, help) int fn(int argc, char **argv);
 #include "tools/commands.def"
 #undef CMD
 
 /* Output files are written to a temporary beside the target and renamed on success, so a failed
- * run never leaves a partial file.  out_open("-") is stdout. */
-typedef struct OutFile {
-	FILE *f;
-	char *path, *tmp;
-} OutFile;
+ * run never leaves a partial file (runtime/outfile.h); out_open("-") is stdout.  A plan and its
+ * weights file are committed together, the plan last (out_commit_group): a failure leaves
+ * neither.  Errors are printed ("aicc: error: cannot write ..."). */
+typedef RtOutFile OutFile;
 int out_open(OutFile *o, const char *path);    /* 0, or -1 with a message on stderr */
 int out_commit(OutFile *o);                     /* flush, close, rename; 0 or -1 */
+int out_commit_group(OutFile *o, int n);        /* the n files in order, all or none; 0 or -1 */
 void out_abort(OutFile *o);                     /* close and remove the temporary */
+/* Bytes of host memory a run may still take: /proc/meminfo's MemAvailable, lowered by the memory
+ * cgroup's limit less its usage (v2 with its ancestors, or v1) and by the address-space limit
+ * (ulimit -v) less what is mapped; 0 when nothing is known (unchecked). */
+int64_t drv_host_available(void);
+/* SIGINT, SIGTERM and SIGHUP remove the temporaries of open outputs, then end the process. */
+void drv_install_signals(void);
 
 /* "--name=value" or "--name value": if argv[*i] is option `name`, sets *val, advances *i and
  * returns 1; returns -1 (with a message) when the value is missing; 0 when not this option. */

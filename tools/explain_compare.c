@@ -80,13 +80,14 @@ static void variant(const Plan *p, Column *c)
 		snprintf(c->err, sizeof c->err, "%s", e.msg);
 		goto out;
 	}
-	/* the LPU-only pool takes as many LPUs as it needs: the machine's count is lifted */
+	/* the LPU-only pool takes as many LPUs as it needs: the machine's count is lifted to the
+	 * largest a machine may declare (targets/machine.c) */
 	char set[128];
 	const char *sets[1] = { set };
 	const Device *lpu = machine_first(tm.m, DEV_LPU);
 	int nsets = 0;
 	if (!strcmp(c->pools, "lpu") && lpu) {
-		snprintf(set, sizeof set, "%s.count=1000000", lpu->id);
+		snprintf(set, sizeof set, "%s.count=65536", lpu->id);
 		tgt_machine_free(&tm);
 		if (tgt_machine_load(p->machine, sets, 1, &tm, &e) < 0) {
 			snprintf(c->err, sizeof c->err, "%s", e.msg);

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "frontend/frontend.h"
 #include "ir/diag.h"
@@ -223,7 +224,7 @@ int drv_value_inputs(Module *m, Value **out)
 	return n;
 }
 
-int drv_write_weights(Plan *p, const char *out)
+int drv_write_weights(Plan *p, const char *out, OutFile *wf)
 {
 	int ndata = 0;
 	for (int i = 0; i < p->nconsts; i++)
@@ -231,22 +232,33 @@ int drv_write_weights(Plan *p, const char *out)
 	if (!ndata)
 		return 0;
 	if (!out || strcmp(out, "-") == 0) {
-		drv_error("the plan has %d constants too large to write inline; give -o FILE.aip, and "
-			  "they go to FILE.weights/ beside it", ndata);
+		drv_error("the plan has %d constants too large to write as text; give -o FILE.aip, and "
+			  "they go to FILE.weights.safetensors beside it", ndata);
 		return -1;
 	}
 	size_t n = strlen(out);
-	if (n > 4 && strcmp(out + n - 4, ".aip") == 0)
-		n -= 4;
-	char dir[4096];
-	snprintf(dir, sizeof dir, "%.*s.weights", (int)n, out);
-	const char *slash = strrchr(dir, '/');
-	RtError e = { 0 };
-	if (plan_externalize(p, dir, slash ? slash + 1 : dir, &e) < 0) {
-		fprintf(stderr, "aicc: error: %s\n", e.msg);
+	struct stat st;
+	if (n == 0 || out[n - 1] == '/' || (stat(out, &st) == 0 && S_ISDIR(st.st_mode))) {
+		drv_error("cannot write '%s': it is a directory (give a file name)", out);
 		return -1;
 	}
-	return 0;
+	if (n > 4 && strcmp(out + n - 4, ".aip") == 0)
+		n -= 4;
+	char path[4096];
+	if ((size_t)snprintf(path, sizeof path, "%.*s.weights.safetensors", (int)n, out) >= sizeof path) {
+		drv_error("output path too long: '%s'", out);
+		return -1;
+	}
+	const char *slash = strrchr(path, '/');
+	if (out_open(wf, path) < 0)
+		return -1;
+	RtError e = { 0 };
+	if (plan_externalize(p, wf->f, slash ? slash + 1 : path, &e) < 0) {
+		drv_error("%s: %s", path, e.msg);
+		out_abort(wf);
+		return -1;
+	}
+	return 1;
 }
 
 static int has_suffix(const char *s, const char *suf)
@@ -345,6 +357,8 @@ Plan *drv_build_plan(Module *m, const BuildOpts *o)
 	}
 	if (!p)
 		diag_print_located(e.msg);
+	if (!p && e.code == RT_EINTERNAL)
+		drv_internal = 1;       /* the command exits 2 */
 	return p;
 }
 

@@ -8,6 +8,7 @@
 #include "ir/ir.h"
 #include "runtime/plan.h"
 #include "targets/target.h"
+#include "tools/driver.h"
 
 /* Binds "S=2048,B=1"; -1 with a message on stderr for malformed text. */
 int drv_apply_binds(Module *m, const char *spec);
@@ -31,10 +32,11 @@ int drv_apply_const(Module *m, const char *spec);
  * walk since they read only types), in input order, into out (room for every input).  Returns
  * the count. */
 int drv_value_inputs(Module *m, Value **out);
-/* Writes the plan's in-memory (`data`) constants as .npy files into OUT.weights/ beside the plan
- * file OUT(.aip) and references them from the plan (plan_externalize).  0 (nothing to do or
- * done), or -1 with a message on stderr (also when OUT is stdout). */
-int drv_write_weights(Plan *p, const char *out);
+/* Moves the plan's in-memory constants into OUT.weights.safetensors beside the plan file OUT(.aip)
+ * (plan_externalize, checksummed) through the temporary wf, to be committed with the plan, the
+ * plan last (out_commit_group).  1 when wf is open, 0 when there is nothing to write, -1 on
+ * errors (printed). */
+int drv_write_weights(Plan *p, const char *out, OutFile *wf);
 /* Reads a model: .onnx through the ONNX importer, anything else as .aig.  NULL after errors. */
 Module *drv_load_model(const char *path);
 

@@ -1,17 +1,24 @@
-/* tools/util.c: option parsing helpers and atomic output files for the driver. */
+/* tools/util.c: option parsing helpers, atomic output files (runtime/outfile.h) with their
+ * cleanup on SIGINT/SIGTERM, for the driver. */
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "tools/driver.h"
+#include "tools/progress.h"
+
+int drv_internal;
 
 void drv_error(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
+	progress_pause();   /* an error is never printed into the progress line */
 	fputs("aicc: error: ", stderr);
 	vfprintf(stderr, fmt, ap);
 	fputc('\n', stderr);
@@ -20,6 +27,9 @@ void drv_error(const char *fmt, ...)
 
 void drv_report(const char *msg)
 {
+	progress_pause();
+	if (msg && strstr(msg, "internal error"))
+		drv_internal = 1;
 	if (msg && strstr(msg, "error: "))     /* already "file:line: error: ..." */
 		fprintf(stderr, "%s\n", msg);
 	else
@@ -46,47 +56,27 @@ int opt_value(int argc, char **argv, int *i, const char *name, const char **val)
 	return 1;
 }
 
+/* SIGINT/SIGTERM: remove every temporary (and the files of a group being committed), then die of
+ * the signal as if unhandled, so the shell sees the usual status. */
+static void on_signal(int sig)
+{
+	rt_out_remove_all();
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+void drv_install_signals(void)
+{
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	signal(SIGHUP, on_signal);
+}
+
 int out_open(OutFile *o, const char *path)
 {
-	memset(o, 0, sizeof *o);
-	if (!path || strcmp(path, "-") == 0) {
-		o->f = stdout;
-		return 0;
-	}
-	struct stat st;
-	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
-		/* a device, FIFO or terminal (/dev/null, /dev/stdout): write to it in place; renaming a
-		 * temporary over it would replace the device node with a plain file */
-		if (!(o->f = fopen(path, "w")) || !(o->path = strdup(path))) {
-			drv_error("cannot write '%s': %s", path, strerror(errno));
-			if (o->f)
-				fclose(o->f);
-			o->f = NULL;
-			return -1;
-		}
-		return 0;
-	}
-	size_t n = strlen(path) + 16;
-	o->path = strdup(path);
-	o->tmp = malloc(n);
-	if (!o->path || !o->tmp) {
-		drv_error("out of memory");
-		return -1;
-	}
-	snprintf(o->tmp, n, "%s.tmpXXXXXX", path);
-	int fd = mkstemp(o->tmp);
-	if (fd >= 0) {  /* mkstemp makes 0600; give the file the usual 0666 less the umask */
-		mode_t mask = umask(0);
-		umask(mask);
-		fchmod(fd, 0666 & ~mask);
-	}
-	if (fd < 0 || !(o->f = fdopen(fd, "w"))) {
-		drv_error("cannot write '%s': %s", path, strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		free(o->path);
-		free(o->tmp);
-		o->path = o->tmp = NULL;
+	RtError e = { 0 };
+	if (rt_out_open(o, path, &e) < 0) {
+		drv_error("%s", e.msg);
 		return -1;
 	}
 	return 0;
@@ -94,48 +84,88 @@ int out_open(OutFile *o, const char *path)
 
 int out_commit(OutFile *o)
 {
-	if (!o->tmp && !o->path) {
-		if (fflush(stdout) != 0 || ferror(stdout)) {
-			drv_error("cannot write to standard output: %s", strerror(errno));
-			return -1;
-		}
-		return 0;
+	return out_commit_group(o, 1);
+}
+
+int out_commit_group(OutFile *o, int n)
+{
+	RtError e = { 0 };
+	if (rt_out_commit_group(o, n, &e) < 0) {
+		drv_error("%s", e.msg);
+		return -1;
 	}
-	if (!o->tmp) {           /* a device or FIFO written in place */
-		int bad = ferror(o->f);
-		bad |= fclose(o->f) != 0;
-		if (bad)
-			drv_error("cannot write '%s': %s", o->path, strerror(errno));
-		free(o->path);
-		o->path = NULL;
-		return bad ? -1 : 0;
-	}
-	int bad = ferror(o->f);
-	bad |= fclose(o->f) != 0;
-	if (!bad && rename(o->tmp, o->path) != 0)
-		bad = 1;
-	if (bad) {
-		drv_error("cannot write '%s': %s", o->path, strerror(errno));
-		remove(o->tmp);
-	}
-	free(o->path);
-	free(o->tmp);
-	o->path = o->tmp = NULL;
-	return bad ? -1 : 0;
+	return 0;
 }
 
 void out_abort(OutFile *o)
 {
-	if (!o->tmp && o->path) {   /* a device or FIFO written in place: nothing to remove */
-		fclose(o->f);
-		free(o->path);
-		o->path = NULL;
+	rt_out_abort(o);
+}
+
+/* A number from the first line of file path (cgroup files: bytes, or "max"); -1 if none. */
+static int64_t read_num(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	long long v = -1;
+	if (f) {
+		if (fscanf(f, "%lld", &v) != 1)
+			v = -1;
+		fclose(f);
 	}
-	if (!o->tmp)
-		return;
-	fclose(o->f);
-	remove(o->tmp);
-	free(o->path);
-	free(o->tmp);
-	o->path = o->tmp = NULL;
+	return v;
+}
+
+int64_t drv_host_available(void)
+{
+	int64_t avail = -1;
+	FILE *f = fopen("/proc/meminfo", "r");
+	char line[256];
+	while (f && fgets(line, sizeof line, f)) {
+		long long kb;
+		if (sscanf(line, "MemAvailable: %lld kB", &kb) == 1)
+			avail = kb * 1024;
+	}
+	if (f)
+		fclose(f);
+	/* the memory cgroup (v2: this process's cgroup and its ancestors; v1: the memory controller) */
+	char cg[1024] = "";
+	if ((f = fopen("/proc/self/cgroup", "r"))) {
+		while (fgets(line, sizeof line, f))
+			if (strncmp(line, "0::", 3) == 0) {
+				snprintf(cg, sizeof cg, "%s", line + 3);
+				cg[strcspn(cg, "\n")] = 0;
+			}
+		fclose(f);
+	}
+	for (char *end = cg + strlen(cg);;) {
+		char p[1200];
+		snprintf(p, sizeof p, "/sys/fs/cgroup%.*s/memory.max", (int)(end - cg), cg);
+		int64_t max = read_num(p);
+		snprintf(p, sizeof p, "/sys/fs/cgroup%.*s/memory.current", (int)(end - cg), cg);
+		int64_t cur = read_num(p);
+		if (max > 0 && cur >= 0 && (avail < 0 || max - cur < avail))
+			avail = max - cur;
+		if (end == cg)
+			break;
+		while (end > cg && *--end != '/')
+			;
+	}
+	int64_t v1 = read_num("/sys/fs/cgroup/memory/memory.limit_in_bytes"),
+		u1 = read_num("/sys/fs/cgroup/memory/memory.usage_in_bytes");
+	if (v1 > 0 && v1 < ((int64_t)1 << 60) && u1 >= 0 && (avail < 0 || v1 - u1 < avail))
+		avail = v1 - u1;
+	/* the address-space limit (ulimit -v), less what is mapped already */
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+		long long pages = 0;
+		if ((f = fopen("/proc/self/statm", "r"))) {
+			if (fscanf(f, "%lld", &pages) != 1)
+				pages = 0;
+			fclose(f);
+		}
+		int64_t left = (int64_t)rl.rlim_cur - pages * sysconf(_SC_PAGESIZE);
+		if (avail < 0 || left < avail)
+			avail = left;
+	}
+	return avail > 0 ? avail : avail < 0 ? 0 : 1;
 }

@@ -1,66 +1,225 @@
 #!/usr/bin/env python3
-"""tools/validate.py BUILD: compare the GPU and TPU targets' predicted kernel times with published
-measurements (`make validate`).  Each case compiles a one-kernel graph for a target and machine,
-times it with `aicc run --timing-only` (the target's registered cost hook) and prints predicted
-and measured TFLOP/s and the error.  Sources, one per group of cases:
+"""tools/validate.py BUILD [--write-bands FILE] [--only SUBSTR]: the public validation set (`make validate`).
 
-[deepgemm] DeepSeek DeepGEMM README, "Normal GEMMs for dense models", H800 SXM5, NVCC 12.8
-           (Feb 2025): https://github.com/deepseek-ai/DeepGEMM ; H800 has H100 SXM's SMs,
-           clock, tensor rates and HBM3 (hardware.md §1b: only NVLink differs), so h100-sxm.
-[fa3]      FlashAttention-3 (Shah et al., arXiv 2407.08608) Fig. 5, forward, head dim 128,
-           BF16, H100 80GB SXM5, batch x seqlen = 16k, hidden 2048 (16 heads); values as read
-           off the figure: https://subtext.edge.nugit.net/image/e27582d2db385c9bac87ebc92343d2452b7c01d5d934e596c90172b346d00d42
-           (non-causal) and .../4ec6690918d4df7a49f27715412cc425602eb075dfe3f7821cddc4a74f058ca1 (causal).
-[fa4]      FlashAttention-4 (Zadouri et al., arXiv 2603.05451) abstract: up to 1613 TFLOP/s
-           forward, BF16, B200 (https://deeplearn.org/arxiv/711026/); the configuration of the peak
-           is assumed to be head dim 128, non-causal, the longest sequence (16k).
-[jax-mm]   JAX documentation, "Pallas TPU: Your First Matmul", outputs of the XLA `jnp.matmul`
-           cell, TPU v5e, bf16 (https://jax.readthedocs.io/en/latest/pallas/tpu/matmul.html):
-           4096^3 in 0.827 ms, 8192^3 in 6.047 ms.  The 1024^3 row (119 us) is left out: the page's
-           timeit loop includes Python dispatch, which the page itself says bounds small kernels.
+Compares aicc's predictions with published measurements.  The cases are data, tools/validate/cases.json:
+every row gives the exact setup (model and its --bind, precision, KV-cache format, batch, prompt/output
+lengths or context, tensor parallelism, machine), the published figure with its unit, and the source
+(URL and what was measured); each group says how the prediction is converted to the published unit.
+
+Two sections, kept apart on purpose (docs/machines.md, "Rule against fitting"):
+  kernel      one-kernel measurements (GEMM, attention).  Machine constants may be derived from these
+              rows, and docs/machines.md names the rows each constant comes from.
+  end-to-end  serving measurements (TTFT, static-batch throughput, per-user decode rates).  Validation
+              only: no machine constant is ever chosen to match one.
+
+Kinds of case and how each is predicted:
+  gemm         a one-node MatMul graph, `aicc run --timing-only`: 2*M*N*K / latency (GPU kernel rows
+               are kernel durations: compiled with the launch latencies set to 0)
+  attn         a one-node Attention graph: 4*B*H*S*S*D (x0.5 causal) / latency
+  ttft         `--phase prefill --batch B --context ISL` of the model: TTFT = the step's latency
+  throughput   static batching: B*OSL / (TTFT(B, ISL) + (OSL-1)*TPOT(B, ISL+OSL/2)) / TP, TPOT from
+               `--phase decode --context ISL+OSL/2` (TPOT is linear in the context)
+  decode_rate  per-user tokens/s = 1 / TPOT(B, context)
+
+Prints one row per case (predicted, published, signed error), then per target: median and worst |error|
+over all cases, over the kernel rows and over the end-to-end rows, and the residuals per target and
+kernel class (gemm, attention, memory, collective, end-to-end).  --write-bands FILE regenerates the
+error-band table the compiler prints beside every predicted time (targets/bands.def): per target and
+class, the median and the worst |error| of that class's rows and their count.  A case that does not
+compile is listed with aicc's reason and counted as a failure.
 """
-import json, os, subprocess, sys, tempfile
+import concurrent.futures, json, os, statistics, subprocess, sys, tempfile, time
 
-GEMM = "graph main(a: {dt}[M, K], b: {dt}[K, N]) -> (y: bf16[M, N]) {{\n  y = MatMul(a, b)\n}}\n"
-ATTN = ("graph main(q: bf16[B, H, S, D], k: bf16[B, H, S, D], v: bf16[B, H, S, D]) -> (y: bf16[B, H, S, D]) {{\n"
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CASES = os.path.join(ROOT, "tools", "validate", "cases.json")
+# operand dtypes of the one-kernel graphs: FP8 GEMMs take bf16 operands that --precision fp8 quantizes
+# (the kernel's own scaling), FP8 attention takes e4m3 tensors (FA3's FP8 path), int8 GEMMs int8 operands
+GEMM_DT = {"bf16": "bf16", "fp8": "bf16", "int8": "i8"}
+ATTN_DT = {"bf16": "bf16", "fp8": "f8e4m3"}
+GEMM = "graph main(a: {dt}[M, K], b: {dt}[K, N]) -> (y: {out}[M, N]) {{\n  y = MatMul(a, b)\n}}\n"
+ATTN = ("graph main(q: {dt}[B, H, S, D], k: {dt}[B, H, S, D], v: {dt}[B, H, S, D]) -> (y: {dt}[B, H, S, D]) {{\n"
         "  y = Attention(q, k, v) {{is_causal={c}}}\n}}\n")
+CLASSES = ("gemm", "attention", "memory", "collective", "end-to-end")
 
-CASES = []
-for m, n, k, tf in [(64, 2112, 7168, 206), (128, 2112, 7168, 352), (128, 7168, 16384, 645),
-                    (128, 4096, 7168, 533), (4096, 2112, 7168, 1058), (4096, 7168, 16384, 1358),
-                    (4096, 4096, 7168, 1304), (4096, 7168, 2048, 1025)]:
-    CASES.append(("deepgemm fp8 %dx%dx%d" % (m, n, k), "hopper", "h100-sxm", "fp8", GEMM.format(dt="bf16"),
-                  "M=%d,N=%d,K=%d" % (m, n, k), 2.0 * m * n * k, tf))
-for causal, vals in [(0, [467, 565, 625, 638, 646, 648]), (1, [292, 423, 521, 579, 602, 616])]:
-    for s, tf in zip([512, 1024, 2048, 4096, 8192, 16384], vals):
-        fl = 4.0 * (16384 // s) * 16 * s * s * 128 * (0.5 if causal else 1)
-        CASES.append(("fa3 hd128 %s S=%d" % ("causal" if causal else "dense", s), "hopper", "h100-sxm", "bf16",
-                      ATTN.format(c=causal), "B=%d,H=16,S=%d,D=128" % (16384 // s, s), fl, tf))
-for n, tf in [(4096, 166.1), (8192, 181.8)]:
-    CASES.append(("jax-mm xla bf16 %d^3 v5e" % n, "tpu", "tpu-v5e", "bf16", GEMM.format(dt="bf16"),
-                  "M=%d,N=%d,K=%d" % (n, n, n), 2.0 * n ** 3, tf))
-CASES.append(("fa4 hd128 dense S=16384", "blackwell", "b200", "bf16", ATTN.format(c=0), "B=1,H=16,S=16384,D=128",
-              4.0 * 16 * 16384 * 16384 * 128, 1613))
+
+class Fail(Exception):
+    pass
+
+
+def run(cmd):
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        msg = (p.stderr.strip().splitlines() or ["exit %d" % p.returncode])[0]
+        raise Fail(msg[:160])
+    return p.stdout
+
+
+class Aicc:
+    def __init__(self, build):
+        self.exe = os.path.join(build, "aicc")
+        self.tmp = tempfile.mkdtemp(prefix="aicc-validate-")
+        self.n = 0
+        self.kv_fp8 = "--kv-format" in subprocess.run([self.exe, "compile", "--help"], capture_output=True,
+                                                        text=True).stdout
+
+    def latency(self, args, src=None):
+        """Compiles (a source text, or a model given in args) and returns the predicted step latency in s."""
+        self.n += 1
+        base = os.path.join(self.tmp, "c%d" % self.n)
+        if src is not None:
+            open(base + ".aig", "w").write(src)
+            args = [base + ".aig"] + args
+        run([self.exe, "compile"] + args + ["--emit", "plan", "-o", base + ".aip"])
+        run([self.exe, "run", base + ".aip", "--timing-only", "--report", base + ".json"])
+        lat = json.load(open(base + ".json"))["latency_s"]
+        for f in (".aig", ".aip", ".json"):
+            if os.path.exists(base + f):
+                os.unlink(base + f)
+        if not lat > 0:
+            raise Fail("predicted latency %r" % lat)
+        return lat
+
+
+def model_args(a, grp, row, phase, context, machine):
+    args = [os.path.join(ROOT, "examples", row["model"] + ".aig"), "--target", grp["target"], "--machine", machine,
+            "--phase", phase, "--batch", str(row["B"]), "--context", str(context)]
+    if grp.get("precision"):
+        args += ["--precision", grp["precision"]]
+    if row.get("bind"):
+        args += ["--bind", row["bind"]]
+    if grp.get("kv") == "fp8" and a.kv_fp8:
+        args += ["--kv-format", "fp8"]
+    tp = row.get("tp", 1)
+    if grp["target"] != "lpu":
+        passes = "canonicalize,place-precision,fuse,%sschedule,plan-memory" % ("partition," if tp > 1 else "")
+        args += ["--passes=" + passes]
+        if tp > 1:
+            args += ["--tp", str(tp)]
+    return args
+
+
+def machine_of(grp, row):
+    if "machine" in grp:
+        return grp["machine"]
+    return grp["machine1"] if row.get("tp", 1) == 1 else grp["machinen"]
+
+
+# Kernel rows are kernel durations (CUDA events or kineto over back-to-back runs): no launch cost.
+NO_LAUNCH = {"hopper": ["--set", "gpu.launch.latency=0", "--set", "gpu.graph.latency=0"],
+             "blackwell": ["--set", "gpu.launch.latency=0", "--set", "gpu.graph.latency=0"]}
+
+
+def predict(a, grp, row):
+    kind, m = grp["kind"], machine_of(grp, row)
+    nl = NO_LAUNCH.get(grp["target"], [])
+    if kind == "gemm":
+        dt = GEMM_DT[grp["dtype"]]
+        src = GEMM.format(dt=dt, out=dt)
+        lat = a.latency(["--target", grp["target"], "--machine", m, "--precision", grp["precision"],
+                         "--bind", "M=%d,N=%d,K=%d" % (row["M"], row["N"], row["K"])] + nl, src)
+        return 2.0 * row["M"] * row["N"] * row["K"] / lat / 1e12
+    if kind == "attn":
+        src = ATTN.format(dt=ATTN_DT[grp["dtype"]], c=row["causal"])
+        lat = a.latency(["--target", grp["target"], "--machine", m, "--precision", grp["precision"],
+                         "--bind", "B=%d,H=%d,S=%d,D=%d" % (row["B"], row["H"], row["S"], row["D"])] + nl, src)
+        return 4.0 * row["B"] * row["H"] * row["S"] ** 2 * row["D"] * (0.5 if row["causal"] else 1) / lat / 1e12
+    if kind == "ttft":
+        return a.latency(model_args(a, grp, row, "prefill", row["isl"], m)) * 1e3
+    if kind == "throughput":
+        ttft = a.latency(model_args(a, grp, row, "prefill", row["isl"], m))
+        tpot = a.latency(model_args(a, grp, row, "decode", row["isl"] + row["osl"] // 2, m))
+        return row["B"] * row["osl"] / (ttft + (row["osl"] - 1) * tpot) / row.get("tp", 1)
+    if kind == "decode_rate":
+        return 1.0 / a.latency(model_args(a, grp, row, "decode", row["context"], m))
+    raise Fail("unknown case kind %s" % kind)
+
+
+def describe(grp, row):
+    k = grp["kind"]
+    if k == "gemm":
+        return "%s %dx%dx%d %s" % (grp["source"], row["M"], row["N"], row["K"], grp["dtype"])
+    if k == "attn":
+        return "%s d%d %s S=%d %s" % (grp["source"], row["D"], "causal" if row["causal"] else "dense", row["S"], grp["dtype"])
+    tp = " tp%d" % row["tp"] if row.get("tp", 1) > 1 else ""
+    if k == "ttft":
+        return "%s %s TTFT isl=%d%s" % (grp["gpu"], row["name"], row["isl"], tp)
+    if k == "throughput":
+        return "%s %s B=%d %d/%d%s" % (grp["gpu"], row["name"], row["B"], row["isl"], row["osl"], tp)
+    return "%s B=%d ctx=%d" % (row["name"], row["B"], row["context"])
+
+
+def stats(errs):
+    e = [abs(x) for x in errs]
+    return (statistics.median(e), max(e)) if e else (float("nan"), float("nan"))
 
 
 def main():
-    aicc = os.path.join(sys.argv[1] if len(sys.argv) > 1 else "build", "aicc")
-    tmp = tempfile.mkdtemp()
-    print("%-34s %10s %10s %8s" % ("case", "predicted", "measured", "error"))
-    errs = []
-    for name, target, machine, prec, src, bind, flops, measured in CASES:
-        g, plan, rep = (os.path.join(tmp, f) for f in ("g.aig", "g.aip", "r.json"))
-        open(g, "w").write(src)
-        subprocess.run([aicc, "compile", g, "--target", target, "--machine", machine, "--precision", prec,
-                        "--bind", bind, "--emit", "plan", "-o", plan], check=True)
-        subprocess.run([aicc, "run", plan, "--timing-only", "--report", rep], check=True, stdout=subprocess.DEVNULL)
-        pred = flops / json.load(open(rep))["latency_s"] / 1e12
-        err = (pred - measured) / measured
-        errs.append(abs(err))
-        print("%-34s %7.0f TF %7.0f TF %+7.1f%%" % (name, pred, measured, 100 * err))
-    within = sum(e <= 0.15 for e in errs)
-    print("%d cases: mean |error| %.1f%%, max %.1f%%, %d within 15%%" %
-          (len(errs), 100 * sum(errs) / len(errs), 100 * max(errs), within))
+    argv = sys.argv[1:]
+    build = argv[0] if argv and not argv[0].startswith("--") else "build"
+    bands = argv[argv.index("--write-bands") + 1] if "--write-bands" in argv else None
+    only = argv[argv.index("--only") + 1] if "--only" in argv else None
+    data = json.load(open(CASES))
+    a = Aicc(build)
+    t0 = time.time()
+    jobs = []
+    for grp in data["groups"]:
+        for row in grp["rows"]:
+            if only and only not in describe(grp, row) and only != grp["target"]:
+                continue
+            jobs.append((grp, row))
+
+    def one(job):
+        grp, row = job
+        try:
+            return predict(a, grp, row), None
+        except Fail as e:
+            return None, str(e)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as ex:
+        results = list(ex.map(one, jobs))
+    print("%-10s %-10s %-44s %11s %11s %8s  %s" % ("target", "section", "case", "predicted", "published", "error", "unit"))
+    per = {}
+    fails = []
+    for (grp, row), (pred, why) in zip(jobs, results):
+        name = describe(grp, row)
+        if pred is None:
+            print("%-10s %-10s %-44s %11s %11.5g %8s  %s  (%s)" % (grp["target"], grp["section"], name, "n/a", row["value"],
+                                                                   "fail", grp["unit"], why))
+            fails.append((grp["target"], name, why))
+            continue
+        err = (pred - row["value"]) / row["value"]
+        per.setdefault(grp["target"], []).append((grp["section"], grp["cls"], err))
+        print("%-10s %-10s %-44s %11.5g %11.5g %+7.1f%%  %s" % (grp["target"], grp["section"], name, pred, row["value"],
+                                                             100 * err, grp["unit"]))
+    print()
+    print("%-10s %6s %6s %9s %9s   %-20s %-20s" % ("target", "cases", "failed", "median", "worst", "kernel med/worst",
+                                                   "end-to-end med/worst"))
+    for t in ("hopper", "blackwell", "tpu", "lpu"):
+        rows = per.get(t, [])
+        nf = sum(1 for f in fails if f[0] == t)
+        m, w = stats([e for _, _, e in rows])
+        km, kw = stats([e for s, _, e in rows if s == "kernel"])
+        em, ew = stats([e for s, _, e in rows if s == "end-to-end"])
+        print("%-10s %6d %6d %8.1f%% %8.1f%%   %6.1f%% / %6.1f%%     %6.1f%% / %6.1f%%" % (
+            t, len(rows) + nf, nf, 100 * m, 100 * w, 100 * km, 100 * kw, 100 * em, 100 * ew))
+    print()
+    print("residuals per target and class (median / worst |error|, cases): the error bands")
+    table = []
+    for t in ("hopper", "blackwell", "tpu", "lpu"):
+        for c in CLASSES:
+            e = [x for _, cl, x in per.get(t, []) if cl == c]
+            if e:
+                m, w = stats(e)
+                table.append((t, c, m, w, len(e)))
+                print("  %-10s %-11s %6.1f%% / %6.1f%%  (%d)" % (t, c, 100 * m, 100 * w, len(e)))
+    print("%d cases, %d failed, %.1f s" % (len(jobs), len(fails), time.time() - t0))
+    if bands:
+        with open(bands, "w") as f:
+            f.write("/* targets/bands.def: the error bands of the cost models, generated by `make validate-bands`\n"
+                    " * (tools/validate.py --write-bands) from the residuals of the public validation set\n"
+                    " * (tools/validate/cases.json); do not edit.  BAND(target, class, median, worst, cases): the\n"
+                    " * median and the worst |relative error| of that target's cases of that class. */\n")
+            for t, c, m, w, n in table:
+                f.write("BAND(\"%s\", \"%s\", %.4f, %.4f, %d)\n" % (t, c, m, w, n))
 
 
 if __name__ == "__main__":

@@ -525,6 +525,28 @@ static int import_nodes(OnnxImp *imp, const Onnx__GraphProto *gp)
 	return errs;
 }
 
+int onnx_import_subgraph(OnnxImp *imp, const Onnx__GraphProto *gp, Value **outs, int max)
+{
+	if (import_initializers(imp, gp) || import_nodes(imp, gp))
+		return -1;
+	if (gp->n_output > (size_t)max) {
+		model_error(imp, "a subgraph has %zu outputs, more than %d", gp->n_output, max);
+		return -1;
+	}
+	for (size_t i = 0; i < gp->n_output; i++) {
+		const char *name = str_or(gp->output[i]->name, "");
+		Value *v = map_get(&imp->values, name);
+		if (v == POISON)
+			return -1;
+		if (!v) {
+			model_error(imp, "subgraph output '%s' is not computed by the subgraph", name);
+			return -1;
+		}
+		outs[i] = v;
+	}
+	return (int)gp->n_output;
+}
+
 /* Graph outputs; their types are declared (checked by shape inference) when every dim is a
  * constant or a symbol of the inputs. */
 static int import_outputs(OnnxImp *imp, const Onnx__GraphProto *gp)

@@ -63,6 +63,10 @@ Value *onnx_const_scalar(OnnxImp *imp, Graph *g, DType dt, double x);
 Value *onnx_const_f32(OnnxImp *imp, Graph *g, const double *v, int n);
 /* The rank recorded for value `v` by the model's value_info, inputs or initializers; -1 unknown. */
 int onnx_known_rank(OnnxImp *imp, Value *v);
+/* Imports the initializers and nodes of subgraph gp (an If branch) into the graph being built,
+ * resolving outer-scope names; fills outs with its outputs (at most max).  Returns the output
+ * count, or -1 after reporting an error. */
+int onnx_import_subgraph(OnnxImp *imp, const Onnx__GraphProto *gp, Value **outs, int max);
 /* Binds the IR value `v` to the ONNX name `name` for later nodes. */
 void onnx_define(OnnxImp *imp, const char *name, Value *v);
 

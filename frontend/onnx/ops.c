@@ -140,6 +140,23 @@ static int copy_attrs(Node *n, const OnnxNode *on)
 			ir_set_attr_floats(n, name, f, (int)a->n_floats);
 			break;
 		}
+		case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS: {   /* RNN activations: joined by ',' */
+			size_t len = 1;
+			for (size_t k = 0; k < a->n_strings; k++)
+				len += a->strings[k].len + 1;
+			if (len > 1u << 16)
+				goto bad;
+			char *j = arena_alloc(ar, len), *p = j;
+			for (size_t k = 0; k < a->n_strings; k++) {
+				if (k)
+					*p++ = ',';
+				memcpy(p, a->strings[k].data, a->strings[k].len);
+				p += a->strings[k].len;
+			}
+			*p = 0;
+			ir_set_attr_str(n, name, j);
+			break;
+		}
 		default:
 		bad:
 			diag_error(on->loc, "attribute '%s' has a kind aicc does not support "
@@ -441,9 +458,193 @@ static int is_onnx_op(const char *op)
 	return 0;
 }
 
+/* If {then_branch, else_branch}: both branches' nodes are imported into g before the If node,
+ * each marked with the If as its guard, and the node becomes If(cond, then_1..k, else_1..k).
+ * Shape inference skips the branch a known condition does not take and folds the If; with an
+ * unknown condition the plan computes both and selects (ir/shape_ext.c shape_if). */
+static int convert_if(OnnxImp *imp, Graph *g, OnnxNode *on)
+{
+	const Onnx__AttributeProto *tb = find_attr(on, "then_branch"), *eb = find_attr(on, "else_branch");
+	enum { MAXK = 32 };
+	Value *ins[1 + 2 * MAXK], *outs[2][MAXK];
+	if (!tb || !tb->g || !eb || !eb->g || on->nin != 1 || !on->in[0]) {
+		diag_error(on->loc, "If needs a condition and graph attributes then_branch and else_branch");
+		return -1;
+	}
+	Node *mark[3] = { g->last, NULL, NULL };
+	int kt = onnx_import_subgraph(imp, tb->g, outs[0], MAXK);
+	mark[1] = g->last;
+	int ke = kt < 0 ? -1 : onnx_import_subgraph(imp, eb->g, outs[1], MAXK);
+	mark[2] = g->last;
+	if (kt < 0 || ke < 0)
+		return -1;
+	if (kt != ke || kt != on->nout || kt < 1) {
+		diag_error(on->loc, "the then branch has %d outputs, the else branch %d, the node %d", kt, ke, on->nout);
+		return -1;
+	}
+	ins[0] = on->in[0];
+	for (int i = 0; i < kt; i++)
+		ins[1 + i] = outs[0][i], ins[1 + kt + i] = outs[1][i];
+	const char *names[MAXK];
+	for (int i = 0; i < kt; i++)
+		names[i] = on->outnames[i] ? on->outnames[i] : ir_fresh_name(g, "unused");
+	Node *n = ir_add_node(g, OP_If, ins, 1 + 2 * kt, names, kt, on->loc);
+	for (int i = 0; i < kt; i++)
+		if (on->outnames[i])
+			onnx_define(imp, on->outnames[i], n->out[i]);
+	for (int b = 0; b < 2; b++) {      /* then: (mark0, mark1], else: (mark1, mark2] */
+		if (mark[b] == mark[b + 1])
+			continue;
+		for (Node *x = mark[b] ? mark[b]->next : g->first; x && x != n; x = x->next) {
+			if (!x->guard)
+				x->guard = n, x->guard_then = b == 0;
+			if (x == mark[b + 1])
+				break;
+		}
+	}
+	return 0;
+}
+
+/* v - zero point z as i32 (z absent: just the cast); a 1-D z of several entries is per output
+ * channel of a weight of rank r (axis 0) and is unsqueezed to broadcast. */
+static Value *minus_zero_point(OnnxImp *imp, Graph *g, OnnxNode *on, Value *v, Value *z, int r)
+{
+	Node *c = aux_node(g, OP_Cast, &v, 1, on->loc);
+	ir_set_attr_str(c, "to", "i32");
+	if (!z)
+		return c->out[0];
+	Node *cz = aux_node(g, OP_Cast, &z, 1, on->loc);
+	ir_set_attr_str(cz, "to", "i32");
+	Value *zz = cz->out[0];
+	if (onnx_known_rank(imp, z) == 1 && r > 1) {
+		int64_t ax[IR_MAX_RANK];
+		for (int i = 1; i < r; i++)
+			ax[i - 1] = i;
+		Value *in[2] = { zz, onnx_const_i64(imp, g, ax, r - 1, 1) };
+		zz = aux_node(g, OP_Unsqueeze, in, 2, on->loc)->out[0];
+	}
+	Value *in[2] = { c->out[0], zz };
+	return aux_node(g, OP_Sub, in, 2, on->loc)->out[0];
+}
+
+/* ConvInteger(x, w, x_zero_point, w_zero_point) = Conv(i32(x) - x_zp, i32(w) - w_zp): the
+ * products and sums are exact integers (Conv accumulates them in f32, exact below 2^24). */
+static int convert_convinteger(OnnxImp *imp, Graph *g, OnnxNode *on)
+{
+	if (on->nin < 2 || !on->in[0] || !on->in[1] || on->nin > 4) {
+		diag_error(on->loc, "ConvInteger needs x, w and at most two zero points");
+		return -1;
+	}
+	Value *xz = on->nin > 2 ? on->in[2] : NULL, *wz = on->nin > 3 ? on->in[3] : NULL;
+	on->in[0] = minus_zero_point(imp, g, on, on->in[0], xz, 1);
+	on->in[1] = minus_zero_point(imp, g, on, on->in[1], wz, onnx_known_rank(imp, on->in[1]));
+	on->nin = 2;
+	if (check_arity(OP_Conv, on) < 0)
+		return -1;
+	return copy_attrs(emit(imp, g, on, OP_Conv), on);
+}
+
+static Value *binop(Graph *g, Op op, Value *a, Value *b, Loc loc)
+{
+	Value *in[2] = { a, b };
+	return aux_node(g, op, in, 2, loc)->out[0];
+}
+
+/* BatchNormalization {training_mode=1} (opset 14+) with its running statistics:
+ * mean, var := ReduceMean(X), ReduceMean((X-mean)^2) over every axis but 1 (population
+ * variance), Y := BatchNormalization(X, scale, B, mean, var), running_mean := input_mean *
+ * momentum + mean * (1-momentum), the same for var (the ONNX reference implementation). */
+static int convert_bn_training(OnnxImp *imp, Graph *g, OnnxNode *on)
+{
+	int r = onnx_known_rank(imp, on->in[0]);
+	if (r < 2 || on->nin != 5) {
+		diag_error(on->loc, "BatchNormalization in training mode needs X's rank at import and 5 inputs");
+		return -1;
+	}
+	const Onnx__AttributeProto *mo = find_attr(on, "momentum"), *ep = find_attr(on, "epsilon");
+	double m = mo ? mo->f : 0.9;
+	int64_t ax[IR_MAX_RANK];
+	int na = 0;
+	for (int i = 0; i < r; i++)
+		if (i != 1)
+			ax[na++] = i;
+	Value *axes = onnx_const_i64(imp, g, ax, na, 1), *x = on->in[0];
+	Value *in[2] = { x, axes };
+	Node *mk = aux_node(g, OP_ReduceMean, in, 2, on->loc);
+	Value *d = binop(g, OP_Sub, x, mk->out[0], on->loc);
+	in[0] = binop(g, OP_Mul, d, d, on->loc);
+	Node *vk = aux_node(g, OP_ReduceMean, in, 2, on->loc);
+	in[0] = mk->out[0];
+	Value *mean = aux_node(g, OP_Squeeze, in, 2, on->loc)->out[0];
+	in[0] = vk->out[0];
+	Value *var = aux_node(g, OP_Squeeze, in, 2, on->loc)->out[0];
+	DType dt = on->in[3]->type.dt != DT_INVALID ? on->in[3]->type.dt : DT_F32;
+	Value *km = onnx_const_scalar(imp, g, dt, m), *k1 = onnx_const_scalar(imp, g, dt, 1 - m);
+	Value *bn_in[5] = { x, on->in[1], on->in[2], mean, var };
+	const char *yname = on->outnames[0] ? on->outnames[0] : ir_fresh_name(g, "unused");
+	Node *bn = ir_add_node(g, OP_BatchNormalization, bn_in, 5, &yname, 1, on->loc);
+	ir_set_attr_float(bn, "epsilon", ep ? ep->f : 1e-5);
+	if (on->outnames[0])
+		onnx_define(imp, on->outnames[0], bn->out[0]);
+	Value *stat[2] = { mean, var };
+	for (int i = 1; i < on->nout && i < 3; i++) {
+		Value *run = binop(g, OP_Add, binop(g, OP_Mul, on->in[2 + i], km, on->loc),
+				   binop(g, OP_Mul, stat[i - 1], k1, on->loc), on->loc);
+		if (on->outnames[i]) {
+			Value *idin = run;
+			const char *nm = on->outnames[i];
+			Node *id = ir_add_node(g, OP_Identity, &idin, 1, &nm, 1, on->loc);
+			onnx_define(imp, nm, id->out[0]);
+		}
+	}
+	return 0;
+}
+
+/* Attention (opset 24) input 6, nonpad_kv_seqlen [batch]: key/value positions at or past it
+ * are padding.  Becomes a bool mask Range(0, total_kv) < nonpad[b] of shape [B, 1, 1, kv],
+ * combined with attn_mask (And for a bool mask, Where(m, mask, -inf) for an additive one). */
+static int attention_nonpad(OnnxImp *imp, Graph *g, OnnxNode *on)
+{
+	Value *np = on->in[6], *k = on->in[1], *mask = on->nin > 3 ? on->in[3] : NULL;
+	int rk = onnx_known_rank(imp, k);
+	if (rk != 3 && rk != 4) {
+		diag_error(on->loc, "nonpad_kv_seqlen needs K's rank (3 or 4) at import");
+		return -1;
+	}
+	int64_t ax = rk == 4 ? 2 : 1, zero = 0, one = 1, axes[3] = { 1, 2, 3 };
+	Node *shp = aux_node(g, OP_Shape, &k, 1, on->loc);
+	Value *gin[2] = { shp->out[0], onnx_const_i64(imp, g, &ax, 1, 0) };
+	Value *skv = aux_node(g, OP_Gather, gin, 2, on->loc)->out[0];
+	Value *rin[3] = { onnx_const_i64(imp, g, &zero, 1, 0), skv, onnx_const_i64(imp, g, &one, 1, 0) };
+	Value *pos = aux_node(g, OP_Range, rin, 3, on->loc)->out[0];
+	Value *uin[2] = { np, onnx_const_i64(imp, g, axes, 3, 1) };
+	Value *lim = aux_node(g, OP_Unsqueeze, uin, 2, on->loc)->out[0];
+	Value *m = binop(g, OP_Less, pos, lim, on->loc);
+	if (mask && mask->type.dt == DT_BOOL) {
+		m = binop(g, OP_And, mask, m, on->loc);
+	} else if (mask) {
+		DType dt = mask->type.dt != DT_INVALID ? mask->type.dt : DT_F32;
+		Value *win[3] = { m, mask, onnx_const_scalar(imp, g, dt, -INFINITY) };
+		m = aux_node(g, OP_Where, win, 3, on->loc)->out[0];
+	}
+	set_input(on, 3, m);
+	on->in[6] = NULL;
+	on->nin = 6;
+	return 0;
+}
+
 int onnx_convert_node(OnnxImp *imp, Graph *g, OnnxNode *on)
 {
 	const char *op = on->np->op_type;
+	if (strcmp(op, "Attention") == 0 && on->nin > 6 && on->in[6] && attention_nonpad(imp, g, on) < 0)
+		return -1;
+	if (strcmp(op, "If") == 0)
+		return convert_if(imp, g, on);
+	if (strcmp(op, "ConvInteger") == 0)
+		return convert_convinteger(imp, g, on);
+	const Onnx__AttributeProto *tm = find_attr(on, "training_mode");
+	if (strcmp(op, "BatchNormalization") == 0 && tm && tm->i)
+		return convert_bn_training(imp, g, on);
 	if (strcmp(op, "LessOrEqual") == 0)
 		return rewrite_cmp_or_equal(imp, g, on, OP_Less);
 	if (strcmp(op, "GreaterOrEqual") == 0)

@@ -4,7 +4,7 @@
  * Window geometry is shared: kernel_shape, strides, dilations, explicit pads (begins then
  * ends) or auto_pad SAME_UPPER/SAME_LOWER/VALID, and ceil_mode for pools (a last window that
  * would start in the end padding is dropped, as the ONNX reference and PyTorch do).  Conv is
- * im2col followed by one matrix product per image and group (kn_gemm: OpenBLAS, f32 or f64
+ * im2col followed by one matrix product per image and group (kn_gemm: one fma chain per output, f32 or f64
  * accumulation, mma_in operand rounding).  AveragePool divides by the valid elements, or with
  * count_include_pad by those inside the padded extent.  MaxPool's optional Indices are flat
  * row-major offsets into X.

@@ -367,3 +367,74 @@ int rk_ReverseSequence(const RtKernelArgs *a, RtError *e)
 	}
 	return 0;
 }
+
+/* If(cond, then_1..k, else_1..k): out_i := the chosen branch's value i (a run-time select; the
+ * compiler folds an If whose condition it knows). */
+int rk_If(const RtKernelArgs *a, RtError *e)
+{
+	int k = a->nout;
+	if (a->nin != 1 + 2 * k || !a->in[0] || a->in[0]->n != 1)
+		return rt_errorf(e, RT_EUSER, "If: expected a one-element condition and 2*%d branch values", k);
+	int lo = rt_geti(a->in[0], 0) ? 1 : 1 + k;
+	for (int i = 0; i < k; i++) {
+		const RtTensor *x = a->in[lo + i];
+		if (!x || rt_tensor_alloc(&a->out[i], a->out[i].dtype != DT_INVALID ? a->out[i].dtype : x->dtype,
+					  x->rank, x->dims, e) < 0) {
+			kn_free_outs(a);
+			return x ? -1 : rt_errorf(e, RT_EUSER, "If: branch value %d is absent", i);
+		}
+		for (int64_t j = 0; j < x->n; j++) {
+			if (kn_isint(a->out[i].dtype))
+				rt_i64(&a->out[i])[j] = rt_geti(x, j);
+			else
+				rt_set(&a->out[i], j, rt_get(x, j));
+		}
+	}
+	return 0;
+}
+
+/* MaxUnpool {kernel_shape, strides, pads}(X, I, output_shape): zeros with Y.flat[I[i]] := X[i];
+ * the output shape is output_shape, else (in - 1)*stride + kernel - pad_begin - pad_end. */
+int rk_MaxUnpool(const RtKernelArgs *a, RtError *e)
+{
+	const RtTensor *x = a->in[0], *ix = a->in[1], *os = kn_in(a, 2);
+	int nk, ns, np, sp = x->rank - 2;
+	const int64_t *k = rt_attr_ints(a->attrs, "kernel_shape", &nk), *s = rt_attr_ints(a->attrs, "strides", &ns);
+	const int64_t *p = rt_attr_ints(a->attrs, "pads", &np);
+	int64_t dims[RT_MAX_RANK], inf[RT_MAX_RANK];
+	if (x->rank < 3 || !k || nk != sp || ix->n != x->n)
+		return rt_errorf(e, RT_EUSER, "MaxUnpool: X [N, C, ...], kernel_shape per spatial axis, I shaped like X");
+	inf[0] = x->dims[0], inf[1] = x->dims[1];
+	for (int i = 0; i < sp; i++)
+		inf[2 + i] = (x->dims[2 + i] - 1) * (s && i < ns ? s[i] : 1) + k[i] -
+			     (p && i < np ? p[i] : 0) - (p && sp + i < np ? p[sp + i] : 0);
+	memcpy(dims, inf, sizeof dims);
+	if (os) {   /* indices address the inferred shape; output_shape pads around it */
+		int n;
+		if (kn_ints("MaxUnpool", os, dims, RT_MAX_RANK, &n, e) < 0)
+			return -1;
+		if (n != x->rank)
+			return rt_errorf(e, RT_EUSER, "MaxUnpool: output_shape must have X's rank");
+		for (int i = 0; i < x->rank; i++)
+			if (dims[i] < inf[i])
+				return rt_errorf(e, RT_EUSER, "MaxUnpool: output_shape is smaller than the unpooled shape");
+	}
+	if (kn_out(a, 0, x->dtype, x->rank, dims, e) < 0)
+		return -1;
+	int64_t ntot = kn_numel(x->rank, inf);
+	for (int64_t i = 0; i < x->n; i++) {
+		int64_t j = rt_geti(ix, i), r = j, o = 0, st = 1;
+		for (int d = x->rank - 1; d >= 0 && j >= 0 && j < ntot; d--) {
+			o += (r % inf[d]) * st;
+			r /= inf[d];
+			st *= dims[d];
+		}
+		j = j >= 0 && j < ntot ? o : -1;
+		if (j < 0 || j >= a->out[0].n) {
+			kn_free_outs(a);
+			return rt_errorf(e, RT_EUSER, "MaxUnpool: index %lld is out of range", (long long)j);
+		}
+		cp(&a->out[0], j, x, i);
+	}
+	return 0;
+}

@@ -93,7 +93,7 @@ void kn_softmax_row(const RtExecOpts *o, int f64, double *x, int64_t n, int logs
 float kn_exp2_fa4(float x, int deg);
 
 /* Dense row-major matrix product C[M,N] = A[M,K] @ B[K,N] on doubles with the numerics of o
- * (f32/f64 accumulation, operand format, FP8 promotion).  Used by MatMul's non-BLAS paths,
+ * (f32/f64 accumulation, operand format, FP8 promotion).  Used by MatMul's non-f32 paths,
  * Attention, Conv, Einsum and GroupedMatMul. */
 int kn_gemm(const RtExecOpts *o, int f64, int64_t M, int64_t N, int64_t K,
 	    const double *A, int64_t lda, int transa, const double *B, int64_t ldb, int transb,
@@ -105,7 +105,16 @@ int kn_gemm(const RtExecOpts *o, int f64, int64_t M, int64_t N, int64_t K,
 #include "ir/ops.def"
 #undef OP
 
-/* f32 matrix product through OpenBLAS (C[M,N] = op(A) @ op(B), ldc = N), applying
+/* C[M,N] (row stride ldc) := op(A)[M,K] @ op(B)[K,N], op transposing when ta/tb, with every
+ * element accumulated as c = +0; c = fma(a[i,k], b[k,j], c) for k = 0..K-1 ascending in f32
+ * (sgemm) or f64 (dgemm): the same bits on every CPU, shape and blocking (runtime/kernels/gemm.c,
+ * docs/numerics.md).  0, or -1 with e set when scratch memory runs out. */
+int kn_sgemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, int ta, const float *B, int64_t ldb,
+	     int tb, float *C, int64_t ldc, RtError *e);
+int kn_dgemm(int64_t M, int64_t N, int64_t K, const double *A, int64_t lda, int ta, const double *B, int64_t ldb,
+	     int tb, double *C, int64_t ldc, RtError *e);
+
+/* f32 matrix product through kn_sgemm (C[M,N] = op(A) @ op(B), ldc = N), applying
  * opts->mma_in operand rounding and the FP8 promotion model when set. */
 int kn_mm_f32(const RtExecOpts *o, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
 	      int transa, const float *B, int64_t ldb, int transb, float *C, RtError *e);

@@ -263,3 +263,50 @@ static int reduce_via_sum(const RtKernelArgs *a, RtError *e, int absval, int log
 
 int rk_ReduceL1(const RtKernelArgs *a, RtError *e) { return reduce_via_sum(a, e, 1, 0); }
 int rk_ReduceLogSum(const RtKernelArgs *a, RtError *e) { return reduce_via_sum(a, e, 0, 1); }
+
+/* ---- Det: determinants of the trailing [M, M] matrices (LU, partial pivoting, in double) ---- */
+int rk_Det(const RtKernelArgs *a, RtError *e)
+{
+	const RtTensor *x = a->in[0];
+	if (x->rank < 2 || x->dims[x->rank - 1] != x->dims[x->rank - 2])
+		return rt_errorf(e, RT_EUSER, "Det: input must be [..., M, M]");
+	int64_t M = x->dims[x->rank - 1], nm = x->n / (M * M != 0 ? M * M : 1);
+	if (kn_out(a, 0, x->dtype, x->rank - 2, x->dims, e) < 0)
+		return -1;
+	double *m = kn_alloc(M * M, e);
+	if (!m) {
+		kn_free_outs(a);
+		return -1;
+	}
+	for (int64_t b = 0; b < nm; b++) {
+		for (int64_t i = 0; i < M * M; i++)
+			m[i] = rt_get(x, b * M * M + i);
+		double det = 1;
+		for (int64_t k = 0; k < M && det != 0; k++) {
+			int64_t p = k;
+			for (int64_t i = k + 1; i < M; i++)
+				if (fabs(m[i * M + k]) > fabs(m[p * M + k]))
+					p = i;
+			if (m[p * M + k] == 0) {
+				det = 0;
+				break;
+			}
+			if (p != k) {
+				for (int64_t j = 0; j < M; j++) {
+					double t = m[k * M + j];
+					m[k * M + j] = m[p * M + j], m[p * M + j] = t;
+				}
+				det = -det;
+			}
+			det *= m[k * M + k];
+			for (int64_t i = k + 1; i < M; i++) {
+				double f = m[i * M + k] / m[k * M + k];
+				for (int64_t j = k; j < M; j++)
+					m[i * M + j] -= f * m[k * M + j];
+			}
+		}
+		rt_set(&a->out[0], b, det);
+	}
+	rt_free(m);
+	return kn_finish(&a->out[0], a->opts, e);
+}

@@ -1,8 +1,9 @@
 /* runtime/kernels/matmul.c: MatMul, Gemm, MatMulInteger, QLinearMatMul and the shared
  * matrix-product engine.
  *
- * f32 products go through OpenBLAS cblas_sgemm (one call per broadcast batch, directly on the
- * tensors' storage), f64 (inputs f64 or opts->accum_f64) through cblas_dgemm.  When
+ * f32 products go through kn_sgemm (one call per broadcast batch, directly on the tensors'
+ * storage), f64 (inputs f64 or opts->accum_f64) through kn_dgemm: one fma per k in ascending k
+ * order for every element, so results do not depend on the host (runtime/kernels/gemm.c).  When
  * opts->mma_in names a narrow operand format, A is rounded to it along its rows and B along its
  * columns (block scales run along K, as tensor cores consume them), then the products are
  * accumulated in f32; with opts->fp8_promote_k > 0 the accumulation follows the Hopper FP8
@@ -15,7 +16,6 @@
  */
 #include "runtime/kernels/kernels_impl.h"
 
-#include <cblas.h>
 #include <float.h>
 
 /* ---- the Hopper FP8 accumulation model (numerics.md §7, DeepSeek-V3 §3.3.2) ---- */
@@ -229,9 +229,8 @@ static int mm_lowp(const RtExecOpts *o, int64_t M, int64_t N, int64_t K, const f
 		for (int64_t i = 0; i < M; i++)
 			for (int64_t j = 0; j < N; j++)
 				C[i * N + j] = kn_hopper_dot(aq + i * K, bq + j * K, 1, K, o->fp8_promote_k);
-	} else if (M && N) {
-		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)M, (int)N, (int)K, 1.0f,
-			    aq, (int)(K ? K : 1), bq, (int)(K ? K : 1), 0.0f, C, (int)N);
+	} else if (kn_sgemm(M, N, K, aq, K, 0, bq, K, 1, C, N, e) < 0) {
+		goto out;
 	}
 	rc = 0;
 out:
@@ -247,15 +246,7 @@ int kn_mm_f32(const RtExecOpts *o, int64_t M, int64_t N, int64_t K, const float 
 		return rt_errorf(e, RT_EUSER, "matrix dimension beyond 2^31");
 	if (o && (is_narrow(o->mma_in) || o->fp8_promote_k > 0))
 		return mm_lowp(o, M, N, K, A, lda, ta, B, ldb, tb, C, e);
-	if (M == 0 || N == 0)
-		return 0;
-	if (K == 0) {
-		memset(C, 0, (size_t)(M * N) * sizeof *C);
-		return 0;
-	}
-	cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-		    (int)M, (int)N, (int)K, 1.0f, A, (int)lda, B, (int)ldb, 0.0f, C, (int)N);
-	return 0;
+	return kn_sgemm(M, N, K, A, lda, ta, B, ldb, tb, C, N, e);
 }
 
 int kn_gemm(const RtExecOpts *o, int f64, int64_t M, int64_t N, int64_t K,
@@ -265,11 +256,7 @@ int kn_gemm(const RtExecOpts *o, int f64, int64_t M, int64_t N, int64_t K,
 	if (f64 && !(o && (is_narrow(o->mma_in) || o->fp8_promote_k > 0))) {
 		if (M > INT32_MAX || N > INT32_MAX || K > INT32_MAX)
 			return rt_errorf(e, RT_EUSER, "matrix dimension beyond 2^31");
-		if (M && N)
-			cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-				    (int)M, (int)N, (int)K, 1.0, A, (int)(lda ? lda : 1), B, (int)(ldb ? ldb : 1),
-				    0.0, C, (int)N);
-		return 0;
+		return kn_dgemm(M, N, K, A, lda, ta, B, ldb, tb, C, N, e);
 	}
 	int64_t na = ta ? K * lda : M * lda, nb = tb ? N * ldb : K * ldb;
 	float *af = rt_malloc((size_t)(na + 1) * sizeof *af), *bf = rt_malloc((size_t)(nb + 1) * sizeof *bf);

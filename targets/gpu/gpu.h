@@ -28,25 +28,41 @@ typedef struct GpuArch {
 	double fma;                       /* f32 FMA/s per SM (vector pipe) */
 	double l2, l2_bw;                 /* L2 bytes (0: not in the machine file); bytes/s (0: unknown) */
 	double launch, graph_launch;      /* seconds per kernel launch, on a stream / in a graph */
-	double eff_gemm, overlap_attn;    /* efficiency factors from the machine file */
+	double coll_base;                 /* seconds of fixed cost per collective call (engine
+					     `collective` latency; 0 when the file has none) */
+	double eff_gemm, overlap_attn;    /* efficiency factors from the machine file: `gemm` (the
+					     fallback of gpu_eff_gemm), `attention-overlap` */
 	int cluster_max;
 } GpuArch;
 
 /* Reads a from device d; -1 with e set when a number the model needs is missing. */
 int gpu_arch(const Device *d, GpuArch *a, RtError *e);
+/* The achievable fraction of the dense peak of a GEMM whose MMA operands are dt: the machine's
+ * `<efficiency name="gemm-DTYPE">` (a kernel-level measurement, e.g. MAMF's best-shape cuBLAS
+ * rate; docs/machines.md names the row), else `gemm`. */
+double gpu_eff_gemm(const GpuArch *a, DType dt);
 
 /* ---- one kernel's cost, as recorded ---- */
 typedef struct GpuCost {
 	double mma, smem, hbm, sfu, fma;  /* seconds each resource is busy (already x waves) */
 	double l2;                        /* L2-to-SM operand traffic (0 without an L2 bandwidth) */
 	double overlap;                   /* fraction of min(mma, max(sfu, fma)) hidden (1 for GEMM) */
-	double fixed;                     /* launch + pipeline fill + exposed epilogue */
+	double fixed;                     /* launch gap + pipeline fill + exposed epilogue */
+	double floor;                     /* the host's issue interval of a stream launch: the kernel
+					     takes at least this long (0: launched from a CUDA graph) */
 } GpuCost;
 double gpu_cost_total(const GpuCost *c);
+/* Adds one kernel launch to c (backends.md §8): launches from a stream are issued by the host
+ * while the previous kernel runs, so the host's per-launch cost (`launch` engine latency) only
+ * shows when the kernel is shorter (c->floor); every kernel pays the GPU-side gap between
+ * dependent kernels (`graph` engine latency, the whole cost inside a CUDA graph). */
+void gpu_launch(const GpuArch *a, int graph, GpuCost *c);
 
 /* ---- GEMM ---- */
 typedef struct GemmShape {
-	int64_t batch, M, N, K;
+	int nosplit;                      /* search no K splits (policy +nosplitk) */
+	int64_t batch, M, N, K;           /* batch: independent matrices (both operands batched);
+					     a 2-D weight times [B, S, K] rows is one GEMM, M = B*S */
 	DType in;                         /* operand format (mma_in) */
 	double out_bytes;                 /* bytes per output element */
 	PrecScale scale;
@@ -61,6 +77,8 @@ typedef struct GemmTile {
 	int bm, bn, bk;                   /* CTA tile (2-CTA: the pair's tile) */
 	int stages, acc_stages, cm, cn;   /* SMEM pipeline, accumulator buffers, cluster */
 	int cta2;
+	int split;                        /* K split (split-K / stream-K): tiles of K/split each whose
+					     f32 partials are reduced by the last one (0, 1: none) */
 	int64_t tiles, units, waves;
 	double smem_bytes, tmem_cols;
 	char raster;                      /* L2 rasterisation: 'N' (groups of tile rows walk N),
@@ -81,7 +99,9 @@ typedef struct AttnShape {
 	int64_t B, qh, kvh, Sq, T, P, d, dv;
 	int causal;
 	DType in;
-	double io_bytes;                  /* bytes per element of Q, K, V, O in memory */
+	double io_bytes;                  /* bytes per element of Q and O in memory */
+	double kv_bytes;                  /* bytes per element of K and V in memory (an FP8 KV
+					     cache: 1; 0: as io_bytes) */
 } AttnShape;
 
 typedef struct AttnTile {
@@ -103,7 +123,7 @@ double gpu_exp2_split(const GpuArch *a, const AttnShape *s, int poly);
 
 /* ---- the lowering hooks (targets/gpu/lower.c; the walk is targets/lower.c) ---- */
 /* The --precision words and options every GPU target takes (Target.formats). */
-#define GPU_PRECISIONS "bf16 f16 fp8 mxfp8 mxfp6 mxfp4 nvfp4 int8 w4a16 auto +graph +nopromote +tensor +1x128 +128x128"
+#define GPU_PRECISIONS "bf16 f16 fp8 mxfp8 mxfp6 mxfp4 nvfp4 int8 w4a16 auto +graph +nopromote +tensor +1x128 +128x128 +nosplitk"
 typedef struct GpuLw GpuLw;
 /* What a GPU target adds to the family (its Target.family). */
 typedef struct GpuHooks {
@@ -121,10 +141,16 @@ typedef struct GpuHooks {
 int gpu_setup(TgtLower *l);
 DType gpu_value_dtype(const TgtLower *l, const FlatVal *v);
 int gpu_kernel(TgtLower *l, int node, PlanInstr *pi, TgtAnn *t);
+int gpu_collective(TgtLower *l, int node, TgtAnn *t);
 void gpu_set_foreign_ctx(TgtLower *l, void *ctx);
 /* The cost hook of the GPU targets (targets/gpu/cost.c): gpu_cost_total of the recorded
- * components, the generic roofline for instructions without them. */
+ * components, the generic roofline for instructions without them; a collective adds its
+ * t.base_us to the runtime's ring time. */
 double gpu_cost(const Plan *p, int stream, const PlanInstr *in);
+/* Seconds of a GPU kernel from its t.* components with the parallel resources divided over
+ * `pool` GPUs (vera-rubin's pooled kernels; fixed costs are not divided), -1 when `in` has
+ * none; for a collective its t.base_us only. */
+double gpu_instr_cost(const PlanInstr *in, double pool);
 
 /* ---- the tile search (targets/gpu/tile.c) ---- */
 const MmaShape *gpu_mma_row(const MmaFamily *f, DType dt);

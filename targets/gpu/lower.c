@@ -29,6 +29,7 @@ struct GpuLw {
 	GpuArch a;
 	const Precision *pol;        /* --precision (targets/precision.h) */
 	unsigned char *gate;         /* flat value -> 1: MoE router logits, held in f32 */
+	const char **fmt;            /* flat value -> its buffer format (NULL: row), weight_formats */
 	void *foreign_ctx;           /* GpuHooks.foreign's state (gpu_set_foreign_ctx) */
 };
 
@@ -43,6 +44,8 @@ static void put_cost(Ann *t, const GpuCost *c)
 	tgt_ann_put(t, "fma_us", "%.4g", c->fma * 1e6);
 	tgt_ann_put(t, "overlap", "%.4g", c->overlap);
 	tgt_ann_put(t, "fixed_us", "%.4g", c->fixed * 1e6);
+	if (c->floor > 0)
+		tgt_ann_put(t, "floor_us", "%.4g", c->floor * 1e6);
 	tgt_ann_put(t, "time_us", "%.4g", gpu_cost_total(c) * 1e6);
 }
 
@@ -95,7 +98,6 @@ static DType node_format(const GpuLw *w, const Node *n, int matmul)
 	return matmul ? w->pol->word->mma : DT_BF16;
 }
 
-static double launch(const GpuLw *w) { return w->pol->graph ? w->a.graph_launch : w->a.launch; }
 
 static const char *scale_name(PrecScale s)
 {
@@ -200,10 +202,89 @@ static int fp8_operands(const FlatVal *A, const FlatVal *B)
 	       rt_dtypes[B->dt].kind == K_FLOAT;
 }
 
+/* The FP8 operand scaling of GEMM fn at MMA format `in`: none when both operands already are FP8
+ * tensors, else the policy's, and the default recipe (128x128 weight blocks) for a node the
+ * quantization pass put at fp8 under another policy. */
+static PrecScale gemm_scale(const GpuLw *w, const FlatNode *fn, DType in)
+{
+	if (in != DT_F8E4M3)
+		return PREC_SCALE_NONE;
+	if (fp8_operands(&w->l->f.vals[fn->in[0]], &w->l->f.vals[fn->in[1]]))
+		return PREC_SCALE_NONE;
+	return w->pol->word->mma == DT_F8E4M3 ? w->pol->scale : PREC_SCALE_128X128;
+}
+
+/* ---- weights stored in their MMA format ----
+ * A weight every reader of which is a GEMM taking it as B at a narrow MMA format (FP8 with its
+ * scaling, or a block-scaled MX/NVFP4 format) is stored in HBM encoded that way, as serving
+ * stacks keep FP8/FP4 checkpoints (TensorRT-LLM ModelOpt, vLLM): its buffer format is "q.FMT"
+ * (runtime/plan.h plan_format_bytes) and it takes that format's bytes in the memory plan.  The
+ * interpreter holds its values in the declared dtype and every reader encodes them with the
+ * same scaling, so the numerics are those of the stored codes. */
+static const char *weight_format(const GpuLw *w, const FlatNode *fn)
+{
+	return prec_weight_format(w->pol, w->a.dev, rt_attr_str(&fn->n->attrs, "precision", NULL),
+				  fp8_operands(&w->l->f.vals[fn->in[0]], &w->l->f.vals[fn->in[fn->n->op == OP_GroupedMatMul ? 2 : 1]]));
+}
+
+/* A value computed at load (load_value), or a tensor-parallel shard of one (a Split of it). */
+static int stored_weight(const GpuLw *w, int v)
+{
+	if (load_value(w, v))
+		return 1;
+	int d = w->l->f.vals[v].def;
+	return d >= 0 && w->l->f.nodes[d].n->op == OP_Split && w->l->f.nodes[d].nin >= 1 && load_value(w, w->l->f.nodes[d].in[0]);
+}
+
+static int gemm_node(const FlatNode *fn)
+{
+	return ((fn->n->op == OP_MatMul || fn->n->op == OP_Gemm) && fn->nin >= 2) || (fn->n->op == OP_GroupedMatMul && fn->nin >= 3);
+}
+
+/* The input of a matrix product that is its weight operand: B, or a grouped GEMM's expert W. */
+static int weight_input(const FlatNode *fn) { return fn->n->op == OP_GroupedMatMul ? 2 : 1; }
+
+/* Fills w->fmt: the stored format of every weight value (load-time values: parameters, their
+ * shards and weight transforms) all of whose readers agree on one (weight_format), else row. */
+static int weight_formats(GpuLw *w)
+{
+	unsigned char *mixed = calloc((size_t)w->l->f.nvals + 1, 1);
+	if (!(w->fmt = tgt_lower_alloc(w->l, (size_t)w->l->f.nvals + 1, sizeof *w->fmt)) || !mixed) {
+		free(mixed);
+		return rt_errorf(w->l->e, RT_ENOMEM, "out of memory lowering the graph");
+	}
+	for (int i = 0; i < w->l->f.nnodes; i++) {
+		const FlatNode *fn = &w->l->f.nodes[i];
+		for (int k = 0; k < fn->nin; k++) {
+			int v = fn->in[k];
+			if (v < 0 || mixed[v])
+				continue;
+			const char *f = gemm_node(fn) && k == weight_input(fn) && rt_dtypes[w->l->f.vals[v].dt].bits > 8 && stored_weight(w, v)
+					? weight_format(w, fn) : NULL;   /* already narrow (quantized at load): as it is */
+			if (!f || (w->fmt[v] && strcmp(w->fmt[v], f)))
+				mixed[v] = 1, w->fmt[v] = NULL;
+			else
+				w->fmt[v] = f;
+		}
+	}
+	for (int v = 0; v < w->l->f.nvals; v++)     /* a graph output is handed back as it is */
+		if (w->l->f.vals[v].is_output)
+			w->fmt[v] = NULL;
+	free(mixed);
+	return 0;
+}
+
+static const char *gpu_format_of(const void *ctx, const FlatVal *v)
+{
+	const GpuLw *w = ctx;
+	return w->fmt ? w->fmt[v - w->l->f.vals] : NULL;
+}
+
 static int gemm_kernel(GpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 {
 	const FlatVal *A = &w->l->f.vals[fn->in[0]], *B = &w->l->f.vals[fn->in[1]], *Y = &w->l->f.vals[fn->out[0]];
-	GemmShape s = { .in = node_format(w, fn->n, 1), .out_bytes = rt_dtype_bytes(gpu_dtype(w, Y), 1) };
+	GemmShape s = { .in = node_format(w, fn->n, 1), .out_bytes = rt_dtype_bytes(gpu_dtype(w, Y), 1),
+			.nosplit = w->pol->nosplitk };
 	if (Y->rank < 1 || A->rank < 1 || B->rank < 1)
 		return 0;
 	s.N = Y->dims[Y->rank - 1];
@@ -213,6 +294,8 @@ static int gemm_kernel(GpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 	s.batch = 1;
 	for (int i = 0; i + 2 < Y->rank; i++)
 		s.batch *= Y->dims[i];
+	if (B->rank <= 2)     /* [B, S, K] x [K, N]: one GEMM over B*S rows, the weight read once */
+		s.M *= s.batch, s.batch = 1;
 	s.b_bytes = load_weight_bytes(w, fn->in[1]);
 	if (s.b_bytes >= gpu_elem_bytes(s.in))
 		s.b_bytes = 0;   /* not narrower than the MMA operand: read as the MMA format */
@@ -221,13 +304,12 @@ static int gemm_kernel(GpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 	 * interval is the machine's (<fp8-scaling promote>: N_C = 128 on Hopper, 0 on Blackwell) */
 	int fp8pol = w->pol->word->mma == DT_F8E4M3, promote = fp8pol ? w->pol->promote : w->a.dev->fp8_promote;
 	if (s.in == DT_F8E4M3)
-		s.scale = fp8_operands(A, B) ? PREC_SCALE_NONE : fp8pol ? w->pol->scale : PREC_SCALE_128X128,
-		s.promote = promote > 0 ? promote : 0;
+		s.scale = gemm_scale(w, fn, s.in), s.promote = promote > 0 ? promote : 0;
 	GemmTile tile = { 0 };
 	char why[256] = "";
 	if (s.M == 0 || s.N == 0 || s.K == 0 || !w->h->gemm(&w->a, &s, &tile, why, sizeof why))
 		return 0;
-	tile.c.fixed += launch(w);
+	gpu_launch(&w->a, w->pol->graph, &tile.c);
 	pi->opts.mma_in = s.in;
 	pi->opts.fp8_scale = fp8_scale_opt(s.scale);
 	if (promote && s.in == DT_F8E4M3)   /* +nopromote: one promotion at the end of K */
@@ -245,6 +327,8 @@ static int gemm_kernel(GpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 	tgt_ann_put(t, "sched", "persistent");
 	tgt_ann_put(t, "waves", "%lld", (long long)tile.waves);
 	tgt_ann_put(t, "tiles", "%lld on %lld units", (long long)tile.tiles, (long long)tile.units);
+	if (tile.split > 1)
+		tgt_ann_put(t, "split_k", "%d", tile.split);
 	if (s.in == DT_F8E4M3) {
 		tgt_ann_put(t, "scale", "%s", scale_name(s.scale));
 		tgt_ann_put(t, "promote", "%s", pi->opts.fp8_promote_k == 128 ? "128" : w->a.dev->fp8_promote > 0 ? "none" : "exact");
@@ -262,11 +346,64 @@ static int gemm_kernel(GpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 	return 1;
 }
 
+/* A grouped GEMM (MoE experts: GroupedMatMul Y[r] = Xs[r] @ W[e] over each expert's rows): R
+ * routed rows spread over E experts.  Routing is data-dependent; with uniform routing the
+ * expected number of experts that receive rows is E (1 - (1 - 1/E)^R) (each row picks one of E
+ * independently), and each runs one GEMM of its share of the rows against its own weight (read
+ * once): priced as a batch of that many GEMMs of ceil(R / active) rows (the grouped GEMM of
+ * CUTLASS / vLLM fused_moe: one kernel, one tile scheduler over all experts' tiles). */
+static int gmm_kernel(GpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
+{
+	const FlatVal *X = &w->l->f.vals[fn->in[0]], *W = &w->l->f.vals[fn->in[2]], *Y = &w->l->f.vals[fn->out[0]];
+	if (X->rank != 2 || W->rank != 3 || Y->rank != 2 || X->dims[0] < 1 || W->dims[0] < 1)
+		return 0;
+	int64_t R = X->dims[0], E = W->dims[0];
+	double active = (double)E * (1 - pow(1 - 1.0 / (double)E, (double)R));
+	int64_t ea = (int64_t)ceil(active - 1e-9);
+	if (ea < 1)
+		ea = 1;
+	if (ea > E)
+		ea = E;
+	GemmShape s = { .in = node_format(w, fn->n, 1), .out_bytes = rt_dtype_bytes(gpu_dtype(w, Y), 1),
+			.nosplit = w->pol->nosplitk, .batch = ea, .M = (R + ea - 1) / ea, .K = W->dims[1], .N = W->dims[2] };
+	int fp8pol = w->pol->word->mma == DT_F8E4M3, promote = fp8pol ? w->pol->promote : w->a.dev->fp8_promote;
+	if (s.in == DT_F8E4M3) {
+		s.scale = fp8_operands(X, W) ? PREC_SCALE_NONE : fp8pol ? w->pol->scale : PREC_SCALE_128X128;
+		s.promote = promote > 0 ? promote : 0;
+	}
+	GemmTile tile = { 0 };
+	char why[256] = "";
+	if (s.M == 0 || s.N == 0 || s.K == 0 || !w->h->gemm(&w->a, &s, &tile, why, sizeof why))
+		return 0;
+	gpu_launch(&w->a, w->pol->graph, &tile.c);
+	pi->opts.mma_in = s.in;
+	pi->opts.fp8_scale = fp8_scale_opt(s.scale);
+	if (promote && s.in == DT_F8E4M3)
+		pi->opts.fp8_promote_k = promote > 0 ? promote : (int)((s.K + 31) / 32 * 32);
+	tgt_ann_put(t, "kind", "gemm");
+	tgt_ann_put(t, "mma", "%s.m%dn%dk%d.%s", tile.family, tile.im, tile.in, tile.ik, rt_dtype_name(s.in));
+	tgt_ann_put(t, "tile", "%dx%dx%d", tile.bm, tile.bn, tile.bk);
+	tgt_ann_put(t, "experts", "%lld of %lld receive rows (expected, uniform routing of %lld rows): %lld rows each",
+		    (long long)ea, (long long)E, (long long)R, (long long)s.M);
+	tgt_ann_put(t, "waves", "%lld", (long long)tile.waves);
+	tgt_ann_put(t, "tiles", "%lld on %lld units", (long long)tile.tiles, (long long)tile.units);
+	if (tile.split > 1)
+		tgt_ann_put(t, "split_k", "%d", tile.split);
+	if (*why)
+		tgt_ann_put(t, "why", "%s", why);
+	put_cost(t, &tile.c);
+	return 1;
+}
+
 static int attn_kernel(GpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 {
 	const FlatVal *Q = &w->l->f.vals[fn->in[0]], *K = &w->l->f.vals[fn->in[1]], *V = &w->l->f.vals[fn->in[2]];
 	const Attrs *at = &fn->n->attrs;
-	AttnShape s = { .in = node_format(w, fn->n, 0), .io_bytes = 2, .causal = (int)rt_attr_int(at, "is_causal", 0) };
+	AttnShape s = { .in = node_format(w, fn->n, 0), .io_bytes = rt_dtype_bytes(gpu_dtype(w, Q), 1),
+			.kv_bytes = rt_dtype_bytes(gpu_dtype(w, K), 1), .causal = (int)rt_attr_int(at, "is_causal", 0) };
+	/* FP8 Q and K (FA3's FP8 forward, arXiv 2407.08608 §3.3): both products at the FP8 rate */
+	if (fp8_operands(Q, K) && dev_supports(w->a.dev, DT_F8E4M3) && num_has(&w->a.dev->peak[DT_F8E4M3]))
+		s.in = DT_F8E4M3;
 	if (Q->rank == 4) {
 		s.B = Q->dims[0], s.qh = Q->dims[1], s.Sq = Q->dims[2], s.d = Q->dims[3];
 		s.kvh = K->dims[1], s.T = K->dims[2], s.dv = V->dims[3];
@@ -279,13 +416,14 @@ static int attn_kernel(GpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 	if (fn->nin > 4 && fn->in[4] >= 0) {
 		const FlatVal *pk = &w->l->f.vals[fn->in[4]];
 		s.P = pk->rank == 4 ? pk->dims[2] : 0;
+		s.kv_bytes = rt_dtype_bytes(gpu_dtype(w, pk), 1);   /* the cache's format (--kv-format) */
 		s.T += s.P;
 	}
 	if (s.B == 0 || s.qh == 0 || s.kvh == 0 || s.Sq == 0 || s.T == 0)
 		return 0;
 	AttnTile tile = { 0 };
 	w->h->attn(&w->a, &s, &tile);
-	tile.c.fixed += launch(w);
+	gpu_launch(&w->a, w->pol->graph, &tile.c);
 	pi->opts.mma_in = s.in;
 	if (tile.emu > 0)
 		pi->opts.exp2_poly = tile.poly;
@@ -338,7 +476,8 @@ static void mem_kernel(GpuLw *w, int i, PlanInstr *pi, Ann *t)
 		c.fma = pi->flops / 2 / (w->a.fma * w->a.sms);
 		if (ir_ops[fn->n->op].flags & F_TRANS)
 			c.sfu = out / (w->a.sfu * w->a.sms);
-		c.fixed = lead ? launch(w) : 0;
+		if (lead)
+			gpu_launch(&w->a, w->pol->graph, &c);
 		tgt_ann_put(t, "kind", "memory");
 	}
 	if (grp && !lead)
@@ -351,9 +490,9 @@ static void mem_kernel(GpuLw *w, int i, PlanInstr *pi, Ann *t)
 	put_cost(t, &c);
 }
 
-/* The kernel hook: a node on a GPU gets its GEMM or attention tiling from the target's hooks, or
- * a memory-bound kernel; a node placed on another device kind is the family member's
- * (GpuHooks.foreign: vera-rubin's LPU pool). */
+/* The kernel hook: a node on a GPU gets its GEMM, grouped GEMM or attention tiling from the
+ * target's hooks, or a memory-bound kernel; a node placed on another device kind is the family
+ * member's (GpuHooks.foreign: vera-rubin's LPU pool). */
 int gpu_kernel(TgtLower *l, int i, PlanInstr *pi, TgtAnn *t)
 {
 	GpuLw *w = l->ctx;
@@ -369,6 +508,8 @@ int gpu_kernel(TgtLower *l, int i, PlanInstr *pi, TgtAnn *t)
 	int done = 0;
 	if ((fn->n->op == OP_MatMul || fn->n->op == OP_Gemm) && fn->nin >= 2)
 		done = gemm_kernel(w, fn, pi, t);
+	else if (fn->n->op == OP_GroupedMatMul && fn->nin >= 3)
+		done = gmm_kernel(w, fn, pi, t);
 	else if ((fl_op & F_ATTN) && fn->nin >= 3)
 		done = attn_kernel(w, fn, pi, t);
 	if (!done) {
@@ -378,10 +519,22 @@ int gpu_kernel(TgtLower *l, int i, PlanInstr *pi, TgtAnn *t)
 	return 0;
 }
 
+/* The collective hook: the collective library's fixed cost per call (NCCL's own latency model:
+ * base latency of the ring/LL protocol), on top of the runtime's alpha-beta ring time. */
+int gpu_collective(TgtLower *l, int node, TgtAnn *t)
+{
+	(void)node;
+	const GpuLw *w = l->ctx;
+	tgt_ann_put(t, "kind", "collective");
+	tgt_ann_put(t, "base_us", "%.4g", w->a.coll_base * 1e6);
+	return 0;
+}
+
 void gpu_set_foreign_ctx(TgtLower *l, void *ctx) { ((GpuLw *)l->ctx)->foreign_ctx = ctx; }
 
 /* The setup hook: the machine's first GPU (with the MMA family the target needs: wgmma for
- * hopper, tcgen05 otherwise), its numbers, HBM for the values, and the router logits kept f32. */
+ * hopper, tcgen05 otherwise), its numbers, HBM for the values, the router logits kept f32 and
+ * the weights' stored formats. */
 int gpu_setup(TgtLower *l)
 {
 	const TgtMachine *tm = l->in->machine;
@@ -408,5 +561,8 @@ int gpu_setup(TgtLower *l)
 	for (int i = 0; i < l->f.nnodes; i++)
 		if (l->f.nodes[i].n->op == OP_TopKRouter && l->f.nodes[i].nin >= 1 && l->f.nodes[i].in[0] >= 0)
 			w->gate[l->f.nodes[i].in[0]] = 1;
+	if (weight_formats(w) < 0)
+		return -1;
+	l->devs.format = gpu_format_of, l->devs.format_ctx = w;
 	return 0;
 }

@@ -14,6 +14,7 @@
 #include "targets/gpu/gpu.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,7 +53,7 @@ int gpu_arch(const Device *d, GpuArch *a, RtError *e)
 	a->sms = dev_units(d);
 	a->clock = d->clock.v;
 	const MemSpace *sm = dev_mem_kind(d, MEM_SMEM), *hbm = dev_mem_kind(d, MEM_HBM), *tm = dev_mem_kind(d, MEM_TMEM);
-	const Engine *l = engine(d, "launch"), *g = engine(d, "graph");
+	const Engine *l = engine(d, "launch"), *g = engine(d, "graph"), *co = engine(d, "collective");
 	const char *miss = !sm || !num_has(&sm->bandwidth) ? "smem.bandwidth" : !hbm || !num_has(&hbm->bandwidth) ? "hbm.bandwidth"
 			   : !num_has(&d->sfu.rate) ? "sfu.rate" : !num_has(&d->vpeak[DT_F32]) ? "vpeak.f32"
 			   : !l || !num_has(&l->latency) ? "launch.latency" : !num_has(&d->clock) ? "clock" : NULL;
@@ -70,10 +71,18 @@ int gpu_arch(const Device *d, GpuArch *a, RtError *e)
 	a->l2_bw = l2 && num_has(&l2->bandwidth) ? l2->bandwidth.v : 0;
 	a->launch = l->latency.v;
 	a->graph_launch = g && num_has(&g->latency) ? g->latency.v : a->launch;
+	a->coll_base = co && num_has(&co->latency) ? co->latency.v : 0;
 	a->eff_gemm = dev_efficiency(d, "gemm", 1);
 	a->overlap_attn = dev_efficiency(d, "attention-overlap", 0);
 	a->cluster_max = num_has(&d->cluster_portable) ? (int)d->cluster_portable.v : 1;
 	return 0;
+}
+
+double gpu_eff_gemm(const GpuArch *a, DType dt)
+{
+	char name[48];
+	snprintf(name, sizeof name, "gemm-%s", rt_dtype_name(dt));
+	return dev_efficiency(a->dev, name, a->eff_gemm);
 }
 
 /* backends.md §0: T = T_fixed + max(resources); attention adds the part of the smaller of MMA
@@ -82,7 +91,14 @@ double gpu_cost_total(const GpuCost *c)
 {
 	double soft = fmax(c->sfu, c->fma);
 	double busy = fmax(fmax(c->mma, soft), fmax(fmax(c->smem, c->hbm), c->l2));
-	return c->fixed + busy + (1 - c->overlap) * fmin(c->mma, soft);
+	return fmax(c->fixed + busy + (1 - c->overlap) * fmin(c->mma, soft), c->floor);
+}
+
+void gpu_launch(const GpuArch *a, int graph, GpuCost *c)
+{
+	c->fixed += a->graph_launch;
+	if (!graph)
+		c->floor = a->launch;
 }
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -142,7 +158,7 @@ static double gemm_l2(const GpuArch *a, const GemmShape *s, GemmTile *t, double 
 int gpu_gemm_eval(const GpuArch *a, const GemmShape *s, GemmTile *t)
 {
 	const Device *d = a->dev;
-	double sb = gpu_elem_bytes(s->in), fsm = d->peak[s->in].v / a->sms * a->eff_gemm;
+	double sb = gpu_elem_bytes(s->in), fsm = d->peak[s->in].v / a->sms * gpu_eff_gemm(a, s->in);
 	int cta = t->cta2 ? 2 : 1;
 	double bm = t->bm / cta, bn_load = (double)t->bn / cta, im = (double)t->im / cta;
 	/* DeepSeek-style FP8 scales: f32 per 1x128 activation block and 128x128 weight block
@@ -150,7 +166,13 @@ int gpu_gemm_eval(const GpuArch *a, const GemmShape *s, GemmTile *t)
 	double sa = sb, sbw = sb;
 	if (s->scale == PREC_SCALE_1X128 || s->scale == PREC_SCALE_128X128)
 		sa += 4.0 / 128, sbw += s->scale == PREC_SCALE_128X128 ? 4.0 / (128 * 128) : 4.0 / 128;
-	int64_t ksteps = cdiv(s->K, t->bk);
+	/* Split-K (CUTLASS's split-K/stream-K, cuBLAS's small-M kernels): `split` tiles share one
+	 * output tile, each over K/split in whole k-steps; none may be empty. */
+	int64_t split = t->split > 1 ? t->split : 1;
+	int64_t kper = cdiv(cdiv(s->K, split), t->bk) * t->bk;
+	if (split > 1 && kper * (split - 1) >= s->K)
+		return 0;
+	int64_t ksteps = kper / t->bk;
 	/* SMEM: the stages, the epilogue's staging tile, the barriers (hardware.md §3.1). */
 	double stage = (bm * sa + bn_load * sbw) * t->bk, epi = bm * t->bn * s->out_bytes;
 	int fit = (int)((a->smem_usable - epi) / (stage + STAGE_BARRIER_BYTES));
@@ -174,26 +196,36 @@ int gpu_gemm_eval(const GpuArch *a, const GemmShape *s, GemmTile *t)
 	 * reads (A once, B once per instruction row; in 2-CTA mode each SM reads only its half of B:
 	 * backends.md §1a) plus the TMA writes filling the stage, both through the SM's one SMEM
 	 * port (its bandwidth in the machine file) [E: reads and fills assumed to share the port]. */
-	double kp = (double)ksteps * t->bk;
+	double kp = (double)kper;
 	double mma = 2 * bm * t->bn * kp / fsm;
 	double smem = ksteps * (bm * t->bk * sa + (bm / im) * bn_load * t->bk * sbw + stage) / a->smem_bw;
 	double promo = s->promote > 0 ? bm * t->bn * ceil(kp / s->promote) / a->fma : 0;
-	t->tiles = s->batch * cdiv(s->M, t->bm) * cdiv(s->N, t->bn);
+	t->tiles = s->batch * cdiv(s->M, t->bm) * cdiv(s->N, t->bn) * split;
 	t->units = (int64_t)(a->sms / cta);
 	t->waves = cdiv(t->tiles, t->units);
 	double hbm_sm = a->hbm_bw / a->sms;
+	/* HBM bandwidth is reached in proportion to the SMs streaming (as the decode attention
+	 * roofline, backends.md §1b "Parallelism condition"): a GEMM of fewer tiles than SMs uses
+	 * that share of it, which is what split-K recovers. */
+	double busy = fmin(1.0, (double)t->tiles * cta / a->sms);
 	double bw_hbm = s->b_bytes > 0 ? s->b_bytes : sbw;   /* weights stored narrower (quantized at load) */
 	double bytes = (double)s->batch * (gemm_l2(a, s, t, sa, bw_hbm) + (double)s->M * s->N * s->out_bytes);
+	/* The splits' f32 partials: written by each split, read by the reducing tile; through L2
+	 * when they fit in half of it, else through HBM. */
+	double ws = split > 1 ? 2.0 * split * (double)s->batch * s->M * s->N * 4 : 0;
+	int ws_l2 = ws > 0 && a->l2 > 0 && ws <= a->l2 / 2;
 	double epi_t = bm * t->bn * s->out_bytes / hbm_sm;
 	t->c = (GpuCost){ .mma = t->waves * mma, .smem = t->waves * smem, .fma = t->waves * promo,
-			  .hbm = bytes / a->hbm_bw, .overlap = 1 };
+			  .hbm = (bytes + (ws_l2 ? 0 : ws)) / (a->hbm_bw * busy), .overlap = 1 };
 	/* L2 to SMEM: every tile loads its A and B panels through L2 (TMA fills), at the machine's
 	 * L2 bandwidth when the file gives one [E: multicast not credited]. */
 	if (a->l2_bw > 0)
-		t->c.l2 = (double)t->tiles * ((double)t->bm * sa + (double)t->bn * sbw) * kp / a->l2_bw;
-	/* Fixed: launch, the first stage's load, and the epilogue: hidden behind the next tile's
-	 * mainloop with two accumulator stages (persistent, TMEM double buffer), else once per wave. */
-	t->c.fixed = stage / hbm_sm + (t->acc_stages >= 2 ? epi_t : t->waves * epi_t);
+		t->c.l2 = ((double)t->tiles * ((double)t->bm * sa + (double)t->bn * sbw) * kp + (ws_l2 ? ws : 0)) / a->l2_bw;
+	/* Fixed: the first stage's load, the epilogue (hidden behind the next tile's mainloop with
+	 * two accumulator stages: persistent, TMEM double buffer; else once per wave), and with a K
+	 * split the last tile's reduction of its tile's `split` f32 partials. */
+	t->c.fixed = stage / hbm_sm + (t->acc_stages >= 2 ? epi_t : t->waves * epi_t) +
+		     (split > 1 ? split * bm * t->bn * 4 / hbm_sm : 0);
 	t->t = gpu_cost_total(&t->c);
 	return 1;
 }
@@ -262,16 +294,17 @@ static void attn_decode(const GpuArch *a, const AttnShape *s, AttnTile *t)
 	t->waves = cdiv(t->tiles, (int64_t)a->sms);
 	double busy = fmin(1.0, (double)t->tiles / a->sms);
 	double scores = (double)s->B * s->qh * s->Sq * s->T;
-	double kv = (double)s->B * s->kvh * s->T * (s->d + s->dv) * s->io_bytes;
+	double kvb = s->kv_bytes > 0 ? s->kv_bytes : s->io_bytes;
+	double kv = (double)s->B * s->kvh * s->T * (s->d + s->dv) * kvb;
 	double qo = (double)s->B * s->qh * s->Sq * (s->d + s->dv) * s->io_bytes;
 	double part = split > 1 ? 2.0 * split * s->B * s->qh * s->Sq * (s->dv + 1) * 4 : 0;  /* f32 partials + LSE */
-	double fsm = a->dev->peak[s->in].v / a->sms * a->eff_gemm;
+	double fsm = a->dev->peak[s->in].v / a->sms * gpu_eff_gemm(a, s->in);
 	t->c = (GpuCost){ .hbm = (kv + qo + part) / (a->hbm_bw * busy),
 			  .mma = scores * 2 * (s->d + s->dv) / (fsm * a->sms * busy),
 			  .sfu = scores / (a->sfu * a->sms * busy),
 			  .fma = scores * SOFTMAX_FMA_OPS / (a->fma * a->sms * busy),
 			  .overlap = a->overlap_attn };
-	t->c.fixed = split > 1 ? a->launch : 0;    /* the LSE combine kernel */
+	t->c.fixed = split > 1 ? a->graph_launch : 0;    /* the LSE combine kernel: its launch gap */
 	t->t = gpu_cost_total(&t->c);
 }
 
@@ -286,7 +319,7 @@ static double attn_kv_reload(const GpuArch *a, const AttnShape *s, const AttnTil
 {
 	int64_t nq = cdiv(s->Sq, t->bm), heads = s->B * s->qh, grp = s->kvh > 0 && s->qh >= s->kvh ? s->qh / s->kvh : 1;
 	int64_t sms = (int64_t)a->sms, h = cdiv(sms, nq) < heads ? cdiv(sms, nq) : heads;
-	double foot = (double)cdiv(h, grp) * s->T * (s->d + s->dv) * s->io_bytes;
+	double foot = (double)cdiv(h, grp) * s->T * (s->d + s->dv) * (s->kv_bytes > 0 ? s->kv_bytes : s->io_bytes);
 	if (a->l2 <= 0 || foot <= a->l2)
 		return 1;
 	return (double)cdiv(nq, nq < sms ? nq : sms);
@@ -299,7 +332,7 @@ void gpu_attn_eval(const GpuArch *a, const AttnShape *s, AttnTile *t)
 		attn_decode(a, s, t);
 		return;
 	}
-	double fsm = a->dev->peak[s->in].v / a->sms * a->eff_gemm, sb = gpu_elem_bytes(s->in);
+	double fsm = a->dev->peak[s->in].v / a->sms * gpu_eff_gemm(a, s->in), sb = gpu_elem_bytes(s->in);
 	double sc = (double)t->bm * t->bn, e = t->emu;
 	double mma = sc * 2 * (s->d + s->dv) / fsm;
 	double sfu = (1 - e) * sc / a->sfu;
@@ -308,13 +341,19 @@ void gpu_attn_eval(const GpuArch *a, const AttnShape *s, AttnTile *t)
 	double blocks = makespan(s, t->bm, t->bn, (int)a->sms, &t->tiles);
 	t->waves = cdiv(t->tiles, (int64_t)a->sms);
 	t->kv_reload = attn_kv_reload(a, s, t);
-	double bytes = (double)s->B * (s->qh * (double)s->Sq * (s->d + s->dv) +
-				       t->kv_reload * s->kvh * (double)s->T * (s->d + s->dv)) * s->io_bytes;
+	double kvb = s->kv_bytes > 0 ? s->kv_bytes : s->io_bytes;
+	double bytes = (double)s->B * (s->qh * (double)s->Sq * (s->d + s->dv) * s->io_bytes +
+				       t->kv_reload * s->kvh * (double)s->T * (s->d + s->dv) * kvb);
 	double hbm_sm = a->hbm_bw / a->sms;
 	t->c = (GpuCost){ .mma = blocks * mma, .sfu = blocks * sfu, .fma = blocks * fma, .smem = blocks * smem,
 			  .hbm = bytes / a->hbm_bw, .overlap = a->overlap_attn };
-	/* Fixed: the first tile's Q and K/V loads and the last tile's O store at the SM's share of
-	 * HBM, and one block's softmax that nothing overlaps (the pipeline fill). */
-	t->c.fixed = ((t->bm + t->bn * 2.0) * s->d + t->bm * (double)s->dv) * s->io_bytes / hbm_sm + fmax(sfu, fma);
+	/* Per tile, what the in-tile pipelining cannot overlap (FA3 §3.2 intra-warpgroup pipelining,
+	 * FA4's ping-pong of two Q tiles: both start and end a tile together): the first block's
+	 * softmax (no P.V in flight yet), the last block's P.V (no softmax left to hide it under), and
+	 * the epilogue staging O through SMEM for its TMA store; an SM runs `waves` tiles in turn.
+	 * Plus, once: the first tile's Q and K/V loads at the SM's share of HBM. */
+	double pv = sc * 2 * s->dv / fsm, epi = (double)t->bm * s->dv * s->io_bytes / a->smem_bw;
+	t->c.fixed = ((t->bm * (double)s->d + t->bm * (double)s->dv) * s->io_bytes + t->bn * (double)(s->d + s->dv) * kvb) / hbm_sm +
+		     (double)t->waves * (fmax(sfu, fma) + pv + epi);
 	t->t = gpu_cost_total(&t->c);
 }

@@ -25,25 +25,35 @@ int gpu_bk(DType dt)
 /* Searches the tiles of family `name`, one or two CTAs per tile; best->t is the time of the best
  * so far (start at INFINITY).  Candidates: instruction M from the row's list (on Hopper also two
  * and four instruction rows per CTA), and every legal instruction N that is a multiple of 16
- * (DeepGEMM's block_n range on Hopper, CUTLASS's N step at M = 128 on Blackwell). */
+ * (DeepGEMM's block_n range on Hopper, CUTLASS's N step at M = 128 on Blackwell), each with
+ * the K splits 1..64 that still leave SMs without an output tile. */
 int gpu_search(const GpuArch *a, const GemmShape *s, const char *name, int cta2, GemmTile *best)
 {
+	static const int splits[] = { 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64 };
 	const MmaFamily *f = dev_mma(a->dev, name);
 	const MmaShape *r = gpu_mma_row(f, s->in);
 	int found = 0;
 	if (!r)
 		return 0;
+	int64_t units = (int64_t)(a->sms / (cta2 ? 2 : 1));
 	for (int mi = r->nm - 1; mi >= 0; mi--) {
 		int ms[3] = { r->m[mi], r->m[mi] * 2, r->m[mi] * 4 }, nms = cta2 || a->tmem > 0 ? 1 : 3;
 		for (int j = nms - 1; j >= 0; j--)
 			for (int n = r->nmax; n >= r->nmin; n -= r->nstep ? r->nstep : 8) {
 				if (n % 16)
 					continue;
-				GemmTile t = { .family = f->name, .im = r->m[mi], .in = n, .ik = r->k, .bm = ms[j], .bn = n,
-					       .bk = gpu_bk(s->in), .cta2 = cta2 };
-				if (gpu_gemm_eval(a, s, &t) && t.t < best->t) {
-					*best = t;
-					found = 1;
+				/* K splits only while the output tiles leave SMs idle (split-K and
+				 * stream-K exist for small-M GEMMs: a decode GEMV's few tiles) */
+				int64_t out = s->batch * ((s->M + ms[j] - 1) / ms[j]) * ((s->N + n - 1) / n);
+				for (size_t k = 0; k < sizeof splits / sizeof splits[0]; k++) {
+					if (k > 0 && (s->nosplit || out * splits[k - 1] >= units))
+						break;
+					GemmTile t = { .family = f->name, .im = r->m[mi], .in = n, .ik = r->k, .bm = ms[j], .bn = n,
+						       .bk = gpu_bk(s->in), .cta2 = cta2, .split = splits[k] };
+					if (gpu_gemm_eval(a, s, &t) && t.t < best->t) {
+						*best = t;
+						found = 1;
+					}
 				}
 			}
 	}

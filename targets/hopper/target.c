@@ -25,6 +25,7 @@ const Target tgt_hopper = {
 	.setup = gpu_setup,
 	.dtype = gpu_value_dtype,
 	.kernel = gpu_kernel,
+	.collective = gpu_collective,
 	.node_time = tgt_roofline_time,
 	.cost = gpu_cost,
 };

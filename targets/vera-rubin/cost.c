@@ -87,21 +87,19 @@ double vr_lpu_total(const VrLpuTime *t) { return fmax(t->stream, t->compute) + t
 double vr_cost(const Plan *p, int stream, const PlanInstr *in)
 {
 	const PlanDevice *d = &p->devices[p->streams[stream].device];
+	if (in->kind == PI_COLLECTIVE)
+		return gpu_cost(p, stream, in);
 	if (in->kind != PI_KERNEL)
 		return rt_cost_roofline(p, stream, in);
 	if (d->kind && strcmp(d->kind, "lpu") == 0) {
 		double t = plan_instr_num(in, "time_us", -1);
 		return t >= 0 ? t * 1e-6 : rt_cost_roofline(p, stream, in);
 	}
-	if (plan_instr_num(in, "fixed_us", -1) < 0)
-		return rt_cost_roofline(p, stream, in);
 	double n = (double)rt_attr_int(&in->attrs, "pool_chips", 1);
-	if (n < 1)
-		n = 1;
-	GpuCost c = { .mma = plan_instr_num(in, "mma_us", 0) / n, .smem = plan_instr_num(in, "smem_us", 0) / n, .hbm = plan_instr_num(in, "hbm_us", 0) / n,
-		      .sfu = plan_instr_num(in, "sfu_us", 0) / n, .fma = plan_instr_num(in, "fma_us", 0) / n, .overlap = plan_instr_num(in, "overlap", 1),
-		      .fixed = plan_instr_num(in, "fixed_us", 0) };
-	double t = gpu_cost_total(&c) * 1e-6 + rt_attr_float(&in->attrs, "comm_s", 0);
+	double t = gpu_instr_cost(in, n);
+	if (t < 0)
+		return rt_cost_roofline(p, stream, in);
+	t += rt_attr_float(&in->attrs, "comm_s", 0);
 	return t >= 0 && isfinite(t) ? t : 0;
 }
 

@@ -20,6 +20,7 @@ const Target tgt_vera_rubin = {
 	.setup = vr_setup,
 	.dtype = gpu_value_dtype,
 	.kernel = gpu_kernel,
+	.collective = gpu_collective,
 	.node_time = vr_node_time,
 	.cost = vr_cost,
 };

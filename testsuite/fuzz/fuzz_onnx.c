@@ -1,9 +1,11 @@
-/* testsuite/fuzz/fuzz_onnx.c: libFuzzer harness for the ONNX importer and the TensorProto
- * decoder.  Each input is imported as a ModelProto (fe_import_onnx_buf; diagnostics go to
- * /dev/null) and decoded as a TensorProto (external data forbidden).  Any crash, leak or
- * undefined behaviour is a bug: malformed models must get an error.  Build and run (see
- * docs/onnx.md):
- *   sh testsuite/fuzz/build-fuzz.sh && build-fuzz/fuzz_onnx -max_total_time=300 CORPUS_DIR
+/* testsuite/fuzz/fuzz_onnx.c: libFuzzer harness for the ONNX importer, shape inference and
+ * lowering, and the TensorProto decoder.  Each input is imported as a ModelProto
+ * (fe_import_onnx_buf; diagnostics go to /dev/null); a model that imports is verified, its
+ * shapes inferred, and when that succeeds it is lowered with the reference target and the plan
+ * verified (what `aicc compile MODEL --emit plan` does).  The input is also decoded as a
+ * TensorProto (external data forbidden).  Any crash, leak or undefined behaviour is a bug:
+ * malformed models must get an error.  Build and run: `make fuzz` (tools/fuzz.sh, which sets
+ * AICC_MACHINES for the reference machine).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -11,6 +13,8 @@
 #include "frontend/frontend.h"
 #include "frontend/onnx/onnx_int.h"
 #include "ir/diag.h"
+#include "targets/precision.h"
+#include "targets/target.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -22,6 +26,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	diag_reset();
 	diag_set_output(null);
 	Module *m = fe_import_onnx_buf("/nonexistent/fuzz.onnx", data, size);
+	static TgtMachine mach;
+	static Precision prec;
+	static int have_mach = -1;
+	const Target *ref = tgt_find("reference");
+	if (have_mach < 0) {
+		RtError me = { 0 };
+		have_mach = ref && tgt_machine_load("reference", NULL, 0, &mach, &me) == 0 &&
+			    prec_parse(NULL, ref, mach.m, &prec, &me) == 0;
+	}
+	if (m && have_mach && ref && ir_verify(m) == 0 && ir_infer_shapes(m) == 0 && ir_entry(m)) {
+		RtError le = { 0 };
+		TgtInput in = { m, ir_entry(m), &mach, &prec, NULL, NULL };
+		Plan *p = ref->lower(&in, &le);
+		if (p)
+			plan_verify(p, &le);
+		plan_free(p);
+	}
 	ir_module_free(m);
 	Onnx__TensorProto *tp = onnx__tensor_proto__unpack(NULL, size, data);
 	if (tp) {

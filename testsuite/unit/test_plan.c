@@ -7,7 +7,8 @@
  * allocation-failure injection over the reader (no crash, no leak under ASan), the execution
  * order and liveness, and the discrete-event simulation: roofline durations, overlap between
  * streams only after an event, link time alpha + n*beta, and peak live bytes.  In-memory `data`
- * constants: verified, refused by the writer, moved to .npy files by plan_externalize, and
+ * constants: verified, refused by the writer, moved to a checksummed safetensors file by
+ * plan_externalize, and
  * `init=data` is rejected by the reader.
  */
 #include <math.h>
@@ -25,6 +26,7 @@
 #include "runtime/interp.h"
 #include "runtime/npy.h"
 #include "runtime/plan.h"
+#include "runtime/safetensors.h"
 
 /* Serialises p into a malloc'd string. */
 static char *to_text(const Plan *p)
@@ -173,30 +175,45 @@ static void data_constants(void **s)
 	fclose(devnull);
 	char dir[] = "/tmp/aicc-test-plan-XXXXXX";
 	assert_non_null(mkdtemp(dir));
-	char wdir[64], path[128];
-	snprintf(wdir, sizeof wdir, "%s/m.weights", dir);
-	assert_int_equal(plan_externalize(p, wdir, "m.weights", &e), 1);
-	assert_int_equal(p->consts[0].kind, PINIT_NPY);
-	assert_string_equal(p->consts[0].path, "m.weights/w_x.0.npy");
+	char path[128];
+	snprintf(path, sizeof path, "%s/m.weights.safetensors", dir);
+	FILE *wf = fopen(path, "wb");
+	assert_int_equal(plan_externalize(p, wf, "m.weights.safetensors", &e), 1);
+	fclose(wf);
+	assert_int_equal(p->consts[0].kind, PINIT_SAFETENSORS);
+	assert_string_equal(p->consts[0].path, "m.weights.safetensors");
+	assert_string_equal(p->consts[0].key, "w/x");
+	assert_true(p->consts[0].has_xxh3);
 	char *text = to_text(p);
-	assert_non_null(strstr(text, "const w/x init=npy path=\"m.weights/w_x.0.npy\""));
-	snprintf(path, sizeof path, "%s/w_x.0.npy", wdir);
+	char want[128];
+	snprintf(want, sizeof want, "const w/x init=safetensors path=\"m.weights.safetensors\" key=\"w/x\" xxh3=%016llx",
+		 (unsigned long long)p->consts[0].xxh3);
+	assert_non_null(strstr(text, want));
 	RtTensor back;
-	assert_int_equal(rt_npy_read(path, &back, &e), 0);
+	assert_int_equal(rt_safetensors_read(path, "w/x", &back, &e), 0);
 	assert_true(back.n == 3 && rt_f32(&back)[2] == 2.5f);
 	rt_tensor_free(&back);
+	/* the file's data starts 64-byte aligned, so f32 tensors map in place */
+	RtMapped m;
+	assert_int_equal(rt_file_map(path, &m, &e), 0);
+	uint64_t hl = 0;
+	for (int i = 7; i >= 0; i--)
+		hl = hl << 8 | ((const uint8_t *)m.addr)[i];
+	assert_int_equal((8 + hl) % 64, 0);
+	assert_true(rt_checksum((const char *)m.addr + 8 + hl, 12) == p->consts[0].xxh3);
+	rt_file_unmap(&m);
 	remove(path);
-	rmdir(wdir);
 	rmdir(dir);
-	char *at = strstr(text, "init=npy path=\"m.weights/w_x.0.npy\"");
-	memcpy(at, "init=data                         ", strlen("init=npy path=\"m.weights/w_x.0.npy\""));
+	const char *old = "init=safetensors path=\"m.weights.safetensors\" key=\"w/x\"";
+	char *at = strstr(text, old);
+	memset(at, ' ', strlen(old) + 24);
+	memcpy(at, "init=data", 9);
 	Plan *q = plan_parse("data.aip", text, strlen(text), &e);
 	assert_null(q);
 	assert_non_null(strstr(e.msg, "unknown initialiser 'data'"));
 	free(text);
 	plan_free(p);
 }
-
 /* Every allocation of the reader may fail: it reports ENOMEM (or succeeds), never crashes or leaks. */
 static void reader_alloc_failures(void **s)
 {
@@ -249,7 +266,7 @@ static void verifier_fp8_scale(void **s)
 	PlanInstr *k = &p->streams[0].ins[0];
 	k->opts.fp8_scale = RT_FP8_128X128;
 	assert_int_equal(plan_verify(p, &e), -1);
-	assert_non_null(strstr(e.msg, "fp8_scale on Add: only MatMul and Gemm"));
+	assert_non_null(strstr(e.msg, "fp8_scale on Add: only MatMul, Gemm and GroupedMatMul"));
 	k->op = RT_OP_MatMul;
 	assert_int_equal(plan_verify(p, &e), -1);
 	assert_non_null(strstr(e.msg, "fp8_scale=128x128 needs mma_in f8e4m3 or f8e5m2, not bf16"));

@@ -68,6 +68,18 @@ def attr_tensor(name, t):
     return s(1, name) + msg(5, t) + vi(20, 4)
 
 
+def attr_graph(name, g):
+    return s(1, name) + msg(6, g) + vi(20, 5)
+
+
+def attr_str(name, v):
+    return s(1, name) + s(4, v) + vi(20, 3)
+
+
+def graph(nodes, outputs, name='b'):
+    return b''.join(msg(1, n) for n in nodes) + s(2, name) + b''.join(msg(12, o) for o in outputs)
+
+
 def node(op, ins, outs, name='', attrs=()):
     b = b''.join(s(1, i) for i in ins) + b''.join(s(2, o) for o in outs)
     if name:
@@ -107,6 +119,44 @@ def main():
     elif kind == 'reshape':
         m = model([node('Reshape', ['x', 'shape'], ['y'], 'reshape0')],
                   [value_info('x', [2, 3, 4]), value_info('shape', [3], 7)], [y], opset=14)
+    elif kind == 'cascade':
+        m = model([node('Frobnicate', ['x'], ['a'], 'frob0'), node('Relu', ['a'], ['b'], 'r0'),
+                   node('MaxRoiPool', ['x'], ['c'], 'mrp0'), node('Add', ['b', 'c'], ['y'], 'add0')],
+                  [x], [y])
+    elif kind == 'negshape':
+        m = model([node('Neg', ['s'], ['t'], 'neg0'), node('Reshape', ['x', 't'], ['y'], 'reshape0')],
+                  [value_info('x', [2, 3, 4]), value_info('s', [3], 7)], [y], opset=14)
+    elif kind in ('ifshape', 'ifdata'):
+        one = tensor('one', [], dtype=7, ints=[24])
+        tb = graph([node('Relu', ['x'], ['t'], 'then_relu')], [value_info('t', [2, 3, 4])], 'then')
+        eb = graph([node('Neg', ['x'], ['e'], 'else_neg'),
+                    node('Reshape', ['e', 'bad'], ['e2'], 'else_reshape')], [value_info('e2', [2, 3, 4])], 'else')
+        bad = tensor('bad', [2], dtype=7, ints=[5, 5])   # the else branch cannot infer: must be skipped
+        if kind == 'ifshape':
+            nodes = [node('Size', ['x'], ['n'], 'size0'), node('Equal', ['n', 'one'], ['c'], 'eq0')]
+            ins = [value_info('x', [2, 3, 4])]
+        else:
+            eb = graph([node('Neg', ['x'], ['e'], 'else_neg')], [value_info('e', [2, 3, 4])], 'else')
+            nodes = []
+            ins = [value_info('x', [2, 3, 4]), value_info('c', [], 9)]
+        nodes.append(node('If', ['c'], ['y'], 'if0', [attr_graph('then_branch', tb), attr_graph('else_branch', eb)]))
+        m = model(nodes, ins, [y], [one, bad], opset=13)
+    elif kind in ('attn24', 'attn24mask'):
+        qkv = [value_info(n, [2, 2, d, 4]) for n, d in (('q', 3), ('k', 5), ('v', 5))]
+        if kind == 'attn24':
+            ins, extra = ['q', 'k', 'v', '', '', '', 'np'], [value_info('np', [2], 7)]
+        else:
+            ins, extra = ['q', 'k', 'v', 'mask'], [value_info('mask', [2, 1, 1, 5], 9)]
+        m = model([node('Attention', ins, ['y'], 'attn0')], qkv + extra, [y], opset=24)
+    elif kind in ('q.pb', 'k.pb', 'v.pb'):
+        d = {'q.pb': 3, 'k.pb': 5, 'v.pb': 5}[kind]
+        m = tensor(kind[0], [2, 2, d, 4], floats=[((i * 37 + ord(kind[0]) * 11) % 17) / 8.0 - 1 for i in range(16 * d)])
+    elif kind == 'np.pb':
+        m = tensor('np', [2], dtype=7, ints=[3, 5])
+    elif kind == 'mask.pb':
+        m = tensor('mask', [2, 1, 1, 5], dtype=9, raw=bytes([1, 1, 1, 0, 0, 1, 1, 1, 1, 1]))
+    elif kind == 'seq.pb':
+        m = s(1, 'seq') + vi(2, 1) + msg(3, tensor('', [2], floats=[1.0, 2.0]))
     elif kind == 'big':
         w = tensor('w', [1, 5000], floats=[i * 0.25 for i in range(5000)])
         m = model([node('Add', ['x', 'w'], ['y'], 'add0')], [value_info('x', [1, 5000])], [y], [w])
