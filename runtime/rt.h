@@ -2,8 +2,8 @@
  *
  * Provides dtypes (expanded from runtime/dtype.def), errors, the allocation hook, attributes
  * and dense tensors.  Everything above runtime/ (ir, passes, targets, the driver) may use these
- * types; runtime/ itself includes no compiler header (the one exception is the data table
- * ir/ops.def, which holds no code).  The runtime is a library: it returns errors and never exits.
+ * types; runtime/ itself includes no compiler header (the exceptions are the data tables
+ * ir/ops.def and its companion ir/optypes.def, which hold no code).  The runtime is a library: it returns errors and never exits.
  */
 #ifndef AICC_RT_H
 #define AICC_RT_H
@@ -128,6 +128,8 @@ typedef struct RtTensor {
  * when rank > RT_MAX_RANK, a dim is negative, the element count overflows int64, or memory
  * runs out. */
 int rt_tensor_alloc(RtTensor *t, DType d, int rank, const int64_t *dims, RtError *e);
+/* The same without zero-filling, for a caller that writes every element before any read. */
+int rt_tensor_alloc_raw(RtTensor *t, DType d, int rank, const int64_t *dims, RtError *e);
 void rt_tensor_free(RtTensor *t);
 /* Element-wise access through double, whatever the storage (convenience for simple kernels). */
 double rt_get(const RtTensor *t, int64_t i);

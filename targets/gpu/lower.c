@@ -47,6 +47,12 @@ static void put_cost(Ann *t, const GpuCost *c)
 	if (c->floor > 0)
 		tgt_ann_put(t, "floor_us", "%.4g", c->floor * 1e6);
 	tgt_ann_put(t, "time_us", "%.4g", gpu_cost_total(c) * 1e6);
+	double term;
+	const char *b = gpu_cost_bound(c, &term);
+	if (gpu_cost_total(c) > 0) {
+		tgt_ann_put(t, "bound", "%s", b);
+		tgt_ann_put(t, "bound_us", "%.4g", term * 1e6);
+	}
 }
 
 /* ---- buffers (first fit, as the reference target) ---- */
@@ -515,6 +521,12 @@ int gpu_kernel(TgtLower *l, int i, PlanInstr *pi, TgtAnn *t)
 	if (!done) {
 		t->n = 0;
 		mem_kernel(w, i, pi, t);
+		/* no kernel model of its own: a matrix-unit op (or attention) priced as a memory-bound
+		 * kernel is a coverage gap, said so in the plan (t.coverage) and by `aicc run` */
+		if (ir_ops[fn->n->op].cls == OC_matrix || (fl_op & F_ATTN))
+			tgt_ann_put(t, "coverage", "no %s model for %s on this target: priced as a memory-bound kernel "
+				    "(bytes at HBM bandwidth, FLOP on the FMA pipe)", ir_ops[fn->n->op].cls == OC_matrix ?
+				    "matrix-unit" : "attention", ir_ops[fn->n->op].name);
 	}
 	return 0;
 }
@@ -527,6 +539,7 @@ int gpu_collective(TgtLower *l, int node, TgtAnn *t)
 	const GpuLw *w = l->ctx;
 	tgt_ann_put(t, "kind", "collective");
 	tgt_ann_put(t, "base_us", "%.4g", w->a.coll_base * 1e6);
+	tgt_ann_put(t, "bound", "link");
 	return 0;
 }
 
