@@ -68,6 +68,9 @@ $(BUILD)/libaicc.a: $(CC_OBJ)
 $(BUILD)/aicc: $(DRV_OBJ) $(BUILD)/libaicc.a $(BUILD)/libaicrt.a
 	$(CC) $(CFLAGS_ALL) -o $@ $(DRV_OBJ) $(BUILD)/libaicc.a $(BUILD)/libaicrt.a $(PKG_LIBS) $(LDFLAGS)
 
+# The kernels' elementwise loops are vectorised (no reassociation: -fno-fast-math stays, so a
+# vectorised loop computes each element exactly as the scalar one does).
+$(BUILD)/runtime/kernels/%.o: CFLAGS_ALL += -ftree-vectorize -fvect-cost-model=dynamic
 $(BUILD)/%.o: %.c | $(GEN_H)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) -c -o $@ $<
