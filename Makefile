@@ -4,7 +4,8 @@
 #   make check      build, then run unit (cmocka), golden (lit + FileCheck) and conformance
 #                   tests, once normally and once under ASan+UBSan; ends with "N passed, N failed"
 #   make demo       the main job on the bundled real model (see README)
-#   make validate   GPU targets' predicted kernel times against published measurements
+#   make validate   the cost models against published measurements (tools/validate/cases.json)
+#   make validate-bands  regenerate targets/bands.def, the error bands, from those residuals
 #   make bench      throughput benchmarks, reported as ratios
 #   make fuzz       libFuzzer harnesses (clang); FUZZ_SECONDS=600 to run each that long
 #   make lint       cppcheck over the sources
@@ -32,7 +33,7 @@ CFLAGS_ALL = -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -DAICC_VERSION
 GEN_CFLAGS = $(filter-out -Wextra,$(CFLAGS_ALL)) -Wno-sign-compare -Wno-unused-function
 
 RT_SRC   := $(sort $(wildcard runtime/*.c runtime/*/*.c))
-CC_SRC   := $(sort $(wildcard ir/*.c frontend/*.c frontend/*/*.c passes/*.c targets/*.c targets/*/*.c viz/*.c))
+CC_SRC   := $(sort $(wildcard ir/*.c frontend/*.c frontend/*/*.c passes/*.c targets/*.c targets/*/*.c viz/*.c serve/*.c))
 DRV_SRC  := $(sort $(wildcard tools/*.c))
 UNIT_SRC := $(sort $(wildcard testsuite/unit/test_*.c))
 GEN_C    := $(if $(wildcard frontend/parser.y),$(BUILD)/gen/lexer.c $(BUILD)/gen/parser.c)
@@ -50,7 +51,7 @@ UNIT_BIN := $(UNIT_SRC:testsuite/unit/%.c=$(BUILD)/unit/%)
 BENCH_SRC:= $(sort $(wildcard testsuite/bench/bench_*.c))
 BENCH_BIN:= $(BENCH_SRC:testsuite/bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all deps check check-fast validate demo bench benchbins fuzz fuzzbins unit lint install clean
+.PHONY: all deps check check-fast validate validate-bands demo bench benchbins fuzz fuzzbins unit lint install clean
 all: deps $(BUILD)/aicc
 
 # Install missing Debian packages once, then re-run make so pkg-config flags are picked up.
@@ -117,6 +118,10 @@ check-fast: all unit
 # ---- gpu: make validate (GPU targets' predictions against published measurements) ----
 validate: all
 	python3 tools/validate.py $(BUILD)
+# regenerates targets/bands.def (the error bands the compiler prints) from the validation residuals
+validate-bands: all
+	python3 tools/validate.py $(BUILD) --write-bands targets/bands.def
+	$(MAKE) all
 # ---- end gpu ----
 
 demo: deps all

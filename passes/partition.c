@@ -291,6 +291,11 @@ static int colsplit(Part *p, Region *r, Value *v, int depth)
 		ok = 1;   /* a value shared by all heads, expanded per shard */
 	else if ((n->op == OP_Split || n->op == OP_Concat) && rank == 4 && norm_axis(n, 4) == 3)
 		ok = colsplit_inputs(p, r, n, 0, n->op == OP_Split ? 1 : n->nin, depth);
+	else if ((n->op == OP_Split || n->op == OP_Concat) && rank == 3 && norm_axis(n, 3) == 1)
+		ok = colsplit_inputs(p, r, n, 0, n->op == OP_Split ? 1 : n->nin, depth);   /* token groups (--phase mixed) */
+	else if (n->op == OP_Reshape && rank == 3 && n->in[0]->type.rank == 3 && last_dim(n->in[0]) == w &&
+		 ir_const_data(n->in[1]) && ir_const_data(n->in[1])->n == 3 && rt_geti(ir_const_data(n->in[1]), 2) == w)
+		ok = colsplit(p, r, n->in[0], depth + 1);   /* [1, N*S, X] <-> [N, S, X] (--phase mixed) */
 	if (!ok)
 		return 0;
 	r->nodes[r->n++] = n;

@@ -165,6 +165,22 @@ typedef struct RtPhase {
 	double tokens_per_s_user;   /* decode: per user; prefill: 0 */
 } RtPhase;
 int rt_phase_metrics(const Plan *p, double latency_s, RtPhase *out);
+/* The error band of a simulated plan (targets/bands.c annotates every instruction with its
+ * kernel class, t.class, and that class's worst residual over make validate's published cases,
+ * t.band, "none" when no case covers it): rel = the instructions' bands weighted by their
+ * simulated time, over the time that has a band; the least-calibrated class is the one whose
+ * time x band is largest, time without a band counting as a 100% error (least_band < 0: that
+ * class has no published case).  Returns 0, or -1 when the plan carries no bands (the reference target). */
+typedef struct RtBand {
+	double rel;                 /* +-rel of the latency (worst residuals) */
+	double rel_median;          /* the same with the classes' median residuals: the typical error */
+	double covered_s, uncovered_s;
+	char least[32];             /* least-calibrated class */
+	double least_band;          /* its worst residual; -1: uncalibrated */
+	int least_cases;
+	double least_s;             /* its time */
+} RtBand;
+int rt_band(const Plan *p, const RtTiming *t, RtBand *b);
 /* Chrome trace-event JSON: one track per unit and per link.  Returns 0 or -1. */
 int rt_trace_write(const Plan *p, const RtTiming *t, FILE *f);
 

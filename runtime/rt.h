@@ -2,8 +2,8 @@
  *
  * Provides dtypes (expanded from runtime/dtype.def), errors, the allocation hook, attributes
  * and dense tensors.  Everything above runtime/ (ir, passes, targets, the driver) may use these
- * types; runtime/ itself includes no compiler header (the one exception is the data table
- * ir/ops.def, which holds no code).  The runtime is a library: it returns errors and never exits.
+ * types; runtime/ itself includes no compiler header (the exceptions are the data tables
+ * ir/ops.def and its companion ir/optypes.def, which hold no code).  The runtime is a library: it returns errors and never exits.
  */
 #ifndef AICC_RT_H
 #define AICC_RT_H

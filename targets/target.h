@@ -245,4 +245,24 @@ const Target *tgt_find(const char *name);      /* NULL if unknown */
 /* Registers every target's cost hook with the runtime (the driver calls this once). */
 void tgt_register_costs(void);
 
+/* ---- error bands (targets/bands.c, data targets/bands.def from `make validate-bands`) ---- */
+typedef struct TgtBand {
+	const char *target, *cls;     /* cost model (hopper, blackwell, tpu, lpu) and kernel class */
+	double median, worst;         /* |relative error| of the validation cases of that class */
+	int cases;
+} TgtBand;
+/* The band of `cls` (gemm, attention, memory, collective, end-to-end) on `target`, or NULL when
+ * no published case covers it. */
+const TgtBand *tgt_band(const char *target, const char *cls);
+/* An instruction's kernel class from its t.kind: gemm, attention, memory; copies and
+ * collectives: collective. */
+const char *tgt_kernel_class(const PlanInstr *in);
+/* Annotates every kernel, copy and collective of p with t.class and t.band (worst residual of
+ * its class, "none" when uncalibrated), t.band_median and t.band_cases.  0, or -1 with e set. */
+int tgt_annotate_bands(Plan *p, RtError *e);
+/* Prints one remark per instruction of p the target prices without a model of its own (its
+ * t.coverage, e.g. a matrix op priced as memory-bound) to f (NULL: only counts); returns the
+ * count. */
+int tgt_coverage_remarks(const Plan *p, FILE *f);
+
 #endif

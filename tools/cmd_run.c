@@ -6,13 +6,16 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <libgen.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "runtime/interp.h"
 #include "runtime/npy.h"
+#include "targets/target.h"
 #include "tools/driver.h"
 #include "tools/plan_build.h"
 #include "tools/progress.h"
@@ -217,27 +220,71 @@ static int read_inputs(const RunOpts *o, const Plan *p, RtTensor *ts, RtBinding 
 	return 0;
 }
 
-/* Writes outputs as DIR/<name>.npy; files[i] receives each path (malloc'd). */
-static int write_outputs(const Plan *p, const RtRun *r, const char *dir, char **files)
+/* The file of output i in dir: DIR/<name>.npy, a '/' in the name written '_' (malloc'd). */
+static char *output_path(const Plan *p, int i, const char *dir)
 {
-	if (mkdir(dir, 0777) < 0 && errno != EEXIST) {
+	size_t n = strlen(dir) + strlen(p->outputs[i].name) + 6;
+	char *f = malloc(n);
+	if (!f)
+		return NULL;
+	snprintf(f, n, "%s/%s.npy", dir, p->outputs[i].name);
+	for (char *c = f + strlen(dir) + 1; *c; c++)
+		if (*c == '/')
+			*c = '_';
+	return f;
+}
+
+/* Opens the next member of the run's output group (files[*n]) on path. */
+static int group_open(OutFile *g, int *n, const char *path)
+{
+	if (out_open(&g[*n], path) < 0)
+		return -1;
+	(*n)++;
+	return 0;
+}
+
+/* Finishes the member just written: its stream closed, its temporary kept for the commit. */
+static int group_close(OutFile *g, int n, int rc)
+{
+	RtError e = { 0 };
+	if (rc == 0 && rt_out_close(&g[n - 1], &e) < 0) {
+		drv_report(e.msg);
+		return -1;
+	}
+	return rc;
+}
+
+/* Writes outputs as DIR/<name>.npy into the group g (*n members so far); files[i] receives each
+ * path (malloc'd).  *made: the directory did not exist and was created here. */
+static int write_outputs(const Plan *p, const RtRun *r, const char *dir, char **files, OutFile *g, int *n, int *made)
+{
+	if (mkdir(dir, 0777) == 0)
+		*made = 1;
+	else if (errno != EEXIST) {
 		drv_error("cannot create output directory '%s': %s", dir, strerror(errno));
 		return -1;
 	}
 	for (int i = 0; i < p->noutputs; i++) {
 		if (!plan_io_first(p->outputs, i))
 			continue;     /* a sharded output is written once, assembled */
-		size_t n = strlen(dir) + strlen(p->outputs[i].name) + 6;
-		files[i] = malloc(n);
-		snprintf(files[i], n, "%s/%s.npy", dir, p->outputs[i].name);
-		for (char *c = files[i] + strlen(dir) + 1; *c; c++)
-			if (*c == '/')
-				*c = '_';
-		RtError e = { 0 };
-		if (rt_npy_write(files[i], &r->outputs[i], &e) < 0) {
-			drv_report(e.msg);
+		if (!(files[i] = output_path(p, i, dir))) {
+			drv_error("out of memory");
 			return -1;
 		}
+		for (int j = 0; j < i; j++)
+			if (files[j] && strcmp(files[i], files[j]) == 0) {
+				drv_error("outputs '%s' and '%s' would both be written to '%s'", p->outputs[j].name,
+					  p->outputs[i].name, files[i]);
+				return -1;
+			}
+		RtError e = { 0 };
+		if (group_open(g, n, files[i]) < 0)
+			return -1;
+		int rc = rt_npy_fwrite(g[*n - 1].f, &r->outputs[i], &e);
+		if (rc < 0)
+			drv_report(e.msg);
+		if (group_close(g, *n, rc) < 0)
+			return -1;
 	}
 	return 0;
 }
@@ -342,6 +389,30 @@ static void summary(const Plan *p, const RtRun *r, const RtCheck *c, char **file
 	else if (ph.phase && ph.ttft_s > 0)
 		printf("TTFT           %s (prefill, batch %lld, %lld prompt tokens): %.4g prompt tokens/s\n",
 		       seconds(ph.ttft_s, a, sizeof a), (long long)ph.batch, (long long)ph.context, ph.tokens_per_s);
+	RtBand band;     /* the error band of the prediction (targets/bands.def, from make validate) */
+	if (rt_band(p, t, &band) == 0) {
+		char least[160];
+		if (band.least_band < 0)
+			snprintf(least, sizeof least, "%s: no published case covers it (%.0f%% of the busy time)", band.least,
+				 100 * band.least_s / fmax(band.covered_s + band.uncovered_s, 1e-30));
+		else
+			snprintf(least, sizeof least, "%s, +-%.0f%% worst over %d cases", band.least, 100 * band.least_band,
+				 band.least_cases);
+		const TgtBand *e2e = tgt_band(p->target, "end-to-end");
+		char e2es[96] = "";
+		if (e2e)
+			snprintf(e2es, sizeof e2es, "; end-to-end cases on %s: median %.0f%%, worst %.0f%% (%d)", p->target,
+				 100 * e2e->median, 100 * e2e->worst, e2e->cases);
+		if (band.covered_s <= 0)
+			printf("error band     unknown: no published case covers any of its kernel classes (%s)%s\n", least, e2es);
+		else
+			printf("error band     +-%.0f%% typical, +-%.0f%% worst (its kernel classes' residuals in make validate, "
+			       "time-weighted); least calibrated: %s%s\n", 100 * band.rel_median, 100 * band.rel, least, e2es);
+	}
+	int gaps = tgt_coverage_remarks(p, NULL);
+	if (gaps)
+		printf("not modelled   %d instruction%s priced by a generic fallback, not a model of their own (t.coverage; "
+		       "aicc compile --remarks=all lists them)\n", gaps, gaps == 1 ? "" : "s");
 	if (t->nload > 0)   /* weight transforms run once at load, outside the latency above */
 		printf("load           %s once, before the first step (%d kernel%s with phase=load)\n",
 		       seconds(t->load_s, a, sizeof a), t->nload, t->nload == 1 ? "" : "s");
@@ -358,17 +429,44 @@ static void summary(const Plan *p, const RtRun *r, const RtCheck *c, char **file
 		       c->first_bad_buffer, c->first_bad_err, c->first_bad_tol);
 }
 
-static int write_json(const char *path, const Plan *p, const RtRun *r, const RtCheck *c, char **files, int trace)
+/* The JSON report (trace 0) or the Chrome trace (trace 1) into the group g. */
+static int write_json(const char *path, const Plan *p, const RtRun *r, const RtCheck *c, char **files, int trace,
+		      OutFile *g, int *n)
 {
-	OutFile f;
-	if (out_open(&f, path) < 0)
+	if (group_open(g, n, path) < 0)
 		return -1;
-	int rc = trace ? rt_trace_write(p, &r->timing, f.f) : rt_report_write(p, r, c, (const char *const *)files, f.f);
-	if (rc < 0) {
-		out_abort(&f);
+	FILE *f = g[*n - 1].f;
+	int rc = trace ? rt_trace_write(p, &r->timing, f) : rt_report_write(p, r, c, (const char *const *)files, f);
+	return group_close(g, *n, rc);
+}
+
+/* Writes everything the run was asked for as one output group: every .npy of --output-dir, then
+ * the report, then the trace, each written to a temporary and closed, then all renamed into
+ * place together, so a failure (or SIGINT/SIGTERM) leaves none of them. */
+static int write_files(const RunOpts *o, const Plan *p, const RtRun *r, const RtCheck *c, char **files)
+{
+	int max = p->noutputs + 2, n = 0, made = 0;
+	OutFile *g = calloc((size_t)max, sizeof *g);
+	if (!g) {
+		drv_error("out of memory");
 		return -1;
 	}
-	return out_commit(&f);
+	int rc = 0;
+	if (o->outdir && !o->timing_only)
+		rc = write_outputs(p, r, o->outdir, files, g, &n, &made);
+	if (rc == 0 && o->report)
+		rc = write_json(o->report, p, r, c, files, 0, g, &n);
+	if (rc == 0 && o->trace)
+		rc = write_json(o->trace, p, r, NULL, files, 1, g, &n);
+	if (rc == 0)
+		rc = out_commit_group(g, n);
+	else
+		for (int i = 0; i < n; i++)
+			out_abort(&g[i]);
+	if (rc < 0 && made)
+		rmdir(o->outdir);     /* created for this run, left empty */
+	free(g);
+	return rc;
 }
 
 static double now_s(void)
@@ -448,11 +546,7 @@ static int execute(const RunOpts *o, const Plan *p, RtBinding *bind)
 	}
 	char **files = calloc((size_t)p->noutputs + 1, sizeof *files);
 	int st = EXIT_OK;
-	if (o->outdir && !o->timing_only && write_outputs(p, &r, o->outdir, files) < 0)
-		st = EXIT_USER;
-	if (st == EXIT_OK && o->report && write_json(o->report, p, &r, o->check ? &c : NULL, files, 0) < 0)
-		st = EXIT_USER;
-	if (st == EXIT_OK && o->trace && write_json(o->trace, p, &r, NULL, files, 1) < 0)
+	if (!files || write_files(o, p, &r, o->check ? &c : NULL, files) < 0)
 		st = EXIT_USER;
 	if (st == EXIT_OK)
 		summary(p, &r, o->check ? &c : NULL, files, o->per_device);
@@ -460,7 +554,7 @@ static int execute(const RunOpts *o, const Plan *p, RtBinding *bind)
 		host_times(&ls, load, runs, o->repeat);
 	if (st == EXIT_OK && o->check && !c.ok)
 		st = EXIT_USER;
-	for (int i = 0; i < p->noutputs; i++)
+	for (int i = 0; files && i < p->noutputs; i++)
 		free(files[i]);
 	free(files);
 	free(dir);

@@ -51,6 +51,12 @@ static void put_cost(Ann *t, const GpuCost *c)
 	if (c->floor > 0)
 		tgt_ann_put(t, "floor_us", "%.4g", c->floor * 1e6);
 	tgt_ann_put(t, "time_us", "%.4g", gpu_cost_total(c) * 1e6);
+	double term;
+	const char *b = gpu_cost_bound(c, &term);
+	if (gpu_cost_total(c) > 0) {
+		tgt_ann_put(t, "bound", "%s", b);
+		tgt_ann_put(t, "bound_us", "%.4g", term * 1e6);
+	}
 }
 
 /* ---- buffers (first fit, as the reference target) ---- */
@@ -510,6 +516,7 @@ static int add_kernel(GpuLw *w, int i)
 		/* the collective library's fixed cost per call (NCCL's own latency model: base
 		 * latency of the ring/LL protocol), on top of the runtime's alpha-beta ring time */
 		tgt_ann_put(&t, "base_us", "%.4g", w->a.coll_base * 1e6);
+		tgt_ann_put(&t, "bound", "link");
 		ci.tile = t.kv, ci.ntile = t.n;
 		return tgt_devs_emit(&w->devs, w->p, &w->f, i, w->buf, &ci, w->e);
 	}
@@ -537,6 +544,12 @@ static int add_kernel(GpuLw *w, int i)
 	if (!done) {
 		t.n = 0;
 		mem_kernel(w, i, &pi, &t);
+		/* no kernel model of its own: a matrix-unit op (or attention) priced as a memory-bound
+		 * kernel is a coverage gap, said so in the plan (t.coverage) and by `aicc run` */
+		if (ir_ops[fn->n->op].cls == OC_matrix || (fl_op & F_ATTN))
+			tgt_ann_put(&t, "coverage", "no %s model for %s on this target: priced as a memory-bound kernel "
+				    "(bytes at HBM bandwidth, FLOP on the FMA pipe)", ir_ops[fn->n->op].cls == OC_matrix ?
+				    "matrix-unit" : "attention", ir_ops[fn->n->op].name);
 	}
 	pi.tile = t.kv, pi.ntile = t.n;
 	return tgt_devs_emit(&w->devs, w->p, &w->f, i, w->buf, &pi, w->e);
