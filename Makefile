@@ -71,7 +71,8 @@ $(BUILD)/aicc: $(DRV_OBJ) $(BUILD)/libaicc.a $(BUILD)/libaicrt.a
 
 # The kernels' elementwise loops are vectorised (no reassociation: -fno-fast-math stays, so a
 # vectorised loop computes each element exactly as the scalar one does).
-$(BUILD)/runtime/kernels/%.o: CFLAGS_ALL += -ftree-vectorize -fvect-cost-model=dynamic
+$(BUILD)/runtime/kernels/%.o $(BUILD)/runtime/quant.o $(BUILD)/runtime/numerics.o: CFLAGS_ALL += \
+	-ftree-vectorize -fvect-cost-model=dynamic
 $(BUILD)/%.o: %.c | $(GEN_H)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) -c -o $@ $<

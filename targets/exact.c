@@ -19,6 +19,7 @@
  * Reference"), restricted to the values where it matters.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "targets/target.h"
 
@@ -56,4 +57,15 @@ unsigned char *tgt_exact_values(const Flat *f)
 				x[fn->in[k]] = 1;
 	}
 	return x;
+}
+
+unsigned char *tgt_lower_exact(TgtLower *l)
+{
+	unsigned char *x = tgt_exact_values(&l->f), *y = x ? tgt_lower_alloc(l, (size_t)l->f.nvals + 1, 1) : NULL;
+	if (!x)
+		rt_errorf(l->e, RT_ENOMEM, "out of memory lowering the graph");
+	if (y)
+		memcpy(y, x, (size_t)l->f.nvals + 1);
+	free(x);
+	return y;
 }
