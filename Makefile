@@ -5,7 +5,8 @@
 #                   tests, once normally (with Open MPI: the testsuite/mpi runs) and once under
 #                   ASan+UBSan built without MPI (the non-MPI build); ends with "N passed, N failed"
 #   make demo       the main job on the bundled real model (see README)
-#   make validate   GPU targets' predicted kernel times against published measurements
+#   make validate   the cost models against published measurements (tools/validate/cases.json)
+#   make validate-bands  regenerate targets/bands.def, the error bands, from those residuals
 #   make bench      throughput benchmarks, reported as ratios
 #   make fuzz       libFuzzer harnesses (clang); FUZZ_SECONDS=600 to run each that long
 #   make lint       cppcheck over the sources
@@ -64,7 +65,7 @@ UNIT_BIN := $(UNIT_SRC:testsuite/unit/%.c=$(BUILD)/unit/%)
 BENCH_SRC:= $(sort $(wildcard testsuite/bench/bench_*.c))
 BENCH_BIN:= $(BENCH_SRC:testsuite/bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all deps check check-fast validate demo bench benchbins fuzz fuzzbins unit lint install clean FORCE
+.PHONY: all deps check check-fast validate validate-bands demo bench benchbins fuzz fuzzbins unit lint install clean FORCE
 all: deps $(BUILD)/aicc
 
 # Install missing Debian packages once, then re-run make so pkg-config flags are picked up.
@@ -90,6 +91,9 @@ $(BUILD)/mpi.flag: FORCE
 	@echo $(MPI) | cmp -s - $@ || echo $(MPI) > $@
 FORCE:
 
+# The kernels' elementwise loops are vectorised (no reassociation: -fno-fast-math stays, so a
+# vectorised loop computes each element exactly as the scalar one does).
+$(BUILD)/runtime/kernels/%.o: CFLAGS_ALL += -ftree-vectorize -fvect-cost-model=dynamic
 $(BUILD)/%.o: %.c | $(GEN_H)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) -c -o $@ $<
@@ -136,6 +140,10 @@ check-fast: all unit
 # ---- gpu: make validate (GPU targets' predictions against published measurements) ----
 validate: all
 	python3 tools/validate.py $(BUILD)
+# regenerates targets/bands.def (the error bands the compiler prints) from the validation residuals
+validate-bands: all
+	python3 tools/validate.py $(BUILD) --write-bands targets/bands.def
+	$(MAKE) all
 # ---- end gpu ----
 
 demo: deps all

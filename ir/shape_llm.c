@@ -8,6 +8,13 @@
 #include "ir/shape_int.h"
 
 /* ---- Attention ---- */
+/* Whether input j (past_key/past_value) is an FP8 cache of input i (K/V) held wider. */
+static int kv_cache_fmt(const Node *n, int i, int j)
+{
+	const Type *a = sh_in(n, i), *b = sh_in(n, j);
+	return a && b && (b->dt == DT_F8E4M3 || b->dt == DT_F8E5M2) && rt_dtype_isfloat(a->dt) && rt_dtypes[a->dt].bits > 8;
+}
+
 typedef struct Attn {
 	Dim b, qh, kvh, sq, skv, past, total, dh, dv;
 	int rank;                /* 3 or 4 */
@@ -102,7 +109,10 @@ static int attn_past(ShapeCtx *c, Node *n, Attn *a)
 		if (want_dim(c, n, "past_key", *pk, i, want_k[i], roles[i]) < 0 ||
 		    want_dim(c, n, "past_value", *pv, i, want_v[i], roles[i]) < 0)
 			return -1;
-	if (sh_same_dtype(c, n, 1, 4, "K", "past_key") < 0 || sh_same_dtype(c, n, 2, 5, "V", "past_value") < 0)
+	/* the cache is K's and V's dtype, or an FP8 cache (--kv-format fp8): the new rows are rounded
+	 * to it and present_key/present_value keep it (runtime/kernels/attention.c) */
+	if ((!kv_cache_fmt(n, 1, 4) && sh_same_dtype(c, n, 1, 4, "K", "past_key") < 0) ||
+	    (!kv_cache_fmt(n, 2, 5) && sh_same_dtype(c, n, 2, 5, "V", "past_value") < 0))
 		return -1;
 	return dim_add(c->m, a->past, a->skv, &a->total) < 0 ? sh_err(c, n, "overflow") : 0;
 }
@@ -148,8 +158,9 @@ static int attn_outputs(ShapeCtx *c, Node *n, const Attn *a)
 	}
 	Dim pk[4] = { a->b, a->kvh, a->total, a->dh }, pv[4] = { a->b, a->kvh, a->total, a->dv };
 	Dim qk[4] = { a->b, a->qh, a->sq, a->total };
-	if (sh_set(c, n, 0, dt, a->rank, y) < 0 || sh_set(c, n, 1, n->in[1]->type.dt, 4, pk) < 0 ||
-	    sh_set(c, n, 2, n->in[2]->type.dt, 4, pv) < 0)
+	const Type *pkt = sh_in(n, 4), *pvt = sh_in(n, 5);
+	if (sh_set(c, n, 0, dt, a->rank, y) < 0 || sh_set(c, n, 1, pkt ? pkt->dt : n->in[1]->type.dt, 4, pk) < 0 ||
+	    sh_set(c, n, 2, pvt ? pvt->dt : n->in[2]->type.dt, 4, pv) < 0)
 		return -1;
 	return sh_set(c, n, 3, dt, 4, qk);
 }

@@ -118,6 +118,14 @@ static void add_output(Graph *g, Value *v)
 	g->out_decl = d;
 }
 
+/* The element format of a cache of keys or values held in dt: --kv-format's (an FP8 cache for a
+ * wider float), else dt. */
+static DType cache_dtype(const Kv *k, DType dt)
+{
+	DType f = k->c->kv_format;
+	return f > DT_INVALID && f < DT_COUNT && rt_dtype_isfloat(dt) && rt_dtypes[dt].bits > rt_dtypes[f].bits ? f : dt;
+}
+
 /* The past_key (which = 1) or past_value (which = 2) type of Attention n: [B, kvh, P, head]. */
 static int past_type(Kv *k, Node *n, int which, Type *out)
 {
@@ -135,7 +143,7 @@ static int past_type(Kv *k, Node *n, int which, Type *out)
 		return -1;
 	d[0] = q.dims[0];
 	d[2] = k->past;
-	*out = ir_type(k->m, t.dt, 4, d);
+	*out = ir_type(k->m, cache_dtype(k, t.dt), 4, d);
 	return 0;
 }
 
@@ -180,8 +188,22 @@ static void rewrite_attention(Kv *k, Graph *g, Node *n, int s)
 	n->out[0]->name = r->out[0]->name;
 	r->out[0]->name = name;
 	ir_remove_node(g, n);
-	add_output(g, r->out[1]);
-	add_output(g, r->out[2]);
+	Value *pres[2] = { r->out[1], r->out[2] };
+	for (int j = 0; j < 2; j++) {     /* prefill into an FP8 cache: the outputs are rounded to it */
+		Type want = j ? pv : pk;
+		if (k->decode || want.dt == r->in[1 + j]->type.dt)
+			continue;
+		Value *y = r->out[1 + j];
+		const char *pname = y->name;
+		y->name = ir_fresh_name(g, pname);
+		Node *cst = ir_insert_node(g, r->next, OP_Cast, &y, 1, &pname, 1, n->loc);
+		ir_set_attr_str(cst, "to", rt_dtype_name(want.dt));
+		cst->out[0]->type = ir_type(g->m, want.dt, y->type.rank, y->type.dims);
+		cst->annot = r->annot;
+		pres[j] = cst->out[0];
+	}
+	add_output(g, pres[0]);
+	add_output(g, pres[1]);
 	add_tensor(k, g, "key", s, dim_isconst(pk.dims[1]) && dim_isconst(pk.dims[3]) ? token_bytes(pk, pk.dims[1].k * pk.dims[3].k) : 0);
 	add_tensor(k, g, "value", s, dim_isconst(pv.dims[1]) && dim_isconst(pv.dims[3]) ? token_bytes(pv, pv.dims[1].k * pv.dims[3].k) : 0);
 	st = gstate(k, g);

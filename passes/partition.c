@@ -87,7 +87,7 @@ static int64_t value_bytes(const Value *v)
 	return n < 0 || v->type.dt == DT_INVALID ? 0 : rt_dtype_bytes(v->type.dt, n);
 }
 
-static int64_t node_weights(const Node *n);
+static int64_t node_weights(const Part *p, const Node *n);
 
 /* Predicted seconds of one node on the device: the larger of compute and memory time. */
 static double node_time(Part *p, const Node *n)
@@ -111,15 +111,47 @@ static double node_time(Part *p, const Node *n)
 	return fmax(peak > 0 ? fl / peak : 0, by / bw);
 }
 
+static int64_t weight_bytes(const Part *p, const Node *n, int i)
+{
+	return pass_weight_bytes(p->c, n, i);
+}
+
+/* Stored weight bytes graph g reads, each weight once, times mult; calls recursively. */
+static int64_t graph_weights(const Part *p, const Graph *g, int64_t mult, int depth)
+{
+	int64_t w = 0;
+	ir_foreach_node(g, n) {
+		if (n->op == OP_Call && n->callee) {
+			if (depth < 16)
+				w += graph_weights(p, n->callee, mult * (n->repeat > 0 ? n->repeat : 1), depth + 1);
+			continue;
+		}
+		for (int i = 0; i < n->nin; i++) {
+			const Value *v = n->in[i];
+			if (!v || v->kind != V_PARAM || (v->init && v->init->inline_lit))
+				continue;
+			int seen = 0;
+			for (const Node *q = g->first; q != n && !seen; q = q->next)
+				for (int j = 0; j < q->nin && !seen; j++)
+					seen = q->in[j] == v;
+			for (int j = 0; j < i && !seen; j++)
+				seen = n->in[j] == v;
+			if (!seen)
+				w += mult * weight_bytes(p, n, i);
+		}
+	}
+	return w;
+}
+
 /* Weight bytes a node reads (a Call: its callee's, times repeat). */
-static int64_t node_weights(const Node *n)
+static int64_t node_weights(const Part *p, const Node *n)
 {
 	if (n->op == OP_Call && n->callee)
-		return ir_summary(n->callee).parameter_bytes * (n->repeat > 0 ? n->repeat : 1);
+		return graph_weights(p, n->callee, n->repeat > 0 ? n->repeat : 1, 0);
 	int64_t b = 0;
 	for (int i = 0; i < n->nin; i++)
 		if (n->in[i] && n->in[i]->kind == V_PARAM && !(n->in[i]->init && n->in[i]->init->inline_lit))
-			b += value_bytes(n->in[i]);
+			b += weight_bytes(p, n, i);
 	return b;
 }
 
@@ -1034,7 +1066,7 @@ static void layer_weights(Part *p, const Graph *g, int64_t mult, int64_t *w, int
 			for (int j = 0; j < i && !seen; j++)
 				seen = n->in[j] == v;
 			if (!seen)
-				w[d] += mult * value_bytes(v);
+				w[d] += mult * weight_bytes(p, n, i);
 		}
 	}
 }
@@ -1078,12 +1110,12 @@ static int check_memory(Part *p, int ndev)
 			for (int j = 0; j < i && !seen; j++)
 				seen = n->in[j] == v;
 			if (!seen)
-				wb += value_bytes(v);
+				wb += weight_bytes(p, n, i);
 		}
 		if (n->op == OP_Call && p->width > 1 && ndev > 1 && n->callee)
 			layer_weights(p, n->callee, n->repeat > 0 ? n->repeat : 1, w, ndev);
 		else if (n->op == OP_Call)
-			wb += node_weights(n);
+			wb += node_weights(p, n);
 		w[d] += wb;
 		int64_t a = 0;
 		for (int i = 0; i < n->nout; i++) {

@@ -83,6 +83,7 @@ typedef struct PassCtx {
 	 * decode, the number of past tokens in the KV cache (--context) */
 	const char *phase;
 	int64_t context;
+	DType kv_format;            /* --kv-format: the caches' element format (0, DT_INVALID: K's) */
 	/* partition (passes/partition.c) */
 	int tp;                     /* --tp N: tensor-parallel group size (0 or 1: none) */
 	int pp;                     /* --pp N: pipeline stages (0: the fewest that fit memory) */
@@ -183,6 +184,10 @@ extern const char LAYER_FIRST[], LAYER_LAST[];
 int pass_mark_layers(Module *m, PassCtx *c);
 
 /* ---- helpers shared by the passes (passes/util.c) ---- */
+/* Bytes weight input i of node n takes on its device: the stored format's when the target keeps
+ * it encoded (a GPU stores the B operand of an FP8 or MX/NVFP4 matrix product at that format:
+ * targets/precision.h prec_weight_format), else the declared size (0 when not known). */
+int64_t pass_weight_bytes(const PassCtx *c, const Node *n, int i);
 /* The name of n's first output, for messages. */
 const char *pass_node_name(const Node *n);
 /* Whether every element of v is the constant x (inline literal, fill, or folded data). */

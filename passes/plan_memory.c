@@ -326,17 +326,42 @@ static MemPlan *keep_plan(PassCtx *c, Graph *g, Live *l, int64_t arena, int64_t 
 
 /* Weight and constant bytes of g with calls expanded (what the capacity check adds to the
  * activations). */
-static int64_t weight_bytes(Graph *g)
+static int64_t stored_params(const PassCtx *c, Graph *g, int depth);
+static int64_t weight_bytes(const PassCtx *c, Graph *g)
 {
 	Summary s = ir_summary(g);
-	return s.parameter_bytes + s.constant_bytes;
+	int64_t p = c->precision ? stored_params(c, g, 0) : s.parameter_bytes;
+	return p + s.constant_bytes;
+}
+
+/* Bytes of a parameter as stored: its first reader's view of it (pass_weight_bytes). */
+static int64_t param_bytes(const PassCtx *c, const Graph *g, const Value *p)
+{
+	ir_foreach_node(g, n)
+		for (int k = 0; k < n->nin; k++)
+			if (n->in[k] == p)
+				return pass_weight_bytes(c, n, k);
+	return value_bytes(p);
+}
+
+/* The parameter bytes of g as stored, calls expanded. */
+static int64_t stored_params(const PassCtx *c, Graph *g, int depth)
+{
+	int64_t w = 0;
+	for (int i = 0; i < g->nparams; i++)
+		if (!(g->params[i]->init && g->params[i]->init->inline_lit))
+			w += param_bytes(c, g, g->params[i]);
+	ir_foreach_node(g, n)
+		if (n->op == OP_Call && n->callee && depth < 16)
+			w += stored_params(c, n->callee, depth + 1) * (n->repeat > 0 ? n->repeat : 1);
+	return w;
 }
 
 /* The capacity check for the entry graph; 1 (an error reported) when it does not fit. */
 static int check_capacity(PassCtx *c, Graph *g, const MemPlan *p, const char *live)
 {
 	const MemCapacity *cap = &c->capacity;
-	int64_t w = weight_bytes(g);
+	int64_t w = weight_bytes(c, g);
 	if (cap->bytes <= 0 || p->peak + w <= cap->bytes)
 		return 0;
 	char a[32], wb[32], h[32];
@@ -388,7 +413,7 @@ static int on_device(const Node *n, const char *inherited, const char *dev)
  * twice there counts once; a call's nodes inherit its device and count times its repeat; a
  * weight-shard Split -- no @device, reading a parameter -- counts each shard on the device of
  * its readers). */
-static int64_t device_weights(Graph *g, const char *dev, const char *inherited, int depth)
+static int64_t device_weights(const PassCtx *c, Graph *g, const char *dev, const char *inherited, int depth)
 {
 	int64_t w = 0;
 	for (int i = 0; i < g->nparams; i++) {
@@ -401,23 +426,24 @@ static int64_t device_weights(Graph *g, const char *dev, const char *inherited, 
 				if (n->op == OP_Split && !n->annot.device) {
 					for (int o = 0; o < n->nout; o++) {
 						int here = 0;
+						int64_t b = value_bytes(n->out[o]);
 						ir_foreach_node(g, r)
 							for (int j = 0; j < r->nin && !here; j++)
-								here = r->in[j] == n->out[o] && on_device(r, inherited, dev);
-						int64_t b = value_bytes(n->out[o]);
+								if ((here = r->in[j] == n->out[o] && on_device(r, inherited, dev)))
+									b = pass_weight_bytes(c, r, j);
 						if (here && b > 0)
 							w += b;
 					}
 				} else
 					used = on_device(n, inherited, dev);
 			}
-		int64_t b = value_bytes(p);
+		int64_t b = used ? param_bytes(c, g, p) : 0;
 		if (used && b > 0)
 			w += b;
 	}
 	ir_foreach_node(g, n)
 		if (n->op == OP_Call && n->callee && depth < 64)
-			w += device_weights(n->callee, dev, n->annot.device ? n->annot.device : inherited, depth + 1) *
+			w += device_weights(c, n->callee, dev, n->annot.device ? n->annot.device : inherited, depth + 1) *
 			     (n->repeat > 0 ? n->repeat : 1);
 	return w;
 }
@@ -476,7 +502,7 @@ static int64_t place_devices(PassCtx *c, Graph *g, Live *l, int *bufs, int nb, i
 			    (long long)arena, ns, human(live, lb, sizeof lb), l->nnodes ? pass_node_name(l->order[t]) : "-", list);
 		const char *space = NULL;
 		int64_t cap = entry && names[i] ? device_capacity(c, names[i], &space) : 0, w = 0;
-		if (cap > 0 && arena + (w = device_weights(g, names[i], NULL, 0)) > cap) {
+		if (cap > 0 && arena + (w = device_weights(c, g, names[i], NULL, 0)) > cap) {
 			diag_error(l->nnodes ? l->order[t]->loc : g->loc, "activations need %s (%lld bytes) on device '%s' "
 				   "and the weights its nodes read %s (%lld bytes), but its %s holds %s (%lld bytes); live at "
 				   "the peak: %s", human(arena, a, sizeof a), (long long)arena, names[i],

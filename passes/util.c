@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "passes/pass.h"
+#include "runtime/plan.h"
+#include "targets/precision.h"
 
 const char *pass_node_name(const Node *n)
 {
@@ -135,4 +137,29 @@ Graph *pass_clone_graph(Module *m, Graph *src, const char *name, Graph *before)
 		src->params[i]->aux = NULL;
 	pass_move_graph_before(m, g, before);
 	return g;
+}
+
+/* Bytes weight input i of node n takes on the device: its stored format's when the target keeps
+ * it encoded (a GPU stores the B operand of an FP8 or MX/NVFP4 matrix product at that format:
+ * targets/precision.h prec_weight_format), else its declared size. */
+int64_t pass_weight_bytes(const PassCtx *c, const Node *n, int i)
+{
+	const Value *v = n->in[i];
+	int64_t ne = ir_type_numel(v->type);
+	int64_t b = ne < 0 || v->type.dt == DT_INVALID ? 0 : rt_dtype_bytes(v->type.dt, ne);
+	const Precision *pr = c->precision;
+	int gmm = n->op == OP_GroupedMatMul;
+	if (!pr || i != (gmm ? 2 : 1) || n->nin < 2 || (n->op != OP_MatMul && n->op != OP_Gemm && !gmm) || !n->in[0])
+		return b;
+	const Value *a = n->in[0];
+	int fp8 = rt_dtypes[a->type.dt].bits == 8 && rt_dtypes[a->type.dt].kind == K_FLOAT &&
+		  rt_dtypes[v->type.dt].bits == 8 && rt_dtypes[v->type.dt].kind == K_FLOAT;
+	const char *f = prec_weight_format(pr, pr->dev, rt_attr_str(&n->attrs, "precision", NULL), fp8);
+	int64_t dims[IR_MAX_RANK], q = -1;
+	int r = v->type.rank, known = f && r >= 0 && r <= IR_MAX_RANK;
+	for (int k = 0; known && k < r; k++)
+		known = dim_isconst(v->type.dims[k]), dims[k] = v->type.dims[k].k;
+	if (known)
+		q = plan_format_bytes(f, v->type.dt, r, dims);
+	return q >= 0 ? q : b;
 }

@@ -570,6 +570,8 @@ static int execute(Vm *m, const PlanStep *order, int n, const int *last)
 	for (int t = 0; t < n; t++) {
 		const PlanInstr *in = &m->p->streams[order[t].stream].ins[order[t].index];
 		int rc = d ? d->step(d->ctx, t, &order[t], m->val, m->e) : 0;
+		if (m->o->progress)
+			m->o->progress(m->o->progress_ctx, "running the plan", t, n);
 		if (rc == 0)
 			switch (in->kind) {
 			case PI_KERNEL: rc = exec_kernel(m, in); break;
@@ -636,8 +638,73 @@ static int run_values(Vm *m, RtRun *r)
 	return rc;
 }
 
+static int64_t host_size(const PlanBuffer *b)
+{
+	int64_t n = plan_buffer_numel(b);
+	return n < 0 ? INT64_MAX / 4 : n * (rt_dtypes[b->dtype].storage == S_F32 ? 4 : 8);
+}
+
+typedef struct HostEv { int step; int64_t delta; } HostEv;
+static int by_host_step(const void *x, const void *y)
+{
+	const HostEv *a = x, *b = y;
+	if (a->step != b->step)
+		return a->step < b->step ? -1 : 1;
+	return (a->delta > b->delta) - (a->delta < b->delta);   /* releases first */
+}
+
+int64_t rt_host_bytes(const Plan *p, int64_t *consts) { return rt_host_bytes_on(p, NULL, 1, consts); }
+
+int64_t rt_host_bytes_on(const Plan *p, const unsigned char *local, int all_outputs, int64_t *consts)
+{
+	PlanStep *order;
+	int n, *first, *last, nev = 0;
+	RtError e = { 0 };
+	if (plan_linearize(p, &order, &n, &e) < 0)
+		return -1;
+	int rc = plan_liveness(p, order, n, &first, &last, &e);
+	rt_free(order);
+	if (rc < 0)
+		return -1;
+	unsigned char *isconst = rt_calloc((size_t)p->nbuffers + 1, 1);
+	HostEv *ev = rt_malloc(sizeof *ev * (size_t)(2 * p->nbuffers + 1));
+	int64_t c = 0, live = 0, peak = 0, outs = 0;
+#define HERE(b) (!local || local[p->spaces[p->buffers[b].space].device])
+	for (int i = 0; isconst && i < p->nconsts; i++)
+		if ((isconst[p->consts[i].buffer] = 1, HERE(p->consts[i].buffer)))
+			c += host_size(&p->buffers[p->consts[i].buffer]);
+	for (int i = 0; i < p->noutputs; i++)
+		if (all_outputs || HERE(p->outputs[i].buffer))
+			outs += host_size(&p->buffers[p->outputs[i].buffer]);
+	for (int b = 0; ev && isconst && b < p->nbuffers; b++)
+		if (!isconst[b] && first[b] <= last[b] && HERE(b)) {
+			ev[nev++] = (HostEv){ first[b], host_size(&p->buffers[b]) };
+			ev[nev++] = (HostEv){ last[b] + 1, -host_size(&p->buffers[b]) };
+		}
+	if (ev)
+		qsort(ev, (size_t)nev, sizeof *ev, by_host_step);
+	for (int i = 0; i < nev; i++)
+		if ((live += ev[i].delta) > peak)
+			peak = live;
+#undef HERE
+	int ok = ev && isconst;
+	rt_free(ev), rt_free(isconst), rt_free(first), rt_free(last);
+	if (consts)
+		*consts = c;
+	return ok ? c + peak + outs : -1;
+}
+
 RtSession *rt_session_new(const Plan *p, const RtRunOpts *o, RtError *e)
 {
+	int64_t cb = 0, need = o->host_limit > 0 && !o->timing_only ? rt_host_bytes(p, &cb) : 0;
+	if (need > o->host_limit && o->host_limit > 0) {
+		rt_errorf(e, RT_EUSER, "%s: error: the run needs about %.3g GB of host memory (constants %.3g GB, "
+			  "values live at once and outputs %.3g GB, as the interpreter holds them: f32, f64 or i64 per "
+			  "element), but %.3g GB is available (the memory cgroup's limit included); --timing-only "
+			  "prices the plan without its values", p->file ? p->file : "<plan>", (double)need / 1e9,
+			  (double)cb / 1e9, (double)(need - cb) / 1e9, (double)o->host_limit / 1e9);
+		return NULL;
+	}
 	RtSession *s = rt_calloc(1, sizeof *s);
 	if (!s || !(s->consts = rt_calloc((size_t)p->nbuffers + 1, sizeof *s->consts))) {
 		rt_free(s);
@@ -650,6 +717,8 @@ RtSession *rt_session_new(const Plan *p, const RtRunOpts *o, RtError *e)
 	Vm m = { p, o, NULL, e, s };
 	for (int i = 0; i < p->nconsts; i++) {
 		const PlanConst *c = &p->consts[i];
+		if (o->progress)
+			o->progress(o->progress_ctx, "binding weights", i, p->nconsts);
 		if (c->kind == PINIT_UNBOUND || binding(o, p->buffers[c->buffer].name) || !local_buf(p, o, c->buffer))
 			continue;     /* bound by every run that gives it, an error when one does not, or
 				       * another process's */

@@ -74,8 +74,24 @@ typedef struct RtRunOpts {
 	int timing_only;                 /* no values: timing and memory only */
 	int keep_all;                    /* keep every buffer's final value (per-node --check) */
 	const char *base_dir;            /* resolves relative npy/safetensors paths; NULL: cwd */
+	int64_t host_limit;              /* bytes of host memory available (0: unchecked): a run
+	                                  * that needs more (rt_host_bytes) is refused before it
+	                                  * allocates */
+	/* NULL, or called often with what is being done ("binding weights", "running the plan"),
+	 * the units done and their total, for a caller's progress line (the runtime never prints) */
+	void (*progress)(void *ctx, const char *what, int64_t done, int64_t total);
+	void *progress_ctx;
 	const struct RtDistHooks *dist;  /* NULL: this process runs every device (below) */
 } RtRunOpts;
+
+/* Host bytes a run of p holds at its peak, as the interpreter stores values (f32, f64 or i64 per
+ * element, whatever the dtype): every constant, the most non-constant values live at once over
+ * the execution order, and the outputs' copies.  *consts receives the constants' part.  -1 when
+ * the plan cannot be ordered. */
+int64_t rt_host_bytes(const Plan *p, int64_t *consts);
+/* The same for one process of a distributed run: only the buffers on devices with local[d] set
+ * (NULL: all), and every output's copy when all_outputs (the process that collects them). */
+int64_t rt_host_bytes_on(const Plan *p, const unsigned char *local, int all_outputs, int64_t *consts);
 
 typedef struct RtRun {
 	RtTensor *outputs;               /* p->noutputs tensors (not with timing_only); a sharded
@@ -188,6 +204,22 @@ typedef struct RtPhase {
 	double tokens_per_s_user;   /* decode: per user; prefill: 0 */
 } RtPhase;
 int rt_phase_metrics(const Plan *p, double latency_s, RtPhase *out);
+/* The error band of a simulated plan (targets/bands.c annotates every instruction with its
+ * kernel class, t.class, and that class's worst residual over make validate's published cases,
+ * t.band, "none" when no case covers it): rel = the instructions' bands weighted by their
+ * simulated time, over the time that has a band; the least-calibrated class is the one whose
+ * time x band is largest, time without a band counting as a 100% error (least_band < 0: that
+ * class has no published case).  Returns 0, or -1 when the plan carries no bands (the reference target). */
+typedef struct RtBand {
+	double rel;                 /* +-rel of the latency (worst residuals) */
+	double rel_median;          /* the same with the classes' median residuals: the typical error */
+	double covered_s, uncovered_s;
+	char least[32];             /* least-calibrated class */
+	double least_band;          /* its worst residual; -1: uncalibrated */
+	int least_cases;
+	double least_s;             /* its time */
+} RtBand;
+int rt_band(const Plan *p, const RtTiming *t, RtBand *b);
 /* Chrome trace-event JSON: one track per unit and per link.  Returns 0 or -1. */
 int rt_trace_write(const Plan *p, const RtTiming *t, FILE *f);
 

@@ -30,9 +30,58 @@ RtOp plan_op_lookup(const char *name)
 
 int plan_format_known(const char *format)
 {
+	int64_t one = 128;
+	return format && plan_format_bytes(format, DT_BF16, 1, &one) >= 0;
+}
+
+int64_t plan_format_bytes(const char *format, DType dt, int rank, const int64_t *dims)
+{
+	PlanBuffer b = { .dtype = dt, .rank = rank };
+	if (rank < 0 || rank > RT_MAX_RANK || dt <= DT_INVALID || dt >= DT_COUNT)
+		return -1;
+	for (int k = 0; k < rank; k++)
+		b.dims[k] = dims[k];
+	int64_t n = plan_buffer_numel(&b);
+	if (n < 0 || !format)
+		return -1;
 	for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++)
 		if (strcmp(formats[i], format) == 0)
-			return 1;
+			return rt_dtype_bytes(dt, n);
+	if (strncmp(format, "q.", 2) || !rt_dtype_isfloat(dt))
+		return -1;
+	/* q.FMT: the values are stored encoded as FMT (docs/plan-format.md "Buffer formats") */
+	const char *f = format + 2;
+	DType q = rt_dtype_lookup(f);
+	if (q != DT_INVALID && rt_dtypes[q].kind == K_BLOCK)
+		return rt_dtype_bytes(q, n);          /* codes and their block scales (NVFP4: + its f32) */
+	if (strncmp(f, "f8e4m3.", 7))
+		return -1;
+	f += 7;
+	int64_t last = rank > 0 ? dims[rank - 1] : 1, rows = last > 0 ? n / last : 0;
+	if (!strcmp(f, "tensor"))
+		return n + 4;                         /* e4m3 codes and one f32 scale */
+	if (!strcmp(f, "1x128"))
+		return n + 4 * rows * ((last + 127) / 128);
+	if (!strcmp(f, "128x128")) {             /* one f32 scale per 128x128 block of the last two axes */
+		int64_t r2 = rank > 1 ? dims[rank - 2] : 1, mats = r2 > 0 && last > 0 ? n / (r2 * last) : 0;
+		return n + 4 * mats * ((r2 + 127) / 128) * ((last + 127) / 128);
+	}
+	return -1;
+}
+
+int plan_set_buffer_format(Plan *p, int buf, const char *format, RtError *e)
+{
+	PlanBuffer *b = &p->buffers[buf];
+	int64_t size = plan_format_bytes(format, b->dtype, b->rank, b->dims);
+	if (size < 0)
+		return rt_errorf(e, RT_EINTERNAL, "buffer '%s': unknown format '%s' for %s", b->name, format ? format : "",
+				 rt_dtype_name(b->dtype));
+	char *f = rt_strdup(format);
+	if (!f)
+		return rt_errorf(e, RT_ENOMEM, "out of memory");
+	rt_free(b->format);
+	b->format = f;
+	b->size = size;
 	return 0;
 }
 

@@ -215,6 +215,16 @@ extern const char *const plan_init_names[PINIT_COUNT];   /* normal ... safetenso
 extern const char *const plan_instr_names[PI_COUNT];     /* kernel copy collective record wait */
 extern const char *const plan_coll_names[PC_COUNT];      /* allreduce allgather alltoall */
 int plan_format_known(const char *format);               /* 1 for a known buffer layout name */
+/* Bytes a buffer of dtype dt and shape dims occupies on its device in `format`: "row" (dense,
+ * rt_dtype_bytes), or "q.FMT", values stored encoded (the interpreter holds them in dt; every
+ * kernel that reads the buffer encodes them the same way, so the numerics are the stored
+ * codes'): FMT a block dtype (mxfp8, mxfp6, mxfp4, mxint8, nvfp4: codes and scales), or
+ * f8e4m3.tensor (+ one f32 scale), f8e4m3.1x128 (+ one f32 per 128 along the last axis),
+ * f8e4m3.128x128 (+ one f32 per 128x128 block of the last two axes).  -1 when format is
+ * unknown or does not apply to dt (q.* needs a float dtype). */
+int64_t plan_format_bytes(const char *format, DType dt, int rank, const int64_t *dims);
+/* Sets buffer buf's format and recomputes its size; -1 with e set when the format is unknown. */
+int plan_set_buffer_format(Plan *p, int buf, const char *format, RtError *e);
 /* Operator names from ir/ops.def (the plan layer does not depend on the kernels). */
 const char *plan_op_name(RtOp op);
 RtOp plan_op_lookup(const char *name);                   /* RT_OP_COUNT if unknown */

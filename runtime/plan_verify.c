@@ -88,10 +88,17 @@ static int check_buffer(const Plan *p, const PlanBuffer *b, RtError *e)
 	int64_t n = plan_buffer_numel(b);
 	if (n < 0 || n > INT64_MAX / 64)
 		return verr(p, e, b->line, "buffer '%s': element count overflows", b->name);
-	int64_t want = rt_dtype_bytes(b->dtype, n);
-	if (b->size != want)
+	if (!b->format || !plan_format_known(b->format) || plan_format_bytes(b->format, b->dtype, b->rank, b->dims) < 0)
+		return verr(p, e, b->line, "buffer '%s': unknown format '%s'%s", b->name, b->format ? b->format : "",
+			    b->format && plan_format_known(b->format) ? " for its dtype" : "");
+	int64_t want = plan_format_bytes(b->format, b->dtype, b->rank, b->dims);
+	if (b->size != want) {
+		char in_fmt[80] = "";
+		if (strcmp(b->format, "row"))
+			snprintf(in_fmt, sizeof in_fmt, " in format %s", b->format);
 		return verr(p, e, b->line, "buffer '%s': size %" PRId64 " does not match %s x %" PRId64
-			    " elements = %" PRId64 " bytes", b->name, b->size, rt_dtype_name(b->dtype), n, want);
+			    " elements%s = %" PRId64 " bytes", b->name, b->size, rt_dtype_name(b->dtype), n, in_fmt, want);
+	}
 	const PlanSpace *s = &p->spaces[b->space];
 	if (b->offset < 0 || b->offset > s->capacity || b->size > s->capacity - b->offset) {
 		if (b->offset > INT64_MAX - b->size)     /* the end does not fit an int64 */
@@ -101,8 +108,6 @@ static int check_buffer(const Plan *p, const PlanBuffer *b, RtError *e)
 		return verr(p, e, b->line, "buffer '%s': bytes [%" PRId64 ", %" PRId64 ") exceed space '%s' "
 			    "(capacity %" PRId64 ")", b->name, b->offset, b->offset + b->size, s->name, s->capacity);
 	}
-	if (!b->format || !plan_format_known(b->format))
-		return verr(p, e, b->line, "buffer '%s': unknown format '%s'", b->name, b->format ? b->format : "");
 	return 0;
 }
 
@@ -265,8 +270,9 @@ static int check_fp8_scale(const Plan *p, const PlanInstr *in, RtError *e)
 		return 0;
 	if (o->fp8_scale < 0 || o->fp8_scale >= RT_FP8_COUNT)
 		return verr(p, e, in->line, "invalid fp8_scale");
-	if (in->op != RT_OP_MatMul && in->op != RT_OP_Gemm)
-		return verr(p, e, in->line, "fp8_scale on %s: only MatMul and Gemm scale their operands", plan_op_name(in->op));
+	if (in->op != RT_OP_MatMul && in->op != RT_OP_Gemm && in->op != RT_OP_GroupedMatMul)
+		return verr(p, e, in->line, "fp8_scale on %s: only MatMul, Gemm and GroupedMatMul scale their operands",
+			    plan_op_name(in->op));
 	if (o->mma_in != DT_F8E4M3 && o->mma_in != DT_F8E5M2)
 		return verr(p, e, in->line, "fp8_scale=%s needs mma_in f8e4m3 or f8e5m2, not %s",
 			    rt_fp8_scale_name((RtFp8Scale)o->fp8_scale), o->mma_in == DT_INVALID ? "none" : rt_dtype_name(o->mma_in));

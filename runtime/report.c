@@ -8,6 +8,7 @@
 #include <inttypes.h>
 #include <jansson.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -116,6 +117,71 @@ static json_t *phase_json(const RtPhase *ph)
 	return o;
 }
 
+static const char *tile_val(const PlanInstr *in, const char *key)
+{
+	for (int i = 0; i < in->ntile; i++)
+		if (!strcmp(in->tile[i].key, key))
+			return in->tile[i].val;
+	return NULL;
+}
+
+int rt_band(const Plan *p, const RtTiming *t, RtBand *b)
+{
+	enum { MAXC = 8 };
+	typedef struct Cls { const char *name; double s, sb, sm, band; int cases, none; } Cls;
+	Cls cls[MAXC];
+	int nc = 0, any = 0;
+	memset(b, 0, sizeof *b);
+	for (int i = 0; i < t->nspans; i++) {
+		const PlanInstr *in = &p->streams[t->spans[i].stream].ins[t->spans[i].index];
+		const char *band = tile_val(in, "band"), *c = tile_val(in, "class");
+		double d = t->spans[i].end - t->spans[i].start;
+		if (!band || !c || !(d > 0))
+			continue;
+		any = 1;
+		int k = 0;
+		while (k < nc && strcmp(cls[k].name, c))
+			k++;
+		if (k == nc) {
+			if (nc == MAXC)
+				continue;
+			cls[nc++] = (Cls){ c, 0, 0, 0, 0, 0, 0 };
+		}
+		cls[k].s += d;
+		if (!strcmp(band, "none")) {
+			cls[k].none = 1;
+			b->uncovered_s += d;
+			continue;
+		}
+		double v = strtod(band, NULL);
+		const char *n = tile_val(in, "band_cases"), *med = tile_val(in, "band_median");
+		cls[k].sb += d * v;
+		cls[k].sm += d * (med ? strtod(med, NULL) : v);
+		cls[k].band = fmax(cls[k].band, v);
+		cls[k].cases = n ? atoi(n) : 0;
+		b->covered_s += d;
+	}
+	if (!any)
+		return -1;
+	double sb = 0, sm = 0, worst = -1;
+	int least = -1;
+	for (int k = 0; k < nc; k++) {
+		sb += cls[k].sb, sm += cls[k].sm;
+		double score = cls[k].none ? cls[k].s * 1.0 + cls[k].sb : cls[k].sb;   /* uncalibrated: as a 100% error */
+		if (least < 0 || score > worst || (score == worst && cls[k].s > cls[least].s))
+			worst = score, least = k;
+	}
+	b->rel = b->covered_s > 0 ? sb / b->covered_s : 0;
+	b->rel_median = b->covered_s > 0 ? sm / b->covered_s : 0;
+	if (least >= 0) {
+		snprintf(b->least, sizeof b->least, "%s", cls[least].name);
+		b->least_band = cls[least].none ? -1 : cls[least].band;
+		b->least_cases = cls[least].cases;
+		b->least_s = cls[least].s;
+	}
+	return 0;
+}
+
 int rt_report_write(const Plan *p, const RtRun *r, const RtCheck *c, const char *const *outfiles, FILE *f)
 {
 	const RtTiming *t = &r->timing;
@@ -152,6 +218,17 @@ int rt_report_write(const Plan *p, const RtRun *r, const RtCheck *c, const char 
 	RtPhase ph;
 	if (rt_phase_metrics(p, t->latency_s, &ph) == 0)
 		json_object_set_new(o, "phase", phase_json(&ph));
+	RtBand band;
+	if (rt_band(p, t, &band) == 0) {
+		json_t *bj = json_object();
+		json_object_set_new(bj, "rel", num(band.rel));
+		json_object_set_new(bj, "rel_median", num(band.rel_median));
+		json_object_set_new(bj, "least_calibrated", json_string(band.least));
+		json_object_set_new(bj, "least_calibrated_band", band.least_band < 0 ? json_null() : num(band.least_band));
+		json_object_set_new(bj, "least_calibrated_cases", json_integer(band.least_cases));
+		json_object_set_new(bj, "uncalibrated_s", num(band.uncovered_s));
+		json_object_set_new(o, "band", bj);
+	}
 	int rc = json_dumpf(o, f, JSON_PRESERVE_ORDER | JSON_INDENT(2) | JSON_REAL_PRECISION(10));
 	fputc('\n', f);
 	json_decref(o);

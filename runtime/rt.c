@@ -179,7 +179,19 @@ static size_t storage_size(DType d)
 	}
 }
 
+static int tensor_alloc(RtTensor *t, DType d, int rank, const int64_t *dims, int zero, RtError *e);
+
 int rt_tensor_alloc(RtTensor *t, DType d, int rank, const int64_t *dims, RtError *e)
+{
+	return tensor_alloc(t, d, rank, dims, 1, e);
+}
+
+int rt_tensor_alloc_raw(RtTensor *t, DType d, int rank, const int64_t *dims, RtError *e)
+{
+	return tensor_alloc(t, d, rank, dims, 0, e);
+}
+
+static int tensor_alloc(RtTensor *t, DType d, int rank, const int64_t *dims, int zero, RtError *e)
 {
 	if (d <= DT_INVALID || d >= DT_COUNT)
 		return rt_errorf(e, RT_EINTERNAL, "tensor of invalid dtype %d", (int)d);
@@ -201,7 +213,7 @@ int rt_tensor_alloc(RtTensor *t, DType d, int rank, const int64_t *dims, RtError
 	if ((uint64_t)n * es >= (uint64_t)1 << 40)
 		return rt_errorf(e, RT_ENOMEM, "out of memory allocating %lld-element %s tensor (%.3g bytes: one "
 				 "tensor is limited to 1 TiB)", (long long)n, rt_dtype_name(d), (double)n * (double)es);
-	void *data = rt_calloc((size_t)(n ? n : 1), es);
+	void *data = zero ? rt_calloc((size_t)(n ? n : 1), es) : rt_malloc((size_t)(n ? n : 1) * es);
 	if (!data)
 		return rt_errorf(e, RT_ENOMEM, "out of memory allocating %lld-element %s tensor",
 				 (long long)n, rt_dtype_name(d));

@@ -128,6 +128,8 @@ typedef struct RtTensor {
  * when rank > RT_MAX_RANK, a dim is negative, the element count overflows int64, or memory
  * runs out. */
 int rt_tensor_alloc(RtTensor *t, DType d, int rank, const int64_t *dims, RtError *e);
+/* The same without zero-filling, for a caller that writes every element before any read. */
+int rt_tensor_alloc_raw(RtTensor *t, DType d, int rank, const int64_t *dims, RtError *e);
 void rt_tensor_free(RtTensor *t);
 /* Element-wise access through double, whatever the storage (convenience for simple kernels). */
 double rt_get(const RtTensor *t, int64_t i);

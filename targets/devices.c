@@ -566,7 +566,8 @@ static const char *fv_name(const Flat *f, int v) { return f->vals[v].name; }
 static int value_on(TgtDevs *d, Plan *p, const Flat *f, int v, DType dt, int pl, const char *dir, RtError *e)
 {
 	int64_t end;
-	int b = tgt_add_buffer(p, &d->heap[pl], f, v, dt, d->space[pl], &end, e);
+	const char *fmt = d->format ? d->format(d->format_ctx, &f->vals[v]) : NULL;
+	int b = tgt_add_buffer(p, &d->heap[pl], f, v, dt, fmt, d->space[pl], &end, e);
 	if (b < 0)
 		return -1;
 	const PlanSpace *sp = &p->spaces[d->space[pl]];

@@ -96,7 +96,7 @@ void tgt_plan_name(char *d, size_t n, const char *s)
 		snprintf(d, n, "v_");
 }
 
-int tgt_add_buffer(Plan *p, TgtHeap *h, const Flat *f, int v, DType dt, int space, int64_t *end,
+int tgt_add_buffer(Plan *p, TgtHeap *h, const Flat *f, int v, DType dt, const char *format, int space, int64_t *end,
 		   RtError *e)
 {
 	const FlatVal *fv = &f->vals[v];
@@ -111,12 +111,18 @@ int tgt_add_buffer(Plan *p, TgtHeap *h, const Flat *f, int v, DType dt, int spac
 	int64_t n = plan_buffer_numel(&tmp);
 	if (n < 0 || n > INT64_MAX / 64)
 		return rt_errorf(e, RT_EUSER, "value '%s' has too many elements", fv->name);
-	int64_t size = rt_dtype_bytes(dt, n), off = tgt_heap_place(h, size, v);
+	int64_t size = format ? plan_format_bytes(format, dt, fv->rank, fv->dims) : rt_dtype_bytes(dt, n);
+	if (size < 0)
+		return rt_errorf(e, RT_EINTERNAL, "value '%s': unknown buffer format '%s'", fv->name, format);
+	int64_t off = tgt_heap_place(h, size, v);
 	if (off < 0)
 		return rt_errorf(e, RT_ENOMEM, "out of memory placing buffers");
 	if (end)
 		*end = off + size;
-	return plan_add_buffer(p, name, space, off, dt, fv->rank, fv->dims, e);
+	int b = plan_add_buffer(p, name, space, off, dt, fv->rank, fv->dims, e);
+	if (b >= 0 && format && plan_set_buffer_format(p, b, format, e) < 0)
+		return -1;
+	return b;
 }
 
 int tgt_add_io(Plan *p, const Flat *f, const Graph *g, const int *buf, RtError *e)

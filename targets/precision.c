@@ -52,6 +52,30 @@ DType prec_node_format(const char *attr)
 	return w ? w->mma : attr ? rt_dtype_lookup(attr) : DT_INVALID;
 }
 
+const char *prec_weight_format(const Precision *p, const Device *dev, const char *attr, int fp8_operands)
+{
+	DType in = prec_node_format(attr), dflt = p && p->word ? p->word->mma : DT_BF16;
+	PrecScale scale = in == DT_INVALID && dflt == DT_F8E4M3 && p ? p->scale : PREC_SCALE_128X128;
+	if (in == DT_INVALID)
+		in = dflt;
+	else if (dev && !(dev_supports(dev, in) && num_has(&dev->peak[in])))
+		in = DT_BF16;         /* a format the tensor cores lack runs at bf16 */
+	if (!dev || dev->kind != DEV_GPU)
+		return NULL;
+	switch (in) {
+	case DT_MXFP8: return "q.mxfp8";
+	case DT_MXFP6: return "q.mxfp6";
+	case DT_MXFP4: return "q.mxfp4";
+	case DT_NVFP4: return "q.nvfp4";
+	case DT_F8E4M3:
+		if (fp8_operands)
+			return NULL;      /* already an FP8 tensor: stored as it is */
+		return scale == PREC_SCALE_TENSOR ? "q.f8e4m3.tensor" : scale == PREC_SCALE_1X128 ? "q.f8e4m3.1x128"
+		       : "q.f8e4m3.128x128";
+	default: return NULL;
+	}
+}
+
 const char *prec_reference_spec(const char *spec)
 {
 	char s[32];

@@ -72,6 +72,13 @@ const PrecWord *prec_word(const char *name);
 /* The matrix-unit format a node's `precision` attribute names: a word's mma, else the dtype of
  * that name (@precision(f8e4m3)), else DT_INVALID. */
 DType prec_node_format(const char *attr);
+/* The buffer format (runtime/plan.h plan_format_bytes) a GPU stores the weight operand (B) of a
+ * matrix product in: the product's MMA format (its `precision` attribute `attr`, else p's word)
+ * with its scaling ("q.f8e4m3.128x128", "q.f8e4m3.tensor", "q.mxfp8", "q.nvfp4", ...), or NULL
+ * (stored as declared: wide formats, an operand that already is FP8, a format dev's tensor
+ * cores lack, and every non-GPU device).  One rule for the GPU lowering and the partition
+ * pass's memory check. */
+const char *prec_weight_format(const Precision *p, const Device *dev, const char *attr, int fp8_operands);
 /* The device of machine m that target t lowers to (t NULL or kind-less: the first accelerator). */
 const Device *prec_device(const struct Target *t, const Machine *m);
 /* The reference precision a plan compiled with `spec` (NULL: none) is checked against (aicc run

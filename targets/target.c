@@ -52,8 +52,14 @@ static int describe_device(Plan *p, const Device *d, RtError *e)
 		if (d->mems[i].scope == SCOPE_DEVICE && num_has(&d->mems[i].bandwidth) &&
 		    (!main || d->mems[i].capacity.v > main->capacity.v))
 			main = &d->mems[i];
+	/* the matrix unit's 16-bit peak (bf16, else f16: Groq's TSP), else its narrowest format's
+	 * (an FP8-only LPU), never only the vector pipe's when a matrix unit exists */
+	double peak = fmax(num_has(&d->peak[DT_BF16]) ? d->peak[DT_BF16].v : 0, num_has(&d->peak[DT_F16]) ? d->peak[DT_F16].v : 0);
+	for (int k = 0; peak <= 0 && k < DT_COUNT; k++)
+		if (num_has(&d->peak[k]) && d->peak[k].v > peak)
+			peak = d->peak[k].v;
 	PlanDevice pd = { .name = (char *)d->id, .kind = (char *)devkind_name(d->kind),
-			  .peak_flops = fmax(dev_peak(d, DT_BF16), dev_peak(d, DT_F32)), .peak_flops_f64 = dev_peak(d, DT_F64),
+			  .peak_flops = fmax(peak, dev_peak(d, DT_F32)), .peak_flops_f64 = dev_peak(d, DT_F64),
 			  .overhead_s = device_overhead(d, main), .clock_hz = d->clock.v };
 	int dev = plan_add_device(p, &pd, e);
 	if (dev < 0)

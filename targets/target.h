@@ -132,10 +132,11 @@ int64_t tgt_heap_place(TgtHeap *h, int64_t size, int owner);
 void tgt_heap_release(TgtHeap *h, const Flat *f, int node);
 /* s made a valid plan name (no blanks, '=', ',', brackets or quotes) into d (n bytes). */
 void tgt_plan_name(char *d, size_t n, const char *s);
-/* Adds the plan buffer of flat value v, in dtype dt, to memory space `space`, placed first-fit in
- * h; its name is v's made valid (and unique with ".v" when that collided).  Returns the buffer
- * index, or -1 with e set; *end (when not NULL) receives its offset + size in bytes. */
-int tgt_add_buffer(Plan *p, TgtHeap *h, const Flat *f, int v, DType dt, int space, int64_t *end,
+/* Adds the plan buffer of flat value v, in dtype dt and buffer format `format` (NULL: "row";
+ * "q.FMT": stored encoded, sized by plan_format_bytes), to memory space `space`, placed
+ * first-fit in h; its name is v's made valid (and unique with ".v" when that collided).  Returns
+ * the buffer index, or -1 with e set; *end (when not NULL) receives its offset + size in bytes. */
+int tgt_add_buffer(Plan *p, TgtHeap *h, const Flat *f, int v, DType dt, const char *format, int space, int64_t *end,
 		   RtError *e);
 /* Registers f's inputs and outputs (named as g's outputs) with the plan; buf maps flat values
  * to plan buffers.  0, or -1 with e set. */
@@ -197,6 +198,10 @@ typedef struct TgtDevs {
 	int *first_reader;   /* per flat value: first flat node reading it, or -1 */
 	unsigned char *keep; /* per flat value: read on another stream, so kept for the whole plan */
 	int swapv[TGT_MAX_OPERANDS], swapb[TGT_MAX_OPERANDS], nswap;   /* tgt_devs_bufs */
+	/* set by the target before tgt_devs_values, optional: the buffer format of value v (NULL:
+	 * "row"), e.g. a weight every reader of which encodes it to FP8 ("q.f8e4m3.128x128") */
+	const char *(*format)(const void *ctx, const FlatVal *v);
+	const void *format_ctx;
 } TgtDevs;
 typedef struct TgtRep TgtRep;
 
@@ -239,5 +244,25 @@ extern const int tgt_ntargets;
 const Target *tgt_find(const char *name);      /* NULL if unknown */
 /* Registers every target's cost hook with the runtime (the driver calls this once). */
 void tgt_register_costs(void);
+
+/* ---- error bands (targets/bands.c, data targets/bands.def from `make validate-bands`) ---- */
+typedef struct TgtBand {
+	const char *target, *cls;     /* cost model (hopper, blackwell, tpu, lpu) and kernel class */
+	double median, worst;         /* |relative error| of the validation cases of that class */
+	int cases;
+} TgtBand;
+/* The band of `cls` (gemm, attention, memory, collective, end-to-end) on `target`, or NULL when
+ * no published case covers it. */
+const TgtBand *tgt_band(const char *target, const char *cls);
+/* An instruction's kernel class from its t.kind: gemm, attention, memory; copies and
+ * collectives: collective. */
+const char *tgt_kernel_class(const PlanInstr *in);
+/* Annotates every kernel, copy and collective of p with t.class and t.band (worst residual of
+ * its class, "none" when uncalibrated), t.band_median and t.band_cases.  0, or -1 with e set. */
+int tgt_annotate_bands(Plan *p, RtError *e);
+/* Prints one remark per instruction of p the target prices without a model of its own (its
+ * t.coverage, e.g. a matrix op priced as memory-bound) to f (NULL: only counts); returns the
+ * count. */
+int tgt_coverage_remarks(const Plan *p, FILE *f);
 
 #endif

@@ -24,6 +24,11 @@ ocr_model = os.path.join(root, '.cache', 'models', 'ocr-models-1.4.2', 'package'
                          'ch_PP-OCRv4_rec_infer.onnx')   # where tools/fetch-models.sh puts it
 if os.path.exists(ocr_model):
     config.available_features.add('ocr-model')
+# the detector and the direction classifier beside it (same package): ocr-det-model, ocr-cls-model
+for feature, name in (('ocr-det-model', 'ch_PP-OCRv4_det_infer.onnx'),
+                      ('ocr-cls-model', 'ch_ppocr_mobile_v2.0_cls_infer.onnx')):
+    if os.path.exists(os.path.join(os.path.dirname(ocr_model), name)):
+        config.available_features.add(feature)
 # Feature `strace`: tests that count the files a compile opens.
 if shutil.which('strace'):
     config.available_features.add('strace')
@@ -42,3 +47,7 @@ for var in ('ASAN_OPTIONS', 'UBSAN_OPTIONS', 'LSAN_OPTIONS', 'HOME', 'OPENBLAS_C
             'OPENBLAS_NUM_THREADS', 'AICC_ISA', 'GLIBC_TUNABLES'):
     if var in os.environ:
         config.environment[var] = os.environ[var]
+# Feature `asan`: the build under test is the ASan+UBSan one (build-san), whose shadow memory a
+# `ulimit -v` address-space limit cannot hold: tests of memory limits say UNSUPPORTED: asan.
+if 'san' in os.path.basename(os.path.normpath(build)):
+    config.available_features.add('asan')

@@ -7,6 +7,7 @@
 
 #include "runtime/blas.h"
 #include "tools/driver.h"
+#include "tools/progress.h"
 
 typedef struct Command {
 	const char *name;
@@ -26,7 +27,8 @@ static void usage(FILE *f)
 		   "commands:\n");
 	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
 		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
-	fprintf(f, "\n'aicc COMMAND --help' describes each command's options.\n");
+	fprintf(f, "\n'aicc COMMAND --help' describes each command's options.  Every command takes --quiet:\n"
+		   "no progress line on stderr (there is none either when stderr is not a terminal).\n");
 }
 
 /* OpenBLAS chooses its kernels when the library loads; if it chose a core too weak for this CPU
@@ -45,6 +47,15 @@ int main(int argc, char **argv)
 {
 	fix_blas_coretype(argv);
 	drv_install_signals();
+	int n = 1;   /* --quiet, anywhere: no progress line (tools/progress.h) */
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--quiet") == 0)
+			progress_set_quiet(1);
+		else
+			argv[n++] = argv[i];
+	}
+	argv[n] = NULL;
+	argc = n;
 	if (argc < 2) {
 		usage(stderr);
 		return EXIT_USER;

@@ -13,6 +13,7 @@
 #include "tools/driver.h"
 #include "tools/pass_opts.h"
 #include "tools/plan_build.h"
+#include "tools/progress.h"
 #include "tools/emit_viz.h"   /* viz: --emit dot|svg|png */
 
 typedef struct CompileOpts {
@@ -30,12 +31,13 @@ typedef struct CompileOpts {
 	int parse_only;              /* --parse-only: structure checks, no shape inference */
 	PassOpts passes;             /* --passes, -O, --remarks, ... (tools/pass_opts.c) */
 	const char *init_unbound;    /* --init-unbound KIND[:SCALE[:SEED]] */
-	int expand;                  /* viz: --expand draws every repeated layer */
+	PictureOpts pic;             /* viz: --expand, --focus, --layout-time */
 	/* phases: --phase prefill|decode, --batch B, --context S (bound as B and S; decode binds
 	 * S=1 and caches S past tokens) */
 	const char *phase;
 	long long batch, context;
 	char phase_binds[2][48];
+	const char *kv_format;       /* --kv-format bf16|fp8: the KV cache's element format */
 } CompileOpts;
 
 static void compile_help(void)
@@ -47,7 +49,6 @@ static void compile_help(void)
 	printf("usage: aicc compile MODEL(.aig|.onnx) [options]\n"
 	       "  --emit ir|summary|plan|dot|svg|png  what to write (default: summary); pictures\n"
 	       "                        show the plan's placement when --target is given, else the IR\n"
-	       "  --expand              pictures: draw every instance of a repeated layer\n"
 	       "  --target T            target of --emit plan (default: reference; see aicc targets)\n"
 	       "  --machine NAME|FILE   machine description (default: the target's)\n"
 	       "  --set key=value       override a machine field (repeatable)\n"
@@ -70,10 +71,13 @@ static void compile_help(void)
 	       "                        decode step with --context past tokens; binds B and S\n"
 	       "  --batch B             phases: sequences (default 1)\n"
 	       "  --context S           phases: prompt length (prefill) or past tokens (decode)\n"
+	       "  --kv-format F         phases: the KV cache's format: as the keys (default) or fp8\n"
+	       "                        (e4m3: new rows rounded to it, read back as stored)\n"
 	       "  --print-after PASS    print the IR to stderr after PASS (verify, infer-shapes)\n"
 	       "  --print-after-all     print the IR after every pass\n"
 	       "  --parse-only          parse and verify the structure only (no shape inference),\n"
 	       "                        e.g. to reformat a file with --emit ir\n", words);
+	drv_picture_help();   /* viz */
 	pass_opts_help();
 }
 
@@ -111,7 +115,9 @@ static int phase_opts(CompileOpts *o)
 	if (!o->phase) {
 		if (o->batch || o->context)
 			drv_error("--batch and --context go with --phase prefill|decode");
-		return o->batch || o->context ? -1 : 0;
+		else if (o->kv_format)
+			drv_error("--kv-format goes with --phase prefill|decode");
+		return o->batch || o->context || o->kv_format ? -1 : 0;
 	}
 	int decode = strcmp(o->phase, "decode") == 0;
 	if (!decode && strcmp(o->phase, "prefill")) {
@@ -132,6 +138,14 @@ static int phase_opts(CompileOpts *o)
 	o->binds[o->nbinds++] = o->phase_binds[1];
 	o->passes.ctx.phase = o->phase;
 	o->passes.ctx.context = decode ? o->context : 0;
+	if (o->kv_format) {
+		DType kf = !strcmp(o->kv_format, "fp8") || !strcmp(o->kv_format, "f8e4m3") ? DT_F8E4M3 : DT_INVALID;
+		if (kf == DT_INVALID && strcmp(o->kv_format, "bf16") && strcmp(o->kv_format, "auto")) {
+			drv_error("--kv-format '%s': expected fp8 (e4m3), bf16 or auto (the keys' dtype)", o->kv_format);
+			return -1;
+		}
+		o->passes.ctx.kv_format = kf;
+	}
 	return 0;
 }
 
@@ -199,6 +213,11 @@ static int parse_opts(int argc, char **argv, CompileOpts *o)
 			o->sets[o->nsets++] = v;
 			continue;
 		}
+		if ((r = opt_value(argc, argv, &i, "--kv-format", &o->kv_format))) {
+			if (r < 0)
+				return -1;
+			continue;
+		}
 		if ((r = opt_value(argc, argv, &i, "--phase", &o->phase))) {   /* phases */
 			if (r < 0)
 				return -1;
@@ -215,8 +234,9 @@ static int parse_opts(int argc, char **argv, CompileOpts *o)
 			*(strcmp(argv[i - 1], "--batch") == 0 ? &o->batch : &o->context) = n;
 			continue;
 		}
-		if (strcmp(argv[i], "--expand") == 0) {   /* viz */
-			o->expand = 1;
+		if ((r = drv_picture_opt(argc, argv, &i, &o->pic))) {   /* viz */
+			if (r < 0)
+				return -1;
 			continue;
 		}
 		if (strcmp(argv[i], "--parse-only") == 0) {
@@ -309,6 +329,8 @@ static Plan *build(const CompileOpts *o, const Compile *c, Module *m, const DrvB
 	BuildOpts b = { o->model, *binds ? binds : NULL, c->t->name, o->machine, o->sets, o->nsets, o->precision,
 			o->init_unbound, &c->tm, &c->prec };
 	Plan *p = drv_build_plan(m, &b);
+	if (p && o->passes.ctx.remark_mask == ~0u)   /* --remarks=all: where the cost model has no coverage */
+		tgt_coverage_remarks(p, stderr);
 	RtError e = { 0 };
 	if (p && o->phase && plan_set_source_phase(p, o->phase, o->context, &e) < 0) {   /* phases */
 		drv_report(e.msg);
@@ -330,6 +352,9 @@ int cmd_compile(int argc, char **argv)
 			drv_binds_free(&db);
 			return EXIT_USER;
 		}
+	char what[600];   /* viz: a progress line when a step takes more than 2 s */
+	snprintf(what, sizeof what, "reading %s", o.model);
+	progress_begin(what, 0);
 	Module *m = drv_load_model_binds(o.model, &db);
 	if (!m) {
 		drv_binds_free(&db);
@@ -361,8 +386,11 @@ int cmd_compile(int argc, char **argv)
 	o.passes.ctx.print_after = o.print_after;
 	if (!o.parse_only && prepare(&o, &c) < 0)
 		goto out;
+	progress_begin("running the passes", 0);
 	if (!o.parse_only && pass_opts_run(&o.passes, m) > 0)
 		goto out;
+	snprintf(what, sizeof what, "lowering for %s", o.target ? o.target : "reference");
+	progress_begin(what, 0);
 	Plan *plan = NULL;
 	int picture = drv_is_picture(o.emit);   /* viz */
 	if (c.plan && !(plan = build(&o, &c, m, &db)))
@@ -374,6 +402,7 @@ int cmd_compile(int argc, char **argv)
 		plan_free(plan);
 		goto out;
 	}
+	progress_begin("writing the output", 0);
 	OutFile *fp = nw ? f0 : wf;
 	if (out_open(fp, o.output) < 0) {
 		if (nw)
@@ -382,7 +411,7 @@ int cmd_compile(int argc, char **argv)
 		goto out;
 	}
 	if (picture) {   /* viz */
-		if (drv_emit_picture(m, plan, o.emit, o.expand, fp->f) < 0) {
+		if (drv_emit_picture(m, plan, o.emit, &o.pic, fp->f) < 0) {
 			plan_free(plan);
 			out_abort(fp);
 			goto out;
@@ -414,6 +443,7 @@ int cmd_compile(int argc, char **argv)
 	plan_free(plan);
 	rc = out_commit_group(wf, nw ? 2 : 1) < 0 ? EXIT_USER : EXIT_OK;
 out:
+	progress_end();
 	if (rc != EXIT_OK && drv_internal)
 		rc = EXIT_INTERNAL;
 	if (c.tm.m)

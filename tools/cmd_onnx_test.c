@@ -26,6 +26,7 @@
 #include "runtime/interp.h"
 #include "runtime/npy.h"
 #include "tools/driver.h"
+#include "tools/progress.h"
 #include "tools/plan_build.h"
 
 #define RTOL 1e-3
@@ -294,7 +295,7 @@ static int run_case(Case *c, RtRun *r)
 		for (int i = 0; i < c->nin; i++)
 			if (c->bound[i] == g->inputs[k])
 				bind[nb++] = (RtBinding){ c->p->inputs[k].name, &c->in[i].t };
-	RtRunOpts ro = { bind, nb, 0, 0, 0, c->dir, NULL };
+	RtRunOpts ro = { bind, nb, 0, 0, 0, c->dir, 0, NULL, NULL, NULL };
 	RtError e = { 0 };
 	int rc = rt_run(c->p, &ro, r, &e);
 	if (rc < 0)
@@ -421,18 +422,27 @@ int cmd_onnx_test(int argc, char **argv)
 		return EXIT_USER;
 	}
 	drv_register_runtime_hooks();
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--target") == 0 || strcmp(argv[i], "--output-dir") == 0) {
-			i++;
-			continue;
+	int total = 0;   /* viz: a progress line over the folders */
+	for (int pass = 0; pass < 2; pass++)
+		for (int i = 1; i < argc; i++) {
+			if (strcmp(argv[i], "--target") == 0 || strcmp(argv[i], "--output-dir") == 0) {
+				i++;
+				continue;
+			}
+			if (argv[i][0] == '-')
+				continue;
+			if (!pass) {
+				total++;
+				continue;
+			}
+			progress_step(NULL, "onnx-test", passed + failed, total);
+			progress_pause();   /* run_test prints its result on stdout */
+			if (run_test(&o, argv[i]))
+				passed++;
+			else
+				failed++;
 		}
-		if (argv[i][0] == '-')
-			continue;
-		if (run_test(&o, argv[i]))
-			passed++;
-		else
-			failed++;
-	}
+	progress_end();
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed ? EXIT_USER : EXIT_OK;
 }

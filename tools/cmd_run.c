@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <libgen.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -13,10 +14,13 @@
 
 #include "runtime/interp.h"
 #include "runtime/npy.h"
+#include "targets/target.h"
 #include "tools/driver.h"
 #include "tools/plan_build.h"
+#include "tools/progress.h"
 
 #define MAX_INPUTS 256
+#define DEVICE_LINES 8   /* past this many devices the summary is per device kind (viz) */
 
 typedef struct RunOpts {
 	const char *plan, *outdir, *report, *trace;
@@ -24,6 +28,7 @@ typedef struct RunOpts {
 	int ninputs;
 	uint64_t seed;
 	int check, per_node, timing_only;
+	int per_device;          /* --per-device: a compute and a memory line per device (viz) */
 	long repeat;             /* --repeat N: runs of the loaded plan, timed (0: one, untimed) */
 	int mpi;                 /* --mpi: this process is one rank of an MPI job */
 	long ranks_per_node;     /* --ranks-per-node R (0: as the job runs) */
@@ -43,6 +48,8 @@ static void run_help(void)
 	       "  --check                compare against the reference plan of the same graph\n"
 	       "  --per-node             with --check: report the first node out of tolerance\n"
 	       "  --timing-only          simulate time and memory without computing values\n"
+	       "  --per-device           a compute and a memory line for every device (default: per\n"
+	       "                         device kind with the busiest named, past %d devices)\n"
 	       "  --repeat N             load the plan once (weights bound once) and run it N times;\n"
 	       "                         prints the load, first-run and steady-state host times\n"
 	       "  --mpi                  run as one rank of an MPI job: mpirun -np N aicc run PLAN --mpi;\n"
@@ -51,7 +58,7 @@ static void run_help(void)
 	       "                         (default: contiguous equal groups in device order)\n"
 	       "  --ranks-per-node R     with --mpi: the job runs R ranks per node, node-major (checked)\n"
 	       "  --mpi-timeout S        with --mpi: fail a rank that sees no progress from its peers\n"
-	       "                         for S seconds (default 600; 0: wait forever)\n");
+	       "                         for S seconds (default 600; 0: wait forever)\n", DEVICE_LINES);
 }
 
 static int parse_flag(RunOpts *o, const char *a)
@@ -62,6 +69,8 @@ static int parse_flag(RunOpts *o, const char *a)
 		return o->per_node = 1;
 	if (strcmp(a, "--timing-only") == 0)
 		return o->timing_only = 1;
+	if (strcmp(a, "--per-device") == 0)
+		return o->per_device = 1;
 	if (strcmp(a, "--mpi") == 0)
 		return o->mpi = 1;
 	return 0;
@@ -136,6 +145,11 @@ static int parse_opts(int argc, char **argv, RunOpts *o)
 			}
 			continue;
 		}
+		if (strncmp(argv[i], "--set", 5) == 0 && (!argv[i][5] || argv[i][5] == '=')) {
+			drv_error("aicc run takes no --set: a plan's costs are computed from the machine's numbers "
+				  "when it is compiled; give --set to aicc compile and run the new plan");
+			return -1;
+		}
 		if (argv[i][0] == '-' && argv[i][1]) {
 			drv_error("unknown option '%s' (see aicc run --help)", argv[i]);
 			return -1;
@@ -175,6 +189,45 @@ static int plan_bindable(const Plan *p, const char *name, size_t n)
 	return 0;
 }
 
+/* The dtype of the input or parameter named name (len n) (plan_bindable said it exists). */
+static DType plan_bindable_dtype(const Plan *p, const char *name, size_t n)
+{
+	for (int i = 0; i < p->ninputs; i++)
+		if (strlen(p->inputs[i].name) == n && strncmp(p->inputs[i].name, name, n) == 0)
+			return p->buffers[p->inputs[i].buffer].dtype;
+	for (int i = 0; i < p->nconsts; i++) {
+		const PlanBuffer *b = &p->buffers[p->consts[i].buffer];
+		if (strlen(b->name) == n && strncmp(b->name, name, n) == 0)
+			return b->dtype;
+	}
+	return DT_INVALID;
+}
+
+/* --seed: says on stderr which inputs get seeded random data (no --input for them). */
+static void note_seeded(const RunOpts *o, const Plan *p)
+{
+	char list[1024];
+	size_t k = 0;
+	int n = 0;
+	list[0] = 0;
+	for (int i = 0; i < p->ninputs; i++) {
+		const char *name = p->inputs[i].name;
+		int given = 0;
+		for (int j = 0; j < o->ninputs && !given; j++)
+			given = strncmp(o->inputs[j], name, strlen(name)) == 0 && o->inputs[j][strlen(name)] == '=';
+		if (given || !plan_io_first(p->inputs, i))
+			continue;
+		if (k + strlen(name) + 8 < sizeof list)
+			k += (size_t)snprintf(list + k, sizeof list - k, "%s%s", n ? ", " : "", name);
+		else if (k + 5 < sizeof list && !strstr(list, "..."))
+			k += (size_t)snprintf(list + k, sizeof list - k, ", ...");
+		n++;
+	}
+	if (n)
+		fprintf(stderr, "aicc: note: %d input%s given no data get%s seeded random values (--seed %llu): %s\n", n,
+			n == 1 ? "" : "s", n == 1 ? "s" : "", (unsigned long long)o->seed, list);
+}
+
 /* Reads every --input file into tensors; bindings point into ts. */
 static int read_inputs(const RunOpts *o, const Plan *p, RtTensor *ts, RtBinding *b)
 {
@@ -187,6 +240,16 @@ static int read_inputs(const RunOpts *o, const Plan *p, RtTensor *ts, RtBinding 
 		}
 		if (drv_read_tensor(eq + 1, &ts[i]) < 0)
 			return -1;
+		DType want = plan_bindable_dtype(p, o->inputs[i], (size_t)(eq - o->inputs[i]));
+		/* the data's dtype must be the plan's; f32 data may feed a narrower float (rounded to
+		 * its grid, as the reference does), nothing is converted silently otherwise */
+		if (ts[i].dtype != want && !(ts[i].dtype == DT_F32 && rt_dtypes[want].storage == S_F32 &&
+					     rt_dtype_isfloat(want))) {
+			drv_error("--input %s: the data is %s, but the plan's '%.*s' is %s", o->inputs[i],
+				  rt_dtype_name(ts[i].dtype), (int)(eq - o->inputs[i]), o->inputs[i], rt_dtype_name(want));
+			rt_tensor_free(&ts[i]);
+			return -1;
+		}
 		b[i].name = strndup(o->inputs[i], (size_t)(eq - o->inputs[i]));
 		b[i].t = &ts[i];
 	}
@@ -242,10 +305,72 @@ static const char *seconds(double s, char *buf, size_t n)
 	return buf;
 }
 
-static void summary(const Plan *p, const RtRun *r, const RtCheck *c, char **files)
+/* viz: compute and memory per device, or past DEVICE_LINES devices per device kind (a pool's
+ * space per space kind) with the busiest device and the fullest space named. */
+static void devices(const Plan *p, const RtTiming *t, int per_device)
+{
+	char a[64], b[64], d[64], f[64];
+	for (int i = 0; (per_device || p->ndevices <= DEVICE_LINES) && i < p->ndevices; i++) {
+		double ach = t->latency_s > 0 ? t->dev_flops[i] / t->latency_s : 0;
+		printf("compute        %s in %s busy on %s: %s/s achieved, %.2f%% of peak %s/s\n",
+		       si(t->dev_flops[i], "FLOP", a, sizeof a), seconds(t->busy_s[i], d, sizeof d), p->devices[i].name,
+		       si(ach, "FLOP", b, sizeof b), 100 * ach / p->devices[i].peak_flops,
+		       si(p->devices[i].peak_flops, "FLOP", f, sizeof f));
+	}
+	for (int s = 0; (per_device || p->ndevices <= DEVICE_LINES) && s < p->nspaces; s++)
+		printf("memory         %s: %s moved, peak %s of %s\n", p->spaces[s].name, si(t->bytes[s], "B", a, sizeof a),
+		       si((double)t->peak_bytes[s], "B", b, sizeof b), si((double)p->spaces[s].capacity, "B", d, sizeof d));
+	if (per_device || p->ndevices <= DEVICE_LINES)
+		return;
+	for (int k = 0; k < p->ndevices; k++) {   /* one compute line per device kind */
+		int first = 1, n = 0, top = k;
+		for (int j = 0; j < k; j++)
+			first &= strcmp(p->devices[j].kind, p->devices[k].kind) != 0;
+		double flops = 0, busy = 0, peak = 0;
+		for (int j = k; first && j < p->ndevices; j++)
+			if (!strcmp(p->devices[j].kind, p->devices[k].kind)) {
+				n++, flops += t->dev_flops[j], busy += t->busy_s[j], peak += p->devices[j].peak_flops;
+				top = t->busy_s[j] > t->busy_s[top] ? j : top;
+			}
+		if (!first)
+			continue;
+		double ach = t->latency_s > 0 ? flops / t->latency_s : 0, tach = t->latency_s > 0 ? t->dev_flops[top] / t->latency_s : 0;
+		printf("compute        %s on %d %s devices: %s/s achieved, %.2f%% of their peak %s/s; %s busy in all\n",
+		       si(flops, "FLOP", a, sizeof a), n, p->devices[k].kind, si(ach, "FLOP", b, sizeof b), peak > 0 ? 100 * ach / peak : 0,
+		       si(peak, "FLOP", f, sizeof f), seconds(busy, d, sizeof d));
+		printf("busiest        %s: %s in %s busy, %.2f%% of peak\n", p->devices[top].name,
+		       si(t->dev_flops[top], "FLOP", a, sizeof a), seconds(t->busy_s[top], d, sizeof d),
+		       100 * tach / p->devices[top].peak_flops);
+	}
+	for (int s = 0; s < p->nspaces; s++) {   /* one memory line per kind of space ("lpu" "sram") */
+		const char *kind = p->devices[p->spaces[s].device].kind, *suf = strchr(p->spaces[s].name, '.');
+		suf = suf ? suf + 1 : p->spaces[s].name;
+		int first = 1, n = 0, top = s;
+		for (int j = 0; j < s && first; j++) {
+			const char *sj = strchr(p->spaces[j].name, '.');
+			first = strcmp(p->devices[p->spaces[j].device].kind, kind) || strcmp(sj ? sj + 1 : p->spaces[j].name, suf);
+		}
+		double moved = 0;
+		for (int j = s; first && j < p->nspaces; j++) {
+			const char *sj = strchr(p->spaces[j].name, '.');
+			if (strcmp(p->devices[p->spaces[j].device].kind, kind) || strcmp(sj ? sj + 1 : p->spaces[j].name, suf))
+				continue;
+			n++, moved += t->bytes[j];
+			top = (double)t->peak_bytes[j] / (double)p->spaces[j].capacity >
+			      (double)t->peak_bytes[top] / (double)p->spaces[top].capacity ? j : top;
+		}
+		if (first)
+			printf("memory         %s %s (%d spaces): %s moved in all; fullest %s: peak %s of %s\n", kind, suf, n,
+			       si(moved, "B", a, sizeof a), p->spaces[top].name, si((double)t->peak_bytes[top], "B", b, sizeof b),
+			       si((double)p->spaces[top].capacity, "B", d, sizeof d));
+	}
+	printf("devices        %d: one line per kind above; --per-device lists each\n", p->ndevices);
+}
+
+static void summary(const Plan *p, const RtRun *r, const RtCheck *c, char **files, int per_device)
 {
 	const RtTiming *t = &r->timing;
-	char a[64], b[64], d[64], f[64];
+	char a[64];
 	printf("plan %s: target %s, machine %s\n", p->file, p->target, p->machine);
 	printf("latency        %s\n", seconds(t->latency_s, a, sizeof a));
 	RtPhase ph;     /* phases: TTFT of a prefill plan, TPOT of a decode step */
@@ -256,19 +381,34 @@ static void summary(const Plan *p, const RtRun *r, const RtCheck *c, char **file
 	else if (ph.phase && ph.ttft_s > 0)
 		printf("TTFT           %s (prefill, batch %lld, %lld prompt tokens): %.4g prompt tokens/s\n",
 		       seconds(ph.ttft_s, a, sizeof a), (long long)ph.batch, (long long)ph.context, ph.tokens_per_s);
+	RtBand band;     /* the error band of the prediction (targets/bands.def, from make validate) */
+	if (rt_band(p, t, &band) == 0) {
+		char least[160];
+		if (band.least_band < 0)
+			snprintf(least, sizeof least, "%s: no published case covers it (%.0f%% of the busy time)", band.least,
+				 100 * band.least_s / fmax(band.covered_s + band.uncovered_s, 1e-30));
+		else
+			snprintf(least, sizeof least, "%s, +-%.0f%% worst over %d cases", band.least, 100 * band.least_band,
+				 band.least_cases);
+		const TgtBand *e2e = tgt_band(p->target, "end-to-end");
+		char e2es[96] = "";
+		if (e2e)
+			snprintf(e2es, sizeof e2es, "; end-to-end cases on %s: median %.0f%%, worst %.0f%% (%d)", p->target,
+				 100 * e2e->median, 100 * e2e->worst, e2e->cases);
+		if (band.covered_s <= 0)
+			printf("error band     unknown: no published case covers any of its kernel classes (%s)%s\n", least, e2es);
+		else
+			printf("error band     +-%.0f%% typical, +-%.0f%% worst (its kernel classes' residuals in make validate, "
+			       "time-weighted); least calibrated: %s%s\n", 100 * band.rel_median, 100 * band.rel, least, e2es);
+	}
+	int gaps = tgt_coverage_remarks(p, NULL);
+	if (gaps)
+		printf("not modelled   %d instruction%s priced by a generic fallback, not a model of their own (t.coverage; "
+		       "aicc compile --remarks=all lists them)\n", gaps, gaps == 1 ? "" : "s");
 	if (t->nload > 0)   /* weight transforms run once at load, outside the latency above */
 		printf("load           %s once, before the first step (%d kernel%s with phase=load)\n",
 		       seconds(t->load_s, a, sizeof a), t->nload, t->nload == 1 ? "" : "s");
-	for (int i = 0; i < p->ndevices; i++) {
-		double ach = t->latency_s > 0 ? t->dev_flops[i] / t->latency_s : 0;
-		printf("compute        %s in %s busy on %s: %s/s achieved, %.2f%% of peak %s/s\n",
-		       si(t->dev_flops[i], "FLOP", a, sizeof a), seconds(t->busy_s[i], d, sizeof d), p->devices[i].name,
-		       si(ach, "FLOP", b, sizeof b), 100 * ach / p->devices[i].peak_flops,
-		       si(p->devices[i].peak_flops, "FLOP", f, sizeof f));
-	}
-	for (int s = 0; s < p->nspaces; s++)
-		printf("memory         %s: %s moved, peak %s of %s\n", p->spaces[s].name, si(t->bytes[s], "B", a, sizeof a),
-		       si((double)t->peak_bytes[s], "B", b, sizeof b), si((double)p->spaces[s].capacity, "B", d, sizeof d));
+	devices(p, t, per_device);
 	for (int i = 0; r->outputs && i < p->noutputs; i++)
 		if (plan_io_first(p->outputs, i))
 			printf("output         %s %s%s%s\n", p->outputs[i].name, rt_dtype_name(r->outputs[i].dtype),
@@ -333,7 +473,8 @@ static int execute(const RunOpts *o, const Plan *p, RtBinding *bind)
 	RtCheck c = { 0 };
 	RtError e = { 0 };
 	char *dir = strdup(o->plan);
-	RtRunOpts ro = { bind, o->ninputs, o->seed, o->timing_only, 0, dirname(dir), NULL };
+	RtRunOpts ro = { bind, o->ninputs, o->seed, o->timing_only, 0, dirname(dir), drv_host_available(), progress_step,
+			 NULL, NULL };
 	int rc;
 	double *runs = NULL, load = 0;
 	RtLoadStats ls = { 0 };
@@ -362,6 +503,7 @@ static int execute(const RunOpts *o, const Plan *p, RtBinding *bind)
 				assert(!r.outputs[i].data || r.outputs[i].owns);
 		rt_session_free(s);
 	}
+	progress_end();   /* viz: the progress line is gone before anything else is printed */
 	if (rc < 0) {
 		drv_report(e.msg);
 		free(dir);
@@ -377,7 +519,7 @@ static int execute(const RunOpts *o, const Plan *p, RtBinding *bind)
 	if (st == EXIT_OK && o->trace && write_json(o->trace, p, &r, NULL, files, 1) < 0)
 		st = EXIT_USER;
 	if (st == EXIT_OK)
-		summary(p, &r, o->check ? &c : NULL, files);
+		summary(p, &r, o->check ? &c : NULL, files, o->per_device);
 	if (st == EXIT_OK && o->repeat)
 		host_times(&ls, load, runs, o->repeat);
 	if (st == EXIT_OK && o->check && !c.ok)
@@ -665,6 +807,40 @@ static void report_setup(DistMpi *m, const char *err)
 	free(msgs), free(lens);
 }
 
+/* Host memory: rank 0 adds up what the ranks of each host need (rt_host_bytes_on: their own
+ * buffers; rank 0 also every output) against what that host has, and writes the error into
+ * msg when some host has too little. */
+static void host_check(DistMpi *m, const RunOpts *o, const Plan *p, const RtDist *d, char *msg, size_t n)
+{
+	int node, lr, ls;
+	dmpi_node(m, &node, &lr, &ls);
+	int64_t mine[3] = { node, 0, drv_host_available() };
+	if (d && !o->timing_only)
+		mine[1] = rt_host_bytes_on(p, rt_dist_hooks(d)->local, dmpi_rank(m) == 0, NULL);
+	void **got = NULL;
+	size_t *lens = NULL;
+	RtError e = { 0 };
+	if (dmpi_gather(m, mine, sizeof mine, &got, &lens, &e) < 0) {
+		snprintf(msg, n, "%s", e.msg);
+		return;
+	}
+	int nr = dmpi_size(m);
+	for (int r = 0; got && r < nr && !msg[0]; r++) {
+		const int64_t *a = got[r];
+		int64_t need = 0;
+		for (int q = 0; q < nr; q++)
+			need += ((const int64_t *)got[q])[0] == a[0] ? ((const int64_t *)got[q])[1] : 0;
+		if (a[2] > 0 && need > a[2] && ((const int64_t *)got[r])[0] == r)   /* once per node */
+			snprintf(msg, n, "the ranks on the host of rank %d need about %.3g GB of host memory together (as the "
+				 "interpreter holds values: f32, f64 or i64 per element; rank %d alone %.3g GB), but %.3g GB "
+				 "is available; run fewer ranks per host, or --timing-only to price the plan without its values",
+				 r, (double)need / 1e9, r, (double)a[1] / 1e9, (double)a[2] / 1e9);
+	}
+	for (int r = 0; got && r < nr; r++)
+		free(got[r]);
+	free(got), free(lens);
+}
+
 static int run_mpi(const RunOpts *o)
 {
 	RtError e = { 0 };
@@ -706,8 +882,10 @@ static int run_mpi(const RunOpts *o)
 	}
 	nb = 0;
 	internal = e.code == RT_EINTERNAL;
+	char job_err[1400] = "";
+	host_check(m, o, p, d, job_err, sizeof job_err);
 	RtError ae = { 0 };
-	int all = dmpi_agree(m, !err[0], &ae);
+	int all = dmpi_agree(m, !err[0] && !job_err[0], &ae);
 	int st = EXIT_OK;
 	char devs[192] = "";
 	for (int i = 0; d && i < p->ndevices; i++)
@@ -723,6 +901,8 @@ static int run_mpi(const RunOpts *o)
 			drv_report(ae.msg);
 		else
 			report_setup(m, err);
+		if (job_err[0])
+			drv_error("%s", job_err);
 		st = internal ? EXIT_INTERNAL : EXIT_USER;
 		goto out;
 	}
@@ -730,7 +910,7 @@ static int run_mpi(const RunOpts *o)
 	g_dist = d;
 	signal(SIGTERM, on_term), signal(SIGINT, on_term), signal(SIGHUP, on_term);
 	char *dir = strdup(o->plan);
-	RtRunOpts ro = { bind, nb, o->seed, o->timing_only, 0, dirname(dir), rt_dist_hooks(d) };
+	RtRunOpts ro = { bind, nb, o->seed, o->timing_only, 0, dirname(dir), 0, NULL, NULL, rt_dist_hooks(d) };
 	runs = calloc((size_t)n, sizeof *runs), comms = calloc((size_t)n, sizeof *comms);
 	int rc = runs && comms ? 0 : rt_errorf(&e, RT_ENOMEM, "out of memory");
 	if (rc == 0)
@@ -827,7 +1007,7 @@ static int run_mpi(const RunOpts *o)
 			if (st == EXIT_OK && o->trace && write_json_mpi(o->trace, p, &r, NULL, files, 1, ri, nr) < 0)
 				st = EXIT_USER;
 			if (st == EXIT_OK) {
-				summary(p, &r, o->check ? &c : NULL, files);
+				summary(p, &r, o->check ? &c : NULL, files, o->per_device);
 				rank_summary(ri, nr);
 			}
 			if (st == EXIT_OK && o->repeat) {
@@ -882,7 +1062,11 @@ int cmd_run(int argc, char **argv)
 	RtTensor ts[MAX_INPUTS];
 	RtBinding bind[MAX_INPUTS];
 	memset(bind, 0, sizeof bind);
-	int rc = read_inputs(&o, p, ts, bind) < 0 ? EXIT_USER : execute(&o, p, bind);
+	int rc = read_inputs(&o, p, ts, bind) < 0 ? EXIT_USER : EXIT_OK;
+	if (rc == EXIT_OK && !o.timing_only)
+		note_seeded(&o, p);
+	if (rc == EXIT_OK)
+		rc = execute(&o, p, bind);
 	for (int i = 0; i < o.ninputs; i++)
 		if (bind[i].name) {
 			free((char *)bind[i].name);

@@ -3,6 +3,7 @@
 #ifndef AICC_DRIVER_H
 #define AICC_DRIVER_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 #include "runtime/outfile.h"
@@ -26,6 +27,10 @@ int out_open(OutFile *o, const char *path);    /* 0, or -1 with a message on std
 int out_commit(OutFile *o);                     /* flush, close, rename; 0 or -1 */
 int out_commit_group(OutFile *o, int n);        /* the n files in order, all or none; 0 or -1 */
 void out_abort(OutFile *o);                     /* close and remove the temporary */
+/* Bytes of host memory a run may still take: /proc/meminfo's MemAvailable, lowered by the memory
+ * cgroup's limit less its usage (v2 with its ancestors, or v1) and by the address-space limit
+ * (ulimit -v) less what is mapped; 0 when nothing is known (unchecked). */
+int64_t drv_host_available(void);
 /* SIGINT, SIGTERM and SIGHUP remove the temporaries of open outputs, then end the process. */
 void drv_install_signals(void);
 

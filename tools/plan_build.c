@@ -342,6 +342,10 @@ Plan *drv_lower(Module *m, const BuildOpts *o, RtError *e)
 		return NULL;
 	TgtInput in = { m, g, o->loaded ? o->loaded : &mach, o->prec ? o->prec : &prec, o->model, o->binds };
 	Plan *p = t->lower(&in, e);
+	if (p && tgt_annotate_bands(p, e) < 0) {   /* the error band of every prediction */
+		plan_free(p);
+		p = NULL;
+	}
 	if (!o->loaded)
 		tgt_machine_free(&mach);
 	return p;

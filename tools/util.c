@@ -5,10 +5,12 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "tools/driver.h"
+#include "tools/progress.h"
 
 int drv_internal;
 
@@ -16,6 +18,7 @@ void drv_error(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
+	progress_pause();   /* an error is never printed into the progress line */
 	fputs("aicc: error: ", stderr);
 	vfprintf(stderr, fmt, ap);
 	fputc('\n', stderr);
@@ -24,6 +27,7 @@ void drv_error(const char *fmt, ...)
 
 void drv_report(const char *msg)
 {
+	progress_pause();
 	if (msg && strstr(msg, "internal error"))
 		drv_internal = 1;
 	if (msg && strstr(msg, "error: "))     /* already "file:line: error: ..." */
@@ -96,4 +100,72 @@ int out_commit_group(OutFile *o, int n)
 void out_abort(OutFile *o)
 {
 	rt_out_abort(o);
+}
+
+/* A number from the first line of file path (cgroup files: bytes, or "max"); -1 if none. */
+static int64_t read_num(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	long long v = -1;
+	if (f) {
+		if (fscanf(f, "%lld", &v) != 1)
+			v = -1;
+		fclose(f);
+	}
+	return v;
+}
+
+int64_t drv_host_available(void)
+{
+	int64_t avail = -1;
+	FILE *f = fopen("/proc/meminfo", "r");
+	char line[256];
+	while (f && fgets(line, sizeof line, f)) {
+		long long kb;
+		if (sscanf(line, "MemAvailable: %lld kB", &kb) == 1)
+			avail = kb * 1024;
+	}
+	if (f)
+		fclose(f);
+	/* the memory cgroup (v2: this process's cgroup and its ancestors; v1: the memory controller) */
+	char cg[1024] = "";
+	if ((f = fopen("/proc/self/cgroup", "r"))) {
+		while (fgets(line, sizeof line, f))
+			if (strncmp(line, "0::", 3) == 0) {
+				snprintf(cg, sizeof cg, "%s", line + 3);
+				cg[strcspn(cg, "\n")] = 0;
+			}
+		fclose(f);
+	}
+	for (char *end = cg + strlen(cg);;) {
+		char p[1200];
+		snprintf(p, sizeof p, "/sys/fs/cgroup%.*s/memory.max", (int)(end - cg), cg);
+		int64_t max = read_num(p);
+		snprintf(p, sizeof p, "/sys/fs/cgroup%.*s/memory.current", (int)(end - cg), cg);
+		int64_t cur = read_num(p);
+		if (max > 0 && cur >= 0 && (avail < 0 || max - cur < avail))
+			avail = max - cur;
+		if (end == cg)
+			break;
+		while (end > cg && *--end != '/')
+			;
+	}
+	int64_t v1 = read_num("/sys/fs/cgroup/memory/memory.limit_in_bytes"),
+		u1 = read_num("/sys/fs/cgroup/memory/memory.usage_in_bytes");
+	if (v1 > 0 && v1 < ((int64_t)1 << 60) && u1 >= 0 && (avail < 0 || v1 - u1 < avail))
+		avail = v1 - u1;
+	/* the address-space limit (ulimit -v), less what is mapped already */
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+		long long pages = 0;
+		if ((f = fopen("/proc/self/statm", "r"))) {
+			if (fscanf(f, "%lld", &pages) != 1)
+				pages = 0;
+			fclose(f);
+		}
+		int64_t left = (int64_t)rl.rlim_cur - pages * sysconf(_SC_PAGESIZE);
+		if (avail < 0 || left < avail)
+			avail = left;
+	}
+	return avail > 0 ? avail : avail < 0 ? 0 : 1;
 }

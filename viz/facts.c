@@ -91,6 +91,106 @@ void viz_instance_of(const char *name, char *inst, char *callee, size_t n)
 	snprintf(callee, n, "%.*s", (int)(lc < n ? lc : n - 1), name);
 }
 
+const char *viz_op_class(const PlanInstr *in)
+{
+	static const char *const cls[] = { [OC_vector] = "vector", [OC_matrix] = "matrix", [OC_move] = "move" };
+	if (in->kind == PI_COPY || in->kind == PI_COLLECTIVE)
+		return "link";
+	if (in->kind != PI_KERNEL || (int)in->op < 0 || (int)in->op >= (int)OP_COUNT)
+		return "-";
+	_Static_assert((int)RT_OP_COUNT == (int)OP_COUNT, "plan ops and IR ops are both ops.def");
+	return cls[ir_ops[in->op].cls];
+}
+
+double viz_fixed_s(const Plan *p, int stream, const PlanInstr *in, double time_s)
+{
+	char buf[64];
+	const char *f = viz_attr(in, "fixed_us", buf, sizeof buf);
+	double fixed = 0;
+	if (f)
+		fixed = strtod(f, NULL) * 1e-6;
+	else if (in->kind == PI_KERNEL)
+		fixed = p->devices[p->streams[stream].device].overhead_s;
+	else if ((in->kind == PI_COPY || in->kind == PI_COLLECTIVE) && in->link >= 0 && in->link < p->nlinks)
+		fixed = p->links[in->link].latency_s;
+	if (!(fixed > 0))
+		return 0;
+	return time_s >= 0 && fixed > time_s ? time_s : fixed;
+}
+
+void viz_range_str(const char *const *names, int n, const unsigned char *in, char *buf, size_t len)
+{
+	int cnt = 0, first = -1, last = -1, gaps = 0;
+	for (int i = 0; i < n; i++)
+		if (in[i]) {
+			gaps += last >= 0 && i != last + 1;
+			if (first < 0)
+				first = i;
+			last = i, cnt++;
+		}
+	if (cnt <= 1)
+		snprintf(buf, len, "%s", first >= 0 ? names[first] : "");
+	else if (cnt == 2)
+		snprintf(buf, len, "%s, %s", names[first], names[last]);
+	else
+		snprintf(buf, len, "%s%s%s (%d devices)", names[first], gaps ? " ... " : "..", names[last], cnt);
+}
+
+/* Whether s starts a shard marker component: tp/ep/cols/rows/shard and digits, ending at '.',
+ * '@', '/' or the end; its length, else 0. */
+static size_t shard_marker(const char *s)
+{
+	static const char *const words[] = { "tp", "ep", "cols", "rows", "shard" };
+	for (size_t w = 0; w < sizeof words / sizeof *words; w++) {
+		size_t l = strlen(words[w]), d = 0;
+		if (strncmp(s, words[w], l) != 0)
+			continue;
+		while (s[l + d] >= '0' && s[l + d] <= '9')
+			d++;
+		if (d && (!s[l + d] || strchr(".@/", s[l + d])))
+			return l + d;
+	}
+	return 0;
+}
+
+int viz_shard_key(const char *name, char *buf, size_t n)
+{
+	const char *base = strrchr(name, '/');
+	base = base ? base + 1 : name;
+	size_t o = 0;
+	int marked = 0;
+	for (const char *c = name; *c && o + 1 < n;) {
+		size_t m;
+		if (c >= base && *c == '@') {   /* a value's copy on another chip: name@lpu3 */
+			marked = 1;
+			break;
+		}
+		if (c > base && strncmp(c, ".to.", 4) == 0 && c[4] && c[4] != '.') {   /* a Transfer: h.to.gpu3.264 */
+			c += 4 + strcspn(c + 4, ".@/");
+			while (c[0] == '.' && c[1] >= '0' && c[1] <= '9' && strspn(c + 1, "0123456789") == strcspn(c + 1, ".@/"))
+				c += 1 + strspn(c + 1, "0123456789");
+			marked = 1;
+			continue;
+		}
+		if (c > base && *c == '.' && (m = shard_marker(c + 1))) {
+			c += 1 + m;
+			while (c[0] == '.' && c[1] >= '0' && c[1] <= '9') {   /* its fresh-name counter */
+				const char *d = c + 1;
+				while (*d >= '0' && *d <= '9')
+					d++;
+				if (*d && *d != '.' && *d != '@')
+					break;
+				c = d;
+			}
+			marked = 1;
+			continue;
+		}
+		buf[o++] = *c++;
+	}
+	buf[o] = 0;
+	return marked;
+}
+
 const char *viz_bytes_str(double b, char *buf, size_t n)
 {
 	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB" };

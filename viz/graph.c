@@ -13,10 +13,15 @@
  * and small.  Both the graph and the gvc context are freed before returning. */
 #include "viz/viz.h"
 
+#include <errno.h>
 #include <graphviz/cgraph.h>
 #include <graphviz/gvc.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 /* ColorBrewer Set3 and Pastel1 (colorbrewer2.org): fills light enough for black text. */
 static const char *const dev_fill[] = {
@@ -60,30 +65,119 @@ static Agraph_t *sub(Agraph_t *parent, const char *name, const char *label, cons
 	return s;
 }
 
-/* The innermost cluster node v belongs to. */
-static Agraph_t *cluster_of(Agraph_t *root, const VizGraph *g, const VizNode *v)
+/* Per instance cluster: the most shards one of its nodes stands for (cgraph record, not drawn). */
+typedef struct ClusterRec {
+	Agrec_t h;
+	int shards;
+} ClusterRec;
+
+/* The drawing: the graph, and per device the label of its cluster. */
+typedef struct Draw {
+	const VizGraph *g;
+	Agraph_t *root;
+	char **dev_label;
+	int stages;          /* pipeline stages: the most ".stageN" + 1 among the layer graphs */
+} Draw;
+
+/* "gpu0..gpu7 (8 devices)" for the devices marked in in[] (plan order), in buf (n bytes). */
+static void dev_range(const VizGraph *g, const unsigned char *in, char *buf, size_t n)
 {
+	const char **names = calloc((size_t)g->ndevs + 1, sizeof *names);
+	if (!names) {
+		snprintf(buf, n, "?");
+		return;
+	}
+	for (int i = 0; i < g->ndevs; i++)
+		names[i] = g->devs[i].name;
+	viz_range_str(names, g->ndevs, in, buf, n);
+	free(names);
+}
+
+/* The label of each device's cluster: the devices its shown nodes stand for (folded shards and
+ * layers that step over devices), and a pool's chips. */
+static char **device_labels(const VizGraph *g)
+{
+	char **lab = calloc((size_t)g->ndevs + 1, sizeof *lab);
+	unsigned char *in = calloc((size_t)g->ndevs + 1, 1);
+	if (!lab || !in) {
+		free(in);
+		return lab;
+	}
+	char buf[600];
+	for (int d = 0; d < g->ndevs; d++) {
+		memset(in, 0, (size_t)g->ndevs);
+		in[d] = 1;
+		for (int i = 0; i < g->nnodes; i++) {
+			const VizNode *v = &g->nodes[i], *r = &g->nodes[v->rep];
+			if (v->hidden && !r->hidden && r->device == d && v->device >= 0)
+				in[v->device] = 1;
+		}
+		dev_range(g, in, buf, sizeof buf);
+		size_t l = strlen(buf);
+		if (g->devs[d].chips > 1)
+			snprintf(buf + l, sizeof buf - l, ": pool of %d chips", g->devs[d].chips);
+		lab[d] = strdup(buf);
+	}
+	free(in);
+	return lab;
+}
+
+/* The label of a call instance's cluster: "layer#1..80" for a collapsed run, the pipeline stage
+ * of a per-stage layer graph ("layer.stage1"), and the shards its nodes stand for. */
+static void instance_label(const VizNode *v, int shards, int stages, char *buf, size_t n)
+{
+	char base[300];
+	const char *st = strstr(v->callee, ".stage");
+	int stage = -1;
+	if (st && st[6] >= '0' && st[6] <= '9' && !strchr(st + 1, '.'))
+		stage = atoi(st + 6);
+	snprintf(base, sizeof base, "%.*s", stage >= 0 ? (int)(st - v->callee) : (int)strlen(v->callee), v->callee);
+	size_t o;
+	if (v->callee[0] == '~')   /* a repeated block of a flat graph (viz_collapse) */
+		o = (size_t)snprintf(buf, n, "block of %d operators (x%lld)", atoi(v->callee + 1), (long long)v->count);
+	else if (v->count > 1)
+		o = (size_t)snprintf(buf, n, "%s#%lld..%lld (x%lld)", base, (long long)v->first, (long long)v->last,
+				     (long long)v->count);
+	else if (stage >= 0)
+		o = (size_t)snprintf(buf, n, "%s#%lld", base, (long long)v->first);
+	else
+		o = (size_t)snprintf(buf, n, "%s", v->instance);
+	if (stage >= 0 && stages > 1 && o < n)
+		o += (size_t)snprintf(buf + o, n - o, "\\npipeline stage %d", stage);
+	if (shards > 1 && o < n)
+		snprintf(buf + o, n - o, "\\nx%d shards", shards);
+}
+
+/* The innermost cluster node v belongs to. */
+static Agraph_t *cluster_of(Draw *dr, const VizNode *v)
+{
+	const VizGraph *g = dr->g;
 	if (v->device < 0)
-		return root;
-	char name[600], label[600];
+		return dr->root;
+	char name[600], label[700];
 	const VizDevice *d = &g->devs[v->device];
 	int first = v->device, ndev = 0;
 	for (int i = g->ndevs - 1; i >= 0; i--)
 		if (strcmp(g->devs[i].kind, d->kind) == 0)
 			first = i, ndev++;
-	snprintf(name, sizeof name, "cluster_kind_%d", first);
-	snprintf(label, sizeof label, "%s: %d device%s", d->kind, ndev, ndev == 1 ? "" : "s");
-	Agraph_t *c = sub(root, name, label, "rounded");
+	Agraph_t *c = dr->root;
+	if (ndev > 1) {   /* one device of its kind: its own cluster says enough */
+		snprintf(name, sizeof name, "cluster_kind_%d", first);
+		snprintf(label, sizeof label, "%s: %d devices", d->kind, ndev);
+		c = sub(c, name, label, "rounded");
+	}
 	snprintf(name, sizeof name, "cluster_dev_%d", v->device);
-	c = sub(c, name, d->name, "rounded,bold");
+	c = sub(c, name, dr->dev_label && dr->dev_label[v->device] ? dr->dev_label[v->device] : d->name, "rounded,bold");
 	if (*v->instance) {
 		snprintf(name, sizeof name, "cluster_dev_%d_%s", v->device, v->instance);
-		if (v->count > 1)
-			snprintf(label, sizeof label, "%s x %lld", v->callee, (long long)v->count);
-		else
-			snprintf(label, sizeof label, "%s", v->instance);
+		instance_label(v, v->shards, dr->stages, label, sizeof label);
 		c = sub(c, name, label, "rounded,filled");
 		set(c, "fillcolor", "#f7f7f7");
+		ClusterRec *r = agbindrec(c, "aicc", sizeof *r, 0);
+		if (r && v->shards > r->shards) {   /* the label counts the most shards of any member */
+			r->shards = v->shards;
+			set(c, "label", label);
+		}
 	}
 	if (v->group >= 0 && v->fusion) {
 		snprintf(name, sizeof name, "cluster_dev_%d_%s_fuse_%lld", v->device, v->instance, (long long)v->group);
@@ -92,23 +186,50 @@ static Agraph_t *cluster_of(Agraph_t *root, const VizGraph *g, const VizNode *v)
 	return c;
 }
 
-static Agnode_t *draw_node(Agraph_t *root, const VizGraph *g, int i)
+/* "past_key.0..79" for an input or output that stands for a run of them, else its name. */
+static void io_name(const VizNode *v, char *buf, size_t n)
 {
-	const VizNode *v = &g->nodes[i];
-	char name[32], label[1200];
+	if (!v->op_last) {
+		snprintf(buf, n, "%s", v->op);
+		return;
+	}
+	size_t p = 0;
+	while (v->op[p] && v->op[p] == v->op_last[p])
+		p++;
+	while (p > 0 && v->op[p - 1] >= '0' && v->op[p - 1] <= '9')
+		p--;
+	if (strspn(v->op + p, "0123456789") == strlen(v->op + p) && strspn(v->op_last + p, "0123456789") == strlen(v->op_last + p))
+		snprintf(buf, n, "%s..%s", v->op, v->op_last + p);
+	else
+		snprintf(buf, n, "%s .. %s", v->op, v->op_last);
+}
+
+static Agnode_t *draw_node(Draw *dr, int i)
+{
+	const VizNode *v = &dr->g->nodes[i];
+	char name[32], label[1400], io[600], sh[32] = "";
 	snprintf(name, sizeof name, "n%d", i);
-	Agnode_t *n = agnode(cluster_of(root, g, v), name, 1);
+	Agnode_t *n = agnode(cluster_of(dr, v), name, 1);
+	if (v->shards > 1)
+		snprintf(sh, sizeof sh, " x%d", v->shards);
 	if (v->kind == VN_INPUT || v->kind == VN_OUTPUT) {
-		snprintf(label, sizeof label, "%s %s%s%s", v->kind == VN_INPUT ? "input" : "output", v->op,
+		io_name(v, io, sizeof io);
+		snprintf(label, sizeof label, "%s %s%s%s%s", v->kind == VN_INPUT ? "input" : "output", io, sh,
 			 v->shape ? "\\n" : "", v->shape ? v->shape : "");
 		set(n, "shape", "ellipse");
 		set(n, "label", label);
 		return n;
 	}
-	snprintf(label, sizeof label, "%s (%s)%s%s%s%s", v->op, v->precision ? v->precision : "-",
+	snprintf(label, sizeof label, "%s (%s)%s%s%s%s%s", v->op, v->precision ? v->precision : "-", sh,
 		 v->shape ? "\\n" : "", v->shape ? v->shape : "", v->note ? "\\n" : "", v->note ? v->note : "");
 	set(n, "label", label);
 	set(n, "tooltip", v->id);
+	if (v->context) {   /* --focus: a neighbour outside the focus */
+		set(n, "style", "dashed");
+		set(n, "color", "#999999");
+		set(n, "fontcolor", "#777777");
+		return n;
+	}
 	set(n, "style", v->kind == VN_COLLECTIVE ? "filled,bold" : "filled");
 	set(n, "fillcolor", dev_fill[v->device % (int)(sizeof dev_fill / sizeof *dev_fill)]);
 	set(n, "color", border_of(v->precision));
@@ -126,7 +247,10 @@ static void draw_edge(Agraph_t *root, Agnode_t **nodes, const VizEdge *e)
 		viz_bytes_str((double)e->bytes, b, sizeof b);
 	else
 		snprintf(b, sizeof b, "%.60s", e->type ? e->type : "");
-	if (e->link)
+	if (e->link && e->nlinks > 1)
+		snprintf(label, sizeof label, "%.*s x%d\\n%s\\n%s", (int)strcspn(e->link, ".-"), e->link, e->nlinks, b,
+			 viz_time_str(e->time_s, t, sizeof t));
+	else if (e->link)
 		snprintf(label, sizeof label, "%s\\n%s\\n%s", e->link, b, viz_time_str(e->time_s, t, sizeof t));
 	else
 		snprintf(label, sizeof label, "%s", b);
@@ -293,7 +417,10 @@ static Agraph_t *build(const VizGraph *g)
 	set(root, "ranksep", "0.3");
 	set(root, "nodesep", "0.25");
 	set(root, "forcelabels", "true");
-	set(root, "size", "20,11");       /* shrink to a 1920x1080 screen (96 dpi) when larger */
+	/* network simplex (ranking, then x coordinates in rank2) is what takes minutes on big
+	 * graphs: bound its iterations to a few per node; small graphs converge before the limit */
+	set(root, "nslimit", "2");
+	set(root, "nslimit1", "2");
 	agattr(root, AGNODE, "shape", "box");
 	agattr(root, AGNODE, "fontname", "Helvetica");
 	agattr(root, AGNODE, "fontsize", "10");
@@ -307,10 +434,16 @@ static Agraph_t *build(const VizGraph *g)
 		agclose(root);
 		return NULL;
 	}
+	Draw dr = { g, root, device_labels(g), 1 };
+	for (int i = 0; i < g->nnodes; i++) {
+		const char *st = strstr(g->nodes[i].callee, ".stage");
+		if (st && atoi(st + 6) + 1 > dr.stages)
+			dr.stages = atoi(st + 6) + 1;
+	}
 	for (int i = 0; i < g->nnodes; i++) {
 		if (g->nodes[i].hidden)
 			continue;
-		nodes[i] = draw_node(root, g, i);
+		nodes[i] = draw_node(&dr, i);
 		for (size_t k = 0; g->nodes[i].precision && k < sizeof used; k++)
 			if (strncmp(g->nodes[i].precision, prec_color[k].prefix, strlen(prec_color[k].prefix)) == 0) {
 				used[k] = 1;
@@ -321,35 +454,100 @@ static Agraph_t *build(const VizGraph *g)
 		if (nodes[g->edges[i].src] && nodes[g->edges[i].dst])
 			draw_edge(root, nodes, &g->edges[i]);
 	caption(root, g, used);
+	for (int d = 0; dr.dev_label && d < g->ndevs; d++)
+		free(dr.dev_label[d]);
+	free(dr.dev_label);
 	free(nodes);
 	return root;
 }
 
-int viz_write(const VizGraph *g, VizFormat fmt, FILE *f)
+/* Lays out root with dot and renders it into f; 0, or -1. */
+static int render(GVC_t *gvc, Agraph_t *root, VizFormat fmt, FILE *f)
+{
+	char *data = NULL;
+	unsigned int len = 0;
+	int laid = gvLayout(gvc, root, "dot") == 0, rc = laid ? 0 : -1;
+	if (rc == 0 && gvRenderData(gvc, root, fmt == VIZ_SVG ? "svg" : "png", &data, &len) != 0)
+		rc = -1;
+	if (rc == 0 && fwrite(data, 1, len, f) != len)
+		rc = -1;
+	if (data)
+		gvFreeRenderData(data);
+	if (laid)
+		gvFreeLayout(gvc, root);
+	return rc;
+}
+
+static double mono(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* render() in a child process, so that a layout past the budget can be stopped (Graphviz has
+ * no way to interrupt gvLayout); the child writes f's file.  0, -1, or -2 past the budget. */
+static int render_limited(GVC_t *gvc, Agraph_t *root, VizFormat fmt, FILE *f, const VizLayout *lay)
+{
+	fflush(f);
+	fflush(stderr);
+	pid_t pid = fork();
+	if (pid < 0)
+		return render(gvc, root, fmt, f);   /* no process to spare: lay out here, unlimited */
+	if (pid == 0) {
+		int rc = render(gvc, root, fmt, f);
+		rc |= fflush(f) != 0;
+		_exit(rc ? 1 : 0);
+	}
+	double start = mono();
+	int status = 0;
+	for (;;) {
+		pid_t r = waitpid(pid, &status, WNOHANG);
+		if (r == pid)
+			break;
+		if (r < 0 && errno != EINTR)
+			return -1;
+		double t = mono() - start;
+		if (lay->budget_s > 0 && t > lay->budget_s) {
+			kill(pid, SIGKILL);
+			while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+				;
+			return -2;
+		}
+		if (lay->tick)
+			lay->tick(lay->ctx, lay->what ? lay->what : "laying out the picture", (int64_t)t, 0);
+		struct timespec nap = { 0, 20 * 1000 * 1000 };
+		nanosleep(&nap, NULL);
+	}
+	if (WIFSIGNALED(status)) {
+		fprintf(stderr, "aicc: error: the layout process was killed by signal %d%s\n", WTERMSIG(status),
+			WTERMSIG(status) == SIGKILL ? " (out of memory?)" : "");
+		return -3;
+	}
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+}
+
+int viz_write(const VizGraph *g, VizFormat fmt, FILE *f, const VizLayout *lay)
 {
 	GVC_t *gvc = fmt == VIZ_DOT ? NULL : gvContext();
 	Agraph_t *root = build(g);
 	int rc = root ? 0 : -1;
 	if (rc == 0 && fmt == VIZ_DOT)
 		rc = agwrite(root, f) == EOF ? -1 : 0;
-	else if (rc == 0) {
-		char *data = NULL;
-		unsigned int len = 0;
-		rc = gvc && gvLayout(gvc, root, "dot") == 0 ? 0 : -1;
-		if (rc == 0 && gvRenderData(gvc, root, fmt == VIZ_SVG ? "svg" : "png", &data, &len) != 0)
-			rc = -1;
-		if (rc == 0 && fwrite(data, 1, len, f) != len)
-			rc = -1;
-		if (data)
-			gvFreeRenderData(data);
-		if (gvc)
-			gvFreeLayout(gvc, root);
-	}
-	if (rc < 0)
+	else if (rc == 0 && !gvc)
+		rc = -1;
+	else if (rc == 0)
+		rc = lay && (lay->budget_s > 0 || lay->tick) ? render_limited(gvc, root, fmt, f, lay) : render(gvc, root, fmt, f);
+	if (rc == -2) {
+		int nn, ne;
+		viz_shown(g, &nn, &ne);
+		fprintf(stderr, "aicc: error: laying out the picture (%d nodes, %d edges) took longer than %g s\n", nn, ne,
+			lay->budget_s);
+	} else if (rc == -1)
 		fprintf(stderr, "aicc: error: graphviz could not %s the picture\n", fmt == VIZ_DOT ? "write" : "lay out or render");
 	if (root)
 		agclose(root);
 	if (gvc)
 		gvFreeContext(gvc);
-	return rc;
+	return rc == -2 ? -2 : rc < 0 ? -1 : 0;
 }

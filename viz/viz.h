@@ -41,8 +41,12 @@ typedef struct VizNode {
 	int64_t group;       /* fusion group within its instance, or -1 */
 	char *fusion;        /* the group's kind (from its anchor), or NULL */
 	int64_t count;       /* after viz_collapse: instances this node stands for (1: itself) */
-	int hidden;          /* folded into another instance by viz_collapse */
+	int shards;          /* after viz_collapse: devices of one instance it stands for (1: itself) */
+	int64_t first, last; /* after viz_collapse: the instance numbers it stands for ("layer#1..80") */
+	char *op_last;       /* after viz_collapse, inputs and outputs: the last name folded in, or NULL */
+	int hidden;          /* folded into another node by viz_collapse, or outside --focus */
 	int rep;             /* after viz_collapse: the node drawn in its place (itself if shown) */
+	int context;         /* --focus: drawn only as the neighbour of a node in focus */
 } VizNode;
 
 typedef struct VizEdge {
@@ -52,10 +56,12 @@ typedef struct VizEdge {
 	char *link;          /* transfer: the link's name, else NULL */
 	double time_s;       /* transfer: predicted seconds, or -1 */
 	int bold;            /* transfer or collective edge */
+	int nlinks;          /* after viz_collapse: transfers folded into this edge (link: the first) */
 } VizEdge;
 
 typedef struct VizDevice {
 	char *name, *kind;
+	int chips;           /* a pool: the chips it stands for (the kernels' `pool_size`), else 1 */
 } VizDevice;
 
 typedef struct VizGraph {
@@ -74,15 +80,42 @@ int viz_from_ir(const Module *m, VizGraph *g, int max_nodes);
 /* The picture of plan p: a node per kernel and collective on its stream's device, bold edges for
  * transfers.  t (may be NULL) gives predicted times (rt_simulate). */
 int viz_from_plan(const Plan *p, const RtTiming *t, VizGraph *g);
-/* Folds each run of consecutive instances of one callee with equal members (operator, device,
- * precision in order) into its first instance, marked with the run's length. */
+/* Draws repetition once (viz/model.c): inputs and outputs only one call instance reads or
+ * writes join it (viz_attach_io); the copies of a node on several devices whose names differ
+ * only in a shard marker (viz_shard_key) fold into the first, counting `shards`; a flat graph's
+ * tandem-repeated blocks of operators become instances "~P#k"; each run of consecutive
+ * instances of one callee with alike members (operator, precision, shards; the same devices, or
+ * each instance on devices of its own) and alike inputs and outputs folds into its first
+ * instance, counting `count` with the instance numbers `first`..`last`. */
 void viz_collapse(VizGraph *g);
+/* Inputs and outputs that only one call instance reads or writes are drawn inside it, on the
+ * device of their first reader or their writer (part of viz_collapse; alone for --expand). */
+void viz_attach_io(VizGraph *g);
+
+/* Keeps the nodes that spec names (comma-separated: a call instance "layer#3", also matching
+ * "layer.stage0#3"; a callee "layer" or "layer.stage1"; a device "gpu3"; "top" for the top
+ * level) and their inputs and outputs; their other neighbours stay as dashed context nodes;
+ * everything else is hidden.  Returns 0, or -1 with a message on stderr when a name matches
+ * nothing.  Call before viz_collapse. */
+int viz_focus(VizGraph *g, const char *spec);
+/* The nodes and edges that will be drawn. */
+void viz_shown(const VizGraph *g, int *nodes, int *edges);
 
 /* ---- drawing (viz/graph.c) ---- */
 typedef enum VizFormat { VIZ_DOT, VIZ_SVG, VIZ_PNG } VizFormat;
+/* Limits of a layout: budget_s wall seconds (0: none) for dot's layout and the rendering, which
+ * then run in a child process that is killed past the budget; tick(ctx, what, seconds, 0) is
+ * called about every 20 ms while it runs (NULL: none), what naming the work. */
+typedef struct VizLayout {
+	double budget_s;
+	void (*tick)(void *ctx, const char *what, int64_t done, int64_t total);
+	void *ctx;
+	const char *what;
+} VizLayout;
 /* Writes g to f as DOT text (no layout, deterministic), or laid out by dot and rendered as SVG or
- * PNG.  Returns 0, or -1 with a message on stderr. */
-int viz_write(const VizGraph *g, VizFormat fmt, FILE *f);
+ * PNG within lay's limits (lay may be NULL).  Returns 0; -1 with a message on stderr; -2 with a
+ * message when the layout ran past the budget (nothing useful was written to f). */
+int viz_write(const VizGraph *g, VizFormat fmt, FILE *f, const VizLayout *lay);
 
 /* ---- facts about plan instructions (viz/facts.c) ---- */
 /* Attribute `name` of instruction in as text: a.NAME (operator attributes, where passes record
@@ -96,8 +129,25 @@ const char *viz_precision(const Plan *p, const PlanInstr *in, char *buf, size_t 
  * the largest term of the roofline (compute, memory, overhead); "link" for transfers and
  * collectives.  *from_target tells which. */
 const char *viz_bound(const Plan *p, int stream, const PlanInstr *in, int *from_target);
+/* The class of what an instruction does: ops.def's `class` of a kernel's operator ("matrix":
+ * tensor cores, MXU, MXM; "vector": CUDA cores, VPU, VXM; "move": data movement only), "link"
+ * for copies and collectives, "-" for the rest. */
+const char *viz_op_class(const PlanInstr *in);
+/* The fixed part of an instruction's time_s seconds (launch, pipeline fill, link latency): the
+ * target's `fixed_us` when recorded, else the device's overhead_s for a kernel and the link's
+ * latency for a copy or collective; at most time_s when that is known (>= 0). */
+double viz_fixed_s(const Plan *p, int stream, const PlanInstr *in, double time_s);
+/* "gpu0..gpu7 (8 devices)", "gpu0, gpu3", "lpu19 ... lpu721 (79 devices)" (with gaps) for the
+ * items i < n marked in in[], named names[i], in buf (len bytes). */
+void viz_range_str(const char *const *names, int n, const unsigned char *in, char *buf, size_t len);
 /* The display name of an instruction: its node, else "<kind>#<stream>.<index>". */
 const char *viz_instr_name(const Plan *p, int stream, int index, char *buf, size_t n);
+/* The logical name of a shard: name without the shard markers the partition pass and the
+ * targets add to each device's copy of a node (".tp3.157", ".ep2.40", ".cols1", ".rows0",
+ * ".shard5.88" with their fresh-name counters, a Transfer's ".to.gpu3.264", and an "@lpu3"
+ * suffix), in buf (n bytes).
+ * Returns 1 when a marker was removed, 0 when name is not a shard (buf = name). */
+int viz_shard_key(const char *name, char *buf, size_t n);
 /* The call instance of a flat name ("layer#3/h" -> "layer#3", n bytes) and the callee ("layer"). */
 void viz_instance_of(const char *name, char *inst, char *callee, size_t n);
 /* Bytes as "1.50 MiB"; seconds as "12.3 us". */

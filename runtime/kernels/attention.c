@@ -81,6 +81,16 @@ static double *heads4(const RtTensor *x, int in3d, int64_t heads, RtError *e)
 	return y;
 }
 
+/* Rounds the n values of cur (the new rows of K or V) to the cache's format when the cache
+ * `past` is held narrower than `in` (an FP8 KV cache), as kn_finish stores them. */
+static void round_rows(const RtTensor *past, const RtTensor *in, double *cur, int64_t n)
+{
+	if (!past || !cur || past->dtype == in->dtype || rt_dtypes[past->dtype].bits >= rt_dtypes[in->dtype].bits)
+		return;
+	for (int64_t i = 0; i < n; i++)
+		cur[i] = rt_round(past->dtype, (float)cur[i], 0);
+}
+
 /* present := concat(past, cur) along the sequence axis: (B, h, P+S, d). */
 static double *concat_kv(const RtTensor *past, const double *cur, const Att *t, int64_t d, RtError *e)
 {
@@ -202,6 +212,12 @@ int rk_Attention(const RtKernelArgs *a, RtError *e)
 	w.q = heads4(a->in[0], t.in3d, t.qh, e);
 	w.k = w.q ? heads4(a->in[1], t.in3d, t.kvh, e) : NULL;
 	w.v = w.k ? heads4(a->in[2], t.in3d, t.kvh, e) : NULL;
+	/* an FP8 cache (past_key/past_value narrower than K/V, --kv-format fp8): the new rows are
+	 * stored rounded to it, and attention reads them from the cache as stored */
+	if (w.v) {
+		round_rows(kn_in(a, 4), a->in[1], w.k, t.B * t.kvh * t.Skv * t.hs);
+		round_rows(kn_in(a, 5), a->in[2], w.v, t.B * t.kvh * t.Skv * t.vhs);
+	}
 	w.pk = w.v ? concat_kv(kn_in(a, 4), w.k, &t, t.hs, e) : NULL;
 	w.pv = w.pk ? concat_kv(kn_in(a, 5), w.v, &t, t.vhs, e) : NULL;
 	w.y = w.pv ? kn_alloc(t.B * t.qh * t.Sq * t.vhs, e) : NULL;
@@ -234,14 +250,15 @@ int rk_Attention(const RtKernelArgs *a, RtError *e)
 	KN_TRY(kn_store(&a->out[0], w.y, a->opts, e));
 	if (a->nout > 1) {   /* present_key: unscaled K */
 		double *pk = concat_kv(kn_in(a, 4), w.k, &t, t.hs, e);
-		if (!pk || kn_out(a, 1, dt, 4, kd, e) < 0 || kn_store(&a->out[1], pk, a->opts, e) < 0) {
+		DType kdt = kn_in(a, 4) ? kn_in(a, 4)->dtype : dt;
+		if (!pk || kn_out(a, 1, kdt, 4, kd, e) < 0 || kn_store(&a->out[1], pk, a->opts, e) < 0) {
 			rt_free(pk);
 			goto fail;
 		}
 		rt_free(pk);
 	}
 	if (a->nout > 2)
-		KN_TRY(kn_out(a, 2, dt, 4, vd, e) < 0 ? -1 : kn_store(&a->out[2], w.pv, a->opts, e));
+		KN_TRY(kn_out(a, 2, kn_in(a, 5) ? kn_in(a, 5)->dtype : dt, 4, vd, e) < 0 ? -1 : kn_store(&a->out[2], w.pv, a->opts, e));
 	if (a->nout > 3)
 		KN_TRY(kn_out(a, 3, dt, 4, qd, e) < 0 ? -1 : kn_store(&a->out[3], w.qk, a->opts, e));
 	att_free(&w);

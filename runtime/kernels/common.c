@@ -6,6 +6,8 @@
  */
 #include "runtime/kernels/kernels_impl.h"
 
+int kn_generic_only;
+
 double *kn_alloc(int64_t n, RtError *e)
 {
 	if (n < 0 || (uint64_t)n > SIZE_MAX / sizeof(double)) {
@@ -24,6 +26,14 @@ int kn_out(const RtKernelArgs *a, int i, DType def, int rank, const int64_t *dim
 		return 0;   /* optional output not requested */
 	DType d = a->out[i].dtype != DT_INVALID ? a->out[i].dtype : def;
 	return rt_tensor_alloc(&a->out[i], d, rank, dims, e);
+}
+
+int kn_out_raw(const RtKernelArgs *a, int i, DType def, int rank, const int64_t *dims, RtError *e)
+{
+	if (i >= a->nout)
+		return 0;
+	DType d = a->out[i].dtype != DT_INVALID ? a->out[i].dtype : def;
+	return rt_tensor_alloc_raw(&a->out[i], d, rank, dims, e);
 }
 
 int kn_out_like(const RtKernelArgs *a, int i, DType def, const RtTensor *t, RtError *e)
@@ -233,6 +243,48 @@ void kn_iter_next(KnIter *it)
 		for (int j = 0; j < it->nt; j++)
 			it->off[j] -= it->str[j][k] * it->dims[k];
 		it->idx[k] = 0;
+	}
+}
+
+void kn_rows_init(KnRows *r, int rank, const int64_t *dims, const RtTensor *const *ts, int nt)
+{
+	int64_t str[4][RT_MAX_RANK], md[RT_MAX_RANK], ms[4][RT_MAX_RANK];
+	int n = 0;
+	for (int j = 0; j < nt; j++)
+		if (ts[j])
+			kn_bstrides(ts[j], rank, dims, str[j]);
+		else
+			memset(str[j], 0, sizeof str[j]);
+	for (int k = 0; k < rank; k++) {
+		if (dims[k] == 1)
+			continue;   /* a unit axis moves nothing */
+		int merge = n > 0;
+		for (int j = 0; merge && j < nt; j++)
+			merge = ms[j][n - 1] == str[j][k] * dims[k];
+		if (merge) {
+			md[n - 1] *= dims[k];
+			for (int j = 0; j < nt; j++)
+				ms[j][n - 1] = str[j][k];
+			continue;
+		}
+		md[n] = dims[k];
+		for (int j = 0; j < nt; j++)
+			ms[j][n] = str[j][k];
+		n++;
+	}
+	memset(r, 0, sizeof *r);
+	r->inner = n ? md[n - 1] : 1;
+	for (int j = 0; j < nt; j++)
+		r->istr[j] = n ? ms[j][n - 1] : 0;
+	r->nrows = kn_numel(rank, dims) / (r->inner ? r->inner : 1);
+	if (kn_numel(rank, dims) == 0)
+		r->nrows = 0;
+	r->it.rank = n ? n - 1 : 0;
+	r->it.nt = nt;
+	for (int k = 0; k + 1 < n; k++) {
+		r->it.dims[k] = md[k];
+		for (int j = 0; j < nt; j++)
+			r->it.str[j][k] = ms[j][k];
 	}
 }
 

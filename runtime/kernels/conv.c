@@ -4,8 +4,11 @@
  * Window geometry is shared: kernel_shape, strides, dilations, explicit pads (begins then
  * ends) or auto_pad SAME_UPPER/SAME_LOWER/VALID, and ceil_mode for pools (a last window that
  * would start in the end padding is dropped, as the ONNX reference and PyTorch do).  Conv is
- * im2col followed by one matrix product per image and group (kn_gemm: one fma chain per output, f32 or f64
- * accumulation, mma_in operand rounding).  AveragePool divides by the valid elements, or with
+ * im2col followed by one matrix product per image and group (one fma chain per output in k =
+ * (channel, tap) order, runtime/kernels/gemm.c; f32 or f64 accumulation, mma_in operand rounding).
+ * On f32 storage it stays in f32: a 2-D im2col (row copies), none for a pointwise window, and a
+ * direct depthwise kernel running each output's taps in the same order (so the same bits);
+ * pools and GlobalAveragePool have f32 paths too.  AveragePool divides by the valid elements, or with
  * count_include_pad by those inside the padded extent.  MaxPool's optional Indices are flat
  * row-major offsets into X.
  * Specs: https://onnx.ai/onnx/operators/onnx__Conv.html, onnx__AveragePool.html,
@@ -84,24 +87,143 @@ static int odo(int64_t *idx, const int64_t *dims, int n)
 }
 
 /* ---- Conv ---- */
-/* cols[(c*K + kk), o] := x[c at window kk of output position o] (0 in the padding). */
-static void im2col(const double *x, int64_t C, const Win *w, double *cols)
+/* cols[(c*K + kk), o] := x[c at window kk of output position o] (0 in the padding), for T
+ * double (the general path) and float (the f32 path). */
+#define IM2COL(name, T)                                                                          \
+	static void name(const T *x, int64_t C, const Win *w, T *cols)                           \
+	{                                                                                        \
+		int64_t kn = prod(w->k, w->ns), on = prod(w->out, w->ns), isz = prod(w->in, w->ns); \
+		for (int64_t c = 0; c < C; c++) {                                                \
+			int64_t kk[SPMAX] = { 0 };                                               \
+			for (int64_t kq = 0; kq < kn; kq++, odo(kk, w->k, w->ns)) {              \
+				int64_t oo[SPMAX] = { 0 };                                       \
+				for (int64_t o = 0; o < on; o++, odo(oo, w->out, w->ns)) {       \
+					int64_t off = 0;                                         \
+					for (int i = 0; i < w->ns && off >= 0; i++) {            \
+						int64_t p = oo[i] * w->s[i] - w->pb[i] + kk[i] * w->d[i]; \
+						off = p < 0 || p >= w->in[i] ? -1 : off * w->in[i] + p; \
+					}                                                        \
+					cols[(c * kn + kq) * on + o] = off < 0 ? 0 : x[c * isz + off]; \
+				}                                                                \
+			}                                                                        \
+		}                                                                                \
+	}
+IM2COL(im2col, double)
+IM2COL(im2col_nd_f32, float)
+
+/* ---- the f32 path: im2col in f32 straight into kn_mm_f32, the same products as above ---- */
+/* im2col of 2-D windows: a stride-1 row is one copy between zero-filled edges. */
+static void im2col2_f32(const float *x, int64_t C, const Win *w, float *cols)
 {
-	int64_t kn = prod(w->k, w->ns), on = prod(w->out, w->ns), isz = prod(w->in, w->ns);
-	for (int64_t c = 0; c < C; c++) {
-		int64_t kk[SPMAX] = { 0 };
-		for (int64_t kq = 0; kq < kn; kq++, odo(kk, w->k, w->ns)) {
-			int64_t oo[SPMAX] = { 0 };
-			for (int64_t o = 0; o < on; o++, odo(oo, w->out, w->ns)) {
-				int64_t off = 0;
-				for (int i = 0; i < w->ns && off >= 0; i++) {
-					int64_t p = oo[i] * w->s[i] - w->pb[i] + kk[i] * w->d[i];
-					off = p < 0 || p >= w->in[i] ? -1 : off * w->in[i] + p;
+	int64_t H = w->in[0], W = w->in[1], OH = w->out[0], OW = w->out[1], on = OH * OW;
+	for (int64_t c = 0; c < C; c++)
+		for (int64_t kh = 0; kh < w->k[0]; kh++)
+			for (int64_t kw = 0; kw < w->k[1]; kw++) {
+				float *row = cols + ((c * w->k[0] + kh) * w->k[1] + kw) * on;
+				int64_t dw = kw * w->d[1] - w->pb[1];
+				/* ow range whose iw = ow*s + dw lies inside [0, W) */
+				int64_t lo = dw >= 0 ? 0 : (-dw + w->s[1] - 1) / w->s[1];
+				int64_t hi = W - dw <= 0 ? 0 : (W - dw + w->s[1] - 1) / w->s[1];
+				hi = hi < OW ? hi : OW;
+				lo = lo < hi ? lo : hi;
+				for (int64_t oh = 0; oh < OH; oh++, row += OW) {
+					int64_t ih = oh * w->s[0] - w->pb[0] + kh * w->d[0];
+					if (ih < 0 || ih >= H) {
+						memset(row, 0, (size_t)OW * sizeof *row);
+						continue;
+					}
+					const float *src = x + (c * H + ih) * W + dw;
+					memset(row, 0, (size_t)lo * sizeof *row);
+					if (w->s[1] == 1)
+						memcpy(row + lo, src + lo, (size_t)(hi - lo) * sizeof *row);
+					else
+						for (int64_t ow = lo; ow < hi; ow++)
+							row[ow] = src[ow * w->s[1]];
+					memset(row + hi, 0, (size_t)(OW - hi) * sizeof *row);
 				}
-				cols[(c * kn + kq) * on + o] = off < 0 ? 0 : x[c * isz + off];
+			}
+}
+
+/* im2col in f32: the 2-D fast path, else the general order. */
+static void im2col_f32(const float *x, int64_t C, const Win *w, float *cols)
+{
+	if (w->ns == 2)
+		im2col2_f32(x, C, w, cols);
+	else
+		im2col_nd_f32(x, C, w, cols);
+}
+
+/* A window that is the input itself: 1x1...1, stride 1, no padding (no im2col needed). */
+static int pointwise(const Win *w)
+{
+	for (int i = 0; i < w->ns; i++)
+		if (w->k[i] != 1 || w->s[i] != 1 || w->pb[i] || w->pe[i] || w->out[i] != w->in[i])
+			return 0;
+	return 1;
+}
+
+/* Depthwise 2-D Conv (one input and one output channel per group) with unit width stride,
+ * directly: per output row, acc := 0, then for each tap (kh, kw) in order
+ * acc := fma(w[kh,kw], x_padded[...], acc) across the row, which is exactly the im2col product's
+ * chain (padding taps included, as zeros), without the nine- or 25-fold im2col copy.  P is
+ * scratch for one zero-padded input plane. */
+static void conv_dw2(KnDwRow row, const float *x, const float *wt, const Win *w, float *P, float *y)
+{
+	int64_t H = w->in[0], W = w->in[1], Wp = W + w->pb[1] + w->pe[1], Hp = H + w->pb[0] + w->pe[0];
+	const float *rows[64];
+	memset(P, 0, (size_t)(Hp * Wp) * sizeof *P);
+	for (int64_t h = 0; h < H; h++)
+		memcpy(P + (h + w->pb[0]) * Wp + w->pb[1], x + h * W, (size_t)W * sizeof *P);
+	for (int64_t oh = 0; oh < w->out[0]; oh++) {
+		for (int64_t kh = 0; kh < w->k[0]; kh++)
+			rows[kh] = P + (oh * w->s[0] + kh * w->d[0]) * Wp;
+		row(w->out[1], wt, (int)w->k[0], (int)w->k[1], rows, w->d[1], y + oh * w->out[1]);
+	}
+}
+
+/* Conv on f32 storage (f32 accumulation): per image and group Y = W_g @ cols + B, then the
+ * output's rounding.  Bit-identical to the double path: its operands are these floats. */
+static int conv_f32(const RtKernelArgs *a, const Win *w, int64_t G, RtError *e)
+{
+	const RtTensor *x = a->in[0], *W = a->in[1], *B = kn_in(a, 2);
+	int64_t N = x->dims[0], M = W->dims[0], Cg = W->dims[1], Mg = M / G, kn = prod(w->k, w->ns);
+	int64_t on = prod(w->out, w->ns), isz = prod(w->in, w->ns), dims[RT_MAX_RANK] = { N, M };
+	memcpy(dims + 2, w->out, (size_t)w->ns * sizeof *dims);
+	int pw = pointwise(w), dw = !pw && w->ns == 2 && Cg == 1 && Mg == 1 && w->s[1] == 1 && w->k[0] <= 64 &&
+				      w->k[1] <= 64 && kn_plain_f32(a->opts);
+	KnDwRow row = kn_dw_row();
+	int64_t ncols = dw ? (w->in[0] + w->pb[0] + w->pe[0]) * (w->in[1] + w->pb[1] + w->pe[1]) : Cg * kn * on;
+	float *cols = NULL;
+	if (!pw && !(cols = rt_malloc((size_t)(ncols + 1) * sizeof *cols)))
+		return rt_errorf(e, RT_ENOMEM, "Conv: out of memory for im2col");
+	if (kn_out_raw(a, 0, x->dtype, x->rank, dims, e) < 0) {
+		rt_free(cols);
+		return -1;
+	}
+	float *y = rt_f32(&a->out[0]);
+	for (int64_t n = 0; n < N; n++)
+		for (int64_t g = 0; g < G; g++) {
+			const float *xg = rt_f32(x) + (n * x->dims[1] + g * Cg) * isz;
+			float *yo = y + (n * M + g * Mg) * on;
+			if (dw)
+				conv_dw2(row, xg, rt_f32(W) + g * kn, w, cols, yo);
+			else if (!pw)
+				im2col_f32(xg, Cg, w, cols);
+			if (!dw)
+				KN_TRY(kn_mm_f32(a->opts, Mg, on, Cg * kn, rt_f32(W) + g * Mg * Cg * kn, Cg * kn, 0,
+					 pw ? xg : cols, on, 0, yo, e));
+			for (int64_t m = 0; B && m < Mg; m++) {
+				float b = (float)rt_get(B, g * Mg + m);
+				for (int64_t o = 0; o < on; o++)
+					yo[m * on + o] += b;
 			}
 		}
-	}
+	rt_free(cols);
+	return kn_finish(&a->out[0], a->opts, e);
+fail:
+	rt_free(cols);
+	kn_free_outs(a);
+	return -1;
 }
 
 int rk_Conv(const RtKernelArgs *a, RtError *e)
@@ -119,6 +241,10 @@ int rk_Conv(const RtKernelArgs *a, RtError *e)
 	if (B && B->n != M)
 		return rt_errorf(e, RT_EUSER, "Conv: B needs %lld values", (long long)M);
 	int f64 = kn_acc64(a);
+	DType od = a->out[0].dtype != DT_INVALID ? a->out[0].dtype : x->dtype;
+	if (!f64 && !kn_generic_only && rt_dtypes[x->dtype].storage == S_F32 && rt_dtypes[W->dtype].storage == S_F32 &&
+	    rt_dtypes[od].storage == S_F32)
+		return conv_f32(a, &w, G, e);
 	double *xv = kn_load(x, e), *wv = xv ? kn_load(W, e) : NULL, *y = NULL, *cols = NULL;
 	if (!wv)
 		goto fail;
@@ -163,6 +289,38 @@ static int64_t col_major(int64_t r, const int64_t *in, int ns)
 	return c;
 }
 
+/* A 2-D pool on f32 storage without Indices: the same taps, comparisons and sequential f32
+ * sums as the general path below, the mean rounded once from double. */
+static void pool2_f32(const float *x, const Win *w, int is_max, int incl, int64_t NC, float *y)
+{
+	int64_t H = w->in[0], W = w->in[1];
+	for (int64_t nc = 0; nc < NC; nc++, x += H * W)
+		for (int64_t oh = 0; oh < w->out[0]; oh++)
+			for (int64_t ow = 0; ow < w->out[1]; ow++) {
+				float acc = is_max ? -INFINITY : 0;
+				int64_t cnt = 0, padcnt = 0;
+				int any = 0;
+				for (int64_t kh = 0; kh < w->k[0]; kh++) {
+					int64_t ih = oh * w->s[0] - w->pb[0] + kh * w->d[0];
+					for (int64_t kw = 0; kw < w->k[1]; kw++) {
+						int64_t iw = ow * w->s[1] - w->pb[1] + kw * w->d[1];
+						padcnt += ih < H + w->pe[0] && iw < W + w->pe[1];
+						if (ih < 0 || ih >= H || iw < 0 || iw >= W)
+							continue;
+						float v = x[ih * W + iw];
+						cnt++;
+						if (is_max && (v > acc || !any)) {
+							acc = v;
+							any = 1;
+						} else if (!is_max) {
+							acc += v;
+						}
+					}
+				}
+				*y++ = is_max ? acc : (float)(acc / (double)(incl ? padcnt : cnt));
+			}
+}
+
 static int pool(const RtKernelArgs *a, RtError *e, const char *op, int is_max)
 {
 	const RtTensor *x = a->in[0];
@@ -177,6 +335,13 @@ static int pool(const RtKernelArgs *a, RtError *e, const char *op, int is_max)
 	int64_t NC = x->dims[0] * x->dims[1], on = prod(w.out, w.ns), isz = prod(w.in, w.ns);
 	int64_t kn = prod(w.k, w.ns), dims[RT_MAX_RANK] = { x->dims[0], x->dims[1] };
 	memcpy(dims + 2, w.out, (size_t)w.ns * sizeof *dims);
+	DType od = a->out[0].dtype != DT_INVALID ? a->out[0].dtype : x->dtype;
+	if (w.ns == 2 && a->nout < 2 && !f64 && !kn_generic_only && rt_dtypes[x->dtype].storage == S_F32 && rt_dtypes[od].storage == S_F32) {
+		if (kn_out_raw(a, 0, x->dtype, x->rank, dims, e) < 0)
+			return -1;
+		pool2_f32(rt_f32(x), &w, is_max, incl, NC, rt_f32(&a->out[0]));
+		return kn_finish(&a->out[0], a->opts, e);
+	}
 	double *xv = kn_load(x, e), *y = xv ? kn_alloc(NC * on, e) : NULL, *ix = y ? kn_alloc(NC * on, e) : NULL;
 	if (!ix)
 		goto fail;
@@ -233,6 +398,20 @@ int rk_GlobalAveragePool(const RtKernelArgs *a, RtError *e)
 	int f64 = kn_acc64(a);
 	for (int k = 0; k < x->rank; k++)
 		dims[k] = k < 2 ? x->dims[k] : 1;
+	DType od = a->out[0].dtype != DT_INVALID ? a->out[0].dtype : x->dtype;
+	if (!f64 && !kn_generic_only && rt_dtypes[x->dtype].storage == S_F32 && rt_dtypes[od].storage == S_F32) {
+		/* f32: the same sequential f32 sums, the mean rounded once from double */
+		if (kn_out_raw(a, 0, x->dtype, x->rank, dims, e) < 0)
+			return -1;
+		for (int64_t i = 0; i < NC; i++) {
+			const float *row = rt_f32(x) + i * sp;
+			float s = 0;
+			for (int64_t j = 0; j < sp; j++)
+				s += row[j];
+			rt_f32(&a->out[0])[i] = (float)(s / (double)sp);
+		}
+		return kn_finish(&a->out[0], a->opts, e);
+	}
 	double *xv = kn_load(x, e), *y = xv ? kn_alloc(NC, e) : NULL;
 	if (!y)
 		goto fail;

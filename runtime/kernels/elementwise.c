@@ -4,8 +4,10 @@
  * binary and variadic operators, integer arithmetic exact in i64 and wrapped to the dtype's
  * width (Div truncates toward zero, as C and the ONNX reference do), float arithmetic computed
  * per element in double and rounded to f32 (exactly the f32 operation for + - * /) or kept in
- * f64, then rounded to the output dtype's grid.  Also Cast/CastLike (ONNX TensorProto dtype
- * codes or aicc dtype names in `to`), Clip, Where, Dropout (inference) and SwiGLU.
+ * f64, then rounded to the output dtype's grid.  On f32 storage the same values come from f32
+ * rows (contiguous, or broadcast rows from kn_rows_init) without per-element calls.  Also
+ * Cast/CastLike (ONNX TensorProto dtype codes or aicc dtype names in `to`), Clip, Where, Dropout
+ * (inference) and SwiGLU.
  */
 #include "runtime/kernels/kernels_impl.h"
 
@@ -55,6 +57,59 @@ static int64_t i_sign(int64_t x) { return (x > 0) - (x < 0); }
 static int64_t i_relu(int64_t x) { return x > 0 ? x : 0; }
 static int64_t i_not(int64_t x) { return x == 0; }
 
+/* ---- f32 rows: the same values as the double path, without per-element calls ----
+ * A row function computes o[0..n) from x[0..n) in f32 storage.  Where f's result is exactly the
+ * f32 operation (negation, absolute value, ReLU, floor/ceil/round, sqrt and reciprocal, which are
+ * correctly rounded in double and round innocuously to f32 since 53 >= 2*24 + 2) it is written in
+ * f32; otherwise f's double expression is inlined and rounded once, as the general path does. */
+typedef void (*URow)(const float *x, float *o, int64_t n, const UCtx *c);
+#define UROW_F(name, EXPR) \
+	static void name(const float *x, float *o, int64_t n, const UCtx *c) \
+	{ for (int64_t i = 0; i < n; i++) { float v = x[i]; o[i] = (EXPR); } }
+#define UROW_D(name, fn) \
+	static void name(const float *x, float *o, int64_t n, const UCtx *c) \
+	{ for (int64_t i = 0; i < n; i++) o[i] = (float)fn((double)x[i], c); }
+UROW_F(ur_id, v)
+UROW_F(ur_neg, -v)
+UROW_F(ur_abs, fabsf(v))
+UROW_F(ur_relu, v > 0 ? v : isnan(v) ? v : 0.0f)
+UROW_F(ur_sqrt, sqrtf(v))
+UROW_F(ur_recip, 1.0f / v)
+UROW_F(ur_floor, floorf(v))
+UROW_F(ur_ceil, ceilf(v))
+UROW_F(ur_round, nearbyintf(v))
+UROW_F(ur_sign, isnan(v) ? v : (float)((v > 0) - (v < 0)))
+UROW_D(ur_exp, u_exp)
+UROW_D(ur_log, u_log)
+UROW_D(ur_tanh, u_tanh)
+UROW_D(ur_erf, u_erf)
+UROW_D(ur_sigmoid, u_sigmoid)
+UROW_D(ur_silu, u_silu)
+UROW_D(ur_swish, u_swish)
+UROW_D(ur_leaky, u_leaky)
+UROW_D(ur_hsig, u_hsig)
+UROW_D(ur_hswish, u_hswish)
+UROW_D(ur_gelu, u_gelu)
+UROW_D(ur_softplus, u_softplus)
+UROW_D(ur_mish, u_mish)
+
+static const struct { UFn f; URow row; } urows[] = {
+	{ u_id, ur_id }, { u_neg, ur_neg }, { u_abs, ur_abs }, { u_relu, ur_relu }, { u_sqrt, ur_sqrt },
+	{ u_recip, ur_recip }, { u_floor, ur_floor }, { u_ceil, ur_ceil }, { u_round, ur_round },
+	{ u_sign, ur_sign }, { u_exp, ur_exp }, { u_log, ur_log }, { u_tanh, ur_tanh }, { u_erf, ur_erf },
+	{ u_sigmoid, ur_sigmoid }, { u_silu, ur_silu }, { u_swish, ur_swish }, { u_leaky, ur_leaky },
+	{ u_hsig, ur_hsig }, { u_hswish, ur_hswish }, { u_gelu, ur_gelu }, { u_softplus, ur_softplus },
+	{ u_mish, ur_mish },
+};
+
+static URow urow_of(UFn f)
+{
+	for (size_t i = 0; i < sizeof urows / sizeof urows[0]; i++)
+		if (urows[i].f == f)
+			return urows[i].row;
+	return NULL;
+}
+
 /* Y := f(X) elementwise; integer inputs use fi when given, else f through double. */
 static int unary(const RtKernelArgs *a, RtError *e, UFn f, UIFn fi, const UCtx *c)
 {
@@ -62,7 +117,7 @@ static int unary(const RtKernelArgs *a, RtError *e, UFn f, UIFn fi, const UCtx *
 	UCtx c0 = { 0 };
 	if (!c)
 		c = &c0;
-	if (kn_out_like(a, 0, x->dtype, x, e) < 0)
+	if (kn_out_raw(a, 0, x->dtype, x->rank, x->dims, e) < 0)
 		return -1;
 	RtTensor *y = &a->out[0];
 	int f64 = kn_acc64(a) || y->dtype == DT_F64;
@@ -72,6 +127,9 @@ static int unary(const RtKernelArgs *a, RtError *e, UFn f, UIFn fi, const UCtx *
 	} else if (kn_isint(y->dtype)) {
 		for (int64_t i = 0; i < x->n; i++)
 			rt_i64(y)[i] = (int64_t)f(rt_get(x, i), c);
+	} else if (!f64 && !kn_generic_only && rt_dtypes[x->dtype].storage == S_F32 && rt_dtypes[y->dtype].storage == S_F32 &&
+		   urow_of(f)) {
+		urow_of(f)(rt_f32(x), rt_f32(y), x->n, c);
 	} else {
 		for (int64_t i = 0; i < x->n; i++)
 			rt_set(y, i, kn_acc(f64, f(rt_get(x, i), c)));
@@ -251,20 +309,78 @@ static int bi_pow(int64_t x, int64_t y, int64_t *r)
 	return 0;
 }
 
+/* f32 rows of a broadcast binary operation: o[i] := x[i*sx] op y[i*sy], sx and sy 0 or 1.
+ * + - * / min max are the f32 operations (exactly the double path's values rounded to f32);
+ * Pow and SwiGLU inline the double expression and round once. */
+typedef void (*BRow)(const float *x, int64_t sx, const float *y, int64_t sy, float *o, int64_t n);
+#define BROW(name, EXPR)                                                                         \
+	static void name(const float *x, int64_t sx, const float *y, int64_t sy, float *o, int64_t n) \
+	{                                                                                        \
+		if (sx && sy) {                                                                  \
+			for (int64_t i = 0; i < n; i++) { float a = x[i], b = y[i]; o[i] = (EXPR); } \
+		} else if (sx) {                                                                 \
+			float b = y[0];                                                          \
+			for (int64_t i = 0; i < n; i++) { float a = x[i]; o[i] = (EXPR); }      \
+		} else if (sy) {                                                                 \
+			float a = x[0];                                                          \
+			for (int64_t i = 0; i < n; i++) { float b = y[i]; o[i] = (EXPR); }      \
+		} else {                                                                         \
+			float a = x[0], b = y[0], v = (EXPR);                                    \
+			for (int64_t i = 0; i < n; i++) o[i] = v;                                \
+		}                                                                                \
+	}
+BROW(br_add, a + b)
+BROW(br_sub, a - b)
+BROW(br_mul, a * b)
+BROW(br_div, a / b)
+BROW(br_max, isnan(a) || isnan(b) ? NAN : a > b ? a : b)
+BROW(br_min, isnan(a) || isnan(b) ? NAN : a < b ? a : b)
+BROW(br_pow, (float)pow(a, b))
+BROW(br_swiglu, (float)b_swiglu(a, b))
+
+static const struct { BFn f; BRow row; } brows[] = {
+	{ b_add, br_add }, { b_sub, br_sub }, { b_mul, br_mul }, { b_div, br_div }, { b_max, br_max },
+	{ b_min, br_min }, { pow, br_pow }, { b_swiglu, br_swiglu },
+};
+
+static BRow brow_of(BFn f)
+{
+	for (size_t i = 0; i < sizeof brows / sizeof brows[0]; i++)
+		if (brows[i].f == f)
+			return brows[i].row;
+	return NULL;
+}
+
+/* The f32 path of a binary operation into y (allocated): row by row of the broadcast shape. */
+static void binary_f32(BRow row, const RtTensor *const *ts, int rank, const int64_t *dims, RtTensor *y)
+{
+	KnRows r;
+	kn_rows_init(&r, rank, dims, ts, 2);
+	const float *x0 = rt_f32(ts[0]), *x1 = rt_f32(ts[1]);
+	float *o = rt_f32(y);
+	for (int64_t i = 0; i < r.nrows; i++, kn_iter_next(&r.it))
+		row(x0 + r.it.off[0], r.istr[0], x1 + r.it.off[1], r.istr[1], o + i * r.inner, r.inner);
+}
+
 /* C := f(A, B) with broadcasting into out[0] of dtype `od` (integers exact when fi is given). */
 static int binary(const RtKernelArgs *a, RtError *e, const char *op, BFn f, BIFn fi, DType od)
 {
 	const RtTensor *ts[2] = { a->in[0], a->in[1] };
 	int rank;
 	int64_t dims[RT_MAX_RANK];
-	if (kn_bcast(op, ts, 2, &rank, dims, e) < 0 || kn_out(a, 0, od, rank, dims, e) < 0)
+	if (kn_bcast(op, ts, 2, &rank, dims, e) < 0 || kn_out_raw(a, 0, od, rank, dims, e) < 0)
 		return -1;
 	RtTensor *y = &a->out[0];
 	int ints = fi && kn_isint(ts[0]->dtype) && kn_isint(ts[1]->dtype);
 	int f64 = kn_acc64(a) || y->dtype == DT_F64;
+	BRow row = brow_of(f);
+	int f32s = !kn_generic_only && rt_dtypes[ts[0]->dtype].storage == S_F32 && rt_dtypes[ts[1]->dtype].storage == S_F32 &&
+		   rt_dtypes[y->dtype].storage == S_F32;
 	KnIter it;
 	kn_iter_init(&it, rank, dims, ts, 2);
-	for (int64_t i = 0; i < y->n; i++, kn_iter_next(&it)) {
+	if (!ints && !f64 && f32s && row)
+		binary_f32(row, ts, rank, dims, y);
+	for (int64_t i = 0; (ints || f64 || !f32s || !row) && i < y->n; i++, kn_iter_next(&it)) {
 		if (ints) {
 			int64_t r;
 			if (fi(rt_i64(ts[0])[it.off[0]], rt_i64(ts[1])[it.off[1]], &r) < 0) {
@@ -308,7 +424,7 @@ static int variadic(const RtKernelArgs *a, RtError *e, const char *op, BFn f, BI
 	int rank;
 	int64_t dims[RT_MAX_RANK];
 	if (kn_bcast(op, (const RtTensor *const *)a->in, a->nin, &rank, dims, e) < 0 ||
-	    kn_out(a, 0, a->in[0]->dtype, rank, dims, e) < 0)
+	    kn_out_raw(a, 0, a->in[0]->dtype, rank, dims, e) < 0)
 		return -1;
 	RtTensor *y = &a->out[0];
 	int ints = kn_isint(y->dtype), f64 = kn_acc64(a) || y->dtype == DT_F64;
@@ -374,7 +490,7 @@ int rk_Clip(const RtKernelArgs *a, RtError *e)
 	const RtTensor *x = a->in[0], *lo = kn_in(a, 1), *hi = kn_in(a, 2);
 	if ((lo && lo->n != 1) || (hi && hi->n != 1))
 		return rt_errorf(e, RT_EUSER, "Clip: min and max must be scalars");
-	if (kn_out_like(a, 0, x->dtype, x, e) < 0)
+	if (kn_out_raw(a, 0, x->dtype, x->rank, x->dims, e) < 0)
 		return -1;
 	RtTensor *y = &a->out[0];
 	if (kn_isint(x->dtype)) {
@@ -387,6 +503,22 @@ int rk_Clip(const RtKernelArgs *a, RtError *e)
 	}
 	double l = lo ? rt_get(lo, 0) : rt_attr_float(a->attrs, "min", -INFINITY);
 	double h = hi ? rt_get(hi, 0) : rt_attr_float(a->attrs, "max", INFINITY);
+	if (!kn_generic_only && rt_dtypes[x->dtype].storage == S_F32 && rt_dtypes[y->dtype].storage == S_F32) {
+		const float *xv = rt_f32(x);
+		float *yv = rt_f32(y), lf = (float)l, hf = (float)h;
+		if ((double)lf == l && (double)hf == h) {   /* f32 bounds: compare in f32 (NaN passes) */
+			for (int64_t i = 0; i < x->n; i++) {
+				float v = xv[i];
+				yv[i] = v < lf ? lf : v > hf ? hf : v;
+			}
+			return 0;
+		}
+		for (int64_t i = 0; i < x->n; i++) {
+			double v = xv[i];
+			yv[i] = (float)(isnan(v) ? v : v < l ? l : v > h ? h : v);
+		}
+		return 0;
+	}
 	for (int64_t i = 0; i < x->n; i++) {
 		double v = rt_get(x, i);
 		rt_set(y, i, isnan(v) ? v : v < l ? l : v > h ? h : v);

@@ -348,6 +348,67 @@ static int gemm(const Gk *g, int64_t M, int64_t N, int64_t K, const char *A, int
 	return 0;
 }
 
+/* ---- direct depthwise rows: out[i] := chain over taps t of fma(w[t], rows[t / kw][i + (t % kw) * dil]) ----
+ * Each output element runs the taps in order from +0, exactly the im2col product's chain. */
+#ifdef GEMM_X86
+__attribute__((target("avx512f"))) static void dw512(int64_t n, const float *w, int kh, int kw, const float *const *rows,
+						      int64_t dil, float *out)
+{
+	for (int64_t i = 0; i < n; i += 16) {
+		__mmask16 m = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+		__m512 acc = _mm512_setzero_ps();
+		for (int h = 0; h < kh; h++)
+			for (int k = 0; k < kw; k++)
+				acc = _mm512_fmadd_ps(_mm512_set1_ps(w[h * kw + k]),
+						      _mm512_maskz_loadu_ps(m, rows[h] + i + k * dil), acc);
+		_mm512_mask_storeu_ps(out + i, m, acc);
+	}
+}
+
+__attribute__((target("avx2,fma"))) static void dw256(int64_t n, const float *w, int kh, int kw, const float *const *rows,
+						      int64_t dil, float *out)
+{
+	int64_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		__m256 acc = _mm256_setzero_ps();
+		for (int h = 0; h < kh; h++)
+			for (int k = 0; k < kw; k++)
+				acc = _mm256_fmadd_ps(_mm256_set1_ps(w[h * kw + k]), _mm256_loadu_ps(rows[h] + i + k * dil), acc);
+		_mm256_storeu_ps(out + i, acc);
+	}
+	for (; i < n; i++) {
+		float acc = 0;
+		for (int h = 0; h < kh; h++)
+			for (int k = 0; k < kw; k++)
+				acc = fmaf(w[h * kw + k], rows[h][i + k * dil], acc);
+		out[i] = acc;
+	}
+}
+#endif
+
+static void dw_scalar(int64_t n, const float *w, int kh, int kw, const float *const *rows, int64_t dil, float *out)
+{
+	for (int64_t i = 0; i < n; i++) {
+		float acc = 0;
+		for (int h = 0; h < kh; h++)
+			for (int k = 0; k < kw; k++)
+				acc = fmaf(w[h * kw + k], rows[h][i + k * dil], acc);
+		out[i] = acc;
+	}
+}
+
+KnDwRow kn_dw_row(void)
+{
+#ifdef GEMM_X86
+	RtIsa isa = rt_isa();
+	if (isa == RT_ISA_AVX512)
+		return dw512;
+	if (isa == RT_ISA_AVX2)
+		return dw256;
+#endif
+	return dw_scalar;
+}
+
 int kn_sgemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, int ta, const float *B, int64_t ldb,
 	     int tb, float *C, int64_t ldc, RtError *e)
 {

@@ -19,10 +19,16 @@
 #include "runtime/numerics.h"
 
 
+/* Tests set this to run every kernel's general (double) path instead of its f32 fast path, to
+ * check that both give the same bits (testsuite/unit/test_fastpaths.c). */
+extern int kn_generic_only;
+
 /* Scratch and output allocation. */
 double *kn_alloc(int64_t n, RtError *e);
 /* Allocates out[i] with the planned dtype, or def when the caller left it DT_INVALID. */
 int kn_out(const RtKernelArgs *a, int i, DType def, int rank, const int64_t *dims, RtError *e);
+/* kn_out without zero-filling: the kernel writes every element. */
+int kn_out_raw(const RtKernelArgs *a, int i, DType def, int rank, const int64_t *dims, RtError *e);
 /* Allocates out[i] with the shape of t. */
 int kn_out_like(const RtKernelArgs *a, int i, DType def, const RtTensor *t, RtError *e);
 /* Frees every output allocated so far (on an error path). */
@@ -75,6 +81,16 @@ typedef struct KnIter {
 void kn_iter_init(KnIter *it, int rank, const int64_t *dims, const RtTensor *const *ts, int nt);
 void kn_iter_next(KnIter *it);
 
+/* A broadcast shape walked by contiguous rows: adjacent axes that every operand steps through
+ * contiguously (or not at all) are merged, the last merged axis is the row (`inner` elements,
+ * operand j advancing by istr[j], 0 or 1 for broadcast or dense operands), and `it` walks the
+ * rows: it.off[j] is operand j's offset at the start of row r, the output's is r * inner. */
+typedef struct KnRows {
+	int64_t inner, nrows, istr[4];
+	KnIter it;
+} KnRows;
+void kn_rows_init(KnRows *r, int rank, const int64_t *dims, const RtTensor *const *ts, int nt);
+
 /* y := x with axes permuted: y's axis k is x's axis perm[k]. */
 void kn_transpose(const double *x, int rank, const int64_t *dims, const int *perm, double *y);
 /* x regrouped as [nrows, rowlen]: the axes with red[k] == 0 outer (in order), the axes with
@@ -113,6 +129,14 @@ int kn_sgemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, int t
 	     int tb, float *C, int64_t ldc, RtError *e);
 int kn_dgemm(int64_t M, int64_t N, int64_t K, const double *A, int64_t lda, int ta, const double *B, int64_t ldb,
 	     int tb, double *C, int64_t ldc, RtError *e);
+
+/* A depthwise-convolution row: out[i] := +0, then for each tap t = h*kw + k in order
+ * out[i] := fma(w[t], rows[h][i + k*dil], out[i]): the same chain as kn_sgemm over an im2col
+ * (the same bits on every ISA).  kn_dw_row returns the one for rt_isa(). */
+typedef void (*KnDwRow)(int64_t n, const float *w, int kh, int kw, const float *const *rows, int64_t dil, float *out);
+KnDwRow kn_dw_row(void);
+/* Whether o leaves f32 products plain (no operand format, no FP8 accumulation model). */
+int kn_plain_f32(const RtExecOpts *o);
 
 /* f32 matrix product through kn_sgemm (C[M,N] = op(A) @ op(B), ldc = N), applying
  * opts->mma_in operand rounding and the FP8 promotion model when set. */

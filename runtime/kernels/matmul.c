@@ -239,6 +239,11 @@ out:
 	return rc;
 }
 
+int kn_plain_f32(const RtExecOpts *o)
+{
+	return !o || (!is_narrow(o->mma_in) && o->fp8_promote_k <= 0);
+}
+
 int kn_mm_f32(const RtExecOpts *o, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
 	      int ta, const float *B, int64_t ldb, int tb, float *C, RtError *e)
 {

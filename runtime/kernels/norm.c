@@ -126,6 +126,25 @@ fail:
 	return -1;
 }
 
+/* BatchNormalization on f32 storage: the per-channel terms once, then per element the same
+ * f32-rounded steps as the double path ((x - mean) / inv * scale + B, each rounded). */
+static int batchnorm_f32(const RtKernelArgs *a, double eps, int64_t C, int64_t sp, RtError *e)
+{
+	const RtTensor *x = a->in[0], *sc = a->in[1], *b = a->in[2], *mean = a->in[3], *var = a->in[4];
+	if (kn_out_raw(a, 0, x->dtype, x->rank, x->dims, e) < 0)
+		return -1;
+	const float *xv = rt_f32(x);
+	float *y = rt_f32(&a->out[0]);
+	for (int64_t i0 = 0; i0 < x->n; i0 += sp) {
+		int64_t c = (i0 / sp) % C;
+		float inv = (float)sqrt((double)(float)(rt_get(var, c) + eps));
+		float m = (float)rt_get(mean, c), s = (float)rt_get(sc, c), bb = (float)rt_get(b, c);
+		for (int64_t i = i0; i < i0 + sp; i++)
+			y[i] = (xv[i] - m) / inv * s + bb;
+	}
+	return kn_finish(&a->out[0], a->opts, e);
+}
+
 /* BatchNormalization in inference mode with running statistics per channel (axis 1). */
 int rk_BatchNormalization(const RtKernelArgs *a, RtError *e)
 {
@@ -137,6 +156,9 @@ int rk_BatchNormalization(const RtKernelArgs *a, RtError *e)
 		return rt_errorf(e, RT_EUSER, "BatchNormalization: per-channel inputs need %lld values", (long long)C);
 	int f64 = kn_acc64(a);
 	double eps = rt_attr_float(a->attrs, "epsilon", 1e-5);
+	DType od = a->out[0].dtype != DT_INVALID ? a->out[0].dtype : x->dtype;
+	if (!f64 && !kn_generic_only && rt_dtypes[x->dtype].storage == S_F32 && rt_dtypes[od].storage == S_F32)
+		return batchnorm_f32(a, eps, C, sp, e);
 	double *y = kn_load(x, e);
 	if (!y)
 		return -1;

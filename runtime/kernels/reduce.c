@@ -199,6 +199,23 @@ void kn_softmax_row(const RtExecOpts *o, int f64, double *x, int64_t n, int logs
 		x[i] = logsm ? kn_acc(f64, x[i] - ls) : kn_acc(f64, x[i] / s);
 }
 
+/* kn_softmax_row in f32 storage: each step is the f32 rounding of the same double step. */
+static void softmax_row_f32(const RtExecOpts *o, const float *x, float *y, int64_t n, int logsm)
+{
+	float m = -INFINITY, s = 0;
+	for (int64_t i = 0; i < n; i++)
+		if (x[i] > m || isnan(x[i]))
+			m = x[i];
+	for (int64_t i = 0; i < n; i++) {
+		float d = x[i] - m, ex = (float)kn_exp(o, d);
+		s += ex;
+		y[i] = logsm ? d : ex;
+	}
+	float ls = (float)log((double)s);
+	for (int64_t i = 0; i < n; i++)
+		y[i] = logsm ? y[i] - ls : y[i] / s;
+}
+
 static int softmax(const RtKernelArgs *a, RtError *e, const char *op, int logsm)
 {
 	const RtTensor *x = a->in[0];
@@ -208,6 +225,21 @@ static int softmax(const RtKernelArgs *a, RtError *e, const char *op, int logsm)
 	for (int k = 0; k < x->rank; k++)
 		red[k] = old ? k >= ax : k == ax;
 	int64_t rows, len;
+	int trailing = 1;   /* the reduced axes are the last ones: each group is a contiguous row */
+	for (int k = 0; k + 1 < x->rank; k++)
+		trailing &= !red[k] || red[k + 1];
+	DType od = a->out[0].dtype != DT_INVALID ? a->out[0].dtype : x->dtype;
+	if (trailing && !kn_acc64(a) && !kn_generic_only && rt_dtypes[x->dtype].storage == S_F32 && rt_dtypes[od].storage == S_F32) {
+		if (kn_out_raw(a, 0, x->dtype, x->rank, x->dims, e) < 0)
+			return -1;
+		len = 1;
+		for (int k = 0; k < x->rank; k++)
+			len *= red[k] ? x->dims[k] : 1;
+		rows = len ? x->n / len : 0;
+		for (int64_t i = 0; i < rows; i++)
+			softmax_row_f32(a->opts, rt_f32(x) + i * len, rt_f32(&a->out[0]) + i * len, len, logsm);
+		return kn_finish(&a->out[0], a->opts, e);
+	}
 	double *xv = kn_load(x, e), *g = NULL;
 	if (!xv)
 		return -1;

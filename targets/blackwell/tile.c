@@ -22,6 +22,13 @@ int bw_gemm(const GpuArch *a, const GemmShape *s, GemmTile *t, char *why, size_t
 {
 	GemmTile one = { .t = INFINITY }, two = { .t = INFINITY };
 	int h1 = gpu_search(a, s, "tcgen05.1cta", 0, &one), h2 = gpu_search(a, s, "tcgen05.2cta", 1, &two);
+	GemmTile v;
+	if (gpu_gemv(a, s, &v) && v.t < one.t && v.t < two.t) {
+		*t = v;
+		snprintf(why, n, "GEMV on the CUDA cores: %lld rows, %s-bound, %.3g us (the best tcgen05 tile: %.3g us)",
+			 (long long)s->M, gpu_bound(&v), v.t * 1e6, fmin(one.t, two.t) * 1e6);
+		return 1;
+	}
 	if (!h1 && !h2)
 		return 0;
 	if (h2 && (!h1 || two.t < one.t)) {

@@ -52,6 +52,11 @@ typedef struct GpuCost {
 					     takes at least this long (0: launched from a CUDA graph) */
 } GpuCost;
 double gpu_cost_total(const GpuCost *c);
+/* The term that bounds c, with its seconds in *term: mma (tensor cores), smem (shared memory
+ * bandwidth), hbm, l2, sfu or fma (softmax exp2 / FP8 promotion on the vector pipes), fixed
+ * (pipeline fill, per-tile prologue/epilogue, launch gap), launch (the host's issue interval:
+ * the kernel is shorter than its launch). */
+const char *gpu_cost_bound(const GpuCost *c, double *term);
 /* Adds one kernel launch to c (backends.md §8): launches from a stream are issued by the host
  * while the previous kernel runs, so the host's per-launch cost (`launch` engine latency) only
  * shows when the kernel is shorter (c->floor); every kernel pays the GPU-side gap between
@@ -149,6 +154,10 @@ double gpu_instr_cost(const PlanInstr *in, double pool);
 const MmaShape *gpu_mma_row(const MmaFamily *f, DType dt);
 int gpu_bk(DType dt);
 int gpu_search(const GpuArch *a, const GemmShape *s, const char *family, int cta2, GemmTile *best);
+/* The CUDA-core GEMV of a GEMM with at most GPU_GEMV_ROWS rows per matrix (tile.c); 0 when M is
+ * larger.  Both GPU targets take it when it is faster than the best MMA tile. */
+#define GPU_GEMV_ROWS 8
+int gpu_gemv(const GpuArch *a, const GemmShape *s, GemmTile *t);
 void gpu_cluster(const GpuArch *a, const GemmShape *s, GemmTile *t);
 const char *gpu_bound(const GemmTile *t);
 

@@ -32,6 +32,7 @@ typedef struct GpuLw {
 	Flat f;
 	int *buf, *gfirst, *glast;   /* flat value -> buffer; flat node -> first/last node of its group */
 	unsigned char *gate;         /* flat value -> 1: MoE router logits, held in f32 */
+	const char **fmt;            /* flat value -> its buffer format (NULL: row), weight_formats */
 	RtError *e;
 	TgtDevs devs;        /* GPUs used, their HBM heaps and streams (targets/devices.c) */
 } GpuLw;
@@ -50,6 +51,12 @@ static void put_cost(Ann *t, const GpuCost *c)
 	if (c->floor > 0)
 		tgt_ann_put(t, "floor_us", "%.4g", c->floor * 1e6);
 	tgt_ann_put(t, "time_us", "%.4g", gpu_cost_total(c) * 1e6);
+	double term;
+	const char *b = gpu_cost_bound(c, &term);
+	if (gpu_cost_total(c) > 0) {
+		tgt_ann_put(t, "bound", "%s", b);
+		tgt_ann_put(t, "bound_us", "%.4g", term * 1e6);
+	}
 }
 
 /* ---- buffers (first fit, as the reference target) ---- */
@@ -205,6 +212,84 @@ static int fp8_operands(const FlatVal *A, const FlatVal *B)
 	       rt_dtypes[B->dt].kind == K_FLOAT;
 }
 
+/* The FP8 operand scaling of GEMM fn at MMA format `in`: none when both operands already are FP8
+ * tensors, else the policy's, and the default recipe (128x128 weight blocks) for a node the
+ * quantization pass put at fp8 under another policy. */
+static PrecScale gemm_scale(const GpuLw *w, const FlatNode *fn, DType in)
+{
+	if (in != DT_F8E4M3)
+		return PREC_SCALE_NONE;
+	if (fp8_operands(&w->f.vals[fn->in[0]], &w->f.vals[fn->in[1]]))
+		return PREC_SCALE_NONE;
+	return w->pol->word->mma == DT_F8E4M3 ? w->pol->scale : PREC_SCALE_128X128;
+}
+
+/* ---- weights stored in their MMA format ----
+ * A weight every reader of which is a GEMM taking it as B at a narrow MMA format (FP8 with its
+ * scaling, or a block-scaled MX/NVFP4 format) is stored in HBM encoded that way, as serving
+ * stacks keep FP8/FP4 checkpoints (TensorRT-LLM ModelOpt, vLLM): its buffer format is "q.FMT"
+ * (runtime/plan.h plan_format_bytes) and it takes that format's bytes in the memory plan.  The
+ * interpreter holds its values in the declared dtype and every reader encodes them with the
+ * same scaling, so the numerics are those of the stored codes. */
+static const char *weight_format(const GpuLw *w, const FlatNode *fn)
+{
+	return prec_weight_format(w->pol, w->a.dev, rt_attr_str(&fn->n->attrs, "precision", NULL),
+				  fp8_operands(&w->f.vals[fn->in[0]], &w->f.vals[fn->in[fn->n->op == OP_GroupedMatMul ? 2 : 1]]));
+}
+
+/* A value computed at load (load_value), or a tensor-parallel shard of one (a Split of it). */
+static int stored_weight(const GpuLw *w, int v)
+{
+	if (load_value(w, v))
+		return 1;
+	int d = w->f.vals[v].def;
+	return d >= 0 && w->f.nodes[d].n->op == OP_Split && w->f.nodes[d].nin >= 1 && load_value(w, w->f.nodes[d].in[0]);
+}
+
+static int gemm_node(const FlatNode *fn)
+{
+	return ((fn->n->op == OP_MatMul || fn->n->op == OP_Gemm) && fn->nin >= 2) || (fn->n->op == OP_GroupedMatMul && fn->nin >= 3);
+}
+
+/* The input of a matrix product that is its weight operand: B, or a grouped GEMM's expert W. */
+static int weight_input(const FlatNode *fn) { return fn->n->op == OP_GroupedMatMul ? 2 : 1; }
+
+/* Fills w->fmt: the stored format of every weight value (load-time values: parameters, their
+ * shards and weight transforms) all of whose readers agree on one (weight_format), else row. */
+static int weight_formats(GpuLw *w)
+{
+	unsigned char *mixed = calloc((size_t)w->f.nvals + 1, 1);
+	if (!(w->fmt = calloc((size_t)w->f.nvals + 1, sizeof *w->fmt)) || !mixed) {
+		free(mixed);
+		return rt_errorf(w->e, RT_ENOMEM, "out of memory lowering the graph");
+	}
+	for (int i = 0; i < w->f.nnodes; i++) {
+		const FlatNode *fn = &w->f.nodes[i];
+		for (int k = 0; k < fn->nin; k++) {
+			int v = fn->in[k];
+			if (v < 0 || mixed[v])
+				continue;
+			const char *f = gemm_node(fn) && k == weight_input(fn) && rt_dtypes[w->f.vals[v].dt].bits > 8 && stored_weight(w, v)
+					? weight_format(w, fn) : NULL;   /* already narrow (quantized at load): as it is */
+			if (!f || (w->fmt[v] && strcmp(w->fmt[v], f)))
+				mixed[v] = 1, w->fmt[v] = NULL;
+			else
+				w->fmt[v] = f;
+		}
+	}
+	for (int v = 0; v < w->f.nvals; v++)     /* a graph output is handed back as it is */
+		if (w->f.vals[v].is_output)
+			w->fmt[v] = NULL;
+	free(mixed);
+	return 0;
+}
+
+static const char *gpu_format_of(const void *ctx, const FlatVal *v)
+{
+	const GpuLw *w = ctx;
+	return w->fmt ? w->fmt[v - w->f.vals] : NULL;
+}
+
 static int gemm_kernel(GpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 {
 	const FlatVal *A = &w->f.vals[fn->in[0]], *B = &w->f.vals[fn->in[1]], *Y = &w->f.vals[fn->out[0]];
@@ -229,8 +314,7 @@ static int gemm_kernel(GpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 	 * interval is the machine's (<fp8-scaling promote>: N_C = 128 on Hopper, 0 on Blackwell) */
 	int fp8pol = w->pol->word->mma == DT_F8E4M3, promote = fp8pol ? w->pol->promote : w->a.dev->fp8_promote;
 	if (s.in == DT_F8E4M3)
-		s.scale = fp8_operands(A, B) ? PREC_SCALE_NONE : fp8pol ? w->pol->scale : PREC_SCALE_128X128,
-		s.promote = promote > 0 ? promote : 0;
+		s.scale = gemm_scale(w, fn, s.in), s.promote = promote > 0 ? promote : 0;
 	GemmTile tile = { 0 };
 	char why[256] = "";
 	if (s.M == 0 || s.N == 0 || s.K == 0 || !w->h->gemm(&w->a, &s, &tile, why, sizeof why))
@@ -266,6 +350,55 @@ static int gemm_kernel(GpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 	if (s.b_bytes > 0)
 		tgt_ann_put(t, "weight", "%.4g bytes/element in HBM (quantized at load), converted to %s in the mainloop", s.b_bytes,
 		    rt_dtype_name(s.in));
+	if (*why)
+		tgt_ann_put(t, "why", "%s", why);
+	put_cost(t, &tile.c);
+	return 1;
+}
+
+/* A grouped GEMM (MoE experts: GroupedMatMul Y[r] = Xs[r] @ W[e] over each expert's rows): R
+ * routed rows spread over E experts.  Routing is data-dependent; with uniform routing the
+ * expected number of experts that receive rows is E (1 - (1 - 1/E)^R) (each row picks one of E
+ * independently), and each runs one GEMM of its share of the rows against its own weight (read
+ * once): priced as a batch of that many GEMMs of ceil(R / active) rows (the grouped GEMM of
+ * CUTLASS / vLLM fused_moe: one kernel, one tile scheduler over all experts' tiles). */
+static int gmm_kernel(GpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
+{
+	const FlatVal *X = &w->f.vals[fn->in[0]], *W = &w->f.vals[fn->in[2]], *Y = &w->f.vals[fn->out[0]];
+	if (X->rank != 2 || W->rank != 3 || Y->rank != 2 || X->dims[0] < 1 || W->dims[0] < 1)
+		return 0;
+	int64_t R = X->dims[0], E = W->dims[0];
+	double active = (double)E * (1 - pow(1 - 1.0 / (double)E, (double)R));
+	int64_t ea = (int64_t)ceil(active - 1e-9);
+	if (ea < 1)
+		ea = 1;
+	if (ea > E)
+		ea = E;
+	GemmShape s = { .in = node_format(w, fn->n, 1), .out_bytes = rt_dtype_bytes(gpu_dtype(w, Y), 1),
+			.nosplit = w->pol->nosplitk, .batch = ea, .M = (R + ea - 1) / ea, .K = W->dims[1], .N = W->dims[2] };
+	int fp8pol = w->pol->word->mma == DT_F8E4M3, promote = fp8pol ? w->pol->promote : w->a.dev->fp8_promote;
+	if (s.in == DT_F8E4M3) {
+		s.scale = fp8_operands(X, W) ? PREC_SCALE_NONE : fp8pol ? w->pol->scale : PREC_SCALE_128X128;
+		s.promote = promote > 0 ? promote : 0;
+	}
+	GemmTile tile = { 0 };
+	char why[256] = "";
+	if (s.M == 0 || s.N == 0 || s.K == 0 || !w->h->gemm(&w->a, &s, &tile, why, sizeof why))
+		return 0;
+	gpu_launch(&w->a, w->pol->graph, &tile.c);
+	pi->opts.mma_in = s.in;
+	pi->opts.fp8_scale = fp8_scale_opt(s.scale);
+	if (promote && s.in == DT_F8E4M3)
+		pi->opts.fp8_promote_k = promote > 0 ? promote : (int)((s.K + 31) / 32 * 32);
+	tgt_ann_put(t, "kind", "gemm");
+	tgt_ann_put(t, "mma", "%s.m%dn%dk%d.%s", tile.family, tile.im, tile.in, tile.ik, rt_dtype_name(s.in));
+	tgt_ann_put(t, "tile", "%dx%dx%d", tile.bm, tile.bn, tile.bk);
+	tgt_ann_put(t, "experts", "%lld of %lld receive rows (expected, uniform routing of %lld rows): %lld rows each",
+		    (long long)ea, (long long)E, (long long)R, (long long)s.M);
+	tgt_ann_put(t, "waves", "%lld", (long long)tile.waves);
+	tgt_ann_put(t, "tiles", "%lld on %lld units", (long long)tile.tiles, (long long)tile.units);
+	if (tile.split > 1)
+		tgt_ann_put(t, "split_k", "%d", tile.split);
 	if (*why)
 		tgt_ann_put(t, "why", "%s", why);
 	put_cost(t, &tile.c);
@@ -383,6 +516,7 @@ static int add_kernel(GpuLw *w, int i)
 		/* the collective library's fixed cost per call (NCCL's own latency model: base
 		 * latency of the ring/LL protocol), on top of the runtime's alpha-beta ring time */
 		tgt_ann_put(&t, "base_us", "%.4g", w->a.coll_base * 1e6);
+		tgt_ann_put(&t, "bound", "link");
 		ci.tile = t.kv, ci.ntile = t.n;
 		return tgt_devs_emit(&w->devs, w->p, &w->f, i, w->buf, &ci, w->e);
 	}
@@ -403,11 +537,19 @@ static int add_kernel(GpuLw *w, int i)
 	int done = 0;
 	if ((fn->n->op == OP_MatMul || fn->n->op == OP_Gemm) && fn->nin >= 2)
 		done = gemm_kernel(w, fn, &pi, &t);
+	else if (fn->n->op == OP_GroupedMatMul && fn->nin >= 3)
+		done = gmm_kernel(w, fn, &pi, &t);
 	else if ((fl_op & F_ATTN) && fn->nin >= 3)
 		done = attn_kernel(w, fn, &pi, &t);
 	if (!done) {
 		t.n = 0;
 		mem_kernel(w, i, &pi, &t);
+		/* no kernel model of its own: a matrix-unit op (or attention) priced as a memory-bound
+		 * kernel is a coverage gap, said so in the plan (t.coverage) and by `aicc run` */
+		if (ir_ops[fn->n->op].cls == OC_matrix || (fl_op & F_ATTN))
+			tgt_ann_put(&t, "coverage", "no %s model for %s on this target: priced as a memory-bound kernel "
+				    "(bytes at HBM bandwidth, FLOP on the FMA pipe)", ir_ops[fn->n->op].cls == OC_matrix ?
+				    "matrix-unit" : "attention", ir_ops[fn->n->op].name);
 	}
 	pi.tile = t.kv, pi.ntile = t.n;
 	return tgt_devs_emit(&w->devs, w->p, &w->f, i, w->buf, &pi, w->e);
@@ -420,6 +562,9 @@ static int lower_body(GpuLw *w)
 	for (int i = 0; i < w->f.nnodes; i++)
 		if (w->f.nodes[i].n->op == OP_TopKRouter && w->f.nodes[i].nin >= 1 && w->f.nodes[i].in[0] >= 0)
 			w->gate[w->f.nodes[i].in[0]] = 1;
+	if (weight_formats(w) < 0)
+		return -1;
+	w->devs.format = gpu_format_of, w->devs.format_ctx = w;
 	if (tgt_devs_values(&w->devs, w->p, &w->f, gpu_dtype_of, w, w->buf, w->in->m->dir, w->e) < 0)
 		return -1;
 	tgt_fusion_groups(&w->f, w->gfirst, w->glast);
@@ -476,7 +621,7 @@ Plan *gpu_lower(const TgtInput *in, const GpuHooks *h, RtError *e)
 		rc = rt_errorf(e, RT_EINTERNAL, "aicc: internal error: the %s plan fails verification: %s", h->target, msg);
 	}
 	tgt_flat_free(&w.f);
-	free(w.buf), free(w.gfirst), free(w.glast), free(w.gate);
+	free(w.buf), free(w.gfirst), free(w.glast), free(w.gate), free(w.fmt);
 	tgt_devs_free(&w.devs);
 	if (rc < 0) {
 		plan_free(w.p);

@@ -94,6 +94,26 @@ double gpu_cost_total(const GpuCost *c)
 	return fmax(c->fixed + busy + (1 - c->overlap) * fmin(c->mma, soft), c->floor);
 }
 
+const char *gpu_cost_bound(const GpuCost *c, double *term)
+{
+	double soft = fmax(c->sfu, c->fma);
+	struct { const char *name; double t; } r[] = {
+		{ "mma", c->mma }, { "smem", c->smem }, { "hbm", c->hbm }, { "l2", c->l2 },
+		{ c->sfu >= c->fma ? "sfu" : "fma", soft }, { "fixed", c->fixed },
+	};
+	size_t best = 0;
+	for (size_t i = 1; i < sizeof r / sizeof r[0]; i++)
+		if (r[i].t > r[best].t)
+			best = i;
+	double total = gpu_cost_total(c);
+	if (c->floor > 0 && c->floor >= total && c->floor > r[best].t) {
+		*term = c->floor;
+		return "launch";
+	}
+	*term = r[best].t;
+	return r[best].name;
+}
+
 void gpu_launch(const GpuArch *a, int graph, GpuCost *c)
 {
 	c->fixed += a->graph_launch;

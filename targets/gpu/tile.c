@@ -3,6 +3,7 @@
  * fastest kept; cluster shape and the one-line reason recorded with the choice. */
 #include "targets/gpu/gpu.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -58,6 +59,37 @@ int gpu_search(const GpuArch *a, const GemmShape *s, const char *name, int cta2,
 			}
 	}
 	return found;
+}
+
+/* GEMV (backends.md §1b "GEMV / small-M GEMM"): for a few rows (M <= GPU_GEMV_ROWS per matrix)
+ * serving stacks run a CUDA-core kernel (TensorRT-LLM's and vLLM's GEMV / fpA_intB kernels) in
+ * which every SM streams its share of the weight from HBM straight into registers, each thread
+ * block a group of output columns, so all SMs read once N >= 8 columns per SM; no SMEM tile, no
+ * 64-row MMA padding.  Time: the weight (and A, read by every SM through L2) at HBM bandwidth in
+ * proportion to the SMs busy, one FMA per multiply-add on the FMA pipe (plus one per weight
+ * element to convert a narrow weight), fixed: A's load at the SM's share of HBM. */
+int gpu_gemv(const GpuArch *a, const GemmShape *s, GemmTile *t)
+{
+	if (s->M > GPU_GEMV_ROWS || s->M < 1)
+		return 0;
+	double sa = gpu_elem_bytes(s->in), sbw = s->b_bytes > 0 ? s->b_bytes : sa;
+	if (s->scale == PREC_SCALE_1X128 || s->scale == PREC_SCALE_128X128)
+		sa += 4.0 / 128, sbw += s->scale == PREC_SCALE_128X128 ? 4.0 / (128 * 128) : 4.0 / 128;
+	double mats = (double)s->batch, A = (double)s->M * s->K * sa, B = (double)s->N * s->K * sbw;
+	double busy = fmin(1.0, mats * (double)s->N / (8.0 * a->sms));
+	double narrow = rt_dtypes[s->in].bits < 16 ? 1 : 0;
+	*t = (GemmTile){ .family = "gemv", .im = 1, .in = 8, .ik = 1, .bm = (int)s->M, .bn = 8, .bk = 128, .split = 1,
+			 .stages = 2, .acc_stages = 1, .cm = 1, .cn = 1 };
+	t->tiles = (int64_t)mats * ((s->N + 7) / 8);
+	t->units = (int64_t)a->sms;
+	t->waves = (t->tiles + t->units - 1) / t->units;
+	t->l2_foot = A + B;
+	t->reload_a = t->reload_b = 1;
+	t->c = (GpuCost){ .hbm = mats * (A + B + (double)s->M * s->N * s->out_bytes) / (a->hbm_bw * busy),
+			  .fma = mats * (double)s->N * s->K * (s->M + narrow) / (a->fma * a->sms * busy), .overlap = 1 };
+	t->c.fixed = A / (a->hbm_bw / a->sms);
+	t->t = gpu_cost_total(&t->c);
+	return 1;
 }
 
 /* Cluster and multicast (backends.md §1a): CTAs of a (cM x cN) cluster that share an N block

@@ -18,7 +18,16 @@
 int hop_gemm(const GpuArch *a, const GemmShape *s, GemmTile *t, char *why, size_t n)
 {
 	t->t = INFINITY;
-	if (!gpu_search(a, s, "wgmma", 0, t))
+	GemmTile v;
+	int mma = gpu_search(a, s, "wgmma", 0, t);
+	if (gpu_gemv(a, s, &v) && (!mma || v.t < t->t)) {
+		double tm = mma ? t->t : INFINITY;
+		*t = v;
+		snprintf(why, n, "GEMV on the CUDA cores: %lld rows, %s-bound, %.3g us (the best wgmma tile, padded to 64 rows: "
+			 "%.3g us)", (long long)s->M, gpu_bound(&v), v.t * 1e6, tm * 1e6);
+		return 1;
+	}
+	if (!mma)
 		return 0;
 	gpu_cluster(a, s, t);
 	snprintf(why, n, "fastest of the legal wgmma tiles: %s-bound, %d stages in %.0f KiB SMEM, epilogue exposed per wave "

@@ -13,6 +13,7 @@
 #include "frontend/frontend.h"
 #include "frontend/onnx/onnx_int.h"
 #include "ir/diag.h"
+#include "targets/precision.h"
 #include "targets/target.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -26,15 +27,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	diag_set_output(null);
 	Module *m = fe_import_onnx_buf("/nonexistent/fuzz.onnx", data, size);
 	static TgtMachine mach;
+	static Precision prec;
 	static int have_mach = -1;
+	const Target *ref = tgt_find("reference");
 	if (have_mach < 0) {
 		RtError me = { 0 };
-		have_mach = tgt_machine_load("reference", NULL, 0, &mach, &me) == 0;
+		have_mach = ref && tgt_machine_load("reference", NULL, 0, &mach, &me) == 0 &&
+			    prec_parse(NULL, ref, mach.m, &prec, &me) == 0;
 	}
-	const Target *ref = tgt_find("reference");
 	if (m && have_mach && ref && ir_verify(m) == 0 && ir_infer_shapes(m) == 0 && ir_entry(m)) {
 		RtError le = { 0 };
-		TgtInput in = { m, ir_entry(m), &mach, "f32", NULL, NULL };
+		TgtInput in = { m, ir_entry(m), &mach, &prec, NULL, NULL };
 		Plan *p = ref->lower(&in, &le);
 		if (p)
 			plan_verify(p, &le);

@@ -266,7 +266,7 @@ static void verifier_fp8_scale(void **s)
 	PlanInstr *k = &p->streams[0].ins[0];
 	k->opts.fp8_scale = RT_FP8_128X128;
 	assert_int_equal(plan_verify(p, &e), -1);
-	assert_non_null(strstr(e.msg, "fp8_scale on Add: only MatMul and Gemm"));
+	assert_non_null(strstr(e.msg, "fp8_scale on Add: only MatMul, Gemm and GroupedMatMul"));
 	k->op = RT_OP_MatMul;
 	assert_int_equal(plan_verify(p, &e), -1);
 	assert_non_null(strstr(e.msg, "fp8_scale=128x128 needs mma_in f8e4m3 or f8e5m2, not bf16"));

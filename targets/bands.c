@@ -1,0 +1,126 @@
+/* targets/bands.c: the error band of every prediction.
+ *
+ * `make validate` compares the cost models with published measurements (tools/validate.py,
+ * tools/validate/cases.json) and `make validate-bands` writes the residuals per target and
+ * kernel class into targets/bands.def: the median and the worst |relative error| of that
+ * class's cases.  After lowering, every kernel, copy and collective of a plan is annotated with
+ * its class (t.class: gemm, attention, memory, collective) and that class's band (t.band: the
+ * worst residual; t.band_median, t.band_cases), or t.band="none" where no published case
+ * covers the class on the target: a prediction the validation set does not calibrate.  The
+ * runtime composes a plan's band from these (runtime/report.c rt_band). */
+#include "targets/target.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const TgtBand bands[] = {
+#define BAND(t, c, m, w, n) { t, c, m, w, n },
+#include "targets/bands.def"
+#undef BAND
+};
+
+const TgtBand *tgt_band(const char *target, const char *cls)
+{
+	for (size_t i = 0; i < sizeof bands / sizeof bands[0]; i++)
+		if (!strcmp(bands[i].target, target) && !strcmp(bands[i].cls, cls))
+			return &bands[i];
+	return NULL;
+}
+
+static const char *tile(const PlanInstr *in, const char *key)
+{
+	for (int i = 0; i < in->ntile; i++)
+		if (!strcmp(in->tile[i].key, key))
+			return in->tile[i].val;
+	return NULL;
+}
+
+const char *tgt_kernel_class(const PlanInstr *in)
+{
+	if (in->kind == PI_COLLECTIVE || in->kind == PI_COPY)
+		return "collective";
+	const char *k = tile(in, "kind");
+	if (k && (strstr(k, "gemm") || strstr(k, "matmul") || strstr(k, "conv") || strstr(k, "mxm")))
+		return "gemm";
+	if (k && strstr(k, "attention"))
+		return "attention";
+	return "memory";
+}
+
+/* The cost model a plan device is priced by: its target's, and on composite machines the
+ * model of that device class (vera-rubin's GPUs run the blackwell model, its LPUs the lpu's). */
+static const char *model_of(const Plan *p, int stream)
+{
+	const char *kind = p->devices[p->streams[stream].device].kind;
+	if (p->target && !strcmp(p->target, "vera-rubin"))
+		return kind && !strcmp(kind, "lpu") ? "lpu" : "blackwell";
+	return p->target ? p->target : "";
+}
+
+static int add_tile(PlanInstr *in, const char *key, const char *val, RtError *e)
+{
+	PlanKV *t = rt_realloc(in->tile, (size_t)(in->ntile + 1) * sizeof *t);
+	if (!t)
+		return rt_errorf(e, RT_ENOMEM, "out of memory annotating the plan");
+	in->tile = t;
+	t[in->ntile].key = rt_strdup(key);
+	t[in->ntile].val = rt_strdup(val);
+	if (!t[in->ntile].key || !t[in->ntile].val) {
+		rt_free(t[in->ntile].key), rt_free(t[in->ntile].val);
+		return rt_errorf(e, RT_ENOMEM, "out of memory annotating the plan");
+	}
+	in->ntile++;
+	return 0;
+}
+
+int tgt_annotate_bands(Plan *p, RtError *e)
+{
+	if (!p->target || !strcmp(p->target, "reference"))
+		return 0;     /* the reference target's times are illustrative, not predictions */
+	for (int s = 0; s < p->nstreams; s++)
+		for (int i = 0; i < p->streams[s].nins; i++) {
+			PlanInstr *in = &p->streams[s].ins[i];
+			if (in->kind != PI_KERNEL && in->kind != PI_COLLECTIVE && in->kind != PI_COPY)
+				continue;
+			if (tile(in, "band"))
+				continue;
+			const char *cls = tgt_kernel_class(in);
+			const TgtBand *b = tgt_band(model_of(p, s), cls);
+			char v[32];
+			if (add_tile(in, "class", cls, e) < 0)
+				return -1;
+			if (!b) {
+				if (add_tile(in, "band", "none", e) < 0)
+					return -1;
+				continue;
+			}
+			snprintf(v, sizeof v, "%.4g", b->worst);
+			if (add_tile(in, "band", v, e) < 0)
+				return -1;
+			snprintf(v, sizeof v, "%.4g", b->median);
+			if (add_tile(in, "band_median", v, e) < 0)
+				return -1;
+			snprintf(v, sizeof v, "%d", b->cases);
+			if (add_tile(in, "band_cases", v, e) < 0)
+				return -1;
+		}
+	return 0;
+}
+
+int tgt_coverage_remarks(const Plan *p, FILE *f)
+{
+	int n = 0;
+	for (int s = 0; s < p->nstreams; s++)
+		for (int i = 0; i < p->streams[s].nins; i++) {
+			const PlanInstr *in = &p->streams[s].ins[i];
+			const char *c = tile(in, "coverage");
+			if (!c)
+				continue;
+			if (f && n < 20)
+				fprintf(f, "aicc: remark: cost: '%s': %s\n", in->node ? in->node : "?", c);
+			n++;
+		}
+	if (f && n > 20)
+		fprintf(f, "aicc: remark: cost: ... and %d more instructions without a cost model of their own\n", n - 20);
+	return n;
+}
