@@ -825,16 +825,31 @@ static void host_check(DistMpi *m, const RunOpts *o, const Plan *p, const RtDist
 		return;
 	}
 	int nr = dmpi_size(m);
-	for (int r = 0; got && r < nr && !msg[0]; r++) {
+	for (int r = 0; got && r < nr && !msg[0]; r++) {    /* each rank within its own limit */
 		const int64_t *a = got[r];
-		int64_t need = 0;
-		for (int q = 0; q < nr; q++)
-			need += ((const int64_t *)got[q])[0] == a[0] ? ((const int64_t *)got[q])[1] : 0;
-		if (a[2] > 0 && need > a[2] && ((const int64_t *)got[r])[0] == r)   /* once per node */
+		if (a[2] > 0 && a[1] > a[2])
+			snprintf(msg, n, "rank %d needs about %.3g GB of host memory for its devices (as the interpreter holds "
+				 "values: f32, f64 or i64 per element), but %.3g GB is available to it (memory, cgroup, ulimit "
+				 "-v); give it more, spread the devices over more ranks, or run --timing-only", r,
+				 (double)a[1] / 1e9, (double)a[2] / 1e9);
+	}
+	for (int r = 0; got && r < nr && !msg[0]; r++) {    /* the ranks of a host together */
+		const int64_t *a = got[r];
+		int64_t need = 0, avail = a[2];
+		if (a[0] != r)
+			continue;       /* r is not the lowest rank of its host */
+		for (int q = 0; q < nr; q++) {
+			const int64_t *b = got[q];
+			if (b[0] == a[0]) {
+				need += b[1];
+				avail = b[2] > 0 && (avail <= 0 || b[2] < avail) ? b[2] : avail;
+			}
+		}
+		if (avail > 0 && need > avail)
 			snprintf(msg, n, "the ranks on the host of rank %d need about %.3g GB of host memory together (as the "
-				 "interpreter holds values: f32, f64 or i64 per element; rank %d alone %.3g GB), but %.3g GB "
-				 "is available; run fewer ranks per host, or --timing-only to price the plan without its values",
-				 r, (double)need / 1e9, r, (double)a[1] / 1e9, (double)a[2] / 1e9);
+				 "interpreter holds values: f32, f64 or i64 per element), but %.3g GB is available; run fewer "
+				 "ranks per host, or --timing-only to price the plan without its values", r, (double)need / 1e9,
+				 (double)avail / 1e9);
 	}
 	for (int r = 0; got && r < nr; r++)
 		free(got[r]);
