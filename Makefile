@@ -46,7 +46,7 @@ CFLAGS_ALL = -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -DAICC_VERSION
 GEN_CFLAGS = $(filter-out -Wextra,$(CFLAGS_ALL)) -Wno-sign-compare -Wno-unused-function
 
 RT_SRC   := $(sort $(wildcard runtime/*.c runtime/*/*.c))
-CC_SRC   := $(sort $(wildcard ir/*.c frontend/*.c frontend/*/*.c passes/*.c targets/*.c targets/*/*.c viz/*.c))
+CC_SRC   := $(sort $(wildcard ir/*.c frontend/*.c frontend/*/*.c passes/*.c targets/*.c targets/*/*.c viz/*.c serve/*.c))
 DRV_SRC  := $(sort $(wildcard tools/*.c))
 UNIT_SRC := $(sort $(wildcard testsuite/unit/test_*.c))
 GEN_C    := $(if $(wildcard frontend/parser.y),$(BUILD)/gen/lexer.c $(BUILD)/gen/parser.c)
@@ -93,7 +93,8 @@ FORCE:
 
 # The kernels' elementwise loops are vectorised (no reassociation: -fno-fast-math stays, so a
 # vectorised loop computes each element exactly as the scalar one does).
-$(BUILD)/runtime/kernels/%.o: CFLAGS_ALL += -ftree-vectorize -fvect-cost-model=dynamic
+$(BUILD)/runtime/kernels/%.o $(BUILD)/runtime/quant.o $(BUILD)/runtime/numerics.o: CFLAGS_ALL += \
+	-ftree-vectorize -fvect-cost-model=dynamic
 $(BUILD)/%.o: %.c | $(GEN_H)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) -c -o $@ $<

@@ -45,6 +45,7 @@ typedef struct GState {
 	const char **kind;  /* per tensor: "key", "value" or "latent" */
 	int *slot;          /* per tensor: its slot */
 	int64_t *tokbytes;  /* per tensor: bytes per token (0: unknown) */
+	unsigned char *past;   /* per tensor: 1 when it has a past input (decode; mixed groups with p > 0) */
 } GState;
 
 typedef struct Kv {
@@ -52,6 +53,9 @@ typedef struct Kv {
 	Module *m;
 	int decode;
 	Dim past;           /* decode: past tokens */
+	int mixed;          /* phase "mixed": mg[ng] */
+	PassMixGroup mg[PASS_MIX_MAX];
+	int ng;
 	GState *gs;
 	int ngs, capgs;
 	int errors;
@@ -70,25 +74,34 @@ static GState *gstate(Kv *k, Graph *g)
 		k->gs = v;
 		k->capgs = cap;
 	}
-	k->gs[k->ngs] = (GState){ g, 0, 0, 0, NULL, NULL, NULL };
+	k->gs[k->ngs] = (GState){ g, 0, 0, 0, NULL, NULL, NULL, NULL };
 	return &k->gs[k->ngs++];
 }
 
-/* Records cache tensor `kind` of slot s in g's state (the arrays live in the module's arena). */
-static void add_tensor(Kv *k, Graph *g, const char *kind, int s, int64_t tokbytes)
+/* Records cache tensor `kind` of slot s in g's state (the arrays live in the module's arena);
+ * past: whether it has a past input. */
+static void add_tensor_past(Kv *k, Graph *g, const char *kind, int s, int64_t tokbytes, int past)
 {
 	GState *st = gstate(k, g);
 	const char **kd = arena_alloc(k->m->arena, (size_t)(st->nt + 1) * sizeof *kd);
 	int *sl = arena_alloc(k->m->arena, (size_t)(st->nt + 1) * sizeof *sl);
 	int64_t *tb = arena_alloc(k->m->arena, (size_t)(st->nt + 1) * sizeof *tb);
+	unsigned char *pa = arena_alloc(k->m->arena, (size_t)(st->nt + 1));
 	if (st->nt) {
 		memcpy(kd, st->kind, (size_t)st->nt * sizeof *kd);
 		memcpy(sl, st->slot, (size_t)st->nt * sizeof *sl);
 		memcpy(tb, st->tokbytes, (size_t)st->nt * sizeof *tb);
+		memcpy(pa, st->past, (size_t)st->nt);
 	}
-	kd[st->nt] = kind, sl[st->nt] = s, tb[st->nt] = tokbytes;
-	st->kind = kd, st->slot = sl, st->tokbytes = tb;
+	kd[st->nt] = kind, sl[st->nt] = s, tb[st->nt] = tokbytes, pa[st->nt] = (unsigned char)past;
+	st->kind = kd, st->slot = sl, st->tokbytes = tb, st->past = pa;
 	st->nt++;
+}
+
+/* add_tensor_past with the phase's rule: decode tensors have a past input, prefill ones not. */
+static void add_tensor(Kv *k, Graph *g, const char *kind, int s, int64_t tokbytes)
+{
+	add_tensor_past(k, g, kind, s, tokbytes, k->decode);
 }
 
 /* Bytes per token of one cache entry of type t whose values per token are `per` (-1: unknown). */
@@ -495,6 +508,192 @@ static int cache_latent(Kv *k, Graph *g, Node *n, int s)
 	return 1;
 }
 
+
+/* ---- mixed: chunked prefills and decodes in one flattened token batch ---- */
+
+int pass_mix_parse(const char *spec, PassMixGroup *g, char *err, size_t errn)
+{
+	int ng = 0;
+	const char *p = spec;
+	if (!*p) {
+		snprintf(err, errn, "empty composition (expected NxS+P,..., e.g. 32x1+2048,1x512+0)");
+		return -1;
+	}
+	while (*p) {
+		char *end;
+		long long v[3] = { 0, 0, 0 };
+		for (int f = 0; f < 3; f++) {
+			if (f == 2 && *p != '+')
+				break;
+			if (f > 0)
+				p++;
+			v[f] = *p >= '0' && *p <= '9' ? strtoll(p, &end, 10) : -1;
+			if (v[f] < 0 || end == p || (f < 2 && v[f] < 1) || v[f] > (1LL << 40)) {
+				snprintf(err, errn, "group %d of '%s': expected NxS+P with N, S >= 1 and P >= 0", ng + 1, spec);
+				return -1;
+			}
+			p = end;
+			if (f == 0 && *p != 'x') {
+				snprintf(err, errn, "group %d of '%s': expected 'x' after the sequence count", ng + 1, spec);
+				return -1;
+			}
+		}
+		if (ng == PASS_MIX_MAX) {
+			snprintf(err, errn, "'%s' has more than %d groups", spec, PASS_MIX_MAX);
+			return -1;
+		}
+		g[ng++] = (PassMixGroup){ v[0], v[1], v[2] };
+		if (*p == ',' && p[1])
+			p++;
+		else if (*p) {
+			snprintf(err, errn, "unexpected '%c' in '%s'", *p, spec);
+			return -1;
+		}
+	}
+	return ng;
+}
+
+int64_t pass_mix_tokens(const PassMixGroup *g, int ng)
+{
+	int64_t t = 0;
+	for (int i = 0; i < ng; i++)
+		t += g[i].n * g[i].s;
+	return t;
+}
+
+/* Reshape x to the constant dims d[rank], inserted before n. */
+static Value *reshape_to(Graph *g, Node *n, Value *x, const int64_t *d, int rank, const char *what)
+{
+	char buf[256];
+	snprintf(buf, sizeof buf, "%s.%s", x->name, what);
+	const char *name = ir_fresh_name(g, buf);
+	Value *in[2] = { x, i64_list(g, d, rank, n->loc) };
+	return ir_insert_node(g, n, OP_Reshape, in, 2, &name, 1, n->loc)->out[0];
+}
+
+/* Why Attention n cannot take the mixed composition, or NULL. */
+static const char *mixed_blocker(Kv *k, Node *n)
+{
+	int64_t t = pass_mix_tokens(k->mg, k->ng);
+	if (n->nin > 3 && n->in[3])
+		return "it has an attention mask";
+	if (n->nin > 4 && (n->in[4] || (n->nin > 5 && n->in[5])))
+		return "it already has past_key/past_value inputs";
+	for (int i = 1; i < n->nout; i++)
+		if (n->out[i]->nuses || pass_is_output(n->out[i]))
+			return "its present or qk outputs are already read";
+	for (int i = 0; i < 3; i++) {
+		Type ty = n->in[i]->type;
+		if (ty.rank != 3 || !dim_isconst(ty.dims[0]) || !dim_isconst(ty.dims[1]) || !dim_isconst(ty.dims[2]))
+			return "Q, K and V must be [B, S, heads * head_dim] with known sizes";
+		if (ty.dims[0].k != 1 || ty.dims[1].k != t)
+			return "the mixed phase needs B = 1 and S = the composition's tokens";
+	}
+	return NULL;
+}
+
+/* Attention n in mixed mode: group j's rows of Q, K and V (a Split along the token axis) are
+ * reshaped to [n_j, s_j, X] and attend over past_key/past_value.<slot> [n_j, kvh, p_j, hd] (when
+ * p_j > 0) with n's attributes; the results are reshaped back and concatenated.  Group j takes
+ * cache slot s + j. */
+static void rewrite_mixed(Kv *k, Graph *g, Node *n, int s)
+{
+	const char *why = mixed_blocker(k, n);
+	Type pk, pv;
+	if (!why && (past_type(k, n, 1, &pk) < 0 || past_type(k, n, 2, &pv) < 0))
+		why = "the key/value head layout is unknown";
+	if (why) {
+		pass_remark(k->c, REMARK_MISSED, g, n, "did not cache Attention '%s': %s", pass_node_name(n), why);
+		if (strstr(why, "already"))
+			return;     /* a cache of its own, as in the other phases: left alone */
+		k->errors++;
+		fprintf(stderr, "aicc: error: the mixed phase cannot rewrite Attention '%s': %s\n", pass_node_name(n), why);
+		return;
+	}
+	Value *part[3][PASS_MIX_MAX];
+	int64_t sizes[PASS_MIX_MAX];
+	for (int j = 0; j < k->ng; j++)
+		sizes[j] = k->mg[j].n * k->mg[j].s;
+	for (int i = 0; i < 3; i++) {
+		if (k->ng == 1) {
+			part[i][0] = n->in[i];
+			continue;
+		}
+		const char *names[PASS_MIX_MAX];
+		for (int j = 0; j < k->ng; j++) {
+			char buf[256];
+			snprintf(buf, sizeof buf, "%s.g%d", n->in[i]->name, j);
+			names[j] = ir_fresh_name(g, buf);
+		}
+		Value *in[2] = { n->in[i], i64_list(g, sizes, k->ng, n->loc) };
+		Node *sp = ir_insert_node(g, n, OP_Split, in, 2, names, k->ng, n->loc);
+		ir_set_attr_int(sp, "axis", 1);
+		for (int j = 0; j < k->ng; j++)
+			part[i][j] = sp->out[j];
+	}
+	Value *outs[PASS_MIX_MAX];
+	for (int j = 0; j < k->ng; j++) {
+		const PassMixGroup *mg = &k->mg[j];
+		Value *in[6] = { NULL, NULL, NULL, NULL, NULL, NULL };
+		for (int i = 0; i < 3; i++) {
+			int64_t d[3] = { mg->n, mg->s, n->in[i]->type.dims[2].k };
+			in[i] = mg->n > 1 ? reshape_to(g, n, part[i][j], d, 3, "seqs") : part[i][j];
+		}
+		int nin = 3;
+		if (mg->p > 0) {
+			Dim dk[4] = { dim_c(mg->n), pk.dims[1], dim_c(mg->p), pk.dims[3] };
+			Dim dv[4] = { dim_c(mg->n), pv.dims[1], dim_c(mg->p), pv.dims[3] };
+			in[4] = ir_add_input(g, slot_name(g, "past_key", s + j), ir_type(k->m, pk.dt, 4, dk), n->loc);
+			in[5] = ir_add_input(g, slot_name(g, "past_value", s + j), ir_type(k->m, pv.dt, 4, dv), n->loc);
+			nin = 6;
+		}
+		char buf[256];
+		snprintf(buf, sizeof buf, "%s.g%d", n->out[0]->name, j);
+		const char *names[3] = { ir_fresh_name(g, buf), slot_name(g, "present_key", s + j),
+					 slot_name(g, "present_value", s + j) };
+		Node *r = ir_insert_node(g, n, OP_Attention, in, nin, names, 3, n->loc);
+		for (int a = 0; a < n->attrs.n; a++)
+			ir_set_attr(r, &n->attrs.a[a]);
+		r->annot = n->annot;
+		int64_t d[3] = { 1, mg->n * mg->s, n->in[0]->type.dims[2].k };
+		outs[j] = mg->n > 1 ? reshape_to(g, n, r->out[0], d, 3, "tokens") : r->out[0];
+		for (int t = 1; t <= 2; t++) {   /* a group without a past writes an FP8 cache rounded */
+			Type want = t == 1 ? pk : pv;
+			Value *y = r->out[t];
+			if (mg->p > 0 || want.dt == r->in[t]->type.dt) {
+				add_output(g, y);
+				continue;
+			}
+			const char *pname = y->name;
+			y->name = ir_fresh_name(g, pname);
+			Node *cst = ir_insert_node(g, n, OP_Cast, &y, 1, &pname, 1, n->loc);
+			ir_set_attr_str(cst, "to", rt_dtype_name(want.dt));
+			cst->annot = r->annot;
+			add_output(g, cst->out[0]);
+		}
+		int64_t kb = dim_isconst(pk.dims[1]) && dim_isconst(pk.dims[3]) ? token_bytes(pk, pk.dims[1].k * pk.dims[3].k) : 0;
+		int64_t vb = dim_isconst(pv.dims[1]) && dim_isconst(pv.dims[3]) ? token_bytes(pv, pv.dims[1].k * pv.dims[3].k) : 0;
+		add_tensor_past(k, g, "key", s + j, kb, mg->p > 0);
+		add_tensor_past(k, g, "value", s + j, vb, mg->p > 0);
+		gstate(k, g)->slots++;
+	}
+	Value *res = outs[0];
+	if (k->ng > 1) {
+		const char *name = ir_fresh_name(g, n->out[0]->name);
+		Node *c = ir_insert_node(g, n, OP_Concat, outs, k->ng, &name, 1, n->loc);
+		ir_set_attr_int(c, "axis", 1);
+		res = c->out[0];
+	}
+	ir_replace_uses(g, n->out[0], res);
+	const char *name = n->out[0]->name;
+	n->out[0]->name = res->name;
+	res->name = name;
+	ir_remove_node(g, n);
+	pass_changed(k->c, "attentions cached");
+	pass_remark(k->c, REMARK_APPLIED, g, res->def, "mixed: Attention '%s' split into %d group%s (%s), slots %d..%d",
+		    name, k->ng, k->ng == 1 ? "" : "s", k->c->mix, s, s + k->ng - 1);
+}
+
 static int process(Kv *k, Graph *g);
 
 /* Call n of a callee that carries cache tensors: unrolled into repeat-1 calls whose extra
@@ -502,7 +701,10 @@ static int process(Kv *k, Graph *g);
 static void rewrite_call(Kv *k, Graph *g, Node *n, GState cs)
 {
 	Graph *callee = n->callee;
-	int per = k->decode ? cs.nt : 0, nin = n->nin + per, nout = n->nout + cs.nt;
+	int per = 0;
+	for (int j = 0; j < cs.nt; j++)
+		per += cs.past[j];
+	int nin = n->nin + per, nout = n->nout + cs.nt;
 	Value **in = calloc((size_t)nin, sizeof *in);
 	const char **names = calloc((size_t)nout, sizeof *names);
 	if (!in || !names)
@@ -512,12 +714,14 @@ static void rewrite_call(Kv *k, Graph *g, Node *n, GState cs)
 		int base = gstate(k, g)->slots;
 		for (int i = 0; i < n->nin; i++)
 			in[i] = prev && i < n->nout ? prev->out[i] : n->in[i];
-		for (int j = 0; j < cs.nt; j++) {
+		for (int j = 0, pj = 0; j < cs.nt; j++) {
 			char buf[32];
 			snprintf(buf, sizeof buf, "past_%s", cs.kind[j]);
-			if (k->decode)
-				in[n->nin + j] = ir_add_input(g, slot_name(g, buf, base + cs.slot[j]),
-							      callee->inputs[callee->nin - per + j]->type, n->loc);
+			if (cs.past[j]) {
+				in[n->nin + pj] = ir_add_input(g, slot_name(g, buf, base + cs.slot[j]),
+							       callee->inputs[callee->nin - per + pj]->type, n->loc);
+				pj++;
+			}
 			snprintf(buf, sizeof buf, "present_%s", cs.kind[j]);
 			names[n->nout + j] = slot_name(g, buf, base + cs.slot[j]);
 		}
@@ -531,7 +735,7 @@ static void rewrite_call(Kv *k, Graph *g, Node *n, GState cs)
 		c->annot = n->annot;
 		for (int j = 0; j < cs.nt; j++) {
 			add_output(g, c->out[n->nout + j]);
-			add_tensor(k, g, cs.kind[j], base + cs.slot[j], cs.tokbytes[j]);
+			add_tensor_past(k, g, cs.kind[j], base + cs.slot[j], cs.tokbytes[j], cs.past[j]);
 		}
 		gstate(k, g)->slots += cs.slots;
 		prev = c;
@@ -563,7 +767,10 @@ static int process(Kv *k, Graph *g)
 	st->state = 1;
 	for (Node *n = g->first, *next; n; n = next) {
 		next = n->next;
-		if (n->op == OP_Attention) {
+		if (n->op == OP_Attention && k->mixed) {
+			if (pass_bisect(k->c, n, "cache attention"))
+				rewrite_mixed(k, g, n, gstate(k, g)->slots);
+		} else if (n->op == OP_Attention) {
 			if (pass_bisect(k->c, n, "cache attention") && !cache_latent(k, g, n, gstate(k, g)->slots))
 				rewrite_attention(k, g, n, gstate(k, g)->slots);
 		} else if (n->op == OP_Call && n->callee) {
@@ -581,10 +788,16 @@ int pass_kv_cache(Module *m, PassCtx *c)
 {
 	if (!c->phase)
 		return 0;
-	Kv k = { c, m, strcmp(c->phase, "decode") == 0, dim_c(c->context), NULL, 0, 0, 0 };
+	Kv k = { .c = c, .m = m, .decode = strcmp(c->phase, "decode") == 0, .past = dim_c(c->context),
+		 .mixed = strcmp(c->phase, "mixed") == 0 };
 	Graph *entry = ir_entry(m);
-	if (strcmp(c->phase, "prefill") && !k.decode) {
-		fprintf(stderr, "aicc: error: unknown phase '%s' (expected prefill or decode)\n", c->phase);
+	if (strcmp(c->phase, "prefill") && !k.decode && !k.mixed) {
+		fprintf(stderr, "aicc: error: unknown phase '%s' (expected prefill, decode or mixed)\n", c->phase);
+		return 1;
+	}
+	char err[256];
+	if (k.mixed && (k.ng = pass_mix_parse(c->mix ? c->mix : "", k.mg, err, sizeof err)) < 0) {
+		fprintf(stderr, "aicc: error: the mixed phase: %s\n", err);
 		return 1;
 	}
 	if (k.decode && c->context < 1) {
@@ -608,7 +821,7 @@ int pass_kv_cache(Module *m, PassCtx *c)
 			pass_stat(c, "KV-cache bytes per token", bytes);
 		}
 		pass_remark(c, REMARK_ANALYSIS, entry, NULL, "%s: graph '%s' carries %d KV-cache slot%s%s%s", c->phase,
-			    entry->name, slots, slots == 1 ? "" : "s", k.decode ? " in and out" : " out", per);
+			    entry->name, slots, slots == 1 ? "" : "s", k.decode ? " in and out" : k.mixed ? " (past in where p > 0) and out" : " out", per);
 	}
 	free(k.gs);
 	return k.errors;

@@ -168,6 +168,36 @@ static int is_weight(const Value *v, int rank)
 	return v && v->kind == V_PARAM && v->type.rank == rank && !(v->init && v->init->inline_lit);
 }
 
+/* A weight read through load-time transforms (the quantization pass's weight-only
+ * Transpose / Quantize / Cast chain in front of a MatMul: int8, w4a16): the 2-D parameter at its
+ * root when v is one or such a chain of single-user nodes over it, else NULL. */
+static Value *chain_param(Value *v, int depth)
+{
+	if (!v || depth > 8)
+		return NULL;
+	if (is_weight(v, 2))
+		return v;
+	if (v->kind != V_NODE || v->nuses != 1 || v->type.rank != 2 || v->def->annot.device || v->def->aux)
+		return NULL;
+	Node *n = v->def;
+	if (!(n->op == OP_Transpose || n->op == OP_Quantize || n->op == OP_Cast) || n->nout != 1)
+		return NULL;
+	return chain_param(n->in[0], depth + 1);
+}
+
+static int weight_2d(Value *v) { return chain_param(v, 0) != NULL; }
+
+/* A per-group Quantize's `group` attribute for one of k shards of its input cut along its last
+ * axis: the group shrinks with the axis when it spans all of it (each shard scales its own
+ * slice: TP int8 kernels quantize their local activations), else it is kept. */
+static void shard_group(Node *c, const Value *in, int k)
+{
+	int64_t g = rt_attr_int(&c->attrs, "group", -2), last = in->type.rank > 0 && dim_isconst(in->type.dims[in->type.rank - 1])
+					      ? in->type.dims[in->type.rank - 1].k : -1;
+	if (c->op == OP_Quantize && g > 0 && g == last && g % k == 0)
+		ir_set_attr_int(c, "group", g / k);
+}
+
 static int in_region(const Region *r, const Node *n)
 {
 	for (int i = 0; i < r->n; i++)
@@ -263,9 +293,10 @@ static int colsplit(Part *p, Region *r, Value *v, int depth)
 	if (v->defidx != 0 && n->op != OP_Split)
 		return 0;
 	int ok = 0, rank = v->type.rank;
-	if (n->op == OP_MatMul && is_weight(n->in[1], 2) && n->in[0]->type.rank >= 1 && rank != 4)
+	if (n->op == OP_MatMul && weight_2d(n->in[1]) && n->in[0]->type.rank >= 1 && rank != 4)
 		ok = 1;
-	else if ((ir_ops[n->op].flags & (F_ELEM | F_UNARY)) == (F_ELEM | F_UNARY) && n->op != OP_Cast)
+	else if (((ir_ops[n->op].flags & (F_ELEM | F_UNARY)) == (F_ELEM | F_UNARY) && n->op != OP_Cast) ||
+		 (n->op == OP_Quantize && n->nin == 1))      /* an activation quantized per token */
 		ok = split_dim(n->in[0]) == w && n->in[0]->type.rank == rank && colsplit(p, r, n->in[0], depth + 1);
 	else if (n->op == OP_Add || n->op == OP_Sub || n->op == OP_Mul || n->op == OP_SwiGLU) {
 		int any = 0;
@@ -291,6 +322,11 @@ static int colsplit(Part *p, Region *r, Value *v, int depth)
 		ok = 1;   /* a value shared by all heads, expanded per shard */
 	else if ((n->op == OP_Split || n->op == OP_Concat) && rank == 4 && norm_axis(n, 4) == 3)
 		ok = colsplit_inputs(p, r, n, 0, n->op == OP_Split ? 1 : n->nin, depth);
+	else if ((n->op == OP_Split || n->op == OP_Concat) && rank == 3 && norm_axis(n, 3) == 1)
+		ok = colsplit_inputs(p, r, n, 0, n->op == OP_Split ? 1 : n->nin, depth);   /* token groups (--phase mixed) */
+	else if (n->op == OP_Reshape && rank == 3 && n->in[0]->type.rank == 3 && last_dim(n->in[0]) == w &&
+		 ir_const_data(n->in[1]) && ir_const_data(n->in[1])->n == 3 && rt_geti(ir_const_data(n->in[1]), 2) == w)
+		ok = colsplit(p, r, n->in[0], depth + 1);   /* [1, N*S, X] <-> [N, S, X] (--phase mixed) */
 	if (!ok)
 		return 0;
 	r->nodes[r->n++] = n;
@@ -303,6 +339,42 @@ static int colsplit_inputs(Part *p, Region *r, Node *n, int from, int to, int de
 		if (!n->in[i] || !colsplit(p, r, n->in[i], depth + 1))
 			return 0;
 	return 1;
+}
+
+static Value *weight_shard(Part *p, Node *before, Value *w, int axis, int i, int k);
+
+/* Shard i of a weight chain (chain_param) cut along `axis` of its result: the parameter is cut
+ * (a weight shard) and the chain re-run on the shard, a Transpose swapping the axis, a per-group
+ * Quantize cut along its last axis grouping per shard (shard_group); the new nodes carry region
+ * code `aux` (they run on shard i's device). */
+static Value *chain_shard(Part *p, Node *before, Value *v, int axis, int i, int k, intptr_t aux)
+{
+	if (is_weight(v, 2))
+		return weight_shard(p, before, v, axis, i, k);
+	Node *n = v->def;
+	Value *x = chain_shard(p, before, n->in[0], n->op == OP_Transpose ? 1 - axis : axis, i, k, aux);
+	char buf[256];
+	snprintf(buf, sizeof buf, "%s.tp%d", v->name, i);
+	const char *name = ir_fresh_name(p->g, buf);
+	Value *ins[4] = { x, n->nin > 1 ? n->in[1] : NULL, n->nin > 2 ? n->in[2] : NULL, n->nin > 3 ? n->in[3] : NULL };
+	Node *c = ir_insert_node(p->g, before, n->op, ins, n->nin < 4 ? n->nin : 4, &name, 1, n->loc);
+	for (int a = 0; a < n->attrs.n; a++)
+		ir_set_attr(c, &n->attrs.a[a]);
+	if (n->op == OP_Quantize && axis == n->in[0]->type.rank - 1)
+		shard_group(c, n->in[0], k);
+	c->aux = (void *)aux;
+	return c->out[0];
+}
+
+/* Removes the nodes of weight chain v (chain_param) that nothing reads any more. */
+static void drop_chain(Part *p, Value *v)
+{
+	while (v && v->kind == V_NODE && v->nuses == 0 && !pass_is_output(v)) {
+		Node *n = v->def;
+		Value *in = n->nin > 0 ? n->in[0] : NULL;
+		ir_remove_node(p->g, n);
+		v = in;
+	}
 }
 
 /* Shard i of weight w cut into k parts along axis (one Split per weight, shared by the shards). */
@@ -413,9 +485,9 @@ static void split_region(Part *p, Region *r, int rid)
 			if (n->op == OP_Reshape || n->op == OP_Expand)
 				in[1] = shard_shape(p, n->in[1], n->loc);
 			if (n->op == OP_MatMul && k == r->n - 1)
-				in[1] = weight_shard(p, row, n->in[1], 0, i, p->tp);
+				in[1] = chain_shard(p, row, n->in[1], 0, i, p->tp, rid * SHARDS + i + 1);
 			else if (n->op == OP_MatMul)
-				in[1] = weight_shard(p, row, n->in[1], 1, i, p->tp);
+				in[1] = chain_shard(p, row, n->in[1], 1, i, p->tp, rid * SHARDS + i + 1);
 			else
 				for (int j = 0; j < nin; j++)
 					if (is_weight(n->in[j], 1))
@@ -432,6 +504,8 @@ static void split_region(Part *p, Region *r, int rid)
 				ir_set_attr(c, &n->attrs.a[a]);
 			if (n->op == OP_RotaryEmbedding)
 				divide_attr(c, "num_heads", p->tp);
+			if (n->op == OP_Quantize)   /* an activation's per-token groups over its shard */
+				shard_group(c, n->in[0], p->tp);
 			if (n->op == OP_Attention) {
 				divide_attr(c, "q_num_heads", p->tp);
 				divide_attr(c, "kv_num_heads", p->tp);
@@ -448,6 +522,11 @@ static void split_region(Part *p, Region *r, int rid)
 			for (int j = 1; j < r->nodes[k]->nout && j < 3; j++)
 				if (pass_is_output(r->nodes[k]->out[j]))
 					assemble_output(p, row, r->nodes[k]->out[j], attn, j);
+	Value *chains[MAXREG];
+	int nch = 0;
+	for (int k = 0; k < r->n; k++)
+		if (r->nodes[k]->op == OP_MatMul && !is_weight(r->nodes[k]->in[1], 2))
+			chains[nch++] = r->nodes[k]->in[1];
 	replace_by_allreduce(p, row, parts, p->tp, rid);
 	for (int k = r->n - 2; k >= 0; k--) {
 		int used = 0;
@@ -456,6 +535,8 @@ static void split_region(Part *p, Region *r, int rid)
 		if (!used)
 			ir_remove_node(p->g, r->nodes[k]);
 	}
+	for (int c = 0; c < nch; c++)    /* the unpartitioned weights' load-time transforms */
+		drop_chain(p, chains[c]);
 }
 
 /* A new region id of the given kind and width; 0 when the table is full. */
@@ -476,7 +557,7 @@ static int tensor_parallel(Part *p)
 		return 0;
 	for (Node *n = p->g->first, *next; n; n = next) {
 		next = n->next;
-		if (n->op != OP_MatMul || n->aux || !is_weight(n->in[1], 2) || n->annot.device ||
+		if (n->op != OP_MatMul || n->aux || !weight_2d(n->in[1]) || n->annot.device ||
 		    !dim_isconst(n->in[1]->type.dims[0]))
 			continue;
 		Region r = { .n = 0, .cols = n->in[1]->type.dims[0].k };
@@ -503,7 +584,7 @@ static int tensor_parallel(Part *p)
 		pass_changed(p->c, "tensor-parallel regions");
 	}
 	ir_foreach_node(p->g, n) {
-		if (n->op != OP_MatMul || n->aux || !is_weight(n->in[1], 2))
+		if (n->op != OP_MatMul || n->aux || !weight_2d(n->in[1]))
 			continue;
 		Node *a = n->in[0]->kind == V_NODE ? n->in[0]->def : NULL;
 		long long qh = a ? rt_attr_int(&a->attrs, "q_num_heads", 0) : 0, kvh = a ? rt_attr_int(&a->attrs, "kv_num_heads", 0) : 0;

@@ -83,6 +83,9 @@ typedef struct PassCtx {
 	 * decode, the number of past tokens in the KV cache (--context) */
 	const char *phase;
 	int64_t context;
+	/* phases: the mixed phase's composition ("32x1+2048,1x512+0", pass_mix_parse): one serving
+	 * iteration of chunked prefills and decodes over one flattened token batch */
+	const char *mix;
 	DType kv_format;            /* --kv-format: the caches' element format (0, DT_INVALID: K's) */
 	/* partition (passes/partition.c) */
 	int tp;                     /* --tp N: tensor-parallel group size (0 or 1: none) */
@@ -155,6 +158,20 @@ int64_t pass_stat_get(const PassCtx *c, const char *pass, const char *name);
 int pass_bisect(PassCtx *c, const Node *n, const char *what);
 /* Counts one applied rewrite: bumps c->changes and the statistic `stat` of the current pass. */
 void pass_changed(PassCtx *c, const char *stat);
+
+/* ---- phases (passes/kv_cache.c) ---- */
+/* A mixed serving iteration (phase "mixed"): groups of n sequences, each with s new tokens after
+ * p cached ones (a decode is s = 1; a chunk of a prompt s > 1 with p tokens already prefilled),
+ * flattened into one batch of sum(n * s) tokens, as vLLM and Sarathi-Serve run them. */
+enum { PASS_MIX_MAX = 8 };
+typedef struct PassMixGroup {
+	int64_t n, s, p;
+} PassMixGroup;
+/* Parses "NxS+P,..." (P may be left out: 0), e.g. "32x1+2048,1x512+1024", into g (room for
+ * PASS_MIX_MAX).  Returns the group count, or -1 with a message in err (errn bytes). */
+int pass_mix_parse(const char *spec, PassMixGroup *g, char *err, size_t errn);
+/* The tokens of a composition: sum(n * s). */
+int64_t pass_mix_tokens(const PassMixGroup *g, int ng);
 
 /* ---- memory planning (passes/plan_memory.c) ---- */
 /* Sets c->capacity from the machine's first accelerator: its HBM, else DRAM, SRAM or VMEM. */

@@ -41,20 +41,6 @@ const FmtDesc *rt_fmt_desc(DType d)
 	}
 }
 
-uint32_t rt_f32_bits(float x)
-{
-	uint32_t u;
-	memcpy(&u, &x, sizeof u);
-	return u;
-}
-
-float rt_bits_f32(uint32_t u)
-{
-	float x;
-	memcpy(&x, &u, sizeof x);
-	return x;
-}
-
 /* 2^k as a float for k in [-149, 127] (subnormal powers of two included); the products with
  * small integers above are exact. */
 static float pow2f(int k)

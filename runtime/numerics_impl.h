@@ -9,6 +9,7 @@
 #define AICC_NUMERICS_IMPL_H
 
 #include <stdint.h>
+#include <string.h>
 #include "runtime/numerics.h"
 
 typedef struct FmtDesc {
@@ -23,8 +24,20 @@ typedef struct FmtDesc {
 extern const FmtDesc rt_fmt_f16, rt_fmt_bf16, rt_fmt_tf32, rt_fmt_e4m3, rt_fmt_e5m2,
 	rt_fmt_e3m2, rt_fmt_e2m3, rt_fmt_e2m1;
 
-uint32_t rt_f32_bits(float x);
-float rt_bits_f32(uint32_t u);
+/* The bits of a float and back (inline: the codecs call them per element). */
+static inline uint32_t rt_f32_bits(float x)
+{
+	uint32_t u;
+	memcpy(&u, &x, sizeof u);
+	return u;
+}
+
+static inline float rt_bits_f32(uint32_t u)
+{
+	float x;
+	memcpy(&x, &u, sizeof x);
+	return x;
+}
 
 /* The code of f32(u) * 2^-eoff in the format, rounded to nearest, ties to even (numerics.md
  * §2).  Overflow (judged after rounding) clamps to +-max when sat or when the format has no

@@ -5,12 +5,13 @@
 #include "runtime/outfile.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define SLOTS 256
+#define SLOTS 4096
 static char *volatile slot_tmp[SLOTS];     /* a temporary not yet renamed */
 static char *volatile slot_done[SLOTS];    /* a group member already renamed, group not finished */
 
@@ -34,6 +35,20 @@ void rt_out_remove_all(void)
 			unlink(d);
 	}
 }
+
+/* SIGINT, SIGTERM and SIGHUP held off while a temporary is created and listed, and while a
+ * group is renamed and relisted, so the handler never misses a file between the two. */
+static void hold_signals(sigset_t *old)
+{
+	sigset_t s;
+	sigemptyset(&s);
+	sigaddset(&s, SIGINT);
+	sigaddset(&s, SIGTERM);
+	sigaddset(&s, SIGHUP);
+	sigprocmask(SIG_BLOCK, &s, old);
+}
+
+static void release_signals(const sigset_t *old) { sigprocmask(SIG_SETMASK, old, NULL); }
 
 static void release(RtOutFile *o)
 {
@@ -75,13 +90,17 @@ int rt_out_open(RtOutFile *o, const char *path, RtError *e)
 		return rt_errorf(e, RT_ENOMEM, "out of memory");
 	}
 	snprintf(o->tmp, n + 16, "%s.tmpXXXXXX", path);
+	sigset_t old;
+	hold_signals(&old);
 	int fd = mkstemp(o->tmp);
+	int err = errno;
+	if (fd >= 0)
+		o->slot = slot_take(o->tmp);
+	release_signals(&old);
 	if (fd < 0) {
-		int err = errno;
 		release(o);
 		return rt_errorf(e, RT_EUSER, "cannot write '%s': %s", path, strerror(err));
 	}
-	o->slot = slot_take(o->tmp);
 	mode_t mask = umask(0);    /* mkstemp makes 0600; give the file the usual 0666 less the umask */
 	umask(mask);
 	fchmod(fd, 0666 & ~mask);
@@ -112,6 +131,11 @@ static int finish(RtOutFile *o, RtError *e)
 	return bad ? rt_errorf(e, RT_EUSER, "cannot write '%s': %s", o->path, strerror(err ? err : EIO)) : 0;
 }
 
+int rt_out_close(RtOutFile *o, RtError *e)
+{
+	return o->f ? finish(o, e) : 0;
+}
+
 int rt_out_commit(RtOutFile *o, RtError *e)
 {
 	return rt_out_commit_group(o, 1, e);
@@ -121,7 +145,9 @@ int rt_out_commit_group(RtOutFile *o, int n, RtError *e)
 {
 	int rc = 0, done = 0;
 	for (int i = 0; i < n && rc == 0; i++)
-		rc = finish(&o[i], e);
+		rc = rt_out_close(&o[i], e);
+	sigset_t old;
+	hold_signals(&old);
 	for (int i = 0; i < n && rc == 0; i++, done++) {
 		if (!o[i].tmp)
 			continue;
@@ -141,6 +167,7 @@ int rt_out_commit_group(RtOutFile *o, int n, RtError *e)
 			fclose(o[i].f);
 		release(&o[i]);
 	}
+	release_signals(&old);     /* a signal held off now finds the group whole (or gone) */
 	return rc;
 }
 

@@ -225,6 +225,20 @@ int plan_format_known(const char *format);               /* 1 for a known buffer
 int64_t plan_format_bytes(const char *format, DType dt, int rank, const int64_t *dims);
 /* Sets buffer buf's format and recomputes its size; -1 with e set when the format is unknown. */
 int plan_set_buffer_format(Plan *p, int buf, const char *format, RtError *e);
+/* The dtype contract of one operand (ir/optypes.def): operand k of op in an instruction with nin
+ * inputs (k < nin: input k, else output k - nin).  allowed: bit d set when DType d may be its
+ * dtype; var: its type variable ('T', ...; 0: none), whose operands must all have one type
+ * (equal dtypes, or floats of one storage); to: 1 when it must be exactly the dtype the
+ * attribute `to` names (when present); set/setlen: the set as optypes.def spells it.  Returns 0,
+ * or -1 when op or k is out of range or the row is malformed (the unit tests parse every row). */
+typedef struct PlanOperandType {
+	uint64_t allowed;
+	char var;
+	int to;
+	const char *set;
+	int setlen;
+} PlanOperandType;
+int plan_operand_type(RtOp op, int nin, int k, PlanOperandType *t);
 /* Operator names from ir/ops.def (the plan layer does not depend on the kernels). */
 const char *plan_op_name(RtOp op);
 RtOp plan_op_lookup(const char *name);                   /* RT_OP_COUNT if unknown */

@@ -283,31 +283,201 @@ static int check_fp8_scale(const Plan *p, const PlanInstr *in, RtError *e)
 	return 0;
 }
 
-/* Operand roles of the kernels that index with an operand or move elements in their storage
- * (runtime/kernels/): per input, then after '>' per output, 'I' an integer tensor (indices,
- * shapes, axes, counts: i64 storage), 'T' data moved element for element (every 'T' operand of
- * one instruction has one storage: f32, f64 or i64), '.' anything; the last letter repeats for
- * variadic operands.  Roles from the ONNX operator specs (opset 23) and docs/language.md. */
-static const struct { RtOp op; const char *roles; } contracts[] = {
-	{ RT_OP_Gather, "TI>T" }, { RT_OP_GatherElements, "TI>T" }, { RT_OP_Embedding, "TI>T" },
-	{ RT_OP_Reshape, "TI>T" }, { RT_OP_Expand, "TI>T" }, { RT_OP_Tile, "TI>T" },
-	{ RT_OP_Squeeze, "TI>T" }, { RT_OP_Unsqueeze, "TI>T" }, { RT_OP_Slice, "TIIII>T" },
-	{ RT_OP_Split, "TI>T" }, { RT_OP_Pad, "TITI>T" }, { RT_OP_Transpose, "T>T" },
-	{ RT_OP_Concat, "T>T" }, { RT_OP_Flatten, "T>T" }, { RT_OP_Identity, "T>T" },
-	{ RT_OP_Trilu, "TI>T" }, { RT_OP_TopK, "TI>TI" }, { RT_OP_CumSum, "TI>T" },
-	{ RT_OP_ArgMax, "T>I" }, { RT_OP_ArgMin, "T>I" }, { RT_OP_Shape, ".>I" }, { RT_OP_Size, ".>I" },
-	{ RT_OP_ConstantOfShape, "I>." }, { RT_OP_RotaryEmbedding, "...I>." },
-	{ RT_OP_TopKRouter, "..>.I" }, { RT_OP_MoEDispatch, "TI>TI" }, { RT_OP_GroupedMatMul, ".I.>." },
-	{ RT_OP_MoECombine, "..I>." }, { RT_OP_AllToAll, "T>T" }, { RT_OP_AllGather, "T>T" },
-	{ RT_OP_ReduceSum, ".I>." }, { RT_OP_ReduceMean, ".I>." }, { RT_OP_ReduceMax, ".I>." },
-	{ RT_OP_ReduceMin, ".I>." }, { RT_OP_ReduceProd, ".I>." }, { RT_OP_ReduceSumSquare, ".I>." },
-	{ RT_OP_ReduceL2, ".I>." }, { RT_OP_ReduceLogSumExp, ".I>." },
+/* ---- operand dtypes: ir/optypes.def, one row per ir/ops.def row ---- */
+static const struct { const char *operands, *vars; } optypes[] = {
+#define TYPES(name, operands, vars) { operands, vars },
+#include "ir/optypes.def"
+#undef TYPES
 };
+enum {
+#define TYPES(name, operands, vars) TY_##name,
+#include "ir/optypes.def"
+#undef TYPES
+	TY_COUNT
+};
+_Static_assert((int)TY_COUNT == (int)RT_OP_COUNT, "ir/optypes.def needs one row per ir/ops.def row");
+#define TYPES(name, operands, vars) \
+	_Static_assert((int)TY_##name == (int)RT_OP_##name, "ir/optypes.def: row " #name " is not in ir/ops.def's order");
+#include "ir/optypes.def"
+#undef TYPES
+_Static_assert(DT_COUNT <= 64, "a dtype set is a 64-bit mask");
 
-static const char *const storage_names[] = { "?", "f32", "f64", "i64" };
+static uint64_t kinds_mask(int k0, int k1, int k2)
+{
+	uint64_t m = 0;
+	for (int d = DT_INVALID + 1; d < DT_COUNT; d++)
+		if (rt_dtypes[d].kind == k0 || rt_dtypes[d].kind == k1 || rt_dtypes[d].kind == k2)
+			m |= UINT64_C(1) << d;
+	return m;
+}
 
-/* The contract of op: its operands' roles as ir/ops.def and the kernels define them: an input
- * below in_min is required (`_` only marks an absent optional input), and the roles above. */
+/* The dtypes of one set name (optypes.def's header); 0 when it names none. */
+static uint64_t set_name_mask(const char *s, size_t n)
+{
+	static const struct { const char *name; int k0, k1, k2; } classes[] = {
+		{ "float", K_FLOAT, K_BLOCK, K_SCALE }, { "int", K_INT, K_UINT, -1 }, { "sint", K_INT, -1, -1 },
+		{ "uint", K_UINT, -1, -1 }, { "bool", K_BOOL, -1, -1 }, { "num", K_FLOAT, K_BLOCK, K_SCALE },
+		{ "any", K_FLOAT, K_BLOCK, K_SCALE }, { "elem", K_FLOAT, K_SCALE, -1 },
+	};
+	for (size_t i = 0; i < sizeof classes / sizeof classes[0]; i++)
+		if (strlen(classes[i].name) == n && strncmp(classes[i].name, s, n) == 0) {
+			uint64_t m = kinds_mask(classes[i].k0, classes[i].k1, classes[i].k2);
+			if (i >= 5)    /* num, any, elem: with the integers (and bool) */
+				m |= kinds_mask(K_INT, K_UINT, i >= 6 ? K_BOOL : -1);
+			return m;
+		}
+	char name[32];
+	if (n >= sizeof name)
+		return 0;
+	memcpy(name, s, n);
+	name[n] = 0;
+	DType d = rt_dtype_lookup(name);
+	return d == DT_INVALID ? 0 : UINT64_C(1) << d;
+}
+
+/* The `|`-separated set s[0..n); 0 when a name is unknown. */
+static uint64_t set_mask(const char *s, size_t n)
+{
+	uint64_t m = 0;
+	while (n) {
+		size_t k = 0;
+		while (k < n && s[k] != '|')
+			k++;
+		uint64_t one = set_name_mask(s, k);
+		if (!one)
+			return 0;
+		m |= one;
+		s += k < n ? k + 1 : k;
+		n -= k < n ? k + 1 : k;
+	}
+	return m;
+}
+
+int plan_operand_type(RtOp op, int nin, int k, PlanOperandType *t)
+{
+	memset(t, 0, sizeof *t);
+	if ((unsigned)op >= RT_OP_COUNT || k < 0 || nin < 0)
+		return -1;
+	const char *s = optypes[op].operands, *tok = NULL;
+	size_t toklen = 0;
+	int side = k < nin ? 0 : 1, want = side ? k - nin : k, idx = 0, cur = 0;
+	/* the token of operand k: the want-th of its side, else that side's last */
+	for (const char *c = s; *c;) {
+		while (*c == ' ')
+			c++;
+		if (!*c)
+			break;
+		if (*c == '>') {
+			if (side == 0)
+				break;
+			cur = 1, idx = 0, c++;
+			continue;
+		}
+		size_t n = strcspn(c, " >");
+		if (cur == side && idx <= want)
+			tok = c, toklen = n;
+		idx += cur == side;
+		c += n;
+	}
+	if (!tok)
+		return -1;
+	t->set = tok, t->setlen = (int)toklen;
+	if (toklen == 2 && strncmp(tok, "to", 2) == 0) {
+		t->to = 1;
+		t->allowed = set_name_mask("any", 3);
+		return 0;
+	}
+	if (toklen == 1 && tok[0] >= 'A' && tok[0] <= 'Z') {   /* a type variable: its set */
+		t->var = tok[0];
+		for (const char *v = optypes[op].vars; (v = strchr(v, tok[0])); v++)
+			if (v[1] == ':' && (v == optypes[op].vars || v[-1] == ' ')) {
+				t->set = v + 2, t->setlen = (int)strcspn(v + 2, " ");
+				break;
+			}
+		if (t->set == tok)
+			return -1;
+	}
+	t->allowed = set_mask(t->set, (size_t)t->setlen);
+	return t->allowed ? 0 : -1;
+}
+
+/* Whether dtypes a and b are one type for a type variable: equal, or floats of one storage. */
+static int same_type(DType a, DType b)
+{
+	return a == b || (rt_dtype_isfloat(a) && rt_dtype_isfloat(b) && rt_dtypes[a].storage == rt_dtypes[b].storage);
+}
+
+/* "i32 or i64", "f64, f32, tf32, ... or nvfp4": the dtypes of mask m into buf. */
+static const char *mask_names(uint64_t m, char *buf, size_t n)
+{
+	size_t o = 0;
+	int total = 0, i = 0;
+	for (int d = 0; d < DT_COUNT; d++)
+		total += (int)(m >> d & 1);
+	buf[0] = 0;
+	for (int d = 0; d < DT_COUNT && o + 16 < n; d++)
+		if (m >> d & 1) {
+			i++;
+			o += (size_t)snprintf(buf + o, n - o, "%s%s", i == 1 ? "" : i == total ? " or " : ", ",
+					      rt_dtype_name((DType)d));
+		}
+	return buf;
+}
+
+/* The dtype attribute `to` of a Cast names (a dtype name or an ONNX code); DT_INVALID if none. */
+static DType attr_to(const PlanInstr *in)
+{
+	const Attr *a = rt_attr_find(&in->attrs, "to");
+	if (!a)
+		return DT_INVALID;
+	return a->kind == ATTR_STRING ? rt_dtype_lookup(a->s) : a->kind == ATTR_INT ? rt_dtype_from_onnx(a->i) : DT_INVALID;
+}
+
+/* Every operand's dtype against its operator's row of ir/optypes.def. */
+static int check_types(const Plan *p, const PlanInstr *in, RtError *e)
+{
+	const char *name = plan_op_name(in->op);
+	int bound[26];      /* per type variable: the operand that fixed its type, or -1 */
+	for (int v = 0; v < 26; v++)
+		bound[v] = -1;
+	for (int k = 0; k < in->nin + in->nout; k++) {
+		int isout = k >= in->nin, j = isout ? k - in->nin : k, b = isout ? in->out[j] : in->in[j];
+		if (b < 0)
+			continue;
+		PlanOperandType t;
+		if (plan_operand_type(in->op, in->nin, k, &t) < 0)
+			return rt_errorf(e, RT_EINTERNAL, "ir/optypes.def: the row of %s is malformed (operand %d)", name, k);
+		const PlanBuffer *pb = &p->buffers[b];
+		DType d = pb->dtype, to = t.to ? attr_to(in) : DT_INVALID;
+		uint64_t allowed = t.allowed;
+		char why[300] = "", list[400];
+		int by = t.var ? bound[t.var - 'A'] : -1;
+		if (to != DT_INVALID) {
+			allowed = UINT64_C(1) << to;
+			snprintf(why, sizeof why, " (attribute to=%s)", rt_dtype_name(to));
+		} else if (by >= 0) {
+			int bo = by >= in->nin, bj = bo ? by - in->nin : by;
+			const PlanBuffer *bb = &p->buffers[bo ? in->out[bj] : in->in[bj]];
+			uint64_t like = 0;
+			for (int x = 0; x < DT_COUNT; x++)
+				if ((allowed >> x & 1) && same_type((DType)x, bb->dtype))
+					like |= UINT64_C(1) << x;
+			allowed = like;
+			snprintf(why, sizeof why, " (type %c, as %s %d '%s' is %s)", t.var, bo ? "output" : "input", bj,
+				 bb->name, rt_dtype_name(bb->dtype));
+		}
+		if (!(allowed >> d & 1))
+			return verr(p, e, in->line, "%s %s %d ('%s') is %s, not %s %s%s", name, isout ? "output" : "input", j,
+				    pb->name, rt_dtype_name(d), allowed & (allowed - 1) ? "one of its allowed types" :
+				    "its allowed type", mask_names(allowed, list, sizeof list), why);
+		if (t.var && by < 0)
+			bound[t.var - 'A'] = k;
+	}
+	return 0;
+}
+
+/* The contract of op: an input below in_min is required (`_` only marks an absent optional
+ * input), and every operand's dtype (check_types). */
 static int check_roles(const Plan *p, const PlanInstr *in, RtError *e)
 {
 	const char *name = plan_op_name(in->op);
@@ -315,32 +485,7 @@ static int check_roles(const Plan *p, const PlanInstr *in, RtError *e)
 		if (in->in[k] < 0)
 			return verr(p, e, in->line, "%s input %d is required: '_' marks only an absent optional input "
 				    "(inputs %d and up of %s)", name, k, arity[in->op].imin, name);
-	const char *roles = NULL;
-	for (size_t i = 0; i < sizeof contracts / sizeof contracts[0] && !roles; i++)
-		if (contracts[i].op == in->op)
-			roles = contracts[i].roles;
-	if (!roles)
-		return 0;
-	const char *outs = strchr(roles, '>');
-	int nr_in = (int)(outs - roles), nr_out = (int)strlen(outs + 1), tstore = 0, tfirst = -1;
-	for (int k = 0; k < in->nin + in->nout; k++) {
-		int isout = k >= in->nin, j = isout ? k - in->nin : k, b = isout ? in->out[j] : in->in[j];
-		char r = isout ? outs[1 + (j < nr_out ? j : nr_out - 1)] : roles[j < nr_in ? j : nr_in - 1];
-		if (b < 0 || r == '.')
-			continue;
-		const PlanBuffer *pb = &p->buffers[b];
-		int st = rt_dtypes[pb->dtype].storage;
-		if (r == 'I' && st != S_I64)
-			return verr(p, e, in->line, "%s %s %d ('%s') must be an integer tensor, not %s", name,
-				    isout ? "output" : "input", j, pb->name, rt_dtype_name(pb->dtype));
-		if (r == 'T' && tstore && st != tstore)
-			return verr(p, e, in->line, "%s %s %d ('%s', %s) must hold the same kind of data as '%s' "
-				    "(%s storage, not %s)", name, isout ? "output" : "input", j, pb->name,
-				    rt_dtype_name(pb->dtype), p->buffers[tfirst].name, storage_names[tstore], storage_names[st]);
-		if (r == 'T' && !tstore)
-			tstore = st, tfirst = b;
-	}
-	return 0;
+	return check_types(p, in, e);
 }
 
 static int check_kernel(const Plan *p, const PlanStream *s, const PlanInstr *in, RtError *e)

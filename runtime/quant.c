@@ -134,16 +134,37 @@ static void init_tables(void)
 	pthread_once(&tabs_once, fill_tables);
 }
 
-/* One MX block of a float element type whose descriptor fields are compile-time constants at
- * each call site, so enc_core specialises. */
-#define MX_FP_BLOCK(M, EMIN, MAXMAG, INFMAG, NANMAG, BITS, TAB)                          \
-	for (int64_t i = 0; i < len; i++) {                                              \
-		uint32_t c = enc_core(rt_f32_bits(x[i]), k, M, EMIN, MAXMAG, INFMAG, NANMAG, \
-				      BITS, 1);                                          \
+/* The value of code c of a small float format (M trailing mantissa bits, smallest normal
+ * exponent emin, bits wide, sign included; no Inf/NaN codes reach it: MX elements saturate):
+ * sig * 2^ee built from integers, so that the loop over a block vectorises; exact, equal to
+ * rt_fmt_decode (the product of a <= 4-bit integer and a normal power of two). */
+static inline float mx_dec(uint32_t c, int M, int emin, int bits)
+{
+	uint32_t mag = c & ((1u << (bits - 1)) - 1);
+	uint32_t e = mag >> M, f = mag & ((1u << M) - 1);
+	uint32_t sig = e ? f | (1u << M) : f;
+	int ee = (e ? (int)e - 1 : 0) + emin - M;
+	float v = (float)(int32_t)sig * rt_bits_f32((uint32_t)(ee + 127) << 23);
+	return rt_bits_f32(rt_f32_bits(v) | ((c >> (bits - 1)) << 31));
+}
+
+/* One MX block: each chunk's codes first (ENC, an expression of the element's float32 bits u,
+ * vectorisable: the descriptor fields are constants at each call site, so enc_core specialises),
+ * then the codes and the dequantized values (DEC, an expression of the code c) * 2^k. */
+#define MX_BLOCK(ENC, DEC)                                                               \
+	for (int64_t j0 = 0; j0 < len; j0 += 64) {                                       \
+		int64_t m = len - j0 < 64 ? len - j0 : 64;                               \
+		uint8_t cb[64];                                                          \
+		for (int64_t i = 0; i < m; i++) {                                        \
+			uint32_t u = rt_f32_bits(x[j0 + i]);                             \
+			cb[i] = (uint8_t)(ENC);                                          \
+		}                                                                        \
 		if (codes)                                                               \
-			codes[i] = (uint8_t)c;                                           \
-		if (deq)                                                                 \
-			deq[i] = TAB[c] * scale;                                         \
+			memcpy(codes + j0, cb, (size_t)m);                               \
+		for (int64_t i = 0; deq && i < m; i++) {                                 \
+			uint32_t c = cb[i];                                              \
+			deq[j0 + i] = (DEC) * scale;                                     \
+		}                                                                        \
 	}
 
 static void mx_block(DType fmt, const MxElem *m, const float *x, int64_t len, ScaleRule rule,
@@ -163,19 +184,14 @@ static void mx_block(DType fmt, const MxElem *m, const float *x, int64_t len, Sc
 	int k = (int)sc - 127;
 	float scale = ldexpf(1.0f, k);
 	switch (fmt) {
-	case DT_MXFP8: MX_FP_BLOCK(3, -6, 0x7E, 0, 0x7F, 8, tab_e4m3) break;
-	case DT_MXFP8E5M2: MX_FP_BLOCK(2, -14, 0x7B, 0x7C, 0x7F, 8, tab_e5m2) break;
-	case DT_MXFP6: MX_FP_BLOCK(2, -2, 0x1F, 0, 0, 6, tab_e3m2) break;
-	case DT_MXFP6E2M3: MX_FP_BLOCK(3, 0, 0x1F, 0, 0, 6, tab_e2m3) break;
-	case DT_MXFP4: MX_FP_BLOCK(1, 0, 0x7, 0, 0, 4, tab_e2m1) break;
-	default:
-		for (int64_t i = 0; i < len; i++) {
-			uint32_t c = int8_elem(rt_f32_bits(x[i]), k);
-			if (codes)
-				codes[i] = (uint8_t)c;
-			if (deq)
-				deq[i] = tab_int8[c] * scale;
-		}
+	case DT_MXFP8: MX_BLOCK(enc_core(u, k, 3, -6, 0x7E, 0, 0x7F, 8, 1), mx_dec(c, 3, -6, 8)) break;
+	case DT_MXFP8E5M2:
+		MX_BLOCK(enc_core(u, k, 2, -14, 0x7B, 0x7C, 0x7F, 8, 1), mx_dec(c, 2, -14, 8)) break;
+	case DT_MXFP6: MX_BLOCK(enc_core(u, k, 2, -2, 0x1F, 0, 0, 6, 1), mx_dec(c, 2, -2, 6)) break;
+	case DT_MXFP6E2M3: MX_BLOCK(enc_core(u, k, 3, 0, 0x1F, 0, 0, 6, 1), mx_dec(c, 3, 0, 6)) break;
+	case DT_MXFP4: MX_BLOCK(enc_core(u, k, 1, 0, 0x7, 0, 0, 4, 1), mx_dec(c, 1, 0, 4)) break;
+	default:   /* MXINT8: the code is a two's-complement byte, its value code / 64 (exact) */
+		MX_BLOCK(int8_elem(u, k), (float)(int8_t)(uint8_t)c * 0.015625f)
 		break;
 	}
 }
@@ -225,13 +241,15 @@ int rt_quantize_nvfp4(const float *x, int64_t n, int block, float s_enc, float s
 			dq[c] = (float)((double)tab_e2m1[c] * dscale);
 		if (scales)
 			scales[b] = (uint8_t)sb;
-		for (int64_t i = 0; i < len; i++) {
-			float t = xb[i] * enc_b;
-			uint32_t c = e2m1_clamped(t);
+		uint8_t cb[64];   /* the block's codes first (a vectorisable loop), then the outputs */
+		for (int64_t j0 = 0; j0 < len; j0 += 64) {
+			int64_t m = len - j0 < 64 ? len - j0 : 64;
+			for (int64_t i = 0; i < m; i++)
+				cb[i] = (uint8_t)e2m1_clamped(xb[j0 + i] * enc_b);
 			if (codes)
-				codes[i0 + i] = (uint8_t)c;
-			if (deq)
-				deq[i0 + i] = dq[c];
+				memcpy(codes + i0 + j0, cb, (size_t)m);
+			for (int64_t i = 0; deq && i < m; i++)
+				deq[i0 + j0 + i] = dq[cb[i]];
 		}
 	}
 	return 0;

@@ -48,6 +48,46 @@ void tgt_fusion_groups(const Flat *f, int *gfirst, int *glast)
 	}
 }
 
+/* ---- weight transforms done once at load ----
+ * Weights are quantized (and transposed, cast, reshaped, cut into tensor-parallel shards) once
+ * when the model is loaded, not at every step: TensorRT-LLM and vLLM convert checkpoints to their
+ * quantized layout offline or at load, JetStream/MaxText quantize int8 weights at checkpoint
+ * conversion (backends.md §1).  A value is load-time when it is a parameter or the output of a
+ * weight transform (a quantize/dequantize, Cast, Transpose, Split or view) whose inputs are all
+ * load-time. */
+static int weight_transform(const Node *n)
+{
+	return (ir_ops[n->op].flags & (F_QOP | F_VIEW)) || n->op == OP_Cast || n->op == OP_CastLike ||
+	       n->op == OP_Transpose || n->op == OP_Split;
+}
+
+int tgt_load_value(const Flat *f, int v)
+{
+	if (v < 0)
+		return 1;   /* an absent optional input */
+	const FlatVal *fv = &f->vals[v];
+	if (fv->def < 0)
+		return fv->v && fv->v->kind == V_PARAM;
+	const FlatNode *fn = &f->nodes[fv->def];
+	if (!weight_transform(fn->n))
+		return 0;
+	for (int k = 0; k < fn->nin; k++)
+		if (!tgt_load_value(f, fn->in[k]))
+			return 0;
+	return 1;
+}
+
+int tgt_load_kernel(const Flat *f, const int *gfirst, int i)
+{
+	const FlatNode *fn = &f->nodes[i];
+	if ((gfirst && gfirst[i] >= 0) || !weight_transform(fn->n) || fn->nin < 1)
+		return 0;
+	for (int k = 0; k < fn->nin; k++)
+		if (!tgt_load_value(f, fn->in[k]))
+			return 0;
+	return 1;
+}
+
 void tgt_ann_put(TgtAnn *t, const char *key, const char *fmt, ...)
 {
 	if (t->n == TGT_ANN_MAX)

@@ -150,6 +150,14 @@ int tgt_kernel_instr(PlanInstr *pi, const Plan *p, const Flat *f, int node, cons
 /* First and last flat node of every fusion group (attribute fusion_group, per call instance);
  * -1 for nodes outside a group.  gfirst and glast hold f->nnodes entries. */
 void tgt_fusion_groups(const Flat *f, int *gfirst, int *glast);
+/* Whether flat value v is computed once when the model is loaded (targets/instr.c): a parameter,
+ * an absent input (v < 0), or a weight transform (Quantize/Dequantize, Cast, Transpose, Split, a
+ * view) of load-time values only.  Recursive over the value's producers. */
+int tgt_load_value(const Flat *f, int v);
+/* Whether flat node i is such a weight transform and outside any fusion group (gfirst from
+ * tgt_fusion_groups, or NULL): its kernel runs in the interpreter (numerics unchanged) but costs
+ * nothing per step; targets record t.phase="load" and its time as t.load_us. */
+int tgt_load_kernel(const Flat *f, const int *gfirst, int i);
 
 /* ---- multi-device lowering (targets/devices.c) ----
  * A partitioned graph (passes/partition.c, or the user's @device annotations) names on each

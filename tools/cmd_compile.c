@@ -35,6 +35,7 @@ typedef struct CompileOpts {
 	/* phases: --phase prefill|decode, --batch B, --context S (bound as B and S; decode binds
 	 * S=1 and caches S past tokens) */
 	const char *phase;
+	const char *mix;             /* --mix NxS+P,... (--phase mixed) */
 	long long batch, context;
 	char phase_binds[2][48];
 	const char *kv_format;       /* --kv-format bf16|fp8: the KV cache's element format */
@@ -69,6 +70,10 @@ static void compile_help(void)
 	       "  --phase prefill|decode  an LLM serving phase with its KV cache as graph inputs and\n"
 	       "                        outputs (pass kv-cache): prefill of --context tokens, or one\n"
 	       "                        decode step with --context past tokens; binds B and S\n"
+	       "  --phase mixed --mix NxS+P,...  one serving iteration: groups of N sequences of S\n"
+	       "                        new tokens after P cached ones (decodes: S = 1), flattened\n"
+	       "                        into one batch (B=1, S=sum N*S) as vLLM and Sarathi-Serve run\n"
+	       "                        it; e.g. --mix 32x1+2048,1x512+1024 (not for run --check)\n"
 	       "  --batch B             phases: sequences (default 1)\n"
 	       "  --context S           phases: prompt length (prefill) or past tokens (decode)\n"
 	       "  --kv-format F         phases: the KV cache's format: as the keys (default) or fp8\n"
@@ -108,36 +113,9 @@ static int emit_summary(Module *m, FILE *f)
 	return rc;
 }
 
-/* phases: --phase binds B=--batch and S (prefill: --context; decode: 1 new token), after the
- * --bind options so that they win, and tells the kv-cache pass the phase and the past length. */
-static int phase_opts(CompileOpts *o)
+/* phases: --kv-format fp8|bf16|auto: the caches' element format. */
+static int kv_format_opt(CompileOpts *o)
 {
-	if (!o->phase) {
-		if (o->batch || o->context)
-			drv_error("--batch and --context go with --phase prefill|decode");
-		else if (o->kv_format)
-			drv_error("--kv-format goes with --phase prefill|decode");
-		return o->batch || o->context || o->kv_format ? -1 : 0;
-	}
-	int decode = strcmp(o->phase, "decode") == 0;
-	if (!decode && strcmp(o->phase, "prefill")) {
-		drv_error("unknown --phase '%s' (expected prefill or decode)", o->phase);
-		return -1;
-	}
-	if (!o->context) {
-		drv_error("--phase %s needs --context S (%s)", o->phase, decode ? "past tokens" : "prompt tokens");
-		return -1;
-	}
-	if (o->nbinds > 62) {
-		drv_error("too many --bind options");
-		return -1;
-	}
-	snprintf(o->phase_binds[0], sizeof o->phase_binds[0], "B=%lld", o->batch ? o->batch : 1);
-	snprintf(o->phase_binds[1], sizeof o->phase_binds[1], "S=%lld", decode ? 1 : o->context);
-	o->binds[o->nbinds++] = o->phase_binds[0];
-	o->binds[o->nbinds++] = o->phase_binds[1];
-	o->passes.ctx.phase = o->phase;
-	o->passes.ctx.context = decode ? o->context : 0;
 	if (o->kv_format) {
 		DType kf = !strcmp(o->kv_format, "fp8") || !strcmp(o->kv_format, "f8e4m3") ? DT_F8E4M3 : DT_INVALID;
 		if (kf == DT_INVALID && strcmp(o->kv_format, "bf16") && strcmp(o->kv_format, "auto")) {
@@ -146,6 +124,75 @@ static int phase_opts(CompileOpts *o)
 		}
 		o->passes.ctx.kv_format = kf;
 	}
+	return 0;
+}
+
+/* phases: --phase mixed --mix NxS+P,...: one serving iteration of chunked prefills and decodes
+ * flattened into B=1 sequence of S = sum(N*S) tokens (passes/kv_cache.c). */
+static int mixed_opts(CompileOpts *o)
+{
+	PassMixGroup g[PASS_MIX_MAX];
+	char err[256];
+	int ng;
+	if (o->batch || o->context) {
+		drv_error("--phase mixed takes its batch and contexts from --mix, not --batch/--context");
+		return -1;
+	}
+	if (!o->mix) {
+		drv_error("--phase mixed needs --mix NxS+P,... (e.g. --mix 32x1+2048,1x512+0)");
+		return -1;
+	}
+	if ((ng = pass_mix_parse(o->mix, g, err, sizeof err)) < 0) {
+		drv_error("--mix: %s", err);
+		return -1;
+	}
+	snprintf(o->phase_binds[0], sizeof o->phase_binds[0], "B=1");
+	snprintf(o->phase_binds[1], sizeof o->phase_binds[1], "S=%lld", (long long)pass_mix_tokens(g, ng));
+	o->binds[o->nbinds++] = o->phase_binds[0];
+	o->binds[o->nbinds++] = o->phase_binds[1];
+	o->passes.ctx.phase = o->phase;
+	o->passes.ctx.mix = o->mix;
+	return 0;
+}
+
+/* phases: --phase binds B=--batch and S (prefill: --context; decode: 1 new token), after the
+ * --bind options so that they win, and tells the kv-cache pass the phase and the past length. */
+static int phase_opts(CompileOpts *o)
+{
+	if (!o->phase) {
+		if (o->batch || o->context || o->mix)
+			drv_error("--batch, --context and --mix go with --phase prefill|decode|mixed");
+		else if (o->kv_format)
+			drv_error("--kv-format goes with --phase prefill|decode|mixed");
+		return o->batch || o->context || o->mix || o->kv_format ? -1 : 0;
+	}
+	if (o->nbinds > 62) {
+		drv_error("too many --bind options");
+		return -1;
+	}
+	if (kv_format_opt(o) < 0)
+		return -1;
+	if (strcmp(o->phase, "mixed") == 0)
+		return mixed_opts(o);
+	if (o->mix) {
+		drv_error("--mix goes with --phase mixed");
+		return -1;
+	}
+	int decode = strcmp(o->phase, "decode") == 0;
+	if (!decode && strcmp(o->phase, "prefill")) {
+		drv_error("unknown --phase '%s' (expected prefill, decode or mixed)", o->phase);
+		return -1;
+	}
+	if (!o->context) {
+		drv_error("--phase %s needs --context S (%s)", o->phase, decode ? "past tokens" : "prompt tokens");
+		return -1;
+	}
+	snprintf(o->phase_binds[0], sizeof o->phase_binds[0], "B=%lld", o->batch ? o->batch : 1);
+	snprintf(o->phase_binds[1], sizeof o->phase_binds[1], "S=%lld", decode ? 1 : o->context);
+	o->binds[o->nbinds++] = o->phase_binds[0];
+	o->binds[o->nbinds++] = o->phase_binds[1];
+	o->passes.ctx.phase = o->phase;
+	o->passes.ctx.context = decode ? o->context : 0;
 	return 0;
 }
 
@@ -218,7 +265,8 @@ static int parse_opts(int argc, char **argv, CompileOpts *o)
 				return -1;
 			continue;
 		}
-		if ((r = opt_value(argc, argv, &i, "--phase", &o->phase))) {   /* phases */
+		if ((r = opt_value(argc, argv, &i, "--phase", &o->phase)) ||   /* phases */
+		    (r = opt_value(argc, argv, &i, "--mix", &o->mix))) {
 			if (r < 0)
 				return -1;
 			continue;
@@ -332,7 +380,7 @@ static Plan *build(const CompileOpts *o, const Compile *c, Module *m, const DrvB
 	if (p && o->passes.ctx.remark_mask == ~0u)   /* --remarks=all: where the cost model has no coverage */
 		tgt_coverage_remarks(p, stderr);
 	RtError e = { 0 };
-	if (p && o->phase && plan_set_source_phase(p, o->phase, o->context, &e) < 0) {   /* phases */
+	if (p && o->phase && !o->mix && plan_set_source_phase(p, o->phase, o->context, &e) < 0) {   /* phases */
 		drv_report(e.msg);
 		plan_free(p);
 		return NULL;

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "runtime/interp.h"
 #include "runtime/npy.h"
@@ -34,6 +35,7 @@ typedef struct RunOpts {
 	long ranks_per_node;     /* --ranks-per-node R (0: as the job runs) */
 	const char *rank_map;    /* --rank-map FILE */
 	double mpi_timeout;      /* --mpi-timeout SECONDS (0: none) */
+	int64_t max_host;        /* --max-host-memory: bytes (0: what the host has) */
 } RunOpts;
 
 static void run_help(void)
@@ -58,7 +60,9 @@ static void run_help(void)
 	       "                         (default: contiguous equal groups in device order)\n"
 	       "  --ranks-per-node R     with --mpi: the job runs R ranks per node, node-major (checked)\n"
 	       "  --mpi-timeout S        with --mpi: fail a rank that sees no progress from its peers\n"
-	       "                         for S seconds (default 600; 0: wait forever)\n", DEVICE_LINES);
+	       "                         for S seconds (default 600; 0: wait forever)\n"
+	       "  --max-host-memory SIZE host memory the run may take (e.g. 2GiB; default: what is\n"
+	       "                         available: MemAvailable, the memory cgroup, ulimit -v)\n", DEVICE_LINES);
 }
 
 static int parse_flag(RunOpts *o, const char *a)
@@ -132,6 +136,13 @@ static int parse_opts(int argc, char **argv, RunOpts *o)
 			if (r < 0 || (o->mpi_timeout = strtod(v, &end), *end || errno || !(o->mpi_timeout >= 0) ||
 								o->mpi_timeout > 1e7)) {
 				drv_error("--mpi-timeout expects seconds in 0..1e7, got '%s'", r < 0 ? "" : v);
+				return -1;
+			}
+			continue;
+		}
+		if ((r = opt_value(argc, argv, &i, "--max-host-memory", &v))) {
+			if (r < 0 || (o->max_host = drv_parse_size(v)) <= 0) {
+				drv_error("--max-host-memory expects a size such as 512MiB or 2GiB, got '%s'", r < 0 ? "" : v);
 				return -1;
 			}
 			continue;
@@ -256,27 +267,71 @@ static int read_inputs(const RunOpts *o, const Plan *p, RtTensor *ts, RtBinding 
 	return 0;
 }
 
-/* Writes outputs as DIR/<name>.npy; files[i] receives each path (malloc'd). */
-static int write_outputs(const Plan *p, const RtRun *r, const char *dir, char **files)
+/* The file of output i in dir: DIR/<name>.npy, a '/' in the name written '_' (malloc'd). */
+static char *output_path(const Plan *p, int i, const char *dir)
 {
-	if (mkdir(dir, 0777) < 0 && errno != EEXIST) {
+	size_t n = strlen(dir) + strlen(p->outputs[i].name) + 6;
+	char *f = malloc(n);
+	if (!f)
+		return NULL;
+	snprintf(f, n, "%s/%s.npy", dir, p->outputs[i].name);
+	for (char *c = f + strlen(dir) + 1; *c; c++)
+		if (*c == '/')
+			*c = '_';
+	return f;
+}
+
+/* Opens the next member of the run's output group (files[*n]) on path. */
+static int group_open(OutFile *g, int *n, const char *path)
+{
+	if (out_open(&g[*n], path) < 0)
+		return -1;
+	(*n)++;
+	return 0;
+}
+
+/* Finishes the member just written: its stream closed, its temporary kept for the commit. */
+static int group_close(OutFile *g, int n, int rc)
+{
+	RtError e = { 0 };
+	if (rc == 0 && rt_out_close(&g[n - 1], &e) < 0) {
+		drv_report(e.msg);
+		return -1;
+	}
+	return rc;
+}
+
+/* Writes outputs as DIR/<name>.npy into the group g (*n members so far); files[i] receives each
+ * path (malloc'd).  *made: the directory did not exist and was created here. */
+static int write_outputs(const Plan *p, const RtRun *r, const char *dir, char **files, OutFile *g, int *n, int *made)
+{
+	if (mkdir(dir, 0777) == 0)
+		*made = 1;
+	else if (errno != EEXIST) {
 		drv_error("cannot create output directory '%s': %s", dir, strerror(errno));
 		return -1;
 	}
 	for (int i = 0; i < p->noutputs; i++) {
 		if (!plan_io_first(p->outputs, i))
 			continue;     /* a sharded output is written once, assembled */
-		size_t n = strlen(dir) + strlen(p->outputs[i].name) + 6;
-		files[i] = malloc(n);
-		snprintf(files[i], n, "%s/%s.npy", dir, p->outputs[i].name);
-		for (char *c = files[i] + strlen(dir) + 1; *c; c++)
-			if (*c == '/')
-				*c = '_';
-		RtError e = { 0 };
-		if (rt_npy_write(files[i], &r->outputs[i], &e) < 0) {
-			drv_report(e.msg);
+		if (!(files[i] = output_path(p, i, dir))) {
+			drv_error("out of memory");
 			return -1;
 		}
+		for (int j = 0; j < i; j++)
+			if (files[j] && strcmp(files[i], files[j]) == 0) {
+				drv_error("outputs '%s' and '%s' would both be written to '%s'", p->outputs[j].name,
+					  p->outputs[i].name, files[i]);
+				return -1;
+			}
+		RtError e = { 0 };
+		if (group_open(g, n, files[i]) < 0)
+			return -1;
+		int rc = rt_npy_fwrite(g[*n - 1].f, &r->outputs[i], &e);
+		if (rc < 0)
+			drv_report(e.msg);
+		if (group_close(g, *n, rc) < 0)
+			return -1;
 	}
 	return 0;
 }
@@ -421,17 +476,51 @@ static void summary(const Plan *p, const RtRun *r, const RtCheck *c, char **file
 		       c->first_bad_buffer, c->first_bad_err, c->first_bad_tol);
 }
 
-static int write_json(const char *path, const Plan *p, const RtRun *r, const RtCheck *c, char **files, int trace)
+/* Writes the report (trace 0) or the trace (trace 1) of a run to f: 0, or -1 with a message. */
+typedef int (*JsonWriter)(void *ctx, const Plan *p, const RtRun *r, const RtCheck *c, char **files, int trace,
+			  FILE *f);
+
+/* The JSON report (trace 0) or the Chrome trace (trace 1) into the group g, written by w (NULL:
+ * the one-process documents). */
+static int write_json(const char *path, const Plan *p, const RtRun *r, const RtCheck *c, char **files, int trace,
+		      OutFile *g, int *n, JsonWriter w, void *ctx)
 {
-	OutFile f;
-	if (out_open(&f, path) < 0)
+	if (group_open(g, n, path) < 0)
 		return -1;
-	int rc = trace ? rt_trace_write(p, &r->timing, f.f) : rt_report_write(p, r, c, (const char *const *)files, f.f);
-	if (rc < 0) {
-		out_abort(&f);
+	FILE *f = g[*n - 1].f;
+	int rc = w ? w(ctx, p, r, c, files, trace, f) :
+		 trace ? rt_trace_write(p, &r->timing, f) : rt_report_write(p, r, c, (const char *const *)files, f);
+	return group_close(g, *n, rc);
+}
+
+/* Writes everything the run was asked for as one output group: every .npy of --output-dir, then
+ * the report, then the trace, each written to a temporary and closed, then all renamed into
+ * place together, so a failure (or SIGINT/SIGTERM) leaves none of them. */
+static int write_files(const RunOpts *o, const Plan *p, const RtRun *r, const RtCheck *c, char **files,
+		       JsonWriter w, void *ctx)
+{
+	int max = p->noutputs + 2, n = 0, made = 0;
+	OutFile *g = calloc((size_t)max, sizeof *g);
+	if (!g) {
+		drv_error("out of memory");
 		return -1;
 	}
-	return out_commit(&f);
+	int rc = 0;
+	if (o->outdir && !o->timing_only)
+		rc = write_outputs(p, r, o->outdir, files, g, &n, &made);
+	if (rc == 0 && o->report)
+		rc = write_json(o->report, p, r, c, files, 0, g, &n, w, ctx);
+	if (rc == 0 && o->trace)
+		rc = write_json(o->trace, p, r, NULL, files, 1, g, &n, w, ctx);
+	if (rc == 0)
+		rc = out_commit_group(g, n);
+	else
+		for (int i = 0; i < n; i++)
+			out_abort(&g[i]);
+	if (rc < 0 && made)
+		rmdir(o->outdir);     /* created for this run, left empty */
+	free(g);
+	return rc;
 }
 
 static double now_s(void)
@@ -475,6 +564,8 @@ static int execute(const RunOpts *o, const Plan *p, RtBinding *bind)
 	char *dir = strdup(o->plan);
 	RtRunOpts ro = { bind, o->ninputs, o->seed, o->timing_only, 0, dirname(dir), drv_host_available(), progress_step,
 			 NULL, NULL };
+	if (o->max_host > 0 && (ro.host_limit <= 0 || o->max_host < ro.host_limit))
+		ro.host_limit = o->max_host;
 	int rc;
 	double *runs = NULL, load = 0;
 	RtLoadStats ls = { 0 };
@@ -512,11 +603,7 @@ static int execute(const RunOpts *o, const Plan *p, RtBinding *bind)
 	}
 	char **files = calloc((size_t)p->noutputs + 1, sizeof *files);
 	int st = EXIT_OK;
-	if (o->outdir && !o->timing_only && write_outputs(p, &r, o->outdir, files) < 0)
-		st = EXIT_USER;
-	if (st == EXIT_OK && o->report && write_json(o->report, p, &r, o->check ? &c : NULL, files, 0) < 0)
-		st = EXIT_USER;
-	if (st == EXIT_OK && o->trace && write_json(o->trace, p, &r, NULL, files, 1) < 0)
+	if (!files || write_files(o, p, &r, o->check ? &c : NULL, files, NULL, NULL) < 0)
 		st = EXIT_USER;
 	if (st == EXIT_OK)
 		summary(p, &r, o->check ? &c : NULL, files, o->per_device);
@@ -524,7 +611,7 @@ static int execute(const RunOpts *o, const Plan *p, RtBinding *bind)
 		host_times(&ls, load, runs, o->repeat);
 	if (st == EXIT_OK && o->check && !c.ok)
 		st = EXIT_USER;
-	for (int i = 0; i < p->noutputs; i++)
+	for (int i = 0; files && i < p->noutputs; i++)
 		free(files[i]);
 	free(files);
 	free(dir);
@@ -665,9 +752,15 @@ static json_t *ranks_json(RankInfo **ri, int nr)
 /* Writes the report or trace of a distributed run: the one-process document, plus `ranks` in the
  * report and, in the trace, one process "ranks (wall clock)" with a track per rank whose events
  * are the measured spans of its instructions (predicted start and duration as arguments). */
-static int write_json_mpi(const char *path, const Plan *p, const RtRun *r, const RtCheck *c, char **files, int trace,
-			  RankInfo **ri, int nr)
+typedef struct Ranks {
+	RankInfo **ri;
+	int nr;
+} Ranks;
+
+static int write_json_mpi(void *ctx, const Plan *p, const RtRun *r, const RtCheck *c, char **files, int trace, FILE *f)
 {
+	RankInfo **ri = ((Ranks *)ctx)->ri;
+	int nr = ((Ranks *)ctx)->nr;
 	char *text = NULL;
 	size_t len = 0;
 	FILE *mem = open_memstream(&text, &len);
@@ -679,7 +772,7 @@ static int write_json_mpi(const char *path, const Plan *p, const RtRun *r, const
 	json_t *root = rc == 0 ? json_loadb(text, len, 0, NULL) : NULL;
 	free(text);
 	if (!root) {
-		drv_error("cannot write '%s': out of memory", path);
+		drv_error("cannot write the %s: out of memory", trace ? "trace" : "report");
 		return -1;
 	}
 	if (!trace)
@@ -733,18 +826,11 @@ static int write_json_mpi(const char *path, const Plan *p, const RtRun *r, const
 			}
 		}
 	}
-	OutFile f;
-	rc = out_open(&f, path);
-	if (rc == 0 && json_dumpf(root, f.f, JSON_PRESERVE_ORDER | (trace ? JSON_COMPACT : JSON_INDENT(2)) |
-				  JSON_REAL_PRECISION(10)) == 0) {
-		fputc('\n', f.f);
-		rc = out_commit(&f);
-	} else if (rc == 0) {
-		out_abort(&f);
+	rc = json_dumpf(root, f, JSON_PRESERVE_ORDER | (trace ? JSON_COMPACT : JSON_INDENT(2)) | JSON_REAL_PRECISION(10));
+	if (rc == 0 && fputc('\n', f) == EOF)
 		rc = -1;
-	}
 	json_decref(root);
-	return rc;
+	return rc < 0 ? -1 : 0;
 }
 
 /* A library error of this rank as one line naming it: "FILE:LINE: error: rank R (DEVS): ..." when
@@ -815,6 +901,8 @@ static void host_check(DistMpi *m, const RunOpts *o, const Plan *p, const RtDist
 	int node, lr, ls;
 	dmpi_node(m, &node, &lr, &ls);
 	int64_t mine[3] = { node, 0, drv_host_available() };
+	if (o->max_host > 0 && (mine[2] <= 0 || o->max_host < mine[2]))
+		mine[2] = o->max_host;   /* --max-host-memory: per rank */
 	if (d && !o->timing_only)
 		mine[1] = rt_host_bytes_on(p, rt_dist_hooks(d)->local, dmpi_rank(m) == 0, NULL);
 	void **got = NULL;
@@ -1015,11 +1103,8 @@ static int run_mpi(const RunOpts *o)
 		if (me == 0 && st == EXIT_OK) {
 			RankInfo **ri = (RankInfo **)got;
 			char **files = calloc((size_t)p->noutputs + 1, sizeof *files);
-			if (o->outdir && !o->timing_only && write_outputs(p, &r, o->outdir, files) < 0)
-				st = EXIT_USER;
-			if (st == EXIT_OK && o->report && write_json_mpi(o->report, p, &r, o->check ? &c : NULL, files, 0, ri, nr) < 0)
-				st = EXIT_USER;
-			if (st == EXIT_OK && o->trace && write_json_mpi(o->trace, p, &r, NULL, files, 1, ri, nr) < 0)
+			Ranks rk = { ri, nr };
+			if (!files || write_files(o, p, &r, o->check ? &c : NULL, files, write_json_mpi, &rk) < 0)
 				st = EXIT_USER;
 			if (st == EXIT_OK) {
 				summary(p, &r, o->check ? &c : NULL, files, o->per_device);

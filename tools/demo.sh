@@ -10,7 +10,10 @@
 #    default machine, or where it does not fit there on a multi-chip one (tpu: a v5e-256 slice
 #    through the partition pass; lpu: groq-pod-v1, the lpu target's own chip fill); on vera-rubin through the disaggregate pass, with its GPU/LPU split set
 #    against the GPU pool alone and the LPU pool alone (aicc explain --compare).
-# 4. Leaves plans, reports, Perfetto traces, `aicc explain` reports, SVG placement pictures and
+# 4. Serves Llama-3.1-70B with a chat workload on (a) 8x H100 colocated, (b) B200 prefill + Groq
+#    LPX decode, (c) Vera Rubin: the highest request rate within the SLO and goodput per chip
+#    (aicc serve --capacity; docs/serving.md).
+# 5. Leaves plans, reports, Perfetto traces, `aicc explain` reports, SVG placement pictures and
 #    outputs under BUILD/demo/, and prints one summary table.
 set -eu
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -115,8 +118,34 @@ if [ -f "$OUT/llama-vera-rubin-decode.aip" ]; then
 	"$AICC" explain "$OUT/llama-vera-rubin-decode.aip" --compare >>"$TABLE" 2>"$OUT/llama-vera-rubin-compare.err" ||
 		echo "comparison not built: see $OUT/llama-vera-rubin-compare.err" >>"$TABLE"
 fi
+# serving: Llama-3.1-70B with a ShareGPT-like chat workload on three deployments, each at the
+# highest request rate meeting the SLO (aicc serve --capacity, docs/serving.md)
+echo "== serving Llama-3.1-70B (chat workload) on 8x H100, B200 prefill + LPX decode, Vera Rubin"
+CHAT="--requests 1000 --input lognormal:161:1 --output lognormal:338:1 --rate 1 --slo ttft_p90=1s,tpot_p90=50ms
+--capacity --rate-min 0.1 --rate-max 2000 --bisect 8"
+printf "\n%-36s %-6s %-14s %-14s %s\n" "llama3.1-70b chat, TTFT p90<=1s, TPOT p90<=50ms" chips "capacity req/s" \
+	"per chip" "at capacity (p90)" >>"$TABLE"
+serve_row() {   # TAG DESCRIPTION OPTIONS...
+	tag=$1 desc=$2
+	shift 2
+	if "$AICC" serve "$ROOT/examples/llama3.1-70b.aig" "$@" $CHAT --plot "$OUT/serve-$tag" >"$OUT/serve-$tag.txt" \
+		2>"$OUT/serve-$tag.err"; then
+		"$PY" -c 'import re,sys
+t = open(sys.argv[1]).read()
+c = re.search(r"capacity\s+(\S+) req/s under the SLO \((\S+) per chip, (\d+) chips\)", t)
+a = re.search(r"at capacity: TTFT p90 (\S+) s, TPOT p90 (\S+) s", t)
+at = "TTFT %.3g s, TPOT %.3g ms" % (float(a.group(1)), 1e3 * float(a.group(2))) if a else "-"
+print("%-36s %-6s %-14s %-14s %s" % (sys.argv[2], c.group(3), c.group(1), c.group(2), at))' "$OUT/serve-$tag.txt" "$desc" >>"$TABLE"
+	else
+		printf "%-36s not simulated: %s\n" "$desc" "$(grep -m1 'error:' "$OUT/serve-$tag.err" | cut -c1-90)" >>"$TABLE"
+	fi
+}
+serve_row h100x8 "(a) 8x H100, colocated, tp=8" --target hopper --machine dgx-h100 --tp 8 --scheduler sarathi
+serve_row b200-lpx "(b) B200x8 prefill + LPX decode" --prefill blackwell:b200x8,tp=8 --decode lpu:groq-lpx --max-batch 64
+serve_row vera-rubin "(c) Vera Rubin (GPU prefill, AFD)" --deployment vera-rubin
 echo
 cat "$TABLE"
 echo
 echo "plans (*.aip), reports (*.json), Perfetto traces (*.trace.json), explain reports"
-echo "(*.explain.txt), placement pictures (*.svg) and outputs: $OUT"
+echo "(*.explain.txt), placement pictures (*.svg), serving runs (serve-*.txt, goodput plots"
+echo "serve-*-goodput.png) and outputs: $OUT"

@@ -114,45 +114,8 @@ static const char *scale_name(PrecScale s)
 	return s == PREC_SCALE_TENSOR ? "tensor" : s == PREC_SCALE_1X128 ? "1x128" : s == PREC_SCALE_128X128 ? "1x128,128x128" : "none";
 }
 
-/* ---- weight transforms done once at load ----
- * Weights are quantized (and transposed, cast, reshaped) once when the model is loaded, not at
- * every step: TensorRT-LLM and vLLM convert checkpoints to their quantized layout offline or at
- * load (backends.md §1).  A value is load-time when it is a parameter or the output of a weight
- * transform (a quantize/dequantize, Cast, Transpose or view) whose inputs are all load-time; the
- * kernel computing it still runs in the interpreter (numerics unchanged) but costs nothing per
- * step: it records t.phase="load" and its time as t.load_us. */
-static int weight_transform(const Node *n)
-{
-	return (ir_ops[n->op].flags & (F_QOP | F_VIEW)) || n->op == OP_Cast || n->op == OP_CastLike || n->op == OP_Transpose;
-}
-
-static int load_value(const GpuLw *w, int v)
-{
-	if (v < 0)
-		return 1;   /* an absent optional input */
-	const FlatVal *fv = &w->f.vals[v];
-	if (fv->def < 0)
-		return fv->v && fv->v->kind == V_PARAM;
-	const FlatNode *fn = &w->f.nodes[fv->def];
-	if (!weight_transform(fn->n))
-		return 0;
-	for (int k = 0; k < fn->nin; k++)
-		if (!load_value(w, fn->in[k]))
-			return 0;
-	return 1;
-}
-
-/* Whether flat node i is a weight transform run once at load (outside any fusion group). */
-static int load_kernel(const GpuLw *w, int i)
-{
-	const FlatNode *fn = &w->f.nodes[i];
-	if (w->gfirst[i] >= 0 || !weight_transform(fn->n) || fn->nin < 1)
-		return 0;
-	for (int k = 0; k < fn->nin; k++)
-		if (!load_value(w, fn->in[k]))
-			return 0;
-	return 1;
-}
+/* ---- weight transforms done once at load (tgt_load_value, targets/instr.c) ---- */
+static int load_value(const GpuLw *w, int v) { return tgt_load_value(&w->f, v); }
 
 /* Bytes per element a GEMM reads for its weight operand v when v was quantized at load to a
  * narrower storage format than the MMA's (w4a16: int4 codes plus one f32 scale per group, the
@@ -237,14 +200,8 @@ static const char *weight_format(const GpuLw *w, const FlatNode *fn)
 				  fp8_operands(&w->f.vals[fn->in[0]], &w->f.vals[fn->in[fn->n->op == OP_GroupedMatMul ? 2 : 1]]));
 }
 
-/* A value computed at load (load_value), or a tensor-parallel shard of one (a Split of it). */
-static int stored_weight(const GpuLw *w, int v)
-{
-	if (load_value(w, v))
-		return 1;
-	int d = w->f.vals[v].def;
-	return d >= 0 && w->f.nodes[d].n->op == OP_Split && w->f.nodes[d].nin >= 1 && load_value(w, w->f.nodes[d].in[0]);
-}
+/* A value computed at load (load_value; a tensor-parallel shard of one is too). */
+static int stored_weight(const GpuLw *w, int v) { return load_value(w, v); }
 
 static int gemm_node(const FlatNode *fn)
 {
@@ -492,7 +449,7 @@ static void mem_kernel(GpuLw *w, int i, PlanInstr *pi, Ann *t)
 	}
 	if (grp && !lead)
 		tgt_ann_put(t, "fused", "into %s", w->p->buffers[w->buf[w->f.nodes[w->gfirst[i]].out[0]]].name);
-	if (load_kernel(w, i)) {
+	if (tgt_load_kernel(&w->f, w->gfirst, i)) {
 		tgt_ann_put(t, "phase", "load");
 		tgt_ann_put(t, "load_us", "%.4g", gpu_cost_total(&c) * 1e6);
 		c = (GpuCost){ .overlap = 1 };

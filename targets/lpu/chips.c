@@ -13,7 +13,7 @@
  *     from a greedy fill in node order: each chip takes nodes until the weights and inputs they
  *     read (and the graph outputs they write) reach 90 % of its SRAM, or, with the largest
  *     activation working set of a node on it (operands and results), fill it.  A MatMul or
- *     Embedding whose weight does not fit the room left is split by columns: its columns are
+ *     Embedding (or GroupedMatMul: its expert weights' last axis) whose weight does not fit the room left is split by columns: its columns are
  *     poured into the room left on this chip and the next ones; each chip computes its slice of
  *     the output columns from its shard of the weight (a pre-sharded constant,
  *     PlanConst.shard_*), and the slices are joined on the last of them, where the next nodes
@@ -206,25 +206,30 @@ static int outputs(Bx *x, int op, int i, int c)
 	return 0;
 }
 
-/* The operand a column split shards (the weight): 1 for MatMul, 0 for Embedding; -1 when node
- * i cannot be split. */
+/* The operand a column split shards (the weight): 1 for MatMul, 0 for Embedding, 2 for
+ * GroupedMatMul (the stacked expert weights [E, K, N], cut along N: every chip holds every
+ * expert's slice of the columns, so any routing runs on all of them); -1 when node i cannot be
+ * split. */
 static int split_operand(const Flat *f, int i)
 {
 	const FlatNode *fn = &f->nodes[i];
-	int k = fn->n->op == OP_MatMul ? 1 : fn->n->op == OP_Embedding ? 0 : -1;
+	int k = fn->n->op == OP_MatMul ? 1 : fn->n->op == OP_Embedding ? 0 : fn->n->op == OP_GroupedMatMul ? 2 : -1;
 	if (k < 0 || fn->nin < 2 || fn->nout != 1 || fn->in[k] < 0 || !is_param(f, fn->in[k]) ||
-	    f->vals[fn->in[k]].rank != 2 || f->vals[fn->out[0]].rank < 1)
+	    f->vals[fn->in[k]].rank != (k == 2 ? 3 : 2) || f->vals[fn->out[0]].rank < 1)
 		return -1;
 	return k;
 }
+
+/* The weight axis a column split cuts: the last. */
+static int split_axis(const Flat *f, int i) { return f->vals[f->nodes[i].in[split_operand(f, i)]].rank - 1; }
 
 /* Node i split by columns over chips c .. c + g - 1 at the columns x->cut gives, joined on the
  * last of them (where the nodes after it run). */
 static int build_split(Bx *x, int i, int c, int g)
 {
 	const FlatNode *fn = &x->f->nodes[i];
-	int ws = split_operand(x->f, i), y = fn->out[0];
-	int64_t n = x->f->vals[fn->in[ws]].dims[1];
+	int ws = split_operand(x->f, i), y = fn->out[0], wax = split_axis(x->f, i);
+	int64_t n = x->f->vals[fn->in[ws]].dims[wax];
 	const int64_t *cut = x->cut + x->cut0[i];
 	int yaxis = x->f->vals[y].rank - 1, home = c + g - 1;
 	int ins[TGT_MAX_OPERANDS], parts[TGT_MAX_OPERANDS * 4];
@@ -239,7 +244,7 @@ static int build_split(Bx *x, int i, int c, int g)
 				ins[k] = new_val(x, fn->in[k], cj, -1);
 				if (ins[k] >= 0) {
 					LpuVal *w = &x->pg->vals[ins[k]];
-					w->shard_axis = 1, w->shard_off = off, w->shard_full = n, w->dims[1] = cols;
+					w->shard_axis = wax, w->shard_off = off, w->shard_full = n, w->dims[wax] = cols;
 				}
 			} else
 				ins[k] = fn->in[k] >= 0 ? need(x, fn->in[k], cj) : -1;
@@ -333,7 +338,7 @@ static int spread(Bx *x)
 		int64_t wb = ws >= 0 ? plan_bytes(x, fn->in[ws]) : 0;
 		if (ws >= 0 && used + wb > budget && wb > budget / 2) {
 			/* pour the weight's columns into the room left on this chip and the next ones */
-			int64_t n = f->vals[fn->in[ws]].dims[1], col = 0;
+			int64_t n = f->vals[fn->in[ws]].dims[split_axis(f, i)], col = 0;
 			double per = (double)wb / (double)n;   /* bytes per column */
 			if (grow((void **)&x->cut, &x->capcut, x->ncut + (int)(wb / (budget / 2)) + 4, sizeof *x->cut) < 0) {
 				rc = rt_errorf(x->e, RT_ENOMEM, "out of memory placing the model on chips");
@@ -377,7 +382,7 @@ static int spread(Bx *x)
 		if (w > budget || w + act > x->a->sram) {
 			rc = rt_errorf(x->e, RT_EUSER, "aicc: error: node '%s' needs %" PRId64 " bytes of weights and inputs "
 				       "(at most %.0f %% of a chip) and %" PRId64 " bytes of activations, more than one %s chip's "
-				       "%" PRId64 " bytes of SRAM, and this target splits only a MatMul or Embedding weight across "
+				       "%" PRId64 " bytes of SRAM, and this target splits only a MatMul, Embedding or GroupedMatMul weight across "
 				       "chips", f->vals[fn->out[0]].name, w, FILL * 100, act, x->a->d->name, x->a->sram);
 			break;
 		}

@@ -21,7 +21,10 @@
  *   - everything else (softmax, norms, elementwise) is a vector-unit kernel in f32 (hardware.md
  *     §3.5: "vector unit work stays FP32") on its (8,128)-padded elements at the machine's VPU
  *     rate, bounded by HBM; nodes of a fusion group (passes/fuse.c) after the first add no
- *     fixed cost and no HBM traffic for values the group produces itself.
+ *     fixed cost and no HBM traffic for values the group produces itself;
+ *   - weight-only transforms of parameters (the quantization pass's int8 weight Quantize nodes
+ *     and their Transposes, on tensor-parallel shards too) run once at load: t.phase="load",
+ *     t.load_us, no per-step cost (tgt_load_kernel).
  * The precision policy is --precision bf16|int8|fp8|fp4 (docs/targets-tpu.md); a node's own
  * `precision` attribute (the quantization pass) overrides it. */
 #include "targets/tpu/tpu.h"
@@ -412,6 +415,13 @@ static void vec_kernel(TpuLw *w, int i, PlanInstr *pi, Ann *t)
 	}
 	if (grp && !lead)
 		tgt_ann_put(t, "fused", "into %s", w->p->buffers[w->buf[w->f.nodes[w->gfirst[i]].out[0]]].name);
+	if (tgt_load_kernel(&w->f, w->gfirst, i)) {
+		/* a weight-only transform (int8 weight Quantize, its Transposes): run once when the model
+		 * is loaded, as JetStream converts int8 checkpoints (tgt_load_value) */
+		tgt_ann_put(t, "phase", "load");
+		tgt_ann_put(t, "load_us", "%.4g", tpu_cost_total(&c) * 1e6);
+		c = (TpuCost){ 0 };
+	}
 	put_cost(t, &c);
 }
 

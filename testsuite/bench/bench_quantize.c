@@ -2,8 +2,11 @@
  *
  * Quantizes 4 Mi Gaussian float32 values (seeded, runtime/random.h) with rt_quantize_blocks
  * (MX, NVFP4: values, codes and scales), rt_quantize_int and rt_round_tensor (scalar formats),
- * repeating until at least 0.3 s have passed, and prints one line per format:
- * "quantize FORMAT N elements/s".  Goal (numerics work item): >= 1e8 elements/s for MX and NVFP4.
+ * repeating until at least 0.3 s of this process's CPU time have passed, and prints one line
+ * per format: "quantize FORMAT N elements/s (cpu)  M elements/s (wall)".  The machine may be
+ * shared, so the figure that counts is elements per CPU-second of this (single-threaded)
+ * process; wall-clock shows what the load left of it.  Goal (issue 19): >= 1.5e8 elements/s
+ * for every MX format and NVFP4; the last line says whether each met it.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,10 +18,10 @@
 
 #define N (1 << 22)
 
-static double now(void)
+static double now(clockid_t c)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(c, &ts);
 	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
@@ -41,9 +44,10 @@ int main(void)
 		{ "fp4_e2m1", DT_F4E2M1, 3 },
 	};
 	QuantOpts o = { SCALE_FLOOR, 1, 0 };
+	int missed = 0;
 	for (size_t f = 0; f < sizeof fmts / sizeof fmts[0]; f++) {
 		long reps = 0;
-		double t0 = now(), t;
+		double c0 = now(CLOCK_PROCESS_CPUTIME_ID), w0 = now(CLOCK_MONOTONIC), t;
 		do {
 			switch (fmts[f].kind) {
 			case 0: rt_quantize_blocks(fmts[f].dt, x, N, &o, deq, codes, scales, NULL); break;
@@ -55,10 +59,16 @@ int main(void)
 				break;
 			}
 			reps++;
-			t = now() - t0;
+			t = now(CLOCK_PROCESS_CPUTIME_ID) - c0;
 		} while (t < 0.3);
-		printf("quantize %-11s %.3g elements/s\n", fmts[f].name, (double)N * reps / t);
+		double w = now(CLOCK_MONOTONIC) - w0, rate = (double)N * reps / t;
+		printf("quantize %-11s %.3g elements/s (cpu)  %.3g elements/s (wall)\n", fmts[f].name,
+		       rate, (double)N * reps / w);
+		if (fmts[f].kind == 0 && rate < 1.5e8)
+			missed++;
 	}
+	printf("quantize goal >= 1.5e8 elements/s (cpu) for MX and NVFP4: %s\n",
+	       missed ? "MISSED" : "met");
 	free(x); free(deq); free(tmp); free(codes); free(scales); free(icodes); free(iscales); free(zp);
 	return 0;
 }

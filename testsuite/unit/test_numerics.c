@@ -162,6 +162,36 @@ static void test_blocks(void **s)
 	assert_true(gs[1] == 0.5f && gd[3] == -2.0f);
 }
 
+/* Every MX format's dequantized values are its element codes decoded (rt_decode, the one
+ * decoder) times the block's scale 2^(code - 127), bit for bit, over inputs spanning 2^-120 to
+ * 2^120 (so scales reach float32's subnormal range and elements their own), both scale rules. */
+static void test_mx_values(void **s)
+{
+	(void)s;
+	enum { N = 4096 };
+	static float x[N], d[N];
+	static uint8_t c[N], sc[N / 32];
+	static const DType mx[][2] = {
+		{ DT_MXFP8, DT_F8E4M3 }, { DT_MXFP8E5M2, DT_F8E5M2 }, { DT_MXFP6, DT_F6E3M2 },
+		{ DT_MXFP6E2M3, DT_F6E2M3 }, { DT_MXFP4, DT_F4E2M1 }, { DT_MXINT8, DT_I8 },
+	};
+	rt_fill_normal(x, N, 0.0f, 1.0f, 3, 0);
+	for (int i = 0; i < N; i++)   /* each block its own binade; every 7th element tiny */
+		x[i] = ldexpf(x[i], (i / 32) % 241 - 120 - (i % 7 == 0 ? 20 : 0));
+	for (int r = 0; r < 2; r++) {
+		QuantOpts o = { r ? SCALE_RCEIL : SCALE_FLOOR, 1, 0 };
+		for (size_t f = 0; f < sizeof mx / sizeof mx[0]; f++) {
+			assert_int_equal(rt_quantize_blocks(mx[f][0], x, N, &o, d, c, sc, NULL), 0);
+			for (int i = 0; i < N; i++) {
+				assert_true(sc[i / 32] != 0xFF);
+				float e = mx[f][1] == DT_I8 ? (float)(int8_t)c[i] / 64.0f
+							    : rt_decode(mx[f][1], c[i]);
+				assert_int_equal(fbits(d[i]), fbits(e * ldexpf(1.0f, sc[i / 32] - 127)));
+			}
+		}
+	}
+}
+
 /* The initialisers are pinned: these bits must never change (they seed users' models). */
 /* dtype.def's columns agree with the codecs and with ONNX: every scalar float with a codec has
  * sig = trailing mantissa bits + 1, f32/f64 have IEEE's 24/53, and ONNX codes map back to the
@@ -222,6 +252,7 @@ int main(void)
 		cmocka_unit_test(test_bf16_trick),
 		cmocka_unit_test(test_int_round),
 		cmocka_unit_test(test_blocks),
+		cmocka_unit_test(test_mx_values),
 		cmocka_unit_test(test_dtype_columns),
 		cmocka_unit_test(test_random),
 	};
