@@ -136,12 +136,14 @@ static int copy_to(Bx *x, int src, int flat, int chip)
 	return v;
 }
 
-/* A weight-shard Split (the partition pass's --tp): no @device, reading a parameter directly.
- * It runs nowhere: each shard is a slice of the parameter stored on the chip that reads it. */
+/* A weight-shard Split (the partition pass's --tp writes shard="weight" on it), reading a
+ * parameter directly.  It runs nowhere: each shard is a slice of the parameter stored on the chip
+ * that reads it. */
 static int is_shard_split(const Flat *f, int i)
 {
 	const FlatNode *fn = &f->nodes[i];
-	return fn->n->op == OP_Split && !fn->n->annot.device && fn->nin >= 1 && fn->in[0] >= 0 &&
+	const char *s = rt_attr_str(&fn->n->attrs, "shard", NULL);
+	return fn->n->op == OP_Split && s && strcmp(s, "weight") == 0 && fn->nin >= 1 && fn->in[0] >= 0 &&
 	       is_param(f, fn->in[0]);
 }
 

@@ -11,7 +11,7 @@ aicc, model = sys.argv[1], sys.argv[2]
 targets = ["reference", "hopper", "blackwell", "tpu", "lpu", "vera-rubin"]
 machines = {"tpu": ["tpu-v5e", "tpu-8i"]}
 words = ["f32", "f64", "bf16", "f16", "fp8", "mxfp8", "mxfp6", "mxfp4", "nvfp4", "int8", "w4a16", "fp4", "auto",
-         "fp8+graph", "fp8+nopromote", "fp8+tensor", "fp8+1x128", "fp8+128x128", "bf16+graph", "fp5", "bf16+turbo"]
+         "fp8+graph", "fp8+nopromote", "fp8+tensor", "fp8+1x128", "fp8+128x128", "fp8+nosplitk", "bf16+graph", "fp5", "bf16+turbo"]
 bind = "--bind=L=4,H=4,KV=2,HD=16,F=96,V=512,CTX=16,B=1,S=8"
 wide = {"bf16", "f16", "f32", "f64", "tf32"}
 tmp = tempfile.mkdtemp()
