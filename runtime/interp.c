@@ -647,10 +647,13 @@ static int step_room(Vm *m, int n, const int *first, const int *last)
 		return rt_errorf(m->e, RT_ENOMEM, "out of memory starting the interpreter");
 	}
 	for (int i = 0; i < p->nconsts; i++)
-		if (!isconst[p->consts[i].buffer]++)
+		if (!isconst[p->consts[i].buffer]) {
+			isconst[p->consts[i].buffer] = 1;
 			fixed += host_size(&p->buffers[p->consts[i].buffer]);
+		}
 	for (int b = 0; b < p->nbuffers; b++) {
-		int lo = first[b] + 1, hi = m->o->keep_all ? n - 1 : last[b] < n - 1 ? last[b] : n - 1;
+		/* int64: first[b] is INT_MAX for a buffer no instruction writes (fuzz_exec finding) */
+		int64_t lo = (int64_t)first[b] + 1, hi = m->o->keep_all ? n - 1 : last[b] < n - 1 ? last[b] : n - 1;
 		if (isconst[b] || lo < 0 || lo > hi)
 			continue;
 		d[lo] += host_size(&p->buffers[b]);

@@ -356,7 +356,8 @@ static int prepare(CompileOpts *o, Compile *c)
 	const char *list = pass_opts_pipeline(&o->passes, buf, sizeof buf);
 	if (list && !*list)
 		return -1;
-	if (!list && !c->plan && !o->precision)
+	/* a --machine or --set the output does not use is still loaded: a bad one is an error */
+	if (!list && !c->plan && !o->precision && !o->machine && !o->nsets)
 		return 0;
 	RtError e = { 0 };
 	if (drv_open_machine(c->plan || o->target ? c->t : NULL, o->machine, o->sets, o->nsets, o->precision, &c->tm,

@@ -556,8 +556,8 @@ static Value *binop(Graph *g, Op op, Value *a, Value *b, Loc loc)
  * momentum + mean * (1-momentum), the same for var (the ONNX reference implementation). */
 static int convert_bn_training(OnnxImp *imp, Graph *g, OnnxNode *on)
 {
-	int r = onnx_known_rank(imp, on->in[0]);
-	if (r < 2 || on->nin != 5) {
+	int r = on->in[0] ? onnx_known_rank(imp, on->in[0]) : -1;
+	if (r < 2 || on->nin != 5 || !on->in[1] || !on->in[2] || !on->in[3] || !on->in[4]) {
 		diag_error(on->loc, "BatchNormalization in training mode needs X's rank at import and 5 inputs");
 		return -1;
 	}
