@@ -42,6 +42,8 @@ typedef struct Vm {
 	RtTensor *val;           /* per buffer; data NULL when not set */
 	RtError *e;
 	RtSession *s;
+	int64_t *room;           /* per step: host bytes its kernel may take (NULL: no budget) */
+	int step;
 } Vm;
 
 static int at_line(const Vm *m, int line, RtError *e)
@@ -432,7 +434,16 @@ static int exec_kernel(Vm *m, const PlanInstr *in)
 	for (int k = 0; k < in->nout; k++)
 		outs[k].dtype = m->p->buffers[in->out[k]].dtype;
 	RtKernelArgs a = { ins, in->nin, outs, in->nout, &in->attrs, &in->opts };
+	if (m->room)
+		rt_alloc_budget_begin(m->room[m->step]);
 	int rc = rt_kernel(in->op)(&a, m->e);
+	int64_t held, refused = m->room ? rt_alloc_budget_end(&held) : 0;
+	if (rc < 0 && refused)
+		rc = rt_errorf(m->e, RT_EUSER, "%s needs more host memory than the run has: it asked for %lld bytes "
+			       "(holding %lld), but the run's memory check leaves %lld bytes to this instruction "
+			       "(%lld available to the run, less the constants and the values held at this step)",
+			       plan_op_name(in->op), (long long)refused, (long long)held, (long long)m->room[m->step],
+			       (long long)m->o->host_limit);
 	for (int k = 0; rc == 0 && k < in->nout; k++)
 		rc = check_output(m, in, k, &outs[k]);
 	for (int k = 0; k < in->nout; k++) {
@@ -521,6 +532,7 @@ static int execute(Vm *m, const PlanStep *order, int n, const int *last)
 	for (int t = 0; t < n; t++) {
 		const PlanInstr *in = &m->p->streams[order[t].stream].ins[order[t].index];
 		int rc = 0;
+		m->step = t;
 		if (m->o->progress)
 			m->o->progress(m->o->progress_ctx, "running the plan", t, n);
 		switch (in->kind) {
@@ -561,6 +573,43 @@ static int collect_output(Vm *m, int i, RtTensor *o)
 	return 0;
 }
 
+static int64_t host_size(const PlanBuffer *b);
+
+/* The allocation budget of each step (Vm.room): the run's host limit less the constants and the
+ * values held while step t runs (inputs and results written before t and read at t or later;
+ * with keep_all every earlier result), as the interpreter stores them; 0 when none is left.
+ * NULL without a limit; -1 with e set when out of memory. */
+static int step_room(Vm *m, int n, const int *first, const int *last)
+{
+	const Plan *p = m->p;
+	if (m->o->host_limit <= 0 || m->o->timing_only)
+		return 0;
+	int64_t *d = rt_calloc((size_t)n + 2, sizeof *d), fixed = 0;
+	unsigned char *isconst = rt_calloc((size_t)p->nbuffers + 1, 1);
+	if (!d || !isconst) {
+		rt_free(d), rt_free(isconst);
+		return rt_errorf(m->e, RT_ENOMEM, "out of memory starting the interpreter");
+	}
+	for (int i = 0; i < p->nconsts; i++)
+		if (!isconst[p->consts[i].buffer]++)
+			fixed += host_size(&p->buffers[p->consts[i].buffer]);
+	for (int b = 0; b < p->nbuffers; b++) {
+		int lo = first[b] + 1, hi = m->o->keep_all ? n - 1 : last[b] < n - 1 ? last[b] : n - 1;
+		if (isconst[b] || lo < 0 || lo > hi)
+			continue;
+		d[lo] += host_size(&p->buffers[b]);
+		d[hi + 1] -= host_size(&p->buffers[b]);
+	}
+	for (int64_t t = 0, live = 0; t < n; t++) {
+		live += d[t];
+		int64_t left = m->o->host_limit - fixed - live;
+		d[t] = left > 0 ? left : 0;
+	}
+	rt_free(isconst);
+	m->room = d;
+	return 0;
+}
+
 static int run_values(Vm *m, RtRun *r)
 {
 	PlanStep *order = NULL;
@@ -568,6 +617,8 @@ static int run_values(Vm *m, RtRun *r)
 	int rc = plan_linearize(m->p, &order, &n, m->e);
 	if (rc == 0)
 		rc = plan_liveness(m->p, order, n, &first, &last, m->e);
+	if (rc == 0)
+		rc = step_room(m, n, first, last);
 	if (rc == 0)
 		rc = bind_inputs(m);
 	for (int i = 0; rc == 0 && i < m->p->nconsts; i++)
@@ -579,7 +630,8 @@ static int run_values(Vm *m, RtRun *r)
 	for (int i = 0; rc == 0 && i < m->p->noutputs; i++)
 		if (plan_io_first(m->p->outputs, i))
 			rc = collect_output(m, i, &r->outputs[i]);
-	rt_free(order), rt_free(first), rt_free(last);
+	rt_free(order), rt_free(first), rt_free(last), rt_free(m->room);
+	m->room = NULL;
 	return rc;
 }
 
@@ -653,7 +705,7 @@ RtSession *rt_session_new(const Plan *p, const RtRunOpts *o, RtError *e)
 	s->p = p;
 	if (o->timing_only)
 		return s;
-	Vm m = { p, o, NULL, e, s };
+	Vm m = { p, o, NULL, e, s, NULL, 0 };
 	for (int i = 0; i < p->nconsts; i++) {
 		const PlanConst *c = &p->consts[i];
 		if (o->progress)
@@ -695,7 +747,7 @@ int rt_session_run(RtSession *s, const RtRunOpts *o, RtRun *r, RtError *e)
 		return -1;
 	if (o->timing_only)
 		return 0;
-	Vm m = { p, o, rt_calloc((size_t)p->nbuffers + 1, sizeof(RtTensor)), e, s };
+	Vm m = { p, o, rt_calloc((size_t)p->nbuffers + 1, sizeof(RtTensor)), e, s, NULL, 0 };
 	if (!m.val)
 		return rt_errorf(e, RT_ENOMEM, "out of memory starting the interpreter");
 	int rc = run_values(&m, r);

@@ -2,6 +2,7 @@
  * Requires nothing above runtime/.  See runtime/rt.h for the contracts. */
 #include "runtime/rt.h"
 
+#include <malloc.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -102,10 +103,73 @@ static int should_fail(void)
 
 void rt_alloc_fail_after(long n) { fail_after = n; }
 
-void *rt_malloc(size_t n) { return should_fail() ? NULL : malloc(n ? n : 1); }
-void *rt_calloc(size_t n, size_t size) { return should_fail() ? NULL : calloc(n ? n : 1, size ? size : 1); }
-void *rt_realloc(void *p, size_t n) { return should_fail() ? NULL : realloc(p, n ? n : 1); }
-void rt_free(void *p) { free(p); }
+/* The allocation budget of this thread (rt_alloc_budget_begin): bytes held by allocations made
+ * since it began, as the allocator sizes them (malloc_usable_size), less those freed. */
+static _Thread_local struct { int on; int64_t limit, held, refused; } budget;
+
+void rt_alloc_budget_begin(int64_t bytes)
+{
+	budget.on = 1;
+	budget.limit = bytes;
+	budget.held = budget.refused = 0;
+}
+
+int64_t rt_alloc_budget_end(int64_t *held)
+{
+	int64_t refused = budget.on ? budget.refused : 0;
+	if (held)
+		*held = budget.on ? budget.held : 0;
+	budget.on = 0;
+	budget.held = budget.refused = 0;
+	return refused;
+}
+
+/* Whether a request of n more bytes stays within the budget (remembering the largest refused). */
+static int budget_allows(uint64_t n)
+{
+	if (!budget.on || n <= (uint64_t)(budget.limit - budget.held > 0 ? budget.limit - budget.held : 0))
+		return 1;
+	if ((int64_t)n > budget.refused || n > INT64_MAX)
+		budget.refused = n > INT64_MAX ? INT64_MAX : (int64_t)n;
+	return 0;
+}
+
+static void *counted(void *p)
+{
+	if (budget.on && p)
+		budget.held += (int64_t)malloc_usable_size(p);
+	return p;
+}
+
+void *rt_malloc(size_t n)
+{
+	return should_fail() || !budget_allows(n) ? NULL : counted(malloc(n ? n : 1));
+}
+
+void *rt_calloc(size_t n, size_t size)
+{
+	if (should_fail() || (size && n > SIZE_MAX / size) || !budget_allows((uint64_t)n * size))
+		return NULL;
+	return counted(calloc(n ? n : 1, size ? size : 1));
+}
+
+void *rt_realloc(void *p, size_t n)
+{
+	int64_t old = budget.on && p ? (int64_t)malloc_usable_size(p) : 0;
+	if (should_fail() || !budget_allows(n > (size_t)old ? n - (size_t)old : 0))
+		return NULL;
+	void *q = realloc(p, n ? n : 1);
+	if (q && budget.on)
+		budget.held += (int64_t)malloc_usable_size(q) - old;
+	return q;
+}
+
+void rt_free(void *p)
+{
+	if (budget.on && p)
+		budget.held -= (int64_t)malloc_usable_size(p);
+	free(p);
+}
 
 char *rt_strdup(const char *s)
 {
@@ -208,6 +272,9 @@ static int tensor_alloc(RtTensor *t, DType d, int rank, const int64_t *dims, int
 	size_t es = storage_size(d);
 	if ((uint64_t)n > SIZE_MAX / es)
 		return rt_errorf(e, RT_ENOMEM, "tensor of %lld elements is too large", (long long)n);
+	if (!budget_allows((uint64_t)n * es))
+		return rt_errorf(e, RT_ENOMEM, "out of memory allocating %lld-element %s tensor (%.3g bytes: past "
+				 "the allocation budget)", (long long)n, rt_dtype_name(d), (double)n * (double)es);
 	/* one tensor of 1 TiB or more is refused before asking the allocator (which, under
 	 * AddressSanitizer, aborts on such requests instead of returning NULL) */
 	if ((uint64_t)n * es >= (uint64_t)1 << 40)

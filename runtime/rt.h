@@ -83,6 +83,15 @@ void rt_free(void *p);
 char *rt_strdup(const char *s);
 /* Make the nth allocation from now (1-based) and every later one fail; 0 turns failures off. */
 void rt_alloc_fail_after(long n);
+/* An allocation budget on the calling thread (the interpreter sets one around each kernel: what
+ * the run's host-memory check leaves to the instruction).  From rt_alloc_budget_begin(bytes) on,
+ * the bytes held by allocations made through the calls above (as the allocator sizes them:
+ * malloc_usable_size) less those rt_free releases are counted, and a request that would take
+ * them past `bytes` fails (NULL; rt_tensor_alloc returns RT_ENOMEM) before the allocator is
+ * asked.  rt_alloc_budget_end stops counting; it returns the largest refused request in bytes
+ * (0: none) and stores in *held (may be NULL) the bytes held at the end.  Not nested. */
+void rt_alloc_budget_begin(int64_t bytes);
+int64_t rt_alloc_budget_end(int64_t *held);
 
 /* ---- attributes (shared by IR nodes and plan instructions) ---- */
 typedef enum AttrKind { ATTR_INT, ATTR_FLOAT, ATTR_STRING, ATTR_INTS, ATTR_FLOATS } AttrKind;

@@ -31,6 +31,7 @@ typedef struct RunOpts {
 	int check, per_node, timing_only;
 	int per_device;          /* --per-device: a compute and a memory line per device (viz) */
 	long repeat;             /* --repeat N: runs of the loaded plan, timed (0: one, untimed) */
+	int64_t max_host;        /* --max-host-memory: bytes (0: what the host has) */
 } RunOpts;
 
 static void run_help(void)
@@ -48,7 +49,9 @@ static void run_help(void)
 	       "  --per-device           a compute and a memory line for every device (default: per\n"
 	       "                         device kind with the busiest named, past %d devices)\n"
 	       "  --repeat N             load the plan once (weights bound once) and run it N times;\n"
-	       "                         prints the load, first-run and steady-state host times\n", DEVICE_LINES);
+	       "                         prints the load, first-run and steady-state host times\n"
+	       "  --max-host-memory SIZE host memory the run may take (e.g. 2GiB; default: what is\n"
+	       "                         available: MemAvailable, the memory cgroup, ulimit -v)\n", DEVICE_LINES);
 }
 
 static int parse_flag(RunOpts *o, const char *a)
@@ -98,6 +101,13 @@ static int parse_opts(int argc, char **argv, RunOpts *o)
 			errno = 0;
 			if (r < 0 || (o->repeat = strtol(v, &end, 10), *end || errno || o->repeat < 1 || o->repeat > 1000000)) {
 				drv_error("--repeat expects a count in 1..1000000, got '%s'", r < 0 ? "" : v);
+				return -1;
+			}
+			continue;
+		}
+		if ((r = opt_value(argc, argv, &i, "--max-host-memory", &v))) {
+			if (r < 0 || (o->max_host = drv_parse_size(v)) <= 0) {
+				drv_error("--max-host-memory expects a size such as 512MiB or 2GiB, got '%s'", r < 0 ? "" : v);
 				return -1;
 			}
 			continue;
@@ -509,6 +519,8 @@ static int execute(const RunOpts *o, const Plan *p, RtBinding *bind)
 	RtError e = { 0 };
 	char *dir = strdup(o->plan);
 	RtRunOpts ro = { bind, o->ninputs, o->seed, o->timing_only, 0, dirname(dir), drv_host_available(), progress_step, NULL };
+	if (o->max_host > 0 && (ro.host_limit <= 0 || o->max_host < ro.host_limit))
+		ro.host_limit = o->max_host;
 	int rc;
 	double *runs = NULL, load = 0;
 	RtLoadStats ls = { 0 };

@@ -31,6 +31,9 @@ void out_abort(OutFile *o);                     /* close and remove the temporar
  * cgroup's limit less its usage (v2 with its ancestors, or v1) and by the address-space limit
  * (ulimit -v) less what is mapped; 0 when nothing is known (unchecked). */
 int64_t drv_host_available(void);
+/* "80GiB", "512MiB", "1.5e9", "4096" (KiB MiB GiB TiB, KB MB GB TB, B): bytes; -1 when malformed
+ * (tools/pass_opts.c). */
+int64_t drv_parse_size(const char *s);
 /* SIGINT, SIGTERM and SIGHUP remove the temporaries of open outputs, then end the process. */
 void drv_install_signals(void);
 

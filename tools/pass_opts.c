@@ -37,7 +37,7 @@ void pass_opts_help(void)
 }
 
 /* "80GiB", "512MiB", "1.5e9", "4096": bytes; -1 when malformed. */
-static int64_t parse_size(const char *s)
+int64_t drv_parse_size(const char *s)
 {
 	static const struct { const char *sfx; double mul; } u[] = {
 		{ "", 1 }, { "B", 1 }, { "KiB", 1024.0 }, { "MiB", 1048576.0 }, { "GiB", 1073741824.0 },
@@ -178,7 +178,7 @@ int pass_opts_parse(int argc, char **argv, int *i, PassOpts *po)
 	if ((r = opt_value(argc, argv, i, "--mem-capacity", &v))) {
 		if (r < 0)
 			return -1;
-		if ((c->capacity.bytes = parse_size(v)) < 0) {
+		if ((c->capacity.bytes = drv_parse_size(v)) < 0) {
 			drv_error("--mem-capacity expects a size such as 80GiB or 1.5e9, got '%s'", v);
 			return -1;
 		}
