@@ -2,7 +2,8 @@
 #
 #   make            build build/aicc (and libaicrt.a, libaicc.a)
 #   make check      build, then run unit (cmocka), golden (lit + FileCheck) and conformance
-#                   tests, once normally and once under ASan+UBSan; ends with "N passed, N failed"
+#                   tests, once normally (with Open MPI: the testsuite/mpi runs) and once under
+#                   ASan+UBSan built without MPI (the non-MPI build); ends with "N passed, N failed"
 #   make demo       the main job on the bundled real model (see README)
 #   make validate   the cost models against published measurements (tools/validate/cases.json)
 #   make validate-bands  regenerate targets/bands.def, the error bands, from those residuals
@@ -21,9 +22,21 @@ VERSION := 0.1.0
 
 PKGS    := libxml-2.0 jansson libcgraph libgvc openblas libprotobuf-c libxxhash
 DEPS_OK := $(shell pkg-config --exists $(PKGS) cmocka 2>/dev/null && command -v flex >/dev/null && command -v bison >/dev/null && command -v protoc-c >/dev/null && command -v npm >/dev/null && echo yes)
+# Open MPI is optional for building but installed for the tests, unless MPI=no is given.
+ifneq ($(origin MPI),command line)
+DEPS_OK := $(if $(DEPS_OK),$(shell pkg-config --exists ompi-c 2>/dev/null && command -v mpirun >/dev/null && echo yes))
+endif
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
 CMOCKA_LIBS := $(shell pkg-config --libs cmocka 2>/dev/null)
+# Open MPI (optional: `aicc run --mpi`, docs/distributed.md), found by pkg-config ompi-c; MPI=no
+# builds without it.  Only dist/ and the driver's run command see MPI; libaicrt never does.
+MPI     ?= $(if $(shell pkg-config --exists ompi-c 2>/dev/null && echo y),yes,no)
+ifeq ($(MPI),yes)
+MPI_CFLAGS := -DAICC_MPI $(shell pkg-config --cflags ompi-c)
+MPI_LIBS   := $(shell pkg-config --libs ompi-c)
+DIST_SRC   := $(sort $(wildcard dist/*.c))
+endif
 
 # Numerics are never contracted into FMAs and never built with -ffast-math (DEVELOPERS.md).
 OPT     ?= -O2
@@ -47,11 +60,12 @@ GEN_H    += $(BUILD)/gen/onnx/onnx.pb-c.h
 RT_OBJ   := $(RT_SRC:%.c=$(BUILD)/%.o)
 CC_OBJ   := $(CC_SRC:%.c=$(BUILD)/%.o) $(GEN_C:%.c=%.o)
 DRV_OBJ  := $(DRV_SRC:%.c=$(BUILD)/%.o)
+DIST_OBJ := $(DIST_SRC:%.c=$(BUILD)/%.o)
 UNIT_BIN := $(UNIT_SRC:testsuite/unit/%.c=$(BUILD)/unit/%)
 BENCH_SRC:= $(sort $(wildcard testsuite/bench/bench_*.c))
 BENCH_BIN:= $(BENCH_SRC:testsuite/bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all deps check check-fast validate validate-bands demo bench benchbins fuzz fuzzbins unit lint install clean
+.PHONY: all deps check check-fast validate validate-bands demo bench benchbins fuzz fuzzbins unit lint install clean FORCE
 all: deps $(BUILD)/aicc
 
 # Install missing Debian packages once, then re-run make so pkg-config flags are picked up.
@@ -66,8 +80,16 @@ $(BUILD)/libaicrt.a: $(RT_OBJ)
 $(BUILD)/libaicc.a: $(CC_OBJ)
 	@mkdir -p $(@D)
 	rm -f $@ && ar rcs $@ $^
-$(BUILD)/aicc: $(DRV_OBJ) $(BUILD)/libaicc.a $(BUILD)/libaicrt.a
-	$(CC) $(CFLAGS_ALL) -o $@ $(DRV_OBJ) $(BUILD)/libaicc.a $(BUILD)/libaicrt.a $(PKG_LIBS) $(LDFLAGS)
+$(BUILD)/aicc: $(DRV_OBJ) $(DIST_OBJ) $(BUILD)/libaicc.a $(BUILD)/libaicrt.a
+	$(CC) $(CFLAGS_ALL) -o $@ $(DRV_OBJ) $(DIST_OBJ) $(BUILD)/libaicc.a $(BUILD)/libaicrt.a $(PKG_LIBS) $(MPI_LIBS) $(LDFLAGS)
+
+# The MPI choice is recorded so that objects built with and without it are never mixed.
+$(BUILD)/tools/cmd_run.o $(DIST_OBJ): CFLAGS_ALL += $(MPI_CFLAGS)
+$(BUILD)/tools/cmd_run.o $(DIST_OBJ): $(BUILD)/mpi.flag
+$(BUILD)/mpi.flag: FORCE
+	@mkdir -p $(@D)
+	@echo $(MPI) | cmp -s - $@ || echo $(MPI) > $@
+FORCE:
 
 # The kernels' elementwise loops are vectorised (no reassociation: -fno-fast-math stays, so a
 # vectorised loop computes each element exactly as the scalar one does).
@@ -109,7 +131,7 @@ benchbins: $(BENCH_BIN)
 # make check: normal build and an ASan+UBSan build (build-san/), all test kinds in both.
 check: deps
 	$(MAKE) --no-print-directory all unit
-	$(MAKE) --no-print-directory BUILD=build-san OPT=-O1 \
+	$(MAKE) --no-print-directory BUILD=build-san OPT=-O1 MPI=no \
 		SAN="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" all unit
 	sh tools/run-tests.sh build build-san
 

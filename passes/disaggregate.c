@@ -20,6 +20,8 @@
  *   3. predicts per micro-batch T_a (GPU: weights + KV bytes at HBM bandwidth, kernel launches,
  *      tensor-parallel all-reduce), T_e (LPU: weights touched at SRAM bandwidth or FLOP at the
  *      FP8 peak, chip-to-chip all-reduce) and T_c (link alpha + activation bytes / bandwidth),
+ *      each priced by the target (Target.node_time: the GPU roofline of targets/lower.c, the
+ *      LPU's of targets/lpu/cost.c; the pass holds no hardware rates of its own),
  *      and picks the micro-batch count m (a divisor of the batch, at most 8) that minimises the
  *      step L * max(m * T_f, T_a + T_e + 2 T_c), reporting MegaScale-Infer's rule
  *      m >= 2 (1 + T_c / T_f) next to it;
@@ -41,7 +43,7 @@
 #include <string.h>
 
 #include "passes/pass.h"
-#include "targets/precision.h"
+#include "targets/target.h"
 
 enum { MAXLAYERS = 64, MAXMB = 8, SIDE_GPU = 1, SIDE_LPU = 2 };
 
@@ -76,7 +78,6 @@ typedef struct Dis {
 	const Device *gpu, *lpu;
 	const Link *nvl, *c2c, *afd;
 	double lpu_bytes;        /* bytes per weight element on the LPU (its matmul format) */
-	double launch;           /* seconds per GPU kernel */
 	Layer lay[MAXLAYERS];
 	int nlay;
 	int ngpu, nlpu, nmb;     /* chosen pool sizes and micro-batches */
@@ -166,15 +167,12 @@ static int classify(Graph *g)
 
 /* ---- 2./3. the cost model ---- */
 
-static double first_peak_bytes(const Device *d)
+/* Bytes per weight element on device d: its matmul format (the narrowest with a matrix peak),
+ * else f32. */
+static double weight_bytes(const Device *d)
 {
-	/* the narrowest float format the device has a matrix peak for: its weight format */
-	int best = 0;
-	for (int dt = 0; dt < DT_COUNT; dt++)
-		if (num_has(&d->peak[dt]) && rt_dtype_isfloat((DType)dt) && rt_dtypes[dt].kind != K_BLOCK &&
-		    (!best || rt_dtypes[dt].bits < rt_dtypes[best].bits))
-			best = dt;
-	return best ? rt_dtypes[best].bits / 8.0 : 2;
+	DType f = dev_matmul_format(d);
+	return rt_dtypes[f != DT_INVALID ? f : DT_F32].bits / 8.0;
 }
 
 /* Adds the facts of graph g's nodes (sides from `side`; a call's callee with its own sides,
@@ -246,14 +244,6 @@ static void gather(Dis *d, Layer *l, Graph *g, int side, double mul, int depth)
 	}
 }
 
-static double hbm_bw(const Device *d)
-{
-	const MemSpace *h = dev_mem_kind(d, MEM_HBM);
-	if (!h || !num_has(&h->bandwidth))
-		return 1e12;
-	return h->bandwidth.v * (num_has(&h->efficiency) ? h->efficiency.v : 1);
-}
-
 static double hbm_cap(const Device *d)
 {
 	const MemSpace *h = dev_mem_kind(d, MEM_HBM);
@@ -268,32 +258,25 @@ static double sram_usable(const Device *d)
 	return num_has(&s->usable) ? s->usable.v : s->capacity.v;
 }
 
-static double sram_bw(const Device *d)
+/* Seconds of work w on device dv, as the target prices it (Target.node_time): the pass holds no
+ * hardware numbers of its own. */
+static double price(const Dis *d, const Device *dv, TgtWork w) { return pass_work_time(d->c, dv, &w); }
+
+/* Seconds to all-reduce n bytes over p devices of class dv (the target's collective model). */
+static double allreduce(const Dis *d, const Device *dv, int p, double n)
 {
-	const MemSpace *s = dev_mem_kind(d, MEM_SRAM);
-	return s && num_has(&s->bandwidth) ? s->bandwidth.v * (num_has(&s->efficiency) ? s->efficiency.v : 1) : 1e12;
+	return p < 2 ? 0 : price(d, dv, (TgtWork){ .chips = p, .reduce = n, .fmt = DT_INVALID });
 }
 
-static double lat(const Link *l) { return l && num_has(&l->latency) ? l->latency.v : 0; }
-static double owbw(const Link *l) { return l ? link_oneway_bw(l) : 1e11; }
-
-/* All-reduce of n bytes over p chips: recursive doubling, log2 p (alpha + n beta) (backends.md §7). */
-static double allreduce(const Link *l, int p, double n)
-{
-	if (p < 2)
-		return 0;
-	return ceil(log2((double)p)) * (lat(l) + n / owbw(l));
-}
-
-/* Per micro-batch of b sequences (of the layer's `batch`) on ngpu GPUs: attention-side seconds. */
+/* Per micro-batch (share f of the layer's batch) on ngpu GPUs: attention-side seconds (weights
+ * and KV bytes, FLOP at bf16, kernel launches, the tensor-parallel all-reduce of the activation;
+ * twice when the FFN stays on the GPUs). */
 static double t_attn(const Dis *d, const Layer *l, double f, int ngpu, int ffn_here)
 {
-	double bytes = l->w_gpu + l->kv * f + (ffn_here ? l->w_lpu_gpu : 0);
-	double fl = l->fl_gpu * f + (ffn_here ? l->fl_lpu * f : 0);
-	double peak = dev_peak(d->gpu, DT_BF16) * dev_efficiency(d->gpu, "gemm", 1);
-	int k = l->k_gpu + (ffn_here ? l->k_lpu : 0);
-	return fmax(bytes / (ngpu * hbm_bw(d->gpu)), peak > 0 ? fl / (ngpu * peak) : 0) + k * d->launch +
-	       allreduce(d->nvl, ngpu, l->act * f) * (ffn_here ? 2 : 1);
+	TgtWork w = { .bytes = l->w_gpu + l->kv * f + (ffn_here ? l->w_lpu_gpu : 0),
+		      .flops = l->fl_gpu * f + (ffn_here ? l->fl_lpu * f : 0),
+		      .kernels = l->k_gpu + (ffn_here ? l->k_lpu : 0), .chips = ngpu, .fmt = DT_BF16 };
+	return price(d, d->gpu, w) + allreduce(d, d->gpu, ngpu, l->act * f) * (ffn_here ? 2 : 1);
 }
 
 /* FFN-side seconds on the layer's LPU group: routed experts touched by b*k tokens only. */
@@ -302,16 +285,15 @@ static double t_ffn(const Dis *d, const Layer *l, double f)
 	double touched = l->w_lpu - l->w_moe;
 	if (l->w_moe > 0 && l->experts > 0)
 		touched += l->w_moe * fmin(1, (double)l->tokens * f * l->topk / l->experts);
-	double g = l->group > 0 ? l->group : 1;
-	double fl = l->fl_lpu * f / (g * dev_peak(d->lpu, DT_F8E4M3 < DT_COUNT ? DT_F8E4M3 : DT_F32));
-	const Unit *mxm = d->lpu->nunits ? &d->lpu->units[0] : NULL;
-	double pipe = mxm && num_has(&mxm->latency) ? mxm->latency.v * l->k_lpu : 0;
-	return fmax(touched / (g * sram_bw(d->lpu)), fl) + pipe + allreduce(d->c2c, l->group, l->act * f);
+	int g = l->group > 0 ? l->group : 1;
+	TgtWork w = { .bytes = touched, .flops = l->fl_lpu * f, .kernels = l->k_lpu, .chips = g, .fmt = DT_INVALID };
+	return price(d, d->lpu, w) + allreduce(d, d->lpu, l->group, l->act * f);
 }
 
+/* The activation's crossing from the GPU pool to the LPU pool. */
 static double t_link(const Dis *d, const Layer *l, double f)
 {
-	return lat(d->afd) + l->act * f / owbw(d->afd);
+	return price(d, d->gpu, (TgtWork){ .bytes = l->act * f, .to = d->lpu, .fmt = DT_INVALID });
 }
 
 /* One decode step of the model's layers with m micro-batches on ngpu GPUs (seconds). */
@@ -584,7 +566,7 @@ static double gpu_comm(const Dis *d, const Node *n, int ffn, int chips, double f
 		      a->type.dims[a->type.rank - 1].k > y->type.dims[y->type.rank - 1].k;
 	if (!(from_attention(a) || (ffn && shrinks)))
 		return 0;
-	return allreduce(d->nvl, chips, vbytes(y) * f);
+	return allreduce(d, d->gpu, chips, vbytes(y) * f);
 }
 
 static void annotate(Dis *d, Graph *g, int on_lpu, int group, int gchips, double f)
@@ -904,7 +886,8 @@ static int lpu_only(Dis *d)
 		annotate(d, d->lay[i].g, 0, 1, d->lay[i].group, 1);
 		Node *first = d->lay[i].g->first;   /* the activation hops to this layer's LPUs over C2C */
 		if (first && d->c2c && d->lay[i].g->nin)
-			ir_set_attr_float(first, "comm_s", lat(d->c2c) + vbytes(d->lay[i].g->inputs[0]) / owbw(d->c2c));
+			ir_set_attr_float(first, "comm_s", price(d, d->lpu, (TgtWork){ .bytes = vbytes(d->lay[i].g->inputs[0]),
+									       .to = d->lpu, .fmt = DT_INVALID }));
 	}
 	for (Graph *g = d->m->graphs; g; g = g->next) {
 		int j = 0;
@@ -941,11 +924,7 @@ int pass_disaggregate(Module *m, PassCtx *c)
 	d.nvl = machine_link(mach, d.gpu, d.gpu);
 	d.c2c = machine_link(mach, d.lpu, d.lpu);
 	d.afd = machine_link(mach, d.gpu, d.lpu);
-	d.lpu_bytes = first_peak_bytes(d.lpu);
-	const char *ln = c->precision && c->precision->graph ? "graph" : "launch";
-	for (int i = 0; i < d.gpu->nengines; i++)
-		if (!strcmp(d.gpu->engines[i].name, ln) && num_has(&d.gpu->engines[i].latency))
-			d.launch = d.gpu->engines[i].latency.v;
+	d.lpu_bytes = weight_bytes(d.lpu);
 	d.gname = inst(m, d.gpu);
 	d.lname = inst(m, d.lpu);
 	if (!collect_layers(&d)) {

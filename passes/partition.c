@@ -17,7 +17,8 @@
  *      static AllToAll, whose equal chunks would need room for every routed row (MoE volumes:
  *      shared/reference/backends.md section 6; docs/passes.md "Why not AllToAll");
  *   3. cuts the graph into --pp N pipeline stages (by default the fewest whose weights fit),
- *      balanced by predicted time: max(FLOP / device peak, bytes / memory bandwidth) per node;
+ *      balanced by predicted time: each node priced by the target (Target.node_time: the
+ *      roofline of targets/lower.c for most targets);
  *      a stage index never decreases along an edge, so partitions form no cycle.  `@device`
  *      annotations take precedence: a pinned node stays on its device and the nodes before it
  *      are held at or below its stage;
@@ -36,7 +37,7 @@
 #include <string.h>
 
 #include "passes/pass.h"
-#include "targets/machine.h"
+#include "targets/target.h"
 
 /* MAXREG: nodes of one region; MAXREGIONS: regions per graph; SHARDS: the base of the
  * (region, shard) code kept in Node.aux while the pass runs (--tp is at most 4096). */
@@ -87,28 +88,11 @@ static int64_t value_bytes(const Value *v)
 	return n < 0 || v->type.dt == DT_INVALID ? 0 : rt_dtype_bytes(v->type.dt, n);
 }
 
-static int64_t node_weights(const Part *p, const Node *n);
-
-/* Predicted seconds of one node on the device: the larger of compute and memory time. */
+/* Predicted seconds of one node on the device, as the target prices it (Target.node_time). */
 static double node_time(Part *p, const Node *n)
 {
-	double fl = ir_node_flops(n), by = 0;
-	for (int i = 0; i < n->nin; i++)
-		if (n->in[i])
-			by += (double)value_bytes(n->in[i]);
-	for (int i = 0; i < n->nout; i++)
-		by += (double)value_bytes(n->out[i]);
-	if (n->op == OP_Call && n->callee)
-		by += (double)ir_summary(n->callee).parameter_bytes * (double)(n->repeat > 0 ? n->repeat : 1);
-	DType dt = n->nout ? n->out[0]->type.dt : DT_F32;
-	double peak = dt != DT_INVALID ? dev_peak(p->dev, dt) : 0;
-	if (peak <= 0)
-		peak = dev_peak(p->dev, DT_F32);
-	const MemSpace *hbm = dev_mem_kind(p->dev, MEM_HBM);
-	if (!hbm)
-		hbm = dev_mem_kind(p->dev, MEM_DRAM);
-	double bw = hbm && num_has(&hbm->bandwidth) ? hbm->bandwidth.v : 1e12;
-	return fmax(peak > 0 ? fl / peak : 0, by / bw);
+	TgtWork w = { .node = n, .fmt = DT_INVALID };
+	return pass_work_time(p->c, p->dev, &w);
 }
 
 static int64_t weight_bytes(const Part *p, const Node *n, int i)
@@ -390,6 +374,8 @@ static Value *weight_shard(Part *p, Node *before, Value *w, int axis, int i, int
 		Node *s = ir_insert_node(p->g, before, OP_Split, &w, 1, names, k, before->loc);
 		ir_set_attr_int(s, "axis", axis);
 		ir_set_attr_int(s, "num_outputs", k);
+		/* the lowering stores the shards, it runs no Split (targets/devices.c) */
+		ir_set_attr_str(s, "shard", w->kind == V_INPUT ? "input" : "weight");
 		s->aux = (void *)SHARD_SPLIT;
 		w->aux = s;
 	}
@@ -440,6 +426,7 @@ static void assemble_output(Part *p, Node *before, Value *v, Node **attn, int j)
 	const char *name = ir_fresh_name(p->g, buf);
 	Node *c = ir_insert_node(p->g, before, OP_Concat, parts, p->tp, &name, 1, before->loc);
 	ir_set_attr_int(c, "axis", 1);
+	ir_set_attr_str(c, "shard", "output");   /* a sharded plan output, no instruction */
 	c->aux = (void *)OUTPUT_CONCAT;
 	ir_replace_uses(p->g, v, c->out[0]);
 	c->out[0]->name = v->name;       /* the graph output keeps its name */

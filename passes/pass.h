@@ -71,6 +71,9 @@ typedef struct MemPlan {
 
 struct Machine;
 struct Precision;
+struct Target;
+struct Device;
+struct TgtWork;
 
 typedef struct PassCtx {
 	/* the machine, loaded once per compile by the driver (NULL: none) */
@@ -78,6 +81,9 @@ typedef struct PassCtx {
 	/* --precision, parsed once by the driver (targets/precision.h); NULL: not given, the
 	 * place-precision pass keeps the dtypes */
 	const struct Precision *precision;
+	/* the compile's --target (NULL: none given, work is priced by the device kind's target):
+	 * passes price nodes through its node_time hook, never with numbers of their own */
+	const struct Target *target;
 	double error_budget;        /* --error-budget: relative output error allowed per node */
 	/* phases: the serving phase kv-cache builds ("prefill", "decode"; NULL: none) and, for
 	 * decode, the number of past tokens in the KV cache (--context) */
@@ -201,6 +207,10 @@ extern const char LAYER_FIRST[], LAYER_LAST[];
 int pass_mark_layers(Module *m, PassCtx *c);
 
 /* ---- helpers shared by the passes (passes/util.c) ---- */
+/* Seconds work w takes on device d of c's machine, as c's target prices it (Target.node_time;
+ * targets/target.h TgtWork), under c's precision; without a target, as the first target for
+ * d's kind does (tgt_for_kind). */
+double pass_work_time(const PassCtx *c, const struct Device *d, const struct TgtWork *w);
 /* Bytes weight input i of node n takes on its device: the stored format's when the target keeps
  * it encoded (a GPU stores the B operand of an FP8 or MX/NVFP4 matrix product at that format:
  * targets/precision.h prec_weight_format), else the declared size (0 when not known). */

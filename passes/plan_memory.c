@@ -412,8 +412,9 @@ static int on_device(const Node *n, const char *inherited, const char *dev)
 /* Weight bytes the nodes on device `dev` read, in g and the graphs it calls (a parameter read
  * twice there counts once; a call's nodes inherit its device and count times its repeat; a
  * weight-shard Split -- no @device, reading a parameter -- counts each shard on the device of
- * its readers). */
-static int64_t device_weights(const PassCtx *c, Graph *g, const char *dev, const char *inherited, int depth)
+ * its readers).  bits > 0: float weights counted at that many bits per element (a pool that stores
+ * them at its matmul format, device_pool). */
+static int64_t device_weights(const PassCtx *c, Graph *g, const char *dev, const char *inherited, int bits, int depth)
 {
 	int64_t w = 0;
 	for (int i = 0; i < g->nparams; i++) {
@@ -437,34 +438,67 @@ static int64_t device_weights(const PassCtx *c, Graph *g, const char *dev, const
 				} else
 					used = on_device(n, inherited, dev);
 			}
-		int64_t b = used ? param_bytes(c, g, p) : 0;
+		int64_t ne = ir_type_numel(p->type), b = !used ? 0 : bits > 0 && ne > 0 && rt_dtypes[p->type.dt].kind == K_FLOAT ?
+			     ne * bits / 8 : param_bytes(c, g, p);
 		if (used && b > 0)
 			w += b;
 	}
 	ir_foreach_node(g, n)
 		if (n->op == OP_Call && n->callee && depth < 64)
-			w += device_weights(c, n->callee, dev, n->annot.device ? n->annot.device : inherited, depth + 1) *
+			w += device_weights(c, n->callee, dev, n->annot.device ? n->annot.device : inherited, bits, depth + 1) *
 			     (n->repeat > 0 ? n->repeat : 1);
 	return w;
 }
 
-/* The capacity of device instance `dev` ("gpu3") of the machine: its HBM, else DRAM, SRAM,
- * VMEM; 0 when the machine does not describe it. */
-static int64_t device_capacity(const PassCtx *c, const char *dev, const char **space)
+/* The machine's device of instance `dev` ("gpu3"), or NULL. */
+static const Device *pm_machine_device(const PassCtx *c, const char *dev)
 {
-	static const MemKind pref[] = { MEM_HBM, MEM_DRAM, MEM_SRAM, MEM_VMEM };
 	const Machine *m = c->machine;
 	for (int i = 0; m && i < m->ndevs; i++) {
 		const Device *d = &m->devs[i];
 		size_t n = strlen(d->id);
-		if (d->is_host || strncmp(dev, d->id, n) || strspn(dev + n, "0123456789") != strlen(dev + n))
-			continue;
-		for (size_t k = 0; k < sizeof pref / sizeof pref[0]; k++) {
-			const MemSpace *s = dev_mem_kind(d, pref[k]);
-			if (s && num_has(&s->capacity)) {
-				*space = s->name;
-				return (int64_t)mem_total_capacity(d, s);
-			}
+		if (!d->is_host && !strncmp(dev, d->id, n) && strspn(dev + n, "0123456789") == strlen(dev + n))
+			return d;
+	}
+	return NULL;
+}
+
+/* The chips device instance `dev` stands for: the largest `pool_size` of the nodes placed on it
+ * (passes/disaggregate.c: a pool of chips working on one layer graph, whose memory holds the
+ * whole pool's, as the vera-rubin lowering sizes it), 1 without one. */
+static int64_t device_pool(const Graph *g, const char *dev, const char *inherited, int depth)
+{
+	int64_t pool = 1;
+	ir_foreach_node(g, n) {
+		if (n->op == OP_Call && n->callee && depth < 64) {
+			int64_t q = device_pool(n->callee, dev, n->annot.device ? n->annot.device : inherited, depth + 1);
+			pool = q > pool ? q : pool;
+		} else if (on_device(n, inherited, dev)) {
+			int64_t q = rt_attr_int(&n->attrs, "pool_size", 1);
+			pool = q > pool ? q : pool;
+		}
+	}
+	return pool;
+}
+
+/* The capacity of device instance `dev` ("gpu3") of the machine: its HBM, else DRAM, SRAM,
+ * VMEM, times the chips of its pool (device_pool); 0 when the machine does not describe it.
+ * *bits: for an LPU pool, the bits per element of its matmul format, at which it stores float
+ * weights (dev_matmul_format; disaggregate sizes the pool so), else 0. */
+static int64_t device_capacity(const PassCtx *c, const Graph *g, const char *dev, const char **space, int *bits)
+{
+	static const MemKind pref[] = { MEM_HBM, MEM_DRAM, MEM_SRAM, MEM_VMEM };
+	const Device *d = pm_machine_device(c, dev);
+	*bits = 0;
+	for (size_t k = 0; d && k < sizeof pref / sizeof pref[0]; k++) {
+		const MemSpace *s = dev_mem_kind(d, pref[k]);
+		if (s && num_has(&s->capacity)) {
+			int64_t pool = device_pool(g, dev, NULL, 0);
+			DType f = pool > 1 && d->kind == DEV_LPU ? dev_matmul_format(d) : DT_INVALID;
+			if (f != DT_INVALID)
+				*bits = rt_dtypes[f].bits;
+			*space = s->name;
+			return (int64_t)mem_total_capacity(d, s) * pool;
 		}
 	}
 	return 0;
@@ -501,8 +535,9 @@ static int64_t place_devices(PassCtx *c, Graph *g, Live *l, int *bufs, int nb, i
 			    "for %d buffers; peak %s live at node '%s': %s", g->name, dn, human(arena, a, sizeof a),
 			    (long long)arena, ns, human(live, lb, sizeof lb), l->nnodes ? pass_node_name(l->order[t]) : "-", list);
 		const char *space = NULL;
-		int64_t cap = entry && names[i] ? device_capacity(c, names[i], &space) : 0, w = 0;
-		if (cap > 0 && arena + (w = device_weights(c, g, names[i], NULL, 0)) > cap) {
+		int bits = 0;
+		int64_t cap = entry && names[i] ? device_capacity(c, g, names[i], &space, &bits) : 0, w = 0;
+		if (cap > 0 && arena + (w = device_weights(c, g, names[i], NULL, bits, 0)) > cap) {
 			diag_error(l->nnodes ? l->order[t]->loc : g->loc, "activations need %s (%lld bytes) on device '%s' "
 				   "and the weights its nodes read %s (%lld bytes), but its %s holds %s (%lld bytes); live at "
 				   "the peak: %s", human(arena, a, sizeof a), (long long)arena, names[i],

@@ -1,6 +1,7 @@
 /* passes/util.c: small queries and rewrites the passes share: constant values of parameters
  * (inline literals, fills and folded data), users of a value, and replacing a node's result
- * while keeping the names of graph outputs (a graph's interface is its output names). */
+ * while keeping the names of graph outputs (a graph's interface is its output names), and
+ * the pricing of work through the compile's target. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +9,13 @@
 #include "passes/pass.h"
 #include "runtime/plan.h"
 #include "targets/precision.h"
+#include "targets/target.h"
+
+double pass_work_time(const PassCtx *c, const Device *d, const TgtWork *w)
+{
+	const Target *t = c->target ? c->target : tgt_for_kind(d->kind);
+	return t->node_time ? t->node_time(t, c->machine, d, c->precision, w) : tgt_roofline_time(t, c->machine, d, c->precision, w);
+}
 
 const char *pass_node_name(const Node *n)
 {

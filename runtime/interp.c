@@ -60,6 +60,12 @@ static int alloc_buffer(const Plan *p, int b, RtTensor *t, RtError *e)
 	return rt_tensor_alloc(t, pb->dtype, pb->rank, pb->dims, e);
 }
 
+/* Whether buffer b lives on a device this process holds (every buffer without RtRunOpts.dist). */
+static int local_buf(const Plan *p, const RtRunOpts *o, int b)
+{
+	return !o->dist || o->dist->local[p->spaces[p->buffers[b].space].device];
+}
+
 /* Rounds t's values to its dtype's grid (narrow floats and block formats; others unchanged). */
 static void round_to_dtype(RtTensor *t)
 {
@@ -68,6 +74,8 @@ static void round_to_dtype(RtTensor *t)
 	QuantOpts q = { SCALE_FLOOR, 1, 0 };
 	rt_round_tensor(t->dtype, rt_f32(t), t->n, t->rank ? t->dims[t->rank - 1] : 1, &q);
 }
+
+void rt_value_round(RtTensor *t) { round_to_dtype(t); }
 
 /* Seeded data for an input without a binding: floats normal(0, 1), integers and bools 0 or 1
  * (valid indices for any non-empty axis), keyed by (seed, input index). */
@@ -171,6 +179,11 @@ static int bind_sharded(Vm *m, int first, int ordinal)
 {
 	const PlanIO *io = &m->p->inputs[first];
 	const RtTensor *src = binding(m->o, io->name);
+	int any = 0;
+	for (int i = first; i < m->p->ninputs; i++)
+		any |= strcmp(m->p->inputs[i].name, io->name) == 0 && local_buf(m->p, m->o, m->p->inputs[i].buffer);
+	if (!any)
+		return 0;       /* every shard lives in another process */
 	int64_t dims[RT_MAX_RANK];
 	int rank = plan_io_dims(m->p, io, dims);
 	RtTensor whole;
@@ -198,7 +211,8 @@ static int bind_sharded(Vm *m, int first, int ordinal)
 		rc = random_fill(&whole, m->o->seed, (uint64_t)ordinal, m->e);
 	for (int i = first; rc == 0 && i < m->p->ninputs; i++) {
 		const PlanIO *s = &m->p->inputs[i];
-		if (strcmp(s->name, io->name) || (rc = alloc_buffer(m->p, s->buffer, &m->val[s->buffer], m->e)) < 0)
+		if (strcmp(s->name, io->name) || !local_buf(m->p, m->o, s->buffer) ||
+		    (rc = alloc_buffer(m->p, s->buffer, &m->val[s->buffer], m->e)) < 0)
 			continue;
 		slice_copy(&m->val[s->buffer], &whole, s->shard_axis, s->shard_off, 0);
 		m->val[s->buffer].tensor_scale = whole.tensor_scale;
@@ -216,7 +230,9 @@ static int bind_inputs(Vm *m)
 		if (!plan_io_first(m->p->inputs, i))
 			continue;
 		const RtTensor *src = binding(m->o, io->name);
-		if (io->shard_axis >= 0) {
+		if (io->shard_axis < 0 && !local_buf(m->p, m->o, io->buffer))
+			;       /* held by another process */
+		else if (io->shard_axis >= 0) {
 			if (bind_sharded(m, i, ordinal) < 0)
 				return -1;
 		} else if (src) {
@@ -287,63 +303,83 @@ static int file_tensor(Vm *m, const PlanConst *c, const char *name, RtTensor *t)
 	return rc;
 }
 
+/* Elements [first, first + n) of constant c's seeded, fill or inline initialiser (numbered over
+ * the whole tensor) into t's elements [at, at + n), FILL_CHUNK at a time through tmp; seeded f32
+ * values are generated in place. */
+enum { FILL_CHUNK = 65536 };
+static void fill_run(const PlanConst *c, RtTensor *t, int64_t at, int64_t first, int64_t n, float *tmp)
+{
+	int seeded = c->kind == PINIT_NORMAL || c->kind == PINIT_UNIFORM;
+	for (int64_t k = 0; k < n; k += FILL_CHUNK) {
+		int64_t len = n - k < FILL_CHUNK ? n - k : FILL_CHUNK;
+		float *x = seeded && rt_dtypes[t->dtype].storage == S_F32 ? rt_f32(t) + at + k : tmp;
+		if (c->kind == PINIT_NORMAL)
+			rt_fill_normal_at(x, first + k, len, (float)c->a, (float)c->b, c->seed, (uint64_t)c->instance);
+		else if (c->kind == PINIT_UNIFORM)
+			rt_fill_uniform_at(x, first + k, len, (float)c->a, (float)c->b, c->seed, (uint64_t)c->instance);
+		if (x == tmp)
+			for (int64_t j = 0; j < len; j++)
+				rt_set(t, at + k + j, seeded ? tmp[j] : c->kind == PINIT_FILL ? c->a : c->vals[first + k + j]);
+	}
+}
+
 /* Seeded, fill or inline values of constant c into t (allocated). */
 static int fill_values(Vm *m, const PlanConst *c, const char *name, RtTensor *t)
 {
-	float *tmp = NULL;
-	if (c->kind == PINIT_NORMAL || c->kind == PINIT_UNIFORM) {
-		if (!(tmp = rt_malloc(sizeof(float) * (size_t)(t->n ? t->n : 1))))
-			return rt_errorf(m->e, RT_ENOMEM, "out of memory materialising '%s'", name);
-		if (c->kind == PINIT_NORMAL)
-			rt_fill_normal(tmp, t->n, (float)c->a, (float)c->b, c->seed, (uint64_t)c->instance);
-		else
-			rt_fill_uniform(tmp, t->n, (float)c->a, (float)c->b, c->seed, (uint64_t)c->instance);
-	}
-	if (tmp && rt_dtypes[t->dtype].storage == S_F32)
-		memcpy(t->data, tmp, sizeof(float) * (size_t)t->n);
-	else
-		for (int64_t i = 0; i < t->n; i++)
-			rt_set(t, i, tmp ? tmp[i] : c->kind == PINIT_FILL ? c->a : c->vals[i]);
+	float *tmp = rt_malloc(sizeof(float) * FILL_CHUNK);
+	if (!tmp)
+		return rt_errorf(m->e, RT_ENOMEM, "out of memory materialising '%s'", name);
+	fill_run(c, t, 0, 0, t->n, tmp);
 	rt_free(tmp);
 	return 0;
 }
 
-/* A sharded constant (PlanConst.shard_*): the full initialiser's values, then the slice
- * [shard_off, shard_off + dims[axis]) along axis into dst. */
+/* A sharded constant (PlanConst.shard_*): the slice [shard_off, shard_off + dims[axis]) along
+ * axis of the full initialiser into dst, without materialising the rest: seeded values are
+ * generated for the slice's elements only (runtime/random.h), and of a file only the slice's
+ * elements are read (the mapping's other pages are never touched), except that a recorded
+ * checksum covers the whole tensor. */
 static int load_shard(Vm *m, const PlanConst *c, const char *name, RtTensor *dst)
 {
 	const PlanBuffer *pb = &m->p->buffers[c->buffer];
-	int64_t dims[RT_MAX_RANK];
-	memcpy(dims, pb->dims, sizeof dims);
-	dims[c->shard_axis] = c->shard_full;
-	RtTensor full, file = { 0 };
-	if (rt_tensor_alloc(&full, pb->dtype, pb->rank, dims, m->e) < 0)
+	int ax = c->shard_axis;
+	int64_t outer = 1, inner = 1, len = pb->dims[ax], full = c->shard_full;
+	for (int i = 0; i < ax; i++)
+		outer *= pb->dims[i];
+	for (int i = ax + 1; i < pb->rank; i++)
+		inner *= pb->dims[i];
+	if (alloc_buffer(m->p, c->buffer, dst, m->e) < 0)
 		return -1;
 	int rc = 0;
 	if (c->kind == PINIT_NPY || c->kind == PINIT_SAFETENSORS) {
+		RtTensor file = { 0 };
 		rc = file_tensor(m, c, name, &file);
-		int same = rc == 0 && file.rank == full.rank;
-		for (int i = 0; same && i < full.rank; i++)
-			same = file.dims[i] == full.dims[i];
+		int same = rc == 0 && file.rank == pb->rank;
+		for (int i = 0; same && i < pb->rank; i++)
+			same = file.dims[i] == (i == ax ? full : pb->dims[i]);
 		if (rc == 0 && !same)
 			rc = rt_errorf(m->e, RT_EUSER, "'%s': the file's shape does not match the sharded "
 				       "parameter's full shape", name);
-		int ints = rt_dtypes[full.dtype].storage == S_I64 && rt_dtypes[file.dtype].storage == S_I64;
-		for (int64_t i = 0; rc == 0 && i < full.n; i++)
-			if (ints)
-				rt_seti(&full, i, rt_geti(&file, i));
-			else
-				rt_set(&full, i, rt_get(&file, i));
+		int ints = rt_dtypes[dst->dtype].storage == S_I64 && rt_dtypes[file.dtype].storage == S_I64;
+		for (int64_t o = 0; rc == 0 && o < outer; o++)
+			for (int64_t j = 0, d = o * len * inner, f = (o * full + c->shard_off) * inner; j < len * inner; j++)
+				if (ints)
+					rt_seti(dst, d + j, rt_geti(&file, f + j));
+				else
+					rt_set(dst, d + j, rt_get(&file, f + j));
 		rt_tensor_free(&file);
-	} else
-		rc = fill_values(m, c, name, &full);
-	if (rc == 0)
-		rc = alloc_buffer(m->p, c->buffer, dst, m->e);
-	if (rc == 0) {
-		slice_copy(dst, &full, c->shard_axis, c->shard_off, 0);
-		round_to_dtype(dst);
+	} else {
+		float *tmp = rt_malloc(sizeof(float) * FILL_CHUNK);
+		if (!tmp)
+			rc = rt_errorf(m->e, RT_ENOMEM, "out of memory materialising '%s'", name);
+		for (int64_t o = 0; rc == 0 && o < outer; o++)
+			fill_run(c, dst, o * len * inner, (o * full + c->shard_off) * inner, len * inner, tmp);
+		rt_free(tmp);
 	}
-	rt_tensor_free(&full);
+	if (rc == 0)
+		round_to_dtype(dst);
+	else
+		rt_tensor_free(dst);
 	return rc;
 }
 
@@ -391,6 +427,8 @@ static int materialise(Vm *m, const PlanConst *c)
 {
 	const char *name = m->p->buffers[c->buffer].name;
 	const RtTensor *src = binding(m->o, name);
+	if (!local_buf(m->p, m->o, c->buffer))
+		return 0;       /* another process's constant: never read here */
 	if (src)
 		return bind_tensor(m, c->buffer, name, src);
 	if (c->kind == PINIT_UNBOUND)
@@ -456,15 +494,23 @@ static int exec_kernel(Vm *m, const PlanInstr *in)
 	return rc;
 }
 
-static int copy_value(Vm *m, int from, int to)
+int rt_value_copy(const Plan *p, int b, const RtTensor *s, RtTensor *dst, RtError *e)
 {
 	RtTensor t;
-	if (alloc_buffer(m->p, to, &t, m->e) < 0)
+	if (alloc_buffer(p, b, &t, e) < 0)
 		return -1;
-	const RtTensor *s = &m->val[from];
 	for (int64_t i = 0; i < t.n; i++)
 		rt_set(&t, i, rt_get(s, i));
 	t.tensor_scale = s->tensor_scale;
+	*dst = t;
+	return 0;
+}
+
+static int copy_value(Vm *m, int from, int to)
+{
+	RtTensor t;
+	if (rt_value_copy(m->p, to, &m->val[from], &t, m->e) < 0)
+		return -1;
 	rt_tensor_free(&m->val[to]);
 	m->val[to] = t;
 	return 0;
@@ -480,8 +526,6 @@ static int exec_alltoall(Vm *m, const PlanInstr *in)
 	return exec_kernel(m, &k);
 }
 
-/* All-reduce: every output := the sum of the inputs (in rank order, so every rank rounds the same
- * way). */
 /* All-gather: output 0 := the inputs concatenated in rank order along the axis attribute (the
  * Concat kernel), every other rank's output a copy of it. */
 static int exec_allgather(Vm *m, const PlanInstr *in)
@@ -496,6 +540,14 @@ static int exec_allgather(Vm *m, const PlanInstr *in)
 	return rc;
 }
 
+void rt_allreduce_add(RtTensor *acc, const RtTensor *x)
+{
+	for (int64_t i = 0; i < acc->n; i++)
+		rt_set(acc, i, rt_get(acc, i) + rt_get(x, i));
+}
+
+/* All-reduce: every output := the sum of the inputs (in rank order, so every rank rounds the same
+ * way), rounded to the dtype of output 0. */
 static int exec_collective(Vm *m, const PlanInstr *in)
 {
 	if (in->coll == PC_ALLTOALL)
@@ -505,12 +557,8 @@ static int exec_collective(Vm *m, const PlanInstr *in)
 	RtTensor acc;
 	if (alloc_buffer(m->p, in->out[0], &acc, m->e) < 0)
 		return -1;
-	int64_t n = m->val[in->in[0]].n;
 	for (int r = 0; r < in->nin; r++)
-		for (int64_t i = 0; i < n; i++) {
-			const RtTensor *x = &m->val[in->in[r]];
-			rt_set(&acc, i, rt_get(&acc, i) + rt_get(x, i));
-		}
+		rt_allreduce_add(&acc, &m->val[in->in[r]]);
 	round_to_dtype(&acc);
 	int rc = 0;
 	for (int r = 0; r < in->nout && rc == 0; r++) {
@@ -529,20 +577,24 @@ static int exec_collective(Vm *m, const PlanInstr *in)
 /* The dispatch loop. */
 static int execute(Vm *m, const PlanStep *order, int n, const int *last)
 {
+	const RtDistHooks *d = m->o->dist;
 	for (int t = 0; t < n; t++) {
 		const PlanInstr *in = &m->p->streams[order[t].stream].ins[order[t].index];
-		int rc = 0;
+		int rc = d ? d->step(d->ctx, t, &order[t], m->val, m->e) : 0;
 		m->step = t;
 		if (m->o->progress)
 			m->o->progress(m->o->progress_ctx, "running the plan", t, n);
-		switch (in->kind) {
-		case PI_KERNEL: rc = exec_kernel(m, in); break;
-		case PI_COPY: rc = copy_value(m, in->in[0], in->out[0]); break;
-		case PI_COLLECTIVE: rc = exec_collective(m, in); break;
-		case PI_RECORD: case PI_WAIT: case PI_COUNT: break;
-		}
+		if (rc == 0)
+			switch (in->kind) {
+			case PI_KERNEL: rc = exec_kernel(m, in); break;
+			case PI_COPY: rc = copy_value(m, in->in[0], in->out[0]); break;
+			case PI_COLLECTIVE: rc = exec_collective(m, in); break;
+			case PI_RECORD: case PI_WAIT: case PI_COUNT: break;
+			}
 		if (rc < 0)
 			return at_line(m, in->line, m->e);
+		if (d)
+			d->done(d->ctx, t);
 		for (int k = 0; k < in->nin && !m->o->keep_all; k++)
 			if (in->in[k] >= 0 && last[in->in[k]] == t)
 				rt_tensor_free(&m->val[in->in[k]]);
@@ -625,9 +677,12 @@ static int run_values(Vm *m, RtRun *r)
 		rc = materialise(m, &m->p->consts[i]);
 	if (rc == 0)
 		rc = execute(m, order, n, last);
+	int collect = 1;      /* distributed: the outputs come together in one process */
+	if (rc == 0 && m->o->dist && (collect = m->o->dist->finish(m->o->dist->ctx, m->val, m->e)) < 0)
+		rc = -1;
 	if (rc == 0 && !(r->outputs = rt_calloc((size_t)m->p->noutputs + 1, sizeof *r->outputs)))
 		rc = rt_errorf(m->e, RT_ENOMEM, "out of memory collecting outputs");
-	for (int i = 0; rc == 0 && i < m->p->noutputs; i++)
+	for (int i = 0; rc == 0 && collect && i < m->p->noutputs; i++)
 		if (plan_io_first(m->p->outputs, i))
 			rc = collect_output(m, i, &r->outputs[i]);
 	rt_free(order), rt_free(first), rt_free(last), rt_free(m->room);
@@ -650,7 +705,9 @@ static int by_host_step(const void *x, const void *y)
 	return (a->delta > b->delta) - (a->delta < b->delta);   /* releases first */
 }
 
-int64_t rt_host_bytes(const Plan *p, int64_t *consts)
+int64_t rt_host_bytes(const Plan *p, int64_t *consts) { return rt_host_bytes_on(p, NULL, 1, consts); }
+
+int64_t rt_host_bytes_on(const Plan *p, const unsigned char *local, int all_outputs, int64_t *consts)
 {
 	PlanStep *order;
 	int n, *first, *last, nev = 0;
@@ -664,12 +721,15 @@ int64_t rt_host_bytes(const Plan *p, int64_t *consts)
 	unsigned char *isconst = rt_calloc((size_t)p->nbuffers + 1, 1);
 	HostEv *ev = rt_malloc(sizeof *ev * (size_t)(2 * p->nbuffers + 1));
 	int64_t c = 0, live = 0, peak = 0, outs = 0;
+#define HERE(b) (!local || local[p->spaces[p->buffers[b].space].device])
 	for (int i = 0; isconst && i < p->nconsts; i++)
-		isconst[p->consts[i].buffer] = 1, c += host_size(&p->buffers[p->consts[i].buffer]);
+		if ((isconst[p->consts[i].buffer] = 1, HERE(p->consts[i].buffer)))
+			c += host_size(&p->buffers[p->consts[i].buffer]);
 	for (int i = 0; i < p->noutputs; i++)
-		outs += host_size(&p->buffers[p->outputs[i].buffer]);
+		if (all_outputs || HERE(p->outputs[i].buffer))
+			outs += host_size(&p->buffers[p->outputs[i].buffer]);
 	for (int b = 0; ev && isconst && b < p->nbuffers; b++)
-		if (!isconst[b] && first[b] <= last[b]) {
+		if (!isconst[b] && first[b] <= last[b] && HERE(b)) {
 			ev[nev++] = (HostEv){ first[b], host_size(&p->buffers[b]) };
 			ev[nev++] = (HostEv){ last[b] + 1, -host_size(&p->buffers[b]) };
 		}
@@ -678,6 +738,7 @@ int64_t rt_host_bytes(const Plan *p, int64_t *consts)
 	for (int i = 0; i < nev; i++)
 		if ((live += ev[i].delta) > peak)
 			peak = live;
+#undef HERE
 	int ok = ev && isconst;
 	rt_free(ev), rt_free(isconst), rt_free(first), rt_free(last);
 	if (consts)
@@ -710,8 +771,9 @@ RtSession *rt_session_new(const Plan *p, const RtRunOpts *o, RtError *e)
 		const PlanConst *c = &p->consts[i];
 		if (o->progress)
 			o->progress(o->progress_ctx, "binding weights", i, p->nconsts);
-		if (c->kind == PINIT_UNBOUND || binding(o, p->buffers[c->buffer].name))
-			continue;     /* bound by every run that gives it, or an error when one does not */
+		if (c->kind == PINIT_UNBOUND || binding(o, p->buffers[c->buffer].name) || !local_buf(p, o, c->buffer))
+			continue;     /* bound by every run that gives it, an error when one does not, or
+				       * another process's */
 		if (load_const(&m, c, &s->consts[c->buffer]) < 0) {
 			at_line(&m, c->line, e);
 			rt_session_free(s);

@@ -62,6 +62,7 @@ int rt_simulate(const Plan *p, RtTiming *t, RtError *e);
 void rt_timing_free(RtTiming *t);
 
 /* ---- execution ---- */
+struct RtDistHooks;                 /* below */
 typedef struct RtBinding {          /* a tensor given for an input (or unbound parameter) */
 	const char *name;
 	RtTensor *t;                     /* borrowed */
@@ -80,6 +81,7 @@ typedef struct RtRunOpts {
 	 * the units done and their total, for a caller's progress line (the runtime never prints) */
 	void (*progress)(void *ctx, const char *what, int64_t done, int64_t total);
 	void *progress_ctx;
+	const struct RtDistHooks *dist;  /* NULL: this process runs every device (below) */
 } RtRunOpts;
 
 /* Host bytes a run of p holds at its peak, as the interpreter stores values (f32, f64 or i64 per
@@ -87,6 +89,9 @@ typedef struct RtRunOpts {
  * the execution order, and the outputs' copies.  *consts receives the constants' part.  -1 when
  * the plan cannot be ordered. */
 int64_t rt_host_bytes(const Plan *p, int64_t *consts);
+/* The same for one process of a distributed run: only the buffers on devices with local[d] set
+ * (NULL: all), and every output's copy when all_outputs (the process that collects them). */
+int64_t rt_host_bytes_on(const Plan *p, const unsigned char *local, int all_outputs, int64_t *consts);
 
 typedef struct RtRun {
 	RtTensor *outputs;               /* p->noutputs tensors (not with timing_only); a sharded
@@ -123,6 +128,40 @@ RtSession *rt_session_new(const Plan *p, const RtRunOpts *o, RtError *e);
 int rt_session_run(RtSession *s, const RtRunOpts *o, RtRun *r, RtError *e);
 const RtLoadStats *rt_session_stats(const RtSession *s);
 void rt_session_free(RtSession *s);
+
+/* ---- distributed execution: a process that holds some of the plan's devices ---- */
+/* RtRunOpts.dist (runtime/dist.h builds these hooks over a transport; docs/distributed.md).
+ * With hooks, this process holds the devices d with local[d] != 0: sessions bind only the
+ * constants, and runs only the inputs, whose buffers live there.  Every process walks the same
+ * execution order (plan_linearize); before step t the interpreter calls step(): 0 means execute
+ * the instruction here as in one process (a kernel of a local stream; a copy, collective or
+ * event whose buffers and streams are all local), 1 that the hook did this process's part
+ * (sent, received, reduced; nothing for another process's kernel), -1 an error (e set).  done()
+ * follows each step.  After the last step finish() brings every output's value into val of the
+ * process that collects outputs and returns 1 there, 0 elsewhere (whose RtRun.outputs stay
+ * empty), or -1.  val: this process's values, one per buffer (data NULL where not held). */
+typedef struct RtDistHooks {
+	void *ctx;
+	const unsigned char *local;      /* per device */
+	int root;                        /* 1 in the process that collects outputs (and runs
+					  * --check's reference: rt_check) */
+	int (*step)(void *ctx, int t, const PlanStep *s, RtTensor *val, RtError *e);
+	void (*done)(void *ctx, int t);
+	int (*finish)(void *ctx, RtTensor *val, RtError *e);
+} RtDistHooks;
+
+/* The value semantics of copies and all-reduces, shared by the interpreter and distributed
+ * execution so that both give the same bits.
+ * rt_value_round: t's values rounded to its dtype's grid (narrow floats; block formats in
+ * blocks along the last axis; others unchanged).
+ * rt_value_copy: *dst := a new tensor of buffer b's dtype and shape holding src's elements
+ * converted one by one through double (the `copy` instruction); src must have b's element
+ * count.  0, or -1 with e set (no memory).
+ * rt_allreduce_add: acc[i] := acc[i] + x[i] for i < acc->n, through double and stored in acc's
+ * dtype; an all-reduce is acc = 0, then x_0, x_1, ... added in rank order, then rounded. */
+void rt_value_round(RtTensor *t);
+int rt_value_copy(const Plan *p, int b, const RtTensor *src, RtTensor *dst, RtError *e);
+void rt_allreduce_add(RtTensor *acc, const RtTensor *x);
 
 /* ---- comparison against the reference (--check) ---- */
 typedef struct RtCheckOut {

@@ -521,6 +521,17 @@ int plan_find_buffer(const Plan *p, const char *name) { FIND(buffers, name) }
 int plan_find_device(const Plan *p, const char *name) { FIND(devices, name) }
 int plan_find_space(const Plan *p, const char *name) { FIND(spaces, name) }
 int plan_find_unit(const Plan *p, const char *name) { FIND(units, name) }
+
+double plan_instr_num(const PlanInstr *in, const char *key, double dflt)
+{
+	for (int i = 0; i < in->ntile; i++)
+		if (strcmp(in->tile[i].key, key) == 0) {
+			char *end;
+			double v = strtod(in->tile[i].val, &end);
+			return end != in->tile[i].val ? v : dflt;
+		}
+	return dflt;
+}
 int plan_find_link(const Plan *p, const char *name) { FIND(links, name) }
 
 int plan_find_event(const Plan *p, const char *name)

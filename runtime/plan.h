@@ -195,6 +195,10 @@ void plan_instr_init(PlanInstr *in, PlanInstrKind kind);
 
 /* ---- lookups ---- */
 int plan_find_buffer(const Plan *p, const char *name);   /* -1 if none */
+/* The number target attribute `key` of instruction in (`t.KEY="VALUE"`: a kernel's recorded
+ * resource times, in the unit its key names), or dflt when absent or not a number.  The one
+ * reader of target numbers: cost hooks recombine what their lowering recorded. */
+double plan_instr_num(const PlanInstr *in, const char *key, double dflt);
 int plan_find_device(const Plan *p, const char *name);
 int plan_find_space(const Plan *p, const char *name);
 int plan_find_unit(const Plan *p, const char *name);

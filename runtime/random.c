@@ -98,26 +98,38 @@ static void det_cossin(double t, double *c, double *s, const Coefs *q)
 	}
 }
 
-void rt_fill_uniform(float *x, int64_t n, float lo, float hi, uint64_t seed, uint64_t instance)
+void rt_fill_uniform_at(float *x, int64_t first, int64_t n, float lo, float hi, uint64_t seed, uint64_t instance)
 {
 	uint64_t key = key_of(seed, instance);
 	double a = lo, w = (double)hi - (double)lo;
 	for (int64_t i = 0; i < n; i++)
-		x[i] = (float)(a + w * unit(draw(key, (uint64_t)i)));
+		x[i] = (float)(a + w * unit(draw(key, (uint64_t)(first + i))));
 }
 
-void rt_fill_normal(float *x, int64_t n, float mean, float std, uint64_t seed, uint64_t instance)
+void rt_fill_normal_at(float *x, int64_t first, int64_t n, float mean, float std, uint64_t seed, uint64_t instance)
 {
 	uint64_t key = key_of(seed, instance);
 	Coefs q;
 	coefs_init(&q);
-	for (int64_t i = 0; i < n; i += 2) {   /* one Box-Muller pair: x[i] from cos, x[i+1] from sin */
+	int64_t end = first + n;
+	for (int64_t i = first & ~(int64_t)1; i < end; i += 2) {   /* one Box-Muller pair: i from cos, i+1 from sin */
 		uint64_t p = (uint64_t)i >> 1;
 		double u1 = 1.0 - unit(draw(key, 2 * p)), u2 = unit(draw(key, 2 * p + 1));
 		double r = sqrt(-2.0 * det_log(u1, &q)), c, s;
 		det_cossin(u2, &c, &s, &q);
-		x[i] = (float)((double)mean + (double)std * r * c);
-		if (i + 1 < n)
-			x[i + 1] = (float)((double)mean + (double)std * r * s);
+		if (i >= first)
+			x[i - first] = (float)((double)mean + (double)std * r * c);
+		if (i + 1 < end)
+			x[i + 1 - first] = (float)((double)mean + (double)std * r * s);
 	}
+}
+
+void rt_fill_uniform(float *x, int64_t n, float lo, float hi, uint64_t seed, uint64_t instance)
+{
+	rt_fill_uniform_at(x, 0, n, lo, hi, seed, instance);
+}
+
+void rt_fill_normal(float *x, int64_t n, float mean, float std, uint64_t seed, uint64_t instance)
+{
+	rt_fill_normal_at(x, 0, n, mean, std, seed, instance);
 }

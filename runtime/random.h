@@ -22,5 +22,9 @@
 uint64_t rt_rand_u64(uint64_t seed, uint64_t instance, uint64_t j);   /* r(j) above */
 void rt_fill_uniform(float *x, int64_t n, float lo, float hi, uint64_t seed, uint64_t instance);
 void rt_fill_normal(float *x, int64_t n, float mean, float std, uint64_t seed, uint64_t instance);
+/* Elements [first, first + n) of the fills above, into x[0..n): a shard of a seeded tensor
+ * generated without the rest (the same bits as the whole fill's). */
+void rt_fill_uniform_at(float *x, int64_t first, int64_t n, float lo, float hi, uint64_t seed, uint64_t instance);
+void rt_fill_normal_at(float *x, int64_t first, int64_t n, float mean, float std, uint64_t seed, uint64_t instance);
 
 #endif

@@ -272,6 +272,7 @@ static int plan_compile_layers(SvPool *p, const PassMixGroup *g, int ng, int64_t
 	c.context = ctx;
 	c.kv_format = p->kv_fp8 ? DT_F8E4M3 : DT_INVALID;   /* kv=fp8: an FP8 cache in the plans */
 	c.machine = p->mach.m;
+	c.target = tgt_find(p->target);   /* passes price nodes through it (Target.node_time) */
 	c.precision = &p->prec;
 	c.tp = p->tp > 1 ? p->tp : 0;
 	c.pp = p->pp > 1 ? p->pp : 0;
@@ -284,7 +285,7 @@ static int plan_compile_layers(SvPool *p, const PassMixGroup *g, int ng, int64_t
 	if (rc == 0) {
 		const Target *t = tgt_find(p->target);
 		TgtInput in = { m, ir_entry(m), &p->mach, &p->prec, p->model, p->binds };
-		out->plan = t->lower(&in, &re);
+		out->plan = tgt_lower(t, &in, &re);
 		if (!out->plan)
 			rc = sv_err(e, "%.900s\naicc: note: pool %s, composition %s", re.msg, p->role, mix);
 	}

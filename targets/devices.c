@@ -61,34 +61,42 @@ static int parse_dev(const Machine *m, const char *name, Inst *out)
 
 static int is_coll(Op op) { return op == OP_AllReduce || op == OP_AllGather || op == OP_AllToAll; }
 
-/* A weight-shard Split: no @device of its own (a call's does not count), reading a parameter
- * directly. */
+/* Whether flat node i carries the partition pass's `shard` attribute `kind` ("weight", "input",
+ * "output"): it is lowered to plan entities, not run. */
+static int shard_kind(const Flat *f, int i, const char *kind)
+{
+	const char *s = rt_attr_str(&f->nodes[i].n->attrs, "shard", NULL);
+	return s && strcmp(s, kind) == 0;
+}
+
+/* A weight-shard Split (shard="weight", of a parameter): its outputs are constants, slices of
+ * the parameter's initialiser, on the instances that read them. */
 static int is_shard_split(const Flat *f, int i)
 {
 	const FlatNode *fn = &f->nodes[i];
-	if (fn->n->op != OP_Split || fn->n->annot.device || fn->nin < 1 || fn->in[0] < 0)
+	if (fn->n->op != OP_Split || fn->nin < 1 || fn->in[0] < 0 || !shard_kind(f, i, "weight"))
 		return 0;
 	const FlatVal *v = &f->vals[fn->in[0]];
 	return v->def < 0 && v->v && v->v->kind == V_PARAM;
 }
 
-/* A KV-cache input's shards: a Split with no @device of an entry-graph input (a layer graph's
- * input bound to one).  Each output becomes a sharded plan input on the device reading it. */
+/* A KV-cache input's shards (shard="input": a Split of an entry-graph input, or a layer
+ * graph's input bound to one).  Each output becomes a sharded plan input on the device reading it. */
 static int is_input_split(const Flat *f, int i)
 {
 	const FlatNode *fn = &f->nodes[i];
-	if (fn->n->op != OP_Split || fn->n->annot.device || fn->nin < 1 || fn->in[0] < 0)
+	if (fn->n->op != OP_Split || fn->nin < 1 || fn->in[0] < 0 || !shard_kind(f, i, "input"))
 		return 0;
 	const FlatVal *v = &f->vals[fn->in[0]];
 	return v->def < 0 && v->v && v->v->kind == V_INPUT;
 }
 
-/* A sharded output's assembly: a Concat with no @device whose result is only an entry-graph
- * output.  Its inputs become the output's shards, each kept on the device that computed it. */
+/* A sharded output's assembly (shard="output": a Concat whose result is only an entry-graph
+ * output).  Its inputs become the output's shards, each kept on the device that computed it. */
 static int is_output_concat(const Flat *f, int i)
 {
 	const FlatNode *fn = &f->nodes[i];
-	if (fn->n->op != OP_Concat || fn->n->annot.device || fn->nout != 1 || fn->nin < 1)
+	if (fn->n->op != OP_Concat || fn->nout != 1 || fn->nin < 1 || !shard_kind(f, i, "output"))
 		return 0;
 	const FlatVal *v = &f->vals[fn->out[0]];
 	for (int k = 0; k < fn->nin; k++)

@@ -1384,6 +1384,16 @@ int dev_supports(const Device *d, DType dt)
 	return ((d->formats | d->block_formats) >> dt) & 1;
 }
 
+DType dev_matmul_format(const Device *d)
+{
+	DType best = DT_INVALID;
+	for (int dt = 1; dt < DT_COUNT; dt++)
+		if (num_has(&d->peak[dt]) && rt_dtypes[dt].kind == K_FLOAT &&
+		    (best == DT_INVALID || rt_dtypes[dt].bits < rt_dtypes[best].bits))
+			best = (DType)dt;
+	return best;
+}
+
 MemSpace *dev_mem(const Device *d, const char *name)
 {
 	for (int i = 0; i < d->nmems; i++)

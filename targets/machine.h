@@ -234,6 +234,9 @@ const Link *machine_link(const Machine *m, const Device *a, const Device *b);
 const char *machine_source_url(const Machine *m, const char *key);
 double dev_peak(const Device *d, DType dt);              /* max of matrix and vector, FLOP/s */
 int dev_supports(const Device *d, DType dt);              /* element or block-scaled format */
+/* The narrowest scalar float format d lists a matrix peak for (how an LPU stores its weights),
+ * or DT_INVALID when it lists none. */
+DType dev_matmul_format(const Device *d);
 MemSpace *dev_mem(const Device *d, const char *name);
 MemSpace *dev_mem_kind(const Device *d, MemKind kind);
 double mem_total_capacity(const Device *d, const MemSpace *s);   /* × units for SCOPE_UNIT */

@@ -29,6 +29,14 @@ const Target *tgt_find(const char *name)
 	return NULL;
 }
 
+const Target *tgt_for_kind(DevKind k)
+{
+	for (int i = 0; i < tgt_ntargets; i++)
+		if (tgt_targets[i]->kind == (int)k)
+			return tgt_targets[i];
+	return tgt_find("reference");
+}
+
 void tgt_register_costs(void)
 {
 	for (int i = 0; i < tgt_ntargets; i++)

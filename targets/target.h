@@ -93,21 +93,6 @@ typedef struct TgtInput {
 	const char *binds;
 } TgtInput;
 
-/* A target: data, and the hooks that differ.  Each target defines its value, tgt_<name>, in
- * targets/<name>/target.c; targets/targets.def lists them. */
-typedef struct Target {
-	const char *name, *help;
-	const char *default_machine;     /* machine description used without --machine */
-	int kind;                        /* DevKind it lowers to; -1: the machine's first accelerator */
-	const char *pipeline;            /* its -O1 pass pipeline */
-	/* --precision: the words and +options it takes (targets/precision.h), the word used
-	 * without --precision, and whether a format also needs a matrix peak on the device */
-	const char *formats, *default_precision;
-	int matrix_peak;
-	Plan *(*lower)(const TgtInput *in, RtError *e);
-	RtCostFn cost;                   /* the timing engine's per-instruction hook */
-} Target;
-
 /* Adds the plan constant for flat parameter fv held in plan buffer `buffer` (targets/const.c):
  * its initialiser, weight file (resolved against the model directory `dir`) or data.  Returns 0,
  * or -1 with e set (e.g. literal data whose count does not match the buffer). */
@@ -189,10 +174,12 @@ int tgt_load_kernel(const Flat *f, const int *gfirst, int i);
  *
  * Values: a node's outputs live on its instance.  A parameter or graph input read on several
  * instances gets one buffer per instance (parameters: one constant each; inputs: one bound
- * buffer, copied to the others over a link at the start).  A weight-shard Split (no @device,
- * its input a parameter) emits no instruction: shard k becomes a constant on the instance that
- * reads it, a slice of the parameter's initialiser (PlanConst.shard_*: weights are stored
- * pre-sharded, as Megatron checkpoints are).  Other unannotated nodes run on their first
+ * buffer, copied to the others over a link at the start).  The partition pass marks what it
+ * cuts with an attribute that lowering reads: a weight-shard Split (`shard="weight"`, its input
+ * a parameter) emits no instruction: shard k becomes a constant on the instance that reads it,
+ * a slice of the parameter's initialiser (PlanConst.shard_*: weights are stored pre-sharded, as
+ * Megatron checkpoints are); `shard="input"` (a KV-cache input's Split) and `shard="output"`
+ * (the Concat assembling a sharded output) become sharded plan inputs and outputs.  Other unannotated nodes run on their first
  * reader's instance (instance 0 when none).  A collective's outputs (AllReduce, AllGather: one
  * IR output that every member holds; AllToAll: output j on member j) get one buffer per member.
  *
@@ -263,9 +250,107 @@ int tgt_devs_handles(const TgtDevs *d, const Flat *f, int node);
  * sharded, 0 when not, -1 with e set.  tgt_add_io calls it. */
 int tgt_devs_io_shards(Plan *p, const Flat *f, int v, int output, const char *name, const int *buf, RtError *e);
 
+/* ---- the lowering walk (targets/lower.c) ----
+ * One walk lowers every target but the LPU (which keeps its cycle-scheduled walk, lpu/lower.c):
+ *     flatten -> setup -> devices -> values -> prepare -> per node: devices or kernel -> finish
+ *     -> inputs/outputs -> verify
+ * flatten expands calls (tgt_flatten); setup is the target's (read the machine, check it, make
+ * its state); devices places nodes on device instances and adds the plan's devices, spaces,
+ * streams (tgt_devs_init: kind, space, align from the Target); values adds every buffer in the
+ * dtype the target's `dtype` hook gives (tgt_devs_values) and finds fusion groups; prepare (if
+ * any) runs once the buffers exist; then each node is either lowered by targets/devices.c
+ * (transfers, collectives, weight shards; a collective gets the target's `collective` hook's
+ * t.* attributes, if any) or becomes the kernel instruction tgt_kernel_instr builds, which the
+ * target's `kernel` hook completes (numerics, tiling, cost as t.* attributes);
+ * finish (if any) may annotate the plan's copies and collectives; inputs and outputs are
+ * registered and the plan verified.  An error at any step frees everything and returns NULL. */
+typedef struct Target Target;
+typedef struct TgtLower {
+	const Target *t;
+	const TgtInput *in;
+	Plan *p;
+	Flat f;
+	TgtDevs devs;        /* device instances, their spaces, streams and heaps */
+	int *buf;            /* flat value -> its plan buffer (the primary one) */
+	int *gfirst, *glast; /* flat node -> first / last node of its fusion group, -1 outside one */
+	void *ctx;           /* the target's state (setup makes it, tgt_lower_alloc memory) */
+	RtError *e;
+	/* private to targets/lower.c */
+	void **allocs;
+	int nallocs, capallocs;
+} TgtLower;
+
+/* Zeroed memory for n elements of `size` bytes that lives as long as the lowering (freed by the
+ * walk); NULL with l->e set when out of memory. */
+void *tgt_lower_alloc(TgtLower *l, size_t n, size_t size);
+/* The target's state: `size` zeroed bytes (tgt_lower_alloc) that become l->ctx; NULL when out
+ * of memory. */
+void *tgt_lower_state(TgtLower *l, size_t size);
+
+/* What a pass asks a target to price (Target.node_time): an IR node, or an aggregate of nodes
+ * (disaggregate's attention and FFN sides), or a transfer between two devices.
+ *   node    one IR node: its FLOP and the bytes of its operands and results (a Call: its
+ *           callee's weights x repeat); NULL: the aggregate below
+ *   flops, bytes, kernels   an aggregate: FLOP, bytes moved in the device's main memory,
+ *           kernel launches
+ *   chips   devices of the class sharing the work (tensor parallel); < 2: one
+ *   fmt     the matrix format the FLOP run at (DT_INVALID: the node's result dtype)
+ *   reduce  bytes all-reduced over the chips' link after the work (0: none)
+ *   to      not NULL: a transfer of `bytes` from the device to `to` (nothing else counts) */
+typedef struct TgtWork {
+	const Node *node;
+	double flops, bytes;
+	int kernels, chips;
+	DType fmt;
+	double reduce;
+	const Device *to;
+} TgtWork;
+
+/* A target: data, and the hooks that differ.  Each target defines its value, tgt_<name>, in
+ * targets/<name>/target.c; targets/targets.def lists them. */
+struct Target {
+	const char *name, *help;
+	const char *default_machine;     /* machine description used without --machine */
+	int kind;                        /* DevKind it lowers to; -1: the machine's first accelerator */
+	const char *space;               /* memory space values live in ("hbm"); NULL: the device's first */
+	int64_t align;                   /* buffer alignment, bytes */
+	const char *pipeline;            /* its -O1 pass pipeline */
+	/* --precision: the words and +options it takes (targets/precision.h), the word used
+	 * without --precision, and whether a format also needs a matrix peak on the device */
+	const char *formats, *default_precision;
+	int matrix_peak;
+	const void *family;              /* family-private data (the GPU targets' tiling hooks) */
+	/* hooks of the walk (targets/lower.c); `lower` instead replaces the whole walk (lpu) */
+	int (*setup)(TgtLower *l);
+	DType (*dtype)(const TgtLower *l, const FlatVal *v);
+	int (*prepare)(TgtLower *l);                                   /* optional */
+	int (*kernel)(TgtLower *l, int node, PlanInstr *pi, TgtAnn *t);
+	int (*collective)(TgtLower *l, int node, TgtAnn *t);           /* optional: its t.* cost */
+	int (*finish)(TgtLower *l);                                    /* optional */
+	Plan *(*lower)(const TgtInput *in, RtError *e);
+	/* seconds work w takes on device d of machine m under precision p, as this target prices
+	 * it: how passes (partition, disaggregate) price nodes, so they hold no hardware numbers */
+	double (*node_time)(const Target *t, const Machine *m, const Device *d, const Precision *p, const TgtWork *w);
+	RtCostFn cost;                   /* the timing engine's per-instruction hook */
+};
+
+/* Lowers in->g for target t: its own `lower`, else the walk above.  The plan, or NULL with e set. */
+Plan *tgt_lower(const Target *t, const TgtInput *in, RtError *e);
+/* The roofline most targets price work with: max(FLOP / (chips x peak at the format x the
+ * machine's gemm efficiency), bytes / (chips x main-memory bandwidth x its efficiency)) plus
+ * `kernels` launches of the device's launch engine (graph launches under +graph), plus the
+ * all-reduce of w->reduce over the device class's link (recursive doubling: ceil(log2 chips)
+ * x (alpha + bytes / one-way bandwidth), backends.md §7); a transfer: the link's alpha + bytes
+ * / one-way bandwidth (backends.md §0).  Main memory is HBM, else DRAM, else SRAM; a device
+ * without one (or a peak) prices only what it has; a missing link costs nothing. */
+double tgt_roofline_time(const Target *t, const Machine *m, const Device *d, const Precision *p, const TgtWork *w);
+
 extern const Target *const tgt_targets[];
 extern const int tgt_ntargets;
 const Target *tgt_find(const char *name);      /* NULL if unknown */
+/* The first target that lowers to devices of kind k (reference when none): how work on a device
+ * is priced when the compile names no target. */
+const Target *tgt_for_kind(DevKind k);
 /* Registers every target's cost hook with the runtime (the driver calls this once). */
 void tgt_register_costs(void);
 

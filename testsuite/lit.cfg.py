@@ -32,6 +32,16 @@ for feature, name in (('ocr-det-model', 'ch_PP-OCRv4_det_infer.onnx'),
 # Feature `strace`: tests that count the files a compile opens.
 if shutil.which('strace'):
     config.available_features.add('strace')
+# Feature `mpi`: the build has Open MPI (BUILD/mpi.flag, written by the Makefile) and mpirun is
+# on PATH; testsuite/mpi runs ranks with %mpirun (oversubscribed, root allowed).
+try:
+    with open(os.path.join(build, 'mpi.flag')) as f:
+        if f.read().strip() == 'yes' and shutil.which('mpirun'):
+            config.available_features.add('mpi')
+except OSError:
+    pass
+config.substitutions.append(('%mpirun', os.path.join(config.test_source_root, 'mpi', 'Inputs', 'mpirun.sh')))
+config.substitutions.append(('%same', os.path.join(config.test_source_root, 'mpi', 'Inputs', 'same.sh')))
 config.environment['PATH'] = '/usr/lib/llvm-14/bin:' + os.environ.get('PATH', '')
 for var in ('ASAN_OPTIONS', 'UBSAN_OPTIONS', 'LSAN_OPTIONS', 'HOME', 'OPENBLAS_CORETYPE', 'OPENBLAS_L2_SIZE',
             'OPENBLAS_NUM_THREADS', 'AICC_ISA', 'GLIBC_TUNABLES'):

@@ -351,6 +351,7 @@ static int prepare(CompileOpts *o, Compile *c)
 	}
 	c->plan = strcmp(o->emit, "plan") == 0 || (drv_is_picture(o->emit) && o->target);
 	o->passes.o1 = c->t->pipeline;
+	o->passes.ctx.target = o->target ? c->t : NULL;
 	char buf[1024];
 	const char *list = pass_opts_pipeline(&o->passes, buf, sizeof buf);
 	if (list && !*list)

@@ -164,14 +164,6 @@ typedef struct Index {
 	size_t cap;
 } Index;
 
-static size_t hash_str(const char *s)
-{
-	size_t h = 1469598103934665603ull;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h;
-}
-
 static void index_init(Index *x, int n)
 {
 	x->cap = 16;
@@ -184,7 +176,7 @@ static void index_init(Index *x, int n)
 /* The slot of key: x->keys[slot] is NULL when absent. */
 static size_t index_slot(const Index *x, const char *key)
 {
-	size_t i = hash_str(key) & (x->cap - 1);
+	size_t i = viz_hash(key) & (x->cap - 1);
 	while (x->keys[i] && strcmp(x->keys[i], key) != 0)
 		i = (i + 1) & (x->cap - 1);
 	return i;

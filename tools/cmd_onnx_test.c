@@ -295,7 +295,7 @@ static int run_case(Case *c, RtRun *r)
 		for (int i = 0; i < c->nin; i++)
 			if (c->bound[i] == g->inputs[k])
 				bind[nb++] = (RtBinding){ c->p->inputs[k].name, &c->in[i].t };
-	RtRunOpts ro = { bind, nb, 0, 0, 0, c->dir, 0, NULL, NULL };
+	RtRunOpts ro = { bind, nb, 0, 0, 0, c->dir, 0, NULL, NULL, NULL };
 	RtError e = { 0 };
 	int rc = rt_run(c->p, &ro, r, &e);
 	if (rc < 0)

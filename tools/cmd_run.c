@@ -31,6 +31,10 @@ typedef struct RunOpts {
 	int check, per_node, timing_only;
 	int per_device;          /* --per-device: a compute and a memory line per device (viz) */
 	long repeat;             /* --repeat N: runs of the loaded plan, timed (0: one, untimed) */
+	int mpi;                 /* --mpi: this process is one rank of an MPI job */
+	long ranks_per_node;     /* --ranks-per-node R (0: as the job runs) */
+	const char *rank_map;    /* --rank-map FILE */
+	double mpi_timeout;      /* --mpi-timeout SECONDS (0: none) */
 	int64_t max_host;        /* --max-host-memory: bytes (0: what the host has) */
 } RunOpts;
 
@@ -50,6 +54,13 @@ static void run_help(void)
 	       "                         device kind with the busiest named, past %d devices)\n"
 	       "  --repeat N             load the plan once (weights bound once) and run it N times;\n"
 	       "                         prints the load, first-run and steady-state host times\n"
+	       "  --mpi                  run as one rank of an MPI job: mpirun -np N aicc run PLAN --mpi;\n"
+	       "                         each rank loads and runs its own devices (docs/distributed.md)\n"
+	       "  --rank-map FILE        with --mpi: lines 'DEVICE RANK' place devices on ranks\n"
+	       "                         (default: contiguous equal groups in device order)\n"
+	       "  --ranks-per-node R     with --mpi: the job runs R ranks per node, node-major (checked)\n"
+	       "  --mpi-timeout S        with --mpi: fail a rank that sees no progress from its peers\n"
+	       "                         for S seconds (default 600; 0: wait forever)\n"
 	       "  --max-host-memory SIZE host memory the run may take (e.g. 2GiB; default: what is\n"
 	       "                         available: MemAvailable, the memory cgroup, ulimit -v)\n", DEVICE_LINES);
 }
@@ -64,12 +75,15 @@ static int parse_flag(RunOpts *o, const char *a)
 		return o->timing_only = 1;
 	if (strcmp(a, "--per-device") == 0)
 		return o->per_device = 1;
+	if (strcmp(a, "--mpi") == 0)
+		return o->mpi = 1;
 	return 0;
 }
 
 static int parse_opts(int argc, char **argv, RunOpts *o)
 {
 	memset(o, 0, sizeof *o);
+	o->mpi_timeout = 600;
 	for (int i = 1; i < argc; i++) {
 		const char *v;
 		int r;
@@ -81,7 +95,8 @@ static int parse_opts(int argc, char **argv, RunOpts *o)
 			continue;
 		if ((r = opt_value(argc, argv, &i, "--output-dir", &o->outdir)) ||
 		    (r = opt_value(argc, argv, &i, "--report", &o->report)) ||
-		    (r = opt_value(argc, argv, &i, "--trace", &o->trace))) {
+		    (r = opt_value(argc, argv, &i, "--trace", &o->trace)) ||
+		    (r = opt_value(argc, argv, &i, "--rank-map", &o->rank_map))) {
 			if (r < 0)
 				return -1;
 			continue;
@@ -101,6 +116,26 @@ static int parse_opts(int argc, char **argv, RunOpts *o)
 			errno = 0;
 			if (r < 0 || (o->repeat = strtol(v, &end, 10), *end || errno || o->repeat < 1 || o->repeat > 1000000)) {
 				drv_error("--repeat expects a count in 1..1000000, got '%s'", r < 0 ? "" : v);
+				return -1;
+			}
+			continue;
+		}
+		if ((r = opt_value(argc, argv, &i, "--ranks-per-node", &v))) {
+			char *end;
+			errno = 0;
+			if (r < 0 || (o->ranks_per_node = strtol(v, &end, 10), *end || errno || o->ranks_per_node < 1 ||
+								  o->ranks_per_node > 1000000)) {
+				drv_error("--ranks-per-node expects a count in 1..1000000, got '%s'", r < 0 ? "" : v);
+				return -1;
+			}
+			continue;
+		}
+		if ((r = opt_value(argc, argv, &i, "--mpi-timeout", &v))) {
+			char *end;
+			errno = 0;
+			if (r < 0 || (o->mpi_timeout = strtod(v, &end), *end || errno || !(o->mpi_timeout >= 0) ||
+								o->mpi_timeout > 1e7)) {
+				drv_error("--mpi-timeout expects seconds in 0..1e7, got '%s'", r < 0 ? "" : v);
 				return -1;
 			}
 			continue;
@@ -144,6 +179,8 @@ static int parse_opts(int argc, char **argv, RunOpts *o)
 		drv_error("--check compares values; it cannot be combined with --timing-only");
 	else if (o->check && o->repeat)
 		drv_error("--repeat times the plan alone; it cannot be combined with --check");
+	else if (!o->mpi && (o->rank_map || o->ranks_per_node))
+		drv_error("%s needs --mpi", o->rank_map ? "--rank-map" : "--ranks-per-node");
 	else
 		return 0;
 	return -1;
@@ -439,21 +476,28 @@ static void summary(const Plan *p, const RtRun *r, const RtCheck *c, char **file
 		       c->first_bad_buffer, c->first_bad_err, c->first_bad_tol);
 }
 
-/* The JSON report (trace 0) or the Chrome trace (trace 1) into the group g. */
+/* Writes the report (trace 0) or the trace (trace 1) of a run to f: 0, or -1 with a message. */
+typedef int (*JsonWriter)(void *ctx, const Plan *p, const RtRun *r, const RtCheck *c, char **files, int trace,
+			  FILE *f);
+
+/* The JSON report (trace 0) or the Chrome trace (trace 1) into the group g, written by w (NULL:
+ * the one-process documents). */
 static int write_json(const char *path, const Plan *p, const RtRun *r, const RtCheck *c, char **files, int trace,
-		      OutFile *g, int *n)
+		      OutFile *g, int *n, JsonWriter w, void *ctx)
 {
 	if (group_open(g, n, path) < 0)
 		return -1;
 	FILE *f = g[*n - 1].f;
-	int rc = trace ? rt_trace_write(p, &r->timing, f) : rt_report_write(p, r, c, (const char *const *)files, f);
+	int rc = w ? w(ctx, p, r, c, files, trace, f) :
+		 trace ? rt_trace_write(p, &r->timing, f) : rt_report_write(p, r, c, (const char *const *)files, f);
 	return group_close(g, *n, rc);
 }
 
 /* Writes everything the run was asked for as one output group: every .npy of --output-dir, then
  * the report, then the trace, each written to a temporary and closed, then all renamed into
  * place together, so a failure (or SIGINT/SIGTERM) leaves none of them. */
-static int write_files(const RunOpts *o, const Plan *p, const RtRun *r, const RtCheck *c, char **files)
+static int write_files(const RunOpts *o, const Plan *p, const RtRun *r, const RtCheck *c, char **files,
+		       JsonWriter w, void *ctx)
 {
 	int max = p->noutputs + 2, n = 0, made = 0;
 	OutFile *g = calloc((size_t)max, sizeof *g);
@@ -465,9 +509,9 @@ static int write_files(const RunOpts *o, const Plan *p, const RtRun *r, const Rt
 	if (o->outdir && !o->timing_only)
 		rc = write_outputs(p, r, o->outdir, files, g, &n, &made);
 	if (rc == 0 && o->report)
-		rc = write_json(o->report, p, r, c, files, 0, g, &n);
+		rc = write_json(o->report, p, r, c, files, 0, g, &n, w, ctx);
 	if (rc == 0 && o->trace)
-		rc = write_json(o->trace, p, r, NULL, files, 1, g, &n);
+		rc = write_json(o->trace, p, r, NULL, files, 1, g, &n, w, ctx);
 	if (rc == 0)
 		rc = out_commit_group(g, n);
 	else
@@ -518,7 +562,8 @@ static int execute(const RunOpts *o, const Plan *p, RtBinding *bind)
 	RtCheck c = { 0 };
 	RtError e = { 0 };
 	char *dir = strdup(o->plan);
-	RtRunOpts ro = { bind, o->ninputs, o->seed, o->timing_only, 0, dirname(dir), drv_host_available(), progress_step, NULL };
+	RtRunOpts ro = { bind, o->ninputs, o->seed, o->timing_only, 0, dirname(dir), drv_host_available(), progress_step,
+			 NULL, NULL };
 	if (o->max_host > 0 && (ro.host_limit <= 0 || o->max_host < ro.host_limit))
 		ro.host_limit = o->max_host;
 	int rc;
@@ -558,7 +603,7 @@ static int execute(const RunOpts *o, const Plan *p, RtBinding *bind)
 	}
 	char **files = calloc((size_t)p->noutputs + 1, sizeof *files);
 	int st = EXIT_OK;
-	if (!files || write_files(o, p, &r, o->check ? &c : NULL, files) < 0)
+	if (!files || write_files(o, p, &r, o->check ? &c : NULL, files, NULL, NULL) < 0)
 		st = EXIT_USER;
 	if (st == EXIT_OK)
 		summary(p, &r, o->check ? &c : NULL, files, o->per_device);
@@ -576,11 +621,537 @@ static int execute(const RunOpts *o, const Plan *p, RtBinding *bind)
 	return st;
 }
 
+/* ---- --mpi: one rank of an MPI job (docs/distributed.md) ---- */
+#ifndef AICC_MPI
+static int run_mpi(const RunOpts *o)
+{
+	(void)o;
+	drv_error("--mpi: this aicc was built without MPI.  Install Open MPI (Debian/Ubuntu: apt-get install "
+		  "libopenmpi-dev openmpi-bin, or sh tools/install-deps.sh), rebuild (make finds it with pkg-config "
+		  "ompi-c), then run: mpirun -np N aicc run PLAN.aip --mpi");
+	return EXIT_USER;
+}
+#else
+#include <jansson.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "dist/mpi.h"
+#include "frontend/frontend.h"
+#include "runtime/dist.h"
+
+/* What every rank sends rank 0 after a run (then 2 * nsteps doubles: its steps' wall times). */
+typedef struct RankInfo {
+	int rank, node, steps, nsteps, sent_msgs, recv_msgs;
+	char host[64], devs[192];
+	double load_s, first_s, run_s, comm_s;     /* run and comm: median of the steady-state runs */
+	int64_t sent_bytes, recv_bytes, peak_rss;   /* bytes */
+} RankInfo;
+
+static RtDist *g_dist;
+static char g_term[320];     /* "aicc: error: rank R (DEVS): terminated at " */
+static char g_where[320] = "setup";   /* where the rank was when g_dist went */
+
+/* SIGTERM/SIGINT/SIGHUP (mpirun stops the job when a rank dies): say where this rank was,
+ * remove temporaries, die of the signal.  Only async-signal-safe calls. */
+static void on_term(int sig)
+{
+	static const char tail[] = ": the job was stopped (by mpirun when another rank failed or was killed: "
+				   "it names that rank), so this rank ends too\n";
+	const char *w = g_dist ? rt_dist_where(g_dist) : g_where;
+	if (g_term[0] && write(2, g_term, strlen(g_term)) >= 0 && write(2, w, strlen(w)) >= 0 &&
+	    write(2, tail, sizeof tail - 1) >= 0) {
+	}
+	rt_out_remove_all();
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+/* The first --input naming nothing in the plan, or -1. */
+static int unknown_input(const RunOpts *o, const Plan *p)
+{
+	for (int i = 0; i < o->ninputs; i++)
+		if (!plan_bindable(p, o->inputs[i], (size_t)(strchr(o->inputs[i], '=') - o->inputs[i])))
+			return i;
+	return -1;
+}
+
+/* The --input files of names held by this rank (an input or a constant of a local buffer); the
+ * others are never read here.  0, or -1 with e set. */
+static int read_local_inputs(const RunOpts *o, const Plan *p, const RtDist *d, RtTensor *ts, RtBinding *b, int *nb,
+			     RtError *e)
+{
+	*nb = 0;
+	for (int i = 0; i < o->ninputs; i++) {
+		const char *eq = strchr(o->inputs[i], '='), *path = eq + 1;
+		size_t n = (size_t)(eq - o->inputs[i]), len = strlen(path);
+		int local = 0;
+		for (int k = 0; k < p->ninputs + p->nconsts; k++) {
+			int buf = k < p->ninputs ? p->inputs[k].buffer : p->consts[k - p->ninputs].buffer;
+			const char *name = k < p->ninputs ? p->inputs[k].name : p->buffers[buf].name;
+			local |= strlen(name) == n && strncmp(name, o->inputs[i], n) == 0 &&
+				 rt_dist_local(d, p->spaces[p->buffers[buf].space].device);
+		}
+		if (!local)
+			continue;
+		char *name = NULL;
+		int rc = len > 3 && strcmp(path + len - 3, ".pb") == 0 ? fe_read_tensor_pb(path, &ts[*nb], &name, e)
+								   : rt_npy_read(path, &ts[*nb], e);
+		free(name);
+		if (rc < 0)
+			return -1;
+		b[*nb].name = strndup(o->inputs[i], n);
+		b[*nb].t = &ts[*nb];
+		++*nb;
+	}
+	return 0;
+}
+
+static double median(double *v, int n)
+{
+	if (n <= 0)
+		return 0;
+	qsort(v, (size_t)n, sizeof *v, by_double);
+	return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static int64_t peak_rss(void)
+{
+	struct rusage u;
+	return getrusage(RUSAGE_SELF, &u) == 0 ? (int64_t)u.ru_maxrss * 1024 : 0;
+}
+
+static json_t *ranks_json(RankInfo **ri, int nr)
+{
+	json_t *a = json_array();
+	for (int r = 0; r < nr; r++) {
+		json_t *o = json_object(), *devs = json_array();
+		char tmp[256];
+		snprintf(tmp, sizeof tmp, "%s", ri[r]->devs);
+		for (char *t = strtok(tmp, ","); t; t = strtok(NULL, ","))
+			json_array_append_new(devs, json_string(t));
+		json_object_set_new(o, "rank", json_integer(r));
+		json_object_set_new(o, "host", json_string(ri[r]->host));
+		json_object_set_new(o, "node", json_integer(ri[r]->node));
+		json_object_set_new(o, "devices", devs);
+		json_object_set_new(o, "load_s", json_real(ri[r]->load_s));
+		json_object_set_new(o, "run_s", json_real(ri[r]->run_s));
+		json_object_set_new(o, "comm_s", json_real(ri[r]->comm_s));
+		json_object_set_new(o, "sent_bytes", json_integer(ri[r]->sent_bytes));
+		json_object_set_new(o, "recv_bytes", json_integer(ri[r]->recv_bytes));
+		json_object_set_new(o, "sent_messages", json_integer(ri[r]->sent_msgs));
+		json_object_set_new(o, "recv_messages", json_integer(ri[r]->recv_msgs));
+		json_object_set_new(o, "instructions", json_integer(ri[r]->steps));
+		json_object_set_new(o, "peak_rss_bytes", json_integer(ri[r]->peak_rss));
+		json_array_append_new(a, o);
+	}
+	return a;
+}
+
+/* Writes the report or trace of a distributed run: the one-process document, plus `ranks` in the
+ * report and, in the trace, one process "ranks (wall clock)" with a track per rank whose events
+ * are the measured spans of its instructions (predicted start and duration as arguments). */
+typedef struct Ranks {
+	RankInfo **ri;
+	int nr;
+} Ranks;
+
+static int write_json_mpi(void *ctx, const Plan *p, const RtRun *r, const RtCheck *c, char **files, int trace, FILE *f)
+{
+	RankInfo **ri = ((Ranks *)ctx)->ri;
+	int nr = ((Ranks *)ctx)->nr;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *mem = open_memstream(&text, &len);
+	int rc = mem ? 0 : -1;
+	if (rc == 0)
+		rc = trace ? rt_trace_write(p, &r->timing, mem) : rt_report_write(p, r, c, (const char *const *)files, mem);
+	if (mem)
+		fclose(mem);
+	json_t *root = rc == 0 ? json_loadb(text, len, 0, NULL) : NULL;
+	free(text);
+	if (!root) {
+		drv_error("cannot write the %s: out of memory", trace ? "trace" : "report");
+		return -1;
+	}
+	if (!trace)
+		json_object_set_new(root, "ranks", ranks_json(ri, nr));
+	else {
+		json_t *ev = json_object_get(root, "traceEvents");
+		int pid = p->ndevices + 1;
+		char name[320];
+		json_t *m = json_object(), *args = json_object();
+		json_object_set_new(m, "ph", json_string("M"));
+		json_object_set_new(m, "name", json_string("process_name"));
+		json_object_set_new(m, "pid", json_integer(pid));
+		json_object_set_new(m, "tid", json_integer(0));
+		json_object_set_new(args, "name", json_string("ranks (wall clock)"));
+		json_object_set_new(m, "args", args);
+		json_array_append_new(ev, m);
+		for (int k = 0; k < nr; k++) {
+			const double *tm = (const double *)(ri[k] + 1);
+			snprintf(name, sizeof name, "rank %d (%s) on %s", k, ri[k]->devs, ri[k]->host);
+			m = json_object(), args = json_object();
+			json_object_set_new(m, "ph", json_string("M"));
+			json_object_set_new(m, "name", json_string("thread_name"));
+			json_object_set_new(m, "pid", json_integer(pid));
+			json_object_set_new(m, "tid", json_integer(k));
+			json_object_set_new(args, "name", json_string(name));
+			json_object_set_new(m, "args", args);
+			json_array_append_new(ev, m);
+			for (int t = 0; t < ri[k]->nsteps && t < r->timing.nspans; t++) {
+				if (tm[2 * t] < 0 || tm[2 * t + 1] < 0)
+					continue;
+				const RtSpan *sp = &r->timing.spans[t];
+				const PlanInstr *in = &p->streams[sp->stream].ins[sp->index];
+				json_t *x = json_object(), *a = json_object();
+				json_object_set_new(x, "name", json_string(in->kind == PI_KERNEL ? plan_op_name(in->op) :
+									   in->kind == PI_COLLECTIVE ? plan_coll_names[in->coll] :
+									   plan_instr_names[in->kind]));
+				json_object_set_new(x, "cat", json_string("measured"));
+				json_object_set_new(x, "ph", json_string("X"));
+				json_object_set_new(x, "ts", json_real(tm[2 * t] * 1e6));
+				json_object_set_new(x, "dur", json_real((tm[2 * t + 1] - tm[2 * t]) * 1e6));
+				json_object_set_new(x, "pid", json_integer(pid));
+				json_object_set_new(x, "tid", json_integer(k));
+				json_object_set_new(a, "stream", json_string(p->streams[sp->stream].name));
+				if (in->node)
+					json_object_set_new(a, "node", json_string(in->node));
+				json_object_set_new(a, "line", json_integer(in->line));
+				json_object_set_new(a, "predicted_start_us", json_real(sp->start * 1e6));
+				json_object_set_new(a, "predicted_dur_us", json_real((sp->end - sp->start) * 1e6));
+				json_object_set_new(x, "args", a);
+				json_array_append_new(ev, x);
+			}
+		}
+	}
+	rc = json_dumpf(root, f, JSON_PRESERVE_ORDER | (trace ? JSON_COMPACT : JSON_INDENT(2)) | JSON_REAL_PRECISION(10));
+	if (rc == 0 && fputc('\n', f) == EOF)
+		rc = -1;
+	json_decref(root);
+	return rc < 0 ? -1 : 0;
+}
+
+/* A library error of this rank as one line naming it: "FILE:LINE: error: rank R (DEVS): ..." when
+ * the message has a location, else "aicc: error: rank R (DEVS): ...". */
+static void rank_line(char *out, size_t n, const char *msg, int rank, const char *devs)
+{
+	const char *k = strstr(msg, ": error: ");
+	if (k)
+		snprintf(out, n, "%.*s: error: rank %d (%s): %s", (int)(k - msg), msg, rank, devs, k + 9);
+	else
+		snprintf(out, n, "aicc: error: rank %d (%s): %s", rank, devs, strncmp(msg, "aicc: error: ", 13) ? msg : msg + 13);
+}
+
+/* The per-rank lines of the summary. */
+static void rank_summary(RankInfo **ri, int nr)
+{
+	char a[64], b[64], c[64], d[64], f[64], g[64];
+	for (int r = 0; r < nr; r++)
+		printf("rank %-9d %s on %s (node %d): load %s, run %s, waiting for messages %s, sent %s in %d messages, "
+		       "received %s, peak RSS %s\n", r, ri[r]->devs, ri[r]->host, ri[r]->node, seconds(ri[r]->load_s, a, sizeof a),
+		       seconds(ri[r]->run_s, b, sizeof b), seconds(ri[r]->comm_s, c, sizeof c),
+		       si((double)ri[r]->sent_bytes, "B", d, sizeof d), ri[r]->sent_msgs,
+		       si((double)ri[r]->recv_bytes, "B", f, sizeof f), si((double)ri[r]->peak_rss, "B", g, sizeof g));
+}
+
+/* Setup failures (the plan, the map, the inputs): rank 0 prints each distinct message once, naming
+ * the ranks when not all of them failed alike. */
+static void report_setup(DistMpi *m, const char *err)
+{
+	void **msgs = NULL;
+	size_t *lens = NULL;
+	RtError e = { 0 };
+	int nr = dmpi_size(m);
+	if (dmpi_gather(m, err, strlen(err) + 1, &msgs, &lens, &e) < 0) {
+		if (err[0])
+			fprintf(stderr, "%s%s\n", strstr(err, "error: ") ? "" : "aicc: error: ", err);
+		return;
+	}
+	if (dmpi_rank(m) != 0)
+		return;
+	int all = 1;
+	for (int r = 0; r < nr; r++)
+		all &= strcmp(msgs[r], msgs[0]) == 0;
+	for (int r = 0; r < nr; r++) {
+		const char *s = msgs[r];
+		int dup = 0;
+		for (int q = 0; q < r && !dup; q++)
+			dup = strcmp(msgs[q], s) == 0;
+		if (s[0] && !dup) {
+			char line[1400];
+			if (all)
+				snprintf(line, sizeof line, "%s", s);
+			else
+				rank_line(line, sizeof line, s, r, "setup");
+			drv_report(line);
+		}
+	}
+	for (int r = 0; r < nr; r++)
+		free(msgs[r]);
+	free(msgs), free(lens);
+}
+
+/* Host memory: rank 0 adds up what the ranks of each host need (rt_host_bytes_on: their own
+ * buffers; rank 0 also every output) against what that host has, and writes the error into
+ * msg when some host has too little. */
+static void host_check(DistMpi *m, const RunOpts *o, const Plan *p, const RtDist *d, char *msg, size_t n)
+{
+	int node, lr, ls;
+	dmpi_node(m, &node, &lr, &ls);
+	int64_t mine[3] = { node, 0, drv_host_available() };
+	if (o->max_host > 0 && (mine[2] <= 0 || o->max_host < mine[2]))
+		mine[2] = o->max_host;   /* --max-host-memory: per rank */
+	if (d && !o->timing_only)
+		mine[1] = rt_host_bytes_on(p, rt_dist_hooks(d)->local, dmpi_rank(m) == 0, NULL);
+	void **got = NULL;
+	size_t *lens = NULL;
+	RtError e = { 0 };
+	if (dmpi_gather(m, mine, sizeof mine, &got, &lens, &e) < 0) {
+		snprintf(msg, n, "%s", e.msg);
+		return;
+	}
+	int nr = dmpi_size(m);
+	for (int r = 0; got && r < nr && !msg[0]; r++) {    /* each rank within its own limit */
+		const int64_t *a = got[r];
+		if (a[2] > 0 && a[1] > a[2])
+			snprintf(msg, n, "rank %d needs about %.3g GB of host memory for its devices (as the interpreter holds "
+				 "values: f32, f64 or i64 per element), but %.3g GB is available to it (memory, cgroup, ulimit "
+				 "-v); give it more, spread the devices over more ranks, or run --timing-only", r,
+				 (double)a[1] / 1e9, (double)a[2] / 1e9);
+	}
+	for (int r = 0; got && r < nr && !msg[0]; r++) {    /* the ranks of a host together */
+		const int64_t *a = got[r];
+		int64_t need = 0, avail = a[2];
+		if (a[0] != r)
+			continue;       /* r is not the lowest rank of its host */
+		for (int q = 0; q < nr; q++) {
+			const int64_t *b = got[q];
+			if (b[0] == a[0]) {
+				need += b[1];
+				avail = b[2] > 0 && (avail <= 0 || b[2] < avail) ? b[2] : avail;
+			}
+		}
+		if (avail > 0 && need > avail)
+			snprintf(msg, n, "the ranks on the host of rank %d need about %.3g GB of host memory together (as the "
+				 "interpreter holds values: f32, f64 or i64 per element), but %.3g GB is available; run fewer "
+				 "ranks per host, or --timing-only to price the plan without its values", r, (double)need / 1e9,
+				 (double)avail / 1e9);
+	}
+	for (int r = 0; got && r < nr; r++)
+		free(got[r]);
+	free(got), free(lens);
+}
+
+static int run_mpi(const RunOpts *o)
+{
+	RtError e = { 0 };
+	DistMpi *m = dmpi_init(NULL, NULL, o->mpi_timeout, &e);
+	if (!m) {
+		drv_report(e.msg);
+		return EXIT_USER;
+	}
+	int me = dmpi_rank(m), nr = dmpi_size(m), node, lrank, lsize;
+	dmpi_node(m, &node, &lrank, &lsize);
+	drv_register_runtime_hooks();
+	char err[1024] = "";
+	Plan *p = plan_read(o->plan, &e);
+	int *dev_rank = NULL, nb = 0, internal = 0;
+	RtDist *d = NULL;
+	RtTensor ts[MAX_INPUTS];
+	RtBinding bind[MAX_INPUTS];
+	memset(bind, 0, sizeof bind);
+	if (!p)
+		snprintf(err, sizeof err, "%s", e.msg);
+	else if (!(dev_rank = calloc((size_t)p->ndevices + 1, sizeof *dev_rank)))
+		snprintf(err, sizeof err, "out of memory");
+	else if ((o->rank_map ? rt_dist_map_file(p, nr, o->rank_map, dev_rank, &e)
+			      : rt_dist_map_default(p, nr, dev_rank, &e)) < 0)
+		snprintf(err, sizeof err, "%s", e.msg);
+	else if (o->ranks_per_node && (nr % o->ranks_per_node || lsize != o->ranks_per_node ||
+				       node != me / o->ranks_per_node * o->ranks_per_node))
+		snprintf(err, sizeof err, "--ranks-per-node %ld: %s, but rank %d shares host %s with %d rank%s starting at "
+			 "rank %d; start the job node-major with that many ranks per node (mpirun --map-by ppr:%ld:node)",
+			 o->ranks_per_node, nr % o->ranks_per_node ? "the job's rank count is not a multiple of it" :
+			 "ranks are expected in node-major blocks", me, dmpi_host(m), lsize, lsize == 1 ? "" : "s", node,
+			 o->ranks_per_node);
+	else if (!(d = rt_dist_new(p, dev_rank, dmpi_transport(m), &e)))
+		snprintf(err, sizeof err, "%s", e.msg);
+	else if ((nb = unknown_input(o, p)) >= 0) {
+		const char *v = o->inputs[nb];
+		snprintf(err, sizeof err, "--input %s: the plan has no input or parameter '%.*s'", v,
+			 (int)(strchr(v, '=') - v), v);
+	}
+	nb = 0;
+	internal = e.code == RT_EINTERNAL;
+	char job_err[1400] = "";
+	host_check(m, o, p, d, job_err, sizeof job_err);
+	RtError ae = { 0 };
+	int all = dmpi_agree(m, !err[0] && !job_err[0], &ae);
+	int st = EXIT_OK;
+	char devs[192] = "";
+	for (int i = 0; d && i < p->ndevices; i++)
+		if (dev_rank[i] == me)
+			snprintf(devs + strlen(devs), sizeof devs - strlen(devs), "%s%s", devs[0] ? "," : "", p->devices[i].name);
+	RtRun r;
+	RtCheck c = { 0 };
+	int ran = 0;
+	double load = 0, *runs = NULL, *comms = NULL;
+	long n = o->repeat ? o->repeat : 1;
+	if (all != 1) {
+		if (all < 0)
+			drv_report(ae.msg);
+		else
+			report_setup(m, err);
+		if (job_err[0])
+			drv_error("%s", job_err);
+		st = internal ? EXIT_INTERNAL : EXIT_USER;
+		goto out;
+	}
+	snprintf(g_term, sizeof g_term, "aicc: error: rank %d (%s): terminated at ", me, devs);
+	g_dist = d;
+	signal(SIGTERM, on_term), signal(SIGINT, on_term), signal(SIGHUP, on_term);
+	char *dir = strdup(o->plan);
+	RtRunOpts ro = { bind, nb, o->seed, o->timing_only, 0, dirname(dir), 0, NULL, NULL, rt_dist_hooks(d) };
+	runs = calloc((size_t)n, sizeof *runs), comms = calloc((size_t)n, sizeof *comms);
+	int rc = runs && comms ? 0 : rt_errorf(&e, RT_ENOMEM, "out of memory");
+	if (rc == 0)
+		rc = read_local_inputs(o, p, d, ts, bind, &nb, &e);
+	ro.nbind = nb;
+	RtSession *s = NULL;
+	double t0 = rt_dist_now();
+	if (rc == 0 && !o->check && !(s = rt_session_new(p, &ro, &e)))
+		rc = -1;
+	load = rt_dist_now() - t0;
+	if (rc == 0)
+		rc = dmpi_barrier(m, &e);     /* the ranks start together: one clock origin */
+	rt_dist_set_epoch(d, rt_dist_now());
+	if (rc == 0 && o->check)
+		ran = (rc = rt_check(p, &ro, o->per_node, &r, &c, &e)) == 0;
+	for (long i = 0; rc == 0 && !o->check && i < n; i++) {
+		if (i)
+			rt_run_free(p, &r);
+		t0 = rt_dist_now();
+		ran = (rc = rt_session_run(s, &ro, &r, &e)) == 0;
+		runs[i] = rt_dist_now() - t0;
+		comms[i] = rt_dist_stats(d)->comm_s;
+	}
+	if (rc == 0 && o->check)
+		runs[0] = rt_dist_stats(d)->run_s, comms[0] = rt_dist_stats(d)->comm_s;
+	rt_session_free(s);
+	free(dir);
+	char line[1400];
+	if (rc < 0) {
+		int fr = -1;
+		const char *fm = dmpi_stopped(m) ? dmpi_peer_failure(m, &fr) : NULL;
+		if (fm)
+			snprintf(line, sizeof line, "aicc: error: rank %d (%s) stopped at %s after rank %d failed: %s", me, devs,
+				 rt_dist_where(d), fr, strncmp(fm, "aicc: error: ", 13) ? fm : fm + 13);
+		else {
+			rank_line(line, sizeof line, e.msg, me, devs);
+			dmpi_fail(m, line);
+		}
+		fprintf(stderr, "%s\n", line);
+		st = e.code == RT_EINTERNAL ? EXIT_INTERNAL : EXIT_USER;
+	}
+	all = dmpi_agree(m, rc == 0, &ae);
+	if (all != 1) {
+		if (all < 0 && rc == 0)
+			fprintf(stderr, "aicc: error: rank %d (%s): %s\n", me, devs, ae.msg);
+		else if (rc == 0) {      /* this rank finished; another did not */
+			int fr = -1;
+			const char *fm = NULL;
+			for (int k = 0; k < 100 && !(fm = dmpi_peer_failure(m, &fr)); k++)
+				usleep(10000);
+			fprintf(stderr, "aicc: error: rank %d (%s) finished, but %s%.0d failed%s%s\n", me, devs, fm ? "rank " : "another rank",
+				fm ? fr : 0, fm ? ": " : "", fm ? fm : "");
+		}
+		if (st == EXIT_OK)
+			st = EXIT_USER;
+		goto out;
+	}
+	/* every rank succeeded: rank 0 gathers what each measured */
+	{
+		int nsteps;
+		const double *tm = rt_dist_times(d, &nsteps);
+		size_t blen = sizeof(RankInfo) + 2 * (size_t)nsteps * sizeof(double);
+		RankInfo *mine = calloc(1, blen);
+		void **got = NULL;
+		size_t *lens = NULL;
+		const RtDistStats *ds = rt_dist_stats(d);
+		if (!mine) {
+			drv_error("out of memory");
+			st = EXIT_USER;
+			goto out;
+		}
+		mine->rank = me, mine->node = node, mine->steps = ds->steps, mine->nsteps = nsteps;
+		snprintf(mine->host, sizeof mine->host, "%s", dmpi_host(m));
+		snprintf(mine->devs, sizeof mine->devs, "%s", devs);
+		mine->load_s = load, mine->first_s = runs[0];
+		mine->run_s = n > 1 ? median(runs + 1, (int)n - 1) : runs[0];
+		mine->comm_s = n > 1 ? median(comms + 1, (int)n - 1) : comms[0];
+		mine->sent_bytes = ds->sent_bytes, mine->recv_bytes = ds->recv_bytes;
+		mine->sent_msgs = ds->sent_msgs, mine->recv_msgs = ds->recv_msgs;
+		mine->peak_rss = peak_rss();
+		memcpy(mine + 1, tm, 2 * (size_t)nsteps * sizeof(double));
+		if (dmpi_gather(m, mine, blen, &got, &lens, &e) < 0) {
+			fprintf(stderr, "aicc: error: rank %d (%s): %s\n", me, devs, e.msg);
+			st = EXIT_USER;
+		}
+		free(mine);
+		if (me == 0 && st == EXIT_OK) {
+			RankInfo **ri = (RankInfo **)got;
+			char **files = calloc((size_t)p->noutputs + 1, sizeof *files);
+			Ranks rk = { ri, nr };
+			if (!files || write_files(o, p, &r, o->check ? &c : NULL, files, write_json_mpi, &rk) < 0)
+				st = EXIT_USER;
+			if (st == EXIT_OK) {
+				summary(p, &r, o->check ? &c : NULL, files, o->per_device);
+				rank_summary(ri, nr);
+			}
+			if (st == EXIT_OK && o->repeat) {
+				RtLoadStats ls = { 0 };
+				host_times(&ls, load, runs, n);
+			}
+			if (st == EXIT_OK && o->check && !c.ok)
+				st = EXIT_USER;
+			for (int i = 0; i < p->noutputs; i++)
+				free(files[i]);
+			free(files);
+		}
+		for (int k = 0; got && k < nr; k++)
+			free(got[k]);
+		free(got), free(lens);
+	}
+out:
+	if (ran) {
+		rt_check_free(&c);
+		rt_run_free(p, &r);
+	}
+	for (int i = 0; i < nb; i++) {
+		free((char *)bind[i].name);
+		rt_tensor_free(&ts[i]);
+	}
+	free(runs), free(comms);
+	if (d)
+		snprintf(g_where, sizeof g_where, "%s", rt_dist_where(d));
+	g_dist = NULL;
+	rt_dist_free(d);
+	free(dev_rank);
+	plan_free(p);
+	dmpi_finalize(m, st != EXIT_OK);
+	return st;
+}
+#endif
+
 int cmd_run(int argc, char **argv)
 {
 	RunOpts o;
 	if (parse_opts(argc, argv, &o) < 0)
 		return EXIT_USER;
+	if (o.mpi)
+		return run_mpi(&o);
 	drv_register_runtime_hooks();
 	RtError e = { 0 };
 	Plan *p = plan_read(o.plan, &e);

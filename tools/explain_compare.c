@@ -104,6 +104,7 @@ static void variant(const Plan *p, Column *c)
 	pc.phase = p->source.phase;
 	pc.context = p->source.context;
 	pc.precision = &prec;
+	pc.target = tgt_find(p->target);
 	pc.pools = c->pools;
 	pc.out = stderr;
 	if (pass_run_pipeline(m, &pc, p->source.phase ? "kv-cache,disaggregate" : "disaggregate") > 0) {

@@ -5,7 +5,8 @@
 set -eu
 PKGS="make gcc clang flex bison pkg-config libxml2-dev libxml2-utils libcmocka-dev libgraphviz-dev
 llvm-14-tools libjansson-dev libopenblas-dev libprotobuf-c-dev protobuf-c-compiler libonnx-dev
-libonnx-testdata python3 python3-pil fonts-dejavu-core libclang-rt-14-dev gnuplot-nox libxxhash-dev"
+libonnx-testdata python3 python3-pil fonts-dejavu-core libclang-rt-14-dev gnuplot-nox libxxhash-dev
+libopenmpi-dev openmpi-bin"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"

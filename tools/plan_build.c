@@ -341,7 +341,7 @@ Plan *drv_lower(Module *m, const BuildOpts *o, RtError *e)
 	if (o->loaded && !o->prec && prec_parse(o->precision, t, o->loaded->m, &prec, e) < 0)
 		return NULL;
 	TgtInput in = { m, g, o->loaded ? o->loaded : &mach, o->prec ? o->prec : &prec, o->model, o->binds };
-	Plan *p = t->lower(&in, e);
+	Plan *p = tgt_lower(t, &in, e);
 	if (p && tgt_annotate_bands(p, e) < 0) {   /* the error band of every prediction */
 		plan_free(p);
 		p = NULL;

@@ -191,6 +191,14 @@ int viz_shard_key(const char *name, char *buf, size_t n)
 	return marked;
 }
 
+size_t viz_hash(const char *s)
+{
+	size_t h = 1469598103934665603ull;   /* FNV-1a, 64-bit offset basis and prime */
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h;
+}
+
 const char *viz_bytes_str(double b, char *buf, size_t n)
 {
 	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB" };

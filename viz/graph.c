@@ -293,14 +293,6 @@ typedef struct IdState {
 	IDTYPE anon;         /* next odd ID */
 } IdState;
 
-static size_t id_hash(const char *s)
-{
-	size_t h = 1469598103934665603ull;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h;
-}
-
 static void *id_open(Agraph_t *g, Agdisc_t *d)
 {
 	(void)d;
@@ -315,7 +307,7 @@ static void *id_open(Agraph_t *g, Agdisc_t *d)
 /* The slot of name in the table (empty if absent). */
 static size_t *id_find(IdState *st, const char *name)
 {
-	size_t i = id_hash(name) & (st->nslot - 1);
+	size_t i = viz_hash(name) & (st->nslot - 1);
 	while (st->slot[i] && strcmp(st->names[st->slot[i] - 1], name) != 0)
 		i = (i + 1) & (st->nslot - 1);
 	return &st->slot[i];

@@ -247,10 +247,7 @@ static void fold_shards(VizGraph *g)
 		key[i] = vz_strdup(k);
 		if ((v->device < 0 && !is_io(v)) || !marked)
 			continue;   /* no shard marker: nothing to fold */
-		unsigned h = 2166136261u;
-		for (const char *c = k; *c; c++)
-			h = (h ^ (unsigned char)*c) * 16777619u;
-		int s = (int)(h & (unsigned)(cap - 1));
+		int s = (int)(viz_hash(k) & (size_t)(cap - 1));
 		while (slot[s] >= 0 && strcmp(key[slot[s]], k) != 0)
 			s = (s + 1) & (cap - 1);
 		if (slot[s] < 0) {

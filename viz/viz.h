@@ -150,6 +150,8 @@ const char *viz_instr_name(const Plan *p, int stream, int index, char *buf, size
 int viz_shard_key(const char *name, char *buf, size_t n);
 /* The call instance of a flat name ("layer#3/h" -> "layer#3", n bytes) and the callee ("layer"). */
 void viz_instance_of(const char *name, char *inst, char *callee, size_t n);
+/* FNV-1a of a string (the pictures' and explain's hash tables). */
+size_t viz_hash(const char *s);
 /* Bytes as "1.50 MiB"; seconds as "12.3 us". */
 const char *viz_bytes_str(double bytes, char *buf, size_t n);
 const char *viz_time_str(double s, char *buf, size_t n);

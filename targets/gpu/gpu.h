@@ -126,24 +126,31 @@ void gpu_attn_eval(const GpuArch *a, const AttnShape *s, AttnTile *t);
  * that the SFU stops being the bottleneck (hardware.md §3.4, numerics.md §9). */
 double gpu_exp2_split(const GpuArch *a, const AttnShape *s, int poly);
 
-/* ---- the lowering walk ---- */
+/* ---- the lowering hooks (targets/gpu/lower.c; the walk is targets/lower.c) ---- */
+/* The --precision words and options every GPU target takes (Target.formats). */
+#define GPU_PRECISIONS "bf16 f16 fp8 mxfp8 mxfp6 mxfp4 nvfp4 int8 w4a16 auto +graph +nopromote +tensor +1x128 +128x128 +nosplitk"
 typedef struct GpuLw GpuLw;
+/* What a GPU target adds to the family (its Target.family). */
 typedef struct GpuHooks {
-	const char *target;
+	const char *mma_family;           /* the MMA the machine must have: "wgmma", "tcgen05.1cta" */
 	/* Tiling of a matrix product: fills t (and records the reason in why). */
 	int (*gemm)(const GpuArch *a, const GemmShape *s, GemmTile *t, char *why, size_t nwhy);
 	/* Tiling of a prefill attention: fills t. */
 	void (*attn)(const GpuArch *a, const AttnShape *s, AttnTile *t);
 	/* Composite machines: a node placed on a device that is not a GPU (vera-rubin's LPU pool)
-	 * gets its unit, tiling (pi->tile may point into ctx until the next call) and cost from this
-	 * hook; NULL: such a placement is an error. */
-	int (*foreign)(void *ctx, const Plan *p, int device, const Flat *f, int node, PlanInstr *pi, RtError *e);
-	void *ctx;
+	 * gets its numerics, unit, tiling and cost from this hook (ctx: gpu_set_foreign_ctx's);
+	 * NULL: such a placement is an error. */
+	int (*foreign)(TgtLower *l, void *ctx, int device, int node, PlanInstr *pi, TgtAnn *t);
 } GpuHooks;
 
-Plan *gpu_lower(const TgtInput *in, const GpuHooks *h, RtError *e);
-/* The cost hook both GPU targets register: gpu_cost_total of the recorded components; a
- * collective adds its t.base_us to the runtime's ring time. */
+int gpu_setup(TgtLower *l);
+DType gpu_value_dtype(const TgtLower *l, const FlatVal *v);
+int gpu_kernel(TgtLower *l, int node, PlanInstr *pi, TgtAnn *t);
+int gpu_collective(TgtLower *l, int node, TgtAnn *t);
+void gpu_set_foreign_ctx(TgtLower *l, void *ctx);
+/* The cost hook of the GPU targets (targets/gpu/cost.c): gpu_cost_total of the recorded
+ * components, the generic roofline for instructions without them; a collective adds its
+ * t.base_us to the runtime's ring time. */
 double gpu_cost(const Plan *p, int stream, const PlanInstr *in);
 /* Seconds of a GPU kernel from its t.* components with the parallel resources divided over
  * `pool` GPUs (vera-rubin's pooled kernels; fixed costs are not divided), -1 when `in` has

@@ -20,22 +20,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ALIGN 256          /* cudaMalloc alignment */
 typedef TgtAnn Ann;        /* the t.* attributes of one kernel */
 
-typedef struct GpuLw {
-	const TgtInput *in;
-	const GpuHooks *h;
+/* The GPU family's lowering state (TgtLower.ctx). */
+struct GpuLw {
+	TgtLower *l;                 /* the walk: plan, flat graph, buffers, fusion groups, devices */
+	const GpuHooks *h;           /* the target's tiling hooks (Target.family) */
 	GpuArch a;
 	const Precision *pol;        /* --precision (targets/precision.h) */
-	Plan *p;
-	Flat f;
-	int *buf, *gfirst, *glast;   /* flat value -> buffer; flat node -> first/last node of its group */
 	unsigned char *gate;         /* flat value -> 1: MoE router logits, held in f32 */
 	const char **fmt;            /* flat value -> its buffer format (NULL: row), weight_formats */
-	RtError *e;
-	TgtDevs devs;        /* GPUs used, their HBM heaps and streams (targets/devices.c) */
-} GpuLw;
+	void *foreign_ctx;           /* GpuHooks.foreign's state (gpu_set_foreign_ctx) */
+};
 
 static void put_cost(Ann *t, const GpuCost *c)
 {
@@ -65,11 +61,11 @@ static DType gpu_dtype(const GpuLw *w, const FlatVal *v)
 	if (!rt_dtype_isfloat(v->dt))
 		return v->dt;
 	if (v->def >= 0) {
-		const Node *n = w->f.nodes[v->def].n;
+		const Node *n = w->l->f.nodes[v->def].n;
 		/* Quantize {to} returns its values dequantized in its input's dtype (ir/ops.def) */
-		if (n->op == OP_Quantize && w->f.nodes[v->def].nin >= 1 && w->f.nodes[v->def].in[0] >= 0 &&
+		if (n->op == OP_Quantize && w->l->f.nodes[v->def].nin >= 1 && w->l->f.nodes[v->def].in[0] >= 0 &&
 		    rt_dtypes[v->dt].kind == K_FLOAT && rt_dtypes[v->dt].bits >= 16)
-			return gpu_dtype(w, &w->f.vals[w->f.nodes[v->def].in[0]]);
+			return gpu_dtype(w, &w->l->f.vals[w->l->f.nodes[v->def].in[0]]);
 		if (n->op == OP_Cast || n->op == OP_CastLike || (ir_ops[n->op].flags & F_QOP))
 			return v->dt;
 	}
@@ -78,12 +74,12 @@ static DType gpu_dtype(const GpuLw *w, const FlatVal *v)
 	/* router logits stay f32 from the MMA's f32 accumulator: expert choice is discrete, and
 	 * serving stacks gate in f32 (vLLM's fused_moe and HF Mixtral take the router softmax and
 	 * top-k in f32) */
-	if (w->gate && w->gate[v - w->f.vals])
+	if (w->gate && w->gate[v - w->l->f.vals])
 		return DT_F32;
 	return v->dt == DT_F64 ? DT_F32 : DT_BF16;
 }
 
-static DType gpu_dtype_of(const void *w, const FlatVal *v) { return gpu_dtype(w, v); }
+DType gpu_value_dtype(const TgtLower *l, const FlatVal *v) { return gpu_dtype(l->ctx, v); }
 
 
 
@@ -115,7 +111,7 @@ static const char *scale_name(PrecScale s)
 }
 
 /* ---- weight transforms done once at load (tgt_load_value, targets/instr.c) ---- */
-static int load_value(const GpuLw *w, int v) { return tgt_load_value(&w->f, v); }
+static int load_value(const GpuLw *w, int v) { return tgt_load_value(&w->l->f, v); }
 
 /* Bytes per element a GEMM reads for its weight operand v when v was quantized at load to a
  * narrower storage format than the MMA's (w4a16: int4 codes plus one f32 scale per group, the
@@ -123,8 +119,8 @@ static int load_value(const GpuLw *w, int v) { return tgt_load_value(&w->f, v); 
  * kernels do); 0 when v is not such a weight. */
 static double load_weight_bytes(const GpuLw *w, int v)
 {
-	while (v >= 0 && w->f.vals[v].def >= 0 && load_value(w, v)) {
-		const FlatNode *fn = &w->f.nodes[w->f.vals[v].def];
+	while (v >= 0 && w->l->f.vals[v].def >= 0 && load_value(w, v)) {
+		const FlatNode *fn = &w->l->f.nodes[w->l->f.vals[v].def];
 		if (fn->n->op == OP_Quantize) {
 			const char *to = rt_attr_str(&fn->n->attrs, "to", NULL);
 			DType dt = to ? rt_dtype_lookup(to) : DT_INVALID;
@@ -182,7 +178,7 @@ static PrecScale gemm_scale(const GpuLw *w, const FlatNode *fn, DType in)
 {
 	if (in != DT_F8E4M3)
 		return PREC_SCALE_NONE;
-	if (fp8_operands(&w->f.vals[fn->in[0]], &w->f.vals[fn->in[1]]))
+	if (fp8_operands(&w->l->f.vals[fn->in[0]], &w->l->f.vals[fn->in[1]]))
 		return PREC_SCALE_NONE;
 	return w->pol->word->mma == DT_F8E4M3 ? w->pol->scale : PREC_SCALE_128X128;
 }
@@ -197,7 +193,7 @@ static PrecScale gemm_scale(const GpuLw *w, const FlatNode *fn, DType in)
 static const char *weight_format(const GpuLw *w, const FlatNode *fn)
 {
 	return prec_weight_format(w->pol, w->a.dev, rt_attr_str(&fn->n->attrs, "precision", NULL),
-				  fp8_operands(&w->f.vals[fn->in[0]], &w->f.vals[fn->in[fn->n->op == OP_GroupedMatMul ? 2 : 1]]));
+				  fp8_operands(&w->l->f.vals[fn->in[0]], &w->l->f.vals[fn->in[fn->n->op == OP_GroupedMatMul ? 2 : 1]]));
 }
 
 /* A value computed at load (load_value; a tensor-parallel shard of one is too). */
@@ -215,18 +211,18 @@ static int weight_input(const FlatNode *fn) { return fn->n->op == OP_GroupedMatM
  * shards and weight transforms) all of whose readers agree on one (weight_format), else row. */
 static int weight_formats(GpuLw *w)
 {
-	unsigned char *mixed = calloc((size_t)w->f.nvals + 1, 1);
-	if (!(w->fmt = calloc((size_t)w->f.nvals + 1, sizeof *w->fmt)) || !mixed) {
+	unsigned char *mixed = calloc((size_t)w->l->f.nvals + 1, 1);
+	if (!(w->fmt = tgt_lower_alloc(w->l, (size_t)w->l->f.nvals + 1, sizeof *w->fmt)) || !mixed) {
 		free(mixed);
-		return rt_errorf(w->e, RT_ENOMEM, "out of memory lowering the graph");
+		return rt_errorf(w->l->e, RT_ENOMEM, "out of memory lowering the graph");
 	}
-	for (int i = 0; i < w->f.nnodes; i++) {
-		const FlatNode *fn = &w->f.nodes[i];
+	for (int i = 0; i < w->l->f.nnodes; i++) {
+		const FlatNode *fn = &w->l->f.nodes[i];
 		for (int k = 0; k < fn->nin; k++) {
 			int v = fn->in[k];
 			if (v < 0 || mixed[v])
 				continue;
-			const char *f = gemm_node(fn) && k == weight_input(fn) && rt_dtypes[w->f.vals[v].dt].bits > 8 && stored_weight(w, v)
+			const char *f = gemm_node(fn) && k == weight_input(fn) && rt_dtypes[w->l->f.vals[v].dt].bits > 8 && stored_weight(w, v)
 					? weight_format(w, fn) : NULL;   /* already narrow (quantized at load): as it is */
 			if (!f || (w->fmt[v] && strcmp(w->fmt[v], f)))
 				mixed[v] = 1, w->fmt[v] = NULL;
@@ -234,8 +230,8 @@ static int weight_formats(GpuLw *w)
 				w->fmt[v] = f;
 		}
 	}
-	for (int v = 0; v < w->f.nvals; v++)     /* a graph output is handed back as it is */
-		if (w->f.vals[v].is_output)
+	for (int v = 0; v < w->l->f.nvals; v++)     /* a graph output is handed back as it is */
+		if (w->l->f.vals[v].is_output)
 			w->fmt[v] = NULL;
 	free(mixed);
 	return 0;
@@ -244,12 +240,12 @@ static int weight_formats(GpuLw *w)
 static const char *gpu_format_of(const void *ctx, const FlatVal *v)
 {
 	const GpuLw *w = ctx;
-	return w->fmt ? w->fmt[v - w->f.vals] : NULL;
+	return w->fmt ? w->fmt[v - w->l->f.vals] : NULL;
 }
 
 static int gemm_kernel(GpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 {
-	const FlatVal *A = &w->f.vals[fn->in[0]], *B = &w->f.vals[fn->in[1]], *Y = &w->f.vals[fn->out[0]];
+	const FlatVal *A = &w->l->f.vals[fn->in[0]], *B = &w->l->f.vals[fn->in[1]], *Y = &w->l->f.vals[fn->out[0]];
 	GemmShape s = { .in = node_format(w, fn->n, 1), .out_bytes = rt_dtype_bytes(gpu_dtype(w, Y), 1),
 			.nosplit = w->pol->nosplitk };
 	if (Y->rank < 1 || A->rank < 1 || B->rank < 1)
@@ -321,7 +317,7 @@ static int gemm_kernel(GpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
  * CUTLASS / vLLM fused_moe: one kernel, one tile scheduler over all experts' tiles). */
 static int gmm_kernel(GpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 {
-	const FlatVal *X = &w->f.vals[fn->in[0]], *W = &w->f.vals[fn->in[2]], *Y = &w->f.vals[fn->out[0]];
+	const FlatVal *X = &w->l->f.vals[fn->in[0]], *W = &w->l->f.vals[fn->in[2]], *Y = &w->l->f.vals[fn->out[0]];
 	if (X->rank != 2 || W->rank != 3 || Y->rank != 2 || X->dims[0] < 1 || W->dims[0] < 1)
 		return 0;
 	int64_t R = X->dims[0], E = W->dims[0];
@@ -364,7 +360,7 @@ static int gmm_kernel(GpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 
 static int attn_kernel(GpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 {
-	const FlatVal *Q = &w->f.vals[fn->in[0]], *K = &w->f.vals[fn->in[1]], *V = &w->f.vals[fn->in[2]];
+	const FlatVal *Q = &w->l->f.vals[fn->in[0]], *K = &w->l->f.vals[fn->in[1]], *V = &w->l->f.vals[fn->in[2]];
 	const Attrs *at = &fn->n->attrs;
 	AttnShape s = { .in = node_format(w, fn->n, 0), .io_bytes = rt_dtype_bytes(gpu_dtype(w, Q), 1),
 			.kv_bytes = rt_dtype_bytes(gpu_dtype(w, K), 1), .causal = (int)rt_attr_int(at, "is_causal", 0) };
@@ -381,7 +377,7 @@ static int attn_kernel(GpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 	} else
 		return 0;
 	if (fn->nin > 4 && fn->in[4] >= 0) {
-		const FlatVal *pk = &w->f.vals[fn->in[4]];
+		const FlatVal *pk = &w->l->f.vals[fn->in[4]];
 		s.P = pk->rank == 4 ? pk->dims[2] : 0;
 		s.kv_bytes = rt_dtype_bytes(gpu_dtype(w, pk), 1);   /* the cache's format (--kv-format) */
 		s.T += s.P;
@@ -415,25 +411,25 @@ static int attn_kernel(GpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
  * a table lookup reads at most as many bytes of its table as it writes. */
 static void mem_kernel(GpuLw *w, int i, PlanInstr *pi, Ann *t)
 {
-	const FlatNode *fn = &w->f.nodes[i];
-	int grp = w->gfirst[i] >= 0, lead = !grp || w->gfirst[i] == i;
+	const FlatNode *fn = &w->l->f.nodes[i];
+	int grp = w->l->gfirst[i] >= 0, lead = !grp || w->l->gfirst[i] == i;
 	double bytes = 0, out = 0, out_bytes = 0;
 	for (int k = 0; k < fn->nout; k++)
-		out_bytes += (double)w->p->buffers[w->buf[fn->out[k]]].size;
+		out_bytes += (double)w->l->p->buffers[w->l->buf[fn->out[k]]].size;
 	for (int k = 0; k < fn->nin; k++) {
 		if (fn->in[k] < 0)
 			continue;
-		int def = w->f.vals[fn->in[k]].def;
-		double b = (double)w->p->buffers[w->buf[fn->in[k]]].size;
+		int def = w->l->f.vals[fn->in[k]].def;
+		double b = (double)w->l->p->buffers[w->l->buf[fn->in[k]]].size;
 		if (ir_op_is_lookup(fn->n->op, k) && b > out_bytes)
 			b = out_bytes;
-		if (!(grp && def >= 0 && w->gfirst[def] == w->gfirst[i]))
+		if (!(grp && def >= 0 && w->l->gfirst[def] == w->l->gfirst[i]))
 			bytes += b;
 	}
 	for (int k = 0; k < fn->nout; k++) {
-		out += numel(&w->f.vals[fn->out[k]]);
-		if (!grp || w->glast[w->gfirst[i]] == i || w->f.vals[fn->out[k]].is_output)
-			bytes += (double)w->p->buffers[w->buf[fn->out[k]]].size;
+		out += numel(&w->l->f.vals[fn->out[k]]);
+		if (!grp || w->l->glast[w->l->gfirst[i]] == i || w->l->f.vals[fn->out[k]].is_output)
+			bytes += (double)w->l->p->buffers[w->l->buf[fn->out[k]]].size;
 	}
 	GpuCost c = { .overlap = 1 };
 	if (ir_ops[fn->n->op].flags & F_VIEW) {
@@ -448,8 +444,8 @@ static void mem_kernel(GpuLw *w, int i, PlanInstr *pi, Ann *t)
 		tgt_ann_put(t, "kind", "memory");
 	}
 	if (grp && !lead)
-		tgt_ann_put(t, "fused", "into %s", w->p->buffers[w->buf[w->f.nodes[w->gfirst[i]].out[0]]].name);
-	if (tgt_load_kernel(&w->f, w->gfirst, i)) {
+		tgt_ann_put(t, "fused", "into %s", w->l->p->buffers[w->l->buf[w->l->f.nodes[w->l->gfirst[i]].out[0]]].name);
+	if (tgt_load_kernel(&w->l->f, w->l->gfirst, i)) {
 		tgt_ann_put(t, "phase", "load");
 		tgt_ann_put(t, "load_us", "%.4g", gpu_cost_total(&c) * 1e6);
 		c = (GpuCost){ .overlap = 1 };
@@ -457,164 +453,86 @@ static void mem_kernel(GpuLw *w, int i, PlanInstr *pi, Ann *t)
 	put_cost(t, &c);
 }
 
-static int add_kernel(GpuLw *w, int i)
+/* The kernel hook: a node on a GPU gets its GEMM, grouped GEMM or attention tiling from the
+ * target's hooks, or a memory-bound kernel; a node placed on another device kind is the family
+ * member's (GpuHooks.foreign: vera-rubin's LPU pool). */
+int gpu_kernel(TgtLower *l, int i, PlanInstr *pi, TgtAnn *t)
 {
-	const FlatNode *fn = &w->f.nodes[i];
-	int ins[TGT_MAX_OPERANDS], outs[TGT_MAX_OPERANDS];
-	PlanInstr pi;
-	if (tgt_devs_handles(&w->devs, &w->f, i)) {   /* transfers, collectives, weight shards */
-		Op op = fn->n->op;
-		if (op != OP_AllReduce && op != OP_AllGather && op != OP_AllToAll)
-			return tgt_devs_emit(&w->devs, w->p, &w->f, i, w->buf, NULL, w->e);
-		Ann t = { .n = 0 };
-		PlanInstr ci;
-		plan_instr_init(&ci, PI_COLLECTIVE);
-		tgt_ann_put(&t, "kind", "collective");
-		/* the collective library's fixed cost per call (NCCL's own latency model: base
-		 * latency of the ring/LL protocol), on top of the runtime's alpha-beta ring time */
-		tgt_ann_put(&t, "base_us", "%.4g", w->a.coll_base * 1e6);
-		tgt_ann_put(&t, "bound", "link");
-		ci.tile = t.kv, ci.ntile = t.n;
-		return tgt_devs_emit(&w->devs, w->p, &w->f, i, w->buf, &ci, w->e);
-	}
-	tgt_devs_bufs(&w->devs, &w->f, i, w->buf);
-	if (tgt_kernel_instr(&pi, w->p, &w->f, i, w->buf, ins, outs, w->e) < 0)
-		return -1;
-	int dev = w->devs.dev[w->devs.node_pl[i]];
-	if (strcmp(w->p->devices[dev].kind, "gpu")) {
+	GpuLw *w = l->ctx;
+	const FlatNode *fn = &l->f.nodes[i];
+	int dev = l->devs.dev[l->devs.node_pl[i]];
+	if (strcmp(l->p->devices[dev].kind, "gpu")) {
 		if (!w->h->foreign)
-			return rt_errorf(w->e, RT_EUSER, "aicc: error: target %s places '%s' on device '%s', which is not a GPU",
-					 w->h->target, w->f.vals[fn->out[0]].name, w->p->devices[dev].name);
-		if (w->h->foreign(w->h->ctx, w->p, dev, &w->f, i, &pi, w->e) < 0)
-			return -1;
-		return tgt_devs_emit(&w->devs, w->p, &w->f, i, w->buf, &pi, w->e);
+			return rt_errorf(l->e, RT_EUSER, "aicc: error: target %s places '%s' on device '%s', which is not a GPU",
+					 l->t->name, l->f.vals[fn->out[0]].name, l->p->devices[dev].name);
+		return w->h->foreign(l, w->foreign_ctx, dev, i, pi, t);
 	}
-	Ann t = { .n = 0 };
 	unsigned fl_op = ir_ops[fn->n->op].flags;
 	int done = 0;
 	if ((fn->n->op == OP_MatMul || fn->n->op == OP_Gemm) && fn->nin >= 2)
-		done = gemm_kernel(w, fn, &pi, &t);
+		done = gemm_kernel(w, fn, pi, t);
 	else if (fn->n->op == OP_GroupedMatMul && fn->nin >= 3)
-		done = gmm_kernel(w, fn, &pi, &t);
+		done = gmm_kernel(w, fn, pi, t);
 	else if ((fl_op & F_ATTN) && fn->nin >= 3)
-		done = attn_kernel(w, fn, &pi, &t);
+		done = attn_kernel(w, fn, pi, t);
 	if (!done) {
-		t.n = 0;
-		mem_kernel(w, i, &pi, &t);
+		t->n = 0;
+		mem_kernel(w, i, pi, t);
 		/* no kernel model of its own: a matrix-unit op (or attention) priced as a memory-bound
 		 * kernel is a coverage gap, said so in the plan (t.coverage) and by `aicc run` */
 		if (ir_ops[fn->n->op].cls == OC_matrix || (fl_op & F_ATTN))
-			tgt_ann_put(&t, "coverage", "no %s model for %s on this target: priced as a memory-bound kernel "
+			tgt_ann_put(t, "coverage", "no %s model for %s on this target: priced as a memory-bound kernel "
 				    "(bytes at HBM bandwidth, FLOP on the FMA pipe)", ir_ops[fn->n->op].cls == OC_matrix ?
 				    "matrix-unit" : "attention", ir_ops[fn->n->op].name);
 	}
-	pi.tile = t.kv, pi.ntile = t.n;
-	return tgt_devs_emit(&w->devs, w->p, &w->f, i, w->buf, &pi, w->e);
-}
-
-static int lower_body(GpuLw *w)
-{
-	if (!(w->gate = calloc((size_t)w->f.nvals + 1, 1)))
-		return rt_errorf(w->e, RT_ENOMEM, "out of memory lowering the graph");
-	for (int i = 0; i < w->f.nnodes; i++)
-		if (w->f.nodes[i].n->op == OP_TopKRouter && w->f.nodes[i].nin >= 1 && w->f.nodes[i].in[0] >= 0)
-			w->gate[w->f.nodes[i].in[0]] = 1;
-	if (weight_formats(w) < 0)
-		return -1;
-	w->devs.format = gpu_format_of, w->devs.format_ctx = w;
-	if (tgt_devs_values(&w->devs, w->p, &w->f, gpu_dtype_of, w, w->buf, w->in->m->dir, w->e) < 0)
-		return -1;
-	tgt_fusion_groups(&w->f, w->gfirst, w->glast);
-	for (int i = 0; i < w->f.nnodes; i++)
-		if (add_kernel(w, i) < 0)
-			return -1;
-	return tgt_add_io(w->p, &w->f, w->in->g, w->buf, w->e);
-}
-
-static int lower_setup(GpuLw *w)
-{
-	const TgtMachine *tm = w->in->machine;
-	const Device *d = machine_first(tm->m, DEV_GPU);
-	if (!d)
-		return rt_errorf(w->e, RT_EUSER, "aicc: error: machine '%s' has no GPU for target %s", tm->m->name, w->h->target);
-	if (!dev_mma(d, strcmp(w->h->target, "hopper") == 0 ? "wgmma" : "tcgen05.1cta"))
-		return rt_errorf(w->e, RT_EUSER, "aicc: error: machine '%s' (%s) has no %s MMA; target %s needs it",
-				 tm->m->name, d->arch ? d->arch : "?", strcmp(w->h->target, "hopper") == 0 ? "wgmma" : "tcgen05",
-				 w->h->target);
-	if (gpu_arch(d, &w->a, w->e) < 0)
-		return -1;
-	w->pol = w->in->prec;
-	w->p = plan_new(w->h->target, tm->desc->machine, tm->desc->machine_hash, w->e);
-	if (!w->p)
-		return -1;
-	if (plan_set_source(w->p, w->in->model, w->in->binds, w->in->prec->spec, w->e) < 0)
-		return -1;
-	if (tgt_devs_init(&w->devs, w->p, tm, &w->f, DEV_GPU, "hbm", ALIGN, w->e) < 0)
-		return -1;
-	if (strcmp(w->p->spaces[w->devs.space[0]].name + strlen(w->p->devices[w->devs.dev[0]].name), ".hbm") &&
-	    !strcmp(w->p->devices[w->devs.dev[0]].kind, "gpu"))
-		return rt_errorf(w->e, RT_EUSER, "aicc: error: machine '%s' has no HBM space on '%s'", tm->m->name,
-				 w->p->devices[w->devs.dev[0]].name);
-	size_t n = (size_t)w->f.nvals + 1, nn = (size_t)w->f.nnodes + 1;
-	w->buf = malloc(sizeof(int) * n);
-	w->gfirst = malloc(sizeof(int) * nn);
-	w->glast = malloc(sizeof(int) * nn);
-	if (!w->buf || !w->gfirst || !w->glast)
-		return rt_errorf(w->e, RT_ENOMEM, "out of memory lowering the graph");
 	return 0;
 }
 
-Plan *gpu_lower(const TgtInput *in, const GpuHooks *h, RtError *e)
+/* The collective hook: the collective library's fixed cost per call (NCCL's own latency model:
+ * base latency of the ring/LL protocol), on top of the runtime's alpha-beta ring time. */
+int gpu_collective(TgtLower *l, int node, TgtAnn *t)
 {
-	GpuLw w = { .in = in, .h = h, .e = e };
-	int rc = tgt_flatten(in->g, &w.f, e);
-	if (rc == 0)
-		rc = lower_setup(&w);
-	if (rc == 0)
-		rc = lower_body(&w);
-	if (rc == 0 && plan_verify(w.p, e) < 0) {
-		char msg[sizeof e->msg];
-		snprintf(msg, sizeof msg, "%s", e->msg);
-		rc = rt_errorf(e, RT_EINTERNAL, "aicc: internal error: the %s plan fails verification: %s", h->target, msg);
-	}
-	tgt_flat_free(&w.f);
-	free(w.buf), free(w.gfirst), free(w.glast), free(w.gate), free(w.fmt);
-	tgt_devs_free(&w.devs);
-	if (rc < 0) {
-		plan_free(w.p);
-		return NULL;
-	}
-	return w.p;
+	(void)node;
+	const GpuLw *w = l->ctx;
+	tgt_ann_put(t, "kind", "collective");
+	tgt_ann_put(t, "base_us", "%.4g", w->a.coll_base * 1e6);
+	tgt_ann_put(t, "bound", "link");
+	return 0;
 }
 
-/* ---- the cost hook ---- */
-static double tval(const PlanInstr *in, const char *key, double dflt)
-{
-	for (int i = 0; i < in->ntile; i++)
-		if (strcmp(in->tile[i].key, key) == 0)
-			return strtod(in->tile[i].val, NULL);
-	return dflt;
-}
+void gpu_set_foreign_ctx(TgtLower *l, void *ctx) { ((GpuLw *)l->ctx)->foreign_ctx = ctx; }
 
-double gpu_instr_cost(const PlanInstr *in, double pool)
+/* The setup hook: the machine's first GPU (with the MMA family the target needs: wgmma for
+ * hopper, tcgen05 otherwise), its numbers, HBM for the values, the router logits kept f32 and
+ * the weights' stored formats. */
+int gpu_setup(TgtLower *l)
 {
-	if (in->kind == PI_COLLECTIVE)
-		return fmax(0, tval(in, "base_us", 0)) * 1e-6;
-	if (in->kind != PI_KERNEL || tval(in, "fixed_us", -1) < 0)
+	const TgtMachine *tm = l->in->machine;
+	GpuLw *w = tgt_lower_state(l, sizeof *w);
+	if (!w)
 		return -1;
-	if (!(pool >= 1))
-		pool = 1;
-	GpuCost c = { .mma = tval(in, "mma_us", 0) / pool, .smem = tval(in, "smem_us", 0) / pool, .hbm = tval(in, "hbm_us", 0) / pool,
-		      .l2 = tval(in, "l2_us", 0) / pool, .sfu = tval(in, "sfu_us", 0) / pool, .fma = tval(in, "fma_us", 0) / pool,
-		      .overlap = tval(in, "overlap", 1), .fixed = tval(in, "fixed_us", 0), .floor = tval(in, "floor_us", 0) };
-	double t = gpu_cost_total(&c) * 1e-6;
-	return t >= 0 && isfinite(t) ? t : 0;
-}
-
-double gpu_cost(const Plan *p, int stream, const PlanInstr *in)
-{
-	double t = gpu_instr_cost(in, 1);
-	if (in->kind == PI_COLLECTIVE)   /* alpha-beta ring time plus the library's base latency */
-		return rt_cost_roofline(p, stream, in) + t;
-	return t >= 0 ? t : rt_cost_roofline(p, stream, in);
+	w->l = l;
+	w->h = l->t->family;
+	w->pol = l->in->prec;
+	const Device *d = machine_first(tm->m, DEV_GPU);
+	if (!d)
+		return rt_errorf(l->e, RT_EUSER, "aicc: error: machine '%s' has no GPU for target %s", tm->m->name, l->t->name);
+	if (!dev_mma(d, w->h->mma_family))
+		return rt_errorf(l->e, RT_EUSER, "aicc: error: machine '%s' (%s) has no %s MMA; target %s needs it",
+				 tm->m->name, d->arch ? d->arch : "?", w->h->mma_family, l->t->name);
+	if (gpu_arch(d, &w->a, l->e) < 0)
+		return -1;
+	if (strcmp(l->p->spaces[l->devs.space[0]].name + strlen(l->p->devices[l->devs.dev[0]].name), ".hbm") &&
+	    !strcmp(l->p->devices[l->devs.dev[0]].kind, "gpu"))
+		return rt_errorf(l->e, RT_EUSER, "aicc: error: machine '%s' has no HBM space on '%s'", tm->m->name,
+				 l->p->devices[l->devs.dev[0]].name);
+	if (!(w->gate = tgt_lower_alloc(l, (size_t)l->f.nvals + 1, 1)))
+		return -1;
+	for (int i = 0; i < l->f.nnodes; i++)
+		if (l->f.nodes[i].n->op == OP_TopKRouter && l->f.nodes[i].nin >= 1 && l->f.nodes[i].in[0] >= 0)
+			w->gate[l->f.nodes[i].in[0]] = 1;
+	if (weight_formats(w) < 0)
+		return -1;
+	l->devs.format = gpu_format_of, l->devs.format_ctx = w;
+	return 0;
 }

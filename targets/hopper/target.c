@@ -1,18 +1,31 @@
-/* targets/hopper/target.c: the hopper target's data and hooks (targets/target.h). */
+/* targets/hopper/target.c: the hopper target (H100/H200, sm_90a): the GPU family's lowering hooks
+ * and cost (targets/gpu/) with Hopper's tiling (targets/hopper/tile.c: wgmma tiles, TMA
+ * clusters, FA3 attention); FP8 GEMMs promote their limited-precision tensor-core sums every
+ * N_C = 128 K elements, the machine's <fp8-scaling promote> (numerics.md §7). */
 #include "passes/pass.h"
 #include "targets/gpu/gpu.h"
 
-Plan *hop_lower(const TgtInput *in, RtError *e);
+int hop_gemm(const GpuArch *a, const GemmShape *s, GemmTile *t, char *why, size_t n);
+void hop_attn(const GpuArch *a, const AttnShape *s, AttnTile *t);
+
+static const GpuHooks hopper = { "wgmma", hop_gemm, hop_attn, NULL };
 
 const Target tgt_hopper = {
 	.name = "hopper",
 	.help = "NVIDIA Hopper sm_90a: wgmma tiles, TMA clusters, FP8 with DeepSeek promotion, FA3 attention",
 	.default_machine = "h100-sxm",
 	.kind = DEV_GPU,
+	.space = "hbm",
+	.align = 256,                    /* cudaMalloc alignment */
 	.pipeline = PASS_DEFAULT_PIPELINE,
-	.formats = "bf16 f16 fp8 mxfp8 mxfp6 mxfp4 nvfp4 int8 w4a16 auto +graph +nopromote +tensor +1x128 +128x128 +nosplitk",
+	.formats = GPU_PRECISIONS,
 	.default_precision = "bf16",
 	.matrix_peak = 1,
-	.lower = hop_lower,
+	.family = &hopper,
+	.setup = gpu_setup,
+	.dtype = gpu_value_dtype,
+	.kernel = gpu_kernel,
+	.collective = gpu_collective,
+	.node_time = tgt_roofline_time,
 	.cost = gpu_cost,
 };

@@ -133,5 +133,6 @@ extern const char *const lpu_kind_names[LK_COUNT];
 /* The target's walk (lower.c) and cost hook (cost.c). */
 Plan *lpu_lower(const TgtInput *in, RtError *e);
 double lpu_cost(const Plan *p, int stream, const PlanInstr *in);
+double lpu_node_time(const Target *t, const Machine *m, const Device *d, const Precision *p, const TgtWork *w);
 
 #endif

@@ -11,6 +11,7 @@ const Target tgt_lpu = {
 	.kind = DEV_LPU,
 	.pipeline = PASS_DEFAULT_PIPELINE,
 	.formats = "f32",
+	.node_time = lpu_node_time,
 	.default_precision = "f32",
 	.lower = lpu_lower,
 	.cost = lpu_cost,

@@ -61,24 +61,16 @@ double tpu_cost_total(const TpuCost *c)
 	return c->fixed + fmax(fmax(c->mxu, c->vpu), fmax(c->vmem, c->hbm));
 }
 
-static double tval(const PlanInstr *in, const char *key, double dflt)
-{
-	for (int i = 0; i < in->ntile; i++)
-		if (strcmp(in->tile[i].key, key) == 0)
-			return strtod(in->tile[i].val, NULL);
-	return dflt;
-}
-
 double tpu_cost(const Plan *p, int stream, const PlanInstr *in)
 {
 	/* chip-to-chip copies and collectives priced on the ICI torus at lowering (targets/tpu/ici.c) */
-	double ici = in->kind == PI_COPY || in->kind == PI_COLLECTIVE ? tval(in, "ici_us", -1) : -1;
+	double ici = in->kind == PI_COPY || in->kind == PI_COLLECTIVE ? plan_instr_num(in, "ici_us", -1) : -1;
 	if (ici >= 0 && isfinite(ici))
 		return ici * 1e-6;
-	if (in->kind != PI_KERNEL || tval(in, "fixed_us", -1) < 0)
+	if (in->kind != PI_KERNEL || plan_instr_num(in, "fixed_us", -1) < 0)
 		return rt_cost_roofline(p, stream, in);
-	TpuCost c = { .mxu = tval(in, "mxu_us", 0), .vpu = tval(in, "vpu_us", 0), .vmem = tval(in, "vmem_us", 0),
-		      .hbm = tval(in, "hbm_us", 0), .fixed = tval(in, "fixed_us", 0) };
+	TpuCost c = { .mxu = plan_instr_num(in, "mxu_us", 0), .vpu = plan_instr_num(in, "vpu_us", 0), .vmem = plan_instr_num(in, "vmem_us", 0),
+		      .hbm = plan_instr_num(in, "hbm_us", 0), .fixed = plan_instr_num(in, "fixed_us", 0) };
 	double t = tpu_cost_total(&c) * 1e-6;
 	return t >= 0 && isfinite(t) ? t : 0;
 }

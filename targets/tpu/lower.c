@@ -33,22 +33,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ALIGN 512          /* HBM allocation granule [E]: one 128-lane row of f32 (TPU_LANES x 4 bytes) */
 /* Vector-unit operations per attention score besides the products: scale, running max,
  * subtract, exp, row sum, and the rescale of the running output (the online softmax). */
 #define SOFTMAX_VPU_OPS 6.0
 
 typedef TgtAnn Ann;        /* the t.* attributes of one kernel */
 
+/* The target's lowering state (TgtLower.ctx). */
 typedef struct TpuLw {
-	const TgtInput *in;
+	TgtLower *l;         /* the walk: plan, flat graph, buffers, fusion groups, devices */
 	TpuArch a;
-	Plan *p;
-	Flat f;
-	int *buf, *gfirst, *glast;
 	int *sc_unit;        /* per device instance: its SparseCore unit, or -1 */
-	RtError *e;
-	TgtDevs d;           /* device instances, their spaces, streams and heaps (targets/devices.c) */
 	TpuIci ici;          /* the slice's interconnect (targets/tpu/ici.c) */
 	/* KV-cache residency (kv_plan): the largest VMEM working set of one kernel on one
 	 * TensorCore, the SRAM left for KV blocks, and per flat node the past tokens kept in SRAM */
@@ -91,7 +86,7 @@ static DType tpu_dtype(const TpuLw *w, const FlatVal *v)
 	if (!rt_dtype_isfloat(v->dt))
 		return v->dt;
 	if (v->def >= 0) {
-		const Node *n = w->f.nodes[v->def].n;
+		const Node *n = w->l->f.nodes[v->def].n;
 		if (n->op == OP_Cast || n->op == OP_CastLike || (ir_ops[n->op].flags & F_QOP))
 			return v->dt;
 	}
@@ -100,7 +95,7 @@ static DType tpu_dtype(const TpuLw *w, const FlatVal *v)
 	return v->dt == DT_F64 ? DT_F32 : DT_BF16;
 }
 
-static DType tpu_dtype_of(const void *w, const FlatVal *v) { return tpu_dtype(w, v); }
+DType tpu_value_dtype(const TgtLower *l, const FlatVal *v) { return tpu_dtype(l->ctx, v); }
 
 
 
@@ -122,7 +117,7 @@ static double numel(const FlatVal *v)
 static DType node_format(const TpuLw *w, const Node *n)
 {
 	DType dt = prec_node_format(rt_attr_str(&n->attrs, "precision", NULL));
-	return has_format(w, dt) ? dt : w->in->prec->word->mma;
+	return has_format(w, dt) ? dt : w->l->in->prec->word->mma;
 }
 
 static double elem_bytes(DType dt) { return rt_dtypes[dt].bits / 8.0; }
@@ -159,7 +154,7 @@ static void put_mxu(TpuLw *w, Ann *t, const MxuShape *s, const MxuPlan *m, const
 
 static int gemm_kernel(TpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 {
-	const FlatVal *A = &w->f.vals[fn->in[0]], *B = &w->f.vals[fn->in[1]], *Y = &w->f.vals[fn->out[0]];
+	const FlatVal *A = &w->l->f.vals[fn->in[0]], *B = &w->l->f.vals[fn->in[1]], *Y = &w->l->f.vals[fn->out[0]];
 	if (Y->rank < 1 || A->rank < 1 || B->rank < 1)
 		return 0;
 	MxuShape s = { .in = node_format(w, fn->n), .batch = 1 };
@@ -185,7 +180,7 @@ static int gemm_kernel(TpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 
 static int conv_kernel(TpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 {
-	const FlatVal *X = &w->f.vals[fn->in[0]], *W = &w->f.vals[fn->in[1]], *Y = &w->f.vals[fn->out[0]];
+	const FlatVal *X = &w->l->f.vals[fn->in[0]], *W = &w->l->f.vals[fn->in[1]], *Y = &w->l->f.vals[fn->out[0]];
 	if (Y->rank < 3 || W->rank != Y->rank || X->rank != Y->rank)
 		return 0;
 	int64_t g = rt_attr_int(&fn->n->attrs, "group", 1);
@@ -221,10 +216,10 @@ static int64_t kv_past(const TpuLw *w, const FlatNode *fn, double *tok_bytes)
 {
 	if (!(ir_ops[fn->n->op].flags & F_ATTN) || fn->nin < 6 || fn->in[4] < 0 || fn->in[5] < 0)
 		return 0;
-	const FlatVal *k = &w->f.vals[fn->in[4]];
+	const FlatVal *k = &w->l->f.vals[fn->in[4]];
 	if (k->rank != 4 || k->dims[2] <= 0)
 		return 0;
-	*tok_bytes = (double)(w->p->buffers[w->buf[fn->in[4]]].size + w->p->buffers[w->buf[fn->in[5]]].size) / (double)k->dims[2];
+	*tok_bytes = (double)(w->l->p->buffers[w->l->buf[fn->in[4]]].size + w->l->p->buffers[w->l->buf[fn->in[5]]].size) / (double)k->dims[2];
 	return k->dims[2];
 }
 
@@ -238,20 +233,20 @@ static int kv_plan(TpuLw *w)
 	w->kv_sram = vm->capacity.v * (vm->scope == SCOPE_UNIT ? w->a.ncores : 1);
 	w->kv_budget = frac * fmax(0, w->kv_sram - w->ws * w->a.ncores);
 	/* every chip has its own SRAM: one budget per device instance */
-	double *left = malloc(sizeof *left * ((size_t)w->d.n + 1)), *used = calloc((size_t)w->d.n + 1, sizeof *used);
-	char *full = calloc((size_t)w->d.n + 1, 1);
+	double *left = malloc(sizeof *left * ((size_t)w->l->devs.n + 1)), *used = calloc((size_t)w->l->devs.n + 1, sizeof *used);
+	char *full = calloc((size_t)w->l->devs.n + 1, 1);
 	if (!left || !used || !full) {
 		free(left), free(used), free(full);
-		return rt_errorf(w->e, RT_ENOMEM, "out of memory planning the KV cache");
+		return rt_errorf(w->l->e, RT_ENOMEM, "out of memory planning the KV cache");
 	}
-	for (int k = 0; k < w->d.n; k++)
+	for (int k = 0; k < w->l->devs.n; k++)
 		left[k] = w->kv_budget;
 	for (int64_t r = 0, more = 1; more; r++) {
 		more = 0;
-		for (int i = 0; i < w->f.nnodes; i++) {
+		for (int i = 0; i < w->l->f.nnodes; i++) {
 			double tb = 0;
-			int64_t past = kv_past(w, &w->f.nodes[i], &tb), first = r * w->kv_block;
-			int k = w->d.node_pl[i];
+			int64_t past = kv_past(w, &w->l->f.nodes[i], &tb), first = r * w->kv_block;
+			int k = w->l->devs.node_pl[i];
 			if (first >= past || k < 0 || full[k])
 				continue;
 			int64_t n = past - first < w->kv_block ? past - first : w->kv_block;
@@ -265,7 +260,7 @@ static int kv_plan(TpuLw *w)
 			more = 1;
 		}
 	}
-	for (int k = 0; k < w->d.n; k++)
+	for (int k = 0; k < w->l->devs.n; k++)
 		w->kv_used = fmax(w->kv_used, used[k]);
 	free(left), free(used), free(full);
 	return 0;
@@ -275,7 +270,7 @@ static int kv_plan(TpuLw *w)
 static double kv_attrs(TpuLw *w, int i, Ann *t)
 {
 	double tb = 0;
-	int64_t past = kv_past(w, &w->f.nodes[i], &tb);
+	int64_t past = kv_past(w, &w->l->f.nodes[i], &tb);
 	if (past == 0)
 		return 0;
 	int64_t res = w->kv_tok[i], blk = w->kv_block, nb = (past + blk - 1) / blk, rb = (res + blk - 1) / blk;
@@ -292,13 +287,13 @@ static double kv_attrs(TpuLw *w, int i, Ann *t)
 	tgt_ann_put(t, "kv_hbm_bytes", "%.0f", (double)(past - res) * tb);
 	tgt_ann_put(t, "kv_budget", "%.4g MB of KV blocks in %.4g MB SRAM: %.4g MB left after %d x %.4g MB kernel working set, %s",
 	    w->kv_used / 1e6, w->kv_sram / 1e6, w->kv_budget / 1e6, w->a.ncores, w->ws / 1e6,
-	    w->d.partitioned ? "per chip, its layers" : "all layers");
+	    w->l->devs.partitioned ? "per chip, its layers" : "all layers");
 	return (double)res * tb;
 }
 
 static int attn_kernel(TpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 {
-	const FlatVal *Q = &w->f.vals[fn->in[0]], *K = &w->f.vals[fn->in[1]], *V = &w->f.vals[fn->in[2]];
+	const FlatVal *Q = &w->l->f.vals[fn->in[0]], *K = &w->l->f.vals[fn->in[1]], *V = &w->l->f.vals[fn->in[2]];
 	const Attrs *at = &fn->n->attrs;
 	int64_t B, qh, kvh, Sq, T, d, dv;
 	if (Q->rank == 4) {
@@ -310,8 +305,8 @@ static int attn_kernel(TpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 		d = Q->dims[2] / (qh ? qh : 1), dv = V->dims[2] / (kvh ? kvh : 1);
 	} else
 		return 0;
-	if (fn->nin > 4 && fn->in[4] >= 0 && w->f.vals[fn->in[4]].rank == 4)
-		T += w->f.vals[fn->in[4]].dims[2];
+	if (fn->nin > 4 && fn->in[4] >= 0 && w->l->f.vals[fn->in[4]].rank == 4)
+		T += w->l->f.vals[fn->in[4]].dims[2];
 	if (B == 0 || qh == 0 || kvh == 0 || Sq == 0 || T == 0 || d == 0 || dv == 0)
 		return 0;
 	/* Two products per head, bf16 in: S = Q K^T (K^T stationary: K = d, N = T) and O = P V
@@ -328,7 +323,7 @@ static int attn_kernel(TpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 	w->ws = fmax(w->ws, fmax(m1.vmem_bytes, m2.vmem_bytes));
 	double bytes = ((double)B * qh * Sq * (d + dv) + (double)B * kvh * T * (d + dv)) * 2;
 	/* past KV blocks resident in SRAM are read at the VMEM bandwidth instead of HBM's */
-	double onchip = w->kv_dry ? 0 : fmin(kv_attrs(w, (int)(fn - w->f.nodes), t), bytes);
+	double onchip = w->kv_dry ? 0 : fmin(kv_attrs(w, (int)(fn - w->l->f.nodes), t), bytes);
 	bytes -= onchip;
 	TpuCost c = { .mxu = m1.mxu + m2.mxu, .vmem = m1.vmem + m2.vmem + onchip / w->a.vmem_bw, .hbm = bytes / w->a.hbm_bw,
 		      .vpu = padded * SOFTMAX_VPU_OPS / w->a.vpu, .fixed = w->a.fixed + w->a.dma_latency + w->a.t0 };
@@ -351,17 +346,17 @@ static int attn_kernel(TpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
  * table's gathered rows, the RoPE cos/sin rows at the positions), everything else whole. */
 static double read_bytes(const TpuLw *w, const FlatNode *fn, int k)
 {
-	const PlanBuffer *b = &w->p->buffers[w->buf[fn->in[k]]];
+	const PlanBuffer *b = &w->l->p->buffers[w->l->buf[fn->in[k]]];
 	Op op = fn->n->op;
 	if (!ir_op_is_lookup(op, k))
 		return (double)b->size;
 	if (op == OP_RotaryEmbedding && fn->nin > 3 && fn->in[3] >= 0) {
-		const FlatVal *cs = &w->f.vals[fn->in[k]];
-		double rows = numel(&w->f.vals[fn->in[3]]), row = cs->rank > 0 ? numel(cs) / (double)cs->dims[0] : 0;
+		const FlatVal *cs = &w->l->f.vals[fn->in[k]];
+		double rows = numel(&w->l->f.vals[fn->in[3]]), row = cs->rank > 0 ? numel(cs) / (double)cs->dims[0] : 0;
 		return fmin((double)b->size, rows * row * rt_dtype_bytes(b->dtype, 1));
 	}
 	if (fn->nout > 0) {
-		const PlanBuffer *y = &w->p->buffers[w->buf[fn->out[0]]];
+		const PlanBuffer *y = &w->l->p->buffers[w->l->buf[fn->out[0]]];
 		double per = rt_dtype_bytes(b->dtype, 1) / (double)rt_dtype_bytes(y->dtype, 1);
 		return fmin((double)b->size, (double)y->size * per);
 	}
@@ -372,22 +367,22 @@ static double read_bytes(const TpuLw *w, const FlatNode *fn, int k)
  * bytes at HBM bandwidth (backends.md §0); inside a fusion group only external traffic counts. */
 static void vec_kernel(TpuLw *w, int i, PlanInstr *pi, Ann *t)
 {
-	const FlatNode *fn = &w->f.nodes[i];
-	int grp = w->gfirst[i] >= 0, lead = !grp || w->gfirst[i] == i;
+	const FlatNode *fn = &w->l->f.nodes[i];
+	int grp = w->l->gfirst[i] >= 0, lead = !grp || w->l->gfirst[i] == i;
 	double bytes = 0, out = 0, pout = 0;
 	for (int k = 0; k < fn->nin; k++) {
 		if (fn->in[k] < 0)
 			continue;
-		int def = w->f.vals[fn->in[k]].def;
-		if (!(grp && def >= 0 && w->gfirst[def] == w->gfirst[i]))
+		int def = w->l->f.vals[fn->in[k]].def;
+		if (!(grp && def >= 0 && w->l->gfirst[def] == w->l->gfirst[i]))
 			bytes += read_bytes(w, fn, k);
 	}
 	for (int k = 0; k < fn->nout; k++) {
-		const FlatVal *v = &w->f.vals[fn->out[k]];
+		const FlatVal *v = &w->l->f.vals[fn->out[k]];
 		out += numel(v);
 		pout += tpu_padded_numel(v->rank, v->dims, 32);
-		if (!grp || w->glast[w->gfirst[i]] == i || v->is_output)
-			bytes += (double)w->p->buffers[w->buf[fn->out[k]]].size;
+		if (!grp || w->l->glast[w->l->gfirst[i]] == i || v->is_output)
+			bytes += (double)w->l->p->buffers[w->l->buf[fn->out[k]]].size;
 	}
 	TpuCost c = { 0 };
 	int gather = fn->n->op == OP_Gather && w->a.sparsecores > 0;
@@ -396,7 +391,7 @@ static void vec_kernel(TpuLw *w, int i, PlanInstr *pi, Ann *t)
 	} else if (gather) {
 		/* Embedding lookup on the SparseCores (hardware.md §3.5): rows move HBM to HBM by DMA;
 		 * the TensorCore does no work. */
-		pi->unit = w->sc_unit[w->d.node_pl[i]];
+		pi->unit = w->sc_unit[w->l->devs.node_pl[i]];
 		c.hbm = bytes / w->a.hbm_bw;
 		c.fixed = w->a.fixed + w->a.dma_latency;
 		tgt_ann_put(t, "kind", "gather");
@@ -414,8 +409,8 @@ static void vec_kernel(TpuLw *w, int i, PlanInstr *pi, Ann *t)
 			tgt_ann_put(t, "why", "no SparseCore on this chip: gather by TensorCore DMA");
 	}
 	if (grp && !lead)
-		tgt_ann_put(t, "fused", "into %s", w->p->buffers[w->buf[w->f.nodes[w->gfirst[i]].out[0]]].name);
-	if (tgt_load_kernel(&w->f, w->gfirst, i)) {
+		tgt_ann_put(t, "fused", "into %s", w->l->p->buffers[w->l->buf[w->l->f.nodes[w->l->gfirst[i]].out[0]]].name);
+	if (tgt_load_kernel(&w->l->f, w->l->gfirst, i)) {
 		/* a weight-only transform (int8 weight Quantize, its Transposes): run once when the model
 		 * is loaded, as JetStream converts int8 checkpoints (tgt_load_value) */
 		tgt_ann_put(t, "phase", "load");
@@ -425,39 +420,12 @@ static void vec_kernel(TpuLw *w, int i, PlanInstr *pi, Ann *t)
 	put_cost(t, &c);
 }
 
-static int add_kernel(TpuLw *w, int i)
-{
-	const FlatNode *fn = &w->f.nodes[i];
-	int ins[TGT_MAX_OPERANDS], outs[TGT_MAX_OPERANDS];
-	PlanInstr pi;
-	if (tgt_devs_handles(&w->d, &w->f, i))     /* Transfer, collectives, weight shards */
-		return tgt_devs_emit(&w->d, w->p, &w->f, i, w->buf, NULL, w->e);
-	tgt_devs_bufs(&w->d, &w->f, i, w->buf);
-	if (tgt_kernel_instr(&pi, w->p, &w->f, i, w->buf, ins, outs, w->e) < 0)
-		return -1;
-	Ann t = { .n = 0 };
-	int done = 0;
-	if ((fn->n->op == OP_MatMul || fn->n->op == OP_Gemm) && fn->nin >= 2)
-		done = gemm_kernel(w, fn, &pi, &t);
-	else if (fn->n->op == OP_Conv && fn->nin >= 2)
-		done = conv_kernel(w, fn, &pi, &t);
-	else if ((ir_ops[fn->n->op].flags & F_ATTN) && fn->nin >= 3)
-		done = attn_kernel(w, fn, &pi, &t);
-	if (!done) {
-		t.n = 0;
-		pi.opts.mma_in = DT_INVALID;
-		vec_kernel(w, i, &pi, &t);
-	}
-	pi.tile = t.kv, pi.ntile = t.n;
-	return tgt_devs_emit(&w->d, w->p, &w->f, i, w->buf, &pi, w->e);
-}
-
 /* ---- ICI: the slice's copies and collectives (targets/tpu/ici.c) ---- */
 
 /* The chip (instance number) holding plan buffer b: "tpu17" -> 17, "tpu" -> 0. */
 static int chip_of(const TpuLw *w, int b)
 {
-	const char *name = w->p->devices[w->p->spaces[w->p->buffers[b].space].device].name;
+	const char *name = w->l->p->devices[w->l->p->spaces[w->l->p->buffers[b].space].device].name;
 	size_t n = strlen(w->a.dev->id);
 	return strncmp(name, w->a.dev->id, n) == 0 ? atoi(name + n) : 0;
 }
@@ -504,7 +472,7 @@ static void ici_instr(const TpuLw *w, const PlanInstr *in, Ann *t)
 	topo_str(ici, topo, sizeof topo);
 	if (in->kind == PI_COPY) {
 		int a = chip_of(w, in->in[0]), b = chip_of(w, in->out[0]);
-		double bytes = (double)w->p->buffers[in->in[0]].size;
+		double bytes = (double)w->l->p->buffers[in->in[0]].size;
 		tpu_ici_copy(ici, bytes, a, b, &c);
 		tgt_ann_put(t, "kind", "ici.copy");
 		tgt_ann_put(t, "ici", "%s%d -> %s%d: %d hop(s) on the %s, one link of %.4g GB/s each way", w->a.dev->id, a, w->a.dev->id, b,
@@ -514,9 +482,9 @@ static void ici_instr(const TpuLw *w, const PlanInstr *in, Ann *t)
 		for (int k = 0; k < n; k++)
 			chips[k] = chip_of(w, in->in[k]);
 		tpu_ici_group(ici, chips, n, ext);
-		double size = (double)w->p->buffers[in->in[0]].size;
+		double size = (double)w->l->p->buffers[in->in[0]].size;
 		double V = in->coll == PC_ALLREDUCE ? size : in->coll == PC_ALLGATHER && in->nout > 0
-			   ? (double)w->p->buffers[in->out[0]].size : size * n;
+			   ? (double)w->l->p->buffers[in->out[0]].size : size * n;
 		tpu_ici_collective(ici, in->coll, V, ext, &c);
 		char grp[96] = "";
 		size_t o = 0;
@@ -536,16 +504,16 @@ static void ici_instr(const TpuLw *w, const PlanInstr *in, Ann *t)
 /* Every copy and collective between chips of the plan priced on the ICI torus. */
 static int ici_annotate(TpuLw *w)
 {
-	if (!w->ici.present || !w->d.partitioned)
+	if (!w->ici.present || !w->l->devs.partitioned)
 		return 0;
-	for (int s = 0; s < w->p->nstreams; s++)
-		for (int i = 0; i < w->p->streams[s].nins; i++) {
-			PlanInstr *in = &w->p->streams[s].ins[i];
+	for (int s = 0; s < w->l->p->nstreams; s++)
+		for (int i = 0; i < w->l->p->streams[s].nins; i++) {
+			PlanInstr *in = &w->l->p->streams[s].ins[i];
 			if ((in->kind != PI_COPY && in->kind != PI_COLLECTIVE) || in->link < 0 || in->nin < 1)
 				continue;
 			Ann t = { .n = 0 };
 			ici_instr(w, in, &t);
-			if (set_tile(in, &t, w->e) < 0)
+			if (set_tile(in, &t, w->l->e) < 0)
 				return -1;
 		}
 	return 0;
@@ -555,8 +523,8 @@ static int ici_annotate(TpuLw *w)
 static void plan_working_set(TpuLw *w)
 {
 	w->kv_dry = 1;
-	for (int i = 0; i < w->f.nnodes; i++) {
-		const FlatNode *fn = &w->f.nodes[i];
+	for (int i = 0; i < w->l->f.nnodes; i++) {
+		const FlatNode *fn = &w->l->f.nodes[i];
 		PlanInstr pi;
 		Ann t = { .n = 0 };
 		plan_instr_init(&pi, PI_KERNEL);
@@ -570,82 +538,66 @@ static void plan_working_set(TpuLw *w)
 	w->kv_dry = 0;
 }
 
-static int lower_body(TpuLw *w)
+/* The kernel hook: MXU products and convolutions, attention, else a vector-unit kernel. */
+int tpu_kernel(TgtLower *l, int i, PlanInstr *pi, TgtAnn *t)
 {
-	if (tgt_devs_values(&w->d, w->p, &w->f, tpu_dtype_of, w, w->buf, w->in->m->dir, w->e) < 0)
-		return -1;
-	tgt_fusion_groups(&w->f, w->gfirst, w->glast);
-	plan_working_set(w);
-	if (kv_plan(w) < 0)
-		return -1;
-	for (int i = 0; i < w->f.nnodes; i++)
-		if (add_kernel(w, i) < 0)
-			return -1;
-	if (ici_annotate(w) < 0)
-		return -1;
-	return tgt_add_io(w->p, &w->f, w->in->g, w->buf, w->e);
-}
-
-static int lower_setup(TpuLw *w)
-{
-	const TgtMachine *tm = w->in->machine;
-	const Device *d = machine_first(tm->m, DEV_TPU);
-	if (!d)
-		return rt_errorf(w->e, RT_EUSER, "aicc: error: machine '%s' has no TPU for target tpu", tm->m->name);
-	if (!dev_mma(d, "mxu"))
-		return rt_errorf(w->e, RT_EUSER, "aicc: error: machine '%s' (%s) has no mxu matrix family; target tpu needs it",
-				 tm->m->name, d->arch ? d->arch : "?");
-	if (tpu_arch(d, &w->a, w->e) < 0)
-		return -1;
-	if (tpu_ici(tm->m, d, &w->ici, w->e) < 0)
-		return -1;
-	w->p = plan_new("tpu", tm->desc->machine, tm->desc->machine_hash, w->e);
-	if (!w->p)
-		return -1;
-	if (plan_set_source(w->p, w->in->model, w->in->binds, w->in->prec->spec, w->e) < 0)
-		return -1;
-	if (tgt_devs_init(&w->d, w->p, tm, &w->f, DEV_TPU, "hbm", ALIGN, w->e) < 0)
-		return -1;
-	size_t n = (size_t)w->f.nvals + 1, nn = (size_t)w->f.nnodes + 1;
-	w->buf = malloc(sizeof(int) * n);
-	w->gfirst = malloc(sizeof(int) * nn);
-	w->glast = malloc(sizeof(int) * nn);
-	w->kv_tok = calloc(nn, sizeof(int64_t));
-	w->sc_unit = malloc(sizeof(int) * ((size_t)w->d.n + 1));
-	if (!w->buf || !w->gfirst || !w->glast || !w->kv_tok || !w->sc_unit)
-		return rt_errorf(w->e, RT_ENOMEM, "out of memory lowering the graph");
-	for (int k = 0; k < w->d.n; k++) {
-		w->sc_unit[k] = -1;
-		if (w->a.sparsecores > 0) {
-			char sp[192];
-			snprintf(sp, sizeof sp, "%s.sparsecore", w->p->devices[w->d.dev[k]].name);
-			PlanUnit u = { .name = sp, .kind = "sparsecore", .device = w->d.dev[k] };
-			if ((w->sc_unit[k] = plan_add_unit(w->p, &u, w->e)) < 0)
-				return -1;
-		}
+	TpuLw *w = l->ctx;
+	const FlatNode *fn = &l->f.nodes[i];
+	int done = 0;
+	if ((fn->n->op == OP_MatMul || fn->n->op == OP_Gemm) && fn->nin >= 2)
+		done = gemm_kernel(w, fn, pi, t);
+	else if (fn->n->op == OP_Conv && fn->nin >= 2)
+		done = conv_kernel(w, fn, pi, t);
+	else if ((ir_ops[fn->n->op].flags & F_ATTN) && fn->nin >= 3)
+		done = attn_kernel(w, fn, pi, t);
+	if (!done) {
+		t->n = 0;
+		pi->opts.mma_in = DT_INVALID;
+		vec_kernel(w, i, pi, t);
 	}
 	return 0;
 }
 
-Plan *tpu_lower(const TgtInput *in, RtError *e)
+/* The prepare hook: with every buffer placed, the kernels' VMEM working set and the KV blocks
+ * the SRAM keeps. */
+int tpu_prepare(TgtLower *l)
 {
-	TpuLw w = { .in = in, .e = e };
-	int rc = tgt_flatten(in->g, &w.f, e);
-	if (rc == 0)
-		rc = lower_setup(&w);
-	if (rc == 0)
-		rc = lower_body(&w);
-	if (rc == 0 && plan_verify(w.p, e) < 0) {
-		char msg[sizeof e->msg];
-		snprintf(msg, sizeof msg, "%s", e->msg);
-		rc = rt_errorf(e, RT_EINTERNAL, "aicc: internal error: the tpu plan fails verification: %s", msg);
+	plan_working_set(l->ctx);
+	return kv_plan(l->ctx);
+}
+
+/* The finish hook: the slice's copies and collectives priced on the ICI torus. */
+int tpu_finish(TgtLower *l) { return ici_annotate(l->ctx); }
+
+/* The setup hook: the machine's first TPU with an MXU, its numbers and torus, and a SparseCore
+ * unit per chip that has them. */
+int tpu_setup(TgtLower *l)
+{
+	const TgtMachine *tm = l->in->machine;
+	TpuLw *w = tgt_lower_state(l, sizeof *w);
+	if (!w)
+		return -1;
+	w->l = l;
+	const Device *d = machine_first(tm->m, DEV_TPU);
+	if (!d)
+		return rt_errorf(l->e, RT_EUSER, "aicc: error: machine '%s' has no TPU for target tpu", tm->m->name);
+	if (!dev_mma(d, "mxu"))
+		return rt_errorf(l->e, RT_EUSER, "aicc: error: machine '%s' (%s) has no mxu matrix family; target tpu needs it",
+				 tm->m->name, d->arch ? d->arch : "?");
+	if (tpu_arch(d, &w->a, l->e) < 0 || tpu_ici(tm->m, d, &w->ici, l->e) < 0)
+		return -1;
+	if (!(w->kv_tok = tgt_lower_alloc(l, (size_t)l->f.nnodes + 1, sizeof *w->kv_tok)) ||
+	    !(w->sc_unit = tgt_lower_alloc(l, (size_t)l->devs.n + 1, sizeof *w->sc_unit)))
+		return -1;
+	for (int k = 0; k < l->devs.n; k++) {
+		w->sc_unit[k] = -1;
+		if (w->a.sparsecores > 0) {
+			char sp[192];
+			snprintf(sp, sizeof sp, "%s.sparsecore", l->p->devices[l->devs.dev[k]].name);
+			PlanUnit u = { .name = sp, .kind = "sparsecore", .device = l->devs.dev[k] };
+			if ((w->sc_unit[k] = plan_add_unit(l->p, &u, l->e)) < 0)
+				return -1;
+		}
 	}
-	tgt_flat_free(&w.f);
-	free(w.buf), free(w.gfirst), free(w.glast), free(w.kv_tok), free(w.sc_unit);
-	tgt_devs_free(&w.d);
-	if (rc < 0) {
-		plan_free(w.p);
-		return NULL;
-	}
-	return w.p;
+	return 0;
 }

@@ -73,7 +73,12 @@ typedef struct TpuCost {
 } TpuCost;
 double tpu_cost_total(const TpuCost *c);
 double tpu_cost(const Plan *p, int stream, const PlanInstr *in);
-Plan *tpu_lower(const TgtInput *in, RtError *e);
+/* The lowering hooks (lower.c; the walk is targets/lower.c). */
+int tpu_setup(TgtLower *l);
+DType tpu_value_dtype(const TgtLower *l, const FlatVal *v);
+int tpu_prepare(TgtLower *l);
+int tpu_kernel(TgtLower *l, int node, PlanInstr *pi, TgtAnn *t);
+int tpu_finish(TgtLower *l);
 
 /* ---- the inter-chip interconnect (targets/tpu/ici.c) ---- */
 typedef struct TpuIci {

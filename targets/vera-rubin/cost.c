@@ -12,14 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static double tval(const PlanInstr *in, const char *key, double dflt)
-{
-	for (int i = 0; i < in->ntile; i++)
-		if (strcmp(in->tile[i].key, key) == 0)
-			return strtod(in->tile[i].val, NULL);
-	return dflt;
-}
-
 static int is_const(const Plan *p, int b)
 {
 	for (int i = 0; i < p->nconsts; i++)
@@ -31,12 +23,8 @@ static int is_const(const Plan *p, int b)
 /* The narrowest float format with a matrix peak on the LPU: how its weights are stored. */
 DType vr_lpu_format(const Device *d)
 {
-	DType best = DT_F32;
-	for (int dt = 0; dt < DT_COUNT; dt++)
-		if (num_has(&d->peak[dt]) && rt_dtype_isfloat((DType)dt) && rt_dtypes[dt].kind != K_BLOCK &&
-		    rt_dtypes[dt].bits < rt_dtypes[best].bits)
-			best = (DType)dt;
-	return best;
+	DType f = dev_matmul_format(d);
+	return f != DT_INVALID ? f : DT_F32;
 }
 
 VrLpuTime vr_lpu_time(const Plan *p, const Device *lpu, const Link *c2c, const PlanInstr *in, int chips,
@@ -69,9 +57,9 @@ VrLpuTime vr_lpu_time(const Plan *p, const Device *lpu, const Link *c2c, const P
 		out += (double)p->buffers[in->out[k]].size;
 	bytes += out;
 	const MemSpace *s = dev_mem_kind(lpu, MEM_SRAM);
-	double bw = s && num_has(&s->bandwidth) ? s->bandwidth.v : 1e12;
+	double bw = s && num_has(&s->bandwidth) ? s->bandwidth.v : 0;   /* lpu_arch requires it */
 	double peak = dev_peak(lpu, wf);
-	t.stream = bytes / (chips * bw);
+	t.stream = bw > 0 ? bytes / (chips * bw) : 0;
 	t.compute = peak > 0 ? in->flops / (chips * peak) : 0;
 	const Unit *mxm = lpu->nunits ? &lpu->units[0] : NULL;
 	t.fixed = (mxm && num_has(&mxm->latency) ? mxm->latency.v : 0) + rt_attr_float(&in->attrs, "comm_s", 0);
@@ -104,7 +92,7 @@ double vr_cost(const Plan *p, int stream, const PlanInstr *in)
 	if (in->kind != PI_KERNEL)
 		return rt_cost_roofline(p, stream, in);
 	if (d->kind && strcmp(d->kind, "lpu") == 0) {
-		double t = tval(in, "time_us", -1);
+		double t = plan_instr_num(in, "time_us", -1);
 		return t >= 0 ? t * 1e-6 : rt_cost_roofline(p, stream, in);
 	}
 	double n = (double)rt_attr_int(&in->attrs, "pool_chips", 1);
@@ -113,4 +101,11 @@ double vr_cost(const Plan *p, int stream, const PlanInstr *in)
 		return rt_cost_roofline(p, stream, in);
 	t += rt_attr_float(&in->attrs, "comm_s", 0);
 	return t >= 0 && isfinite(t) ? t : 0;
+}
+
+/* Node pricing for passes (Target.node_time; disaggregate's pool sizes and micro-batches): the
+ * GPU pool by the roofline of targets/lower.c, the LPU pool by the LPU's (targets/lpu/cost.c). */
+double vr_node_time(const Target *t, const Machine *m, const Device *d, const Precision *p, const TgtWork *w)
+{
+	return d->kind == DEV_LPU ? lpu_node_time(t, m, d, p, w) : tgt_roofline_time(t, m, d, p, w);
 }

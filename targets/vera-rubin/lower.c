@@ -4,8 +4,8 @@
  * Input: a graph the disaggregate pass (passes/disaggregate.c) placed: `@device(gpu0)` nodes on
  * the GPU pool, `@device(lpu0)` nodes on the LPU pool, a Transfer at every crossing, micro-batches
  * already cut into the layer graphs, and on each node `pool_chips` (the chips of its pool that
- * work on it) and `pool_size` (the chips of its pool).  The multi-device GPU walk
- * (targets/gpu/lower.c through targets/devices.c, with targets/blackwell's tcgen05 and FA4 hooks
+ * work on it) and `pool_size` (the chips of its pool).  The lowering walk
+ * (targets/lower.c and targets/devices.c, with the GPU family's hooks, targets/gpu/lower.c, with targets/blackwell's tcgen05 and FA4 hooks
  * on Rubin's numbers) gives each pool a device, a stream and a memory space, turns each Transfer
  * into a copy over the GPU-LPU link and orders the streams with events, so both pools run
  * concurrently and the micro-batches ping-pong.  Nodes on the LPU pool come back to this file
@@ -26,18 +26,14 @@
 int bw_gemm(const GpuArch *a, const GemmShape *s, GemmTile *t, char *why, size_t n);
 void bw_attn(const GpuArch *a, const AttnShape *s, AttnTile *t);
 
-#define NKV 7
-
 typedef struct Vr {
 	const Device *lpu;
 	LpuArch arch;            /* the lpu backend's view of the LPU (slices, latencies, clock) */
 	int have_arch;
 	const Link *c2c;         /* LPU-LPU link: the pool's all-reduce */
-	PlanKV kv[NKV];
-	char val[NKV][48];
 } Vr;
 
-/* The pool size the nodes placed on device class `cls` (or, with cls NULL, on no LPU) carry. */
+/* The pool size the nodes placed on device class `lpu` (want_lpu) or on no LPU carry. */
 static int pool_size(const TgtInput *in, const Device *lpu, int want_lpu)
 {
 	int n = 1;
@@ -53,99 +49,76 @@ static int pool_size(const TgtInput *in, const Device *lpu, int want_lpu)
 }
 
 /* GpuHooks.foreign: an LPU-pool kernel's pricing, as tile attributes. */
-static int lpu_node(void *ctx, const Plan *p, int device, const Flat *f, int node, PlanInstr *pi, RtError *e)
+static int lpu_node(TgtLower *l, void *ctx, int device, int node, PlanInstr *pi, TgtAnn *t)
 {
 	Vr *v = ctx;
+	const Plan *p = l->p;
 	if (!v->lpu || strcmp(p->devices[device].kind, "lpu"))
-		return rt_errorf(e, RT_EUSER, "aicc: error: target vera-rubin places '%s' on device '%s', neither a GPU nor an LPU",
+		return rt_errorf(l->e, RT_EUSER, "aicc: error: target vera-rubin places '%s' on device '%s', neither a GPU nor an LPU",
 				 pi->node ? pi->node : "?", p->devices[device].name);
-	int chips = (int)rt_attr_int(&f->nodes[node].n->attrs, "pool_chips", 1);
+	int chips = (int)rt_attr_int(&l->f.nodes[node].n->attrs, "pool_chips", 1);
 	if (pi->op == RT_OP_MatMul || pi->op == RT_OP_Gemm || pi->op == RT_OP_GroupedMatMul)
 		pi->opts.mma_in = DT_MXFP8;
 	LpuCost cyc;
 	if (v->have_arch)
-		lpu_node_cycles(&v->arch, f, node, &cyc);
-	VrLpuTime t = vr_lpu_time(p, v->lpu, v->c2c, pi, chips, v->have_arch ? &cyc : NULL, v->arch.clock);
-	static const char *const keys[NKV] = { "kind", "chips", "sram_us", "mxm_us", "fixed_us", "time_us", "bound" };
-	snprintf(v->val[0], sizeof v->val[0], "lpu");
-	snprintf(v->val[1], sizeof v->val[1], "%d", chips);
-	snprintf(v->val[2], sizeof v->val[2], "%.4g", t.stream * 1e6);
-	snprintf(v->val[3], sizeof v->val[3], "%.4g", t.compute * 1e6);
-	snprintf(v->val[4], sizeof v->val[4], "%.4g", t.fixed * 1e6);
-	snprintf(v->val[5], sizeof v->val[5], "%.4g", vr_lpu_total(&t) * 1e6);
-	snprintf(v->val[6], sizeof v->val[6], "%s", t.stream >= t.compute ? "sram" : "mxm");
-	for (int i = 0; i < NKV; i++)
-		v->kv[i] = (PlanKV){ (char *)keys[i], v->val[i] };
-	pi->tile = v->kv;
-	pi->ntile = NKV;
+		lpu_node_cycles(&v->arch, &l->f, node, &cyc);
+	VrLpuTime lt = vr_lpu_time(p, v->lpu, v->c2c, pi, chips, v->have_arch ? &cyc : NULL, v->arch.clock);
+	tgt_ann_put(t, "kind", "lpu");
+	tgt_ann_put(t, "chips", "%d", chips);
+	tgt_ann_put(t, "sram_us", "%.4g", lt.stream * 1e6);
+	tgt_ann_put(t, "mxm_us", "%.4g", lt.compute * 1e6);
+	tgt_ann_put(t, "fixed_us", "%.4g", lt.fixed * 1e6);
+	tgt_ann_put(t, "time_us", "%.4g", vr_lpu_total(&lt) * 1e6);
+	tgt_ann_put(t, "bound", "%s", lt.stream >= lt.compute ? "sram" : "mxm");
 	pi->unit = -1;
 	return 0;
 }
 
-/* Widens space `name` of the machine's plan entities by `mul`; returns its index (or -1). */
-static int widen(Plan *desc, const char *id, const char *mem, double mul, int64_t *old)
+/* The pools in the plan: every device of kind `kind` gets the pool's peak (FLOP/s) and its
+ * memory space `mem` the pool's capacity (x mul). */
+static void widen(Plan *p, const char *kind, const char *mem, double mul, double peak)
 {
-	char name[128];
-	snprintf(name, sizeof name, "%s.%s", id, mem);
-	int s = plan_find_space(desc, name);
-	if (s >= 0) {
-		*old = desc->spaces[s].capacity;
-		desc->spaces[s].capacity = (int64_t)((double)*old * mul);
+	for (int d = 0; d < p->ndevices; d++) {
+		if (strcmp(p->devices[d].kind, kind))
+			continue;
+		p->devices[d].peak_flops = peak;
+		char name[160];
+		snprintf(name, sizeof name, "%s.%s", p->devices[d].name, mem);
+		int s = plan_find_space(p, name);
+		if (s >= 0)
+			p->spaces[s].capacity = (int64_t)((double)p->spaces[s].capacity * mul);
 	}
-	return s;
 }
 
-/* Sets the peak of device class `id` in the machine's plan entities to `peak` (FLOP/s); returns
- * its index (or -1) and the old value in *old. */
-static int set_peak(Plan *desc, const char *id, double peak, double *old)
-{
-	int d = plan_find_device(desc, id);
-	if (d >= 0) {
-		*old = desc->devices[d].peak_flops;
-		desc->devices[d].peak_flops = peak;
-	}
-	return d;
-}
+/* The setup hook: the GPU family's, the LPU pool's numbers, and the pools' sizes in the plan. */
+const GpuHooks vr_gpu_hooks = { "tcgen05.1cta", bw_gemm, bw_attn, lpu_node };
 
-Plan *vr_lower(const TgtInput *in, RtError *e)
+int vr_setup(TgtLower *l)
 {
-	const Machine *m = in->machine->m;
+	const Machine *m = l->in->machine->m;
 	const Device *gpu = machine_first(m, DEV_GPU);
-	Vr v = { .lpu = machine_first(m, DEV_LPU) };
-	if (v.lpu) {
-		v.c2c = machine_link(m, v.lpu, v.lpu);
-		if (lpu_arch(m, v.lpu, &v.arch, e) < 0)
-			return NULL;
-		v.have_arch = 1;
+	Vr *v = tgt_lower_alloc(l, 1, sizeof *v);
+	if (!v || gpu_setup(l) < 0)
+		return -1;
+	gpu_set_foreign_ctx(l, v);
+	if ((v->lpu = machine_first(m, DEV_LPU))) {
+		v->c2c = machine_link(m, v->lpu, v->lpu);
+		if (lpu_arch(m, v->lpu, &v->arch, l->e) < 0)
+			return -1;
+		v->have_arch = 1;
 	}
-	GpuHooks h = { "vera-rubin", bw_gemm, bw_attn, lpu_node, &v };
-	/* the pools' memories, for the walk; the machine's entities are restored after it */
-	Plan *desc = in->machine->desc;
-	int64_t gold = 0, lold = 0;
-	int ng = pool_size(in, v.lpu, 0);
-	double gpeak = 0, lpeak = 0;
-	int gs = gpu ? widen(desc, gpu->id, "hbm", ng, &gold) : -1;
-	int gd = gpu ? set_peak(desc, gpu->id, dev_peak(gpu, DT_BF16) * ng, &gpeak) : -1;
-	int ls = -1, ld = -1;
-	if (v.lpu) {
-		int nl = pool_size(in, v.lpu, 1);
-		if (num_has(&v.lpu->count) && nl > v.lpu->count.v && nl > 1) {
-			rt_errorf(e, RT_EUSER, "aicc: error: vera-rubin: the graph asks for a pool of %d %s but machine %s has %.0f",
-				  nl, v.lpu->id, m->name, v.lpu->count.v);
-			return NULL;
-		}
-		ls = widen(desc, v.lpu->id, "sram", nl * 2.0 / rt_dtype_bytes(vr_lpu_format(v.lpu), 1), &lold);
-		/* the pool's matrix peak at its FP8 format (reports compare achieved FLOP/s with it) */
-		ld = set_peak(desc, v.lpu->id, dev_peak(v.lpu, vr_lpu_format(v.lpu)) * nl, &lpeak);
+	int ng = pool_size(l->in, v->lpu, 0);
+	if (gpu)
+		widen(l->p, "gpu", "hbm", ng, dev_peak(gpu, DT_BF16) * ng);
+	if (v->lpu) {
+		int nl = pool_size(l->in, v->lpu, 1);
+		if (num_has(&v->lpu->count) && nl > v->lpu->count.v && nl > 1)
+			return rt_errorf(l->e, RT_EUSER, "aicc: error: vera-rubin: the graph asks for a pool of %d %s but machine %s has %.0f",
+					 nl, v->lpu->id, m->name, v->lpu->count.v);
+		/* the walk keeps float values at bf16, the LPUs store weights at their FP8 format; the
+		 * pool's matrix peak is at that format (reports compare achieved FLOP/s with it) */
+		DType f = vr_lpu_format(v->lpu);
+		widen(l->p, "lpu", "sram", nl * 2.0 / rt_dtype_bytes(f, 1), dev_peak(v->lpu, f) * nl);
 	}
-	Plan *p = gpu_lower(in, &h, e);
-	if (gs >= 0)
-		desc->spaces[gs].capacity = gold;
-	if (ls >= 0)
-		desc->spaces[ls].capacity = lold;
-	if (gd >= 0)
-		desc->devices[gd].peak_flops = gpeak;
-	if (ld >= 0)
-		desc->devices[ld].peak_flops = lpeak;
-	return p;
+	return 0;
 }

@@ -1,20 +1,26 @@
-/* targets/vera-rubin/target.c: the vera-rubin target's data and hooks (targets/target.h).  Its
- * -O1 pipeline disaggregates attention and FFN over the GPU and LPU pools. */
+/* targets/vera-rubin/target.c: the vera-rubin target: its data and hooks (targets/target.h).
+ * The GPU family's walk hooks with Blackwell's tiling on Rubin's numbers, the LPU pool's kernels
+ * (lower.c) and its pricing (cost.c).  Its -O1 pipeline disaggregates attention and FFN over
+ * the GPU and LPU pools. */
 #include "passes/pass.h"
 #include "targets/vera-rubin/vr.h"
-
-Plan *vr_lower(const TgtInput *in, RtError *e);
-double vr_cost(const Plan *p, int stream, const PlanInstr *in);
 
 const Target tgt_vera_rubin = {
 	.name = "vera-rubin",
 	.help = "NVIDIA Vera Rubin + Groq 3 LPX: attention and KV cache on a Rubin GPU pool (tcgen05, FA4), FFN/MoE on an LPU pool, per-layer transfers, micro-batch ping-pong (run the disaggregate pass)",
 	.default_machine = "vera-rubin",
 	.kind = DEV_GPU,
+	.space = "hbm",
+	.align = 256,
 	.pipeline = "canonicalize,place-precision,fuse,disaggregate,schedule,plan-memory",
-	.formats = "bf16 f16 fp8 mxfp8 mxfp6 mxfp4 nvfp4 int8 w4a16 auto +graph +nopromote +tensor +1x128 +128x128 +nosplitk",
+	.formats = GPU_PRECISIONS,
 	.default_precision = "bf16",
 	.matrix_peak = 1,
-	.lower = vr_lower,
+	.family = &vr_gpu_hooks,
+	.setup = vr_setup,
+	.dtype = gpu_value_dtype,
+	.kernel = gpu_kernel,
+	.collective = gpu_collective,
+	.node_time = vr_node_time,
 	.cost = vr_cost,
 };

@@ -26,6 +26,12 @@ typedef struct VrLpuTime {
 VrLpuTime vr_lpu_time(const Plan *p, const Device *lpu, const Link *c2c, const PlanInstr *in, int chips,
 		      const LpuCost *cyc, double clock);
 double vr_lpu_total(const VrLpuTime *t);
+/* The target's hooks: setup (lower.c: the GPU family's, then the pools), the GPU family's tiling
+ * with the LPU pool's kernels (lower.c), pricing for the passes and the cost hook (cost.c). */
+extern const GpuHooks vr_gpu_hooks;
+int vr_setup(TgtLower *l);
+double vr_node_time(const Target *t, const Machine *m, const Device *d, const Precision *p, const TgtWork *w);
+double vr_cost(const Plan *p, int stream, const PlanInstr *in);
 /* The narrowest float format the LPU has a matrix peak for: how its SRAM stores weights. */
 DType vr_lpu_format(const Device *lpu);
 

@@ -38,7 +38,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (m && have_mach && ref && ir_verify(m) == 0 && ir_infer_shapes(m) == 0 && ir_entry(m)) {
 		RtError le = { 0 };
 		TgtInput in = { m, ir_entry(m), &mach, &prec, NULL, NULL };
-		Plan *p = ref->lower(&in, &le);
+		Plan *p = tgt_lower(ref, &in, &le);
 		if (p)
 			plan_verify(p, &le);
 		plan_free(p);

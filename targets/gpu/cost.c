@@ -1,0 +1,31 @@
+/* targets/gpu/cost.c: the cost hook of the GPU targets (hopper, blackwell; vera-rubin's GPU
+ * pool).  Kernels carry their resource times (t.mma_us, t.smem_us, t.hbm_us, t.l2_us, t.sfu_us,
+ * t.fma_us, t.overlap, t.fixed_us, t.floor_us) from the GPU model (targets/gpu/model.c,
+ * backends.md §0-§1b); the hook recombines them (gpu_cost_total), so the timing engine prices
+ * plans without the machine file.  A collective adds its t.base_us to the runtime's ring time. */
+#include "targets/gpu/gpu.h"
+
+#include <math.h>
+
+double gpu_instr_cost(const PlanInstr *in, double pool)
+{
+	if (in->kind == PI_COLLECTIVE)
+		return fmax(0, plan_instr_num(in, "base_us", 0)) * 1e-6;
+	if (in->kind != PI_KERNEL || plan_instr_num(in, "fixed_us", -1) < 0)
+		return -1;
+	if (!(pool >= 1))
+		pool = 1;
+	GpuCost c = { .mma = plan_instr_num(in, "mma_us", 0) / pool, .smem = plan_instr_num(in, "smem_us", 0) / pool, .hbm = plan_instr_num(in, "hbm_us", 0) / pool,
+		      .l2 = plan_instr_num(in, "l2_us", 0) / pool, .sfu = plan_instr_num(in, "sfu_us", 0) / pool, .fma = plan_instr_num(in, "fma_us", 0) / pool,
+		      .overlap = plan_instr_num(in, "overlap", 1), .fixed = plan_instr_num(in, "fixed_us", 0), .floor = plan_instr_num(in, "floor_us", 0) };
+	double t = gpu_cost_total(&c) * 1e-6;
+	return t >= 0 && isfinite(t) ? t : 0;
+}
+
+double gpu_cost(const Plan *p, int stream, const PlanInstr *in)
+{
+	double t = gpu_instr_cost(in, 1);
+	if (in->kind == PI_COLLECTIVE)   /* alpha-beta ring time plus the library's base latency */
+		return rt_cost_roofline(p, stream, in) + t;
+	return t >= 0 ? t : rt_cost_roofline(p, stream, in);
+}

@@ -1,0 +1,211 @@
+/* targets/lower.c: the one lowering walk (contract in targets/target.h, "the lowering walk") and
+ * the roofline most targets price a pass's work with.
+ *
+ * A target supplies data (device kind, value space, alignment) and hooks (setup, dtype,
+ * kernel, optional prepare and finish); this file does everything else in one order for the
+ * reference, hopper, blackwell, tpu and vera-rubin targets: the call flattening, the device
+ * placement and multi-device plumbing of targets/devices.c, buffers placed first fit with reuse
+ * after the last reader, fusion groups, the per-node kernel instructions, inputs and outputs,
+ * and the plan verifier.  Memory the hooks take with tgt_lower_alloc is freed here.
+ */
+#include "targets/target.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+void *tgt_lower_alloc(TgtLower *l, size_t n, size_t size)
+{
+	if (l->nallocs == l->capallocs) {
+		int cap = l->capallocs ? 2 * l->capallocs : 8;
+		void **a = realloc(l->allocs, sizeof *a * (size_t)cap);
+		if (!a) {
+			rt_errorf(l->e, RT_ENOMEM, "out of memory lowering the graph");
+			return NULL;
+		}
+		l->allocs = a, l->capallocs = cap;
+	}
+	void *m = calloc(n ? n : 1, size ? size : 1);
+	if (!m) {
+		rt_errorf(l->e, RT_ENOMEM, "out of memory lowering the graph");
+		return NULL;
+	}
+	return l->allocs[l->nallocs++] = m;
+}
+
+void *tgt_lower_state(TgtLower *l, size_t size) { return l->ctx = tgt_lower_alloc(l, 1, size); }
+
+static DType dtype_of(const void *l, const FlatVal *v)
+{
+	const TgtLower *w = l;
+	return w->t->dtype(w, v);
+}
+
+/* The device kind values live on: the target's, else the machine's first accelerator's. */
+static DevKind value_kind(const TgtLower *l)
+{
+	const Device *d = prec_device(l->t, l->in->machine->m);
+	return l->t->kind >= 0 ? (DevKind)l->t->kind : d ? d->kind : DEV_CPU;
+}
+
+/* devices -> values: the plan, its devices and streams, every buffer, the fusion groups. */
+static int place(TgtLower *l)
+{
+	const TgtMachine *tm = l->in->machine;
+	if (!(l->p = plan_new(l->t->name, tm->desc->machine, tm->desc->machine_hash, l->e)) ||
+	    plan_set_source(l->p, l->in->model, l->in->binds, l->in->prec->spec, l->e) < 0 ||
+	    tgt_devs_init(&l->devs, l->p, tm, &l->f, value_kind(l), l->t->space, l->t->align, l->e) < 0)
+		return -1;
+	size_t nv = (size_t)l->f.nvals + 1, nn = (size_t)l->f.nnodes + 1;
+	if (!(l->buf = tgt_lower_alloc(l, nv, sizeof *l->buf)) || !(l->gfirst = tgt_lower_alloc(l, nn, sizeof *l->gfirst)) ||
+	    !(l->glast = tgt_lower_alloc(l, nn, sizeof *l->glast)))
+		return -1;
+	return 0;
+}
+
+/* One node: lowered by devices.c (a transfer, collective or weight shard), else a kernel the
+ * target completes. */
+static int node(TgtLower *l, int i)
+{
+	int ins[TGT_MAX_OPERANDS], outs[TGT_MAX_OPERANDS];
+	PlanInstr pi;
+	Op op = l->f.nodes[i].n->op;
+	if (tgt_devs_handles(&l->devs, &l->f, i)) {
+		if ((op != OP_AllReduce && op != OP_AllGather && op != OP_AllToAll) || !l->t->collective)
+			return tgt_devs_emit(&l->devs, l->p, &l->f, i, l->buf, NULL, l->e);
+		TgtAnn t = { .n = 0 };
+		plan_instr_init(&pi, PI_COLLECTIVE);
+		if (l->t->collective(l, i, &t) < 0)
+			return -1;
+		pi.tile = t.kv, pi.ntile = t.n;
+		return tgt_devs_emit(&l->devs, l->p, &l->f, i, l->buf, &pi, l->e);
+	}
+	tgt_devs_bufs(&l->devs, &l->f, i, l->buf);
+	if (tgt_kernel_instr(&pi, l->p, &l->f, i, l->buf, ins, outs, l->e) < 0)
+		return -1;
+	TgtAnn t = { .n = 0 };
+	if (l->t->kernel(l, i, &pi, &t) < 0)
+		return -1;
+	pi.tile = t.kv, pi.ntile = t.n;
+	return tgt_devs_emit(&l->devs, l->p, &l->f, i, l->buf, &pi, l->e);
+}
+
+static int walk(TgtLower *l)
+{
+	if (tgt_flatten(l->in->g, &l->f, l->e) < 0 || place(l) < 0 || (l->t->setup && l->t->setup(l) < 0))
+		return -1;
+	if (tgt_devs_values(&l->devs, l->p, &l->f, dtype_of, l, l->buf, l->in->m->dir, l->e) < 0)
+		return -1;
+	tgt_fusion_groups(&l->f, l->gfirst, l->glast);
+	if (l->t->prepare && l->t->prepare(l) < 0)
+		return -1;
+	for (int i = 0; i < l->f.nnodes; i++)
+		if (node(l, i) < 0)
+			return -1;
+	if (l->t->finish && l->t->finish(l) < 0)
+		return -1;
+	if (tgt_add_io(l->p, &l->f, l->in->g, l->buf, l->e) < 0)
+		return -1;
+	if (plan_verify(l->p, l->e) < 0) {
+		char msg[sizeof l->e->msg];
+		snprintf(msg, sizeof msg, "%s", l->e->msg);
+		return rt_errorf(l->e, RT_EINTERNAL, "aicc: internal error: the %s plan fails verification: %s", l->t->name, msg);
+	}
+	return 0;
+}
+
+Plan *tgt_lower(const Target *t, const TgtInput *in, RtError *e)
+{
+	if (t->lower)
+		return t->lower(in, e);
+	TgtLower l = { .t = t, .in = in, .e = e };
+	int rc = walk(&l);
+	tgt_flat_free(&l.f);
+	tgt_devs_free(&l.devs);
+	for (int i = 0; i < l.nallocs; i++)
+		free(l.allocs[i]);
+	free(l.allocs);
+	if (rc < 0) {
+		plan_free(l.p);
+		return NULL;
+	}
+	return l.p;
+}
+
+/* ---- pricing a pass's work ---- */
+
+static double lat(const Link *l) { return l && num_has(&l->latency) ? l->latency.v : 0; }
+
+/* alpha + bytes / one-way bandwidth over link l (0 without a link). */
+static double link_time(const Link *l, double bytes)
+{
+	double bw = l ? link_oneway_bw(l) : 0;
+	return l && bw > 0 ? lat(l) + bytes / bw : 0;
+}
+
+/* The device's main memory: HBM, else DRAM, else SRAM; NULL when it has none with a bandwidth. */
+static const MemSpace *main_memory(const Device *d)
+{
+	static const MemKind kinds[] = { MEM_HBM, MEM_DRAM, MEM_SRAM };
+	for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+		const MemSpace *s = dev_mem_kind(d, kinds[i]);
+		if (s && num_has(&s->bandwidth))
+			return s;
+	}
+	return NULL;
+}
+
+static double value_bytes(const Value *v)
+{
+	int64_t n = ir_type_numel(v->type);
+	return n < 0 || v->type.dt == DT_INVALID ? 0 : (double)rt_dtype_bytes(v->type.dt, n);
+}
+
+/* FLOP and bytes of one IR node (a Call: its callee's weights x repeat). */
+static void node_work(const Node *n, double *fl, double *by)
+{
+	*fl = ir_node_flops(n);
+	*by = 0;
+	for (int i = 0; i < n->nin; i++)
+		if (n->in[i])
+			*by += value_bytes(n->in[i]);
+	for (int i = 0; i < n->nout; i++)
+		*by += value_bytes(n->out[i]);
+	if (n->op == OP_Call && n->callee)
+		*by += (double)ir_summary(n->callee).parameter_bytes * (double)(n->repeat > 0 ? n->repeat : 1);
+}
+
+/* Seconds per kernel launch: the device's `launch` engine, or `graph` under +graph. */
+static double launch(const Device *d, const Precision *p)
+{
+	const char *name = p && p->graph ? "graph" : "launch";
+	for (int i = 0; i < d->nengines; i++)
+		if (!strcmp(d->engines[i].name, name) && num_has(&d->engines[i].latency))
+			return d->engines[i].latency.v;
+	return 0;
+}
+
+double tgt_roofline_time(const Target *t, const Machine *m, const Device *d, const Precision *p, const TgtWork *w)
+{
+	(void)t;
+	if (w->to)
+		return link_time(machine_link(m, d, w->to), w->bytes);
+	double fl = w->flops, by = w->bytes, chips = w->chips > 1 ? w->chips : 1;
+	DType fmt = w->fmt;
+	if (w->node) {
+		node_work(w->node, &fl, &by);
+		if (fmt == DT_INVALID)
+			fmt = w->node->nout ? w->node->out[0]->type.dt : DT_F32;
+	}
+	double peak = fmt != DT_INVALID ? dev_peak(d, fmt) : 0;
+	if (peak <= 0)
+		peak = dev_peak(d, DT_F32);
+	peak *= dev_efficiency(d, "gemm", 1);
+	const MemSpace *mem = main_memory(d);
+	double bw = mem ? mem->bandwidth.v * (num_has(&mem->efficiency) ? mem->efficiency.v : 1) : 0;
+	double time = fmax(peak > 0 ? fl / (chips * peak) : 0, bw > 0 ? by / (chips * bw) : 0);
+	time += w->kernels * launch(d, p);
+	if (w->reduce > 0 && chips > 1)
+		time += ceil(log2(chips)) * link_time(machine_link(m, d, d), w->reduce);
+	return time;
+}
