@@ -600,9 +600,7 @@ static int value_on(TgtDevs *d, Plan *p, const Flat *f, int v, DType dt, int pl,
 		int pid = f->nodes[fv->def].in[0];
 		const FlatVal *pv = &f->vals[pid];
 		TgtHeap *h = &d->heap[pl];      /* a constant: live throughout, as its parameter */
-		for (int j = 0; j < h->n; j++)
-			if (h->owner[j] == v && h->lo[j] == p->buffers[b].offset)
-				h->owner[j] = pid;
+		tgt_heap_rename(h, p->buffers[b].offset, v, pid);
 		InitKind k = pv->v->init ? pv->v->init->kind : INIT_NONE;
 		if (k == INIT_LITERAL || k == INIT_DATA)
 			return rt_errorf(e, RT_EUSER, "aicc: error: parameter '%s' has inline data and cannot be stored "

@@ -3,7 +3,9 @@
  * Buffers are placed in program order: a value takes the lowest aligned offset where it fits
  * between the values still live, and a value is released once the node that reads it last has
  * run (graph outputs never are), so memory is reused as in TFLite's arena planner.  The live
- * intervals are kept sorted by offset. */
+ * intervals are kept sorted by offset; the placements are those of a plain first-fit scan over
+ * them, found in time linear in the values overall (issue 19). */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,6 +28,8 @@ void tgt_heap_free(TgtHeap *h)
 	free(h->lo);
 	free(h->hi);
 	free(h->owner);
+	free(h->rec);
+	rt_heap_free(&h->dq);
 	memset(h, 0, sizeof *h);
 }
 
@@ -46,16 +50,38 @@ static int heap_grow(TgtHeap *h)
 	return 0;
 }
 
+static int64_t align_up(const TgtHeap *h, int64_t x)
+{
+	return (x + h->align - 1) / h->align * h->align;
+}
+
+/* Intervals never overlap, so their ends rise with their starts and the first free byte after
+ * intervals [0, at) is the aligned end of interval at-1. */
+static int64_t end_before(const TgtHeap *h, int at)
+{
+	return at > 0 ? align_up(h, h->hi[at - 1]) : 0;
+}
+
 int64_t tgt_heap_place(TgtHeap *h, int64_t size, int owner)
 {
 	if (h->n >= h->cap && heap_grow(h) < 0)
 		return -1;
-	int64_t off = 0;
-	int at = 0;
+	TgtHeapRec *rec = h->rec;
+	if (!h->scan && h->nrec >= h->crec) {
+		int c = h->crec * 2 + 16;
+		if (!(rec = realloc(h->rec, sizeof *rec * (size_t)c)))
+			return -1;
+		h->rec = rec, h->crec = c;
+	}
+	while (h->tight < h->n && h->lo[h->tight] == end_before(h, h->tight))
+		h->tight++;
+	/* first fit: a gap of 0 bytes holds only an empty value, which goes first */
+	int at = size > 0 ? h->tight : 0;
+	int64_t off = size > 0 ? end_before(h, at) : 0;
 	for (; at < h->n; at++) {
 		if (h->lo[at] - off >= size)
 			break;
-		int64_t end = (h->hi[at] + h->align - 1) / h->align * h->align;
+		int64_t end = align_up(h, h->hi[at]);
 		if (end > off)
 			off = end;
 	}
@@ -66,24 +92,98 @@ int64_t tgt_heap_place(TgtHeap *h, int64_t size, int owner)
 	h->hi[at] = off + size;
 	h->owner[at] = owner;
 	h->n++;
+	if (at < h->tight)
+		h->tight = at;
+	if (!h->scan)
+		h->rec[h->nrec++] = (TgtHeapRec){ owner, off };
 	if (off + size > h->top)
 		h->top = off + size;
 	return off;
 }
 
-void tgt_heap_release(TgtHeap *h, const Flat *f, int node)
+/* The index of the interval at offset lo held by owner, or -1. */
+static int heap_find(const TgtHeap *h, int64_t lo, int owner)
+{
+	int a = 0, b = h->n;
+	while (a < b) {
+		int m = a + (b - a) / 2;
+		if (h->lo[m] < lo)
+			a = m + 1;
+		else
+			b = m;
+	}
+	for (; a < h->n && h->lo[a] == lo; a++)
+		if (h->owner[a] == owner)
+			return a;
+	return -1;
+}
+
+void tgt_heap_rename(TgtHeap *h, int64_t lo, int from, int to)
+{
+	int j = heap_find(h, lo, from);
+	if (j >= 0)
+		h->owner[j] = to;
+	for (int k = h->nrec - 1; k >= h->nqueued; k--)
+		if (h->rec[k].owner == from && h->rec[k].lo == lo) {
+			h->rec[k].owner = to;
+			break;
+		}
+}
+
+/* The node from which value v of f is dead, or INT_MAX when it never is. */
+static int death(const TgtHeap *h, const Flat *f, int v)
+{
+	const FlatVal *fv = &f->vals[v];
+	if (fv->def < 0 || fv->is_output || (h->keep && h->keep[v]))
+		return INT_MAX;
+	return (fv->last < 0 ? fv->def : fv->last) + 1;
+}
+
+/* Every live interval's death checked: once the queue could not grow, for good. */
+static void release_scan(TgtHeap *h, const Flat *f, int node)
 {
 	int k = 0;
-	for (int j = 0; j < h->n; j++) {
-		const FlatVal *v = &f->vals[h->owner[j]];
-		int dead = v->def >= 0 && !v->is_output && (v->last < 0 ? v->def : v->last) < node &&
-			   !(h->keep && h->keep[h->owner[j]]);
-		if (!dead) {
+	for (int j = 0; j < h->n; j++)
+		if (death(h, f, h->owner[j]) > node) {
 			h->lo[k] = h->lo[j], h->hi[k] = h->hi[j], h->owner[k] = h->owner[j];
 			k++;
 		}
-	}
 	h->n = k;
+	h->tight = 0;
+}
+
+void tgt_heap_release(TgtHeap *h, const Flat *f, int node)
+{
+	for (; !h->scan && h->nqueued < h->nrec; h->nqueued++) {
+		int dn = death(h, f, h->rec[h->nqueued].owner);
+		if (dn != INT_MAX && rt_heap_push(&h->dq, dn, h->nqueued) < 0)
+			h->scan = 1;
+	}
+	if (h->scan) {
+		release_scan(h, f, node);
+		return;
+	}
+	int lowest = h->n;     /* drop the dead intervals, then close the holes from the lowest */
+	while (h->dq.n > 0 && h->dq.a[0].key <= node) {
+		const TgtHeapRec *d = &h->rec[rt_heap_pop(&h->dq).id];
+		int j = heap_find(h, d->lo, d->owner);
+		if (j >= 0) {
+			h->owner[j] = -1;
+			if (j < lowest)
+				lowest = j;
+		}
+	}
+	if (lowest == h->n)
+		return;
+	int k = lowest;
+	for (int j = lowest; j < h->n; j++)
+		if (h->owner[j] >= 0) {
+			h->lo[k] = h->lo[j], h->hi[k] = h->hi[j], h->owner[k] = h->owner[j];
+			k++;
+		}
+	h->n = k;
+	if (lowest < h->tight)
+		h->tight = lowest;
 }
 
 void tgt_plan_name(char *d, size_t n, const char *s)

@@ -11,6 +11,7 @@
 
 #include "ir/ir.h"
 #include "runtime/interp.h"
+#include "runtime/heap.h"
 #include "runtime/plan.h"
 #include "targets/machine.h"
 #include "targets/precision.h"
@@ -98,7 +99,13 @@ typedef struct TgtInput {
 int tgt_add_const(Plan *p, int buffer, const FlatVal *fv, const char *dir, RtError *e);
 
 /* First-fit placement of buffers in one memory space (targets/heap.c): live intervals sorted by
- * offset, offsets aligned to `align` bytes, values released after their last reader. */
+ * offset, offsets aligned to `align` bytes, values released after their last reader.  Linear in
+ * the number of values overall: the exactly packed prefix of the intervals is skipped when placing
+ * (`tight`), and releases pop a min-heap of death nodes instead of scanning the live set. */
+typedef struct TgtHeapRec {
+	int owner;
+	int64_t lo;
+} TgtHeapRec;
 typedef struct TgtHeap {
 	int64_t *lo, *hi;    /* live intervals [lo, hi) */
 	int *owner;          /* the flat value holding each interval */
@@ -106,6 +113,12 @@ typedef struct TgtHeap {
 	const unsigned char *keep;   /* per flat value, or NULL: never released (read by another stream) */
 	int64_t align;       /* bytes */
 	int64_t top;         /* high-water mark, bytes */
+	int tight;           /* intervals [0, tight) leave no gap before them */
+	TgtHeapRec *rec;     /* every placement, in order */
+	int nrec, crec;
+	int nqueued;         /* rec[0, nqueued) are in dq when they die at all */
+	RtHeap dq;           /* (first node at which the value is dead, rec index), least first */
+	int scan;            /* the queue could not grow: releases scan every interval */
 } TgtHeap;
 /* Room for `capacity` live values to start with; 0, or -1 when out of memory (free with
  * tgt_heap_free). */
@@ -113,7 +126,10 @@ int tgt_heap_init(TgtHeap *h, int capacity, int64_t align);
 void tgt_heap_free(TgtHeap *h);
 /* The offset where `size` bytes of value `owner` go, or -1 when out of memory. */
 int64_t tgt_heap_place(TgtHeap *h, int64_t size, int owner);
-/* Drops the intervals of values of f that no node from `node` on reads (outputs stay). */
+/* The interval at offset `lo` held by `from` is held by `to` from now on (and released as to's). */
+void tgt_heap_rename(TgtHeap *h, int64_t lo, int from, int to);
+/* Drops the intervals of values of f that no node from `node` on reads (outputs stay).  Amortised
+ * O(log n) per released value; out of memory for its queue it scans every live interval instead. */
 void tgt_heap_release(TgtHeap *h, const Flat *f, int node);
 /* s made a valid plan name (no blanks, '=', ',', brackets or quotes) into d (n bytes). */
 void tgt_plan_name(char *d, size_t n, const char *s);
