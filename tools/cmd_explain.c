@@ -116,15 +116,8 @@ static int parse_opts(int argc, char **argv, ExplainOpts *o)
 				return -1;
 			continue;
 		}
-		if (argv[i][0] == '-' && argv[i][1]) {
-			drv_error("unknown option '%s' (see aicc explain --help)", argv[i]);
+		if (drv_operand(argv[i], &o->plan, "plan", "explain") < 0)
 			return -1;
-		}
-		if (o->plan) {
-			drv_error("more than one plan given ('%s' and '%s')", o->plan, argv[i]);
-			return -1;
-		}
-		o->plan = argv[i];
 	}
 	if (!o->plan) {
 		drv_error("no plan given (see aicc explain --help)");

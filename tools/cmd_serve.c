@@ -193,15 +193,8 @@ static int parse_opts(int argc, char **argv, ServeOpts *o)
 				*flags[k].flag = done = 1;
 		if (done)
 			continue;
-		if (argv[i][0] == '-' && argv[i][1]) {
-			drv_error("unknown option '%s' (see aicc serve --help)", argv[i]);
+		if (drv_operand(argv[i], &o->model, "model", "serve") < 0)
 			return -1;
-		}
-		if (o->model) {
-			drv_error("more than one model given ('%s' and '%s')", o->model, argv[i]);
-			return -1;
-		}
-		o->model = argv[i];
 	}
 	if (!o->model) {
 		drv_error("no model given (see aicc serve --help)");

@@ -40,6 +40,10 @@ void drv_install_signals(void);
 /* "--name=value" or "--name value": if argv[*i] is option `name`, sets *val, advances *i and
  * returns 1; returns -1 (with a message) when the value is missing; 0 when not this option. */
 int opt_value(int argc, char **argv, int *i, const char *name, const char **val);
+/* A command's non-option argument: `arg` starting with '-' (not "-" alone) is an unknown option
+ * ("see aicc CMD --help"); otherwise it fills *slot, and a second one is an error naming both
+ * ("more than one WHAT given").  Returns 0, or -1 after printing the error. */
+int drv_operand(const char *arg, const char **slot, const char *what, const char *cmd);
 /* Prints "aicc: error: ..." to stderr. */
 void drv_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Prints a library error message: as is when it already says "error: " (file:line: error: ...),

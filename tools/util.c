@@ -25,6 +25,20 @@ void drv_error(const char *fmt, ...)
 	va_end(ap);
 }
 
+int drv_operand(const char *arg, const char **slot, const char *what, const char *cmd)
+{
+	if (arg[0] == '-' && arg[1]) {
+		drv_error("unknown option '%s' (see aicc %s --help)", arg, cmd);
+		return -1;
+	}
+	if (*slot) {
+		drv_error("more than one %s given ('%s' and '%s')", what, *slot, arg);
+		return -1;
+	}
+	*slot = arg;
+	return 0;
+}
+
 void drv_report(const char *msg)
 {
 	progress_pause();
