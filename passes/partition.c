@@ -214,6 +214,21 @@ static int kv_splits(const Value *v, int64_t kvh, int past)
 	return past ? v->kind == V_INPUT && v->nuses == 1 : pass_is_output(v) && v->nuses == 1;
 }
 
+/* The Cast that is the only reader of present result v when its result is a graph output read
+ * nowhere else (the prefill phase's FP8 KV cache, --kv-format fp8: the cache is stored cast), or
+ * NULL. */
+static Node *kv_cast(const Part *p, const Value *v)
+{
+	if (v->nuses != 1 || pass_is_output(v))
+		return NULL;
+	for (Node *n = p->g->first; n; n = n->next)
+		for (int k = 0; k < n->nin; k++)
+			if (n->in[k] == v)
+				return n->op == OP_Cast && n->nout == 1 && pass_is_output(n->out[0]) && n->out[0]->nuses == 1 ?
+				       n : NULL;
+	return NULL;
+}
+
 /* Whether Attention n can run per group of heads: 3-D Q, K, V ([B, S, heads * head]), no mask,
  * both head counts divisible by tp; a KV cache (past inputs, present outputs: docs/passes.md
  * "KV cache") is cut by KV heads too, so each shard keeps its heads' cache (whole GQA groups). */
@@ -230,9 +245,11 @@ static int attention_splits(Part *p, const Node *n)
 	for (int i = 0; i < 3; i++)
 		if (!n->in[i] || n->in[i]->type.rank != 3)
 			return 0;
-	for (int i = 1; i < n->nout; i++)
-		if (n->out[i]->nuses && (i > 2 || !kv_splits(n->out[i], kvh, 0)))
+	for (int i = 1; i < n->nout; i++) {
+		const Node *cast = i <= 2 ? kv_cast(p, n->out[i]) : NULL;
+		if (n->out[i]->nuses && (i > 2 || !(kv_splits(n->out[i], kvh, 0) || (cast && kv_splits(cast->out[0], kvh, 0)))))
 			return 0;
+	}
 	return 1;
 }
 
@@ -415,13 +432,25 @@ static void divide_attr(Node *c, const char *name, int k)
 
 /* The graph output v (a present key or value) := Concat {axis=1} of result j of the shard
  * Attentions: KV heads in shard order.  No @device: the lowering makes it a sharded plan output
- * (each device keeps its heads' cache; targets/devices.c), not an instruction. */
-static void assemble_output(Part *p, Node *before, Value *v, Node **attn, int j)
+ * (each device keeps its heads' cache; targets/devices.c), not an instruction.  cast (or NULL):
+ * the Cast between result j and the graph output (kv_cast), done per shard (region rid's shard
+ * i), and v is then its result. */
+static void assemble_output(Part *p, Node *before, Value *v, Node **attn, int j, Node *cast, int rid)
 {
 	Value *parts[SHARDS];
-	for (int i = 0; i < p->tp; i++)
-		parts[i] = attn[i]->out[j];
 	char buf[256];
+	for (int i = 0; i < p->tp; i++) {
+		parts[i] = attn[i]->out[j];
+		if (cast) {
+			snprintf(buf, sizeof buf, "%s.tp%d", v->name, i);
+			const char *nm = ir_fresh_name(p->g, buf);
+			Node *c = ir_insert_node(p->g, before, OP_Cast, &parts[i], 1, &nm, 1, cast->loc);
+			for (int a = 0; a < cast->attrs.n; a++)
+				ir_set_attr(c, &cast->attrs.a[a]);
+			c->aux = (void *)(intptr_t)(rid * SHARDS + i + 1);
+			parts[i] = c->out[0];
+		}
+	}
 	snprintf(buf, sizeof buf, "%s.all", v->name);
 	const char *name = ir_fresh_name(p->g, buf);
 	Node *c = ir_insert_node(p->g, before, OP_Concat, parts, p->tp, &name, 1, before->loc);
@@ -431,6 +460,8 @@ static void assemble_output(Part *p, Node *before, Value *v, Node **attn, int j)
 	ir_replace_uses(p->g, v, c->out[0]);
 	c->out[0]->name = v->name;       /* the graph output keeps its name */
 	v->name = name;
+	if (cast)
+		ir_remove_node(p->g, cast);
 }
 
 /* An AllReduce of the n partial results `parts` (region rid) that replaces node `row`: its
@@ -506,9 +537,13 @@ static void split_region(Part *p, Region *r, int rid)
 	}
 	for (int k = 0; k < r->n; k++)
 		if (r->nodes[k]->op == OP_Attention)
-			for (int j = 1; j < r->nodes[k]->nout && j < 3; j++)
+			for (int j = 1; j < r->nodes[k]->nout && j < 3; j++) {
+				Node *cast = kv_cast(p, r->nodes[k]->out[j]);
 				if (pass_is_output(r->nodes[k]->out[j]))
-					assemble_output(p, row, r->nodes[k]->out[j], attn, j);
+					assemble_output(p, row, r->nodes[k]->out[j], attn, j, NULL, rid);
+				else if (cast)
+					assemble_output(p, row, cast->out[0], attn, j, cast, rid);
+			}
 	Value *chains[MAXREG];
 	int nch = 0;
 	for (int k = 0; k < r->n; k++)
