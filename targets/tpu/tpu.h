@@ -30,6 +30,9 @@ typedef struct TpuArch {
 	double vpu;                /* f32 FLOP/s of the vector units, whole chip */
 	double fixed;              /* seconds per program step (the TensorCore unit latency) */
 	double dma_latency;        /* seconds: the first HBM->VMEM block's issue */
+	double step;               /* seconds per grid step of a blocked kernel (the scalar unit's
+	                            * latency: DMA issue and semaphore waits of one block
+	                            * iteration, not overlapped with the MXUs); 0 when not given */
 	int sparsecores;           /* SparseCore units (0: none) */
 } TpuArch;
 
@@ -51,6 +54,7 @@ typedef struct MxuPlan {
 	int64_t T;                 /* rows streamed per fold */
 	double rate;               /* rows per cycle per MXU relative to bf16 (2 for int8/fp8...) */
 	int64_t bm, bn, bk;        /* VMEM blocks */
+	int64_t steps;             /* grid steps: batch x blocks of M x of N x of K */
 	double vmem_bytes;         /* footprint: double-buffered A, B and Y blocks + f32 accumulator */
 	double pad_waste;          /* 1 - useful MACs / padded MACs */
 	double cycles;             /* MXU cycles (TPU-level model) */
@@ -104,7 +108,8 @@ int tpu_ici(const Machine *m, const Device *d, TpuIci *ici, RtError *e);
 /* The extent on every torus axis of the group of chips `chips[0..n)` (distinct coordinates). */
 void tpu_ici_group(const TpuIci *ici, const int *chips, int n, int ext[4]);
 /* Seconds for collective `kind` over a group of torus extents ext, V the bytes of the whole
- * array: the all-reduced array, the gathered result, or the sum of all-to-all inputs. */
+ * array: the all-reduced or reduce-scattered array (one rank's input), the gathered result, or
+ * the sum of all-to-all inputs. */
 double tpu_ici_collective(const TpuIci *ici, PlanCollKind kind, double V, const int ext[4], TpuIciCost *c);
 /* Torus hops between chips a and b (shortest way round where the axis wraps). */
 int tpu_ici_hops(const TpuIci *ici, int a, int b);
