@@ -171,6 +171,15 @@ static Value *chain_param(Value *v, int depth)
 
 static int weight_2d(Value *v) { return chain_param(v, 0) != NULL; }
 
+/* Whether n is an expert GEMM, GroupedMatMul(rows [R, K], offsets, stacked weight [E, K, N]) with
+ * constant K and N: tensor parallelism cuts every expert's weight like a MatMul's (N by columns
+ * for gate/up, K by rows for down), each device computing its slice of every expert. */
+static int is_expert_matmul(const Node *n)
+{
+	const Value *w = n->op == OP_GroupedMatMul && n->nin == 3 ? n->in[2] : NULL;
+	return is_weight(w, 3) && dim_isconst(w->type.dims[1]) && dim_isconst(w->type.dims[2]) && n->in[0]->type.rank == 2;
+}
+
 /* A per-group Quantize's `group` attribute for one of k shards of its input cut along its last
  * axis: the group shrinks with the axis when it spans all of it (each shard scales its own
  * slice: TP int8 kernels quantize their local activations), else it is kept. */
@@ -296,6 +305,9 @@ static int colsplit(Part *p, Region *r, Value *v, int depth)
 	int ok = 0, rank = v->type.rank;
 	if (n->op == OP_MatMul && weight_2d(n->in[1]) && n->in[0]->type.rank >= 1 && rank != 4)
 		ok = 1;
+	else if (p->ep <= 1 && is_expert_matmul(n) && rank == 2)
+		ok = 1;   /* every expert's weight [E, K, N] cut along N (TensorRT-LLM's MoE tensor parallelism;
+			     with --ep the experts are split by expert instead) */
 	else if (((ir_ops[n->op].flags & (F_ELEM | F_UNARY)) == (F_ELEM | F_UNARY) && n->op != OP_Cast) ||
 		 (n->op == OP_Quantize && n->nin == 1))      /* an activation quantized per token */
 		ok = split_dim(n->in[0]) == w && n->in[0]->type.rank == rank && colsplit(p, r, n->in[0], depth + 1);
@@ -502,7 +514,9 @@ static void split_region(Part *p, Region *r, int rid)
 			}
 			if (n->op == OP_Reshape || n->op == OP_Expand)
 				in[1] = shard_shape(p, n->in[1], n->loc);
-			if (n->op == OP_MatMul && k == r->n - 1)
+			if (n->op == OP_GroupedMatMul)   /* [E, K, N]: rows (K) for the last, columns (N) before */
+				in[2] = weight_shard(p, row, n->in[2], k == r->n - 1 ? 1 : 2, i, p->tp);
+			else if (n->op == OP_MatMul && k == r->n - 1)
 				in[1] = chain_shard(p, row, n->in[1], 0, i, p->tp, rid * SHARDS + i + 1);
 			else if (n->op == OP_MatMul)
 				in[1] = chain_shard(p, row, n->in[1], 1, i, p->tp, rid * SHARDS + i + 1);
@@ -579,15 +593,17 @@ static int tensor_parallel(Part *p)
 		return 0;
 	for (Node *n = p->g->first, *next; n; n = next) {
 		next = n->next;
-		if (n->op != OP_MatMul || n->aux || !weight_2d(n->in[1]) || n->annot.device ||
-		    !dim_isconst(n->in[1]->type.dims[0]))
+		int experts = p->ep <= 1 && is_expert_matmul(n);
+		if ((!experts && (n->op != OP_MatMul || !weight_2d(n->in[1]) || !dim_isconst(n->in[1]->type.dims[0]))) ||
+		    n->aux || n->annot.device)
 			continue;
-		Region r = { .n = 0, .cols = n->in[1]->type.dims[0].k };
+		Region r = { .n = 0, .cols = experts ? n->in[2]->type.dims[1].k : n->in[1]->type.dims[0].k };
 		if (r.cols % p->tp || last_dim(n->in[0]) != r.cols || !colsplit(p, &r, n->in[0], 0))
 			continue;
 		int bad = 0, heads = 0;
 		for (int k = 0; k < r.n; k++) {
 			bad |= r.nodes[k]->op == OP_MatMul && (r.nodes[k]->in[1]->type.dims[1].k % p->tp) != 0;
+			bad |= (r.nodes[k]->op == OP_MatMul && experts) || (r.nodes[k]->op == OP_GroupedMatMul && !experts);
 			heads |= r.nodes[k]->op == OP_Attention;
 		}
 		if (bad || p->nreg >= MAXREGIONS - 2 || !pass_bisect(p->c, n, "tensor-parallel split"))
@@ -595,7 +611,11 @@ static int tensor_parallel(Part *p)
 		r.nodes[r.n++] = n;
 		int rid = new_region(p, 'T', p->tp);
 		nreg++;
-		if (heads)
+		if (experts)
+			pass_remark(p->c, REMARK_APPLIED, p->g, n, "tensor parallel over %d devices: every expert's "
+				    "weights cut (%d column-split node(s) before this row-split GroupedMatMul), AllReduce "
+				    "of the partial products before MoECombine", p->tp, r.n - 1);
+		else if (heads)
 			pass_remark(p->c, REMARK_APPLIED, p->g, n, "tensor parallel over %d devices: attention by heads, "
 				    "%d column-split node(s) (Q/K/V weights cut at head boundaries, head counts / %d) "
 				    "before this row-split MatMul, AllReduce of the partial products", p->tp, r.n - 1, p->tp);
