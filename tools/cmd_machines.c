@@ -18,7 +18,8 @@ int cmd_targets(int argc, char **argv)
 {
 	if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
 		printf("usage: aicc targets\n\nLists the compilation targets, their default machine, the --precision words\n"
-		       "and options each takes on that machine, and its -O1 pipeline.\n");
+		       "and options each takes on that machine, and its -O1 pipeline (the default, but for\n"
+		       "the reference target).\n");
 		return EXIT_OK;
 	}
 	if (argc > 1) {
@@ -32,7 +33,8 @@ int cmd_targets(int argc, char **argv)
 		if (m)
 			prec_valid_words(t, m, words, sizeof words);
 		printf("%-12s machine %-12s %s\n", t->name, t->default_machine, t->help);
-		printf("%-12s --precision %s (default %s)\n%-12s -O1 %s\n", "", words, t->default_precision, "", t->pipeline);
+		printf("%-12s --precision %s (default %s)\n%-12s -O1 %s%s\n", "", words, t->default_precision, "", t->pipeline,
+		       strcmp(t->name, "reference") ? " (the default)" : " (default -O0: the unfused numerical reference)");
 		if (m)
 			machine_free(m);
 	}
