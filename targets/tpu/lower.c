@@ -443,7 +443,7 @@ static void topo_str(const TpuIci *ici, char *buf, size_t n)
 	for (int a = 0; a < ici->ndims && o < n; a++)
 		o += (size_t)snprintf(buf + o, n - o, "%s%d", a ? "x" : "", ici->dims[a]);
 	if (o < n)
-		snprintf(buf + o, n - o, " torus%s", ici->wrap ? " with wraparound" : "");
+		snprintf(buf + o, n - o, " %storus%s", ici->twist ? "twisted " : "", ici->wrap ? " with wraparound" : "");
 }
 
 /* Replaces instruction in's target attributes by t's (the plan owns them: runtime allocator). */
