@@ -263,8 +263,8 @@ int tgt_devs_io_shards(Plan *p, const Flat *f, int v, int output, const char *na
 
 /* ---- the lowering walk (targets/lower.c) ----
  * One walk lowers every target but the LPU (which keeps its cycle-scheduled walk, lpu/lower.c):
- *     flatten -> setup -> devices -> values -> prepare -> per node: devices or kernel -> finish
- *     -> inputs/outputs -> verify
+ *     flatten -> arrange -> devices -> setup -> values -> prepare -> per node: devices or kernel
+ *     -> finish -> inputs/outputs -> verify
  * flatten expands calls (tgt_flatten); setup is the target's (read the machine, check it, make
  * its state); devices places nodes on device instances and adds the plan's devices, spaces,
  * streams (tgt_devs_init: kind, space, align from the Target); values adds every buffer in the
@@ -285,6 +285,8 @@ typedef struct TgtLower {
 	int *buf;            /* flat value -> its plan buffer (the primary one) */
 	int *gfirst, *glast; /* flat node -> first / last node of its fusion group, -1 outside one */
 	void *ctx;           /* the target's state (setup makes it, tgt_lower_alloc memory) */
+	const char *space;   /* set by `arrange`: the memory space values live in instead of the
+				Target's (the wafer target's weights streamed from MemoryX); NULL: its */
 	RtError *e;
 	/* private to targets/lower.c */
 	void **allocs;
@@ -335,6 +337,8 @@ struct Target {
 	int matrix_peak;
 	const void *family;              /* family-private data (the GPU targets' tiling hooks) */
 	/* hooks of the walk (targets/lower.c); `lower` instead replaces the whole walk (lpu) */
+	int (*arrange)(TgtLower *l);                                   /* optional: after flattening,
+	    before devices are placed: may set FlatNode.device and TgtLower.space (wafer's layers) */
 	int (*setup)(TgtLower *l);
 	DType (*dtype)(const TgtLower *l, const FlatVal *v);
 	int (*prepare)(TgtLower *l);                                   /* optional */
