@@ -1,9 +1,13 @@
 /* testsuite/unit/test_heap.c: targets/heap.c's first-fit placement against a plain first-fit
  * scan (the placement every plan had before issue 19: each release scanned every live interval,
  * each placement scanned from offset 0).  Random programs: values of random sizes (empty ones
- * included) defined by one node and read last by a later one, some kept, some graph outputs,
- * parameters placed first and renamed as devices.c renames shard constants.  Every offset and
- * the high-water mark must be the scan's. */
+ * included) defined by one node and read last by a later one, some kept (TgtHeap.until INT_MAX),
+ * some released at a later node (until: devices.c's stream-synchronised release), some graph
+ * outputs, parameters and graph inputs (which die after their last reader) placed first, and
+ * renamed as devices.c renames shard constants.  Every offset and the high-water mark must be
+ * the scan's. */
+#include <limits.h>
+
 #include "shape_util.h"
 #include "targets/target.h"
 
@@ -33,13 +37,14 @@ static int64_t ref_place(Ref *r, int64_t size, int owner)
 	return off;
 }
 
-static void ref_release(Ref *r, const Flat *f, const unsigned char *keep, int node)
+static void ref_release(Ref *r, const Flat *f, const int *until, int node)
 {
 	int k = 0;
 	for (int j = 0; j < r->n; j++) {
 		const FlatVal *v = &f->vals[r->owner[j]];
-		int dead = v->def >= 0 && !v->is_output && (v->last < 0 ? v->def : v->last) < node &&
-			   !keep[r->owner[j]];
+		int u = until[r->owner[j]], input = v->def < 0 && v->v && v->v->kind == V_INPUT;
+		int dead = !v->is_output && (u >= 0 ? u <= node : input ? v->last < node :
+					     v->def >= 0 && (v->last < 0 ? v->def : v->last) < node);
 		if (!dead)
 			r->lo[k] = r->lo[j], r->hi[k] = r->hi[j], r->owner[k] = r->owner[j], k++;
 	}
@@ -58,12 +63,18 @@ static void run_program(uint64_t seed, int nnodes, int nparams, int64_t align)
 	int nv = nparams + nnodes + 1;
 	Flat f = { 0 };
 	f.vals = calloc((size_t)nv, sizeof *f.vals);
-	unsigned char *keep = calloc((size_t)nv, 1);
+	int *until = calloc((size_t)nv, sizeof *until);
 	int64_t *size = calloc((size_t)nv, sizeof *size);
-	assert_non_null(f.vals), assert_non_null(keep), assert_non_null(size);
+	Value input = { .kind = V_INPUT };
+	assert_non_null(f.vals), assert_non_null(until), assert_non_null(size);
 	f.nvals = nv;
-	for (int v = 0; v < nparams; v++)
+	for (int v = 0; v < nv; v++)
+		until[v] = -1;
+	for (int v = 0; v < nparams; v++) {   /* parameters, and every third a graph input */
 		f.vals[v].def = -1, f.vals[v].last = (int)(rnd(&s) % (unsigned)nnodes);
+		if (rnd(&s) % 3 == 0)
+			f.vals[v].v = &input;
+	}
 	for (int i = 0; i < nnodes; i++) {      /* value nparams+i: defined by node i */
 		FlatVal *fv = &f.vals[nparams + i];
 		fv->def = i;
@@ -72,7 +83,8 @@ static void run_program(uint64_t seed, int nnodes, int nparams, int64_t align)
 		if (fv->last >= nnodes)
 			fv->last = nnodes - 1;
 		fv->is_output = rnd(&s) % 23 == 0;
-		keep[nparams + i] = rnd(&s) % 17 == 0;
+		unsigned u = (unsigned)(rnd(&s) % 17);
+		until[nparams + i] = u == 0 ? INT_MAX : u == 1 ? (fv->last < 0 ? i : fv->last) + 1 + (int)(rnd(&s) % 30) : -1;
 	}
 	f.vals[nv - 1].def = -1, f.vals[nv - 1].last = -1;      /* the renamed shards' parameter */
 	for (int v = 0; v < nv; v++) {
@@ -81,7 +93,7 @@ static void run_program(uint64_t seed, int nnodes, int nparams, int64_t align)
 	}
 	TgtHeap h;
 	assert_int_equal(tgt_heap_init(&h, 16, align), 0);
-	h.keep = keep;
+	h.until = until;
 	Ref *r = calloc(1, sizeof *r);
 	assert_non_null(r);
 	r->align = align;
@@ -89,7 +101,7 @@ static void run_program(uint64_t seed, int nnodes, int nparams, int64_t align)
 		assert_int_equal(tgt_heap_place(&h, size[v], v), ref_place(r, size[v], v));
 	for (int i = 0; i < nnodes; i++) {
 		tgt_heap_release(&h, &f, i);
-		ref_release(r, &f, keep, i);
+		ref_release(r, &f, until, i);
 		int v = nparams + i;
 		int64_t off = tgt_heap_place(&h, size[v], v);
 		assert_int_equal(off, ref_place(r, size[v], v));
@@ -105,7 +117,7 @@ static void run_program(uint64_t seed, int nnodes, int nparams, int64_t align)
 	for (int j = 0; j < r->n; j++)
 		assert_int_equal(h.lo[j], r->lo[j]), assert_int_equal(h.owner[j], r->owner[j]);
 	tgt_heap_free(&h);
-	free(r), free(size), free(keep), free(f.vals);
+	free(r), free(size), free(until), free(f.vals);
 }
 
 static void test_matches_scan(void **st)
