@@ -765,7 +765,10 @@ static void parse_device(Ld *ld, Device *d, xmlNode *n)
 		} else if (!strcmp(tag, "efficiency")) {
 			Efficiency *e = &d->effs[d->neffs++];
 			e->name = attr(ld, k, "name");
-			qty(ld, k, &e->value, D_RATIO, R_FRAC, d, "%s.efficiency.%s", id, e->name);
+			/* a named fraction; one given in a time unit is a fixed cost (attention-tile-DTYPE) */
+			const char *u = attr(ld, k, "unit");
+			int time = u && (!strcmp(u, "s") || !strcmp(u, "ms") || !strcmp(u, "us") || !strcmp(u, "ns"));
+			qty(ld, k, &e->value, time ? D_TIME : D_RATIO, time ? R_NONNEG : R_FRAC, d, "%s.efficiency.%s", id, e->name);
 		}
 	}
 	free(ns);

@@ -110,7 +110,10 @@ typedef struct TgtHeap {
 	int64_t *lo, *hi;    /* live intervals [lo, hi) */
 	int *owner;          /* the flat value holding each interval */
 	int n, cap;          /* intervals, room (grows as needed) */
-	const unsigned char *keep;   /* per flat value, or NULL: never released (read by another stream) */
+	/* per flat value, or NULL: when >= 0, the node from which the value is dead instead of the one
+	 * after its last reader (INT_MAX: never released; a value read on another stream is released
+	 * once every stream is ordered after its reads, targets/devices.c) */
+	const int *until;
 	int64_t align;       /* bytes */
 	int64_t top;         /* high-water mark, bytes */
 	int tight;           /* intervals [0, tight) leave no gap before them */
@@ -215,7 +218,7 @@ typedef struct TgtDevs {
 	int *rec_event;      /* per flat node: event recorded after it; -1 none, -2 to be named */
 	int *wait_seen;      /* per flat node: last stream that waited on its event */
 	int *first_reader;   /* per flat value: first flat node reading it, or -1 */
-	unsigned char *keep; /* per flat value: read on another stream, so kept for the whole plan */
+	int *until;          /* per flat value: TgtHeap.until (-1: the last-reader rule) */
 	int swapv[TGT_MAX_OPERANDS], swapb[TGT_MAX_OPERANDS], nswap;   /* tgt_devs_bufs */
 	/* set by the target before tgt_devs_values, optional: the buffer format of value v (NULL:
 	 * "row"), e.g. a weight every reader of which encodes it to FP8 ("q.f8e4m3.128x128") */

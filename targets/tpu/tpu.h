@@ -32,7 +32,7 @@ typedef struct TpuArch {
 	double dma_latency;        /* seconds: the first HBM->VMEM block's issue */
 	double step;               /* seconds per grid step of a blocked kernel (the scalar unit's
 	                            * latency: DMA issue and semaphore waits of one block
-	                            * iteration, not overlapped with the MXUs); 0 when not given */
+	                            * iteration, serial with the MXUs); 0 when not given */
 	int sparsecores;           /* SparseCore units (0: none) */
 } TpuArch;
 
@@ -61,6 +61,7 @@ typedef struct MxuPlan {
 	double scalesim_cycles;    /* SCALE-Sim v2 conservative cross-check */
 	double util;               /* useful FLOP / (MXU time x peak) */
 	double mxu, vmem, hbm, fixed, t;   /* seconds */
+	double core;               /* seconds the TensorCore issues: mxu + steps x the per-step cost */
 } MxuPlan;
 
 /* Plans s on a: padding, folds, VMEM blocks (searched), times.  Returns 0 if no block fits. */
