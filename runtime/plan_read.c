@@ -928,8 +928,8 @@ static int rd_header_line(Rd *r, const char *kw)
 		return fail(r, "bad precision '%.40s'", t->val);
 	const char *phase = NULL;
 	int64_t context = 0;
-	if ((t = field(r, "phase")) && strcmp(phase = t->val, "prefill") && strcmp(phase, "decode"))
-		return fail(r, "bad phase '%.40s' (expected prefill or decode)", t->val);
+	if ((t = field(r, "phase")) && strcmp(phase = t->val, "prefill") && strcmp(phase, "decode") && strcmp(phase, "train"))
+		return fail(r, "bad phase '%.40s' (expected prefill, decode or train)", t->val);
 	if (phase && req_i64(r, "context", &context) < 0)
 		return -1;
 	if (phase && context < 1)

@@ -88,7 +88,10 @@ int rt_phase_metrics(const Plan *p, double latency_s, RtPhase *out)
 	out->batch = out->batch > 0 ? out->batch : 1;
 	out->context = p->source.context;
 	double l = latency_s > 0 ? latency_s : 0;
-	if (strcmp(out->phase, "decode") == 0) {
+	if (strcmp(out->phase, "train") == 0) {
+		out->step_s = l;
+		out->tokens_per_s = l > 0 ? (double)out->batch * (double)out->context / l : 0;
+	} else if (strcmp(out->phase, "decode") == 0) {
 		out->tpot_s = l;
 		out->tokens_per_s_user = l > 0 ? 1 / l : 0;
 		out->tokens_per_s = l > 0 ? (double)out->batch / l : 0;
@@ -106,7 +109,10 @@ static json_t *phase_json(const RtPhase *ph)
 	json_object_set_new(o, "name", json_string(ph->phase));
 	json_object_set_new(o, "batch", json_integer(ph->batch));
 	json_object_set_new(o, "context", json_integer(ph->context));
-	if (decode) {
+	if (strcmp(ph->phase, "train") == 0) {
+		json_object_set_new(o, "step_s", num(ph->step_s));
+		json_object_set_new(o, "tokens_per_s", num(ph->tokens_per_s));
+	} else if (decode) {
 		json_object_set_new(o, "tpot_s", num(ph->tpot_s));
 		json_object_set_new(o, "tokens_per_s_per_user", num(ph->tokens_per_s_user));
 		json_object_set_new(o, "tokens_per_s", num(ph->tokens_per_s));

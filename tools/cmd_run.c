@@ -452,6 +452,9 @@ static void summary(const Plan *p, const RtRun *r, const RtCheck *c, char **file
 		printf("TPOT           %s (decode, batch %lld, %lld past tokens): %.4g tokens/s per user, %.4g tokens/s\n",
 		       seconds(ph.tpot_s, a, sizeof a), (long long)ph.batch, (long long)ph.context, ph.tokens_per_s_user,
 		       ph.tokens_per_s);
+	else if (ph.phase && ph.step_s > 0)
+		printf("step           %s (train, batch %lld, %lld tokens per sequence): %.4g tokens/s\n",
+		       seconds(ph.step_s, a, sizeof a), (long long)ph.batch, (long long)ph.context, ph.tokens_per_s);
 	else if (ph.phase && ph.ttft_s > 0)
 		printf("TTFT           %s (prefill, batch %lld, %lld prompt tokens): %.4g prompt tokens/s\n",
 		       seconds(ph.ttft_s, a, sizeof a), (long long)ph.batch, (long long)ph.context, ph.tokens_per_s);

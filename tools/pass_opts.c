@@ -200,8 +200,9 @@ static int has_pass(const char *list, const char *name)
 const char *pass_opts_pipeline(const PassOpts *po, char *buf, size_t n)
 {
 	const char *list = po->pipeline ? po->pipeline : po->level >= 1 ? (po->o1 ? po->o1 : PASS_DEFAULT_PIPELINE) : NULL;
-	if (po->ctx.phase) {     /* phases: --phase runs kv-cache first */
-		snprintf(buf, n, "kv-cache%s%s", list ? "," : "", list ? list : "");
+	if (po->ctx.phase) {     /* phases: --phase runs kv-cache first (train: autodiff) */
+		snprintf(buf, n, "%s%s%s", strcmp(po->ctx.phase, "train") ? "kv-cache" : "autodiff", list ? "," : "",
+			 list ? list : "");
 		list = buf;
 	}
 	if ((po->ctx.tp || po->ctx.pp || po->ctx.ep) && !has_pass(list, "partition")) {
