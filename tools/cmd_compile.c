@@ -165,7 +165,7 @@ static int phase_opts(CompileOpts *o)
 {
 	if (!o->phase) {
 		if (o->batch || o->context || o->mix)
-			drv_error("--batch, --context and --mix go with --phase prefill|decode|mixed");
+			drv_error("--batch, --context and --mix go with --phase prefill|decode|mixed|train");
 		else if (o->kv_format)
 			drv_error("--kv-format goes with --phase prefill|decode|mixed");
 		else if (o->passes.ctx.lr > 0)
