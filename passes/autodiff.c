@@ -490,6 +490,10 @@ int pass_autodiff(Module *m, PassCtx *c)
 	for (int i = 0; i < r - 1; i++)
 		N *= ld[i];
 	Ad a = { m, g, c, NULL, NULL, 0, g->loc, 0 };
+	double fwd = 0;
+	ir_foreach_node(g, n)
+		fwd += ir_node_flops(n);
+	c->model_flops = 3 * fwd;   /* forward + backward (2x): PaLM appendix B, Narayanan et al. SC'21 */
 	/* the trainable parameters' dependents, in node order */
 	a.nprimal = g->nvalues;
 	a.need = calloc((size_t)a.nprimal + 1, 1);

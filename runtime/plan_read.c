@@ -934,11 +934,17 @@ static int rd_header_line(Rd *r, const char *kw)
 		return -1;
 	if (phase && context < 1)
 		return fail(r, "phase needs context=N (N >= 1)");
+	double mf = 0;
+	if (opt_f64(r, "model_flops", &mf) < 0)
+		return -1;
+	if (!(mf >= 0 && mf < 1e30))
+		return fail(r, "model_flops must be a number >= 0");
 	if (check_fields(r) < 0)
 		return -1;
 	if (plan_set_source(r->p, model, binds, prec, r->e) < 0 || plan_set_source_init(r->p, init, r->e) < 0 ||
 	    plan_set_source_phase(r->p, phase, context, r->e) < 0)
 		return oom(r);
+	r->p->source.model_flops = phase ? mf : 0;
 	return 0;
 }
 

@@ -406,6 +406,8 @@ static Plan *build(const CompileOpts *o, const Compile *c, Module *m, const DrvB
 		plan_free(p);
 		return NULL;
 	}
+	if (p && o->phase && !strcmp(o->phase, "train"))
+		p->source.model_flops = o->passes.ctx.model_flops;
 	return p;
 }
 
