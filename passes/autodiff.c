@@ -465,6 +465,116 @@ static int trainable(const Value *v)
 	return v->kind == V_PARAM && rt_dtype_isfloat(v->type.dt) && !(v->init && v->init->inline_lit);
 }
 
+/* The trainable parameters' dependents among the forward nodes fw[0..nf) (a->need grown to
+ * the graph's values first). */
+static void mark_need(Ad *a, Node **fw, int nf)
+{
+	if (a->g->nvalues > a->nprimal) {
+		int n = a->g->nvalues;
+		a->need = realloc(a->need, (size_t)n + 1);
+		a->grad = realloc(a->grad, ((size_t)n + 1) * sizeof *a->grad);
+		if (!a->need || !a->grad)
+			abort();
+		memset(a->need + a->nprimal, 0, (size_t)(n - a->nprimal) + 1);
+		memset(a->grad + a->nprimal, 0, ((size_t)(n - a->nprimal) + 1) * sizeof *a->grad);
+		a->nprimal = n;
+	}
+	for (int i = 0; i < a->g->nparams; i++)
+		a->need[a->g->params[i]->id] = trainable(a->g->params[i]);
+	for (int k = 0; k < nf; k++) {
+		Node *n = fw[k];
+		int any = 0;
+		for (int i = 0; i < n->nin; i++)
+			any |= need(a, n->in[i]) && !(n->op == OP_RotaryEmbedding && i > 0);   /* caches: constants */
+		for (int i = 0; i < n->nout; i++)
+			if (rt_dtype_isfloat(n->out[i]->type.dt))
+				a->need[n->out[i]->id] = (unsigned char)any;
+	}
+}
+
+/* Micro-batch mb >= 1 of gradient accumulation: a copy of the forward nodes fw[0..nf) appended
+ * to the graph (after the previous micro-batch's backward, so its activations die first), reading
+ * the parameters and its own copy of every graph input ("ids.mb1"); out[k] is fw[k]'s copy,
+ * *logits the copy of the logits. */
+static void clone_forward(Ad *a, Node **fw, int nf, int nin0, int mb, Node **out, Value **logits)
+{
+	Graph *g = a->g;
+	char name[512];
+	for (int i = 0; i < nin0; i++) {
+		Value *x = g->inputs[i];
+		snprintf(name, sizeof name, "%s.mb%d", x->name, mb);
+		x->aux = ir_add_input(g, arena_strdup(g->m->arena, name), x->type, x->loc);
+	}
+	for (int i = 0; i < g->nparams; i++)
+		g->params[i]->aux = g->params[i];
+	for (int k = 0; k < nf; k++) {
+		Node *n = fw[k];
+		Value *in[256];
+		const char *names[64];
+		for (int i = 0; i < n->nin && i < 256; i++)
+			in[i] = n->in[i] ? n->in[i]->aux : NULL;
+		for (int i = 0; i < n->nout && i < 64; i++) {
+			snprintf(name, sizeof name, "%s.mb%d", n->out[i]->name, mb);
+			names[i] = arena_strdup(g->m->arena, name);
+		}
+		Node *c = ir_add_node(g, n->op, in, n->nin, names, n->nout, n->loc);
+		copy_attrs(c, n);
+		c->annot = n->annot;
+		for (int i = 0; i < n->nout; i++)
+			n->out[i]->aux = c->out[i];
+		out[k] = c;
+	}
+	*logits = (*logits)->aux;
+}
+
+/* Micro-batch mb of mbs: its loss (input labels, or labels.mbN) and its backward over fw[0..nf),
+ * the loss's gradient seeded with 1/mbs (the accumulated gradient is the mean over the
+ * micro-batches).  Returns the loss. */
+static Value *loss_and_backward(Ad *a, Node **fw, int nf, Value *logits, int mb, int mbs)
+{
+	Graph *g = a->g;
+	Type lt = logits->type;
+	int r = lt.rank;
+	int64_t ld[IR_MAX_RANK], N = 1;
+	const_dims(lt, ld);
+	for (int i = 0; i < r - 1; i++)
+		N *= ld[i];
+	int64_t d2[2] = { N, ld[r - 1] };
+	Dim dl[IR_MAX_RANK];
+	for (int i = 0; i < r - 1; i++)
+		dl[i] = dim_c(ld[i]);
+	char ln[64], lb[64];
+	snprintf(lb, sizeof lb, mb ? "labels.mb%d" : "labels", mb);
+	snprintf(ln, sizeof ln, mbs > 1 ? "loss.mb%d" : "loss", mb);
+	Value *labels = ir_add_input(g, arena_strdup(g->m->arena, lb), ir_type(g->m, DT_I64, r - 1, dl), g->loc);
+	Value *s2 = op2(a, OP_Reshape, logits, ints(g, d2, 2), "scores");
+	Value *t1 = op2(a, OP_Reshape, labels, ints(g, &N, 1), "targets");
+	const char *lname = arena_strdup(g->m->arena, ln);
+	Node *loss = ir_add_node(g, OP_SoftmaxCrossEntropyLoss, (Value *[]){ s2, t1 }, 2, &lname, 1, g->loc);
+	ir_set_attr_str(loss, "reduction", "mean");
+	if (need(a, logits)) {
+		Node *sg = node(a, OP_SoftmaxCrossEntropyLossGrad, (Value *[]){ scalar(g, lt.dt, 1.0 / mbs), s2, t1 }, 3, 1,
+				"grad");
+		ir_set_attr_str(sg, "reduction", "mean");
+		a->grad[logits->id] = reshape(a, sg->out[0], lt);
+	}
+	for (int k = nf - 1; k >= 0 && !a->errors; k--) {
+		Node *n = fw[k];
+		Value *dy = a->grad[n->out[0]->id];
+		int reach = 0, wants = 0;
+		for (int i = 0; i < n->nout; i++)
+			reach |= a->grad[n->out[i]->id] != NULL;
+		for (int i = 0; i < n->nin; i++)
+			wants |= need(a, n->in[i]);
+		if (!reach || !wants)
+			continue;
+		if (!dy && n->op != OP_Split)
+			dy = zeros(a, n->out[0]);
+		rule(a, n, dy);
+	}
+	return loss->out[0];
+}
+
 int pass_autodiff(Module *m, PassCtx *c)
 {
 	Graph *g = ir_entry(m);
@@ -481,79 +591,54 @@ int pass_autodiff(Module *m, PassCtx *c)
 		return 1;
 	}
 	Value *logits = g->outputs[0];
-	int64_t ld[IR_MAX_RANK], N = 1;
+	int64_t ld[IR_MAX_RANK];
 	if (const_dims(logits->type, ld) < 0) {
 		diag_error(g->loc, "autodiff: the logits' shape must be bound (--bind or --context)");
 		return 1;
 	}
-	int r = logits->type.rank;
-	for (int i = 0; i < r - 1; i++)
-		N *= ld[i];
+	int mbs = c->grad_accum > 1 ? c->grad_accum : 1;
 	Ad a = { m, g, c, NULL, NULL, 0, g->loc, 0 };
 	double fwd = 0;
-	ir_foreach_node(g, n)
+	int nn = 0, nin0 = g->nin;
+	ir_foreach_node(g, n) {
 		fwd += ir_node_flops(n);
-	c->model_flops = 3 * fwd;   /* forward + backward (2x): PaLM appendix B, Narayanan et al. SC'21 */
-	/* the trainable parameters' dependents, in node order */
-	a.nprimal = g->nvalues;
-	a.need = calloc((size_t)a.nprimal + 1, 1);
-	a.grad = calloc((size_t)a.nprimal + 1, sizeof *a.grad);
-	int nn = 0;
-	ir_foreach_node(g, n)
 		nn++;
-	Node **order = calloc((size_t)nn + 1, sizeof *order);
-	if (!a.need || !a.grad || !order)
+	}
+	/* forward + backward (2x): PaLM appendix B, Narayanan et al. SC'21; once per micro-batch */
+	c->model_flops = 3 * fwd * mbs;
+	Node **order = calloc((size_t)nn + 1, sizeof *order), **copy = calloc((size_t)nn + 1, sizeof *copy);
+	Value **losses = calloc((size_t)mbs + 1, sizeof *losses);
+	if (!order || !copy || !losses)
 		abort();
 	nn = 0;
-	for (int i = 0; i < g->nparams; i++)
-		a.need[g->params[i]->id] = trainable(g->params[i]);
-	ir_foreach_node(g, n) {
+	ir_foreach_node(g, n)
 		order[nn++] = n;
-		int any = 0;
-		for (int i = 0; i < n->nin; i++)
-			any |= need(&a, n->in[i]) && !(n->op == OP_RotaryEmbedding && i > 0);   /* caches: constants */
-		for (int i = 0; i < n->nout; i++)
-			if (rt_dtype_isfloat(n->out[i]->type.dt))
-				a.need[n->out[i]->id] = (unsigned char)any;
+	/* 2-3. per micro-batch: forward (a copy after the first), loss, backward */
+	for (int mb = 0; mb < mbs && !a.errors; mb++) {
+		Node **fw = order;
+		Value *lg = logits;
+		if (mb > 0) {
+			clone_forward(&a, order, nn, nin0, mb, copy, &lg);
+			if (ir_infer_shapes(m) > 0) {
+				a.errors++;
+				break;
+			}
+			fw = copy;
+		}
+		mark_need(&a, fw, nn);
+		losses[mb] = loss_and_backward(&a, fw, nn, lg, mb, mbs);
 	}
-	/* 2. the loss */
-	int64_t d2[2] = { N, ld[r - 1] };
-	Dim dl[IR_MAX_RANK];
-	for (int i = 0; i < r - 1; i++)
-		dl[i] = dim_c(ld[i]);
-	Value *labels = ir_add_input(g, "labels", ir_type(m, DT_I64, r - 1, dl), g->loc);
-	Value *s2 = op2(&a, OP_Reshape, logits, ints(g, d2, 2), "scores");
-	Value *t1 = op2(&a, OP_Reshape, labels, ints(g, &N, 1), "targets");
-	const char *lname = "loss";
-	Node *loss = ir_add_node(g, OP_SoftmaxCrossEntropyLoss, (Value *[]){ s2, t1 }, 2, &lname, 1, g->loc);
-	ir_set_attr_str(loss, "reduction", "mean");
-	/* 3. the backward sweep */
-	if (need(&a, logits)) {
-		Node *sg = node(&a, OP_SoftmaxCrossEntropyLossGrad, (Value *[]){ scalar(g, logits->type.dt, 1.0), s2, t1 }, 3, 1,
-				"grad");
-		ir_set_attr_str(sg, "reduction", "mean");
-		a.grad[logits->id] = reshape(&a, sg->out[0], logits->type);
-	}
-	for (int k = nn - 1; k >= 0 && !a.errors; k--) {
-		Node *n = order[k];
-		Value *dy = a.grad[n->out[0]->id];
-		int reach = 0, wants = 0;
-		for (int i = 0; i < n->nout; i++)
-			reach |= a.grad[n->out[i]->id] != NULL;
-		for (int i = 0; i < n->nin; i++)
-			wants |= need(&a, n->in[i]);
-		if (!reach || !wants)
-			continue;
-		if (!dy && n->op != OP_Split)
-			dy = zeros(&a, n->out[0]);
-		rule(&a, n, dy);
+	Value *loss = losses[0];
+	if (mbs > 1 && !a.errors) {
+		const char *lname = "loss";
+		loss = ir_add_node(g, OP_Mean, losses, mbs, &lname, 1, g->loc)->out[0];
 	}
 	/* 4. AdamW on every parameter a gradient reached */
 	Value **outs = calloc((size_t)g->nparams * 4 + 4, sizeof *outs);
 	int no = 0, trained = 0;
 	if (!outs)
 		abort();
-	outs[no++] = loss->out[0];
+	outs[no++] = loss;
 	Value *step = ir_add_param(g, "adamw.step", ir_type(m, DT_F32, 0, NULL), fill(m, 1), g->loc);
 	int np = g->nparams;
 	for (int i = 0; i < np && !a.errors; i++) {
@@ -572,12 +657,15 @@ int pass_autodiff(Module *m, PassCtx *c)
 		g->out_decl = NULL;
 		for (int i = 0; i < no; i++)
 			ir_add_output(g, outs[i]);
+		int64_t N = ir_type_numel(logits->type) / ld[logits->type.rank - 1];
 		pass_stat(c, "parameters trained", trained);
-		pass_remark(c, REMARK_APPLIED, g, NULL, "training step: loss over %" PRId64 " tokens, %d parameters "
-			    "trained with AdamW (f32 master weights and moments)", N, trained);
+		pass_remark(c, REMARK_APPLIED, g, NULL, "training step: loss over %d micro-batch%s of %" PRId64 " tokens, %d "
+			    "parameters trained with AdamW (f32 master weights and moments)", mbs, mbs > 1 ? "es" : "", N, trained);
 	}
 	free(outs);
 	free(order);
+	free(copy);
+	free(losses);
 	free(a.need);
 	free(a.grad);
 	return a.errors;

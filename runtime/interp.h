@@ -205,13 +205,14 @@ int rt_report_write(const Plan *p, const RtRun *r, const RtCheck *c, const char 
 /* phases: the serving metrics of a plan compiled with --phase (PlanSource.phase), from its
  * latency.  Prefill: TTFT = the latency, prompt tokens/s = batch * context / TTFT.  Decode:
  * TPOT = the latency of one step, tokens/s per user = 1 / TPOT, tokens/s = batch / TPOT.
- * train: step = the latency, tokens/s = batch x context / step.
+ * train: step = the latency, tokens/s = micro_batches x batch x context / step.
  * batch is the plan's bound B (1 when not bound).  Returns 0, or -1 for a plan without a phase. */
 typedef struct RtPhase {
 	const char *phase;          /* "prefill" | "decode" | "train" */
 	int64_t batch, context;
 	double ttft_s, tpot_s;      /* the one of the phase; the other is 0 */
-	double step_s;              /* train: one training step (batch x context tokens); else 0 */
+	double step_s;              /* train: one training step (micro_batches x batch x context tokens); else 0 */
+	int64_t micro_batches;      /* train: gradient accumulation's micro-batches per step (>= 1) */
 	double tokens_per_s;        /* prefill: prompt tokens/s; decode: generated tokens/s, all users */
 	double tokens_per_s_user;   /* decode: per user; prefill: 0 */
 } RtPhase;

@@ -935,8 +935,11 @@ static int rd_header_line(Rd *r, const char *kw)
 	if (phase && context < 1)
 		return fail(r, "phase needs context=N (N >= 1)");
 	double mf = 0;
-	if (opt_f64(r, "model_flops", &mf) < 0)
+	int64_t mbs = 1;
+	if (opt_f64(r, "model_flops", &mf) < 0 || (field(r, "micro_batches") && req_i64(r, "micro_batches", &mbs) < 0))
 		return -1;
+	if (mbs < 1 || mbs > 1 << 20)
+		return fail(r, "micro_batches must be at least 1");
 	if (!(mf >= 0 && mf < 1e30))
 		return fail(r, "model_flops must be a number >= 0");
 	if (check_fields(r) < 0)
@@ -945,6 +948,7 @@ static int rd_header_line(Rd *r, const char *kw)
 	    plan_set_source_phase(r->p, phase, context, r->e) < 0)
 		return oom(r);
 	r->p->source.model_flops = phase ? mf : 0;
+	r->p->source.micro_batches = phase ? mbs : 1;
 	return 0;
 }
 

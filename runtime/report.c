@@ -90,7 +90,8 @@ int rt_phase_metrics(const Plan *p, double latency_s, RtPhase *out)
 	double l = latency_s > 0 ? latency_s : 0;
 	if (strcmp(out->phase, "train") == 0) {
 		out->step_s = l;
-		out->tokens_per_s = l > 0 ? (double)out->batch * (double)out->context / l : 0;
+		out->micro_batches = p->source.micro_batches > 1 ? p->source.micro_batches : 1;
+		out->tokens_per_s = l > 0 ? (double)out->micro_batches * (double)out->batch * (double)out->context / l : 0;
 	} else if (strcmp(out->phase, "decode") == 0) {
 		out->tpot_s = l;
 		out->tokens_per_s_user = l > 0 ? 1 / l : 0;
@@ -131,7 +132,7 @@ int rt_train_metrics(const Plan *p, const RtTiming *t, RtTrain *out)
 	}
 	out->ndev = p->ndevices;
 	out->step_s = ph.step_s;
-	out->tokens = (double)ph.batch * (double)ph.context;
+	out->tokens = (double)ph.micro_batches * (double)ph.batch * (double)ph.context;
 	out->tokens_per_s = ph.tokens_per_s;
 	out->model_flops = p->source.model_flops;
 	out->hw_flops = t->flops;
@@ -204,6 +205,7 @@ static json_t *phase_json(const RtPhase *ph)
 	json_object_set_new(o, "context", json_integer(ph->context));
 	if (strcmp(ph->phase, "train") == 0) {
 		json_object_set_new(o, "step_s", num(ph->step_s));
+		json_object_set_new(o, "micro_batches", json_integer(ph->micro_batches));
 		json_object_set_new(o, "tokens_per_s", num(ph->tokens_per_s));
 	} else if (decode) {
 		json_object_set_new(o, "tpot_s", num(ph->tpot_s));

@@ -78,6 +78,8 @@ static void compile_help(void)
 	       "                        SoftmaxCrossEntropyLoss(first output, input `labels`), its\n"
 	       "                        gradients and an AdamW step; --batch B sequences of --context S\n"
 	       "  --lr X                phase train: AdamW's learning rate (default 1e-3)\n"
+	       "  --grad-accum K        phase train: K micro-batches of --batch B per step, gradients\n"
+	       "                        averaged before the one AdamW step (default 1)\n"
 	       "  --batch B             phases: sequences (default 1)\n"
 	       "  --context S           phases: prompt length (prefill) or past tokens (decode)\n"
 	       "  --kv-format F         phases: the KV cache's format: as the keys (default) or fp8\n"
@@ -168,9 +170,9 @@ static int phase_opts(CompileOpts *o)
 			drv_error("--batch, --context and --mix go with --phase prefill|decode|mixed|train");
 		else if (o->kv_format)
 			drv_error("--kv-format goes with --phase prefill|decode|mixed");
-		else if (o->passes.ctx.lr > 0)
-			drv_error("--lr goes with --phase train");
-		return o->batch || o->context || o->mix || o->kv_format || o->passes.ctx.lr > 0 ? -1 : 0;
+		else if (o->passes.ctx.lr > 0 || o->passes.ctx.grad_accum)
+			drv_error("--lr and --grad-accum go with --phase train");
+		return o->batch || o->context || o->mix || o->kv_format || o->passes.ctx.lr > 0 || o->passes.ctx.grad_accum ? -1 : 0;
 	}
 	if (o->nbinds > 62) {
 		drv_error("too many --bind options");
@@ -204,8 +206,8 @@ static int phase_opts(CompileOpts *o)
 	o->binds[o->nbinds++] = o->phase_binds[1];
 	o->passes.ctx.phase = o->phase;
 	o->passes.ctx.context = decode ? o->context : 0;
-	if (!train && o->passes.ctx.lr > 0) {
-		drv_error("--lr goes with --phase train");
+	if (!train && (o->passes.ctx.lr > 0 || o->passes.ctx.grad_accum)) {
+		drv_error("--lr and --grad-accum go with --phase train");
 		return -1;
 	}
 	return 0;
@@ -273,6 +275,17 @@ static int parse_opts(int argc, char **argv, CompileOpts *o)
 				return -1;
 			}
 			o->sets[o->nsets++] = v;
+			continue;
+		}
+		if ((r = opt_value(argc, argv, &i, "--grad-accum", &v))) {   /* phase train */
+			char *end;
+			long k = r > 0 ? strtol(v, &end, 10) : 0;
+			if (r < 0 || end == v || *end || k < 1 || k > 64) {
+				if (r > 0)
+					drv_error("--grad-accum expects an integer in 1..64, got '%s'", v);
+				return -1;
+			}
+			o->passes.ctx.grad_accum = (int)k;
 			continue;
 		}
 		if ((r = opt_value(argc, argv, &i, "--lr", &v))) {   /* phase train */
@@ -406,8 +419,10 @@ static Plan *build(const CompileOpts *o, const Compile *c, Module *m, const DrvB
 		plan_free(p);
 		return NULL;
 	}
-	if (p && o->phase && !strcmp(o->phase, "train"))
+	if (p && o->phase && !strcmp(o->phase, "train")) {
 		p->source.model_flops = o->passes.ctx.model_flops;
+		p->source.micro_batches = o->passes.ctx.grad_accum > 1 ? o->passes.ctx.grad_accum : 1;
+	}
 	return p;
 }
 

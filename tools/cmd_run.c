@@ -474,8 +474,11 @@ static void summary(const Plan *p, const RtRun *r, const RtCheck *c, char **file
 		       seconds(ph.tpot_s, a, sizeof a), (long long)ph.batch, (long long)ph.context, ph.tokens_per_s_user,
 		       ph.tokens_per_s);
 	else if (ph.phase && ph.step_s > 0) {
-		printf("step           %s (train, batch %lld, %lld tokens per sequence): %.4g tokens/s\n",
-		       seconds(ph.step_s, a, sizeof a), (long long)ph.batch, (long long)ph.context, ph.tokens_per_s);
+		char mb[48] = "";
+		if (ph.micro_batches > 1)
+			snprintf(mb, sizeof mb, " x %lld micro-batches", (long long)ph.micro_batches);
+		printf("step           %s (train, batch %lld%s, %lld tokens per sequence): %.4g tokens/s\n",
+		       seconds(ph.step_s, a, sizeof a), (long long)ph.batch, mb, (long long)ph.context, ph.tokens_per_s);
 		train_summary(p, t);
 	}
 	else if (ph.phase && ph.ttft_s > 0)

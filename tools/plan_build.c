@@ -382,6 +382,7 @@ static int rebuild_phase(const Plan *p, Module *m)
 		for (int i = 0; i < p->streams[s].nins && c.lr == 0; i++)
 			if (p->streams[s].ins[i].kind == PI_KERNEL && p->streams[s].ins[i].op == RT_OP_AdamW)
 				c.lr = rt_attr_float(&p->streams[s].ins[i].attrs, "lr", 0);
+	c.grad_accum = train ? (int)p->source.micro_batches : 0;
 	int e = pass_run_pipeline(m, &c, train ? "autodiff" : "kv-cache");
 	pass_ctx_free(&c);
 	return e;

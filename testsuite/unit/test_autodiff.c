@@ -164,6 +164,8 @@ static char *bind_dims(const char *text, const char *binds[], int nb)
 	return s;
 }
 
+static int accum = 1;    /* --grad-accum of train_graph */
+
 /* The train graph of `text` (dtypes rewritten to f64 when f64), with --bind `binds`. */
 static Module *train_graph(const char *text, const char *binds[], int nb, int f64, double lr)
 {
@@ -189,6 +191,7 @@ static Module *train_graph(const char *text, const char *binds[], int nb, int f6
 	c.out = fopen("/dev/null", "w");
 	c.phase = "train";
 	c.lr = lr;
+	c.grad_accum = accum;
 	assert_int_equal(pass_run_pipeline(m, &c, "autodiff"), 0);
 	fclose(c.out);
 	pass_ctx_free(&c);
@@ -406,6 +409,31 @@ static void test_loss_decreases(void **st)
 	ir_module_free(m);
 }
 
+/* Gradient accumulation over 2 micro-batches (different ids and labels): the step's loss is the
+ * micro-batches' mean and its gradients, accumulated by the backward sweeps of both copies of
+ * the forward pass, match the finite differences of that mean (f64, the tolerance above). */
+static void test_grad_accum(void **st)
+{
+	(void)st;
+	const char *binds[] = { "B=2", "S=4" };
+	accum = 2;
+	Module *m = train_graph(TINY, binds, 2, 1, 0);
+	accum = 1;
+	Graph *g = ir_entry(m);
+	assert_string_equal(g->outputs[0]->name, "loss");
+	assert_int_equal(g->outputs[0]->def->op, OP_Mean);
+	Ev e;
+	ev_init(&e, g);
+	set_ints(&e, "ids", 1, 0, 8, 0);
+	set_ints(&e, "labels", 3, 1, 16, 0);
+	set_ints(&e, "ids.mb1", 5, 2, 16, 0);
+	set_ints(&e, "labels.mb1", 7, 3, 16, 0);
+	assert_non_null(find_input(g, "ids.mb1"));
+	assert_true(grad_check(&e, 4, NULL) >= 20);
+	ev_free(&e);
+	ir_module_free(m);
+}
+
 /* An operator without a rule between a parameter and the loss is an error at its node. */
 static void test_no_rule(void **st)
 {
@@ -435,6 +463,7 @@ int main(void)
 		cmocka_unit_test(test_gpt2),
 		cmocka_unit_test(test_llama),
 		cmocka_unit_test(test_loss_decreases),
+		cmocka_unit_test(test_grad_accum),
 		cmocka_unit_test(test_no_rule),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
