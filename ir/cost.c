@@ -21,7 +21,10 @@
  *     end of the total sequence T = past + Sq) sees T - Sq + i + 1 keys, i.e. Sq*(T-Sq) +
  *     Sq*(Sq+1)/2 pairs instead of Sq*T (about half for prefill), as fused kernels skip masked tiles;
  *   - data movement (Reshape, Transpose, Gather, Concat, ...): 0;
- *   - Call: the callee's FLOP times the repeat count.
+ *   - Call: the callee's FLOP times the repeat count;
+ *   - training operators: gradients of elementwise ops, EmbeddingGrad and AdamW 1 per output
+ *     element (of output 0); norm gradients 5 per element; SoftmaxCrossEntropyLossGrad 5 per
+ *     score; AttentionGrad the FlashAttention-2 backward's count (flops_attention_grad).
  * Summary (ir_summary) expands every call: `repeat N` counts N times, and each call site and
  * each repetition holds its own parameters (docs/language.md).
  */
@@ -158,30 +161,38 @@ static double attn_pairs(double sq, double total, int causal)
 	return sq * past + sq * (sq + 1) / 2;
 }
 
-double flops_attention(const Node *n)
+/* Attention's FLOP with Q, K, V at inputs o, o+1, o+2 (0: Attention, 1: AttentionGrad) and
+ * per (query, key) pair and head fh * dh + fv * dv + fs. */
+static double attn_flops(const Node *n, int o, double fh, double fv, double fs)
 {
-	if (n->nout < 1 || n->out[0]->type.rank < 0)
+	if (n->nout < 1 || n->out[0]->type.rank < 0 || n->nin < o + 3)
 		return 0;
-	Type q = n->in[0]->type;
-	double b = in_dim(n, 0, 0), sq, heads, dh, dv;
-	double skv = in_dim(n, 1, q.rank == 4 ? 2 : 1), past = n->nin > 4 && n->in[4] ? in_dim(n, 4, 2) : 0;
+	Type q = n->in[o]->type;
+	double b = in_dim(n, o, 0), sq, heads, dh, dv;
+	double skv = in_dim(n, o + 1, q.rank == 4 ? 2 : 1), past = !o && n->nin > 4 && n->in[4] ? in_dim(n, 4, 2) : 0;
 	if (q.rank == 4) {
-		heads = in_dim(n, 0, 1);
-		sq = in_dim(n, 0, 2);
-		dh = in_dim(n, 0, 3);
-		dv = in_dim(n, 2, 3);
+		heads = in_dim(n, o, 1);
+		sq = in_dim(n, o, 2);
+		dh = in_dim(n, o, 3);
+		dv = in_dim(n, o + 2, 3);
 	} else {
 		heads = (double)rt_attr_int(&n->attrs, "q_num_heads", 1);
 		double kvh = (double)rt_attr_int(&n->attrs, "kv_num_heads", 1);
-		sq = in_dim(n, 0, 1);
-		dh = in_dim(n, 0, 2) / heads;
-		dv = in_dim(n, 2, 2) / kvh;
+		sq = in_dim(n, o, 1);
+		dh = in_dim(n, o, 2) / heads;
+		dv = in_dim(n, o + 2, 2) / kvh;
 	}
 	if (b < 0 || sq < 0 || heads < 0 || dh < 0 || dv < 0 || skv < 0 || past < 0)
 		return 0;
 	double pairs = attn_pairs(sq, past + skv, rt_attr_int(&n->attrs, "is_causal", 0) != 0);
-	return b * heads * pairs * (2 * dh + 2 * dv + 5);
+	return b * heads * pairs * (fh * dh + fv * dv + fs);
 }
+
+double flops_attention(const Node *n) { return attn_flops(n, 0, 2, 2, 5); }
+/* The FlashAttention-2 backward recomputes Q K^T (2 dh) and the softmax (5), and computes dP =
+ * dY V^T (2 dv), dV = P^T dY (2 dv), dQ and dK (2 dh each) and dS (3) per pair: 2.5x the
+ * forward's matrix FLOP (Dao, ICLR 2024, section 3.1). */
+double flops_attention_grad(const Node *n) { return attn_flops(n, 1, 6, 4, 8); }
 
 /* FLOP of one execution of graph g, nodes in order. */
 static double graph_flops(const Graph *g, int depth)

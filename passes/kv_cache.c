@@ -786,7 +786,7 @@ static int process(Kv *k, Graph *g)
 
 int pass_kv_cache(Module *m, PassCtx *c)
 {
-	if (!c->phase)
+	if (!c->phase || strcmp(c->phase, "train") == 0)   /* train: passes/autodiff.c */
 		return 0;
 	Kv k = { .c = c, .m = m, .decode = strcmp(c->phase, "decode") == 0, .past = dim_c(c->context),
 		 .mixed = strcmp(c->phase, "mixed") == 0 };

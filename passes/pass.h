@@ -93,6 +93,9 @@ typedef struct PassCtx {
 	 * iteration of chunked prefills and decodes over one flattened token batch */
 	const char *mix;
 	DType kv_format;            /* --kv-format: the caches' element format (0, DT_INVALID: K's) */
+	double lr;                  /* phase train: --lr, AdamW's learning rate (0: 1e-3) */
+	double model_flops;         /* phase train, set by autodiff: 3 x the forward pass's FLOP */
+	int grad_accum;             /* phase train: --grad-accum K, micro-batches per step (0, 1: one) */
 	/* partition (passes/partition.c) */
 	int tp;                     /* --tp N: tensor-parallel group size (0 or 1: none) */
 	int pp;                     /* --pp N: pipeline stages (0: the fewest that fit memory) */

@@ -205,15 +205,39 @@ int rt_report_write(const Plan *p, const RtRun *r, const RtCheck *c, const char 
 /* phases: the serving metrics of a plan compiled with --phase (PlanSource.phase), from its
  * latency.  Prefill: TTFT = the latency, prompt tokens/s = batch * context / TTFT.  Decode:
  * TPOT = the latency of one step, tokens/s per user = 1 / TPOT, tokens/s = batch / TPOT.
+ * train: step = the latency, tokens/s = micro_batches x batch x context / step.
  * batch is the plan's bound B (1 when not bound).  Returns 0, or -1 for a plan without a phase. */
 typedef struct RtPhase {
-	const char *phase;          /* "prefill" | "decode" */
+	const char *phase;          /* "prefill" | "decode" | "train" */
 	int64_t batch, context;
 	double ttft_s, tpot_s;      /* the one of the phase; the other is 0 */
+	double step_s;              /* train: one training step (micro_batches x batch x context tokens); else 0 */
+	int64_t micro_batches;      /* train: gradient accumulation's micro-batches per step (>= 1) */
 	double tokens_per_s;        /* prefill: prompt tokens/s; decode: generated tokens/s, all users */
 	double tokens_per_s_user;   /* decode: per user; prefill: 0 */
 } RtPhase;
 int rt_phase_metrics(const Plan *p, double latency_s, RtPhase *out);
+/* A training step's figures (plan of --phase train; docs/passes.md "Training step"):
+ * MFU = model FLOP (the plan's source.model_flops: 3 x forward) / (step x peak), HFU = the FLOP
+ * the plan executes (recomputation, e.g. AttentionGrad's softmax, and the optimizer included) /
+ * (step x peak), peak = the sum of the devices' peak_flops; and per device the bytes of its
+ * weights (constants that are parameters), gradients (buffers AdamW reads as G), optimizer state
+ * (master weights P.master, moments P.exp_avg/P.exp_avg_sq, adamw.step), their updated copies
+ * (AdamW's outputs), and activations (every other buffer: activations, gradients before their
+ * cast to f32, inline literals; summed before the memory plan's reuse), with the planned peak of
+ * its spaces.  Returns 0, or -1 for a plan that is not a
+ * training step; out->dev has p->ndevices entries (rt_train_free). */
+typedef struct RtTrainMem {
+	double weights, gradients, optimizer, updated, activations, peak;
+} RtTrainMem;
+typedef struct RtTrain {
+	double step_s, tokens, tokens_per_s;
+	double model_flops, hw_flops, peak_flops_per_s, mfu, hfu;
+	RtTrainMem *dev;
+	int ndev;
+} RtTrain;
+int rt_train_metrics(const Plan *p, const RtTiming *t, RtTrain *out);
+void rt_train_free(RtTrain *t);
 /* The error band of a simulated plan (targets/bands.c annotates every instruction with its
  * kernel class, t.class, and that class's worst residual over make validate's published cases,
  * t.band, "none" when no case covers it): rel = the instructions' bands weighted by their

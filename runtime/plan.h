@@ -148,6 +148,10 @@ typedef struct PlanSource {
 	 * tokens of its context (prefill: the prompt; decode: the past tokens in the KV cache) */
 	char *phase;
 	int64_t context;
+	/* phase train: the step's model FLOP, 3 x the forward pass's (forward + backward without
+	 * recomputation, the MFU convention of Chowdhery et al. 2022, PaLM, appendix B); 0: none */
+	double model_flops;
+	int64_t micro_batches;   /* phase train: micro-batches per step (gradient accumulation); 0, 1: one */
 } PlanSource;
 
 #define PLAN_VEC(T, name) T *name; int n##name, cap_##name

@@ -928,17 +928,27 @@ static int rd_header_line(Rd *r, const char *kw)
 		return fail(r, "bad precision '%.40s'", t->val);
 	const char *phase = NULL;
 	int64_t context = 0;
-	if ((t = field(r, "phase")) && strcmp(phase = t->val, "prefill") && strcmp(phase, "decode"))
-		return fail(r, "bad phase '%.40s' (expected prefill or decode)", t->val);
+	if ((t = field(r, "phase")) && strcmp(phase = t->val, "prefill") && strcmp(phase, "decode") && strcmp(phase, "train"))
+		return fail(r, "bad phase '%.40s' (expected prefill, decode or train)", t->val);
 	if (phase && req_i64(r, "context", &context) < 0)
 		return -1;
 	if (phase && context < 1)
 		return fail(r, "phase needs context=N (N >= 1)");
+	double mf = 0;
+	int64_t mbs = 1;
+	if (opt_f64(r, "model_flops", &mf) < 0 || (field(r, "micro_batches") && req_i64(r, "micro_batches", &mbs) < 0))
+		return -1;
+	if (mbs < 1 || mbs > 1 << 20)
+		return fail(r, "micro_batches must be at least 1");
+	if (!(mf >= 0 && mf < 1e30))
+		return fail(r, "model_flops must be a number >= 0");
 	if (check_fields(r) < 0)
 		return -1;
 	if (plan_set_source(r->p, model, binds, prec, r->e) < 0 || plan_set_source_init(r->p, init, r->e) < 0 ||
 	    plan_set_source_phase(r->p, phase, context, r->e) < 0)
 		return oom(r);
+	r->p->source.model_flops = phase ? mf : 0;
+	r->p->source.micro_batches = phase ? mbs : 1;
 	return 0;
 }
 

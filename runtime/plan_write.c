@@ -230,6 +230,10 @@ static void put_header(FILE *f, const Plan *p)
 			fprintf(f, " precision=%s", p->source.precision);
 		if (p->source.phase)
 			fprintf(f, " phase=%s context=%lld", p->source.phase, (long long)p->source.context);
+		if (p->source.phase && p->source.model_flops > 0)
+			fprintf(f, " model_flops=%.17g", p->source.model_flops);
+		if (p->source.phase && p->source.micro_batches > 1)
+			fprintf(f, " micro_batches=%lld", (long long)p->source.micro_batches);
 		fputc('\n', f);
 	}
 }

@@ -88,7 +88,11 @@ int rt_phase_metrics(const Plan *p, double latency_s, RtPhase *out)
 	out->batch = out->batch > 0 ? out->batch : 1;
 	out->context = p->source.context;
 	double l = latency_s > 0 ? latency_s : 0;
-	if (strcmp(out->phase, "decode") == 0) {
+	if (strcmp(out->phase, "train") == 0) {
+		out->step_s = l;
+		out->micro_batches = p->source.micro_batches > 1 ? p->source.micro_batches : 1;
+		out->tokens_per_s = l > 0 ? (double)out->micro_batches * (double)out->batch * (double)out->context / l : 0;
+	} else if (strcmp(out->phase, "decode") == 0) {
 		out->tpot_s = l;
 		out->tokens_per_s_user = l > 0 ? 1 / l : 0;
 		out->tokens_per_s = l > 0 ? (double)out->batch / l : 0;
@@ -99,6 +103,99 @@ int rt_phase_metrics(const Plan *p, double latency_s, RtPhase *out)
 	return 0;
 }
 
+static int ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), k = strlen(suffix);
+	return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+/* The optimizer state among the constants: AdamW's master weights, moments and step counter
+ * (passes/autodiff.c names them). */
+static int optimizer_state(const char *name)
+{
+	return ends_with(name, ".master") || ends_with(name, ".exp_avg") || ends_with(name, ".exp_avg_sq") ||
+	       strcmp(name, "adamw.step") == 0;
+}
+
+int rt_train_metrics(const Plan *p, const RtTiming *t, RtTrain *out)
+{
+	memset(out, 0, sizeof *out);
+	RtPhase ph;
+	if (rt_phase_metrics(p, t->latency_s, &ph) < 0 || strcmp(ph.phase, "train") != 0)
+		return -1;
+	unsigned char *cls = rt_calloc((size_t)p->nbuffers + 1, 1);   /* 0 activation, 1 weight, 2 optimizer, 3 grad, 4 updated */
+	out->dev = rt_calloc((size_t)p->ndevices + 1, sizeof *out->dev);
+	if (!cls || !out->dev) {
+		rt_free(cls);
+		rt_train_free(out);
+		return -1;
+	}
+	out->ndev = p->ndevices;
+	out->step_s = ph.step_s;
+	out->tokens = (double)ph.micro_batches * (double)ph.batch * (double)ph.context;
+	out->tokens_per_s = ph.tokens_per_s;
+	out->model_flops = p->source.model_flops;
+	out->hw_flops = t->flops;
+	for (int d = 0; d < p->ndevices; d++)
+		out->peak_flops_per_s += p->devices[d].peak_flops;
+	double denom = out->step_s * out->peak_flops_per_s;
+	out->mfu = denom > 0 ? out->model_flops / denom : 0;
+	out->hfu = denom > 0 ? out->hw_flops / denom : 0;
+	for (int i = 0; i < p->nconsts; i++)     /* inline literals (shapes, scalars) are not weights */
+		if (p->consts[i].kind != PINIT_INLINE)
+			cls[p->consts[i].buffer] = optimizer_state(p->buffers[p->consts[i].buffer].name) ? 2 : 1;
+	for (int s = 0; s < p->nstreams; s++)
+		for (int i = 0; i < p->streams[s].nins; i++) {
+			const PlanInstr *in = &p->streams[s].ins[i];
+			if (in->kind != PI_KERNEL || in->op != RT_OP_AdamW || in->nin < 2)
+				continue;
+			if (in->in[1] >= 0 && !cls[in->in[1]])
+				cls[in->in[1]] = 3;
+			for (int k = 0; k < in->nout; k++)
+				if (in->out[k] >= 0 && !cls[in->out[k]])
+					cls[in->out[k]] = 4;
+		}
+	for (int b = 0; b < p->nbuffers; b++) {
+		RtTrainMem *m = &out->dev[p->spaces[p->buffers[b].space].device];
+		double z = (double)p->buffers[b].size;
+		*(cls[b] == 1 ? &m->weights : cls[b] == 2 ? &m->optimizer : cls[b] == 3 ? &m->gradients :
+		  cls[b] == 4 ? &m->updated : &m->activations) += z;
+	}
+	for (int s = 0; t->peak_bytes && s < p->nspaces; s++)
+		out->dev[p->spaces[s].device].peak += (double)t->peak_bytes[s];
+	rt_free(cls);
+	return 0;
+}
+
+void rt_train_free(RtTrain *t)
+{
+	rt_free(t->dev);
+	t->dev = NULL;
+}
+
+static json_t *train_json(const Plan *p, const RtTrain *tr)
+{
+	json_t *o = json_object(), *devs = json_object();
+	json_object_set_new(o, "model_flops", num(tr->model_flops));
+	json_object_set_new(o, "hardware_flops", num(tr->hw_flops));
+	json_object_set_new(o, "peak_flops_per_s", num(tr->peak_flops_per_s));
+	json_object_set_new(o, "mfu", num(tr->mfu));
+	json_object_set_new(o, "hfu", num(tr->hfu));
+	for (int d = 0; d < tr->ndev; d++) {
+		const RtTrainMem *m = &tr->dev[d];
+		json_t *x = json_object();
+		json_object_set_new(x, "weights_bytes", num(m->weights));
+		json_object_set_new(x, "gradients_bytes", num(m->gradients));
+		json_object_set_new(x, "optimizer_state_bytes", num(m->optimizer));
+		json_object_set_new(x, "updated_bytes", num(m->updated));
+		json_object_set_new(x, "activations_bytes", num(m->activations));
+		json_object_set_new(x, "peak_bytes", num(m->peak));
+		json_object_set_new(devs, p->devices[d].name, x);
+	}
+	json_object_set_new(o, "memory", devs);
+	return o;
+}
+
 static json_t *phase_json(const RtPhase *ph)
 {
 	json_t *o = json_object();
@@ -106,7 +203,11 @@ static json_t *phase_json(const RtPhase *ph)
 	json_object_set_new(o, "name", json_string(ph->phase));
 	json_object_set_new(o, "batch", json_integer(ph->batch));
 	json_object_set_new(o, "context", json_integer(ph->context));
-	if (decode) {
+	if (strcmp(ph->phase, "train") == 0) {
+		json_object_set_new(o, "step_s", num(ph->step_s));
+		json_object_set_new(o, "micro_batches", json_integer(ph->micro_batches));
+		json_object_set_new(o, "tokens_per_s", num(ph->tokens_per_s));
+	} else if (decode) {
 		json_object_set_new(o, "tpot_s", num(ph->tpot_s));
 		json_object_set_new(o, "tokens_per_s_per_user", num(ph->tokens_per_s_user));
 		json_object_set_new(o, "tokens_per_s", num(ph->tokens_per_s));
@@ -218,6 +319,11 @@ int rt_report_write(const Plan *p, const RtRun *r, const RtCheck *c, const char 
 	RtPhase ph;
 	if (rt_phase_metrics(p, t->latency_s, &ph) == 0)
 		json_object_set_new(o, "phase", phase_json(&ph));
+	RtTrain tr;
+	if (rt_train_metrics(p, t, &tr) == 0) {
+		json_object_set_new(o, "train", train_json(p, &tr));
+		rt_train_free(&tr);
+	}
 	RtBand band;
 	if (rt_band(p, t, &band) == 0) {
 		json_t *bj = json_object();

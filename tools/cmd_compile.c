@@ -74,6 +74,12 @@ static void compile_help(void)
 	       "                        new tokens after P cached ones (decodes: S = 1), flattened\n"
 	       "                        into one batch (B=1, S=sum N*S) as vLLM and Sarathi-Serve run\n"
 	       "                        it; e.g. --mix 32x1+2048,1x512+1024 (not for run --check)\n"
+	       "  --phase train         one training step (pass autodiff): calls inlined, the loss\n"
+	       "                        SoftmaxCrossEntropyLoss(first output, input `labels`), its\n"
+	       "                        gradients and an AdamW step; --batch B sequences of --context S\n"
+	       "  --lr X                phase train: AdamW's learning rate (default 1e-3)\n"
+	       "  --grad-accum K        phase train: K micro-batches of --batch B per step, gradients\n"
+	       "                        averaged before the one AdamW step (default 1)\n"
 	       "  --batch B             phases: sequences (default 1)\n"
 	       "  --context S           phases: prompt length (prefill) or past tokens (decode)\n"
 	       "  --kv-format F         phases: the KV cache's format: as the keys (default) or fp8\n"
@@ -161,10 +167,12 @@ static int phase_opts(CompileOpts *o)
 {
 	if (!o->phase) {
 		if (o->batch || o->context || o->mix)
-			drv_error("--batch, --context and --mix go with --phase prefill|decode|mixed");
+			drv_error("--batch, --context and --mix go with --phase prefill|decode|mixed|train");
 		else if (o->kv_format)
 			drv_error("--kv-format goes with --phase prefill|decode|mixed");
-		return o->batch || o->context || o->mix || o->kv_format ? -1 : 0;
+		else if (o->passes.ctx.lr > 0 || o->passes.ctx.grad_accum)
+			drv_error("--lr and --grad-accum go with --phase train");
+		return o->batch || o->context || o->mix || o->kv_format || o->passes.ctx.lr > 0 || o->passes.ctx.grad_accum ? -1 : 0;
 	}
 	if (o->nbinds > 62) {
 		drv_error("too many --bind options");
@@ -178,13 +186,18 @@ static int phase_opts(CompileOpts *o)
 		drv_error("--mix goes with --phase mixed");
 		return -1;
 	}
-	int decode = strcmp(o->phase, "decode") == 0;
-	if (!decode && strcmp(o->phase, "prefill")) {
-		drv_error("unknown --phase '%s' (expected prefill, decode or mixed)", o->phase);
+	int decode = strcmp(o->phase, "decode") == 0, train = strcmp(o->phase, "train") == 0;
+	if (!decode && !train && strcmp(o->phase, "prefill")) {
+		drv_error("unknown --phase '%s' (expected prefill, decode, mixed or train)", o->phase);
 		return -1;
 	}
 	if (!o->context) {
-		drv_error("--phase %s needs --context S (%s)", o->phase, decode ? "past tokens" : "prompt tokens");
+		drv_error("--phase %s needs --context S (%s)", o->phase,
+			  decode ? "past tokens" : train ? "tokens per sequence" : "prompt tokens");
+		return -1;
+	}
+	if (train && o->kv_format) {
+		drv_error("--kv-format goes with --phase prefill|decode|mixed");
 		return -1;
 	}
 	snprintf(o->phase_binds[0], sizeof o->phase_binds[0], "B=%lld", o->batch ? o->batch : 1);
@@ -193,6 +206,10 @@ static int phase_opts(CompileOpts *o)
 	o->binds[o->nbinds++] = o->phase_binds[1];
 	o->passes.ctx.phase = o->phase;
 	o->passes.ctx.context = decode ? o->context : 0;
+	if (!train && (o->passes.ctx.lr > 0 || o->passes.ctx.grad_accum)) {
+		drv_error("--lr and --grad-accum go with --phase train");
+		return -1;
+	}
 	return 0;
 }
 
@@ -258,6 +275,28 @@ static int parse_opts(int argc, char **argv, CompileOpts *o)
 				return -1;
 			}
 			o->sets[o->nsets++] = v;
+			continue;
+		}
+		if ((r = opt_value(argc, argv, &i, "--grad-accum", &v))) {   /* phase train */
+			char *end;
+			long k = r > 0 ? strtol(v, &end, 10) : 0;
+			if (r < 0 || end == v || *end || k < 1 || k > 64) {
+				if (r > 0)
+					drv_error("--grad-accum expects an integer in 1..64, got '%s'", v);
+				return -1;
+			}
+			o->passes.ctx.grad_accum = (int)k;
+			continue;
+		}
+		if ((r = opt_value(argc, argv, &i, "--lr", &v))) {   /* phase train */
+			char *end;
+			double lr = r > 0 ? strtod(v, &end) : 0;
+			if (r < 0 || end == v || *end || !(lr > 0 && lr < 1e6)) {
+				if (r > 0)
+					drv_error("--lr expects a positive number, got '%s'", v);
+				return -1;
+			}
+			o->passes.ctx.lr = lr;
 			continue;
 		}
 		if ((r = opt_value(argc, argv, &i, "--kv-format", &o->kv_format))) {
@@ -379,6 +418,10 @@ static Plan *build(const CompileOpts *o, const Compile *c, Module *m, const DrvB
 		drv_report(e.msg);
 		plan_free(p);
 		return NULL;
+	}
+	if (p && o->phase && !strcmp(o->phase, "train")) {
+		p->source.model_flops = o->passes.ctx.model_flops;
+		p->source.micro_batches = o->passes.ctx.grad_accum > 1 ? o->passes.ctx.grad_accum : 1;
 	}
 	return p;
 }

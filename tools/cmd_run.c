@@ -441,6 +441,27 @@ static void devices(const Plan *p, const RtTiming *t, int per_device)
 	printf("devices        %d: one line per kind above; --per-device lists each\n", p->ndevices);
 }
 
+/* phase train: MFU and HFU, and each device's memory by kind (runtime/interp.h RtTrain). */
+static void train_summary(const Plan *p, const RtTiming *t)
+{
+	RtTrain tr;
+	if (rt_train_metrics(p, t, &tr) < 0)
+		return;
+	char mf[32], hf[32], pk[32];
+	printf("MFU            %.2f%% (model %s = 3 x forward), HFU %.2f%% (executed %s: recomputation and the "
+	       "optimizer), of peak %s\n", 100 * tr.mfu, si(tr.model_flops, "FLOP", mf, sizeof mf), 100 * tr.hfu,
+	       si(tr.hw_flops, "FLOP", hf, sizeof hf), si(tr.peak_flops_per_s, "FLOP/s", pk, sizeof pk));
+	for (int d = 0; d < tr.ndev; d++) {
+		const RtTrainMem *m = &tr.dev[d];
+		char w[32], g[32], o[32], u[32], x[32], k[32];
+		printf("train memory   %s: weights %s, gradients %s, optimizer state %s (master weights, moments), "
+		       "updated copies %s, activations %s (before reuse); planned peak %s\n", p->devices[d].name,
+		       si(m->weights, "B", w, sizeof w), si(m->gradients, "B", g, sizeof g), si(m->optimizer, "B", o, sizeof o),
+		       si(m->updated, "B", u, sizeof u), si(m->activations, "B", x, sizeof x), si(m->peak, "B", k, sizeof k));
+	}
+	rt_train_free(&tr);
+}
+
 static void summary(const Plan *p, const RtRun *r, const RtCheck *c, char **files, int per_device, int raw)
 {
 	const RtTiming *t = &r->timing;
@@ -452,6 +473,14 @@ static void summary(const Plan *p, const RtRun *r, const RtCheck *c, char **file
 		printf("TPOT           %s (decode, batch %lld, %lld past tokens): %.4g tokens/s per user, %.4g tokens/s\n",
 		       seconds(ph.tpot_s, a, sizeof a), (long long)ph.batch, (long long)ph.context, ph.tokens_per_s_user,
 		       ph.tokens_per_s);
+	else if (ph.phase && ph.step_s > 0) {
+		char mb[48] = "";
+		if (ph.micro_batches > 1)
+			snprintf(mb, sizeof mb, " x %lld micro-batches", (long long)ph.micro_batches);
+		printf("step           %s (train, batch %lld%s, %lld tokens per sequence): %.4g tokens/s\n",
+		       seconds(ph.step_s, a, sizeof a), (long long)ph.batch, mb, (long long)ph.context, ph.tokens_per_s);
+		train_summary(p, t);
+	}
 	else if (ph.phase && ph.ttft_s > 0)
 		printf("TTFT           %s (prefill, batch %lld, %lld prompt tokens): %.4g prompt tokens/s\n",
 		       seconds(ph.ttft_s, a, sizeof a), (long long)ph.batch, (long long)ph.context, ph.tokens_per_s);

@@ -220,8 +220,9 @@ const char *pass_opts_pipeline(PassOpts *po, char *buf, size_t n)
 	int devices = po->ctx.tp || po->ctx.pp || po->ctx.ep;
 	char *b = buf;
 	size_t k = 0;
-	if (po->ctx.phase)      /* phases: --phase runs kv-cache first */
-		k += (size_t)snprintf(b + k, n - k, "kv-cache%s", list ? "," : "");
+	if (po->ctx.phase)      /* phases: --phase runs kv-cache first (train: autodiff) */
+		k += (size_t)snprintf(b + k, n - k, "%s%s", strcmp(po->ctx.phase, "train") ? "kv-cache" : "autodiff",
+				      list ? "," : "");
 	if (devices && !has_pass(list, "partition")) {
 		if (po->pipeline || !list) {
 			drv_error("--tp, --pp and --ep are options of the partition pass, which does not run: "

@@ -367,7 +367,8 @@ Plan *drv_build_plan(Module *m, const BuildOpts *o)
 }
 
 /* phases: a plan of a serving phase is checked against the same phase of the model: the
- * kv-cache pass (only) runs again with the recorded phase and context. */
+ * kv-cache pass (only) runs again with the recorded phase and context; a training step's
+ * autodiff pass with the learning rate its AdamW instructions carry. */
 static int rebuild_phase(const Plan *p, Module *m)
 {
 	if (!p->source.phase)
@@ -375,8 +376,14 @@ static int rebuild_phase(const Plan *p, Module *m)
 	PassCtx c;
 	pass_ctx_init(&c);
 	c.phase = p->source.phase;
-	c.context = p->source.context;
-	int e = pass_run_pipeline(m, &c, "kv-cache");
+	int train = strcmp(c.phase, "train") == 0;
+	c.context = train ? 0 : p->source.context;
+	for (int s = 0; train && s < p->nstreams && c.lr == 0; s++)
+		for (int i = 0; i < p->streams[s].nins && c.lr == 0; i++)
+			if (p->streams[s].ins[i].kind == PI_KERNEL && p->streams[s].ins[i].op == RT_OP_AdamW)
+				c.lr = rt_attr_float(&p->streams[s].ins[i].attrs, "lr", 0);
+	c.grad_accum = train ? (int)p->source.micro_batches : 0;
+	int e = pass_run_pipeline(m, &c, train ? "autodiff" : "kv-cache");
 	pass_ctx_free(&c);
 	return e;
 }

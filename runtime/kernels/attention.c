@@ -269,6 +269,96 @@ fail:
 	return -1;
 }
 
+/* ---- AttentionGrad: the FlashAttention-2 backward (Dao, ICLR 2024, Algorithm 2) ----
+ * AttentionGrad(dY, Q, K, V) {Attention's attributes} -> dQ, dK, dV, without past, mask or
+ * softcap.  The probabilities are recomputed from Q and K per (batch, head) instead of being
+ * stored (the recomputation that makes the backward O(S) in memory): S = scale Q K^T (+ causal
+ * -inf), P = softmax(S), dV = P^T dY, dP = dY V^T, D_i = sum_j P_ij dP_ij (= rowsum(dY o Y)),
+ * dS = P o (dP - D), dQ = scale dS K, dK = scale dS^T Q; a grouped KV head adds the dK, dV of
+ * every query head that reads it, in head order.  In double, rounded once at the end. */
+int rk_AttentionGrad(const RtKernelArgs *a, RtError *e)
+{
+	if (a->nin != 4)
+		return rt_errorf(e, RT_EUSER, "AttentionGrad: takes dY, Q, K, V (no mask or past)");
+	RtKernelArgs f = *a;
+	f.in = a->in + 1, f.nin = 3;
+	Att t;
+	if (att_setup(&f, &t, e) < 0)
+		return -1;
+	if (t.softcap > 0)
+		return rt_errorf(e, RT_EUSER, "AttentionGrad: softcap is not supported");
+	double *dy = heads4(a->in[0], t.in3d, t.qh, e), *q = dy ? heads4(a->in[1], t.in3d, t.qh, e) : NULL;
+	double *k = q ? heads4(a->in[2], t.in3d, t.kvh, e) : NULL, *v = k ? heads4(a->in[3], t.in3d, t.kvh, e) : NULL;
+	int64_t nq = t.B * t.qh * t.Sq * t.hs, nk = t.B * t.kvh * t.T * t.hs, nv = t.B * t.kvh * t.T * t.vhs;
+	double *g = v ? kn_alloc(nq + nk + nv + 2 * t.T, e) : NULL;
+	int rc = -1;
+	if (!g)
+		goto out;
+	memset(g, 0, (size_t)(nq + nk + nv) * sizeof *g);
+	double *dq = g, *dk = g + nq, *dv = dk + nk, *p = dv + nv, *dp = p + t.T;
+	for (int64_t b = 0; b < t.B; b++)
+		for (int64_t h = 0; h < t.qh; h++) {
+			int64_t kv = h / (t.qh / t.kvh);
+			const double *qh = q + (b * t.qh + h) * t.Sq * t.hs, *kh = k + (b * t.kvh + kv) * t.T * t.hs;
+			const double *vh = v + (b * t.kvh + kv) * t.T * t.vhs, *gy = dy + (b * t.qh + h) * t.Sq * t.vhs;
+			double *gq = dq + (b * t.qh + h) * t.Sq * t.hs, *gk = dk + (b * t.kvh + kv) * t.T * t.hs;
+			double *gv = dv + (b * t.kvh + kv) * t.T * t.vhs;
+			for (int64_t i = 0; i < t.Sq; i++) {
+				double mx = -INFINITY, sum = 0, dsum = 0;
+				for (int64_t j = 0; j < t.T; j++) {
+					double s = 0;
+					for (int64_t d = 0; d < t.hs; d++)
+						s += qh[i * t.hs + d] * kh[j * t.hs + d];
+					p[j] = t.causal && j > i + t.P ? -INFINITY : t.scale * s;
+					mx = p[j] > mx ? p[j] : mx;
+				}
+				for (int64_t j = 0; j < t.T; j++)
+					sum += p[j] = mx == -INFINITY ? 0 : exp(p[j] - mx);
+				for (int64_t j = 0; j < t.T; j++) {
+					double x = 0;
+					p[j] = sum > 0 ? p[j] / sum : 0;
+					for (int64_t d = 0; d < t.vhs; d++)
+						x += gy[i * t.vhs + d] * vh[j * t.vhs + d];
+					dp[j] = x;
+					dsum += p[j] * x;
+				}
+				for (int64_t j = 0; j < t.T; j++) {
+					double ds = p[j] * (dp[j] - dsum) * t.scale;
+					for (int64_t d = 0; d < t.vhs; d++)
+						gv[j * t.vhs + d] += p[j] * gy[i * t.vhs + d];
+					for (int64_t d = 0; d < t.hs; d++) {
+						gq[i * t.hs + d] += ds * kh[j * t.hs + d];
+						gk[j * t.hs + d] += ds * qh[i * t.hs + d];
+					}
+				}
+			}
+		}
+	const RtTensor *ins[3] = { a->in[1], a->in[2], a->in[3] };
+	double *outs[3] = { dq, dk, dv };
+	int64_t heads[3] = { t.qh, t.kvh, t.kvh };
+	for (int o = 0; o < 3 && o < a->nout; o++) {
+		double *y = outs[o], *y3 = NULL;
+		if (t.in3d) {   /* (B, h, S, d) back to (B, S, h*d) */
+			int64_t d4[4] = { t.B, heads[o], ins[o]->dims[1], ins[o]->dims[2] / heads[o] };
+			int perm[4] = { 0, 2, 1, 3 };
+			if (!(y3 = kn_alloc(ins[o]->n, e)))
+				goto out;
+			kn_transpose(y, 4, d4, perm, y3);
+			y = y3;
+		}
+		int bad = kn_out_like(a, o, ins[o]->dtype, ins[o], e) < 0 || kn_store(&a->out[o], y, a->opts, e) < 0;
+		rt_free(y3);
+		if (bad)
+			goto out;
+	}
+	rc = 0;
+out:
+	if (rc < 0)
+		kn_free_outs(a);
+	rt_free(dy), rt_free(q), rt_free(k), rt_free(v), rt_free(g);
+	return rc;
+}
+
 /* ---- RotaryEmbedding ---- */
 int rk_RotaryEmbedding(const RtKernelArgs *a, RtError *e)
 {

@@ -1,0 +1,672 @@
+/* passes/autodiff.c: the training step (--phase train).
+ *
+ * Turns the entry graph (a model whose first output is the logits [..., V]) into one training
+ * step, in four stages:
+ *   1. calls are inlined (`repeat N` unrolled into N copies), so the step is one flat graph:
+ *      every repetition gets parameters of its own ("<callee>.<k>.<param>", k the call
+ *      instance), with the callee's initialiser (a seeded one re-seeded per instance, so the
+ *      layers differ; the weights are not the inference plan's, which mixes instances in
+ *      the lowering);
+ *   2. the loss: a graph input `labels` (int64, the logits' shape without the last axis) and
+ *      loss = SoftmaxCrossEntropyLoss(logits as [N, V], labels as [N]) {reduction=mean};
+ *   3. reverse-mode differentiation (Griewank & Walther, "Evaluating Derivatives", 2008, ch. 3):
+ *      the nodes between the trainable parameters (float parameters that are not inline
+ *      literals) and the loss are visited in reverse order and each adds the gradients of its
+ *      inputs from those of its outputs (rules below); a value read several times adds its
+ *      gradients in the order the reads are visited;
+ *   4. an AdamW step per parameter (Loshchilov & Hutter, ICLR 2019) on f32 master weights and
+ *      f32 moments (Micikevicius et al., "Mixed Precision Training", ICLR 2018): a parameter
+ *      held narrower than f32 gets a master copy "P.master" (same initialiser); the moments
+ *      "P.exp_avg", "P.exp_avg_sq" (PyTorch's names) and the step "adamw.step" are parameters
+ *      initialised to 0, 0 and 1, so the step runs as compiled.  Weight decay applies to
+ *      parameters of rank >= 2 only (nanoGPT's and Megatron-LM's rule: no decay of norms and
+ *      biases).
+ * The graph's outputs become: loss, then per parameter P.next (and P.master.next), the new
+ * moments P.exp_avg.next and P.exp_avg_sq.next, then adamw.step.next: feeding them back as the
+ * parameters gives the next step.
+ *
+ * Gradient rules (dY: the gradient of output 0; broadcast operands reduce dY over the broadcast
+ * axes, ReduceSum then Reshape):
+ *   Add/Sub/Neg/Identity/Dropout/Cast/Reshape/Squeeze/Unsqueeze/Flatten/Transpose: linear maps,
+ *   their adjoints; Mul: dA = dY B, dB = dY A; MatMul: dA = dY B^T, dB = A^T dY (batch axes
+ *   reduced); Split and Concat each other's adjoints; Embedding: EmbeddingGrad (scatter-add);
+ *   LayerNormalization, RMSNormalization: their Grad operators; Gelu: GeluGrad; Silu: SiluGrad;
+ *   SwiGLU(G, U): dG = SiluGrad(dY U, G), dU = dY Silu(G); Sigmoid: dY y (1 - y); Tanh:
+ *   dY (1 - y^2); RotaryEmbedding: the same rotation by -theta (RotaryEmbedding with the sine
+ *   cache negated: a rotation's adjoint is its inverse); Attention: AttentionGrad (the
+ *   FlashAttention-2 backward, softmax recomputed).  Cosine/sine caches and indices are not
+ *   differentiated.  Any other operator between a parameter and the loss is an error.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir/diag.h"
+#include "passes/pass.h"
+
+typedef struct Ad {
+	Module *m;
+	Graph *g;
+	PassCtx *c;
+	unsigned char *need;     /* per primal value id: depends on a trainable parameter */
+	Value **grad;            /* per primal value id: its gradient so far, or NULL */
+	int nprimal;
+	Loc loc;
+	int errors;
+} Ad;
+
+/* ---- building blocks ---- */
+static Value *lit(Graph *g, DType dt, int rank, const int64_t *dims, const double *v, int64_t n)
+{
+	ParamInit *pi = arena_alloc(g->m->arena, sizeof *pi);
+	memset(pi, 0, sizeof *pi);
+	pi->kind = INIT_LITERAL;
+	pi->lit = arena_alloc(g->m->arena, (size_t)(n ? n : 1) * sizeof *pi->lit);
+	memcpy(pi->lit, v, (size_t)n * sizeof *v);
+	pi->nlit = n;
+	pi->inline_lit = 1;
+	Dim d[IR_MAX_RANK];
+	for (int i = 0; i < rank; i++)
+		d[i] = dim_c(dims[i]);
+	return ir_add_param(g, ir_fresh_name(g, "c"), ir_type(g->m, dt, rank, d), pi, g->loc);
+}
+
+/* An i64 list literal (shapes, axes). */
+static Value *ints(Graph *g, const int64_t *v, int n)
+{
+	double d[IR_MAX_RANK];
+	int64_t len = n;
+	for (int i = 0; i < n; i++)
+		d[i] = (double)v[i];
+	return lit(g, DT_I64, 1, &len, d, n);
+}
+
+static Value *scalar(Graph *g, DType dt, double x) { return lit(g, dt, 0, NULL, &x, 1); }
+
+static Node *node(Ad *a, Op op, Value **in, int nin, int nout, const char *name)
+{
+	const char *names[4];
+	for (int i = 0; i < nout && i < 4; i++)
+		names[i] = ir_fresh_name(a->g, name);
+	return ir_add_node(a->g, op, in, nin, names, nout, a->loc);
+}
+
+static Value *op1(Ad *a, Op op, Value *x, const char *name) { return node(a, op, &x, 1, 1, name)->out[0]; }
+
+static Value *op2(Ad *a, Op op, Value *x, Value *y, const char *name)
+{
+	Value *in[2] = { x, y };
+	return node(a, op, in, 2, 1, name)->out[0];
+}
+
+/* Constant dims of t into d; -1 when a dim is symbolic. */
+static int const_dims(Type t, int64_t *d)
+{
+	for (int i = 0; i < t.rank; i++) {
+		if (!dim_isconst(t.dims[i]))
+			return -1;
+		d[i] = t.dims[i].k;
+	}
+	return 0;
+}
+
+static Value *reshape(Ad *a, Value *x, Type to)
+{
+	int64_t d[IR_MAX_RANK];
+	const_dims(to, d);
+	return op2(a, OP_Reshape, x, ints(a->g, d, to.rank), "grad");
+}
+
+/* g (a gradient of dims gd[gr]) reduced to the shape of t, which broadcasts to gd: the sum over
+ * the leading axes t lacks and over the axes where t has 1. */
+static Value *unbroadcast(Ad *a, Value *g, int gr, const int64_t *gd, Type t)
+{
+	int64_t td[IR_MAX_RANK], ax[IR_MAX_RANK];
+	int n = 0;
+	const_dims(t, td);
+	for (int i = 0; i < gr; i++) {
+		int k = i - (gr - t.rank);
+		if (k < 0 || (td[k] == 1 && gd[i] != 1))
+			ax[n++] = i;
+	}
+	if (n == 0 && gr == t.rank)
+		return g;
+	if (n) {
+		Node *r = node(a, OP_ReduceSum, (Value *[]){ g, ints(a->g, ax, n) }, 2, 1, "grad");
+		ir_set_attr_int(r, "keepdims", 1);
+		g = r->out[0];
+	}
+	return reshape(a, g, t);
+}
+
+static Value *unbroadcast_to(Ad *a, Value *g, Type gt, Type t)
+{
+	int64_t gd[IR_MAX_RANK];
+	const_dims(gt, gd);
+	return unbroadcast(a, g, gt.rank, gd, t);
+}
+
+/* Transpose of the last two axes. */
+static Value *swap_last(Ad *a, Value *x, int rank)
+{
+	int64_t perm[IR_MAX_RANK];
+	for (int i = 0; i < rank; i++)
+		perm[i] = i;
+	perm[rank - 2] = rank - 1, perm[rank - 1] = rank - 2;
+	Node *t = node(a, OP_Transpose, &x, 1, 1, "grad");
+	ir_set_attr_ints(t, "perm", perm, rank);
+	return t->out[0];
+}
+
+static void copy_attrs(Node *to, const Node *from)
+{
+	for (int i = 0; i < from->attrs.n; i++)
+		ir_set_attr(to, &from->attrs.a[i]);
+}
+
+static int need(const Ad *a, const Value *v) { return v && v->id < a->nprimal && a->need[v->id]; }
+
+/* grad(v) += g. */
+static void acc(Ad *a, Value *v, Value *g)
+{
+	if (!need(a, v) || !g)
+		return;
+	a->grad[v->id] = a->grad[v->id] ? op2(a, OP_Add, a->grad[v->id], g, "grad") : g;
+}
+
+/* Zeros of v's type (an output of a multi-output node that no gradient reaches). */
+static Value *zeros(Ad *a, Value *v)
+{
+	int64_t d[IR_MAX_RANK];
+	const_dims(v->type, d);
+	Node *z = node(a, OP_ConstantOfShape, (Value *[]){ ints(a->g, d, v->type.rank) }, 1, 1, "grad");
+	ir_set_attr_float(z, "value", 0.0);   /* f32 zeros */
+	if (v->type.dt == DT_F32)
+		return z->out[0];
+	Node *c = node(a, OP_Cast, &z->out[0], 1, 1, "grad");
+	ir_set_attr_str(c, "to", rt_dtype_name(v->type.dt));
+	return c->out[0];
+}
+
+static int rule_error(Ad *a, const Node *n, const char *why)
+{
+	diag_error(n->loc, "autodiff: %s: %s (--phase train)", ir_ops[n->op].name, why);
+	a->errors++;
+	return -1;
+}
+
+/* ---- the rules: node n with dY = gradient of its output 0 ---- */
+static int rule(Ad *a, Node *n, Value *dy)
+{
+	Value *x = n->in[0], *b = n->nin > 1 ? n->in[1] : NULL, *y = n->out[0];
+	a->loc = n->loc;
+	switch (n->op) {
+	case OP_Identity: case OP_Dropout:
+		acc(a, x, dy);
+		return 0;
+	case OP_Cast: {
+		Node *c = node(a, OP_Cast, &dy, 1, 1, "grad");
+		ir_set_attr_str(c, "to", rt_dtype_name(x->type.dt));
+		acc(a, x, c->out[0]);
+		return 0;
+	}
+	case OP_Reshape: case OP_Squeeze: case OP_Unsqueeze: case OP_Flatten:
+		acc(a, x, reshape(a, dy, x->type));
+		return 0;
+	case OP_Transpose: {
+		int np;
+		const int64_t *p = rt_attr_ints(&n->attrs, "perm", &np);
+		int64_t inv[IR_MAX_RANK];
+		for (int i = 0; i < x->type.rank; i++)
+			inv[p ? p[i] : x->type.rank - 1 - i] = i;
+		Node *t = node(a, OP_Transpose, &dy, 1, 1, "grad");
+		ir_set_attr_ints(t, "perm", inv, x->type.rank);
+		acc(a, x, t->out[0]);
+		return 0;
+	}
+	case OP_Neg:
+		acc(a, x, op1(a, OP_Neg, dy, "grad"));
+		return 0;
+	case OP_Add: case OP_Sub:
+		if (need(a, x))
+			acc(a, x, unbroadcast_to(a, dy, y->type, x->type));
+		if (need(a, b))
+			acc(a, b, unbroadcast_to(a, n->op == OP_Sub ? op1(a, OP_Neg, dy, "grad") : dy, y->type, b->type));
+		return 0;
+	case OP_Mul:
+		if (need(a, x))
+			acc(a, x, unbroadcast_to(a, op2(a, OP_Mul, dy, b, "grad"), y->type, x->type));
+		if (need(a, b))
+			acc(a, b, unbroadcast_to(a, op2(a, OP_Mul, dy, x, "grad"), y->type, b->type));
+		return 0;
+	case OP_MatMul: {
+		int r = y->type.rank;
+		if (x->type.rank < 2 || b->type.rank < 2)
+			return rule_error(a, n, "rank-1 operands are not differentiated");
+		int64_t yd[IR_MAX_RANK], gd[IR_MAX_RANK];
+		const_dims(y->type, yd);
+		memcpy(gd, yd, sizeof gd);
+		if (need(a, x)) {   /* dA = dY B^T: [..., M, K] */
+			gd[r - 1] = b->type.dims[b->type.rank - 2].k;
+			acc(a, x, unbroadcast(a, op2(a, OP_MatMul, dy, swap_last(a, b, b->type.rank), "grad"), r, gd, x->type));
+		}
+		if (need(a, b)) {   /* dB = A^T dY: [..., K, N] */
+			gd[r - 2] = x->type.dims[x->type.rank - 1].k, gd[r - 1] = yd[r - 1];
+			acc(a, b, unbroadcast(a, op2(a, OP_MatMul, swap_last(a, x, x->type.rank), dy, "grad"), r, gd, b->type));
+		}
+		return 0;
+	}
+	case OP_Embedding: {
+		if (!need(a, x))
+			return 0;
+		Node *e = node(a, OP_EmbeddingGrad, (Value *[]){ dy, b }, 2, 1, "grad");
+		ir_set_attr_int(e, "num_rows", x->type.dims[0].k);
+		acc(a, x, e->out[0]);
+		return 0;
+	}
+	case OP_LayerNormalization: case OP_RMSNormalization: {
+		int ln = n->op == OP_LayerNormalization, ax = (int)rt_attr_int(&n->attrs, "axis", -1);
+		if ((ax != -1 && ax != x->type.rank - 1) || b->type.rank != 1 || (ln && n->nin > 2 && n->in[2] &&
+										    n->in[2]->type.rank != 1))
+			return rule_error(a, n, "only normalisation over the last axis with [H] scale and bias is differentiated");
+		Node *g = node(a, ln ? OP_LayerNormalizationGrad : OP_RMSNormalizationGrad, (Value *[]){ dy, x, b }, 3,
+			       ln && n->nin > 2 && n->in[2] ? 3 : 2, "grad");
+		ir_set_attr_float(g, "epsilon", rt_attr_float(&n->attrs, "epsilon", 1e-5));
+		acc(a, x, g->out[0]);
+		acc(a, b, g->out[1]);
+		if (g->nout > 2)
+			acc(a, n->in[2], g->out[2]);
+		return 0;
+	}
+	case OP_Gelu: case OP_Silu: {
+		Node *g = node(a, n->op == OP_Gelu ? OP_GeluGrad : OP_SiluGrad, (Value *[]){ dy, x }, 2, 1, "grad");
+		copy_attrs(g, n);
+		acc(a, x, g->out[0]);
+		return 0;
+	}
+	case OP_SwiGLU:
+		if (!ir_type_eq(x->type, b->type))
+			return rule_error(a, n, "gate and up must have one type");
+		if (need(a, x))
+			acc(a, x, op2(a, OP_SiluGrad, op2(a, OP_Mul, dy, b, "grad"), x, "grad"));
+		if (need(a, b))
+			acc(a, b, op2(a, OP_Mul, dy, op1(a, OP_Silu, x, "grad"), "grad"));
+		return 0;
+	case OP_Sigmoid: case OP_Tanh: {
+		Value *one = scalar(a->g, y->type.dt, 1.0);
+		Value *d = n->op == OP_Sigmoid ? op2(a, OP_Mul, y, op2(a, OP_Sub, one, y, "grad"), "grad")
+					       : op2(a, OP_Sub, one, op2(a, OP_Mul, y, y, "grad"), "grad");
+		acc(a, x, op2(a, OP_Mul, dy, d, "grad"));
+		return 0;
+	}
+	case OP_RotaryEmbedding: {
+		Value *in[4] = { dy, n->in[1], op1(a, OP_Neg, n->in[2], "grad"), n->nin > 3 ? n->in[3] : NULL };
+		Node *r = node(a, OP_RotaryEmbedding, in, n->nin, 1, "grad");
+		copy_attrs(r, n);
+		acc(a, x, r->out[0]);
+		return 0;
+	}
+	case OP_Attention: {
+		for (int i = 3; i < n->nin; i++)
+			if (n->in[i])
+				return rule_error(a, n, "masks and past key/values are not differentiated");
+		if (n->nout > 1 || rt_attr_float(&n->attrs, "softcap", 0) > 0)
+			return rule_error(a, n, "present key/values and softcap are not differentiated");
+		Node *g = node(a, OP_AttentionGrad, (Value *[]){ dy, x, b, n->in[2] }, 4, 3, "grad");
+		copy_attrs(g, n);
+		for (int i = 0; i < 3; i++)
+			acc(a, n->in[i], g->out[i]);
+		return 0;
+	}
+	case OP_Split: {
+		Value *parts[64];
+		if (n->nout > 64)
+			return rule_error(a, n, "more than 64 outputs");
+		for (int i = 0; i < n->nout; i++)
+			parts[i] = a->grad[n->out[i]->id] ? a->grad[n->out[i]->id] : zeros(a, n->out[i]);
+		Node *c = node(a, OP_Concat, parts, n->nout, 1, "grad");
+		ir_set_attr_int(c, "axis", rt_attr_int(&n->attrs, "axis", 0));
+		acc(a, x, c->out[0]);
+		return 0;
+	}
+	case OP_Concat: {
+		int ax = (int)rt_attr_int(&n->attrs, "axis", 0);
+		ax = ax < 0 ? ax + y->type.rank : ax;
+		int64_t sz[64];
+		if (n->nin > 64)
+			return rule_error(a, n, "more than 64 inputs");
+		for (int i = 0; i < n->nin; i++)
+			sz[i] = n->in[i]->type.dims[ax].k;
+		Node *s = node(a, OP_Split, (Value *[]){ dy, ints(a->g, sz, n->nin) }, 2, n->nin, "grad");
+		ir_set_attr_int(s, "axis", ax);
+		for (int i = 0; i < n->nin; i++)
+			acc(a, n->in[i], s->out[i]);
+		return 0;
+	}
+	default:
+		return rule_error(a, n, "no gradient rule for this operator");
+	}
+}
+
+/* ---- 1. inlining ---- */
+static int64_t ninstances;
+
+/* Replaces call n of g by the unrolled body of its callee. */
+static void inline_call(Graph *g, Node *n)
+{
+	Graph *cg = n->callee;
+	Value *cur[256];
+	int nin = n->nin < 256 ? n->nin : 256;
+	for (int i = 0; i < nin; i++)
+		cur[i] = n->in[i];
+	char name[512];
+	for (int64_t r = 0; r < n->repeat; r++) {
+		int64_t inst = ninstances++;
+		for (int i = 0; i < cg->nin && i < nin; i++)
+			cg->inputs[i]->aux = cur[i];
+		for (int i = 0; i < cg->nparams; i++) {
+			Value *p = cg->params[i];
+			ParamInit *pi = p->init;
+			if (pi && !pi->inline_lit && (pi->kind == INIT_NORMAL || pi->kind == INIT_UNIFORM)) {
+				pi = arena_alloc(g->m->arena, sizeof *pi);
+				*pi = *p->init;
+				pi->seed = (p->init->seed + 1000003ull * (uint64_t)(inst + 1)) & 0x7fffffffull;
+			}
+			snprintf(name, sizeof name, "%s.%" PRId64 ".%s", cg->name, inst, p->name);
+			p->aux = ir_add_param(g, arena_strdup(g->m->arena, name), p->type, pi, p->loc);
+		}
+		ir_foreach_node(cg, cn) {
+			Value *in[256];
+			const char *names[64];
+			for (int i = 0; i < cn->nin && i < 256; i++)
+				in[i] = cn->in[i] ? cn->in[i]->aux : NULL;
+			for (int i = 0; i < cn->nout && i < 64; i++) {
+				snprintf(name, sizeof name, "%s.%" PRId64 ".%s", cg->name, inst, cn->out[i]->name);
+				names[i] = arena_strdup(g->m->arena, name);
+			}
+			Node *c = ir_insert_node(g, n, cn->op, in, cn->nin, names, cn->nout, cn->loc);
+			copy_attrs(c, cn);
+			c->callee = cn->callee, c->repeat = cn->repeat, c->annot = cn->annot;
+			for (int i = 0; i < cn->nout; i++)
+				cn->out[i]->aux = c->out[i];
+		}
+		for (int i = 0; i < cg->nout && i < nin; i++)
+			cur[i] = cg->outputs[i]->aux;
+	}
+	for (int i = 0; i < n->nout; i++)
+		ir_replace_uses(g, n->out[i], n->repeat > 0 ? cg->outputs[i]->aux : n->in[i]);
+	ir_remove_node(g, n);
+}
+
+static int inline_calls(Graph *g)
+{
+	int any = 1, count = 0;
+	while (any) {
+		any = 0;
+		for (Node *n = g->first, *next; n; n = next) {
+			next = n->next;
+			if (n->op == OP_Call && n->callee) {
+				inline_call(g, n);
+				any = 1, count++;
+			}
+		}
+	}
+	return count;
+}
+
+/* ---- 4. the optimizer ---- */
+static ParamInit *fill(Module *m, double v)
+{
+	ParamInit *pi = arena_alloc(m->arena, sizeof *pi);
+	memset(pi, 0, sizeof *pi);
+	pi->kind = INIT_FILL;
+	pi->a = v;
+	return pi;
+}
+
+static const char *cat(Graph *g, const char *a, const char *b)
+{
+	char buf[512];
+	snprintf(buf, sizeof buf, "%s%s", a, b);
+	return arena_strdup(g->m->arena, buf);
+}
+
+static void adamw(Ad *a, Value *p, Value *g, Value *step, Value **outs, int *nout)
+{
+	Graph *G = a->g;
+	Type f = p->type;
+	int narrow = p->type.dt != DT_F32 && p->type.dt != DT_F64;   /* f64 is its own master */
+	f.dt = narrow ? DT_F32 : p->type.dt;
+	Value *w = p;
+	if (narrow) {
+		w = ir_add_param(G, cat(G, p->name, ".master"), f, p->init, p->loc);
+		Node *c = node(a, OP_Cast, &g, 1, 1, "grad");
+		ir_set_attr_str(c, "to", "f32");
+		g = c->out[0];
+	}
+	Value *m1 = ir_add_param(G, cat(G, p->name, ".exp_avg"), f, fill(G->m, 0), p->loc);
+	Value *m2 = ir_add_param(G, cat(G, p->name, ".exp_avg_sq"), f, fill(G->m, 0), p->loc);
+	const char *names[3] = { cat(G, w->name, ".next"), cat(G, m1->name, ".next"), cat(G, m2->name, ".next") };
+	Node *o = ir_add_node(G, OP_AdamW, (Value *[]){ w, g, m1, m2, step }, 5, names, 3, p->loc);
+	ir_set_attr_float(o, "lr", a->c->lr > 0 ? a->c->lr : 1e-3);
+	ir_set_attr_float(o, "weight_decay", p->type.rank >= 2 ? 0.1 : 0.0);
+	if (narrow) {
+		const char *nm = cat(G, p->name, ".next");
+		Node *c = ir_add_node(G, OP_Cast, &o->out[0], 1, &nm, 1, p->loc);
+		ir_set_attr_str(c, "to", rt_dtype_name(p->type.dt));
+		outs[(*nout)++] = c->out[0];
+	}
+	for (int i = 0; i < 3; i++)
+		outs[(*nout)++] = o->out[i];
+}
+
+static int trainable(const Value *v)
+{
+	return v->kind == V_PARAM && rt_dtype_isfloat(v->type.dt) && !(v->init && v->init->inline_lit);
+}
+
+/* The trainable parameters' dependents among the forward nodes fw[0..nf) (a->need grown to
+ * the graph's values first). */
+static void mark_need(Ad *a, Node **fw, int nf)
+{
+	if (a->g->nvalues > a->nprimal) {
+		int n = a->g->nvalues;
+		a->need = realloc(a->need, (size_t)n + 1);
+		a->grad = realloc(a->grad, ((size_t)n + 1) * sizeof *a->grad);
+		if (!a->need || !a->grad)
+			abort();
+		memset(a->need + a->nprimal, 0, (size_t)(n - a->nprimal) + 1);
+		memset(a->grad + a->nprimal, 0, ((size_t)(n - a->nprimal) + 1) * sizeof *a->grad);
+		a->nprimal = n;
+	}
+	for (int i = 0; i < a->g->nparams; i++)
+		a->need[a->g->params[i]->id] = trainable(a->g->params[i]);
+	for (int k = 0; k < nf; k++) {
+		Node *n = fw[k];
+		int any = 0;
+		for (int i = 0; i < n->nin; i++)
+			any |= need(a, n->in[i]) && !(n->op == OP_RotaryEmbedding && i > 0);   /* caches: constants */
+		for (int i = 0; i < n->nout; i++)
+			if (rt_dtype_isfloat(n->out[i]->type.dt))
+				a->need[n->out[i]->id] = (unsigned char)any;
+	}
+}
+
+/* Micro-batch mb >= 1 of gradient accumulation: a copy of the forward nodes fw[0..nf) appended
+ * to the graph (after the previous micro-batch's backward, so its activations die first), reading
+ * the parameters and its own copy of every graph input ("ids.mb1"); out[k] is fw[k]'s copy,
+ * *logits the copy of the logits. */
+static void clone_forward(Ad *a, Node **fw, int nf, int nin0, int mb, Node **out, Value **logits)
+{
+	Graph *g = a->g;
+	char name[512];
+	for (int i = 0; i < nin0; i++) {
+		Value *x = g->inputs[i];
+		snprintf(name, sizeof name, "%s.mb%d", x->name, mb);
+		x->aux = ir_add_input(g, arena_strdup(g->m->arena, name), x->type, x->loc);
+	}
+	for (int i = 0; i < g->nparams; i++)
+		g->params[i]->aux = g->params[i];
+	for (int k = 0; k < nf; k++) {
+		Node *n = fw[k];
+		Value *in[256];
+		const char *names[64];
+		for (int i = 0; i < n->nin && i < 256; i++)
+			in[i] = n->in[i] ? n->in[i]->aux : NULL;
+		for (int i = 0; i < n->nout && i < 64; i++) {
+			snprintf(name, sizeof name, "%s.mb%d", n->out[i]->name, mb);
+			names[i] = arena_strdup(g->m->arena, name);
+		}
+		Node *c = ir_add_node(g, n->op, in, n->nin, names, n->nout, n->loc);
+		copy_attrs(c, n);
+		c->annot = n->annot;
+		for (int i = 0; i < n->nout; i++)
+			n->out[i]->aux = c->out[i];
+		out[k] = c;
+	}
+	*logits = (*logits)->aux;
+}
+
+/* Micro-batch mb of mbs: its loss (input labels, or labels.mbN) and its backward over fw[0..nf),
+ * the loss's gradient seeded with 1/mbs (the accumulated gradient is the mean over the
+ * micro-batches).  Returns the loss. */
+static Value *loss_and_backward(Ad *a, Node **fw, int nf, Value *logits, int mb, int mbs)
+{
+	Graph *g = a->g;
+	Type lt = logits->type;
+	int r = lt.rank;
+	int64_t ld[IR_MAX_RANK], N = 1;
+	const_dims(lt, ld);
+	for (int i = 0; i < r - 1; i++)
+		N *= ld[i];
+	int64_t d2[2] = { N, ld[r - 1] };
+	Dim dl[IR_MAX_RANK];
+	for (int i = 0; i < r - 1; i++)
+		dl[i] = dim_c(ld[i]);
+	char ln[64], lb[64];
+	snprintf(lb, sizeof lb, mb ? "labels.mb%d" : "labels", mb);
+	snprintf(ln, sizeof ln, mbs > 1 ? "loss.mb%d" : "loss", mb);
+	Value *labels = ir_add_input(g, arena_strdup(g->m->arena, lb), ir_type(g->m, DT_I64, r - 1, dl), g->loc);
+	Value *s2 = op2(a, OP_Reshape, logits, ints(g, d2, 2), "scores");
+	Value *t1 = op2(a, OP_Reshape, labels, ints(g, &N, 1), "targets");
+	const char *lname = arena_strdup(g->m->arena, ln);
+	Node *loss = ir_add_node(g, OP_SoftmaxCrossEntropyLoss, (Value *[]){ s2, t1 }, 2, &lname, 1, g->loc);
+	ir_set_attr_str(loss, "reduction", "mean");
+	if (need(a, logits)) {
+		Node *sg = node(a, OP_SoftmaxCrossEntropyLossGrad, (Value *[]){ scalar(g, lt.dt, 1.0 / mbs), s2, t1 }, 3, 1,
+				"grad");
+		ir_set_attr_str(sg, "reduction", "mean");
+		a->grad[logits->id] = reshape(a, sg->out[0], lt);
+	}
+	for (int k = nf - 1; k >= 0 && !a->errors; k--) {
+		Node *n = fw[k];
+		Value *dy = a->grad[n->out[0]->id];
+		int reach = 0, wants = 0;
+		for (int i = 0; i < n->nout; i++)
+			reach |= a->grad[n->out[i]->id] != NULL;
+		for (int i = 0; i < n->nin; i++)
+			wants |= need(a, n->in[i]);
+		if (!reach || !wants)
+			continue;
+		if (!dy && n->op != OP_Split)
+			dy = zeros(a, n->out[0]);
+		rule(a, n, dy);
+	}
+	return loss->out[0];
+}
+
+int pass_autodiff(Module *m, PassCtx *c)
+{
+	Graph *g = ir_entry(m);
+	if (!g || !c->phase || strcmp(c->phase, "train") != 0)
+		return 0;
+	int inl = inline_calls(g);
+	if (inl) {
+		pass_stat(c, "calls inlined", inl);
+		if (ir_topo_sort(g) < 0 || ir_infer_shapes(m) > 0)
+			return 1;
+	}
+	if (g->nout < 1 || !rt_dtype_isfloat(g->outputs[0]->type.dt) || g->outputs[0]->type.rank < 2) {
+		diag_error(g->loc, "autodiff: the first output of '%s' must be float logits [..., V] (--phase train)", g->name);
+		return 1;
+	}
+	Value *logits = g->outputs[0];
+	int64_t ld[IR_MAX_RANK];
+	if (const_dims(logits->type, ld) < 0) {
+		diag_error(g->loc, "autodiff: the logits' shape must be bound (--bind or --context)");
+		return 1;
+	}
+	int mbs = c->grad_accum > 1 ? c->grad_accum : 1;
+	Ad a = { m, g, c, NULL, NULL, 0, g->loc, 0 };
+	double fwd = 0;
+	int nn = 0, nin0 = g->nin;
+	ir_foreach_node(g, n) {
+		fwd += ir_node_flops(n);
+		nn++;
+	}
+	/* forward + backward (2x): PaLM appendix B, Narayanan et al. SC'21; once per micro-batch */
+	c->model_flops = 3 * fwd * mbs;
+	Node **order = calloc((size_t)nn + 1, sizeof *order), **copy = calloc((size_t)nn + 1, sizeof *copy);
+	Value **losses = calloc((size_t)mbs + 1, sizeof *losses);
+	if (!order || !copy || !losses)
+		abort();
+	nn = 0;
+	ir_foreach_node(g, n)
+		order[nn++] = n;
+	/* 2-3. per micro-batch: forward (a copy after the first), loss, backward */
+	for (int mb = 0; mb < mbs && !a.errors; mb++) {
+		Node **fw = order;
+		Value *lg = logits;
+		if (mb > 0) {
+			clone_forward(&a, order, nn, nin0, mb, copy, &lg);
+			if (ir_infer_shapes(m) > 0) {
+				a.errors++;
+				break;
+			}
+			fw = copy;
+		}
+		mark_need(&a, fw, nn);
+		losses[mb] = loss_and_backward(&a, fw, nn, lg, mb, mbs);
+	}
+	Value *loss = losses[0];
+	if (mbs > 1 && !a.errors) {
+		const char *lname = "loss";
+		loss = ir_add_node(g, OP_Mean, losses, mbs, &lname, 1, g->loc)->out[0];
+	}
+	/* 4. AdamW on every parameter a gradient reached */
+	Value **outs = calloc((size_t)g->nparams * 4 + 4, sizeof *outs);
+	int no = 0, trained = 0;
+	if (!outs)
+		abort();
+	outs[no++] = loss;
+	Value *step = ir_add_param(g, "adamw.step", ir_type(m, DT_F32, 0, NULL), fill(m, 1), g->loc);
+	int np = g->nparams;
+	for (int i = 0; i < np && !a.errors; i++) {
+		Value *p = g->params[i];
+		if (p->id < a.nprimal && trainable(p) && a.grad[p->id]) {
+			adamw(&a, p, a.grad[p->id], step, outs, &no);
+			trained++;
+		}
+	}
+	const char *sn = "adamw.step.next";
+	outs[no++] = ir_add_node(g, OP_Add, (Value *[]){ step, scalar(g, DT_F32, 1.0) }, 2, &sn, 1, g->loc)->out[0];
+	if (!a.errors) {
+		for (int i = 0; i < g->nout; i++)
+			g->outputs[i]->nuses--;
+		g->nout = 0;
+		g->out_decl = NULL;
+		for (int i = 0; i < no; i++)
+			ir_add_output(g, outs[i]);
+		int64_t N = ir_type_numel(logits->type) / ld[logits->type.rank - 1];
+		pass_stat(c, "parameters trained", trained);
+		pass_remark(c, REMARK_APPLIED, g, NULL, "training step: loss over %d micro-batch%s of %" PRId64 " tokens, %d "
+			    "parameters trained with AdamW (f32 master weights and moments)", mbs, mbs > 1 ? "es" : "", N, trained);
+	}
+	free(outs);
+	free(order);
+	free(copy);
+	free(losses);
+	free(a.need);
+	free(a.grad);
+	return a.errors;
+}
