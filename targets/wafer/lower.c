@@ -149,9 +149,6 @@ int wafer_arrange(TgtLower *l)
 		}
 	}
 	int avail = num_has(&d->count) ? (int)d->count.v : 1;
-	double total = 0;
-	for (int g = 0; g < w->ngroups; g++)
-		total += w->state[g];
 	w->mode = hard ? WAFER_HARDWIRED : WAFER_RESIDENT;
 	w->wafers = 1;
 	if (!hard) {
