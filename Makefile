@@ -5,6 +5,8 @@
 #                   tests, once normally (with Open MPI: the testsuite/mpi runs) and once under
 #                   ASan+UBSan built without MPI (the non-MPI build); ends with "N passed, N failed"
 #   make demo       the main job on the bundled real model (see README)
+#   make docs-numbers  regenerate the figures README.md and docs/ quote (tools/docs-numbers.py;
+#                   make check fails when one is stale)
 #   make validate   the cost models against published measurements (tools/validate/cases.json)
 #   make validate-bands  regenerate targets/bands.def, the error bands, from those residuals
 #   make bench      throughput benchmarks, reported as ratios
@@ -65,7 +67,7 @@ UNIT_BIN := $(UNIT_SRC:testsuite/unit/%.c=$(BUILD)/unit/%)
 BENCH_SRC:= $(sort $(wildcard testsuite/bench/bench_*.c))
 BENCH_BIN:= $(BENCH_SRC:testsuite/bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all deps check check-fast validate validate-bands demo bench benchbins fuzz fuzzbins unit lint install clean FORCE
+.PHONY: all deps check check-fast docs-numbers validate validate-bands demo bench benchbins fuzz fuzzbins unit lint install clean FORCE
 all: deps $(BUILD)/aicc
 
 # Install missing Debian packages once, then re-run make so pkg-config flags are picked up.
@@ -147,6 +149,9 @@ validate-bands: all
 	python3 tools/validate.py $(BUILD) --write-bands targets/bands.def
 	$(MAKE) all
 # ---- end gpu ----
+
+docs-numbers: all
+	python3 tools/docs-numbers.py $(BUILD) --write
 
 demo: deps all
 	sh tools/demo.sh $(BUILD)

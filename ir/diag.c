@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "ir/diag.h"
+#include "ir/suggest.h"
 
 typedef struct Source {
 	const char *file, *text;
@@ -139,4 +140,64 @@ void diag_note(Loc loc, const char *fmt, ...)
 	va_start(ap, fmt);
 	vreport("note", loc, fmt, ap);
 	va_end(ap);
+}
+
+int diag_distance(const char *a, const char *b)
+{
+	int la = (int)strlen(a), lb = (int)strlen(b), row[40];
+	if (la > 38 || lb > 38)
+		return 99;
+	for (int j = 0; j <= lb; j++)
+		row[j] = j;
+	for (int i = 1; i <= la; i++) {
+		int diag = row[0];
+		row[0] = i;
+		for (int j = 1; j <= lb; j++) {
+			int up = row[j], best = diag + (a[i - 1] != b[j - 1]);
+			if (up + 1 < best)
+				best = up + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			diag = up;
+			row[j] = best;
+		}
+	}
+	return row[lb];
+}
+
+const char *diag_nearest(const char *s, const char *const *names, int n)
+{
+	const char *best = NULL;
+	int bd = 3, ls = (int)strlen(s);
+	for (int i = 0; i < n; i++) {
+		int k = diag_distance(s, names[i]), pre = 0;
+		while (s[pre] && s[pre] == names[i][pre])
+			pre++;
+		if (pre == ls || !names[i][pre])
+			k = 0;           /* one is a prefix of the other: h100 -> h100-sxm */
+		else if (pre >= 3)
+			k--;             /* a shared stem: fusion -> fuse */
+		if (k < bd && k < ls)
+			bd = k, best = names[i];
+	}
+	return best;
+}
+
+void diag_suggest(char *buf, size_t len, const char *s, const char *const *names, int n)
+{
+	const char *near = diag_nearest(s, names, n);
+	size_t k = 0;
+	if (len == 0)
+		return;
+	buf[0] = '\0';
+	if (near)
+		k += (size_t)snprintf(buf, len, " (did you mean '%s'?; valid: ", near);
+	else
+		k += (size_t)snprintf(buf, len, " (valid: ");
+	for (int i = 0; i < n && k < len; i++)
+		k += (size_t)snprintf(buf + k, len - k, "%s%s", i ? ", " : "", names[i]);
+	if (k < len)
+		snprintf(buf + k, len - k, ")");
+	else if (len > 5)
+		snprintf(buf + len - 5, 5, "...)");
 }

@@ -28,5 +28,4 @@ int diag_stop(void);           /* too many errors: stop */
 void diag_reset(void);         /* forget counts and sources */
 void diag_set_output(FILE *f);
 void diag_set_max(int max);
-
 #endif

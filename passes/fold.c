@@ -8,6 +8,7 @@
  * plan), symbolic shapes, graph outputs (their name is the graph's interface), calls, and nodes
  * whose kernel reports an error.  Requires inferred shapes.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -93,11 +94,109 @@ static void fold_node(PassCtx *c, Graph *g, Node *n)
 	pass_changed(c, "nodes folded");
 }
 
+/* ---- Conv + BatchNormalization ---- */
+
+/* A constant f32/f64 parameter of exactly n elements, or NULL. */
+static const RtTensor *float_const(Value *v, int64_t n)
+{
+	const RtTensor *t = v && v->kind == V_PARAM ? ir_const_tensor(v, n) : NULL;
+	if (!t || t->n != n || (t->dtype != DT_F32 && t->dtype != DT_F64))
+		return NULL;
+	return t;
+}
+
+/* A new parameter named after `base` holding t (ownership passes to the module). */
+static Value *new_const(Graph *g, const char *base, Type ty, RtTensor *t, Loc loc)
+{
+	ParamInit *pi = arena_alloc(g->m->arena, sizeof *pi);
+	RtTensor *d = arena_alloc(g->m->arena, sizeof *d);
+	*d = *t;
+	pi->kind = INIT_DATA;
+	pi->data = d;
+	return ir_add_param(g, ir_fresh_name(g, base), ty, pi, loc);
+}
+
+/* BatchNormalization(Conv(x, W[, b]), scale, B, mean, var) in inference mode, with every operand
+ * but x constant and the Conv read only by it, becomes Conv(x, W', b') with, per output channel
+ * o, s = scale[o] / sqrt(var[o] + epsilon), W'[o] = W[o] * s and b'[o] = (b[o] - mean[o]) * s
+ * + B[o] (b = 0 without a bias): the folding every inference engine does (onnxruntime's
+ * ConvBNFusion, TensorRT).  Computed in double with one rounding to W's dtype (f32 or f64), so
+ * the result is the same on every machine (no BLAS); it differs from the two-step graph only by
+ * that rounding (the f32 reference rounds after the Conv and again after the normalisation). */
+static void fold_conv_bn(PassCtx *c, Graph *g, Node *bn)
+{
+	Value *y = bn->in[0];
+	Node *cv = y && y->kind == V_NODE ? y->def : NULL;
+	if (!cv || cv->op != OP_Conv || cv->nout != 1 || cv->nin < 2 || bn->nin < 5 || rt_attr_int(&bn->attrs, "training_mode", 0))
+		return;
+	for (int i = 1; i < bn->nout; i++)
+		if (bn->out[i] && bn->out[i]->nuses)
+			return;
+	Value *w = cv->in[1];
+	if (w->type.rank < 3 || !dim_isconst(w->type.dims[0]) || ir_type_numel(w->type) < 1)
+		return;
+	int64_t C = w->type.dims[0].k, nw = ir_type_numel(w->type), per = nw / C;
+	const RtTensor *W = float_const(w, nw), *B0 = cv->nin > 2 && cv->in[2] ? float_const(cv->in[2], C) : NULL;
+	const RtTensor *sc = float_const(bn->in[1], C), *bb = float_const(bn->in[2], C), *mu = float_const(bn->in[3], C),
+		       *var = float_const(bn->in[4], C);
+	const char *why = NULL;
+	if (!W || !sc || !bb || !mu || !var || (cv->nin > 2 && cv->in[2] && !B0))
+		why = "the Conv weight, its bias or a BatchNormalization statistic is not a constant f32/f64 tensor";
+	else if (y->nuses != 1 || pass_is_output(y))
+		why = "the Conv's result has other readers";
+	else if (cv->annot.device != bn->annot.device)
+		why = "they are on different devices";
+	if (why) {
+		pass_remark(c, REMARK_MISSED, g, bn, "did not fold BatchNormalization '%s' into Conv '%s': %s",
+			    pass_node_name(bn), pass_node_name(cv), why);
+		return;
+	}
+	if (!pass_bisect(c, bn, "fold BatchNormalization into Conv"))
+		return;
+	double eps = rt_attr_float(&bn->attrs, "epsilon", 1e-5);
+	RtTensor nw_t = { 0 }, nb_t = { 0 };
+	int64_t wd[8], bd[1] = { C };
+	for (int i = 0; i < w->type.rank && i < 8; i++)
+		wd[i] = w->type.dims[i].k;
+	RtError e = { 0 };
+	if (rt_tensor_alloc(&nw_t, W->dtype, w->type.rank, wd, &e) < 0 || rt_tensor_alloc(&nb_t, W->dtype, 1, bd, &e) < 0) {
+		rt_tensor_free(&nw_t);
+		return;
+	}
+	for (int64_t o = 0; o < C; o++) {
+		double s = rt_get(sc, o) / sqrt(rt_get(var, o) + eps);
+		for (int64_t k = 0; k < per; k++)
+			rt_set(&nw_t, o * per + k, rt_get(W, o * per + k) * s);
+		rt_set(&nb_t, o, ((B0 ? rt_get(B0, o) : 0.0) - rt_get(mu, o)) * s + rt_get(bb, o));
+	}
+	Type bt = ir_type(g->m, W->dtype, 1, &w->type.dims[0]);
+	Value *in[3] = { cv->in[0], new_const(g, w->name, w->type, &nw_t, w->loc),
+			 new_const(g, cv->in[2] ? cv->in[2]->name : "bias", bt, &nb_t, bn->loc) };
+	in[1]->type = w->type;
+	const char *name = bn->out[0]->name;
+	bn->out[0]->name = ir_fresh_name(g, "bn");
+	Node *nc = ir_insert_node(g, bn, OP_Conv, in, 3, &name, 1, cv->loc);
+	for (int i = 0; i < cv->attrs.n; i++)
+		ir_set_attr(nc, &cv->attrs.a[i]);
+	nc->annot = cv->annot;
+	nc->out[0]->type = bn->out[0]->type;
+	ir_replace_uses(g, bn->out[0], nc->out[0]);
+	ir_remove_node(g, bn);
+	ir_remove_node(g, cv);
+	pass_remark(c, REMARK_APPLIED, g, nc, "folded BatchNormalization into Conv '%s' (weights and bias rescaled per "
+		    "output channel at compile time)", name);
+	pass_changed(c, "BatchNormalization folded into Conv");
+}
+
 int pass_fold(Module *m, PassCtx *c)
 {
 	for (Graph *g = m->graphs; g; g = g->next)
 		for (Node *n = g->first, *next; n; n = next) {
 			next = n->next;
+			if (n->op == OP_BatchNormalization) {
+				fold_conv_bn(c, g, n);
+				continue;
+			}
 			fold_node(c, g, n);
 		}
 	return 0;

@@ -12,6 +12,8 @@
  *                    fused_add_rms_norm)
  *   matmul_epilogue  MatMul | Gemm -> up to 4 elementwise epilogue ops (F_EPI: bias Add,
  *                    activation, scale, residual Add)            anchor: the MatMul
+ *   conv_epilogue    Conv -> the same epilogue ops (a CNN's bias, Relu/HardSwish/Sigmoid and
+ *                    the residual Add of a bottleneck block)    anchor: the Conv
  *   elementwise      chains of elementwise nodes                  anchor: the last one
  * A node joins its producer's group only when the producer's result has no other reader
  * (except the norm_residual sum), neither node is @nofuse, both are on the same @device, and
@@ -159,6 +161,7 @@ static int is_epilogue(const Node *n) { return (ir_ops[n->op].flags & F_EPI) && 
 
 static void fuse_epilogue(PassCtx *c, Node *mm)
 {
+	int conv = mm->op == OP_Conv;
 	Group gr = { { mm }, 1 };
 	Node *prev = mm;
 	char buf[256];
@@ -174,8 +177,8 @@ static void fuse_epilogue(PassCtx *c, Node *mm)
 		}
 		gr.m[gr.n++] = prev = u;
 	}
-	if (gr.n > 1 && pass_bisect(c, mm, "fuse matmul epilogue"))
-		commit(c, &gr, mm, "matmul_epilogue");
+	if (gr.n > 1 && pass_bisect(c, mm, conv ? "fuse conv epilogue" : "fuse matmul epilogue"))
+		commit(c, &gr, mm, conv ? "conv_epilogue" : "matmul_epilogue");
 }
 
 /* ---- elementwise chains ---- */
@@ -204,7 +207,7 @@ static void each(PassCtx *c, Graph *g, int (*want)(const Node *), void (*fn)(Pas
 
 static int is_swiglu(const Node *n) { return n->op == OP_SwiGLU; }
 static int is_norm(const Node *n) { return n->op == OP_LayerNormalization || n->op == OP_RMSNormalization; }
-static int is_mm(const Node *n) { return n->op == OP_MatMul || n->op == OP_Gemm; }
+static int is_mm(const Node *n) { return n->op == OP_MatMul || n->op == OP_Gemm || n->op == OP_Conv; }
 
 /* A chain starts at an elementwise node whose producer could not take it. */
 static int is_chain_start(const Node *n)

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "ir/diag.h"
+#include "ir/suggest.h"
 #include "passes/pass.h"
 
 const PassInfo pass_table[] = {
@@ -85,7 +86,13 @@ static int check_one(const char *name, void *arg)
 	(void)arg;
 	if (pass_find(name))
 		return 0;
-	fprintf(stderr, "aicc: error: unknown pass '%s' (see --list-passes)\n", name);
+	const char *names[64];
+	char sug[2048];
+	int n = 0;
+	for (int i = 0; i < pass_count && n < 64; i++)
+		names[n++] = pass_table[i].name;
+	diag_suggest(sug, sizeof sug, name, names, n);
+	fprintf(stderr, "aicc: error: unknown pass '%s'%s\n", name, sug);
 	return -1;
 }
 

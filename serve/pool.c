@@ -161,8 +161,11 @@ int sv_pool_parse(SvPool *p, const char *role, const char *model, const char *sp
 	for (char *tok = strtok_r(NULL, ",", &save); tok && rc == 0; tok = strtok_r(NULL, ",", &save))
 		rc = spec_option(p, tok, e);
 	free(s);
-	if (rc == 0 && !tgt_find(p->target))
-		rc = sv_err(e, "aicc: error: unknown target '%s' in --%s (see aicc targets)", p->target, role);
+	if (rc == 0 && !tgt_find(p->target)) {
+		char sug[512];
+		tgt_suggest(p->target, sug, sizeof sug);
+		rc = sv_err(e, "aicc: error: unknown target '%s' in --%s%s", p->target, role, sug);
+	}
 	return rc;
 }
 
@@ -322,8 +325,11 @@ int sv_pool_open(SvPool *p, int64_t max_tokens, SvError *e)
 		return 0;
 	}
 	const Target *t = tgt_find(p->target);
-	if (!t)
-		return sv_err(e, "aicc: error: unknown target '%s'", p->target);
+	if (!t) {
+		char sug[512];
+		tgt_suggest(p->target, sug, sizeof sug);
+		return sv_err(e, "aicc: error: unknown target '%s'%s", p->target, sug);
+	}
 	tgt_register_costs();    /* the timing engine prices instructions through the targets' hooks */
 	if (!p->machine || !*p->machine) {
 		free(p->machine);

@@ -28,6 +28,7 @@
 #include <libxml/tree.h>
 #include <libxml/xmlerror.h>
 
+#include "ir/suggest.h"
 #include "targets/machine.h"
 
 _Static_assert(DT_COUNT <= 64, "dtype sets are 64-bit masks");
@@ -1163,8 +1164,12 @@ Machine *machine_load(const char *name_or_path, FILE *diag)
 		}
 		snprintf(path, sizeof path, "%s/%s.xml", dir, name_or_path);
 		if (access(path, R_OK) != 0) {
-			fprintf(out, "aicc: error: unknown machine '%s' ('aicc machines' lists them)\n",
-				name_or_path);
+			char *names[256], sug[2048];
+			int nn = machine_list(names, 256);
+			diag_suggest(sug, sizeof sug, name_or_path, (const char *const *)names, nn);
+			fprintf(out, "aicc: error: unknown machine '%s'%s\n", name_or_path, sug);
+			for (int i = 0; i < nn; i++)
+				free(names[i]);
 			return NULL;
 		}
 	}

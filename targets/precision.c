@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ir/suggest.h"
 #include "targets/target.h"
 
 #define NG PREC_NOGROUP
@@ -137,30 +138,6 @@ void prec_valid_words(const Target *t, const Machine *m, char *buf, size_t n)
 		snprintf(buf, n, "none");
 }
 
-/* Levenshtein distance of a and b (both short). */
-static int distance(const char *a, const char *b)
-{
-	int la = (int)strlen(a), lb = (int)strlen(b), row[40];
-	if (la > 38 || lb > 38)
-		return 99;
-	for (int j = 0; j <= lb; j++)
-		row[j] = j;
-	for (int i = 1; i <= la; i++) {
-		int diag = row[0];
-		row[0] = i;
-		for (int j = 1; j <= lb; j++) {
-			int up = row[j], best = diag + (a[i - 1] != b[j - 1]);
-			if (up + 1 < best)
-				best = up + 1;
-			if (row[j - 1] + 1 < best)
-				best = row[j - 1] + 1;
-			diag = up;
-			row[j] = best;
-		}
-	}
-	return row[lb];
-}
-
 /* The usable word (or, with opt, option of t) nearest to s, or NULL when none is close. */
 static const char *suggest(const char *s, int opt, const Target *t, const Device *d)
 {
@@ -170,7 +147,7 @@ static const char *suggest(const char *s, int opt, const Target *t, const Device
 		const char *name = opt ? options[i] : prec_words[i].name;
 		if (opt ? t && !listed(t->formats, "+", name) : !usable(&prec_words[i], t, d))
 			continue;
-		int k = distance(s, name);
+		int k = diag_distance(s, name);
 		if (k < bd)
 			bd = k, best = name;
 	}

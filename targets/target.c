@@ -5,6 +5,7 @@
  * per-instruction overhead,
  * and its device-wide memory spaces with capacity and bandwidth (times the machine's achievable
  * efficiency when it states one), so the runtime times plans without the XML. */
+#include "ir/suggest.h"
 #include "targets/target.h"
 
 #include <math.h>
@@ -20,6 +21,15 @@ const Target *const tgt_targets[] = {
 #undef TARGET
 };
 const int tgt_ntargets = (int)(sizeof tgt_targets / sizeof tgt_targets[0]);
+
+void tgt_suggest(const char *name, char *buf, size_t n)
+{
+	const char *names[64];
+	int k = 0;
+	for (int i = 0; i < tgt_ntargets && k < 64; i++)
+		names[k++] = tgt_targets[i]->name;
+	diag_suggest(buf, n, name, names, k);
+}
 
 const Target *tgt_find(const char *name)
 {

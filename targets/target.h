@@ -366,6 +366,8 @@ double tgt_roofline_time(const Target *t, const Machine *m, const Device *d, con
 extern const Target *const tgt_targets[];
 extern const int tgt_ntargets;
 const Target *tgt_find(const char *name);      /* NULL if unknown */
+/* For an unknown target name: " (did you mean 'hopper'?; valid: reference, hopper, ...)" in buf. */
+void tgt_suggest(const char *name, char *buf, size_t n);
 /* The first target that lowers to devices of kind k (reference when none): how work on a device
  * is priced when the compile names no target. */
 const Target *tgt_for_kind(DevKind k);

@@ -48,7 +48,8 @@ static void compile_help(void)
 	for (int i = 0; i < prec_nwords && k < sizeof words; i++)
 		k += (size_t)snprintf(words + k, sizeof words - k, " %s", prec_words[i].name);
 	printf("usage: aicc compile MODEL(.aig|.onnx) [options]\n"
-	       "  --emit ir|summary|plan|dot|svg|png  what to write (default: summary); pictures\n"
+	       "  --emit ir|summary|plan|dot|svg|png  what to write (default: the kind -o's extension\n"
+	       "                        names, .aip .aig .json .dot .svg .png, else summary); pictures\n"
 	       "                        show the plan's placement when --target is given, else the IR\n"
 	       "  --target T            target of --emit plan (default: reference; see aicc targets)\n"
 	       "  --machine NAME|FILE   machine description (default: the target's)\n"
@@ -213,11 +214,26 @@ static int phase_opts(CompileOpts *o)
 	return 0;
 }
 
+/* Without --emit, the kind -o's extension names (else summary); with both, they must agree. */
+static int emit_from_output(CompileOpts *o)
+{
+	const char *k = drv_output_kind(o->output);
+	if (!o->emit) {
+		o->emit = k ? k : "summary";
+		return 0;
+	}
+	if (k && strcmp(k, o->emit) != 0) {
+		drv_output_mismatch(o->output, k, o->emit);
+		return -1;
+	}
+	return 0;
+}
+
 static int parse_opts(int argc, char **argv, CompileOpts *o)
 {
 	memset(o, 0, sizeof *o);
 	pass_opts_init(&o->passes);
-	o->emit = "summary";
+	o->emit = NULL;              /* --emit, else -o's extension, else summary */
 	o->target = NULL;            /* viz: NULL means reference, and pictures show the IR */
 	for (int i = 1; i < argc; i++) {
 		const char *v;
@@ -344,6 +360,8 @@ static int parse_opts(int argc, char **argv, CompileOpts *o)
 		drv_error("no model given (see aicc compile --help)");
 		return -1;
 	}
+	if (emit_from_output(o) < 0)
+		return -1;
 	if (strcmp(o->emit, "ir") && strcmp(o->emit, "summary") && strcmp(o->emit, "plan") && !drv_is_picture(o->emit)) {
 		drv_error("unknown --emit kind '%s' (expected ir, summary, plan, dot, svg or png)", o->emit);
 		return -1;
@@ -378,7 +396,9 @@ static int prepare(CompileOpts *o, Compile *c)
 {
 	c->t = tgt_find(o->target ? o->target : "reference");
 	if (!c->t) {
-		drv_error("unknown target '%s' (see aicc targets)", o->target);
+		char sug[512];
+		tgt_suggest(o->target, sug, sizeof sug);
+		drv_error("unknown target '%s'%s", o->target, sug);
 		return -1;
 	}
 	c->plan = strcmp(o->emit, "plan") == 0 || (drv_is_picture(o->emit) && o->target);

@@ -35,6 +35,7 @@ typedef struct Row {
 	char *placement, *format; /* the recorded reasons, or NULL */
 	int has_err, bound_from_target, dev;
 	double est_err, time_s, start_s, flops, fixed_s;
+	double band, band_median; /* its kernel class's worst and median residual (t.band); < 0: none */
 	char *layer;              /* the call instance ("layer#3"), or "(top level)" */
 	char *key;                /* its group: callee, name without shard markers, operator */
 	char *gname;              /* the group's name before the instance range: callee base, or "" */
@@ -121,6 +122,13 @@ static int parse_opts(int argc, char **argv, ExplainOpts *o)
 	}
 	if (!o->plan) {
 		drv_error("no plan given (see aicc explain --help)");
+		return -1;
+	}
+	const char *k = drv_output_kind(o->output);
+	if (!o->emit && k && drv_is_picture(k))
+		o->emit = k;        /* -o plan.svg: the picture */
+	else if (o->emit && k && strcmp(k, o->emit)) {
+		drv_output_mismatch(o->output, k, o->emit);
 		return -1;
 	}
 	if (o->emit && !drv_is_picture(o->emit)) {
@@ -309,6 +317,10 @@ static void fill_row(const Plan *p, const Anchors *a, int s, int i, double start
 	r->start_s = start;
 	r->flops = in->flops;
 	r->fixed_s = viz_fixed_s(p, s, in, dur);
+	const char *bw = viz_attr(in, "band", buf, sizeof buf);
+	r->band = bw && strcmp(bw, "none") ? strtod(bw, NULL) : -1;
+	const char *bm = r->band >= 0 ? viz_attr(in, "band_median", buf, sizeof buf) : NULL;
+	r->band_median = bm ? strtod(bm, NULL) : r->band;
 	viz_instance_of(r->name, inst, callee, sizeof inst);
 	r->layer = xstrdup(inst[0] ? inst : "(top level)");
 	const char *hash = strrchr(inst, '#');
@@ -545,20 +557,22 @@ static void totals(const Plan *p, const Row *rows, int n, Totals *t)
 	qsort(t->cls, (size_t)t->ncls, sizeof *t->cls, by_time);
 }
 
-/* The family of a bound: compute (compute, tensor, vector, scalar, sfu), memory (memory, dma),
- * link, overhead (overhead, latency) or other. */
+/* The family of a bound, as the targets name the term that bounds an instruction: compute (the
+ * GPU's mma, fma and sfu pipes, the TPU's mxu and vpu, the LPU's mxm, vxm and sxm slices),
+ * memory (hbm, dram, sram, vmem, smem, l2, tma, dma), link (link, ici, nvlink, c2c), overhead
+ * (launch, fixed, latency: costs that do not scale with the work) or other. */
 static const char *bound_family(const char *b)
 {
-	static const char *const compute[] = { "compute", "tensor", "vector", "scalar", "sfu" };
-	for (size_t i = 0; i < sizeof compute / sizeof *compute; i++)
-		if (!strcmp(b, compute[i]))
-			return "compute";
-	if (!strcmp(b, "memory") || !strcmp(b, "dma"))
-		return "memory";
-	if (!strcmp(b, "link"))
-		return "link";
-	if (!strcmp(b, "overhead") || !strcmp(b, "latency"))
-		return "overhead";
+	static const struct { const char *family, *names[14]; } fam[] = {
+		{ "compute", { "compute", "tensor", "vector", "scalar", "sfu", "mma", "fma", "mxu", "vpu", "mxm", "vxm", "sxm", "alu" } },
+		{ "memory", { "memory", "dma", "hbm", "dram", "sram", "vmem", "smem", "l2", "tma", "mem" } },
+		{ "link", { "link", "ici", "nvlink", "c2c" } },
+		{ "overhead", { "overhead", "latency", "launch", "fixed" } },
+	};
+	for (size_t f = 0; f < sizeof fam / sizeof *fam; f++)
+		for (int k = 0; k < 14 && fam[f].names[k]; k++)
+			if (!strcmp(b, fam[f].names[k]))
+				return fam[f].family;
 	return "other";
 }
 
@@ -782,6 +796,7 @@ static void print_summary(FILE *f, const Plan *p, const RtTiming *tm, const Tota
 /* The table's cells of one row (group g, or the row itself when g is NULL). */
 typedef struct Cells {
 	char node[1200], count[64], device[256], prec[64], err[32], fused[1200], each[32], total[32], share[16], bound[40];
+	char band[32];
 	char why[4096];
 } Cells;
 
@@ -808,6 +823,10 @@ static void cells(const Plan *p, const Row *r, const Group *g, double busy, Cell
 	viz_time_str(ts, c->total, sizeof c->total);
 	snprintf(c->share, sizeof c->share, "%.1f%%", pct(ts > 0 ? ts : 0, busy));
 	snprintf(c->bound, sizeof c->bound, "%s%s", r->bound, r->bound_from_target || !strcmp(r->bound, "link") ? "" : "*");
+	if (r->band >= 0)
+		snprintf(c->band, sizeof c->band, "+-%.0f%%/%.0f%%", 100 * r->band_median, 100 * r->band);
+	else
+		c->band[0] = 0;
 	size_t o = 0;
 	c->why[0] = 0;
 	if (r->placement)
@@ -820,14 +839,15 @@ static void print_table(FILE *f, const Plan *p, const Row *rows, int n, const Gr
 {
 	int m = g ? ng : n;
 	Cells *c = xcalloc(1, sizeof *c);
-	int any_err = 0, any_fused = 0, any_why = 0, derived = 0;
-	int wn = 4, wo = 2, wc = 5, wd = g ? 7 : 6, wp = 9, we = 10, wf = 5, wt = g ? 5 : 4, wb = 5;
+	int any_err = 0, any_fused = 0, any_why = 0, any_band = 0, derived = 0;
+	int wn = 4, wo = 2, wc = 5, wd = g ? 7 : 6, wp = 9, we = 10, wf = 5, wt = g ? 5 : 4, wb = 5, wband = 4;
 	for (int i = 0; i < m; i++) {   /* pass 1: which columns, how wide */
 		const Row *r = g ? &rows[g[i].row] : &rows[i];
 		cells(p, r, g ? &g[i] : NULL, t->busy, c);
 		any_err |= r->has_err;
 		any_fused |= r->fusion != NULL;
 		any_why |= c->why[0] != 0;
+		any_band |= c->band[0] != 0;
 		derived |= !r->bound_from_target && strcmp(r->bound, "link");
 #define W(w, s) w = (int)strlen(s) > w ? (int)strlen(s) : w
 		W(wn, c->node);
@@ -840,6 +860,7 @@ static void print_table(FILE *f, const Plan *p, const Row *rows, int n, const Gr
 		W(wt, c->each);
 		W(wt, c->total);
 		W(wb, c->bound);
+		W(wband, c->band);
 #undef W
 	}
 	if (g)
@@ -859,7 +880,10 @@ static void print_table(FILE *f, const Plan *p, const Row *rows, int n, const Gr
 		fprintf(f, "%*s  %*s  %6s  ", wt, "each", wt, "total", "share");
 	else
 		fprintf(f, "%*s  ", wt, "time");
-	fprintf(f, "%-*s%s\n", any_why ? wb : 0, "bound", any_why ? "  why (placement; format)" : "");
+	if (any_band)
+		fprintf(f, "%-*s  ", wb, "bound");
+	fprintf(f, "%-*s%s\n", any_why ? (any_band ? wband : wb) : 0, any_band ? "band" : "bound",
+		any_why ? "  why (placement; format)" : "");
 	for (int i = 0; i < m; i++) {   /* pass 2: the rows */
 		const Row *r = g ? &rows[g[i].row] : &rows[i];
 		cells(p, r, g ? &g[i] : NULL, t->busy, c);
@@ -875,11 +899,17 @@ static void print_table(FILE *f, const Plan *p, const Row *rows, int n, const Gr
 			fprintf(f, "%*s  %*s  %6s  ", wt, c->each, wt, c->total, c->share);
 		else
 			fprintf(f, "%*s  ", wt, c->total);
+		const char *last = any_band ? c->band : c->bound;
+		if (any_band)
+			fprintf(f, "%-*s  ", wb, c->bound);
 		if (c->why[0])
-			fprintf(f, "%-*s  %s\n", wb, c->bound, c->why);
+			fprintf(f, "%-*s  %s\n", any_band ? wband : wb, last, c->why);
 		else
-			fprintf(f, "%s\n", c->bound);
+			fprintf(f, "%s\n", last);
 	}
+	if (any_band)
+		fprintf(f, "band: +-typical/worst error of the row's kernel class (median and worst residual of make validate's "
+			"published cases); blank: no case covers it\n");
 	if (derived)
 		fprintf(f, "* bound: the largest roofline term of the plan's numbers (the target records none)\n");
 	free(c);
@@ -1047,6 +1077,15 @@ static void print_text(FILE *f, const Plan *p, const RtTiming *tm, const Row *ro
 	fprintf(f, "plan %s: target %s, machine %s, %d instructions, predicted latency %s\n",
 		p->source.model ? p->source.model : "(no source)", p->target, p->machine, n,
 		tm ? viz_time_str(tm->latency_s, a, sizeof a) : "not predicted (no cost model)");
+	RtBand band;
+	if (tm && rt_band(p, tm, &band) == 0) {
+		if (band.covered_s > 0)
+			fprintf(f, "error band +-%.0f%% typical, +-%.0f%% worst (the kernel classes' residuals in make validate, "
+				"time-weighted; %.0f%% of the time has no published case)\n", 100 * band.rel_median, 100 * band.rel,
+				pct(band.uncovered_s, band.covered_s + band.uncovered_s));
+		else
+			fprintf(f, "error band unknown: no published case covers any of its kernel classes\n");
+	}
 	print_summary(f, p, tm, t, g, ng, rows, n, all);
 	print_table(f, p, rows, n, all ? NULL : g, ng, t);
 	print_devices(f, p, tm, t, all);

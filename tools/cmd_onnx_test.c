@@ -584,7 +584,9 @@ int cmd_onnx_test(int argc, char **argv)
 	const Target *t = tgt_find(o.target), *rt = tgt_find("reference");
 	RtError e = { 0 };
 	if (!t) {
-		drv_error("unknown target '%s' (see aicc targets)", o.target);
+		char sug[512];
+		tgt_suggest(o.target, sug, sizeof sug);
+		drv_error("unknown target '%s'%s", o.target, sug);
 		return EXIT_USER;
 	}
 	if (drv_open_machine(t, NULL, NULL, 0, o.precision, &o.tm, &o.prec, &e) < 0)

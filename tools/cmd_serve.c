@@ -254,8 +254,11 @@ static int colocated_pool(const ServeOpts *o, SvPool *p, SvError *e)
 		sv_pool_init(p, "colocated", o->model);
 		p->target = strdup(o->target ? o->target : "hopper");
 		const Target *t = tgt_find(p->target);
-		if (!t)
-			return sv_err(e, "aicc: error: unknown target '%s' (see aicc targets)", p->target);
+		if (!t) {
+			char sug[512];
+			tgt_suggest(p->target, sug, sizeof sug);
+			return sv_err(e, "aicc: error: unknown target '%s'%s", p->target, sug);
+		}
 		p->machine = strdup(o->machine ? o->machine : t->default_machine);
 		if (o->precision)
 			p->precision = strdup(o->precision);

@@ -50,4 +50,10 @@ void drv_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * else as "aicc: error: MSG", so every failure has one of the two documented forms. */
 void drv_report(const char *msg);
 
+/* The output kind -o's extension names: .aip plan, .aig ir, .json summary, .dot, .svg, .png;
+ * NULL for any other name (stdout, /dev/null, out.txt). */
+const char *drv_output_kind(const char *out);
+/* "aicc: error: -o OUT names KIND output but --emit EMIT writes EMIT: ..." */
+void drv_output_mismatch(const char *out, const char *kind, const char *emit);
+
 #endif

@@ -326,7 +326,9 @@ Plan *drv_lower(Module *m, const BuildOpts *o, RtError *e)
 {
 	const Target *t = tgt_find(o->target);
 	if (!t) {
-		rt_errorf(e, RT_EUSER, "aicc: error: unknown target '%s' (see aicc targets)", o->target);
+		char sug[512];
+		tgt_suggest(o->target, sug, sizeof sug);
+		rt_errorf(e, RT_EUSER, "aicc: error: unknown target '%s'%s", o->target, sug);
 		return NULL;
 	}
 	Graph *g = ir_entry(m);

@@ -183,3 +183,22 @@ int64_t drv_host_available(void)
 	}
 	return avail > 0 ? avail : avail < 0 ? 0 : 1;
 }
+
+const char *drv_output_kind(const char *out)
+{
+	static const char *const ext[][2] = { { ".aip", "plan" }, { ".aig", "ir" }, { ".json", "summary" },
+					      { ".dot", "dot" }, { ".svg", "svg" }, { ".png", "png" } };
+	size_t n = out ? strlen(out) : 0;
+	for (size_t i = 0; i < sizeof ext / sizeof ext[0]; i++) {
+		size_t k = strlen(ext[i][0]);
+		if (n > k && strcmp(out + n - k, ext[i][0]) == 0)
+			return ext[i][1];
+	}
+	return NULL;
+}
+
+void drv_output_mismatch(const char *out, const char *kind, const char *emit)
+{
+	drv_error("-o %s names %s output but --emit %s writes %s: drop --emit, or give -o a name that ends as the "
+		  "kind it holds (.aip plan, .aig ir, .json summary, .dot, .svg, .png)", out, kind, emit, emit);
+}

@@ -13,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include "ir/suggest.h"
 #include "targets/target.h"
 
 static Machine *load(const char *name)
@@ -102,6 +103,31 @@ static void test_refusals(void **state)
 	machine_free(t);
 }
 
+/* diag_nearest / diag_suggest (ir/suggest.h): prefixes and shared stems are near, unrelated
+ * names are not, ties go to the first; the valid list is always given and truncated with "...". */
+static void test_suggest(void **state)
+{
+	(void)state;
+	static const char *const machines[] = { "a100-sxm", "b200", "h100-sxm", "h200-sxm" };
+	static const char *const passes[] = { "dce", "fuse", "fold", "partition" };
+	static const char *const targets[] = { "reference", "hopper", "tpu", "lpu" };
+	assert_string_equal(diag_nearest("h100", machines, 4), "h100-sxm");      /* a prefix */
+	assert_string_equal(diag_nearest("h100-sx", machines, 4), "h100-sxm");
+	assert_string_equal(diag_nearest("fusion", passes, 4), "fuse");          /* stem "fus" */
+	assert_string_equal(diag_nearest("fusee", passes, 4), "fuse");
+	assert_string_equal(diag_nearest("hoper", targets, 4), "hopper");
+	assert_null(diag_nearest("nope", targets, 4));
+	assert_null(diag_nearest("x", targets, 4));                              /* 1 edit, 1 char */
+	assert_int_equal(diag_distance("kitten", "sitting"), 3);
+	char buf[64];
+	diag_suggest(buf, sizeof buf, "hoper", targets, 4);
+	assert_string_equal(buf, " (did you mean 'hopper'?; valid: reference, hopper, tpu, lpu)");
+	diag_suggest(buf, sizeof buf, "nope", targets, 4);
+	assert_string_equal(buf, " (valid: reference, hopper, tpu, lpu)");
+	diag_suggest(buf, 20, "nope", targets, 4);
+	assert_string_equal(buf, " (valid: refere...)");     /* 19 characters and the NUL */
+}
+
 int main(void)
 {
 	setenv("AICC_MACHINES", "targets/machines", 0);
@@ -109,6 +135,7 @@ int main(void)
 		cmocka_unit_test(test_table),
 		cmocka_unit_test(test_fp8_options),
 		cmocka_unit_test(test_refusals),
+		cmocka_unit_test(test_suggest),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
