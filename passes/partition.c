@@ -171,6 +171,15 @@ static Value *chain_param(Value *v, int depth)
 
 static int weight_2d(Value *v) { return chain_param(v, 0) != NULL; }
 
+/* Whether n is an expert GEMM, GroupedMatMul(rows [R, K], offsets, stacked weight [E, K, N]) with
+ * constant K and N: tensor parallelism cuts every expert's weight like a MatMul's (N by columns
+ * for gate/up, K by rows for down), each device computing its slice of every expert. */
+static int is_expert_matmul(const Node *n)
+{
+	const Value *w = n->op == OP_GroupedMatMul && n->nin == 3 ? n->in[2] : NULL;
+	return is_weight(w, 3) && dim_isconst(w->type.dims[1]) && dim_isconst(w->type.dims[2]) && n->in[0]->type.rank == 2;
+}
+
 /* A per-group Quantize's `group` attribute for one of k shards of its input cut along its last
  * axis: the group shrinks with the axis when it spans all of it (each shard scales its own
  * slice: TP int8 kernels quantize their local activations), else it is kept. */
@@ -214,6 +223,21 @@ static int kv_splits(const Value *v, int64_t kvh, int past)
 	return past ? v->kind == V_INPUT && v->nuses == 1 : pass_is_output(v) && v->nuses == 1;
 }
 
+/* The Cast that is the only reader of present result v when its result is a graph output read
+ * nowhere else (the prefill phase's FP8 KV cache, --kv-format fp8: the cache is stored cast), or
+ * NULL. */
+static Node *kv_cast(const Part *p, const Value *v)
+{
+	if (v->nuses != 1 || pass_is_output(v))
+		return NULL;
+	for (Node *n = p->g->first; n; n = n->next)
+		for (int k = 0; k < n->nin; k++)
+			if (n->in[k] == v)
+				return n->op == OP_Cast && n->nout == 1 && pass_is_output(n->out[0]) && n->out[0]->nuses == 1 ?
+				       n : NULL;
+	return NULL;
+}
+
 /* Whether Attention n can run per group of heads: 3-D Q, K, V ([B, S, heads * head]), no mask,
  * both head counts divisible by tp; a KV cache (past inputs, present outputs: docs/passes.md
  * "KV cache") is cut by KV heads too, so each shard keeps its heads' cache (whole GQA groups). */
@@ -230,9 +254,11 @@ static int attention_splits(Part *p, const Node *n)
 	for (int i = 0; i < 3; i++)
 		if (!n->in[i] || n->in[i]->type.rank != 3)
 			return 0;
-	for (int i = 1; i < n->nout; i++)
-		if (n->out[i]->nuses && (i > 2 || !kv_splits(n->out[i], kvh, 0)))
+	for (int i = 1; i < n->nout; i++) {
+		const Node *cast = i <= 2 ? kv_cast(p, n->out[i]) : NULL;
+		if (n->out[i]->nuses && (i > 2 || !(kv_splits(n->out[i], kvh, 0) || (cast && kv_splits(cast->out[0], kvh, 0)))))
 			return 0;
+	}
 	return 1;
 }
 
@@ -279,6 +305,9 @@ static int colsplit(Part *p, Region *r, Value *v, int depth)
 	int ok = 0, rank = v->type.rank;
 	if (n->op == OP_MatMul && weight_2d(n->in[1]) && n->in[0]->type.rank >= 1 && rank != 4)
 		ok = 1;
+	else if (p->ep <= 1 && is_expert_matmul(n) && rank == 2)
+		ok = 1;   /* every expert's weight [E, K, N] cut along N (TensorRT-LLM's MoE tensor parallelism;
+			     with --ep the experts are split by expert instead) */
 	else if (((ir_ops[n->op].flags & (F_ELEM | F_UNARY)) == (F_ELEM | F_UNARY) && n->op != OP_Cast) ||
 		 (n->op == OP_Quantize && n->nin == 1))      /* an activation quantized per token */
 		ok = split_dim(n->in[0]) == w && n->in[0]->type.rank == rank && colsplit(p, r, n->in[0], depth + 1);
@@ -415,13 +444,25 @@ static void divide_attr(Node *c, const char *name, int k)
 
 /* The graph output v (a present key or value) := Concat {axis=1} of result j of the shard
  * Attentions: KV heads in shard order.  No @device: the lowering makes it a sharded plan output
- * (each device keeps its heads' cache; targets/devices.c), not an instruction. */
-static void assemble_output(Part *p, Node *before, Value *v, Node **attn, int j)
+ * (each device keeps its heads' cache; targets/devices.c), not an instruction.  cast (or NULL):
+ * the Cast between result j and the graph output (kv_cast), done per shard (region rid's shard
+ * i), and v is then its result. */
+static void assemble_output(Part *p, Node *before, Value *v, Node **attn, int j, Node *cast, int rid)
 {
 	Value *parts[SHARDS];
-	for (int i = 0; i < p->tp; i++)
-		parts[i] = attn[i]->out[j];
 	char buf[256];
+	for (int i = 0; i < p->tp; i++) {
+		parts[i] = attn[i]->out[j];
+		if (cast) {
+			snprintf(buf, sizeof buf, "%s.tp%d", v->name, i);
+			const char *nm = ir_fresh_name(p->g, buf);
+			Node *c = ir_insert_node(p->g, before, OP_Cast, &parts[i], 1, &nm, 1, cast->loc);
+			for (int a = 0; a < cast->attrs.n; a++)
+				ir_set_attr(c, &cast->attrs.a[a]);
+			c->aux = (void *)(intptr_t)(rid * SHARDS + i + 1);
+			parts[i] = c->out[0];
+		}
+	}
 	snprintf(buf, sizeof buf, "%s.all", v->name);
 	const char *name = ir_fresh_name(p->g, buf);
 	Node *c = ir_insert_node(p->g, before, OP_Concat, parts, p->tp, &name, 1, before->loc);
@@ -431,6 +472,8 @@ static void assemble_output(Part *p, Node *before, Value *v, Node **attn, int j)
 	ir_replace_uses(p->g, v, c->out[0]);
 	c->out[0]->name = v->name;       /* the graph output keeps its name */
 	v->name = name;
+	if (cast)
+		ir_remove_node(p->g, cast);
 }
 
 /* An AllReduce of the n partial results `parts` (region rid) that replaces node `row`: its
@@ -471,7 +514,9 @@ static void split_region(Part *p, Region *r, int rid)
 			}
 			if (n->op == OP_Reshape || n->op == OP_Expand)
 				in[1] = shard_shape(p, n->in[1], n->loc);
-			if (n->op == OP_MatMul && k == r->n - 1)
+			if (n->op == OP_GroupedMatMul)   /* [E, K, N]: rows (K) for the last, columns (N) before */
+				in[2] = weight_shard(p, row, n->in[2], k == r->n - 1 ? 1 : 2, i, p->tp);
+			else if (n->op == OP_MatMul && k == r->n - 1)
 				in[1] = chain_shard(p, row, n->in[1], 0, i, p->tp, rid * SHARDS + i + 1);
 			else if (n->op == OP_MatMul)
 				in[1] = chain_shard(p, row, n->in[1], 1, i, p->tp, rid * SHARDS + i + 1);
@@ -506,9 +551,13 @@ static void split_region(Part *p, Region *r, int rid)
 	}
 	for (int k = 0; k < r->n; k++)
 		if (r->nodes[k]->op == OP_Attention)
-			for (int j = 1; j < r->nodes[k]->nout && j < 3; j++)
+			for (int j = 1; j < r->nodes[k]->nout && j < 3; j++) {
+				Node *cast = kv_cast(p, r->nodes[k]->out[j]);
 				if (pass_is_output(r->nodes[k]->out[j]))
-					assemble_output(p, row, r->nodes[k]->out[j], attn, j);
+					assemble_output(p, row, r->nodes[k]->out[j], attn, j, NULL, rid);
+				else if (cast)
+					assemble_output(p, row, cast->out[0], attn, j, cast, rid);
+			}
 	Value *chains[MAXREG];
 	int nch = 0;
 	for (int k = 0; k < r->n; k++)
@@ -544,15 +593,17 @@ static int tensor_parallel(Part *p)
 		return 0;
 	for (Node *n = p->g->first, *next; n; n = next) {
 		next = n->next;
-		if (n->op != OP_MatMul || n->aux || !weight_2d(n->in[1]) || n->annot.device ||
-		    !dim_isconst(n->in[1]->type.dims[0]))
+		int experts = p->ep <= 1 && is_expert_matmul(n);
+		if ((!experts && (n->op != OP_MatMul || !weight_2d(n->in[1]) || !dim_isconst(n->in[1]->type.dims[0]))) ||
+		    n->aux || n->annot.device)
 			continue;
-		Region r = { .n = 0, .cols = n->in[1]->type.dims[0].k };
+		Region r = { .n = 0, .cols = experts ? n->in[2]->type.dims[1].k : n->in[1]->type.dims[0].k };
 		if (r.cols % p->tp || last_dim(n->in[0]) != r.cols || !colsplit(p, &r, n->in[0], 0))
 			continue;
 		int bad = 0, heads = 0;
 		for (int k = 0; k < r.n; k++) {
 			bad |= r.nodes[k]->op == OP_MatMul && (r.nodes[k]->in[1]->type.dims[1].k % p->tp) != 0;
+			bad |= (r.nodes[k]->op == OP_MatMul && experts) || (r.nodes[k]->op == OP_GroupedMatMul && !experts);
 			heads |= r.nodes[k]->op == OP_Attention;
 		}
 		if (bad || p->nreg >= MAXREGIONS - 2 || !pass_bisect(p->c, n, "tensor-parallel split"))
@@ -560,7 +611,11 @@ static int tensor_parallel(Part *p)
 		r.nodes[r.n++] = n;
 		int rid = new_region(p, 'T', p->tp);
 		nreg++;
-		if (heads)
+		if (experts)
+			pass_remark(p->c, REMARK_APPLIED, p->g, n, "tensor parallel over %d devices: every expert's "
+				    "weights cut (%d column-split node(s) before this row-split GroupedMatMul), AllReduce "
+				    "of the partial products before MoECombine", p->tp, r.n - 1);
+		else if (heads)
 			pass_remark(p->c, REMARK_APPLIED, p->g, n, "tensor parallel over %d devices: attention by heads, "
 				    "%d column-split node(s) (Q/K/V weights cut at head boundaries, head counts / %d) "
 				    "before this row-split MatMul, AllReduce of the partial products", p->tp, r.n - 1, p->tp);
@@ -1311,6 +1366,116 @@ static int place_layers(Part *p)
 	return nreg;
 }
 
+/* ---- the -O1 choice of --tp and --pp (PassCtx.partition_auto) ---- */
+
+/* What the choice needs from the graph: attention layers (with repeats), the bytes one of them
+ * writes (the hidden state an all-reduce sums), the KV cache they read, and whether tp devices
+ * can split every attention by whole heads. */
+typedef struct AutoFacts {
+	int64_t nattn;
+	double hidden_bytes, kv_bytes;
+	int64_t heads_gcd;   /* gcd of every attention's query and KV head counts; 0: none */
+} AutoFacts;
+
+static int64_t gcd64(int64_t a, int64_t b)
+{
+	while (b) {
+		int64_t t = a % b;
+		a = b, b = t;
+	}
+	return a;
+}
+
+static void auto_facts(const Graph *g, int64_t mult, AutoFacts *f, int depth)
+{
+	ir_foreach_node(g, n) {
+		if (n->op == OP_Call && n->callee && depth < 16) {
+			auto_facts(n->callee, mult * (n->repeat > 0 ? n->repeat : 1), f, depth + 1);
+			continue;
+		}
+		if (n->op != OP_Attention || n->nout < 1)
+			continue;
+		int64_t qh = rt_attr_int(&n->attrs, "q_num_heads", 0), kvh = rt_attr_int(&n->attrs, "kv_num_heads", 0);
+		f->nattn += mult;
+		f->hidden_bytes = fmax(f->hidden_bytes, (double)value_bytes(n->out[0]));
+		for (int i = 4; i < n->nin && i < 6; i++)
+			if (n->in[i])
+				f->kv_bytes += (double)mult * (double)value_bytes(n->in[i]);
+		f->heads_gcd = gcd64(gcd64(f->heads_gcd, qh > 0 ? qh : 1), kvh > 0 ? kvh : 1);
+	}
+}
+
+/* Predicted seconds of one step of g over tp x pp devices, as the target prices it: every node
+ * with its work shared by tp devices, two all-reduces of the hidden state per attention layer
+ * (Megatron: after attention and after the MLP), and pp - 1 hand-overs between stages. */
+static double auto_time(Part *p, const AutoFacts *f, int tp, int pp)
+{
+	double t = 0;
+	ir_foreach_node(p->g, n) {
+		TgtWork w = { .node = n, .fmt = DT_INVALID, .chips = tp };
+		t += pass_work_time(p->c, p->dev, &w);
+	}
+	if (tp > 1 && f->nattn > 0) {
+		TgtWork w = { .fmt = DT_INVALID, .chips = tp, .reduce = f->hidden_bytes };
+		t += 2.0 * (double)f->nattn * pass_work_time(p->c, p->dev, &w);
+	}
+	if (pp > 1) {
+		TgtWork w = { .fmt = DT_INVALID, .bytes = f->hidden_bytes, .to = p->dev };
+		t += (pp - 1) * pass_work_time(p->c, p->dev, &w);
+	}
+	return t;
+}
+
+/* -O1 on a machine of several devices without --tp/--pp/--ep: nothing when the weights and the
+ * KV cache fit one device (90 % of its memory, as --pp's default); otherwise, of tp = 1, 2, 4 ...
+ * (dividing every attention's head counts) with the fewest pp stages that fit at that width,
+ * the (tp, pp) the target predicts fastest (ties: fewer devices), said in a remark printed
+ * whatever --remarks selects.  Returns 0 to partition with p->tp and p->pp, 1 to leave the
+ * graph on one device, -1 when no choice fits (the memory check reports it). */
+static int auto_choose(Part *p, int64_t weights)
+{
+	AutoFacts f = { 0 };
+	auto_facts(p->g, 1, &f, 0);
+	double need = (double)weights + f.kv_bytes, room = p->cap * 0.9;
+	if (need <= room)
+		return 1;
+	char tried[512];
+	size_t k = 0;
+	int best_tp = 0, best_pp = 0;
+	double best = 0;
+	tried[0] = '\0';
+	for (int tp = 1; tp <= p->ndev; tp *= 2) {
+		if (f.heads_gcd > 0 && f.heads_gcd % tp)
+			break;
+		int pp = (int)ceil(need / (room * tp));
+		if (pp < 1)
+			pp = 1;
+		if (tp * pp > p->ndev)
+			continue;
+		double t = auto_time(p, &f, tp, pp);
+		if (k < sizeof tried)
+			k += (size_t)snprintf(tried + k, sizeof tried - k, "%stp %d x pp %d: %.3g ms", k ? "; " : "",
+					      tp, pp, t * 1e3);
+		if (!best_tp || t < best * (1 - 1e-9)) {
+			best = t;
+			best_tp = tp;
+			best_pp = pp;
+		}
+	}
+	if (!best_tp)
+		return -1;
+	p->tp = best_tp;
+	p->pp = best_pp;
+	p->width = best_tp;
+	unsigned mask = p->c->remark_mask;
+	p->c->remark_mask = ~0u;   /* said whatever --remarks selects: the user did not ask for it */
+	pass_remark(p->c, REMARK_ANALYSIS, p->g, NULL, "the model (%.4g GB of weights and KV cache) does not fit one %s "
+		    "(%.4g GB); chose --tp %d --pp %d by the cost model's step time (%s); give --tp/--pp to choose",
+		    need / 1e9, p->dev->id, p->cap / 1e9, best_tp, best_pp, tried);
+	p->c->remark_mask = mask;
+	return 0;
+}
+
 int pass_partition(Module *m, PassCtx *c)
 {
 	const Machine *mach = c->machine;
@@ -1342,8 +1507,14 @@ int pass_partition(Module *m, PassCtx *c)
 		return 1;
 	}
 	int64_t weights = ir_summary(g).parameter_bytes;
-	if (c->pp > 0)
-		p.pp = c->pp;
+	if (c->partition_auto && p.ndev > 1 && !c->tp && !c->pp && !c->ep) {
+		int a = auto_choose(&p, weights);
+		if (a == 1)
+			return 0;   /* fits one device: the lowering places it there */
+	} else if (c->partition_auto && p.ndev == 1)
+		return 0;       /* one device: the lowering checks its memory */
+	if (c->pp > 0 || p.pp > 0)
+		p.pp = c->pp > 0 ? c->pp : p.pp;
 	else {
 		double per = p.cap * 0.9 * p.width;
 		p.pp = per > 0 ? (int)ceil((double)weights / per) : 1;

@@ -13,6 +13,8 @@
 #    default machine, or where it does not fit there on a multi-chip one (tpu: a v5e-256 slice
 #    through the partition pass; lpu: groq-pod-v1, the lpu target's own chip fill); on vera-rubin through the disaggregate pass, with its GPU/LPU split set
 #    against the GPU pool alone and the LPU pool alone (aicc explain --compare).
+#    Then Llama-3.1-8B on the TPU 8t and Llama-3.1-70B on dgx-a100 (--tp 8), tpu-8t-9600
+#    (--tp 4), cs3-cluster (wafers as needed) and taalas-hc1 (refused: hardwired for the 8B).
 # 4. Serves Llama-3.1-70B with a chat workload on (a) 8x H100 colocated, (b) B200 prefill + Groq
 #    LPX decode, (c) Vera Rubin: the highest request rate within the SLO and goodput per chip
 #    (aicc serve --capacity; docs/serving.md).
@@ -58,6 +60,12 @@ echo "== PP-OCRv4 on every target"
 for t in $TARGETS; do
 	d=$OUT/ocr-$t
 	mkdir -p "$d"
+	if [ "$t" = hardwired ]; then   # the chip runs only the model taped out in it (a result)
+		why=$("$AICC" compile "$MODEL" --target "$t" --shape "x=1,3,48,320" --emit plan -o "$d/x.aip" 2>&1 |
+			grep -m1 'error:' | sed 's/.*error: //' | cut -c1-70) || true
+		printf "%-12s %s\n" "$t" "not compiled: $why" >>"$TABLE"
+		continue
+	fi
 	grep -v '^#' "$ROOT/testsuite/ocr/strings.txt" | while IFS='	' read -r name text; do
 		[ -n "$name" ] || continue
 		in=$ROOT/testsuite/ocr/$name.in.npy
@@ -124,6 +132,36 @@ for t in $TARGETS; do
 	done
 	"$AICC" compile "$ROOT/examples/llama3.1-8b.aig" --target "$t" --bind B=1,S=1 -O1 --emit svg \
 		-o "$OUT/llama-$t.svg" 2>/dev/null || true
+done
+# Llama-3.1-8B on the TPU 8t, and Llama-3.1-70B decode on the hardware timeline's machines
+# (docs/targets-wafer.md, docs/machines.md): the A100 server with 8-way tensor parallelism, the
+# TPU 8t superpod, the Cerebras cluster (as many wafers as hold the weights), the hardwired chip
+# (which refuses any model but its own: a result)
+extra_row() {   # LABEL MODEL PHASE CONTEXT TARGET MACHINE OPTIONS...
+	label=$1 model=$2 phase=$3 ctx=$4 t=$5 mach=$6
+	shift 6
+	f=$OUT/llama-$label-$phase
+	if ! "$AICC" compile "$ROOT/examples/$model.aig" --target "$t" --machine "$mach" --phase "$phase" --batch 1 \
+		--context "$ctx" "$@" --emit plan -o "$f.aip" 2>"$f.err"; then
+		why=$(grep -m1 'error:' "$f.err" | sed 's/.*error: //' | cut -c1-80)
+		printf "%-12s %-28s %-16s %s\n" "$t" "$phase (context $ctx)" "$mach" "not compiled: $why" >>"$TABLE"
+		return 0
+	fi
+	"$AICC" run "$f.aip" --timing-only --report "$f.json" >/dev/null
+	printf "%-12s %-28s %-16s %-14s %s\n" "$t" "$phase (context $ctx)" "$mach" "$(latency_ms "$f.json")" \
+		"$(phase_metric "$f.json")" >>"$TABLE"
+	"$AICC" explain "$f.aip" >"$f.explain.txt"
+}
+echo "== Llama-3.1-8B on TPU 8t, Llama-3.1-70B on A100, TPU 8t, Cerebras, hardwired"
+extra_row tpu-8t llama3.1-8b decode 4096 tpu tpu-8t
+extra_row tpu-8t llama3.1-8b prefill 2048 tpu tpu-8t
+printf "\n%-12s %-28s %-16s %-14s %s\n" target "llama3.1-70b, batch 1" machine "latency ms" "TTFT / TPOT" >>"$TABLE"
+for phase in "decode 4096" "prefill 2048"; do
+	set -- $phase
+	extra_row 70b-ampere llama3.1-70b "$1" "$2" ampere dgx-a100 --tp 8
+	extra_row 70b-tpu8t llama3.1-70b "$1" "$2" tpu tpu-8t-9600 --tp 4
+	extra_row 70b-wafer llama3.1-70b "$1" "$2" wafer cs3-cluster
+	extra_row 70b-hardwired llama3.1-70b "$1" "$2" hardwired taalas-hc1
 done
 # the GPU/LPU split of the vera-rubin decode step, against the same model on each pool alone
 if [ -f "$OUT/llama-vera-rubin-decode.aip" ]; then

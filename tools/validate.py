@@ -43,6 +43,7 @@ GEMM = "graph main(a: {dt}[M, K], b: {dt}[K, N]) -> (y: {out}[M, N]) {{\n  y = M
 ATTN = ("graph main(q: {dt}[B, H, S, D], k: {dt}[B, H, S, D], v: {dt}[B, H, S, D]) -> (y: {dt}[B, H, S, D]) {{\n"
         "  y = Attention(q, k, v) {{is_causal={c}}}\n}}\n")
 CLASSES = ("gemm", "attention", "memory", "collective", "end-to-end")
+TARGETS = ("ampere", "hopper", "blackwell", "tpu", "lpu", "wafer", "hardwired")
 
 
 class Fail(Exception):
@@ -109,12 +110,16 @@ def machine_of(grp, row):
 
 # Kernel rows are kernel durations (CUDA events or kineto over back-to-back runs): no launch cost.
 NO_LAUNCH = {"hopper": ["--set", "gpu.launch.latency=0", "--set", "gpu.graph.latency=0"],
+             "ampere": ["--set", "gpu.launch.latency=0", "--set", "gpu.graph.latency=0"],
              "blackwell": ["--set", "gpu.launch.latency=0", "--set", "gpu.graph.latency=0"]}
+# A kernel row is its one node as measured: -O0 (no passes), so that -O1's placement policy (the
+# last MatMul of a graph kept at bf16, for one) does not change the kernel's format.
+KERNEL_OPTS = ["-O0"]
 
 
 def predict(a, grp, row):
     kind, m = grp["kind"], machine_of(grp, row)
-    nl = NO_LAUNCH.get(grp["target"], [])
+    nl = NO_LAUNCH.get(grp["target"], []) + (KERNEL_OPTS if kind in ("gemm", "attn") else [])
     if kind == "gemm":
         dt = GEMM_DT[grp["dtype"]]
         src = GEMM.format(dt=dt, out=dt)
@@ -202,7 +207,7 @@ def main():
     print()
     print("%-10s %6s %6s %9s %9s   %-20s %-20s" % ("target", "cases", "failed", "median", "worst", "kernel med/worst",
                                                    "end-to-end med/worst"))
-    for t in ("hopper", "blackwell", "tpu", "lpu"):
+    for t in TARGETS:
         rows = per.get(t, [])
         nf = sum(1 for f in fails if f[0] == t)
         m, w = stats([e for _, _, e in rows])
@@ -213,7 +218,7 @@ def main():
     print()
     print("residuals per target and class (median / worst |error|, cases): the error bands")
     table = []
-    for t in ("hopper", "blackwell", "tpu", "lpu"):
+    for t in TARGETS:
         for c in CLASSES:
             e = [x for _, cl, x in per.get(t, []) if cl == c]
             if e:
