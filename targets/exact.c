@@ -9,7 +9,18 @@
  *     precision policy may change it (issue 16);
  *   - the float operands of a discrete result: an operator with an integer or bool output
  *     (comparisons, IsInf/IsNaN, ArgMax, TopK indices, NonZero, a Cast to an integer), whose
- *     answer flips when its inputs are rounded (bf16 cannot tell 10000 from 10001).
+ *     answer flips when its inputs are rounded (bf16 cannot tell 10000 from 10001);
+ *   - the float operands of the operators that PyTorch AMP runs in float32 because their result is
+ *     ill-conditioned in their input (the "CUDA Ops that can autocast to float32" list of the
+ *     reference below; logsumexp is in that list in aten/src/ATen/autocast_mode.h), those whose relative condition number |x f'(x) / f(x)| grows without
+ *     bound: exp, log, pow, tan, acos, asin, cosh, sinh, softplus, softmax, log_softmax,
+ *     logsumexp and cross_entropy (ONNX Exp, Log, Pow, Tan, Acos, Asin, Cosh, Sinh, Softplus,
+ *     Softmax, LogSoftmax, ReduceLogSumExp, SoftmaxCrossEntropyLoss).  Rounding x to bf16 moves
+ *     exp(x) by |x| u and tan(x) by (1 + tan^2 x) |x| u: softmax([10000, 10001, 10002, 10003])
+ *     of the bf16 inputs is uniform (all four are 9984), and tan(1.533) moves by 2.7 of 26.3.
+ *     AMP's list also has operators that are well-conditioned and listed for f16's range
+ *     (reciprocal, rsqrt, sum, the norms); their operands stay in the target's format.  Each
+ *     operator's result is held in the target's format again.
  * Exactness propagates backwards through the vector and data-movement operators that compute such
  * a value, up to the nearest matrix operator (whose f32-accumulated result is then held in its
  * model dtype, as the GPU targets already do for MoE router logits) or to a graph input or
@@ -29,6 +40,20 @@ int tgt_explicit_conversion(Op op)
 	       op == OP_DynamicQuantizeLinear;
 }
 
+/* Whether op is one of AMP's float32 operators whose result is ill-conditioned in its input
+ * (above). */
+static int ill_conditioned(Op op)
+{
+	switch (op) {
+	case OP_Exp: case OP_Log: case OP_Pow: case OP_Tan: case OP_Acos: case OP_Asin: case OP_Cosh:
+	case OP_Sinh: case OP_Softplus: case OP_Softmax: case OP_LogSoftmax: case OP_ReduceLogSumExp:
+	case OP_SoftmaxCrossEntropyLoss:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
 /* Whether node fn turns float data into an integer or bool result. */
 static int discrete(const Flat *f, const FlatNode *fn)
 {
@@ -40,21 +65,63 @@ static int discrete(const Flat *f, const FlatNode *fn)
 	return 0;
 }
 
+/* Whether node fn copies or combines values between devices (Transfer, the collectives): its
+ * float operands and results must share one format (a plan copy keeps the dtype), so when one is
+ * held in its model dtype all are. */
+static int shares_format(const FlatNode *fn)
+{
+	Op op = fn->n->op;
+	return op == OP_Transfer || op == OP_AllReduce || op == OP_AllGather || op == OP_AllToAll ||
+	       op == OP_ReduceScatter;
+}
+
+/* Marks v when it is a float value not yet marked; returns 1 when it did. */
+static int mark_float(const Flat *f, unsigned char *x, int v)
+{
+	if (v < 0 || x[v] || !rt_dtype_isfloat(f->vals[v].dt))
+		return 0;
+	x[v] = 1;
+	return 1;
+}
+
 unsigned char *tgt_exact_values(const Flat *f)
 {
 	unsigned char *x = calloc((size_t)f->nvals + 1, 1);
 	if (!x)
 		return NULL;
-	for (int i = f->nnodes - 1; i >= 0; i--) {   /* uses follow definitions: one backward pass */
-		const FlatNode *fn = &f->nodes[i];
-		int mark = tgt_explicit_conversion(fn->n->op) || discrete(f, fn);
-		for (int k = 0; !mark && ir_ops[fn->n->op].cls != OC_matrix && k < fn->nout; k++)
-			mark = fn->out[k] >= 0 && x[fn->out[k]];
-		if (fn->n->op == OP_Quantize || (ir_ops[fn->n->op].flags & F_ATTN))
-			mark = 0;   /* the quantization pass's own rounding; attention is a matrix operator */
-		for (int k = 0; mark && k < fn->nin; k++)
-			if (fn->in[k] >= 0 && rt_dtype_isfloat(f->vals[fn->in[k]].dt))
-				x[fn->in[k]] = 1;
+	/* backward passes (uses follow definitions) until the format-sharing nodes agree; each round
+	 * only adds marks, so it ends */
+	for (int changed = 1; changed;) {
+		changed = 0;
+		for (int i = f->nnodes - 1; i >= 0; i--) {
+			const FlatNode *fn = &f->nodes[i];
+			int mark = tgt_explicit_conversion(fn->n->op) || discrete(f, fn), ill = 0;
+			for (int k = 0; !mark && ir_ops[fn->n->op].cls != OC_matrix && k < fn->nout; k++)
+				mark = fn->out[k] >= 0 && x[fn->out[k]];
+			if (!mark)
+				mark = ill = ill_conditioned(fn->n->op);
+			if (fn->n->op == OP_Quantize || (ir_ops[fn->n->op].flags & F_ATTN))
+				mark = 0;   /* the quantization pass's own rounding; attention is a matrix operator */
+			/* an ill-conditioned operator keeps f32 operands f32; f64 ones are held as the
+			 * machine can (f32 where it has no f64), as without this rule */
+			for (int k = 0; mark && k < fn->nin; k++)
+				if (!ill || fn->in[k] < 0 || f->vals[fn->in[k]].dt != DT_F64)
+					mark_float(f, x, fn->in[k]);
+		}
+		for (int i = 0; i < f->nnodes; i++) {
+			const FlatNode *fn = &f->nodes[i];
+			int any = 0;
+			if (!shares_format(fn))
+				continue;
+			for (int k = 0; k < fn->nin; k++)
+				any |= fn->in[k] >= 0 && x[fn->in[k]];
+			for (int k = 0; k < fn->nout; k++)
+				any |= fn->out[k] >= 0 && x[fn->out[k]];
+			for (int k = 0; any && k < fn->nin; k++)
+				changed |= mark_float(f, x, fn->in[k]);
+			for (int k = 0; any && k < fn->nout; k++)
+				changed |= mark_float(f, x, fn->out[k]);
+		}
 	}
 	return x;
 }

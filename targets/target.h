@@ -152,8 +152,9 @@ int tgt_add_io(Plan *p, const Flat *f, const Graph *g, const int *buf, RtError *
 int tgt_kernel_instr(PlanInstr *pi, const Plan *p, const Flat *f, int node, const int *buf,
 		     int ins[TGT_MAX_OPERANDS], int outs[TGT_MAX_OPERANDS], RtError *e);
 /* Per flat value of f, 1 when a precision policy must hold it in the model's own dtype: operands
- * of explicit conversions and the float inputs of discrete (integer or bool) results, with the
- * vector chains computing them (targets/exact.c).  A calloc'd array of f->nvals, or NULL when out
+ * of explicit conversions, the float inputs of discrete (integer or bool) results and of the
+ * ill-conditioned operators AMP runs in float32 (Exp, Softmax, Tan, ...), with the vector chains
+ * computing them (targets/exact.c).  A calloc'd array of f->nvals, or NULL when out
  * of memory. */
 unsigned char *tgt_exact_values(const Flat *f);
 /* Whether op is an explicit conversion of the model (Cast, CastLike, QuantizeLinear,
