@@ -97,6 +97,9 @@ typedef struct PassCtx {
 	int tp;                     /* --tp N: tensor-parallel group size (0 or 1: none) */
 	int pp;                     /* --pp N: pipeline stages (0: the fewest that fit memory) */
 	int ep;                     /* --ep N: expert-parallel group size (0 or 1: none) */
+	/* --compress-collectives[=CODEC]: the codec (runtime/codec.h) every AllReduce the
+	 * partition pass places gets as {compress}; NULL: none */
+	const char *compress;
 	/* disaggregate (passes/disaggregate.c) */
 	int microbatches;           /* --micro-batches N: decode micro-batches (0: the cost model's) */
 	const char *pools;          /* --pools hybrid|gpu|lpu: both pools (default), or one alone */
@@ -142,6 +145,10 @@ extern const int pass_count;
 
 /* The default pipeline (-O1). */
 #define PASS_DEFAULT_PIPELINE "canonicalize,place-precision,fuse,schedule,plan-memory"
+/* --compress-collectives without a codec: int4 codes with 2 spikes per block of 128 (spike
+ * reserving keeps each group's extremes, FlashCommunication V2, arXiv:2508.03760; the block of
+ * 128 is this project's choice, docs/resilience.md) */
+#define PASS_DEFAULT_CODEC "int4:b128:k2"
 
 /* ---- pipeline (passes/pipeline.c) ---- */
 void pass_ctx_init(PassCtx *c);
