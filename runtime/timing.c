@@ -85,10 +85,12 @@ static double copy_time(const Plan *p, const PlanInstr *in)
 	return n / bw;
 }
 
-/* Ring algorithms (backends.md §7): all-reduce moves 2(p-1)/p of the data per rank in 2(p-1)
- * steps; all-gather (p-1)/p of the result in p-1 steps; all-to-all (pairwise exchange, as
- * NCCL's and DeepEP's dispatch) sends (p-1)/p of each rank's input in p-1 steps.  A compressed
- * all-reduce (rt_collective_wire) moves its wire bytes instead, plus its encode/decode time. */
+/* Ring algorithms (backends.md §7; Thakur, Rabenseifner & Gropp, IJHPCA 19(1), 2005): all-reduce
+ * moves 2(p-1)/p of the data per rank in 2(p-1) steps; reduce-scatter, its first half, (p-1)/p
+ * of each rank's input in p-1 steps; all-gather (p-1)/p of the result in p-1 steps; all-to-all
+ * (pairwise exchange, as NCCL's and DeepEP's dispatch) sends (p-1)/p of each rank's input in
+ * p-1 steps.  A compressed all-reduce (rt_collective_wire) moves its wire bytes instead, plus
+ * its encode/decode time. */
 static double collective_time(const Plan *p, const PlanInstr *in)
 {
 	double ranks = in->nin, n = (double)p->buffers[in->in[0]].size;
@@ -100,7 +102,7 @@ static double collective_time(const Plan *p, const PlanInstr *in)
 		rt_collective_wire(p, in, &w);
 		return 2 * (ranks - 1) * l->latency_s + 2 * (ranks - 1) / ranks * w.wire / l->bandwidth + w.codec_s;
 	}
-	if (in->coll == PC_ALLTOALL)
+	if (in->coll == PC_ALLTOALL || in->coll == PC_REDUCESCATTER)
 		return (ranks - 1) * l->latency_s + (ranks - 1) / ranks * n / l->bandwidth;
 	return (ranks - 1) * l->latency_s + (ranks - 1) * n / l->bandwidth;
 }
