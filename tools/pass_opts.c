@@ -219,8 +219,10 @@ const char *pass_opts_pipeline(const PassOpts *po, char *buf, size_t n)
 		list = buf;
 	}
 	if ((po->ctx.tp || po->ctx.pp || po->ctx.ep || po->ctx.compress) && !has_pass(list, "partition")) {
-		drv_error("--tp, --pp, --ep and --compress-collectives are options of the partition pass, which does not run: "
-			  "add it, e.g. --passes=canonicalize,place-precision,fuse,partition,plan-memory");
+		drv_error("%s of the partition pass, which does not run: "
+			  "add it, e.g. --passes=canonicalize,place-precision,fuse,partition,plan-memory",
+			  po->ctx.tp || po->ctx.pp || po->ctx.ep ? "--tp, --pp and --ep are options" :
+			  "--compress-collectives is an option");
 		return "";
 	}
 	return list;
