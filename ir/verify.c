@@ -14,6 +14,7 @@
 
 #include "ir/diag.h"
 #include "ir/ir.h"
+#include "runtime/codec.h"
 
 typedef struct Verifier {
 	Module *m;
@@ -188,6 +189,15 @@ static void check_devices(Verifier *v, const Node *n)
 	}
 	if (!ir_op_is_collective(n->op))
 		return;
+	const char *spec = rt_attr_str(&n->attrs, "compress", NULL);
+	if (spec) {        /* compressed collectives (runtime/codec.h): all-reduce payloads only */
+		RtCodec codec;
+		char why[160];
+		if (n->op != OP_AllReduce)
+			REPORT(v, n->loc, "%s has no compressed form: {compress} applies to AllReduce", ir_ops[n->op].name);
+		else if (rt_codec_parse(spec, &codec, why, sizeof why) < 0)
+			REPORT(v, n->loc, "AllReduce {compress}: %s", why);
+	}
 	const char *s = rt_attr_str(&n->attrs, "devices", NULL);
 	const char *name[64];
 	size_t len[64];

@@ -37,6 +37,7 @@
 #include <string.h>
 
 #include "passes/pass.h"
+#include "runtime/codec.h"
 #include "targets/target.h"
 
 /* MAXREG: nodes of one region; MAXREGIONS: regions per graph; SHARDS: the base of the
@@ -1366,6 +1367,41 @@ static int place_layers(Part *p)
 	return nreg;
 }
 
+/* --compress-collectives: every AllReduce of every graph gets {compress} = c->compress, with a
+ * remark giving its wire bytes and the error it introduces (rt_codec_error: relative to the
+ * range of a block of its payload).  Returns how many it marked. */
+static int compress_collectives(Module *m, PassCtx *c)
+{
+	RtCodec codec;
+	char why[160];
+	int k = 0;
+	if (!c->compress || rt_codec_parse(c->compress, &codec, why, sizeof why) < 0)
+		return 0;
+	for (Graph *g = m->graphs; g; g = g->next)
+		ir_foreach_node(g, n) {
+			if (n->op != OP_AllReduce || rt_attr_str(&n->attrs, "compress", NULL))
+				continue;
+			ir_set_attr_str(n, "compress", c->compress);
+			pass_changed(c, "collectives compressed");
+			k++;
+			double worst, rms;
+			rt_codec_error(&codec, n->nin, &worst, &rms);
+			int64_t el = ir_type_numel(n->out[0]->type), raw = el >= 0 ? value_bytes(n->out[0]) : -1;
+			if (el > 0 && raw > 0)
+				pass_remark(c, REMARK_APPLIED, g, n, "AllReduce over %d devices compressed as %s: %lld wire "
+					    "bytes for %lld (%.2fx fewer); error per element at most %.3g, rms %.3g of its "
+					    "block's range ((p+1)/(2(2^%d-1)), sqrt((p+1)/12)/(2^%d-1), p = %d)", n->nin,
+					    c->compress, (long long)rt_codec_bytes(&codec, el), (long long)raw,
+					    (double)raw / (double)rt_codec_bytes(&codec, el), worst, rms, codec.bits,
+					    codec.bits, n->nin);
+			else
+				pass_remark(c, REMARK_APPLIED, g, n, "AllReduce over %d devices compressed as %s; error "
+					    "per element at most %.3g, rms %.3g of its block's range", n->nin, c->compress,
+					    worst, rms);
+		}
+	return k;
+}
+
 /* ---- the -O1 choice of --tp and --pp (PassCtx.partition_auto) ---- */
 
 /* What the choice needs from the graph: attention layers (with repeats), the bytes one of them
@@ -1567,6 +1603,7 @@ int pass_partition(Module *m, PassCtx *c)
 		pass_remark(c, REMARK_ANALYSIS, g, NULL, "partitioned over %d %s device(s): %d pipeline stage(s) x "
 			    "tensor parallel %d; %d tensor-parallel region(s); %lld weight bytes",
 			    p.pp * p.width, dev->id, p.pp, p.tp, nreg, (long long)weights);
+	compress_collectives(m, c);
 	int e = check_memory(&p, p.ndev);
 	free(p.stage), free(p.devof), free(p.region), free(p.shard);
 	return e;

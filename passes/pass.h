@@ -100,6 +100,9 @@ typedef struct PassCtx {
 	int tp;                     /* --tp N: tensor-parallel group size (0 or 1: none) */
 	int pp;                     /* --pp N: pipeline stages (0: the fewest that fit memory) */
 	int ep;                     /* --ep N: expert-parallel group size (0 or 1: none) */
+	/* --compress-collectives[=CODEC]: the codec (runtime/codec.h) every AllReduce the
+	 * partition pass places gets as {compress}; NULL: none */
+	const char *compress;
 	int partition_auto;         /* -O1: without --tp/--pp/--ep, choose them when the model does not
 				       fit one device (passes/partition.c auto_choose) */
 	/* disaggregate (passes/disaggregate.c) */
@@ -147,6 +150,10 @@ extern const int pass_count;
 
 /* The default pipeline (-O1 of one device, and of the reference target). */
 #define PASS_DEFAULT_PIPELINE "canonicalize,place-precision,fuse,schedule,plan-memory"
+/* --compress-collectives without a codec: int4 codes with 2 spikes per block of 128 (spike
+ * reserving keeps each group's extremes, FlashCommunication V2, arXiv:2508.03760; the block of
+ * 128 is this project's choice, docs/resilience.md) */
+#define PASS_DEFAULT_CODEC "int4:b128:k2"
 /* -O1 of the targets that place a model on a machine's several GPUs or TPU chips: partition,
  * which under -O1 leaves a model that fits one device alone and otherwise chooses --tp/--pp by
  * the cost model (PassCtx.partition_auto). */

@@ -4,6 +4,7 @@
  * The reference plan is rebuilt through the hook the driver registers (rt_set_rebuild), so the
  * runtime needs no compiler header. */
 #include "runtime/interp.h"
+#include "runtime/codec.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -113,6 +114,30 @@ static double reassociation(const Plan *p)
 				n = 2 * (kl * np - kl) + (np - 1);
 			}
 			tol = fmax(tol, 6 * sqrt(n) * rt_unit_roundoff(p->buffers[in->out[0]].dtype, 0));
+		}
+	return tol;
+}
+
+/* The allowance for compressed all-reduces (docs/plan-format.md §Tolerances): each one's error
+ * is at most (p + 1) half-steps of its blocks (rt_codec_error's worst, relative to a block's
+ * range); a range is at most twice the largest |x| of the block, and partial sums are taken as
+ * no larger than the output's largest magnitude (reassociation's normwise measure), so one
+ * all-reduce is off by at most 2 worst = (p + 1) / (2^bits - 1) of it.  Each one's error is
+ * taken to reach an output once and unamplified (the residual stream carries it; normalisation
+ * rescales error and value alike), so the allowance is their sum. */
+static double codec_allowance(const Plan *p)
+{
+	double tol = 0;
+	for (int s = 0; s < p->nstreams; s++)
+		for (int i = 0; i < p->streams[s].nins; i++) {
+			const PlanInstr *in = &p->streams[s].ins[i];
+			RtCodec c;
+			RtError e;
+			double worst, rms;
+			if (in->kind != PI_COLLECTIVE || in->coll != PC_ALLREDUCE || rt_instr_codec(in, &c, &e) <= 0)
+				continue;
+			rt_codec_error(&c, in->nin, &worst, &rms);
+			tol += 2 * worst;
 		}
 	return tol;
 }
@@ -289,7 +314,7 @@ int rt_check(const Plan *p, const RtRunOpts *o, int per_node, RtRun *r, RtCheck 
 		snprintf(msg, sizeof msg, "%s", e->msg);
 		rt_errorf(e, e->code, "--check: the reference run failed: %s", msg);
 	}
-	double tol = 8 * coarsest(p) + reassociation(p);   /* rt_tolerance's rule, plus row splits */
+	double tol = 8 * coarsest(p) + reassociation(p) + codec_allowance(p);   /* rt_tolerance's rule, row splits, codecs */
 	if (rc == 0)
 		rc = compare_outputs(p, r, ref, &rr, tol, c, e);
 	if (rc == 0 && per_node)

@@ -211,3 +211,10 @@ void rt_codec_decode(const RtCodec *c, const uint8_t *buf, int64_t n, float *y)
 		buf = p;
 	}
 }
+
+void rt_codec_error(const RtCodec *c, int p, double *worst, double *rms)
+{
+	double q = ldexp(1.0, c->bits) - 1, n = p < 1 ? 2 : p + 1;
+	*worst = n / (2 * q);
+	*rms = sqrt(n / 12) / q;
+}

@@ -33,4 +33,12 @@ int64_t rt_codec_bytes(const RtCodec *c, int64_t n);
 int64_t rt_codec_encode(const RtCodec *c, const float *x, int64_t n, uint8_t *buf);
 /* Decodes n values from buf into y. */
 void rt_codec_decode(const RtCodec *c, const uint8_t *buf, int64_t n, float *y);
+/* The error of a compressed all-reduce over p members (runtime/interp.h rt_codec_apply: each
+ * input and the sum are each coded once), relative to a block's range (hi - lo of its non-spike
+ * elements): one code is off by at most half a step, step = range / (2^bits - 1), so the sum of
+ * the p + 1 codings is off by at most worst = (p + 1) / (2 (2^bits - 1)); modelled as independent
+ * and uniform on [-step/2, step/2] (Widrow & Kollar, Quantization Noise, 2008, ch. 4), their
+ * sum's rms is rms = sqrt((p + 1) / 12) / (2^bits - 1).  Spikes (bf16) add at most 2^-9 of
+ * their own magnitude, counted in neither. */
+void rt_codec_error(const RtCodec *c, int p, double *worst, double *rms);
 #endif

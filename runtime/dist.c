@@ -9,6 +9,7 @@
  * Tags: step t uses 4t + phase (phase 0 data, 1 trailers, 2 reduced chunks); event e uses
  * 4n + e (n steps); output i uses 4n + nevents + 2i (+1 for its trailer). */
 #include "runtime/dist.h"
+#include "runtime/codec.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -315,7 +316,9 @@ static int find(const int *a, int n, int v)
  * (chunk c: [c n / K, (c+1) n / K)), adding every input's chunk in input order into a chunk of
  * the dtype of output 0 (rt_allreduce_add, as one process does over all elements), and send
  * the sums to every rank holding an output; those assemble, round (rt_value_round) and copy
- * into their outputs. */
+ * into their outputs.  Compressed (rt_instr_codec): each rank adds and sends Q(x) of its inputs
+ * and every holder applies Q to the assembled sum, as one process does (the values sent are
+ * the decoded ones: the same bits, not the wire bytes). */
 static int allreduce(RtDist *d, int t, const PlanInstr *in, RtTensor *val, RtError *e)
 {
 	const Plan *p = d->p;
@@ -329,6 +332,15 @@ static int allreduce(RtDist *d, int t, const PlanInstr *in, RtTensor *val, RtErr
 	int64_t n = rc ? 0 : plan_buffer_numel(&p->buffers[in->in[0]]);
 	DType dt = p->buffers[in->out[0]].dtype;
 	size_t zo = esize(dt);
+	RtCodec codec;
+	int cz = rc ? 0 : rt_instr_codec(in, &codec, e);
+	RtTensor *qv = rc || cz <= 0 ? NULL : rt_calloc((size_t)np + 1, sizeof *qv);
+	if (cz < 0 || (cz > 0 && !qv))
+		rc = cz < 0 ? -1 : rt_errorf(e, RT_ENOMEM, "out of memory for an all-reduce");
+	for (int r = 0; rc == 0 && qv && r < np; r++)
+		if (brank(d, in->in[r]) == me)
+			rc = rt_codec_apply(&codec, &val[in->in[r]], &qv[r], e);
+#define SRC(r) (qv ? &qv[r] : &val[in->in[r]])
 #define LO(c) (n * (int64_t)(c) / K)     /* n < 2^40 elements (rt_tensor_alloc), c <= ranks */
 	/* receive the chunks this rank reduces, and the reduced chunks of the others */
 	for (int r = 0; rc == 0 && cme >= 0 && r < np; r++) {
@@ -350,7 +362,7 @@ static int allreduce(RtDist *d, int t, const PlanInstr *in, RtTensor *val, RtErr
 	for (int c = 0; rc == 0 && c < K; c++)
 		for (int r = 0; rc == 0 && red[c] != me && r < np; r++)
 			if (brank(d, in->in[r]) == me && LO(c + 1) > LO(c)) {
-				RtTensor v = view1(&val[in->in[r]], LO(c), LO(c + 1) - LO(c));
+				RtTensor v = view1(SRC(r), LO(c), LO(c + 1) - LO(c));
 				rc = send_raw(d, red[c], 4 * t + PH_DATA, v.data, (size_t)v.n * esize(v.dtype), &rs, e);
 			}
 	if (rc == 0)
@@ -360,7 +372,7 @@ static int allreduce(RtDist *d, int t, const PlanInstr *in, RtTensor *val, RtErr
 		int64_t lo = LO(cme), len = LO(cme + 1) - lo, dims[1] = { len };
 		rc = rt_tensor_alloc(&mine, dt, 1, dims, e);
 		for (int r = 0; rc == 0 && r < np; r++) {
-			RtTensor x = brank(d, in->in[r]) == me ? view1(&val[in->in[r]], lo, len) : part[r];
+			RtTensor x = brank(d, in->in[r]) == me ? view1(SRC(r), lo, len) : part[r];
 			if (len)
 				rt_allreduce_add(&mine, &x);
 		}
@@ -375,8 +387,14 @@ static int allreduce(RtDist *d, int t, const PlanInstr *in, RtTensor *val, RtErr
 	if (rc == 0)
 		rc = rs_wait(d, &rs, e);
 #undef LO
+#undef SRC
 	if (rc == 0 && hme >= 0) {
 		rt_value_round(&acc);
+		RtTensor q = { 0 };
+		if (cz > 0 && (rc = rt_codec_apply(&codec, &acc, &q, e)) == 0) {
+			rt_tensor_free(&acc);
+			acc = q;
+		}
 		for (int k = 0; rc == 0 && k < in->nout; k++) {
 			RtTensor o;
 			if (brank(d, in->out[k]) != me || (rc = alloc_buf(p, in->out[k], &o, e)) < 0)
@@ -387,6 +405,9 @@ static int allreduce(RtDist *d, int t, const PlanInstr *in, RtTensor *val, RtErr
 	}
 	for (int r = 0; part && r < np; r++)
 		rt_tensor_free(&part[r]);
+	for (int r = 0; qv && r < np; r++)
+		rt_tensor_free(&qv[r]);
+	rt_free(qv);
 	rt_tensor_free(&acc), rt_tensor_free(&mine);
 	rs_free(&ra), rs_free(&rb), rs_free(&rs);
 	rt_free(part), rt_free(red);

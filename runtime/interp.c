@@ -11,6 +11,7 @@
  * run borrows them.
  * Requires runtime/kernels.h, numerics.h, random.h, npy.h, safetensors.h. */
 #include "runtime/interp.h"
+#include "runtime/codec.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -550,6 +551,37 @@ void rt_allreduce_add(RtTensor *acc, const RtTensor *x)
 		rt_set(acc, i, rt_get(acc, i) + rt_get(x, i));
 }
 
+int rt_instr_codec(const PlanInstr *in, RtCodec *c, RtError *e)
+{
+	const char *spec = rt_attr_str(&in->attrs, "compress", NULL);
+	char why[160];
+	if (!spec)
+		return 0;
+	if (rt_codec_parse(spec, c, why, sizeof why) < 0)
+		return rt_errorf(e, RT_EUSER, "compress: %s", why);
+	return 1;
+}
+
+int rt_codec_apply(const RtCodec *c, const RtTensor *x, RtTensor *y, RtError *e)
+{
+	int64_t n = x->n;
+	float *f = rt_malloc(sizeof(float) * (size_t)(n ? n : 1));
+	uint8_t *buf = rt_malloc((size_t)rt_codec_bytes(c, n) + 1);
+	int rc = f && buf ? rt_tensor_alloc(y, x->dtype, x->rank, x->dims, e) :
+		rt_errorf(e, RT_ENOMEM, "out of memory compressing a collective's payload");
+	if (rc == 0) {
+		for (int64_t i = 0; i < n; i++)
+			f[i] = (float)rt_get(x, i);
+		rt_codec_encode(c, f, n, buf);
+		rt_codec_decode(c, buf, n, f);
+		for (int64_t i = 0; i < n; i++)
+			rt_set(y, i, f[i]);
+		round_to_dtype(y);
+	}
+	rt_free(f), rt_free(buf);
+	return rc;
+}
+
 void rt_reducescatter_add(RtTensor *acc, const RtTensor *x, int axis, int j, int n)
 {
 	int64_t outer = 1, inner = 1, len = x->dims[axis], ch = len / n;
@@ -584,7 +616,8 @@ static int exec_reducescatter(Vm *m, const PlanInstr *in)
 }
 
 /* All-reduce: every output := the sum of the inputs (in rank order, so every rank rounds the same
- * way), rounded to the dtype of output 0. */
+ * way), rounded to the dtype of output 0; compressed (rt_codec_apply): the sum of the decoded
+ * inputs, itself sent encoded. */
 static int exec_collective(Vm *m, const PlanInstr *in)
 {
 	if (in->coll == PC_ALLTOALL)
@@ -593,13 +626,32 @@ static int exec_collective(Vm *m, const PlanInstr *in)
 		return exec_allgather(m, in);
 	if (in->coll == PC_REDUCESCATTER)
 		return exec_reducescatter(m, in);
+	RtCodec codec;
+	int cz = rt_instr_codec(in, &codec, m->e);
+	if (cz < 0)
+		return -1;
 	RtTensor acc;
 	if (alloc_buffer(m->p, in->out[0], &acc, m->e) < 0)
 		return -1;
-	for (int r = 0; r < in->nin; r++)
-		rt_allreduce_add(&acc, &m->val[in->in[r]]);
-	round_to_dtype(&acc);
 	int rc = 0;
+	for (int r = 0; r < in->nin && rc == 0; r++) {
+		if (!cz) {
+			rt_allreduce_add(&acc, &m->val[in->in[r]]);
+			continue;
+		}
+		RtTensor q = { 0 };
+		if ((rc = rt_codec_apply(&codec, &m->val[in->in[r]], &q, m->e)) == 0)
+			rt_allreduce_add(&acc, &q);
+		rt_tensor_free(&q);
+	}
+	round_to_dtype(&acc);
+	if (rc == 0 && cz) {
+		RtTensor q = { 0 };
+		if ((rc = rt_codec_apply(&codec, &acc, &q, m->e)) == 0) {
+			rt_tensor_free(&acc);
+			acc = q;
+		}
+	}
 	for (int r = 0; r < in->nout && rc == 0; r++) {
 		RtTensor t;
 		rc = alloc_buffer(m->p, in->out[r], &t, m->e);

@@ -166,6 +166,35 @@ typedef struct RtDistHooks {
 void rt_value_round(RtTensor *t);
 int rt_value_copy(const Plan *p, int b, const RtTensor *src, RtTensor *dst, RtError *e);
 void rt_allreduce_add(RtTensor *acc, const RtTensor *x);
+/* Compressed all-reduce (attribute `compress`, runtime/codec.h; docs/resilience.md): what a
+ * FlashCommunication all-reduce computes, rank order kept: every input x_r is sent encoded, so
+ * the reducers add Q(x_r) = decode(encode(x_r)) (rt_codec_apply on a copy), the sum is rounded
+ * to the output dtype, and the reduced value is sent encoded again, so every member holds
+ * Q(sum), rounded to its dtype.  Blocks run over the flattened tensor from element 0.
+ * rt_instr_codec: the codec of instruction in (a collective's `compress`): 1 with *c set, 0 when
+ * it has none, -1 with e set when the spec is malformed (plan_verify rejects that first).
+ * rt_codec_apply: *y := a new tensor of x's type holding Q(x) (through f32), rounded to its
+ * dtype; 0 or -1 with e set (no memory). */
+struct RtCodec;
+/* The work of a compressed all-reduce of n elements of elem_bytes each over `ranks` members, as
+ * FlashCommunication's two-shot all-reduce does it (arXiv:2412.04964 §3: every rank encodes its
+ * input, sends (p-1)/p of it, decodes and adds the p-1 chunks it receives, encodes its reduced
+ * chunk, all-gathers, decodes p-1 chunks): enc_elems = n (1 + 1/p), dec_elems = 2 n (p-1)/p;
+ * bytes = (enc + dec) x (elem_bytes + wire bytes per element), each element read once and
+ * written once in one of the two forms; ops = vector instructions, enc (7 + spikes + planes)
+ * and dec (3 + 3 planes) per element, counted from runtime/codec.c's inner loops (min, max,
+ * one |x| compare per spike pass, subtract, multiply, rint, two clamps, one shift-or per plane;
+ * decode: shift, mask, or per plane, convert, multiply, add). */
+typedef struct RtCodecWork { double enc_elems, dec_elems, bytes, ops; } RtCodecWork;
+void rt_codec_work(const struct RtCodec *c, int64_t n, int ranks, double elem_bytes, RtCodecWork *w);
+/* What collective `in` puts on its link: raw = its input buffer's bytes, wire = what goes on
+ * the link per full payload (rt_codec_bytes when compressed, else raw), codec_s = encode +
+ * decode seconds (the target's t.codec_us when recorded, else RtCodecWork.bytes at the input
+ * space's bandwidth), compressed = 1 for an all-reduce with a valid `compress`. */
+typedef struct RtCollWire { double raw, wire, codec_s; int compressed; } RtCollWire;
+void rt_collective_wire(const Plan *p, const PlanInstr *in, RtCollWire *w);
+int rt_instr_codec(const PlanInstr *in, struct RtCodec *c, RtError *e);
+int rt_codec_apply(const struct RtCodec *c, const RtTensor *x, RtTensor *y, RtError *e);
 void rt_reducescatter_add(RtTensor *acc, const RtTensor *x, int axis, int j, int n);
 
 /* ---- comparison against the reference (--check) ---- */

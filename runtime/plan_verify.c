@@ -11,6 +11,7 @@
  * "file:LINE: error: message"; the verifier never indexes anything it has not checked. */
 #include "runtime/plan.h"
 #include "runtime/heap.h"
+#include "runtime/codec.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -581,6 +582,19 @@ static int check_collective(const Plan *p, const PlanStream *s, const PlanInstr 
 			    plan_coll_names[in->coll], s->name, p->devices[s->device].name);
 	if (in->nin > 1 && in->link < 0)
 		return verr(p, e, in->line, "%s across %d ranks needs a link", plan_coll_names[in->coll], in->nin);
+	const char *spec = rt_attr_str(&in->attrs, "compress", NULL);
+	if (spec) {        /* compressed collectives (runtime/codec.h) */
+		RtCodec c;
+		char why[160];
+		if (in->coll != PC_ALLREDUCE)
+			return verr(p, e, in->line, "%s has no compressed form: a.compress applies to allreduce",
+				    plan_coll_names[in->coll]);
+		if (rt_codec_parse(spec, &c, why, sizeof why) < 0)
+			return verr(p, e, in->line, "a.compress: %s", why);
+		if (!rt_dtype_isfloat(a->dtype))
+			return verr(p, e, in->line, "a.compress: allreduce of %s values: codecs code floats",
+				    rt_dtypes[a->dtype].name);
+	}
 	if (in->nin > 1) {     /* the link that prices it joins two of the ranks' devices */
 		const PlanLink *l = &p->links[in->link];
 		int src = 0, dst = 0;

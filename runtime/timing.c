@@ -15,6 +15,7 @@
  * the load time. */
 #include "runtime/interp.h"
 #include "runtime/heap.h"
+#include "runtime/codec.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -88,18 +89,52 @@ static double copy_time(const Plan *p, const PlanInstr *in)
  * moves 2(p-1)/p of the data per rank in 2(p-1) steps; reduce-scatter, its first half, (p-1)/p
  * of each rank's input in p-1 steps; all-gather (p-1)/p of the result in p-1 steps; all-to-all
  * (pairwise exchange, as NCCL's and DeepEP's dispatch) sends (p-1)/p of each rank's input in
- * p-1 steps. */
+ * p-1 steps.  A compressed all-reduce (rt_collective_wire) moves its wire bytes instead, plus
+ * its encode/decode time. */
 static double collective_time(const Plan *p, const PlanInstr *in)
 {
 	double ranks = in->nin, n = (double)p->buffers[in->in[0]].size;
 	if (ranks < 2 || in->link < 0)
 		return 0;
 	const PlanLink *l = &p->links[in->link];
-	if (in->coll == PC_ALLREDUCE)
-		return 2 * (ranks - 1) * l->latency_s + 2 * (ranks - 1) / ranks * n / l->bandwidth;
+	if (in->coll == PC_ALLREDUCE) {
+		RtCollWire w;
+		rt_collective_wire(p, in, &w);
+		return 2 * (ranks - 1) * l->latency_s + 2 * (ranks - 1) / ranks * w.wire / l->bandwidth + w.codec_s;
+	}
 	if (in->coll == PC_ALLTOALL || in->coll == PC_REDUCESCATTER)
 		return (ranks - 1) * l->latency_s + (ranks - 1) / ranks * n / l->bandwidth;
 	return (ranks - 1) * l->latency_s + (ranks - 1) * n / l->bandwidth;
+}
+
+void rt_codec_work(const RtCodec *c, int64_t n, int ranks, double elem_bytes, RtCodecWork *w)
+{
+	double pp = ranks < 1 ? 1 : ranks, wire = (double)rt_codec_bytes(c, n), per = n > 0 ? wire / (double)n : 0;
+	int planes = 0;
+	for (int b = c->bits; b; b &= b - 1)
+		planes++;
+	w->enc_elems = (double)n * (1 + 1 / pp);
+	w->dec_elems = 2 * (double)n * (pp - 1) / pp;
+	w->bytes = (w->enc_elems + w->dec_elems) * (elem_bytes + per);
+	w->ops = w->enc_elems * (7 + c->spikes + planes) + w->dec_elems * (3 + 3 * planes);
+}
+
+void rt_collective_wire(const Plan *p, const PlanInstr *in, RtCollWire *w)
+{
+	const PlanBuffer *b = &p->buffers[in->in[0]];
+	RtCodec c;
+	RtError e;
+	w->raw = w->wire = (double)b->size;
+	w->codec_s = 0;
+	w->compressed = in->coll == PC_ALLREDUCE && rt_instr_codec(in, &c, &e) > 0;
+	if (!w->compressed)
+		return;
+	int64_t n = plan_buffer_numel(b);
+	RtCodecWork k;
+	rt_codec_work(&c, n, in->nin, n > 0 ? (double)b->size / (double)n : 0, &k);
+	w->wire = (double)rt_codec_bytes(&c, n);
+	double us = plan_instr_num(in, "codec_us", -1);
+	w->codec_s = us >= 0 ? us * 1e-6 : k.bytes / p->spaces[b->space].bandwidth;
 }
 
 double rt_cost_roofline(const Plan *p, int stream, const PlanInstr *in)

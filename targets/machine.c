@@ -1071,6 +1071,11 @@ static void build(Ld *ld, xmlNode *root)
 			Link *l = &m->links[m->nlinks++];
 			parse_link(ld, l, k);
 			claim(ld, top, l->id, l->line, "link");
+		} else if (is_elem(k, "storage")) {
+			m->storage_id = attr(ld, k, "id");
+			for (xmlNode *b = elem(k->children); b; b = elem(b->next))
+				if (is_elem(b, "bandwidth"))
+					qty(ld, b, &m->storage_bw, D_BW, R_POS, NULL, "%s.bandwidth", m->storage_id);
 		}
 	}
 	free(top);

@@ -206,6 +206,10 @@ typedef struct Machine {
 	int nlinks;
 	SourceRef *refs;
 	int nrefs;
+	/* <storage>: where checkpoints are written and read (docs/resilience.md); bytes/s per
+	 * machine, sustained (optional: num_has) */
+	const char *storage_id;
+	Num storage_bw;
 	char file_hash[17];     /* FNV-1a 64 of the file's bytes, hex */
 	char hash[17];          /* file hash folded with every override applied since */
 	int noverrides;

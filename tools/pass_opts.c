@@ -1,6 +1,6 @@
 /* tools/pass_opts.c: parsing of the pass options (--passes, -O0/-O1, --list-passes,
  * --print-after-all, --verify-each, --time-passes, --stats, --remarks, --opt-bisect-limit,
- * --fold-limit, --mem-capacity, --tp, --pp, --ep) into a PassCtx, and running the selected pipeline.
+ * --fold-limit, --mem-capacity, --tp, --pp, --ep, --compress-collectives) into a PassCtx, and running the selected pipeline.
  * `--print-after P` is read by the subcommand itself, since it also names its own stages. */
 #include <errno.h>
 #include <stdlib.h>
@@ -9,6 +9,7 @@
 #include "targets/target.h"
 #include "tools/driver.h"
 #include "tools/pass_opts.h"
+#include "runtime/codec.h"
 
 void pass_opts_init(PassOpts *po)
 {
@@ -36,6 +37,8 @@ void pass_opts_help(void)
 	       "  --mem-capacity=SIZE   check activations + weights against SIZE (80GiB, 1.5e9)\n"
 	       "  --tp N, --pp N, --ep N  partition: tensor-parallel group size, pipeline stages,\n"
 	       "                        expert-parallel group size\n"
+	       "  --compress-collectives[=CODEC]  partition: send every AllReduce's payload coded\n"
+	       "                        (intB[:bN][:kK], default " PASS_DEFAULT_CODEC "; docs/resilience.md)\n"
 	       "  --micro-batches N     disaggregate: decode micro-batches (default: the cost model's)\n"
 	       "  --pools hybrid|gpu|lpu  disaggregate: both pools (default), or the model on one alone\n"
 	       "  --error-budget=E      auto: relative error allowed per node (default 1e-2)\n",
@@ -142,6 +145,17 @@ int pass_opts_parse(int argc, char **argv, int *i, PassOpts *po)
 		c->ep = (int)n;
 		return 1;
 	}
+	/* partition: --compress-collectives[=CODEC] */
+	if (!strcmp(argv[*i], "--compress-collectives") || !strncmp(argv[*i], "--compress-collectives=", 23)) {
+		RtCodec codec;
+		char why[160];
+		c->compress = argv[*i][22] == '=' ? argv[*i] + 23 : PASS_DEFAULT_CODEC;
+		if (rt_codec_parse(c->compress, &codec, why, sizeof why) < 0) {
+			drv_error("--compress-collectives: %s", why);
+			return -1;
+		}
+		return 1;
+	}
 	/* disaggregate: --pools hybrid|gpu|lpu */
 	if ((r = opt_value(argc, argv, i, "--pools", &v))) {
 		if (r < 0)
@@ -208,7 +222,7 @@ int pass_opts_level(const PassOpts *po)
 	if (po->level >= 0)
 		return po->level;
 	const Target *t = po->ctx.target;
-	if (po->ctx.tp || po->ctx.pp || po->ctx.ep)
+	if (po->ctx.tp || po->ctx.pp || po->ctx.ep || po->ctx.compress)
 		return 1;
 	return t && strcmp(t->name, "reference") != 0 ? 1 : 0;
 }
@@ -223,11 +237,12 @@ const char *pass_opts_pipeline(PassOpts *po, char *buf, size_t n)
 	if (po->ctx.phase)      /* phases: --phase runs kv-cache first (train: autodiff) */
 		k += (size_t)snprintf(b + k, n - k, "%s%s", strcmp(po->ctx.phase, "train") ? "kv-cache" : "autodiff",
 				      list ? "," : "");
-	if (devices && !has_pass(list, "partition")) {
+	if ((devices || po->ctx.compress) && !has_pass(list, "partition")) {
 		if (po->pipeline || !list) {
-			drv_error("--tp, --pp and --ep are options of the partition pass, which does not run: "
+			drv_error("%s of the partition pass, which does not run: "
 				  "add it, e.g. --passes=canonicalize,place-precision,fuse,partition,plan-memory, "
-				  "or use -O1 (the default with --target), which adds it");
+				  "or use -O1 (the default with --target), which adds it",
+				  devices ? "--tp, --pp and --ep are options" : "--compress-collectives is an option");
 			return "";
 		}
 		/* -O1 --tp N: the target's pipeline with partition before plan-memory */

@@ -15,6 +15,7 @@
  * precision policy is --precision FORMAT[+OPTION]... (docs/targets-gpu.md); a node's own
  * `precision` attribute (the quantization pass) overrides it. */
 #include "targets/gpu/gpu.h"
+#include "runtime/codec.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -507,13 +508,33 @@ int gpu_kernel(TgtLower *l, int i, PlanInstr *pi, TgtAnn *t)
 
 /* The collective hook: the collective library's fixed cost per call (NCCL's own latency model:
  * base latency of the ring/LL protocol), on top of the runtime's alpha-beta ring time. */
+/* A collective: the library's base latency; a compressed all-reduce (compress, runtime/codec.h)
+ * also its encode/decode time on the vector pipes (rt_codec_work's element and instruction
+ * counts): the larger of its HBM traffic at the achievable HBM bandwidth and its instructions at
+ * the SMs' f32 vector rate (machine file: vector-peak f32 / 2 per SM, x SMs), both sources in
+ * the machine XML; t.codec_us is what the timing engine adds to the link time. */
 int gpu_collective(TgtLower *l, int node, TgtAnn *t)
 {
-	(void)node;
 	const GpuLw *w = l->ctx;
+	const FlatNode *fn = &l->f.nodes[node];
 	tgt_ann_put(t, "kind", "collective");
 	tgt_ann_put(t, "base_us", "%.4g", w->a.coll_base * 1e6);
 	tgt_ann_put(t, "bound", "link");
+	const char *spec = fn->n->op == OP_AllReduce ? rt_attr_str(&fn->n->attrs, "compress", NULL) : NULL;
+	RtCodec c;
+	char why[160];
+	if (!spec || rt_codec_parse(spec, &c, why, sizeof why) < 0 || fn->nout < 1 || fn->out[0] < 0)
+		return 0;
+	const FlatVal *v = &l->f.vals[fn->out[0]];
+	int64_t n = 1;
+	for (int k = 0; k < v->rank; k++)
+		n *= v->dims[k];
+	RtCodecWork k;
+	rt_codec_work(&c, n, fn->nin, rt_dtypes[v->dt].bits / 8.0, &k);
+	double hbm = w->a.hbm_bw > 0 ? k.bytes / w->a.hbm_bw : 0, vec = w->a.fma > 0 ? k.ops / (w->a.fma * w->a.sms) : 0;
+	tgt_ann_put(t, "codec_hbm_us", "%.4g", hbm * 1e6);
+	tgt_ann_put(t, "codec_vec_us", "%.4g", vec * 1e6);
+	tgt_ann_put(t, "codec_us", "%.4g", fmax(hbm, vec) * 1e6);
 	return 0;
 }
 

@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include "runtime/codec.h"
+#include "runtime/interp.h"
 
 static void parse_specs(void **state)
 {
@@ -88,6 +89,26 @@ static void blocks_and_bound(void **state)
 	assert_true(isnan(y[20]));
 }
 
+/* rt_codec_error by hand: int4, p = 8: worst 9 / (2 x 15) = 0.3, rms sqrt(9/12)/15 = 0.057735.
+ * rt_codec_work: n = 256, p = 8, f32: enc 256 x 9/8 = 288, dec 2 x 256 x 7/8 = 448 elements;
+ * int4:b128:k2 puts 79 bytes per block on the wire (0.6171875 B/element), so bytes =
+ * 736 x 4.6171875 = 3398.25; ops = 288 x (7 + 2 + 1) + 448 x (3 + 3) = 5568. */
+static void error_and_work(void **state)
+{
+	(void)state;
+	RtCodec c = { 4, 128, 2 };
+	double worst, rms;
+	rt_codec_error(&c, 8, &worst, &rms);
+	assert_true(fabs(worst - 0.3) < 1e-15);
+	assert_true(fabs(rms - sqrt(0.75) / 15) < 1e-15);
+	assert_int_equal(rt_codec_bytes(&c, 256), 158);
+	RtCodecWork w;
+	rt_codec_work(&c, 256, 8, 4, &w);
+	assert_true(w.enc_elems == 288 && w.dec_elems == 448);
+	assert_true(fabs(w.bytes - 3398.25) < 1e-9);
+	assert_true(w.ops == 5568);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -95,6 +116,7 @@ int main(void)
 		cmocka_unit_test(int2_by_hand),
 		cmocka_unit_test(int5_spikes_by_hand),
 		cmocka_unit_test(blocks_and_bound),
+		cmocka_unit_test(error_and_work),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
