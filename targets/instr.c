@@ -6,6 +6,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 int tgt_kernel_instr(PlanInstr *pi, const Plan *p, const Flat *f, int node, const int *buf,
 		     int ins[TGT_MAX_OPERANDS], int outs[TGT_MAX_OPERANDS], RtError *e)
@@ -96,7 +97,9 @@ void tgt_ann_put(TgtAnn *t, const char *key, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(t->val[t->n], sizeof t->val[0], fmt, ap);
 	va_end(ap);
-	snprintf(t->key[t->n], sizeof t->key[0], "%s", key);
+	size_t k = strnlen(key, sizeof t->key[0] - 1);   /* truncated as snprintf would */
+	memcpy(t->key[t->n], key, k);
+	t->key[t->n][k] = 0;
 	t->kv[t->n] = (PlanKV){ t->key[t->n], t->val[t->n] };
 	t->n++;
 }
