@@ -629,9 +629,7 @@ static int value_all(TgtDevs *d, Plan *p, const Flat *f, int v, DType dt, const 
 	return 0;
 }
 
-/* in0[v]: the first node whose first operand is v, -1 if none; in0[f->nvals + i]: the next node
- * after node i with the same first operand (-1: none).  NULL when out of memory. */
-static int *first_operand_lists(const Flat *f)
+int *tgt_first_operand_lists(const Flat *f)
 {
 	int *r = malloc(sizeof *r * ((size_t)f->nvals + (size_t)f->nnodes + 1)), *next = r ? r + f->nvals : NULL;
 	if (!r)
@@ -676,7 +674,7 @@ static int devs_value(TgtDevs *d, Plan *p, const Flat *f, const int *in0, int v,
 int tgt_devs_values(TgtDevs *d, Plan *p, const Flat *f, TgtDtypeFn dtype, const void *ctx, int *buf,
 		    const char *dir, RtError *e)
 {
-	int *in0 = first_operand_lists(f), rc = in0 ? 0 : rt_errorf(e, RT_ENOMEM, "out of memory placing devices");
+	int *in0 = tgt_first_operand_lists(f), rc = in0 ? 0 : rt_errorf(e, RT_ENOMEM, "out of memory placing devices");
 	for (int i = 0; rc == 0 && i < f->ninputs; i++)
 		rc = devs_value(d, p, f, in0, f->inputs[i], dtype(ctx, &f->vals[f->inputs[i]]), buf, dir, e);
 	for (int i = 0; rc == 0 && i < f->nparams; i++)
@@ -893,10 +891,13 @@ int tgt_devs_emit(TgtDevs *d, Plan *p, const Flat *f, int node, int *buf, PlanIn
 /* Adds the plan inputs (output 0) or outputs (1) of entry-graph value v when it is sharded: an
  * input read only by input-shard Splits (one `input NAME ... shard=` per Split output), an
  * output assembled by an output Concat (one per Concat input, on the device that computed it). */
-int tgt_devs_io_shards(Plan *p, const Flat *f, int v, int output, const char *name, const int *buf, RtError *e)
+int tgt_devs_io_shards(Plan *p, const Flat *f, const int *in0, int v, int output, const char *name, const int *buf,
+		       RtError *e)
 {
 	int any = 0;
-	for (int i = 0; i < f->nnodes; i++) {
+	/* an input's Splits read it first; an output's Concat is its producer */
+	int first = output ? f->vals[v].def : in0[v];
+	for (int i = first; i >= 0 && i < f->nnodes; i = output ? -1 : in0[f->nvals + i]) {
 		const FlatNode *fn = &f->nodes[i];
 		int split = !output && is_input_split(f, i) && fn->in[0] == v;
 		int cat = output && fn->nout == 1 && fn->out[0] == v && is_output_concat(f, i);
