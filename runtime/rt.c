@@ -1,5 +1,6 @@
 /* runtime/rt.c: dtype table, errors, the allocation hook, attributes and dense tensors.
  * Requires nothing above runtime/.  See runtime/rt.h for the contracts. */
+#define __STDC_WANT_IEC_60559_BFP_EXT__ 1   /* strfromd */
 #include "runtime/rt.h"
 
 #include <malloc.h>
@@ -75,7 +76,10 @@ void rt_shortest_double(char *buf, size_t n, double v)
 		return;
 	}
 	for (int prec = 1; prec <= 17; prec++) {
-		snprintf(buf, n, "%.*g", prec, v);
+		char fmt[8] = { '%', '.', (char)(prec < 10 ? '0' + prec : '1'), (char)(prec < 10 ? 'g' : '0' + prec - 10), 'g' };
+		if (prec < 10)
+			fmt[4] = 0;
+		strfromd(buf, n, fmt, v);   /* printf's %.*g digits without its format parsing */
 		if (strtod(buf, NULL) == v)
 			break;
 	}
