@@ -93,7 +93,7 @@ const RtTensor *sh_value(ShapeCtx *c, Value *v)
 static int evaluable(const Node *n)
 {
 	switch (n->op) {
-	case OP_Call: case OP_Transfer: case OP_AllReduce: case OP_AllGather: case OP_AllToAll:
+	case OP_Call: case OP_Transfer: case OP_AllReduce: case OP_AllGather: case OP_AllToAll: case OP_ReduceScatter:
 		return 0;
 	default:
 		return n->nin <= EV_MAXIN && n->nout <= EV_MAXOUT && n->nout > 0;

@@ -89,6 +89,12 @@ extern const OpInfo ir_ops[OP_COUNT];
 /* Whether input k of op is a lookup table (ops.def `lookup`): the bytes it moves are bounded by
  * the rows the node returns, not the table's size. */
 static inline int ir_op_is_lookup(Op op, int k) { return k >= 0 && k < 32 && (ir_ops[op].lookup >> k & 1u); }
+/* Whether op is a collective over the devices of its {devices} attribute (input i contributed by
+ * member i): AllReduce, AllGather, AllToAll, ReduceScatter. */
+static inline int ir_op_is_collective(Op op)
+{
+	return op == OP_AllReduce || op == OP_AllGather || op == OP_AllToAll || op == OP_ReduceScatter;
+}
 /* The operator named `name` (exact, case-sensitive); OP_COUNT if none. */
 Op ir_op_lookup(const char *name);
 /* The operator name closest to `name` by edit distance (for "did you mean"), or NULL. */

@@ -186,7 +186,7 @@ static void check_devices(Verifier *v, const Node *n)
 			REPORT(v, n->loc, "Transfer to device '%s' is placed on '%s'", to, n->annot.device);
 		return;
 	}
-	if (n->op != OP_AllReduce && n->op != OP_AllGather && n->op != OP_AllToAll)
+	if (!ir_op_is_collective(n->op))
 		return;
 	const char *s = rt_attr_str(&n->attrs, "devices", NULL);
 	const char *name[64];

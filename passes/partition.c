@@ -1029,7 +1029,7 @@ static void transfers(Part *p)
 {
 	for (Node *n = p->g->first; n; n = n->next) {
 		if (n->op == OP_Transfer || n->aux == SHARD_SPLIT || !n->annot.device ||
-		    n->op == OP_AllReduce || n->op == OP_AllGather || n->op == OP_AllToAll)
+		    ir_op_is_collective(n->op))
 			continue;   /* a collective reads input i on member i */
 		for (int i = 0; i < n->nin; i++) {
 			Value *v = n->in[i];

@@ -92,14 +92,16 @@ static const PlanInstr *producer(const Plan *p, int b)
  * 2 exp(-lambda^2/2); lambda = 6 makes that 3e-8 per element.  Partial sums are taken as no
  * larger than the output's largest magnitude (the normwise measure), so the allowance is
  * 6 sqrt(n) u, the largest over the plan's AllReduces.  An AllReduce not fed by a matrix
- * product (K unknown) reorders only its p terms: n = 2(p - 1). */
+ * product (K unknown) reorders only its p terms: n = 2(p - 1).  A ReduceScatter sums its
+ * chunks in the same order as an AllReduce (runtime/interp.c) and counts alike. */
 static double reassociation(const Plan *p)
 {
 	double tol = 0;
 	for (int s = 0; s < p->nstreams; s++)
 		for (int i = 0; i < p->streams[s].nins; i++) {
 			const PlanInstr *in = &p->streams[s].ins[i];
-			if (in->kind != PI_COLLECTIVE || in->coll != PC_ALLREDUCE || in->nin < 2 || in->nout < 1 ||
+			if (in->kind != PI_COLLECTIVE || (in->coll != PC_ALLREDUCE && in->coll != PC_REDUCESCATTER) ||
+			    in->nin < 2 || in->nout < 1 ||
 			    in->in[0] < 0 || in->out[0] < 0)
 				continue;
 			const PlanInstr *mm = producer(p, in->in[0]);

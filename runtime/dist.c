@@ -549,6 +549,69 @@ static int alltoall(RtDist *d, int t, const PlanInstr *in, RtTensor *val, RtErro
 	return rc;
 }
 
+/* Reduce-scatter over ranks: chunk j (along the axis) of every input goes to the rank of output
+ * j, which adds the chunks in input order from zero into output j's dtype (its own inputs' chunks
+ * through rt_reducescatter_add, the received ones through rt_allreduce_add: the same additions
+ * as one process) and rounds.  Each rank sends (p-1)/p of its input: the ring's volume.  The
+ * messages of a pair of ranks are posted in one order (j, then i) on both sides. */
+static int reducescatter(RtDist *d, int t, const PlanInstr *in, RtTensor *val, RtError *e)
+{
+	const Plan *p = d->p;
+	int np = in->nin, me = d->me;
+	const PlanBuffer *x = &p->buffers[in->in[0]];
+	int64_t axis = rt_attr_int(&in->attrs, "axis", 0);
+	int ax = (int)(axis < 0 ? axis + x->rank : axis);     /* checked by plan_verify */
+	int64_t outer = 1, inner = 1, len = x->dims[ax], ch = len / np;
+	for (int k = 0; k < ax; k++)
+		outer *= x->dims[k];
+	for (int k = ax + 1; k < x->rank; k++)
+		inner *= x->dims[k];
+	size_t z = esize(x->dtype), run = (size_t)(ch * inner) * z;
+	RtTensor *part = rt_calloc((size_t)np * (size_t)np + 1, sizeof *part);
+	ReqSet ra = { 0 };
+	int rc = part ? 0 : rt_errorf(e, RT_ENOMEM, "out of memory for a reduce-scatter");
+	for (int j = 0; rc == 0 && j < np; j++)
+		for (int i = 0; rc == 0 && i < np; i++) {
+			int src = brank(d, in->in[i]), dst = brank(d, in->out[j]);
+			if (dst == me && src != me) {
+				int64_t dims[1] = { outer * ch * inner };
+				if ((rc = rt_tensor_alloc(&part[j * np + i], x->dtype, 1, dims, e)) == 0)
+					rc = recv_raw(d, src, 4 * t + PH_DATA, part[j * np + i].data, (size_t)outer * run, &ra, e);
+			} else if (src == me && dst != me) {
+				char *buf = rt_malloc((size_t)outer * run + 1);
+				const char *xi = val[in->in[i]].data;
+				if (!buf) {
+					rc = rt_errorf(e, RT_ENOMEM, "out of memory for a reduce-scatter");
+					break;
+				}
+				for (int64_t o = 0; o < outer; o++)
+					memcpy(buf + (size_t)o * run, xi + (size_t)((o * len + j * ch) * inner) * z, run);
+				rc = send_owned(d, dst, 4 * t + PH_DATA, buf, (size_t)outer * run, e);
+			}
+		}
+	if (rc == 0)
+		rc = rs_wait(d, &ra, e);
+	for (int j = 0; rc == 0 && j < np; j++) {
+		RtTensor acc;
+		if (brank(d, in->out[j]) != me)
+			continue;
+		if ((rc = alloc_buf(p, in->out[j], &acc, e)) < 0)
+			break;
+		for (int i = 0; i < np; i++)
+			if (brank(d, in->in[i]) == me)
+				rt_reducescatter_add(&acc, &val[in->in[i]], ax, j, np);
+			else
+				rt_allreduce_add(&acc, &part[j * np + i]);
+		rt_value_round(&acc);
+		set_val(val, in->out[j], &acc);
+	}
+	for (int k = 0; part && k < np * np; k++)
+		rt_tensor_free(&part[k]);
+	rs_free(&ra);
+	rt_free(part);
+	return rc;
+}
+
 static int do_collective(RtDist *d, int t, const PlanInstr *in, RtTensor *val, RtError *e)
 {
 	int mine = 0, all = 1;
@@ -569,7 +632,8 @@ static int do_collective(RtDist *d, int t, const PlanInstr *in, RtTensor *val, R
 	if (all)
 		return 0;
 	int rc = in->coll == PC_ALLREDUCE ? allreduce(d, t, in, val, e) :
-		 in->coll == PC_ALLGATHER ? allgather(d, t, in, val, e) : alltoall(d, t, in, val, e);
+		 in->coll == PC_ALLGATHER ? allgather(d, t, in, val, e) :
+		 in->coll == PC_REDUCESCATTER ? reducescatter(d, t, in, val, e) : alltoall(d, t, in, val, e);
 	return rc < 0 ? -1 : 1;
 }
 

@@ -550,6 +550,39 @@ void rt_allreduce_add(RtTensor *acc, const RtTensor *x)
 		rt_set(acc, i, rt_get(acc, i) + rt_get(x, i));
 }
 
+void rt_reducescatter_add(RtTensor *acc, const RtTensor *x, int axis, int j, int n)
+{
+	int64_t outer = 1, inner = 1, len = x->dims[axis], ch = len / n;
+	for (int k = 0; k < axis; k++)
+		outer *= x->dims[k];
+	for (int k = axis + 1; k < x->rank; k++)
+		inner *= x->dims[k];
+	for (int64_t o = 0, i = 0; o < outer; o++)
+		for (int64_t q = 0; q < ch * inner; q++, i++)
+			rt_set(acc, i, rt_get(acc, i) + rt_get(x, (o * len + j * ch) * inner + q));
+}
+
+/* Reduce-scatter: output j := chunk j along the axis attribute of the inputs' sum, added in rank
+ * order from zero and rounded to output j's dtype (the all-reduce's additions on those elements).
+ * The plan verifier checked the ranks, the axis and the chunk shapes. */
+static int exec_reducescatter(Vm *m, const PlanInstr *in)
+{
+	const RtTensor *x = &m->val[in->in[0]];
+	int64_t a = rt_attr_int(&in->attrs, "axis", 0);
+	int ax = (int)(a < 0 ? a + x->rank : a), rc = 0;
+	for (int j = 0; j < in->nout && rc == 0; j++) {
+		RtTensor acc;
+		if ((rc = alloc_buffer(m->p, in->out[j], &acc, m->e)) < 0)
+			break;
+		for (int r = 0; r < in->nin; r++)
+			rt_reducescatter_add(&acc, &m->val[in->in[r]], ax, j, in->nin);
+		round_to_dtype(&acc);
+		rt_tensor_free(&m->val[in->out[j]]);
+		m->val[in->out[j]] = acc;
+	}
+	return rc;
+}
+
 /* All-reduce: every output := the sum of the inputs (in rank order, so every rank rounds the same
  * way), rounded to the dtype of output 0. */
 static int exec_collective(Vm *m, const PlanInstr *in)
@@ -558,6 +591,8 @@ static int exec_collective(Vm *m, const PlanInstr *in)
 		return exec_alltoall(m, in);
 	if (in->coll == PC_ALLGATHER)
 		return exec_allgather(m, in);
+	if (in->coll == PC_REDUCESCATTER)
+		return exec_reducescatter(m, in);
 	RtTensor acc;
 	if (alloc_buffer(m->p, in->out[0], &acc, m->e) < 0)
 		return -1;

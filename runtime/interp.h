@@ -158,10 +158,15 @@ typedef struct RtDistHooks {
  * converted one by one through double (the `copy` instruction); src must have b's element
  * count.  0, or -1 with e set (no memory).
  * rt_allreduce_add: acc[i] := acc[i] + x[i] for i < acc->n, through double and stored in acc's
- * dtype; an all-reduce is acc = 0, then x_0, x_1, ... added in rank order, then rounded. */
+ * dtype; an all-reduce is acc = 0, then x_0, x_1, ... added in rank order, then rounded.
+ * rt_reducescatter_add: acc := acc + chunk j of x, x cut into n equal chunks along axis (acc has
+ * x's dims but dims[axis] / n): the same additions as rt_allreduce_add on those elements, so a
+ * reduce-scatter (acc = 0, x_0, x_1, ... in rank order, then rounded) gives the bits of an
+ * all-reduce followed by a slice (for block formats when chunks hold whole blocks). */
 void rt_value_round(RtTensor *t);
 int rt_value_copy(const Plan *p, int b, const RtTensor *src, RtTensor *dst, RtError *e);
 void rt_allreduce_add(RtTensor *acc, const RtTensor *x);
+void rt_reducescatter_add(RtTensor *acc, const RtTensor *x, int axis, int j, int n);
 
 /* ---- comparison against the reference (--check) ---- */
 typedef struct RtCheckOut {

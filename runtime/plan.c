@@ -10,7 +10,7 @@
 
 const char *const plan_init_names[PINIT_COUNT] = { "normal", "uniform", "fill", "inline", "npy", "safetensors", "unbound", "data" };
 const char *const plan_instr_names[PI_COUNT] = { "kernel", "copy", "collective", "record", "wait" };
-const char *const plan_coll_names[PC_COUNT] = { "allreduce", "allgather", "alltoall" };
+const char *const plan_coll_names[PC_COUNT] = { "allreduce", "allgather", "alltoall", "reducescatter" };
 static const char *const formats[] = { "row" };
 static const char *const op_names[RT_OP_COUNT] = {
 #define OP(name, imin, imax, omin, omax, shape, flops, flags, cls, lookup, kernel, sem) #name,

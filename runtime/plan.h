@@ -106,7 +106,9 @@ typedef struct PlanIO {
 } PlanIO;
 
 typedef enum PlanInstrKind { PI_KERNEL, PI_COPY, PI_COLLECTIVE, PI_RECORD, PI_WAIT, PI_COUNT } PlanInstrKind;
-typedef enum PlanCollKind { PC_ALLREDUCE, PC_ALLGATHER, PC_ALLTOALL, PC_COUNT } PlanCollKind;
+/* Collective kinds (docs/plan-format.md): reducescatter is the first half of a ring all-reduce,
+ * output j holding chunk j along the `axis` attribute of the inputs' sum. */
+typedef enum PlanCollKind { PC_ALLREDUCE, PC_ALLGATHER, PC_ALLTOALL, PC_REDUCESCATTER, PC_COUNT } PlanCollKind;
 
 typedef struct PlanKV {          /* opaque target attributes (tiling), kept as text */
 	char *key, *val;
@@ -217,7 +219,7 @@ int plan_default_unit(const Plan *p, int device, PlanInstrKind k);
 /* ---- names shared by the writer, the reader and the report ---- */
 extern const char *const plan_init_names[PINIT_COUNT];   /* normal ... safetensors unbound */
 extern const char *const plan_instr_names[PI_COUNT];     /* kernel copy collective record wait */
-extern const char *const plan_coll_names[PC_COUNT];      /* allreduce allgather alltoall */
+extern const char *const plan_coll_names[PC_COUNT];      /* allreduce allgather alltoall reducescatter */
 int plan_format_known(const char *format);               /* 1 for a known buffer layout name */
 /* Bytes a buffer of dtype dt and shape dims occupies on its device in `format`: "row" (dense,
  * rt_dtype_bytes), or "q.FMT", values stored encoded (the interpreter holds them in dt; every

@@ -841,7 +841,7 @@ static int rd_head(Rd *r, PlanInstr *in)
 	if (in->kind == PI_COLLECTIVE) {
 		for (in->coll = 0; in->coll < PC_COUNT && strcmp(plan_coll_names[in->coll], w); in->coll++)
 			;
-		return in->coll == PC_COUNT ? fail(r, "unknown collective '%.40s' (allreduce, allgather, alltoall)", w) : 0;
+		return in->coll == PC_COUNT ? fail(r, "unknown collective '%.40s' (allreduce, allgather, alltoall, reducescatter)", w) : 0;
 	}
 	return ref(r, NS_EVENT, w, &in->event);
 }

@@ -614,12 +614,16 @@ static int check_collective(const Plan *p, const PlanStream *s, const PlanInstr 
 					    plan_coll_names[in->coll], j, i, p->devices[d].name);
 		on_stream |= d == s->device;
 		int64_t ny = plan_buffer_numel(y), nx = plan_buffer_numel(x);
+		int rs = in->coll == PC_REDUCESCATTER;
 		int ok = same_data(x, a) && x->dtype == y->dtype &&
-			 ny == (in->coll == PC_ALLGATHER ? nx * in->nin : nx);
-		if (ok && in->coll == PC_ALLTOALL) {
+			 ny == (in->coll == PC_ALLGATHER ? nx * in->nin : rs ? nx / in->nin : nx);
+		if (ok && (in->coll == PC_ALLTOALL || rs)) {
 			int64_t ax = rt_attr_int(&in->attrs, "axis", 0);
 			ax = ax < 0 ? ax + x->rank : ax;
 			ok = x->rank >= 1 && ax >= 0 && ax < x->rank && x->dims[ax] % in->nin == 0;
+			/* reducescatter: output j is chunk j of the sum, its dims the inputs' but axis / n */
+			for (int k = 0; ok && rs && k < x->rank; k++)
+				ok = y->rank == x->rank && y->dims[k] == (k == ax ? x->dims[k] / in->nin : x->dims[k]);
 		}
 		if (!ok)
 			return verr(p, e, in->line, "%s rank %d: '%s' -> '%s' has mismatched dtype or size",

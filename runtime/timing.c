@@ -84,9 +84,11 @@ static double copy_time(const Plan *p, const PlanInstr *in)
 	return n / bw;
 }
 
-/* Ring algorithms (backends.md §7): all-reduce moves 2(p-1)/p of the data per rank in 2(p-1)
- * steps; all-gather (p-1)/p of the result in p-1 steps; all-to-all (pairwise exchange, as
- * NCCL's and DeepEP's dispatch) sends (p-1)/p of each rank's input in p-1 steps. */
+/* Ring algorithms (backends.md §7; Thakur, Rabenseifner & Gropp, IJHPCA 19(1), 2005): all-reduce
+ * moves 2(p-1)/p of the data per rank in 2(p-1) steps; reduce-scatter, its first half, (p-1)/p
+ * of each rank's input in p-1 steps; all-gather (p-1)/p of the result in p-1 steps; all-to-all
+ * (pairwise exchange, as NCCL's and DeepEP's dispatch) sends (p-1)/p of each rank's input in
+ * p-1 steps. */
 static double collective_time(const Plan *p, const PlanInstr *in)
 {
 	double ranks = in->nin, n = (double)p->buffers[in->in[0]].size;
@@ -95,7 +97,7 @@ static double collective_time(const Plan *p, const PlanInstr *in)
 	const PlanLink *l = &p->links[in->link];
 	if (in->coll == PC_ALLREDUCE)
 		return 2 * (ranks - 1) * l->latency_s + 2 * (ranks - 1) / ranks * n / l->bandwidth;
-	if (in->coll == PC_ALLTOALL)
+	if (in->coll == PC_ALLTOALL || in->coll == PC_REDUCESCATTER)
 		return (ranks - 1) * l->latency_s + (ranks - 1) / ranks * n / l->bandwidth;
 	return (ranks - 1) * l->latency_s + (ranks - 1) * n / l->bandwidth;
 }

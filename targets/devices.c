@@ -59,7 +59,10 @@ static int parse_dev(const Machine *m, const char *name, Inst *out)
 	return -1;
 }
 
-static int is_coll(Op op) { return op == OP_AllReduce || op == OP_AllGather || op == OP_AllToAll; }
+
+/* Whether collective op gives one output per member (output j on member j: AllToAll,
+ * ReduceScatter) rather than one result every member holds (AllReduce, AllGather). */
+static int per_member(Op op) { return op == OP_AllToAll || op == OP_ReduceScatter; }
 
 /* Whether flat node i carries the partition pass's `shard` attribute `kind` ("weight", "input",
  * "output"): it is lowered to plan entities, not run. */
@@ -385,7 +388,7 @@ static int place(Ctx *c)
 		if (name && (rc = node_inst(c, i, name, &ni[i])) == 0)
 			rc = inst_add(c, ni[i]);
 		int nm;
-		if (rc == 0 && is_coll(n->op))
+		if (rc == 0 && ir_op_is_collective(n->op))
 			rc = members(c, i, 1, NULL, 1 << 20, &nm);
 	}
 	if (rc == 0 && c->ninst == 0)
@@ -435,7 +438,7 @@ static int place(Ctx *c)
 			d->val_pl[v] = -1;      /* assembled by the interpreter from its shards */
 	}
 	for (int i = 0; rc == 0 && i < f->nnodes; i++)
-		if (f->nodes[i].n->op == OP_AllToAll) {
+		if (per_member(f->nodes[i].n->op)) {
 			int pl[TGT_MAX_OPERANDS], nm;
 			if ((rc = members(c, i, 0, pl, TGT_MAX_OPERANDS, &nm)) == 0)
 				for (int j = 0; j < f->nodes[i].nout && j < nm; j++)
@@ -456,8 +459,8 @@ static int needs(Ctx *c)
 		int pl = d->node_pl[i];
 		if (pl < 0 || fn->n->op == OP_Transfer)
 			continue;
-		if (is_coll(fn->n->op)) {
-			if (fn->n->op == OP_AllToAll)
+		if (ir_op_is_collective(fn->n->op)) {
+			if (per_member(fn->n->op))
 				continue;
 			int m[TGT_MAX_OPERANDS], nm;
 			if (members(c, i, 0, m, TGT_MAX_OPERANDS, &nm) < 0)
@@ -492,7 +495,7 @@ static int events(Ctx *c)
 				d->keep[fn->in[k]] = 1;
 		if (d->node_pl[i] < 0)
 			continue;
-		if (is_coll(fn->n->op))
+		if (ir_op_is_collective(fn->n->op))
 			for (int k = 0; k < fn->nout; k++)
 				d->keep[fn->out[k]] = 1;
 		for (int k = 0; k < fn->nin; k++) {
@@ -694,7 +697,7 @@ int tgt_devs_values(TgtDevs *d, Plan *p, const Flat *f, TgtDtypeFn dtype, const 
 int tgt_devs_handles(const TgtDevs *d, const Flat *f, int node)
 {
 	Op op = f->nodes[node].n->op;
-	return d->partitioned && (d->node_pl[node] < 0 || op == OP_Transfer || is_coll(op));
+	return d->partitioned && (d->node_pl[node] < 0 || op == OP_Transfer || ir_op_is_collective(op));
 }
 
 void tgt_devs_bufs(TgtDevs *d, const Flat *f, int node, int *buf)
@@ -818,7 +821,7 @@ static int emit_collective(TgtDevs *d, Plan *p, const Flat *f, int node, const i
 		if (m[r] < 0)
 			return node_err(&c, node, "collective '%s' names a device %s", f->vals[fn->out[0]].name, "no node runs on");
 		ins[r] = d->prim[fn->in[r]];
-		if (fn->n->op == OP_AllToAll)
+		if (per_member(fn->n->op))
 			outs[r] = buf[fn->out[r]];
 		else {
 			int rr = rep_find(d, fn->out[0], m[r]);
@@ -827,7 +830,9 @@ static int emit_collective(TgtDevs *d, Plan *p, const Flat *f, int node, const i
 	}
 	PlanInstr pi;
 	plan_instr_init(&pi, PI_COLLECTIVE);
-	pi.coll = fn->n->op == OP_AllReduce ? PC_ALLREDUCE : fn->n->op == OP_AllGather ? PC_ALLGATHER : PC_ALLTOALL;
+	Op op = fn->n->op;
+	pi.coll = op == OP_AllReduce ? PC_ALLREDUCE : op == OP_AllGather ? PC_ALLGATHER :
+		  op == OP_ReduceScatter ? PC_REDUCESCATTER : PC_ALLTOALL;
 	pi.in = ins, pi.nin = nm, pi.out = outs, pi.nout = nm;
 	pi.attrs = fn->n->attrs;
 	pi.node = p->buffers[buf[fn->out[0]]].name;

@@ -71,7 +71,7 @@ static int node(TgtLower *l, int i)
 	PlanInstr pi;
 	Op op = l->f.nodes[i].n->op;
 	if (tgt_devs_handles(&l->devs, &l->f, i)) {
-		if ((op != OP_AllReduce && op != OP_AllGather && op != OP_AllToAll) || !l->t->collective)
+		if (!ir_op_is_collective(op) || !l->t->collective)
 			return tgt_devs_emit(&l->devs, l->p, &l->f, i, l->buf, NULL, l->e);
 		TgtAnn t = { .n = 0 };
 		plan_instr_init(&pi, PI_COLLECTIVE);

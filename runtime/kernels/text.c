@@ -26,6 +26,15 @@ int rk_TfIdfVectorizer(const RtKernelArgs *a, RtError *e)
 	if (!counts || !idx || !pool || x->rank < 1 || x->rank > 2 || mn < 1 || mx < mn || mx > nc)
 		return rt_errorf(e, RT_EUSER, "TfIdfVectorizer: needs ngram_counts, ngram_indexes, pool_int64s, "
 				 "1 <= min_gram_length <= max_gram_length <= len(ngram_counts), X [C] or [N, C]");
+	/* the attributes index the pool and the output: check them before any use (a plan is hostile input) */
+	for (int i = 0; i < nc; i++)
+		if (counts[i] < 0 || counts[i] > np || (i > 0 && counts[i] < counts[i - 1]))
+			return rt_errorf(e, RT_EUSER, "TfIdfVectorizer: ngram_counts[%d] = %lld must be non-decreasing "
+					 "and within [0, %d] (the pool's length)", i, (long long)counts[i], np);
+	for (int i = 0; i < ni; i++)
+		if (idx[i] < 0 || idx[i] >= (int64_t)1 << 31)
+			return rt_errorf(e, RT_EUSER, "TfIdfVectorizer: ngram_indexes[%d] = %lld is out of range [0, 2^31)",
+					 i, (long long)idx[i]);
 	int tf = !strcmp(mode, "TF"), idf = !strcmp(mode, "IDF");
 	if (!tf && !idf && strcmp(mode, "TFIDF"))
 		return rt_errorf(e, RT_EUSER, "TfIdfVectorizer: mode must be TF, IDF or TFIDF");

@@ -115,7 +115,7 @@ double tpu_ici_collective(const TpuIci *ici, PlanCollKind kind, double V, const 
 	double lat = ici->coll_latency * ici->hop_latency * steps, band = (P - 1) / P * V / bw;
 	switch (kind) {
 	case PC_ALLREDUCE: c->lat = 2 * lat, c->bw = 2 * band; break;
-	case PC_ALLGATHER: c->lat = lat, c->bw = band; break;
+	case PC_ALLGATHER: case PC_REDUCESCATTER: c->lat = lat, c->bw = band; break;
 	case PC_ALLTOALL: c->lat = lat, c->bw = band / 4; break;
 	default: break;
 	}

@@ -484,15 +484,14 @@ static void ici_instr(const TpuLw *w, const PlanInstr *in, Ann *t)
 			chips[k] = chip_of(w, in->in[k]);
 		tpu_ici_group(ici, chips, n, ext);
 		double size = (double)w->l->p->buffers[in->in[0]].size;
-		double V = in->coll == PC_ALLREDUCE ? size : in->coll == PC_ALLGATHER && in->nout > 0
+		double V = in->coll == PC_ALLREDUCE || in->coll == PC_REDUCESCATTER ? size : in->coll == PC_ALLGATHER && in->nout > 0
 			   ? (double)w->l->p->buffers[in->out[0]].size : size * n;
 		tpu_ici_collective(ici, in->coll, V, ext, &c);
 		char grp[96] = "";
 		size_t o = 0;
 		for (int a = 0; a < (ici->full_mesh ? 1 : ici->ndims) && o < sizeof grp; a++)
 			o += (size_t)snprintf(grp + o, sizeof grp - o, "%s%d%s", a ? "x" : "", ext[a], c.wrapped[a] ? "w" : "");
-		static const char *const names[] = { "allreduce", "allgather", "alltoall" };
-		tgt_ann_put(t, "kind", "ici.%s", names[in->coll < PC_COUNT ? in->coll : 0]);
+		tgt_ann_put(t, "kind", "ici.%s", plan_coll_names[in->coll < PC_COUNT ? in->coll : 0]);
 		tgt_ann_put(t, "ici", "%d chips as %s of the %s (w: axis wraps, bidirectional ring), %d latency step(s), %.4g MB, "
 		    "latency x %.3g", n, grp, topo, c.hops, V / 1e6, ici->coll_latency);
 	}

@@ -104,7 +104,8 @@ int tpu_ici(const Machine *m, const Device *d, TpuIci *ici, RtError *e);
 /* The extent on every torus axis of the group of chips `chips[0..n)` (distinct coordinates). */
 void tpu_ici_group(const TpuIci *ici, const int *chips, int n, int ext[4]);
 /* Seconds for collective `kind` over a group of torus extents ext, V the bytes of the whole
- * array: the all-reduced array, the gathered result, or the sum of all-to-all inputs. */
+ * array: the all-reduced or reduce-scattered array (one rank's input), the gathered result, or
+ * the sum of all-to-all inputs. */
 double tpu_ici_collective(const TpuIci *ici, PlanCollKind kind, double V, const int ext[4], TpuIciCost *c);
 /* Torus hops between chips a and b (shortest way round where the axis wraps). */
 int tpu_ici_hops(const TpuIci *ici, int a, int b);

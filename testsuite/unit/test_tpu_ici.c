@@ -39,6 +39,9 @@ static void test_allreduce_full_axis(void **state)
 	assert_int_equal(c.wrapped[0], 1);
 	assert_close(c.lat, 16e-6);
 	assert_close(c.bw, 300e-6);
+	/* reduce-scatter: the first half, 8 us + 150 us */
+	assert_close(tpu_ici_collective(&ici, PC_REDUCESCATTER, 16e6, ext, &c), 158e-6);
+	assert_int_equal(c.hops, 8);
 }
 
 static void test_allreduce_partial_axis(void **state)
