@@ -504,21 +504,24 @@ static int check_types(const Plan *p, const PlanInstr *in, RtError *e)
 		DType d = pb->dtype, to = t.to ? attr_to(in) : DT_INVALID;
 		uint64_t allowed = t.allowed;
 		char why[300] = "", list[400];
-		int by = t.var ? bound[t.var - 'A'] : -1;
+		int by = t.var ? bound[t.var - 'A'] : -1, bo = 0, bj = 0;
+		const PlanBuffer *bb = NULL;
 		if (to != DT_INVALID) {
 			allowed = UINT64_C(1) << to;
-			snprintf(why, sizeof why, " (attribute to=%s)", rt_dtype_name(to));
 		} else if (by >= 0) {
-			int bo = by >= in->nin, bj = bo ? by - in->nin : by;
-			const PlanBuffer *bb = &p->buffers[bo ? in->out[bj] : in->in[bj]];
+			bo = by >= in->nin, bj = bo ? by - in->nin : by;
+			bb = &p->buffers[bo ? in->out[bj] : in->in[bj]];
 			uint64_t like = 0;
 			for (int x = 0; x < DT_COUNT; x++)
 				if ((allowed >> x & 1) && same_type((DType)x, bb->dtype))
 					like |= UINT64_C(1) << x;
 			allowed = like;
+		}
+		if (!(allowed >> d & 1) && to != DT_INVALID)   /* the reason, written only for the error */
+			snprintf(why, sizeof why, " (attribute to=%s)", rt_dtype_name(to));
+		else if (!(allowed >> d & 1) && bb)
 			snprintf(why, sizeof why, " (type %c, as %s %d '%s' is %s)", t.var, bo ? "output" : "input", bj,
 				 bb->name, rt_dtype_name(bb->dtype));
-		}
 		if (!(allowed >> d & 1))
 			return verr(p, e, in->line, "%s %s %d ('%s') is %s, not %s %s%s", name, isout ? "output" : "input", j,
 				    pb->name, rt_dtype_name(d), allowed & (allowed - 1) ? "one of its allowed types" :

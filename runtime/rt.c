@@ -72,7 +72,10 @@ void rt_shortest_double(char *buf, size_t n, double v)
 			u /= 10;
 		for (; u >= 10; u /= 10)
 			digits++;
-		snprintf(buf, n, "%.*g", digits, v);
+		char fmt[8] = { '%', '.', (char)(digits < 10 ? '0' + digits : '1'), (char)(digits < 10 ? 'g' : '0' + digits - 10), 'g' };
+		if (digits < 10)
+			fmt[4] = 0;
+		strfromd(buf, n, fmt, v);
 		return;
 	}
 	for (int prec = 1; prec <= 17; prec++) {

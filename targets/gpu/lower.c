@@ -52,7 +52,9 @@ static int tile_gemm(GpuLw *w, const GemmShape *s, GemmTile *t, char *why, size_
 	for (int i = 0; i < w->nmemo; i++)
 		if (same_gemm(&w->memo[i].s, s)) {
 			*t = w->memo[i].t;
-			snprintf(why, nwhy, "%s", w->memo[i].why);
+			size_t k = strnlen(w->memo[i].why, nwhy - 1);
+			memcpy(why, w->memo[i].why, k);
+			why[k] = 0;
 			return w->memo[i].ok;
 		}
 	struct GemmMemo *m = &w->memo[w->next_memo];
