@@ -1311,6 +1311,116 @@ static int place_layers(Part *p)
 	return nreg;
 }
 
+/* ---- the -O1 choice of --tp and --pp (PassCtx.partition_auto) ---- */
+
+/* What the choice needs from the graph: attention layers (with repeats), the bytes one of them
+ * writes (the hidden state an all-reduce sums), the KV cache they read, and whether tp devices
+ * can split every attention by whole heads. */
+typedef struct AutoFacts {
+	int64_t nattn;
+	double hidden_bytes, kv_bytes;
+	int64_t heads_gcd;   /* gcd of every attention's query and KV head counts; 0: none */
+} AutoFacts;
+
+static int64_t gcd64(int64_t a, int64_t b)
+{
+	while (b) {
+		int64_t t = a % b;
+		a = b, b = t;
+	}
+	return a;
+}
+
+static void auto_facts(const Graph *g, int64_t mult, AutoFacts *f, int depth)
+{
+	ir_foreach_node(g, n) {
+		if (n->op == OP_Call && n->callee && depth < 16) {
+			auto_facts(n->callee, mult * (n->repeat > 0 ? n->repeat : 1), f, depth + 1);
+			continue;
+		}
+		if (n->op != OP_Attention || n->nout < 1)
+			continue;
+		int64_t qh = rt_attr_int(&n->attrs, "q_num_heads", 0), kvh = rt_attr_int(&n->attrs, "kv_num_heads", 0);
+		f->nattn += mult;
+		f->hidden_bytes = fmax(f->hidden_bytes, (double)value_bytes(n->out[0]));
+		for (int i = 4; i < n->nin && i < 6; i++)
+			if (n->in[i])
+				f->kv_bytes += (double)mult * (double)value_bytes(n->in[i]);
+		f->heads_gcd = gcd64(gcd64(f->heads_gcd, qh > 0 ? qh : 1), kvh > 0 ? kvh : 1);
+	}
+}
+
+/* Predicted seconds of one step of g over tp x pp devices, as the target prices it: every node
+ * with its work shared by tp devices, two all-reduces of the hidden state per attention layer
+ * (Megatron: after attention and after the MLP), and pp - 1 hand-overs between stages. */
+static double auto_time(Part *p, const AutoFacts *f, int tp, int pp)
+{
+	double t = 0;
+	ir_foreach_node(p->g, n) {
+		TgtWork w = { .node = n, .fmt = DT_INVALID, .chips = tp };
+		t += pass_work_time(p->c, p->dev, &w);
+	}
+	if (tp > 1 && f->nattn > 0) {
+		TgtWork w = { .fmt = DT_INVALID, .chips = tp, .reduce = f->hidden_bytes };
+		t += 2.0 * (double)f->nattn * pass_work_time(p->c, p->dev, &w);
+	}
+	if (pp > 1) {
+		TgtWork w = { .fmt = DT_INVALID, .bytes = f->hidden_bytes, .to = p->dev };
+		t += (pp - 1) * pass_work_time(p->c, p->dev, &w);
+	}
+	return t;
+}
+
+/* -O1 on a machine of several devices without --tp/--pp/--ep: nothing when the weights and the
+ * KV cache fit one device (90 % of its memory, as --pp's default); otherwise, of tp = 1, 2, 4 ...
+ * (dividing every attention's head counts) with the fewest pp stages that fit at that width,
+ * the (tp, pp) the target predicts fastest (ties: fewer devices), said in a remark printed
+ * whatever --remarks selects.  Returns 0 to partition with p->tp and p->pp, 1 to leave the
+ * graph on one device, -1 when no choice fits (the memory check reports it). */
+static int auto_choose(Part *p, int64_t weights)
+{
+	AutoFacts f = { 0 };
+	auto_facts(p->g, 1, &f, 0);
+	double need = (double)weights + f.kv_bytes, room = p->cap * 0.9;
+	if (need <= room)
+		return 1;
+	char tried[512];
+	size_t k = 0;
+	int best_tp = 0, best_pp = 0;
+	double best = 0;
+	tried[0] = '\0';
+	for (int tp = 1; tp <= p->ndev; tp *= 2) {
+		if (f.heads_gcd > 0 && f.heads_gcd % tp)
+			break;
+		int pp = (int)ceil(need / (room * tp));
+		if (pp < 1)
+			pp = 1;
+		if (tp * pp > p->ndev)
+			continue;
+		double t = auto_time(p, &f, tp, pp);
+		if (k < sizeof tried)
+			k += (size_t)snprintf(tried + k, sizeof tried - k, "%stp %d x pp %d: %.3g ms", k ? "; " : "",
+					      tp, pp, t * 1e3);
+		if (!best_tp || t < best * (1 - 1e-9)) {
+			best = t;
+			best_tp = tp;
+			best_pp = pp;
+		}
+	}
+	if (!best_tp)
+		return -1;
+	p->tp = best_tp;
+	p->pp = best_pp;
+	p->width = best_tp;
+	unsigned mask = p->c->remark_mask;
+	p->c->remark_mask = ~0u;   /* said whatever --remarks selects: the user did not ask for it */
+	pass_remark(p->c, REMARK_ANALYSIS, p->g, NULL, "the model (%.4g GB of weights and KV cache) does not fit one %s "
+		    "(%.4g GB); chose --tp %d --pp %d by the cost model's step time (%s); give --tp/--pp to choose",
+		    need / 1e9, p->dev->id, p->cap / 1e9, best_tp, best_pp, tried);
+	p->c->remark_mask = mask;
+	return 0;
+}
+
 int pass_partition(Module *m, PassCtx *c)
 {
 	const Machine *mach = c->machine;
@@ -1342,8 +1452,14 @@ int pass_partition(Module *m, PassCtx *c)
 		return 1;
 	}
 	int64_t weights = ir_summary(g).parameter_bytes;
-	if (c->pp > 0)
-		p.pp = c->pp;
+	if (c->partition_auto && p.ndev > 1 && !c->tp && !c->pp && !c->ep) {
+		int a = auto_choose(&p, weights);
+		if (a == 1)
+			return 0;   /* fits one device: the lowering places it there */
+	} else if (c->partition_auto && p.ndev == 1)
+		return 0;       /* one device: the lowering checks its memory */
+	if (c->pp > 0 || p.pp > 0)
+		p.pp = c->pp > 0 ? c->pp : p.pp;
 	else {
 		double per = p.cap * 0.9 * p.width;
 		p.pp = per > 0 ? (int)ceil((double)weights / per) : 1;

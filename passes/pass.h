@@ -97,6 +97,8 @@ typedef struct PassCtx {
 	int tp;                     /* --tp N: tensor-parallel group size (0 or 1: none) */
 	int pp;                     /* --pp N: pipeline stages (0: the fewest that fit memory) */
 	int ep;                     /* --ep N: expert-parallel group size (0 or 1: none) */
+	int partition_auto;         /* -O1: without --tp/--pp/--ep, choose them when the model does not
+				       fit one device (passes/partition.c auto_choose) */
 	/* disaggregate (passes/disaggregate.c) */
 	int microbatches;           /* --micro-batches N: decode micro-batches (0: the cost model's) */
 	const char *pools;          /* --pools hybrid|gpu|lpu: both pools (default), or one alone */
@@ -140,8 +142,12 @@ typedef struct PassInfo {
 extern const PassInfo pass_table[];
 extern const int pass_count;
 
-/* The default pipeline (-O1). */
+/* The default pipeline (-O1 of one device, and of the reference target). */
 #define PASS_DEFAULT_PIPELINE "canonicalize,place-precision,fuse,schedule,plan-memory"
+/* -O1 of the targets that place a model on a machine's several GPUs or TPU chips: partition,
+ * which under -O1 leaves a model that fits one device alone and otherwise chooses --tp/--pp by
+ * the cost model (PassCtx.partition_auto). */
+#define PASS_DEVICES_PIPELINE "canonicalize,place-precision,fuse,schedule,partition,plan-memory"
 
 /* ---- pipeline (passes/pipeline.c) ---- */
 void pass_ctx_init(PassCtx *c);

@@ -588,8 +588,8 @@ static int value_on(TgtDevs *d, Plan *p, const Flat *f, int v, DType dt, int pl,
 	const PlanSpace *sp = &p->spaces[d->space[pl]];
 	if (end > sp->capacity)
 		return rt_errorf(e, RT_EUSER, "aicc: error: the plan does not fit in %s (%" PRId64 " bytes): '%s' would "
-				 "end at byte %" PRId64 "; partition the model over more devices (--passes=...,partition,"
-				 "... with --pp N or --tp N on a machine with several) or use a larger machine",
+				 "end at byte %" PRId64 "; compile for a machine with several devices (-O1 spreads the "
+				 "model over them, or give --tp N / --pp N) or use a larger machine",
 				 sp->name, sp->capacity, fv_name(f, v), end);
 	if (pl != d->val_pl[v]) {       /* another instance's copy: "x@gpu1" */
 		PlanBuffer *pb = &p->buffers[b];

@@ -468,13 +468,13 @@ static uint64_t dtype_list(Ld *ld, xmlNode *n, const char *list, int block)
 
 /* ---- devices ---- */
 
-static const char *const devkind_names[] = {"gpu", "tpu", "lpu", "cpu"};
+static const char *const devkind_names[] = {"gpu", "tpu", "lpu", "cpu", "wafer", "asic"};
 static const char *const memkind_names[] = {
 	"reg", "smem", "tmem", "l1", "l2", "hbm", "dram", "vmem", "sram",
 };
 static const char *const topo_names[] = {"switch", "torus", "mesh", "ring", "p2p"};
 
-const char *devkind_name(DevKind k) { return k <= DEV_CPU ? devkind_names[k] : "?"; }
+const char *devkind_name(DevKind k) { return k <= DEV_ASIC ? devkind_names[k] : "?"; }
 const char *memkind_name(MemKind k) { return k <= MEM_SRAM ? memkind_names[k] : "?"; }
 const char *topo_name(Topo t) { return t <= TOPO_P2P ? topo_names[t] : "?"; }
 
@@ -690,7 +690,7 @@ static void parse_device(Ld *ld, Device *d, xmlNode *n)
 	for (size_t i = 0; i < sizeof reserved / sizeof reserved[0]; i++)
 		claim(ld, ns, reserved[i], 0, "reserved");
 	d->id = attr(ld, n, "id");
-	d->kind = lookup(devkind_names, DEV_CPU + 1, attr(ld, n, "kind"));
+	d->kind = lookup(devkind_names, DEV_ASIC + 1, attr(ld, n, "kind"));
 	d->vendor = attr(ld, n, "vendor");
 	d->arch = attr(ld, n, "arch");
 	d->role = attr(ld, n, "role");
@@ -755,6 +755,13 @@ static void parse_device(Ld *ld, Device *d, xmlNode *n)
 			d->scale_space = attr(ld, k, "scales");
 		} else if (!strcmp(tag, "fp8-scaling")) {
 			parse_fp8_scaling(ld, d, k);
+		} else if (!strcmp(tag, "hardwired")) {
+			const char *note;
+			Prov p;
+			read_prov(ld, k, &d->hw_source, &p, &note);
+			d->hw_model = attr(ld, k, "model");
+			d->hw_precision = attr(ld, k, "precision");
+			d->hw_dims = attr(ld, k, "dims");
 		} else if (!strcmp(tag, "efficiency")) {
 			Efficiency *e = &d->effs[d->neffs++];
 			e->name = attr(ld, k, "name");
@@ -773,6 +780,7 @@ static void parse_link(Ld *ld, Link *l, xmlNode *n)
 	l->topo = lookup(topo_names, TOPO_P2P + 1, attr(ld, n, "topology"));
 	l->line = (int)node_line(n);
 	l->wrap = attr_yes(ld, n, "wrap");
+	l->twist = attr_yes(ld, n, "twist");
 	const char *dir = attr(ld, n, "direction");
 	l->bidi = dir && strcmp(dir, "both") == 0;
 	const char *note;
@@ -1245,8 +1253,96 @@ int machine_list(char **names, int max)
 
 /* ---- overrides ---- */
 
+int machine_set_topology(Machine *m, const char *link, const char *value, char *err, size_t errlen)
+{
+	Link *l = NULL;
+	for (int i = 0; i < m->nlinks; i++)
+		if (strcmp(m->links[i].id, link) == 0)
+			l = &m->links[i];
+	if (!l) {
+		snprintf(err, errlen, "--set %s.topology: machine '%s' has no link '%s'", link, m->name, link);
+		return -1;
+	}
+	const char *colon = strchr(value, ':');
+	size_t kl = colon ? (size_t)(colon - value) : strlen(value);
+	static const struct { const char *name; Topo topo; int twist, wrap; } kinds[] = {
+		{ "torus", TOPO_TORUS, 0, 1 }, { "twisted-torus", TOPO_TORUS, 1, 1 }, { "mesh", TOPO_MESH, 0, 0 },
+		{ "ring", TOPO_RING, 0, 1 },
+	};
+	int k = -1;
+	for (int i = 0; i < (int)(sizeof kinds / sizeof kinds[0]); i++)
+		if (strlen(kinds[i].name) == kl && strncmp(kinds[i].name, value, kl) == 0)
+			k = i;
+	int dims[4] = { 0 }, nd = 0;
+	const char *s = colon ? colon + 1 : "";
+	while (*s && nd < 4) {
+		char *end;
+		long v = strtol(s, &end, 10);
+		if (end == s || v < 1 || v > 100000)
+			break;
+		dims[nd++] = (int)v;
+		s = *end == 'x' && end[1] ? end + 1 : end;
+		if (*end != 'x')
+			break;
+	}
+	if (k < 0 || nd == 0 || *s) {
+		snprintf(err, errlen, "--set %s.topology=%s: expected torus:AxBxC, twisted-torus:AxBxC, mesh:AxBxC or ring:N", link,
+			 value);
+		return -1;
+	}
+	int64_t chips = 1;
+	for (int i = 0; i < nd; i++)
+		chips *= dims[i];
+	if (l->from && num_has(&l->from->count) && (double)chips > l->from->count.v) {
+		snprintf(err, errlen, "--set %s.topology=%s: %lld chips, but the machine has %.0f", link, value, (long long)chips,
+			 l->from->count.v);
+		return -1;
+	}
+	if (kinds[k].twist) {
+		/* Google's TPU v4 documentation: AxBxC with 2A = B = C or 2A = 2B = C (sorted), each a
+		 * multiple of 4 (4x4x8, 4x8x8, 12x12x24) */
+		int d[3] = { 0 };
+		for (int i = 0; i < nd && i < 3; i++)
+			d[i] = dims[i];
+		for (int i = 0; i < 3; i++)
+			for (int j = i + 1; j < 3; j++)
+				if (d[j] < d[i]) {
+					int t = d[i];
+					d[i] = d[j], d[j] = t;
+				}
+		int ok = nd == 3 && d[0] % 4 == 0 && ((d[1] == d[0] && d[2] == 2 * d[0]) || (d[1] == 2 * d[0] && d[2] == 2 * d[0]));
+		if (!ok) {
+			snprintf(err, errlen, "--set %s.topology=%s: a twisted torus needs a k x k x 2k or k x 2k x 2k slice, k a "
+				 "multiple of 4 (4x4x8, 4x8x8, 8x8x16, ...)", link, value);
+			return -1;
+		}
+	}
+	l->topo = kinds[k].topo;
+	l->twist = kinds[k].twist;
+	l->wrap = kinds[k].wrap;
+	l->ndims = nd;
+	for (int i = 0; i < 4; i++)
+		l->dims[i] = i < nd ? dims[i] : 0;
+	char path[300];
+	snprintf(path, sizeof path, "%s.topology", link);
+	uint64_t h = strtoull(m->hash, NULL, 16);
+	h = fnv1a(h, path, strlen(path));
+	h = fnv1a(h, "=", 1);
+	h = fnv1a(h, value, strlen(value));
+	h = fnv1a(h, "\n", 1);
+	snprintf(m->hash, sizeof m->hash, "%016llx", (unsigned long long)h);
+	m->noverrides++;
+	return 0;
+}
+
 int machine_set(Machine *m, const char *path, const char *value, char *err, size_t errlen)
 {
+	size_t pl = strlen(path);
+	if (pl > 9 && strcmp(path + pl - 9, ".topology") == 0) {
+		char link[256];
+		snprintf(link, sizeof link, "%.*s", (int)(pl - 9), path);
+		return machine_set_topology(m, link, value, err, errlen);
+	}
 	MachField *f = field_find(m, path);
 	if (!f) {
 		/* "hbm.bandwidth": a path without its device, if only one device has it */

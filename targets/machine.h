@@ -47,7 +47,9 @@ typedef struct Num {
 
 static inline int num_has(const Num *n) { return n->prov != PROV_NONE; }
 
-typedef enum DevKind { DEV_GPU, DEV_TPU, DEV_LPU, DEV_CPU } DevKind;
+/* DEV_WAFER: a wafer-scale engine (Cerebras WSE: one device of ~900k cores in a 2-D fabric);
+ * DEV_ASIC: a fixed-function inference chip (the model's weights hardwired at tape-out). */
+typedef enum DevKind { DEV_GPU, DEV_TPU, DEV_LPU, DEV_CPU, DEV_WAFER, DEV_ASIC } DevKind;
 
 typedef enum MemKind {
 	MEM_REG, MEM_SMEM, MEM_TMEM, MEM_L1, MEM_L2, MEM_HBM, MEM_DRAM, MEM_VMEM, MEM_SRAM
@@ -156,6 +158,11 @@ typedef struct Device {
 	int fp8_act[2], fp8_wt[2], fp8_promote;
 	Efficiency *effs;
 	int neffs;
+	/* <hardwired>: the model whose weights are fixed in the silicon (a DEV_ASIC taped out for
+	 * one model): its name, the --precision word its weights were fixed in, and its `dim`
+	 * values ("L=32 H=32 ..."); all NULL when absent.  targets/hardwired/ checks a compile
+	 * against them. */
+	const char *hw_model, *hw_precision, *hw_dims, *hw_source;
 	int line;
 } Device;
 
@@ -169,6 +176,9 @@ typedef struct Link {
 	Topo topo;
 	int dims[4], ndims;     /* torus/mesh shape, e.g. 16x16x16 */
 	int wrap;               /* torus wraparound */
+	int twist;              /* twisted torus (TPU v4 OCS): the wraparound links of the first
+				   shortest axis shift by half of each axis twice its length
+				   (Camara et al. 2010; Jouppi et al., ISCA 2023) */
 	int bidi;               /* bandwidth is both directions summed (NVIDIA's convention) */
 	Num bandwidth;          /* bytes/s per device, as stated (see bidi) */
 	Num latency;            /* seconds per hop (alpha) (optional) */
@@ -220,6 +230,11 @@ int machine_list(char **names, int max);
 /* Overrides field `path` ("gpu.smem.capacity", "hbm.bandwidth": docs/machines.md) with `value`
  * ("262144", "256KiB", "4.8 TB/s").  Returns 0, or -1 with a message in err. */
 int machine_set(Machine *m, const char *path, const char *value, char *err, size_t errlen);
+/* `--set LINK.topology=[twisted-]torus:AxBxC` (or mesh:AxB..., ring:N): re-shapes link class
+ * LINK as an optical circuit switch does per job (TPU v4: the slice topology); a twisted torus
+ * needs a k x k x 2k or k x 2k x 2k shape (Google's TPU v4 documentation).  machine_set calls
+ * this for a path ending in ".topology"; 0, or -1 with a message in err. */
+int machine_set_topology(Machine *m, const char *link, const char *value, char *err, size_t errlen);
 /* Reads field `path` (SI units); 0, or -1 if there is no such field or it is absent. */
 int machine_get(const Machine *m, const char *path, double *out);
 /* Every settable field's canonical path, in file order, for listings (i < count). */

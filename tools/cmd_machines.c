@@ -18,7 +18,8 @@ int cmd_targets(int argc, char **argv)
 {
 	if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
 		printf("usage: aicc targets\n\nLists the compilation targets, their default machine, the --precision words\n"
-		       "and options each takes on that machine, and its -O1 pipeline.\n");
+		       "and options each takes on that machine, and its -O1 pipeline (the default, but for\n"
+		       "the reference target).\n");
 		return EXIT_OK;
 	}
 	if (argc > 1) {
@@ -32,7 +33,8 @@ int cmd_targets(int argc, char **argv)
 		if (m)
 			prec_valid_words(t, m, words, sizeof words);
 		printf("%-12s machine %-12s %s\n", t->name, t->default_machine, t->help);
-		printf("%-12s --precision %s (default %s)\n%-12s -O1 %s\n", "", words, t->default_precision, "", t->pipeline);
+		printf("%-12s --precision %s (default %s)\n%-12s -O1 %s%s\n", "", words, t->default_precision, "", t->pipeline,
+		       strcmp(t->name, "reference") ? " (the default)" : " (default -O0: the unfused numerical reference)");
 		if (m)
 			machine_free(m);
 	}
@@ -147,6 +149,9 @@ static void print_device(const Machine *m, const Device *d)
 		print_dtypes(d->block_formats);
 		printf(" (scales in %s)\n", d->scale_space);
 	}
+	if (d->hw_model)
+		printf("  hardwired: %s at --precision %s, dims %s (%s); weights cost no memory traffic and "
+		       "cannot change after tape-out\n", d->hw_model, d->hw_precision, d->hw_dims, d->hw_source);
 }
 
 static void print_machine(const Machine *m)
@@ -164,8 +169,8 @@ static void print_machine(const Machine *m)
 		char prefix[128], shape[64] = "";
 		for (int k = 0, n = 0; k < l->ndims; k++)
 			n += snprintf(shape + n, sizeof shape - (size_t)n, "%s%d", k ? "x" : " ", l->dims[k]);
-		printf("\nlink %s: %s <-> %s, %s %s%s%s; bandwidth per device, %s (%s, %s)\n", l->id,
-		       l->from->id, l->to->id, l->kind, topo_name(l->topo), shape,
+		printf("\nlink %s: %s <-> %s, %s %s%s%s%s; bandwidth per device, %s (%s, %s)\n", l->id,
+		       l->from->id, l->to->id, l->kind, l->twist ? "twisted " : "", topo_name(l->topo), shape,
 		       l->wrap ? " with wraparound" : "", l->bidi ? "both directions" : "each direction",
 		       prov_name(l->prov), l->source);
 		snprintf(prefix, sizeof prefix, "%s.", l->id);

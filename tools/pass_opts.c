@@ -6,20 +6,26 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "targets/target.h"
 #include "tools/driver.h"
 #include "tools/pass_opts.h"
 
 void pass_opts_init(PassOpts *po)
 {
 	memset(po, 0, sizeof *po);
+	po->level = -1;
 	pass_ctx_init(&po->ctx);
 }
 
 void pass_opts_help(void)
 {
 	printf("  --passes=a,b,c        run these passes (see --list-passes)\n"
-	       "  -O0 | -O1             no passes (default for now) | the target's pipeline (most: %s;\n"
-	       "                        vera-rubin adds disaggregate)\n"
+	       "  -O0 | -O1             no passes (for debugging) | the target's pipeline, the default\n"
+	       "                        with --target (except reference, the unfused numerical\n"
+	       "                        reference): %s; hopper, blackwell and tpu add\n"
+	       "                        partition (a model too big for one device is spread over\n"
+	       "                        the machine, --tp/--pp chosen by the cost model), vera-rubin\n"
+	       "                        adds disaggregate; aicc targets lists each\n"
 	       "  --list-passes         list the passes and exit\n"
 	       "  --verify-each         verify the IR and re-infer shapes after every pass\n"
 	       "  --remarks=canon,fusion,memory|all   say what each pass did and did not do, and why\n"
@@ -197,19 +203,42 @@ static int has_pass(const char *list, const char *name)
 	return 0;
 }
 
-const char *pass_opts_pipeline(const PassOpts *po, char *buf, size_t n)
+int pass_opts_level(const PassOpts *po)
 {
-	const char *list = po->pipeline ? po->pipeline : po->level >= 1 ? (po->o1 ? po->o1 : PASS_DEFAULT_PIPELINE) : NULL;
-	if (po->ctx.phase) {     /* phases: --phase runs kv-cache first */
-		snprintf(buf, n, "kv-cache%s%s", list ? "," : "", list ? list : "");
-		list = buf;
-	}
-	if ((po->ctx.tp || po->ctx.pp || po->ctx.ep) && !has_pass(list, "partition")) {
-		drv_error("--tp, --pp and --ep are options of the partition pass, which does not run: "
-			  "add it, e.g. --passes=canonicalize,place-precision,fuse,partition,plan-memory");
-		return "";
-	}
-	return list;
+	if (po->level >= 0)
+		return po->level;
+	const Target *t = po->ctx.target;
+	if (po->ctx.tp || po->ctx.pp || po->ctx.ep)
+		return 1;
+	return t && strcmp(t->name, "reference") != 0 ? 1 : 0;
+}
+
+const char *pass_opts_pipeline(PassOpts *po, char *buf, size_t n)
+{
+	int level = pass_opts_level(po);
+	const char *list = po->pipeline ? po->pipeline : level >= 1 ? (po->o1 ? po->o1 : PASS_DEFAULT_PIPELINE) : NULL;
+	int devices = po->ctx.tp || po->ctx.pp || po->ctx.ep;
+	char *b = buf;
+	size_t k = 0;
+	if (po->ctx.phase)      /* phases: --phase runs kv-cache first */
+		k += (size_t)snprintf(b + k, n - k, "kv-cache%s", list ? "," : "");
+	if (devices && !has_pass(list, "partition")) {
+		if (po->pipeline || !list) {
+			drv_error("--tp, --pp and --ep are options of the partition pass, which does not run: "
+				  "add it, e.g. --passes=canonicalize,place-precision,fuse,partition,plan-memory, "
+				  "or use -O1 (the default with --target), which adds it");
+			return "";
+		}
+		/* -O1 --tp N: the target's pipeline with partition before plan-memory */
+		const char *mem = strstr(list, "plan-memory");
+		if (mem)
+			k += (size_t)snprintf(b + k, n - k, "%.*spartition,%s", (int)(mem - list), list, mem);
+		else
+			k += (size_t)snprintf(b + k, n - k, "%s,partition", list);
+	} else if (list)
+		k += (size_t)snprintf(b + k, n - k, "%s", list);
+	po->ctx.partition_auto = !po->pipeline && !devices;
+	return k ? buf : NULL;
 }
 
 int pass_opts_run(PassOpts *po, Module *m)

@@ -14,7 +14,10 @@ Two sections, kept apart on purpose (docs/machines.md, "Rule against fitting"):
 
 Kinds of case and how each is predicted:
   gemm         a one-node MatMul graph, `aicc run --timing-only`: 2*M*N*K / latency (GPU kernel rows
-               are kernel durations: compiled with the launch latencies set to 0)
+               are kernel durations: compiled with the launch latencies set to 0).  A group timed
+               by wall clock around a Python call (timeit) names a `timeit_floor` case of the same
+               page whose kernel is negligible: the host dispatch time, its measured seconds minus
+               the floor case's predicted kernel time, is added to every row's prediction
   attn         a one-node Attention graph: 4*B*H*S*S*D (x0.5 causal) / latency
   ttft         `--phase prefill --batch B --context ISL` of the model: TTFT = the step's latency
   throughput   static batching: B*OSL / (TTFT(B, ISL) + (OSL-1)*TPOT(B, ISL+OSL/2)) / TP, TPOT from
@@ -115,8 +118,14 @@ def predict(a, grp, row):
     if kind == "gemm":
         dt = GEMM_DT[grp["dtype"]]
         src = GEMM.format(dt=dt, out=dt)
-        lat = a.latency(["--target", grp["target"], "--machine", m, "--precision", grp["precision"],
-                         "--bind", "M=%d,N=%d,K=%d" % (row["M"], row["N"], row["K"])] + nl, src)
+
+        def gemm_lat(M, N, K):
+            return a.latency(["--target", grp["target"], "--machine", m, "--precision", grp["precision"],
+                              "--bind", "M=%d,N=%d,K=%d" % (M, N, K)] + nl, src)
+        lat = gemm_lat(row["M"], row["N"], row["K"])
+        floor = grp.get("timeit_floor")
+        if floor:   # wall-clock timing (timeit): add the host's dispatch time, measured by the floor case
+            lat += floor["seconds"] - gemm_lat(floor["M"], floor["N"], floor["K"])
         return 2.0 * row["M"] * row["N"] * row["K"] / lat / 1e12
     if kind == "attn":
         src = ATTN.format(dt=ATTN_DT[grp["dtype"]], c=row["causal"])

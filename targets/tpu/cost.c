@@ -25,7 +25,7 @@ int tpu_arch(const Device *d, TpuArch *a, RtError *e)
 {
 	memset(a, 0, sizeof *a);
 	a->dev = d;
-	const Unit *tc = unit(d, "tensorcore"), *mxu = unit(d, "mxu"), *sc = unit(d, "sparsecore");
+	const Unit *tc = unit(d, "tensorcore"), *mxu = unit(d, "mxu"), *sc = unit(d, "sparsecore"), *sc1 = unit(d, "scalar");
 	const MemSpace *hbm = dev_mem_kind(d, MEM_HBM), *vm = dev_mem_kind(d, MEM_VMEM);
 	const Engine *dma = NULL;
 	for (int i = 0; i < d->nengines; i++)
@@ -51,6 +51,7 @@ int tpu_arch(const Device *d, TpuArch *a, RtError *e)
 	a->vpu = d->vpeak[DT_F32].v;
 	a->dma_latency = dma && num_has(&dma->latency) ? dma->latency.v : 0;
 	a->sparsecores = sc ? (int)sc->count.v : 0;
+	a->step = sc1 && num_has(&sc1->latency) ? sc1->latency.v : 0;
 	if (a->R <= 0 || a->nmxu <= 0 || a->ncores <= 0)
 		return rt_errorf(e, RT_EUSER, "aicc: error: machine device '%s': MXU size and counts must be positive", d->id);
 	return 0;

@@ -142,6 +142,7 @@ static void put_mxu(TpuLw *w, Ann *t, const MxuShape *s, const MxuPlan *m, const
 	tgt_ann_put(t, "scalesim_cycles", "%.0f", m->scalesim_cycles);
 	tgt_ann_put(t, "mxu_util", "%.4f", m->util);
 	tgt_ann_put(t, "vmem_block", "%lldx%lldx%lld", (long long)m->bm, (long long)m->bn, (long long)m->bk);
+	tgt_ann_put(t, "grid_steps", "%lld", (long long)m->steps);
 	tgt_ann_put(t, "vmem", "%.0f bytes, 2 buffers per operand (HBM->VMEM DMA double-buffered)", m->vmem_bytes);
 	char why[224];
 	double fold_rows = (double)m->T / m->rate;

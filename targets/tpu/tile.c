@@ -25,7 +25,12 @@
  * each double-buffered against the HBM->VMEM DMA, plus an f32 accumulator; the block that fits
  * VMEM and minimises fixed + max(MXU, VMEM, HBM) wins: A is read from HBM once per column block,
  * B once per row block (their tiled-layout sizes), Y written once; only the first block's load
- * and the last block's store are exposed (double buffering hides the rest). */
+ * and the last block's store are exposed (double buffering hides the rest).  Every grid step
+ * (one block iteration) costs the machine's per-step time on top (the scalar unit's latency:
+ * DMA issue and semaphore waits, not hidden under the MXUs), so small blocks pay for their
+ * many steps: the JAX Pallas guide's 128x128x128-block matmul on v5e runs at 0.35 us per step,
+ * 6 % of peak, and its 512x1024x1024 blocks at 8192^3 lose about 0.4 us per step to the same
+ * cost (docs/machines.md §TPU). */
 #include "targets/tpu/tpu.h"
 
 #include <math.h>
@@ -67,12 +72,13 @@ static int try_blocks(const TpuArch *a, const MxuShape *s, MxuPlan *p, int64_t b
 	double Y = (double)rup(s->M, tpu_sublanes(obits)) * rup(s->N, TPU_LANES) * ob;
 	double bytes = (double)s->batch * (A * cdiv(p->Np, bn) + B * cdiv(p->Mp, bm) + Y);
 	double hbm = bytes / a->hbm_bw;
+	int64_t steps = s->batch * cdiv(p->Mp, bm) * cdiv(p->Np, bn) * cdiv(p->Kp, bk);
 	double fixed = a->fixed + a->dma_latency + ((double)bm * bk * ab + (double)bk * bn * bb + (double)bm * bn * ob) / a->hbm_bw
-		       + a->t0;
+		       + a->t0 + (double)steps * a->step;
 	double t = fixed + fmax(fmax(p->mxu, p->vmem), hbm);
 	if (t < p->t || (t == p->t && foot > p->vmem_bytes)) {
 		p->t = t, p->hbm = hbm, p->fixed = fixed, p->vmem_bytes = foot;
-		p->bm = bm, p->bn = bn, p->bk = bk;
+		p->bm = bm, p->bn = bn, p->bk = bk, p->steps = steps;
 	}
 	return 1;
 }

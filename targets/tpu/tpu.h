@@ -30,6 +30,9 @@ typedef struct TpuArch {
 	double vpu;                /* f32 FLOP/s of the vector units, whole chip */
 	double fixed;              /* seconds per program step (the TensorCore unit latency) */
 	double dma_latency;        /* seconds: the first HBM->VMEM block's issue */
+	double step;               /* seconds per grid step of a blocked kernel (the scalar unit's
+	                            * latency: DMA issue and semaphore waits of one block
+	                            * iteration, not overlapped with the MXUs); 0 when not given */
 	int sparsecores;           /* SparseCore units (0: none) */
 } TpuArch;
 
@@ -51,6 +54,7 @@ typedef struct MxuPlan {
 	int64_t T;                 /* rows streamed per fold */
 	double rate;               /* rows per cycle per MXU relative to bf16 (2 for int8/fp8...) */
 	int64_t bm, bn, bk;        /* VMEM blocks */
+	int64_t steps;             /* grid steps: batch x blocks of M x of N x of K */
 	double vmem_bytes;         /* footprint: double-buffered A, B and Y blocks + f32 accumulator */
 	double pad_waste;          /* 1 - useful MACs / padded MACs */
 	double cycles;             /* MXU cycles (TPU-level model) */

@@ -7,7 +7,7 @@
 
 const Target tgt_vera_rubin = {
 	.name = "vera-rubin",
-	.help = "NVIDIA Vera Rubin + Groq 3 LPX: attention and KV cache on a Rubin GPU pool (tcgen05, FA4), FFN/MoE on an LPU pool, per-layer transfers, micro-batch ping-pong (run the disaggregate pass)",
+	.help = "NVIDIA Vera Rubin + Groq 3 LPX: attention and KV cache on a Rubin GPU pool (tcgen05, FA4), FFN/MoE on an LPU pool, per-layer transfers, micro-batch ping-pong (the disaggregate pass of -O1)",
 	.default_machine = "vera-rubin",
 	.kind = DEV_GPU,
 	.space = "hbm",
