@@ -63,6 +63,8 @@ void fe_def_dim(Parser *p, const char *name, FeLoc nl, Dim d)
 	DimName *dn = arena_alloc(p->m->arena, sizeof *dn);
 	*dn = (DimName){ d, 1, loc };
 	names_put(&p->dimnames, name, dn);
+	if (dim_isconst(d))
+		ir_dim_const_add(p->m, name, d.k);
 }
 
 /* The value of the `dim` constant `name` in *v; 0 when name is not one. */

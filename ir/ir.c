@@ -209,6 +209,23 @@ int ir_sym_intern(Module *m, const char *name)
 	return m->nsyms++;
 }
 
+void ir_dim_const_add(Module *m, const char *name, int64_t v)
+{
+	struct DimConst *c = arena_alloc(m->arena, sizeof *c);
+	*c = (struct DimConst){ arena_strdup(m->arena, name), v, m->dimconsts };
+	m->dimconsts = c;
+}
+
+int ir_dim_const(const Module *m, const char *name, int64_t *v)
+{
+	for (const struct DimConst *c = m->dimconsts; c; c = c->next)
+		if (strcmp(c->name, name) == 0) {
+			*v = c->v;
+			return 1;
+		}
+	return 0;
+}
+
 int ir_bind(Module *m, const char *name, int64_t v)
 {
 	if (v < 0)

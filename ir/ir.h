@@ -232,6 +232,9 @@ struct Module {
 	int64_t eval_limit;  /* compile-time evaluation: at most this many elements (0: 65536) */
 	/* values whose contents the last ir_infer_shapes needed but could not know */
 	Value **unknown; int nunknown, cap_unknown;
+	/* the source's `dim NAME = VALUE` constants as defined (after --bind), in the arena: what a
+	 * chip hardwired for one model checks a compile against (targets/wafer/hardwired.c) */
+	struct DimConst { const char *name; int64_t v; struct DimConst *next; } *dimconsts;
 };
 
 Module *ir_module_new(const char *file);
@@ -241,6 +244,10 @@ Graph *ir_entry(const Module *m);
 Graph *ir_graph_find(const Module *m, const char *name);
 int ir_sym_intern(Module *m, const char *name);      /* symbol id */
 int ir_sym_find(const Module *m, const char *name);  /* -1 if unknown */
+/* Records the `dim` constant name = v (the frontend, once per definition). */
+void ir_dim_const_add(Module *m, const char *name, int64_t v);
+/* The value of `dim` constant name in *v: 1, or 0 when the module defines no such constant. */
+int ir_dim_const(const Module *m, const char *name, int64_t *v);
 /* Bind symbol `name` to v (creating it if new).  Returns 0, or -1 if v < 0. */
 int ir_bind(Module *m, const char *name, int64_t v);
 

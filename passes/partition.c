@@ -171,6 +171,15 @@ static Value *chain_param(Value *v, int depth)
 
 static int weight_2d(Value *v) { return chain_param(v, 0) != NULL; }
 
+/* Whether n is an expert GEMM, GroupedMatMul(rows [R, K], offsets, stacked weight [E, K, N]) with
+ * constant K and N: tensor parallelism cuts every expert's weight like a MatMul's (N by columns
+ * for gate/up, K by rows for down), each device computing its slice of every expert. */
+static int is_expert_matmul(const Node *n)
+{
+	const Value *w = n->op == OP_GroupedMatMul && n->nin == 3 ? n->in[2] : NULL;
+	return is_weight(w, 3) && dim_isconst(w->type.dims[1]) && dim_isconst(w->type.dims[2]) && n->in[0]->type.rank == 2;
+}
+
 /* A per-group Quantize's `group` attribute for one of k shards of its input cut along its last
  * axis: the group shrinks with the axis when it spans all of it (each shard scales its own
  * slice: TP int8 kernels quantize their local activations), else it is kept. */
@@ -214,6 +223,21 @@ static int kv_splits(const Value *v, int64_t kvh, int past)
 	return past ? v->kind == V_INPUT && v->nuses == 1 : pass_is_output(v) && v->nuses == 1;
 }
 
+/* The Cast that is the only reader of present result v when its result is a graph output read
+ * nowhere else (the prefill phase's FP8 KV cache, --kv-format fp8: the cache is stored cast), or
+ * NULL. */
+static Node *kv_cast(const Part *p, const Value *v)
+{
+	if (v->nuses != 1 || pass_is_output(v))
+		return NULL;
+	for (Node *n = p->g->first; n; n = n->next)
+		for (int k = 0; k < n->nin; k++)
+			if (n->in[k] == v)
+				return n->op == OP_Cast && n->nout == 1 && pass_is_output(n->out[0]) && n->out[0]->nuses == 1 ?
+				       n : NULL;
+	return NULL;
+}
+
 /* Whether Attention n can run per group of heads: 3-D Q, K, V ([B, S, heads * head]), no mask,
  * both head counts divisible by tp; a KV cache (past inputs, present outputs: docs/passes.md
  * "KV cache") is cut by KV heads too, so each shard keeps its heads' cache (whole GQA groups). */
@@ -230,9 +254,11 @@ static int attention_splits(Part *p, const Node *n)
 	for (int i = 0; i < 3; i++)
 		if (!n->in[i] || n->in[i]->type.rank != 3)
 			return 0;
-	for (int i = 1; i < n->nout; i++)
-		if (n->out[i]->nuses && (i > 2 || !kv_splits(n->out[i], kvh, 0)))
+	for (int i = 1; i < n->nout; i++) {
+		const Node *cast = i <= 2 ? kv_cast(p, n->out[i]) : NULL;
+		if (n->out[i]->nuses && (i > 2 || !(kv_splits(n->out[i], kvh, 0) || (cast && kv_splits(cast->out[0], kvh, 0)))))
 			return 0;
+	}
 	return 1;
 }
 
@@ -279,6 +305,9 @@ static int colsplit(Part *p, Region *r, Value *v, int depth)
 	int ok = 0, rank = v->type.rank;
 	if (n->op == OP_MatMul && weight_2d(n->in[1]) && n->in[0]->type.rank >= 1 && rank != 4)
 		ok = 1;
+	else if (p->ep <= 1 && is_expert_matmul(n) && rank == 2)
+		ok = 1;   /* every expert's weight [E, K, N] cut along N (TensorRT-LLM's MoE tensor parallelism;
+			     with --ep the experts are split by expert instead) */
 	else if (((ir_ops[n->op].flags & (F_ELEM | F_UNARY)) == (F_ELEM | F_UNARY) && n->op != OP_Cast) ||
 		 (n->op == OP_Quantize && n->nin == 1))      /* an activation quantized per token */
 		ok = split_dim(n->in[0]) == w && n->in[0]->type.rank == rank && colsplit(p, r, n->in[0], depth + 1);
@@ -415,13 +444,25 @@ static void divide_attr(Node *c, const char *name, int k)
 
 /* The graph output v (a present key or value) := Concat {axis=1} of result j of the shard
  * Attentions: KV heads in shard order.  No @device: the lowering makes it a sharded plan output
- * (each device keeps its heads' cache; targets/devices.c), not an instruction. */
-static void assemble_output(Part *p, Node *before, Value *v, Node **attn, int j)
+ * (each device keeps its heads' cache; targets/devices.c), not an instruction.  cast (or NULL):
+ * the Cast between result j and the graph output (kv_cast), done per shard (region rid's shard
+ * i), and v is then its result. */
+static void assemble_output(Part *p, Node *before, Value *v, Node **attn, int j, Node *cast, int rid)
 {
 	Value *parts[SHARDS];
-	for (int i = 0; i < p->tp; i++)
-		parts[i] = attn[i]->out[j];
 	char buf[256];
+	for (int i = 0; i < p->tp; i++) {
+		parts[i] = attn[i]->out[j];
+		if (cast) {
+			snprintf(buf, sizeof buf, "%s.tp%d", v->name, i);
+			const char *nm = ir_fresh_name(p->g, buf);
+			Node *c = ir_insert_node(p->g, before, OP_Cast, &parts[i], 1, &nm, 1, cast->loc);
+			for (int a = 0; a < cast->attrs.n; a++)
+				ir_set_attr(c, &cast->attrs.a[a]);
+			c->aux = (void *)(intptr_t)(rid * SHARDS + i + 1);
+			parts[i] = c->out[0];
+		}
+	}
 	snprintf(buf, sizeof buf, "%s.all", v->name);
 	const char *name = ir_fresh_name(p->g, buf);
 	Node *c = ir_insert_node(p->g, before, OP_Concat, parts, p->tp, &name, 1, before->loc);
@@ -431,6 +472,8 @@ static void assemble_output(Part *p, Node *before, Value *v, Node **attn, int j)
 	ir_replace_uses(p->g, v, c->out[0]);
 	c->out[0]->name = v->name;       /* the graph output keeps its name */
 	v->name = name;
+	if (cast)
+		ir_remove_node(p->g, cast);
 }
 
 /* An AllReduce of the n partial results `parts` (region rid) that replaces node `row`: its
@@ -471,7 +514,9 @@ static void split_region(Part *p, Region *r, int rid)
 			}
 			if (n->op == OP_Reshape || n->op == OP_Expand)
 				in[1] = shard_shape(p, n->in[1], n->loc);
-			if (n->op == OP_MatMul && k == r->n - 1)
+			if (n->op == OP_GroupedMatMul)   /* [E, K, N]: rows (K) for the last, columns (N) before */
+				in[2] = weight_shard(p, row, n->in[2], k == r->n - 1 ? 1 : 2, i, p->tp);
+			else if (n->op == OP_MatMul && k == r->n - 1)
 				in[1] = chain_shard(p, row, n->in[1], 0, i, p->tp, rid * SHARDS + i + 1);
 			else if (n->op == OP_MatMul)
 				in[1] = chain_shard(p, row, n->in[1], 1, i, p->tp, rid * SHARDS + i + 1);
@@ -506,9 +551,13 @@ static void split_region(Part *p, Region *r, int rid)
 	}
 	for (int k = 0; k < r->n; k++)
 		if (r->nodes[k]->op == OP_Attention)
-			for (int j = 1; j < r->nodes[k]->nout && j < 3; j++)
+			for (int j = 1; j < r->nodes[k]->nout && j < 3; j++) {
+				Node *cast = kv_cast(p, r->nodes[k]->out[j]);
 				if (pass_is_output(r->nodes[k]->out[j]))
-					assemble_output(p, row, r->nodes[k]->out[j], attn, j);
+					assemble_output(p, row, r->nodes[k]->out[j], attn, j, NULL, rid);
+				else if (cast)
+					assemble_output(p, row, cast->out[0], attn, j, cast, rid);
+			}
 	Value *chains[MAXREG];
 	int nch = 0;
 	for (int k = 0; k < r->n; k++)
@@ -544,15 +593,17 @@ static int tensor_parallel(Part *p)
 		return 0;
 	for (Node *n = p->g->first, *next; n; n = next) {
 		next = n->next;
-		if (n->op != OP_MatMul || n->aux || !weight_2d(n->in[1]) || n->annot.device ||
-		    !dim_isconst(n->in[1]->type.dims[0]))
+		int experts = p->ep <= 1 && is_expert_matmul(n);
+		if ((!experts && (n->op != OP_MatMul || !weight_2d(n->in[1]) || !dim_isconst(n->in[1]->type.dims[0]))) ||
+		    n->aux || n->annot.device)
 			continue;
-		Region r = { .n = 0, .cols = n->in[1]->type.dims[0].k };
+		Region r = { .n = 0, .cols = experts ? n->in[2]->type.dims[1].k : n->in[1]->type.dims[0].k };
 		if (r.cols % p->tp || last_dim(n->in[0]) != r.cols || !colsplit(p, &r, n->in[0], 0))
 			continue;
 		int bad = 0, heads = 0;
 		for (int k = 0; k < r.n; k++) {
 			bad |= r.nodes[k]->op == OP_MatMul && (r.nodes[k]->in[1]->type.dims[1].k % p->tp) != 0;
+			bad |= (r.nodes[k]->op == OP_MatMul && experts) || (r.nodes[k]->op == OP_GroupedMatMul && !experts);
 			heads |= r.nodes[k]->op == OP_Attention;
 		}
 		if (bad || p->nreg >= MAXREGIONS - 2 || !pass_bisect(p->c, n, "tensor-parallel split"))
@@ -560,7 +611,11 @@ static int tensor_parallel(Part *p)
 		r.nodes[r.n++] = n;
 		int rid = new_region(p, 'T', p->tp);
 		nreg++;
-		if (heads)
+		if (experts)
+			pass_remark(p->c, REMARK_APPLIED, p->g, n, "tensor parallel over %d devices: every expert's "
+				    "weights cut (%d column-split node(s) before this row-split GroupedMatMul), AllReduce "
+				    "of the partial products before MoECombine", p->tp, r.n - 1);
+		else if (heads)
 			pass_remark(p->c, REMARK_APPLIED, p->g, n, "tensor parallel over %d devices: attention by heads, "
 				    "%d column-split node(s) (Q/K/V weights cut at head boundaries, head counts / %d) "
 				    "before this row-split MatMul, AllReduce of the partial products", p->tp, r.n - 1, p->tp);

@@ -33,7 +33,11 @@
 
 /* Per value id: the buffer it lives in (union-find), its size and lifetime. */
 typedef struct Live {
-	int nv, nvalues;        /* slots: value ids, then one call workspace per node time */
+	int nv, nvalues;        /* slots: value ids, one call workspace per node time, then shard slots */
+	int nshard, xbase;      /* shard slots [xbase, nv): the per-device pieces of a call's results that
+				 * its callee assembles from shards, and of inputs it reads only as shards */
+	const char **xdev;      /* per shard slot: its device */
+	Value **xval;           /* per shard slot: the callee value it holds */
 	int *parent;
 	int64_t *size;          /* bytes, -1: not a buffer (weights, absent) */
 	int *first, *last;      /* node times; -1 for inputs, nnodes for graph outputs */
@@ -65,6 +69,7 @@ static void merge(Live *l, int a, int b)
 static void live_free(Live *l)
 {
 	free(l->parent), free(l->size), free(l->first), free(l->last), free(l->val), free(l->off), free(l->order);
+	free(l->xdev), free(l->xval);
 }
 
 /* Bytes of v, or -1 when its shape is symbolic. */
@@ -76,6 +81,54 @@ static int64_t value_bytes(const Value *v)
 
 /* Whether slot v holds a buffer: a planned value or a call workspace. */
 static int is_buf(const Live *l, int v) { return v < l->nvalues ? l->val[v] != NULL : l->size[v] > 0; }
+
+/* Whether n is an output assembled from shards (passes/partition.c: Concat {shard="output"}, the
+ * KV-cache outputs of a tensor-parallel layer): no buffer of its own, each shard stays on the
+ * device that computed it (as the lowering makes it a sharded plan output, targets/devices.c). */
+static int is_output_shards(const Node *n)
+{
+	const char *sh = n->op == OP_Concat ? rt_attr_str(&n->attrs, "shard", NULL) : NULL;
+	return sh && strcmp(sh, "output") == 0;
+}
+
+/* The input-shard Split (passes/partition.c: Split {shard="input"}, a KV-cache input cut by heads)
+ * that is the only reader of input j of call n's callee, or NULL. */
+static const Node *call_input_shards(const Node *n, int j)
+{
+	const Graph *g = n->op == OP_Call ? n->callee : NULL;
+	if (!g || j >= g->nin || !g->inputs[j])
+		return NULL;
+	const Node *sp = NULL;
+	ir_foreach_node(g, r)
+		for (int k = 0; k < r->nin; k++)
+			if (r->in[k] == g->inputs[j]) {
+				const char *sh = r->op == OP_Split ? rt_attr_str(&r->attrs, "shard", NULL) : NULL;
+				if (sp || !sh || strcmp(sh, "input"))
+					return NULL;
+				sp = r;
+			}
+	return sp;
+}
+
+/* The device of the first node of g reading v, or NULL. */
+static const char *reader_device(const Graph *g, const Value *v)
+{
+	ir_foreach_node(g, r)
+		for (int k = 0; k < r->nin; k++)
+			if (r->in[k] == v)
+				return r->annot.device;
+	return NULL;
+}
+
+/* The shard Concat that defines result j of call n's callee, or NULL. */
+static const Node *call_shards(const Node *n, int j)
+{
+	const Graph *g = n->op == OP_Call ? n->callee : NULL;
+	if (!g || j >= g->nout || !g->outputs[j] || g->outputs[j]->kind != V_NODE)
+		return NULL;
+	const Node *d = g->outputs[j]->def;
+	return d && is_output_shards(d) ? d : NULL;
+}
 
 static int add_value(Live *l, Value *v, int t)
 {
@@ -91,8 +144,19 @@ static int add_value(Live *l, Value *v, int t)
 /* Sizes and lifetimes of every buffer; -1 (nothing planned) when a shape is symbolic. */
 static int collect(Live *l, Graph *g)
 {
-	int nv = l->nv = g->nvalues + g->nnodes, t = 0;
+	int t = 0, nx = 0;
+	ir_foreach_node(g, n) {
+		for (int j = 0; j < n->nout; j++)
+			nx += call_shards(n, j) ? call_shards(n, j)->nin : 0;
+		for (int j = 0; j < n->nin; j++)
+			nx += call_input_shards(n, j) ? call_input_shards(n, j)->nout : 0;
+	}
+	int nv = l->nv = g->nvalues + g->nnodes + nx;
 	l->nvalues = g->nvalues;
+	l->nshard = nx;
+	l->xbase = g->nvalues + g->nnodes;
+	l->xdev = calloc((size_t)(nx ? nx : 1), sizeof *l->xdev);
+	l->xval = calloc((size_t)(nx ? nx : 1), sizeof *l->xval);
 	l->parent = malloc((size_t)nv * sizeof *l->parent);
 	l->size = malloc((size_t)nv * sizeof *l->size);
 	l->first = malloc((size_t)nv * sizeof *l->first);
@@ -100,7 +164,7 @@ static int collect(Live *l, Graph *g)
 	l->val = calloc((size_t)nv, sizeof *l->val);
 	l->off = malloc((size_t)nv * sizeof *l->off);
 	l->order = malloc((size_t)(g->nnodes + 1) * sizeof *l->order);
-	if (!l->parent || !l->size || !l->first || !l->last || !l->val || !l->off || !l->order)
+	if (!l->parent || !l->size || !l->first || !l->last || !l->val || !l->off || !l->order || !l->xdev || !l->xval)
 		abort();
 	for (int i = 0; i < nv; i++)
 		l->parent[i] = i, l->size[i] = -1, l->off[i] = -1;
@@ -121,6 +185,47 @@ static int collect(Live *l, Graph *g)
 	for (int i = 0; i < g->nout; i++)
 		if (l->val[g->outputs[i]->id])
 			l->last[g->outputs[i]->id] = t;
+	/* outputs assembled from shards: the shards live to the end, the whole is no buffer; a call
+	 * result that a callee assembles so is held as its shards, each on its own device */
+	int x = l->xbase;
+	for (t = 0; t < l->nnodes; t++) {
+		Node *n = l->order[t];
+		if (is_output_shards(n) && l->val[n->out[0]->id]) {
+			for (int k = 0; k < n->nin; k++)
+				if (n->in[k] && l->val[n->in[k]->id])
+					l->last[n->in[k]->id] = l->nnodes;
+			l->val[n->out[0]->id] = NULL;
+		}
+		for (int j = 0; j < n->nout; j++) {
+			const Node *cat = call_shards(n, j);
+			int id = n->out[j]->id;
+			for (int k = 0; cat && k < cat->nin; k++, x++) {
+				const Value *sv = cat->in[k];
+				l->xval[x - l->xbase] = (Value *)sv;
+				l->xdev[x - l->xbase] = sv && sv->kind == V_NODE && sv->def ? sv->def->annot.device : NULL;
+				l->size[x] = sv ? value_bytes(sv) : -1;
+				l->first[x] = l->first[id], l->last[x] = l->last[id];
+			}
+			if (cat && l->val[id])
+				l->val[id] = NULL;
+		}
+		for (int j = 0; j < n->nin; j++) {   /* a graph input only this call reads, as shards */
+			const Node *sp = call_input_shards(n, j);
+			const Value *in = n->in[j];
+			if (!sp || !in || in->kind != V_INPUT || !l->val[in->id] || l->last[in->id] != t) {
+				x += sp ? sp->nout : 0;
+				continue;
+			}
+			for (int k = 0; k < sp->nout; k++, x++) {
+				const Value *sv = sp->out[k];
+				l->xval[x - l->xbase] = (Value *)sv;
+				l->xdev[x - l->xbase] = reader_device(n->callee, sv);
+				l->size[x] = value_bytes(sv);
+				l->first[x] = l->first[in->id], l->last[x] = t;
+			}
+			l->val[in->id] = NULL;
+		}
+	}
 	return 0;
 }
 
@@ -279,6 +384,11 @@ static const char *buf_name(const Live *l, int b, char *tmp, size_t n)
 {
 	if (b < l->nvalues)
 		return l->val[b]->name;
+	if (b >= l->xbase) {
+		const Value *v = l->xval[b - l->xbase];
+		snprintf(tmp, n, "%s (shard)", v && v->name ? v->name : "?");
+		return tmp;
+	}
 	snprintf(tmp, n, "%s workspace", l->order[b - l->nvalues]->callee->name);
 	return tmp;
 }
@@ -385,6 +495,8 @@ static int check_capacity(PassCtx *c, Graph *g, const MemPlan *p, const char *li
  * (NULL: unplaced). */
 static const char *slot_device(const Live *l, int b)
 {
+	if (b >= l->xbase)
+		return l->xdev[b - l->xbase];
 	if (b >= l->nvalues)
 		return l->order[b - l->nvalues]->annot.device;
 	const Value *v = l->val[b];

@@ -200,6 +200,29 @@ static void relink(Graph *g, Node **order, int n)
 	}
 }
 
+/* The first node of g placed on a device class (the @device name less its instance number) other
+ * than that of an earlier placed node, or NULL: a graph split over a GPU and an LPU pool
+ * (passes/disaggregate.c) interleaves its micro-batches so that one pool works while the other
+ * does, and a reorder for memory on one device's terms would undo that overlap. */
+static const Node *other_class(const Graph *g)
+{
+	const char *first = NULL;
+	size_t len = 0;
+	ir_foreach_node(g, n) {
+		const char *d = n->annot.device;
+		if (!d)
+			continue;
+		size_t k = strlen(d);
+		while (k > 0 && d[k - 1] >= '0' && d[k - 1] <= '9')
+			k--;
+		if (!first)
+			first = d, len = k;
+		else if (k != len || strncmp(first, d, k))
+			return n;
+	}
+	return NULL;
+}
+
 static void schedule_graph(PassCtx *c, Graph *g)
 {
 	Sched s = { .g = g };
@@ -207,6 +230,14 @@ static void schedule_graph(PassCtx *c, Graph *g)
 		s.n++;
 	if (!s.n)
 		return;
+	const Node *het = other_class(g);
+	if (het) {
+		pass_remark(c, REMARK_ANALYSIS, g, het, "graph '%s': kept program order of %d nodes: they run on "
+			    "more than one kind of device (here %s), in the order the placement chose to overlap them",
+			    g->name, s.n, het->annot.device);
+		pass_stat(c, "graphs kept in program order (several device kinds)", 1);
+		return;
+	}
 	int nv = g->nvalues + 1;
 	s.node = calloc((size_t)s.n, sizeof *s.node);
 	Node **order = calloc((size_t)s.n, sizeof *order);

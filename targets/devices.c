@@ -17,6 +17,7 @@
  * first member to its second; the runtime's ring/pairwise formulas (runtime/timing.c) cost it.
  */
 #include <inttypes.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -478,33 +479,100 @@ static int needs(Ctx *c)
 	return 0;
 }
 
-/* Which nodes' results are read on another stream (they record an event), and which values
- * are kept for the whole plan: a value read by another stream (that stream may read it after
- * this one has moved on) and a collective's results (written into members' memory by the
- * collective's stream).  Reusing their memory safely would need write-after-read events. */
+/* When value v, read or written on several streams, may give its memory up: the first node from
+ * which every stream is ordered after every access to it (its producer and each reader, at their
+ * streams' positions), by the waits the lowering emits (a node waits for the producer of each
+ * operand computed on another stream).  The streams' vector clocks are simulated over the flat
+ * order: vc[s*ns + t] is the last node of stream t that stream s is ordered after, and front[i*ns
+ * + t] the least of those over every stream s once node i has run.  INT_MAX when the streams
+ * never all synchronise after the accesses (the value is then kept, as before). */
+static int sync_death(const Ctx *c, const int *front, int ns, int v)
+{
+	const TgtDevs *d = c->d;
+	const Flat *f = c->f;
+	int need = f->vals[v].def, from = need;   /* the earliest node that may be past every access */
+	int end = f->vals[v].last > need ? f->vals[v].last : need;
+	for (int i = need < 0 ? 0 : need; i <= end && i < f->nnodes; i++) {
+		const FlatNode *fn = &f->nodes[i];
+		int reads = 0;
+		for (int k = 0; k < fn->nin && !reads; k++)
+			reads = fn->in[k] == v;
+		if ((!reads && i != need) || d->node_pl[i] < 0)
+			continue;
+		int t = d->node_pl[i], lo = i > from ? i : from, hi = f->nnodes;   /* least k with front[k][t] >= i */
+		while (lo < hi) {
+			int mid = lo + (hi - lo) / 2;
+			if (front[(size_t)mid * (size_t)ns + (size_t)t] >= i)
+				hi = mid;
+			else
+				lo = mid + 1;
+		}
+		if (lo == f->nnodes)
+			return INT_MAX;
+		from = lo;
+	}
+	return from + 1;
+}
+
+/* Which nodes' results are read on another stream (they record an event), and when values
+ * shared between streams are released (TgtDevs.until): a value read by another stream (that
+ * stream may read it after this one has moved on) and a collective's results (written into
+ * members' memory by the collective's stream) give their memory up only once every stream is
+ * ordered after every access (sync_death), so a later buffer there is never written while a
+ * stream may still read the old one; without that, each layer instance's shared activations
+ * were kept for the whole plan and a TP plan's activations grew with the depth.  Output shards
+ * live to the end; an input copied to other instances is kept (its copies run at the start). */
 static int events(Ctx *c)
 {
 	TgtDevs *d = c->d;
 	const Flat *f = c->f;
-	for (int i = 0; i < f->nnodes; i++)
-		d->rec_event[i] = -1;
-	for (int i = 0; i < f->nnodes; i++) {
+	size_t ns = (size_t)(d->n > 0 ? d->n : 1), nn = (size_t)f->nnodes + 1;
+	unsigned char *shared = calloc((size_t)f->nvals + 1, 1);
+	int *vc = malloc(sizeof *vc * ns * ns), *snap = malloc(sizeof *snap * nn * ns), *front = malloc(sizeof *front * nn * ns);
+	int rc = shared && vc && snap && front ? 0 : rt_errorf(c->e, RT_ENOMEM, "out of memory placing devices");
+	for (int v = 0; rc == 0 && v < f->nvals; v++)
+		d->until[v] = -1;
+	for (size_t i = 0; rc == 0 && i < ns * ns; i++)
+		vc[i] = -1;
+	for (int i = 0; rc == 0 && i < f->nnodes; i++) {
 		const FlatNode *fn = &f->nodes[i];
+		int s = d->node_pl[i];
+		d->rec_event[i] = -1;
 		if (is_output_concat(f, i))     /* output shards: live to the end */
 			for (int k = 0; k < fn->nin; k++)
-				d->keep[fn->in[k]] = 1;
-		if (d->node_pl[i] < 0)
-			continue;
-		if (ir_op_is_collective(fn->n->op))
+				d->until[fn->in[k]] = INT_MAX;
+		if (s >= 0 && ir_op_is_collective(fn->n->op))
 			for (int k = 0; k < fn->nout; k++)
-				d->keep[fn->out[k]] = 1;
-		for (int k = 0; k < fn->nin; k++) {
+				shared[fn->out[k]] = 1;
+		int *mine = &vc[(size_t)(s >= 0 ? s : 0) * ns];
+		for (int k = 0; s >= 0 && k < fn->nin; k++) {
 			int v = fn->in[k], def = v >= 0 ? f->vals[v].def : -1;
-			if (def >= 0 && d->node_pl[def] >= 0 && d->node_pl[def] != d->node_pl[i])
-				d->rec_event[def] = -2, d->keep[v] = 1;    /* the event is named when emitted */
+			if (def >= 0 && d->node_pl[def] >= 0 && d->node_pl[def] != s) {
+				d->rec_event[def] = -2, shared[v] = 1;    /* the event is named when emitted */
+				for (size_t t = 0; t < ns; t++)          /* its wait: s is ordered after def */
+					if (snap[(size_t)def * ns + t] > mine[t])
+						mine[t] = snap[(size_t)def * ns + t];
+			}
+		}
+		if (s >= 0)
+			mine[s] = i;
+		for (size_t t = 0; t < ns; t++) {
+			int lo = INT_MAX;
+			for (size_t r = 0; r < ns; r++)
+				lo = vc[r * ns + t] < lo ? vc[r * ns + t] : lo;
+			snap[(size_t)i * ns + t] = s >= 0 ? mine[t] : -1;
+			front[(size_t)i * ns + t] = lo;
 		}
 	}
-	return 0;
+	for (int v = 0; rc == 0 && v < f->nvals; v++) {
+		const FlatVal *fv = &f->vals[v];
+		if (fv->def < 0 && d->rep_head[v] >= 0)
+			d->until[v] = INT_MAX;  /* an input copied to other instances at the start */
+		else if (shared[v] && d->until[v] < 0)
+			d->until[v] = sync_death(c, front, (int)ns, v);
+	}
+	free(shared), free(vc), free(snap), free(front);
+	return rc;
 }
 
 int tgt_devs_init(TgtDevs *d, Plan *p, const TgtMachine *m, const Flat *f, DevKind kind,
@@ -535,10 +603,10 @@ int tgt_devs_init(TgtDevs *d, Plan *p, const TgtMachine *m, const Flat *f, DevKi
 	}
 	Ctx c = { d, p, f, e, NULL, 0, 0 };
 	int rc = place(&c);
-	if (rc == 0 && (alloc_arrays(d, f, c.ninst) < 0 || !(d->keep = calloc(nv, 1))))
+	if (rc == 0 && (alloc_arrays(d, f, c.ninst) < 0 || !(d->until = malloc(sizeof *d->until * nv))))
 		rc = rt_errorf(e, RT_ENOMEM, "out of memory placing devices");
 	for (int i = 0; rc == 0 && i < d->n; i++)
-		d->heap[i].keep = d->keep;
+		d->heap[i].until = d->until;
 	for (int i = 0; rc == 0 && i < c.ninst; i++)
 		rc = add_instance(&c, i, space);
 	if (rc == 0)
@@ -556,7 +624,7 @@ void tgt_devs_free(TgtDevs *d)
 	free(d->dev), free(d->space), free(d->stream), free(d->heap);
 	free(d->node_pl), free(d->val_pl), free(d->prim), free(d->rec_event), free(d->wait_seen);
 	free(d->rep_head), free(d->rep);
-	free(d->inst), free(d->first_reader), free(d->keep);
+	free(d->inst), free(d->first_reader), free(d->until);
 	memset(d, 0, sizeof *d);
 }
 

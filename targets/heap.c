@@ -130,12 +130,19 @@ void tgt_heap_rename(TgtHeap *h, int64_t lo, int from, int to)
 		}
 }
 
-/* The node from which value v of f is dead, or INT_MAX when it never is. */
+/* The node from which value v of f is dead, or INT_MAX when it never is.  A graph input dies after
+ * its last reader like a node result (the verifier's liveness, runtime/plan_verify.c, has it so):
+ * a decode step's past KV cache then gives its memory to the later layers' present caches, and
+ * the step holds the cache about once, as a serving engine's in-place cache does, not twice. */
 static int death(const TgtHeap *h, const Flat *f, int v)
 {
 	const FlatVal *fv = &f->vals[v];
-	if (fv->def < 0 || fv->is_output || (h->keep && h->keep[v]))
+	if (fv->is_output)
 		return INT_MAX;
+	if (h->until && h->until[v] >= 0)
+		return h->until[v];
+	if (fv->def < 0)
+		return fv->v && fv->v->kind == V_INPUT ? fv->last + 1 : INT_MAX;
 	return (fv->last < 0 ? fv->def : fv->last) + 1;
 }
 

@@ -54,7 +54,7 @@ static int place(TgtLower *l)
 	const TgtMachine *tm = l->in->machine;
 	if (!(l->p = plan_new(l->t->name, tm->desc->machine, tm->desc->machine_hash, l->e)) ||
 	    plan_set_source(l->p, l->in->model, l->in->binds, l->in->prec->spec, l->e) < 0 ||
-	    tgt_devs_init(&l->devs, l->p, tm, &l->f, value_kind(l), l->t->space, l->t->align, l->e) < 0)
+	    tgt_devs_init(&l->devs, l->p, tm, &l->f, value_kind(l), l->space ? l->space : l->t->space, l->t->align, l->e) < 0)
 		return -1;
 	size_t nv = (size_t)l->f.nvals + 1, nn = (size_t)l->f.nnodes + 1;
 	if (!(l->buf = tgt_lower_alloc(l, nv, sizeof *l->buf)) || !(l->gfirst = tgt_lower_alloc(l, nn, sizeof *l->gfirst)) ||
@@ -92,7 +92,8 @@ static int node(TgtLower *l, int i)
 
 static int walk(TgtLower *l)
 {
-	if (tgt_flatten(l->in->g, &l->f, l->e) < 0 || place(l) < 0 || (l->t->setup && l->t->setup(l) < 0))
+	if (tgt_flatten(l->in->g, &l->f, l->e) < 0 || (l->t->arrange && l->t->arrange(l) < 0) || place(l) < 0 ||
+	    (l->t->setup && l->t->setup(l) < 0))
 		return -1;
 	if (tgt_devs_values(&l->devs, l->p, &l->f, dtype_of, l, l->buf, l->in->m->dir, l->e) < 0)
 		return -1;

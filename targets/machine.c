@@ -470,12 +470,12 @@ static uint64_t dtype_list(Ld *ld, xmlNode *n, const char *list, int block)
 
 static const char *const devkind_names[] = {"gpu", "tpu", "lpu", "cpu", "wafer", "asic"};
 static const char *const memkind_names[] = {
-	"reg", "smem", "tmem", "l1", "l2", "hbm", "dram", "vmem", "sram",
+	"reg", "smem", "tmem", "l1", "l2", "hbm", "dram", "vmem", "sram", "rom",
 };
 static const char *const topo_names[] = {"switch", "torus", "mesh", "ring", "p2p"};
 
 const char *devkind_name(DevKind k) { return k <= DEV_ASIC ? devkind_names[k] : "?"; }
-const char *memkind_name(MemKind k) { return k <= MEM_SRAM ? memkind_names[k] : "?"; }
+const char *memkind_name(MemKind k) { return k <= MEM_ROM ? memkind_names[k] : "?"; }
 const char *topo_name(Topo t) { return t <= TOPO_P2P ? topo_names[t] : "?"; }
 
 static int lookup(const char *const *names, int n, const char *s)
@@ -618,7 +618,7 @@ static void parse_mma(Ld *ld, Device *d, xmlNode *n)
 static void parse_mem(Ld *ld, Device *d, xmlNode *n, Names *ns)
 {
 	MemSpace *s = &d->mems[d->nmems++];
-	s->kind = lookup(memkind_names, MEM_SRAM + 1, attr(ld, n, "kind"));
+	s->kind = lookup(memkind_names, MEM_ROM + 1, attr(ld, n, "kind"));
 	s->name = attr(ld, n, "name");
 	if (!s->name)
 		s->name = memkind_names[s->kind];
@@ -765,7 +765,10 @@ static void parse_device(Ld *ld, Device *d, xmlNode *n)
 		} else if (!strcmp(tag, "efficiency")) {
 			Efficiency *e = &d->effs[d->neffs++];
 			e->name = attr(ld, k, "name");
-			qty(ld, k, &e->value, D_RATIO, R_FRAC, d, "%s.efficiency.%s", id, e->name);
+			/* a named fraction; one given in a time unit is a fixed cost (attention-tile-DTYPE) */
+			const char *u = attr(ld, k, "unit");
+			int time = u && (!strcmp(u, "s") || !strcmp(u, "ms") || !strcmp(u, "us") || !strcmp(u, "ns"));
+			qty(ld, k, &e->value, time ? D_TIME : D_RATIO, time ? R_NONNEG : R_FRAC, d, "%s.efficiency.%s", id, e->name);
 		}
 	}
 	free(ns);

@@ -52,7 +52,8 @@ static inline int num_has(const Num *n) { return n->prov != PROV_NONE; }
 typedef enum DevKind { DEV_GPU, DEV_TPU, DEV_LPU, DEV_CPU, DEV_WAFER, DEV_ASIC } DevKind;
 
 typedef enum MemKind {
-	MEM_REG, MEM_SMEM, MEM_TMEM, MEM_L1, MEM_L2, MEM_HBM, MEM_DRAM, MEM_VMEM, MEM_SRAM
+	MEM_REG, MEM_SMEM, MEM_TMEM, MEM_L1, MEM_L2, MEM_HBM, MEM_DRAM, MEM_VMEM, MEM_SRAM,
+	MEM_ROM              /* mask ROM: a hardwired chip's weights (DEV_ASIC) */
 } MemKind;
 
 /* A memory space.  scope UNIT: capacity and bandwidth are per compute unit (SMEM per SM);
@@ -177,7 +178,7 @@ typedef struct Link {
 	int dims[4], ndims;     /* torus/mesh shape, e.g. 16x16x16 */
 	int wrap;               /* torus wraparound */
 	int twist;              /* twisted torus (TPU v4 OCS): the wraparound links of the first
-				   shortest axis shift by half of each axis twice its length
+				   shortest axis (length k) shift by k along the first axis of length 2k
 				   (Camara et al. 2010; Jouppi et al., ISCA 2023) */
 	int bidi;               /* bandwidth is both directions summed (NVIDIA's convention) */
 	Num bandwidth;          /* bytes/s per device, as stated (see bidi) */

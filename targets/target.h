@@ -110,7 +110,10 @@ typedef struct TgtHeap {
 	int64_t *lo, *hi;    /* live intervals [lo, hi) */
 	int *owner;          /* the flat value holding each interval */
 	int n, cap;          /* intervals, room (grows as needed) */
-	const unsigned char *keep;   /* per flat value, or NULL: never released (read by another stream) */
+	/* per flat value, or NULL: when >= 0, the node from which the value is dead instead of the one
+	 * after its last reader (INT_MAX: never released; a value read on another stream is released
+	 * once every stream is ordered after its reads, targets/devices.c) */
+	const int *until;
 	int64_t align;       /* bytes */
 	int64_t top;         /* high-water mark, bytes */
 	int tight;           /* intervals [0, tight) leave no gap before them */
@@ -215,7 +218,7 @@ typedef struct TgtDevs {
 	int *rec_event;      /* per flat node: event recorded after it; -1 none, -2 to be named */
 	int *wait_seen;      /* per flat node: last stream that waited on its event */
 	int *first_reader;   /* per flat value: first flat node reading it, or -1 */
-	unsigned char *keep; /* per flat value: read on another stream, so kept for the whole plan */
+	int *until;          /* per flat value: TgtHeap.until (-1: the last-reader rule) */
 	int swapv[TGT_MAX_OPERANDS], swapb[TGT_MAX_OPERANDS], nswap;   /* tgt_devs_bufs */
 	/* set by the target before tgt_devs_values, optional: the buffer format of value v (NULL:
 	 * "row"), e.g. a weight every reader of which encodes it to FP8 ("q.f8e4m3.128x128") */
@@ -266,8 +269,8 @@ int *tgt_first_operand_lists(const Flat *f);
 
 /* ---- the lowering walk (targets/lower.c) ----
  * One walk lowers every target but the LPU (which keeps its cycle-scheduled walk, lpu/lower.c):
- *     flatten -> setup -> devices -> values -> prepare -> per node: devices or kernel -> finish
- *     -> inputs/outputs -> verify
+ *     flatten -> arrange -> devices -> setup -> values -> prepare -> per node: devices or kernel
+ *     -> finish -> inputs/outputs -> verify
  * flatten expands calls (tgt_flatten); setup is the target's (read the machine, check it, make
  * its state); devices places nodes on device instances and adds the plan's devices, spaces,
  * streams (tgt_devs_init: kind, space, align from the Target); values adds every buffer in the
@@ -288,6 +291,8 @@ typedef struct TgtLower {
 	int *buf;            /* flat value -> its plan buffer (the primary one) */
 	int *gfirst, *glast; /* flat node -> first / last node of its fusion group, -1 outside one */
 	void *ctx;           /* the target's state (setup makes it, tgt_lower_alloc memory) */
+	const char *space;   /* set by `arrange`: the memory space values live in instead of the
+				Target's (the wafer target's weights streamed from MemoryX); NULL: its */
 	RtError *e;
 	/* private to targets/lower.c */
 	void **allocs;
@@ -338,6 +343,8 @@ struct Target {
 	int matrix_peak;
 	const void *family;              /* family-private data (the GPU targets' tiling hooks) */
 	/* hooks of the walk (targets/lower.c); `lower` instead replaces the whole walk (lpu) */
+	int (*arrange)(TgtLower *l);                                   /* optional: after flattening,
+	    before devices are placed: may set FlatNode.device and TgtLower.space (wafer's layers) */
 	int (*setup)(TgtLower *l);
 	DType (*dtype)(const TgtLower *l, const FlatVal *v);
 	int (*prepare)(TgtLower *l);                                   /* optional */

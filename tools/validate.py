@@ -110,11 +110,14 @@ def machine_of(grp, row):
 # Kernel rows are kernel durations (CUDA events or kineto over back-to-back runs): no launch cost.
 NO_LAUNCH = {"hopper": ["--set", "gpu.launch.latency=0", "--set", "gpu.graph.latency=0"],
              "blackwell": ["--set", "gpu.launch.latency=0", "--set", "gpu.graph.latency=0"]}
+# A kernel row is its one node as measured: -O0 (no passes), so that -O1's placement policy (the
+# last MatMul of a graph kept at bf16, for one) does not change the kernel's format.
+KERNEL_OPTS = ["-O0"]
 
 
 def predict(a, grp, row):
     kind, m = grp["kind"], machine_of(grp, row)
-    nl = NO_LAUNCH.get(grp["target"], [])
+    nl = NO_LAUNCH.get(grp["target"], []) + (KERNEL_OPTS if kind in ("gemm", "attn") else [])
     if kind == "gemm":
         dt = GEMM_DT[grp["dtype"]]
         src = GEMM.format(dt=dt, out=dt)

@@ -122,6 +122,11 @@ typedef struct AttnTile {
 	double t;
 } AttnTile;
 
+/* Seconds per Q tile that a fused attention kernel of operand format dt spends outside its
+ * modelled pipeline (prologue and epilogue work the model does not itemise: FA3 FP8's in-kernel V
+ * transpose and descaling among them), from `<efficiency name="attention-tile-DTYPE" unit="us">`,
+ * a kernel-level derivation that docs/machines.md names; 0 without one. */
+double gpu_attn_tile_fixed(const GpuArch *a, DType dt);
 /* Fills t (bm, bn, emu, poly given by the caller; split chosen here) for s on a. */
 void gpu_attn_eval(const GpuArch *a, const AttnShape *s, AttnTile *t);
 /* The fraction of exponentials to compute with the degree-`poly` polynomial on the FMA pipe so

@@ -17,6 +17,7 @@
 #include "targets/gpu/gpu.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -508,6 +509,17 @@ int gpu_kernel(TgtLower *l, int i, PlanInstr *pi, TgtAnn *t)
 	}
 	unsigned fl_op = ir_ops[fn->n->op].flags;
 	int done = 0;
+	/* a node placed at a format this GPU's tensor cores lack (fp8 on an A100: @precision, the
+	 * quantization pass) runs at bf16 (node_format); say so once per node, in the plan and on
+	 * stderr */
+	const char *want = rt_attr_str(&fn->n->attrs, "precision", NULL);
+	DType wdt = prec_node_format(want);
+	if (wdt != DT_INVALID && !(dev_supports(w->a.dev, wdt) && num_has(&w->a.dev->peak[wdt]))) {
+		tgt_ann_put(t, "converted", "%s -> bf16: %s (%s) has no %s tensor-core format", want, w->a.dev->name ? w->a.dev->name : "?",
+			    w->a.dev->arch ? w->a.dev->arch : "?", want);
+		fprintf(stderr, "aicc: remark: precision: '%s': %s is not a tensor-core format of %s (%s): converted to bf16\n",
+			l->f.vals[fn->out[0]].name, want, l->in->machine->m->name, w->a.dev->arch ? w->a.dev->arch : "?");
+	}
 	if ((fn->n->op == OP_MatMul || fn->n->op == OP_Gemm) && fn->nin >= 2)
 		done = gemm_kernel(w, fn, pi, t);
 	else if (fn->n->op == OP_GroupedMatMul && fn->nin >= 3)

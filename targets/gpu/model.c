@@ -88,6 +88,13 @@ double gpu_eff_gemm(const GpuArch *a, DType dt)
 	return a->eff_gemm_dt[dt];
 }
 
+double gpu_attn_tile_fixed(const GpuArch *a, DType dt)
+{
+	char name[48];
+	snprintf(name, sizeof name, "attention-tile-%s", rt_dtype_name(dt));
+	return dev_efficiency(a->dev, name, 0);
+}
+
 /* backends.md §0: T = T_fixed + max(resources); attention adds the part of the smaller of MMA
  * and softmax (max of SFU and FMA pipes) that ping-pong scheduling does not hide. */
 double gpu_cost_total(const GpuCost *c)
@@ -377,6 +384,6 @@ void gpu_attn_eval(const GpuArch *a, const AttnShape *s, AttnTile *t)
 	 * Plus, once: the first tile's Q and K/V loads at the SM's share of HBM. */
 	double pv = sc * 2 * s->dv / fsm, epi = (double)t->bm * s->dv * s->io_bytes / a->smem_bw;
 	t->c.fixed = ((t->bm * (double)s->d + t->bm * (double)s->dv) * s->io_bytes + t->bn * (double)(s->d + s->dv) * kvb) / hbm_sm +
-		     (double)t->waves * (fmax(sfu, fma) + pv + epi);
+		     (double)t->waves * (fmax(sfu, fma) + pv + epi + gpu_attn_tile_fixed(a, s->in));
 	t->t = gpu_cost_total(&t->c);
 }

@@ -18,6 +18,16 @@
  *     backends.md §2b), the hops add up (dimension-ordered phases);
  *   - a fully connected group (topology p2p: the 8i's Boardfly board, hardware.md §2.14): one hop,
  *     each chip exchanges its p-1 chunks over min(p-1, ports) links at once;
+ *   - all-to-all over several axes: the load of the busiest link (each ordered pair sends V/P^2
+ *     bytes along a shortest path): on a regular torus, dimension-ordered routing puts
+ *     V x mean-distance_a / (2P) on each link of a wrapped axis a (floor(e/2) ceil(e/2) V/(e P)
+ *     on the middle link of an unwrapped one), so a k x k x 2k slice is bound by its long axis;
+ *     a twisted torus (Camara et al., "Twisted Torus Topologies for Enhanced Interconnection
+ *     Networks", IEEE TPDS 2010; TPU v4's OCS slices, Jouppi et al. ISCA 2023) is edge-balanced,
+ *     so every link carries V x D / (2 x 3 x P) with D its mean distance from a breadth-first
+ *     search of the wiring.  4x4x8: 1.655x the regular torus' all-to-all bandwidth, 4x8x8: 1.297x
+ *     (the paper's measured 1.63x and 1.31x, testsuite/unit/test_tpu_ici.c); the latency steps of
+ *     a twisted slice are its diameter;
  *   - the collective latency factor (device efficiency `collective_latency`, 1 when absent)
  *     scales the latency terms of collectives: the 8i's Collectives Acceleration Engine cuts
  *     collective latency 5x (Google's TPU 8 deep dive), so 0.2 there.
@@ -27,6 +37,7 @@
 #include "targets/tpu/tpu.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 int tpu_ici(const Machine *m, const Device *d, TpuIci *ici, RtError *e)
@@ -53,9 +64,100 @@ int tpu_ici(const Machine *m, const Device *d, TpuIci *ici, RtError *e)
 		ici->hop_latency = num_has(&l->latency) ? l->latency.v : 0;
 		if (ici->link_bw <= 0)
 			return rt_errorf(e, RT_EUSER, "aicc: error: machine '%s': ICI link '%s' has no positive bandwidth", m->name, l->id);
-		return 0;
+		ici->twist = l->twist && ici->wrap && ici->ndims == 3;
+		return ici->twist ? tpu_ici_twist(ici, e) : 0;
 	}
 	return 0;
+}
+
+/* The axes a twisted torus shifts: s, the first of the shortest length k, and t, the first of
+ * length 2k (-1 when there is none). */
+static void twist_axes(const TpuIci *ici, int *s, int *t)
+{
+	*s = 0, *t = -1;
+	for (int a = 1; a < ici->ndims && a < 4; a++)
+		if (ici->dims[a] < ici->dims[*s])
+			*s = a;
+	for (int a = 0; a < ici->ndims && a < 4 && *t < 0; a++)
+		if (ici->dims[a] == 2 * ici->dims[*s])
+			*t = a;
+}
+
+int tpu_ici_twist(TpuIci *ici, RtError *e)
+{
+	int n = 1, nd = ici->ndims < 4 ? ici->ndims : 4, s, t;
+	for (int a = 0; a < nd; a++)
+		n *= ici->dims[a] > 0 ? ici->dims[a] : 1;
+	twist_axes(ici, &s, &t);
+	int *dist = malloc((size_t)n * sizeof *dist), *queue = malloc((size_t)n * sizeof *queue);
+	if (!dist || !queue) {
+		free(dist), free(queue);
+		return rt_errorf(e, RT_ENOMEM, "out of memory wiring a twisted torus of %d chips", n);
+	}
+	for (int i = 0; i < n; i++)
+		dist[i] = -1;
+	int head = 0, tail = 0;
+	dist[0] = 0, queue[tail++] = 0;
+	double sum = 0;
+	int diam = 0;
+	while (head < tail) {
+		int u = queue[head++], c[4] = { 0 }, k = u;
+		for (int a = 0; a < nd; a++)
+			c[a] = k % ici->dims[a], k /= ici->dims[a];
+		sum += dist[u];
+		diam = dist[u] > diam ? dist[u] : diam;
+		for (int a = 0; a < nd; a++)
+			for (int dir = -1; dir <= 1; dir += 2) {
+				int v[4] = { c[0], c[1], c[2], c[3] }, L = ici->dims[a];
+				v[a] += dir;
+				if (v[a] < 0 || v[a] >= L) {
+					v[a] = (v[a] + L) % L;
+					if (a == s && t >= 0)   /* the twist: the short axis' wraparound shifts by k along t */
+						v[t] = ((v[t] + dir * L) % ici->dims[t] + ici->dims[t]) % ici->dims[t];
+				}
+				int w = 0;
+				for (int b = nd - 1; b >= 0; b--)
+					w = w * ici->dims[b] + v[b];
+				if (dist[w] < 0)
+					dist[w] = dist[u] + 1, queue[tail++] = w;
+			}
+	}
+	free(dist), free(queue);
+	ici->twist_mean = sum / n;
+	ici->twist_diam = diam;
+	return 0;
+}
+
+/* Mean shortest distance on a ring of e chips over all e ordered pairs from one chip. */
+static double ring_mean(int e)
+{
+	double s = 0;
+	for (int d = 0; d < e; d++)
+		s += d < e - d ? d : e - d;
+	return s / e;
+}
+
+/* The busiest link's share of an all-to-all of V bytes over a group of extents ext (several
+ * axes): bytes per directed link; *twisted set when the twisted wiring's balance applies. */
+static double alltoall_link_load(const TpuIci *ici, const int ext[4], double P, int *twisted)
+{
+	int full = 1, naxes = 0;
+	for (int a = 0; a < ici->ndims && a < 4; a++) {
+		full &= ext[a] == ici->dims[a];
+		naxes += ext[a] > 1;
+	}
+	*twisted = ici->twist && full && ici->twist_mean > 0;
+	if (*twisted)
+		return ici->twist_mean / (2.0 * naxes * P);
+	double worst = 0;
+	for (int a = 0; a < ici->ndims && a < 4; a++) {
+		if (ext[a] < 2)
+			continue;
+		int wrapped = ici->wrap && ext[a] == ici->dims[a] && ext[a] > 2;
+		double load = wrapped ? ring_mean(ext[a]) / (2.0 * P) : (double)(ext[a] / 2) * ((ext[a] + 1) / 2) / (ext[a] * P);
+		worst = load > worst ? load : worst;
+	}
+	return worst;
 }
 
 /* Coordinate of chip k on axis a (first axis fastest). */
@@ -88,9 +190,11 @@ double tpu_ici_collective(const TpuIci *ici, PlanCollKind kind, double V, const 
 {
 	memset(c, 0, sizeof *c);
 	double P = 1, bw = 0, steps = 0;
+	int axes = 0;
 	for (int a = 0; a < 4; a++) {
 		c->ext[a] = ext[a];
 		P *= ext[a];
+		axes += ext[a] > 1;
 	}
 	if (P < 2 || V <= 0 || ici->link_bw <= 0)
 		return 0;
@@ -116,7 +220,17 @@ double tpu_ici_collective(const TpuIci *ici, PlanCollKind kind, double V, const 
 	switch (kind) {
 	case PC_ALLREDUCE: c->lat = 2 * lat, c->bw = 2 * band; break;
 	case PC_ALLGATHER: case PC_REDUCESCATTER: c->lat = lat, c->bw = band; break;
-	case PC_ALLTOALL: c->lat = lat, c->bw = band / 4; break;
+	case PC_ALLTOALL:
+		if (!ici->full_mesh && axes >= 2) {
+			int tw;
+			double load = alltoall_link_load(ici, ext, P, &tw);
+			if (tw)
+				steps = ici->twist_diam, c->hops = ici->twist_diam;
+			c->twisted = tw;
+			c->lat = ici->coll_latency * ici->hop_latency * steps, c->bw = V * load / ici->link_bw;
+		} else
+			c->lat = lat, c->bw = band / 4;
+		break;
 	default: break;
 	}
 	c->t = c->lat + c->bw;

@@ -148,9 +148,9 @@ static void put_mxu(TpuLw *w, Ann *t, const MxuShape *s, const MxuPlan *m, const
 	double fold_rows = (double)m->T / m->rate;
 	snprintf(why, sizeof why, "%s; %s", fold_rows < a->R ? "weight-load bound: each fold streams fewer rows than the R cycles its weight "
 		 "tile takes to load" : "stream bound: weight loads hide under the fold's stream",
-		 m->hbm > fmax(m->mxu, m->vmem) ? "HBM-bound overall" : m->vmem > m->mxu ? "VMEM-bound overall" : "MXU-bound overall");
+		 m->hbm > fmax(m->core, m->vmem) ? "HBM-bound overall" : m->vmem > m->core ? "VMEM-bound overall" : "MXU-bound overall");
 	tgt_ann_put(t, "why", "%s", why);
-	TpuCost c = { .mxu = m->mxu, .vmem = m->vmem, .hbm = m->hbm, .fixed = m->fixed };
+	TpuCost c = { .mxu = m->core, .vmem = m->vmem, .hbm = m->hbm, .fixed = m->fixed };
 	put_cost(t, &c);
 }
 
@@ -443,7 +443,7 @@ static void topo_str(const TpuIci *ici, char *buf, size_t n)
 	for (int a = 0; a < ici->ndims && o < n; a++)
 		o += (size_t)snprintf(buf + o, n - o, "%s%d", a ? "x" : "", ici->dims[a]);
 	if (o < n)
-		snprintf(buf + o, n - o, " torus%s", ici->wrap ? " with wraparound" : "");
+		snprintf(buf + o, n - o, " %storus%s", ici->twist ? "twisted " : "", ici->wrap ? " with wraparound" : "");
 }
 
 /* Replaces instruction in's target attributes by t's (the plan owns them: runtime allocator). */

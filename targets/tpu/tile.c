@@ -26,11 +26,13 @@
  * VMEM and minimises fixed + max(MXU, VMEM, HBM) wins: A is read from HBM once per column block,
  * B once per row block (their tiled-layout sizes), Y written once; only the first block's load
  * and the last block's store are exposed (double buffering hides the rest).  Every grid step
- * (one block iteration) costs the machine's per-step time on top (the scalar unit's latency:
- * DMA issue and semaphore waits, not hidden under the MXUs), so small blocks pay for their
- * many steps: the JAX Pallas guide's 128x128x128-block matmul on v5e runs at 0.35 us per step,
- * 6 % of peak, and its 512x1024x1024 blocks at 8192^3 lose about 0.4 us per step to the same
- * cost (docs/machines.md §TPU). */
+ * (one block iteration) adds the machine's per-step time to the TensorCore's (the scalar unit's
+ * latency: DMA issue and semaphore waits, issued from the same VLIW stream as the MXU pushes, so
+ * serial with them, while the DMA engines keep streaming): core = MXU + steps x step, and the
+ * time is fixed + max(core, VMEM, HBM).  Small blocks pay for their many steps: the JAX Pallas
+ * guide's 128x128x128-block matmul on v5e runs at 0.35 us per step (6 % of peak; each step's DMA
+ * takes 0.08 us), and its 512x1024x1024 blocks at 8192^3 lose about 0.4 us per step against the
+ * MXU time (docs/machines.md); an HBM-bound product (decode) hides its steps under the HBM. */
 #include "targets/tpu/tpu.h"
 
 #include <math.h>
@@ -74,10 +76,11 @@ static int try_blocks(const TpuArch *a, const MxuShape *s, MxuPlan *p, int64_t b
 	double hbm = bytes / a->hbm_bw;
 	int64_t steps = s->batch * cdiv(p->Mp, bm) * cdiv(p->Np, bn) * cdiv(p->Kp, bk);
 	double fixed = a->fixed + a->dma_latency + ((double)bm * bk * ab + (double)bk * bn * bb + (double)bm * bn * ob) / a->hbm_bw
-		       + a->t0 + (double)steps * a->step;
-	double t = fixed + fmax(fmax(p->mxu, p->vmem), hbm);
+		       + a->t0;
+	double core = p->mxu + (double)steps * a->step;
+	double t = fixed + fmax(fmax(core, p->vmem), hbm);
 	if (t < p->t || (t == p->t && foot > p->vmem_bytes)) {
-		p->t = t, p->hbm = hbm, p->fixed = fixed, p->vmem_bytes = foot;
+		p->t = t, p->hbm = hbm, p->fixed = fixed, p->vmem_bytes = foot, p->core = core;
 		p->bm = bm, p->bn = bn, p->bk = bk, p->steps = steps;
 	}
 	return 1;

@@ -32,7 +32,7 @@ typedef struct TpuArch {
 	double dma_latency;        /* seconds: the first HBM->VMEM block's issue */
 	double step;               /* seconds per grid step of a blocked kernel (the scalar unit's
 	                            * latency: DMA issue and semaphore waits of one block
-	                            * iteration, not overlapped with the MXUs); 0 when not given */
+	                            * iteration, serial with the MXUs); 0 when not given */
 	int sparsecores;           /* SparseCore units (0: none) */
 } TpuArch;
 
@@ -61,6 +61,7 @@ typedef struct MxuPlan {
 	double scalesim_cycles;    /* SCALE-Sim v2 conservative cross-check */
 	double util;               /* useful FLOP / (MXU time x peak) */
 	double mxu, vmem, hbm, fixed, t;   /* seconds */
+	double core;               /* seconds the TensorCore issues: mxu + steps x the per-step cost */
 } MxuPlan;
 
 /* Plans s on a: padding, folds, VMEM blocks (searched), times.  Returns 0 if no block fits. */
@@ -94,11 +95,19 @@ typedef struct TpuIci {
 	double link_bw;            /* bytes/s one link, one direction */
 	double hop_latency;        /* seconds per hop (alpha) */
 	double coll_latency;       /* factor on collectives' latency terms (8i CAE 0.2; else 1) */
+	/* a twisted torus (TPU v4 OCS slices, k x k x 2k or k x 2k x 2k): the wraparound links of
+	 * the first shortest axis (length k) shift by k along the first axis of length 2k.  Its
+	 * mean distance (over all ordered pairs, self included) and diameter, in hops, from a
+	 * breadth-first search of the wiring (tpu_ici_twist; the graph is vertex-transitive) */
+	int twist;
+	double twist_mean;
+	int twist_diam;
 } TpuIci;
 
 typedef struct TpuIciCost {
 	int ext[4], wrapped[4];    /* the group's extent per torus axis, and whether it wraps */
 	int hops;                  /* latency steps (collective) or hops (copy) */
+	int twisted;               /* an all-to-all priced on a twisted slice's balanced links */
 	double lat, bw, t;         /* seconds: latency term, bandwidth term, total */
 } TpuIciCost;
 
@@ -111,6 +120,10 @@ void tpu_ici_group(const TpuIci *ici, const int *chips, int n, int ext[4]);
  * array: the all-reduced or reduce-scattered array (one rank's input), the gathered result, or
  * the sum of all-to-all inputs. */
 double tpu_ici_collective(const TpuIci *ici, PlanCollKind kind, double V, const int ext[4], TpuIciCost *c);
+/* Fills ici->twist_mean and twist_diam for ici's twisted shape by a breadth-first search from
+ * chip 0 (each chip's six neighbours, the short axis' wraparound shifted).  0, or -1 with e set
+ * when out of memory. */
+int tpu_ici_twist(TpuIci *ici, RtError *e);
 /* Torus hops between chips a and b (shortest way round where the axis wraps). */
 int tpu_ici_hops(const TpuIci *ici, int a, int b);
 /* Seconds to copy `bytes` from chip a to chip b: hops x latency + bytes / one link. */

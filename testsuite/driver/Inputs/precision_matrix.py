@@ -8,8 +8,8 @@ own FP8), or both be refused with the same message.  Prints one line per target 
 import re, subprocess, sys, tempfile, os
 
 aicc, model = sys.argv[1], sys.argv[2]
-targets = ["reference", "hopper", "blackwell", "tpu", "lpu", "vera-rubin"]
-machines = {"tpu": ["tpu-v5e", "tpu-8i"]}
+targets = ["reference", "ampere", "hopper", "blackwell", "tpu", "lpu", "vera-rubin", "wafer"]
+machines = {"tpu": ["tpu-v5e", "tpu-8i", "tpu-v4"]}
 words = ["f32", "f64", "bf16", "f16", "fp8", "mxfp8", "mxfp6", "mxfp4", "nvfp4", "int8", "w4a16", "fp4", "auto",
          "fp8+graph", "fp8+nopromote", "fp8+tensor", "fp8+1x128", "fp8+128x128", "fp8+nosplitk", "bf16+graph", "fp5", "bf16+turbo"]
 bind = "--bind=L=4,H=4,KV=2,HD=16,F=96,V=512,CTX=16,B=1,S=8"
