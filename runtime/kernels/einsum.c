@@ -69,7 +69,7 @@ static int ellipsis_rank(const char *eq, const RtKernelArgs *a)
 			if (*p != ',')
 				break;
 			term++, letters = 0, has = 0;
-		} else if (*p == '.') {
+		} else if (strncmp(p, "...", 3) == 0) {   /* a lone '.' is parse_term's error, never skipped past the end */
 			has = 1;
 			p += 2;
 		} else if (isalpha((unsigned char)*p)) {
