@@ -4,6 +4,8 @@
  * included) defined by one node and read last by a later one, some kept, some graph outputs,
  * parameters placed first and renamed as devices.c renames shard constants.  Every offset and
  * the high-water mark must be the scan's. */
+#include <limits.h>
+
 #include "shape_util.h"
 #include "targets/target.h"
 
@@ -81,7 +83,11 @@ static void run_program(uint64_t seed, int nnodes, int nparams, int64_t align)
 	}
 	TgtHeap h;
 	assert_int_equal(tgt_heap_init(&h, 16, align), 0);
-	h.keep = keep;
+	int *until = malloc(sizeof *until * (size_t)nv);   /* kept values never die */
+	assert_non_null(until);
+	for (int v = 0; v < nv; v++)
+		until[v] = keep[v] ? INT_MAX : -1;
+	h.until = until;
 	Ref *r = calloc(1, sizeof *r);
 	assert_non_null(r);
 	r->align = align;
@@ -105,7 +111,7 @@ static void run_program(uint64_t seed, int nnodes, int nparams, int64_t align)
 	for (int j = 0; j < r->n; j++)
 		assert_int_equal(h.lo[j], r->lo[j]), assert_int_equal(h.owner[j], r->owner[j]);
 	tgt_heap_free(&h);
-	free(r), free(size), free(keep), free(f.vals);
+	free(r), free(size), free(keep), free(until), free(f.vals);
 }
 
 static void test_matches_scan(void **st)
