@@ -183,6 +183,51 @@ float rt_round(DType fmt, float x, int saturate)
 	}
 }
 
+/* bf16 is float32's sign, exponent and top 7 mantissa bits, subnormals included, so rounding to
+ * it is an integer add on the bits: + 0x7FFF plus the kept lsb (ties to even), low half cleared;
+ * a carry rolls into the exponent as enc_core's does (the largest finite values round to Inf;
+ * saturating, Inf from either becomes +-max).  NaN is left as it is, as the element loop leaves
+ * it.  One branch-free loop over the block, which the compiler vectorises; the same bits as
+ * rt_fmt_encode/decode. */
+static void round_bf16_block(float *x, int64_t n, int sat)
+{
+	uint32_t inf_to = sat ? 0x7F7F0000u : 0x7F800000u;
+	for (int64_t i = 0; i < n; i++) {
+		uint32_t u;
+		memcpy(&u, &x[i], sizeof u);
+		uint32_t r = (u + 0x7FFFu + ((u >> 16) & 1u)) & 0xFFFF0000u;
+		r = (r & 0x7FFFFFFFu) == 0x7F800000u ? (u & 0x80000000u) | inf_to : r;
+		r = (u & 0x7FFFFFFFu) > 0x7F800000u ? u : r;   /* NaN */
+		memcpy(&x[i], &r, sizeof r);
+	}
+}
+
+/* f16 in one branch-free loop: at and above its smallest normal 2^-14 it is float32 with 10
+ * mantissa bits, so the bf16 bit rounding at bit 13 (overflow past 65504, judged after
+ * rounding, to Inf or, saturating, +-65504; Inf alike); below, its grid is the multiples of
+ * 2^-24: |x| * 2^24 (exact) rounded to an integer by adding and subtracting 1.5 * 2^23 (ties to
+ * even in the default rounding mode; exact for |x| * 2^24 < 2^22), scaled back, sign restored.
+ * NaN is left as it is.  The same bits as rt_fmt_encode/decode. */
+static void round_f16_block(float *x, int64_t n, int sat)
+{
+	uint32_t over = sat ? 0x477FE000u : 0x7F800000u;
+	for (int64_t i = 0; i < n; i++) {
+		uint32_t u;
+		memcpy(&u, &x[i], sizeof u);
+		uint32_t a = u & 0x7FFFFFFFu, sign = u & 0x80000000u;
+		uint32_t r = (a + 0xFFFu + ((a >> 13) & 1u)) & ~0x1FFFu;
+		r = r > 0x477FE000u ? over : r;
+		float t = fabsf(x[i]) * 0x1p24f;
+		float q = ((t + 0x1.8p23f) - 0x1.8p23f) * 0x1p-24f;
+		uint32_t qs;
+		memcpy(&qs, &q, sizeof qs);
+		r = a < 0x38800000u ? qs : r;
+		r = a > 0x7F800000u ? a : r;   /* NaN */
+		r |= sign;
+		memcpy(&x[i], &r, sizeof r);
+	}
+}
+
 void rt_round_tensor(DType dt, float *x, int64_t n, int64_t row, const QuantOpts *o)
 {
 	const DTypeInfo *t = &rt_dtypes[dt];
@@ -199,6 +244,14 @@ void rt_round_tensor(DType dt, float *x, int64_t n, int64_t row, const QuantOpts
 			for (int64_t i = 0; i < n; i++)
 				x[i] = e8m0_decode(e8m0_encode(x[i], sat));
 		return;   /* f32, f64 */
+	}
+	if (f == &rt_fmt_bf16) {
+		round_bf16_block(x, n, sat);
+		return;
+	}
+	if (f == &rt_fmt_f16) {
+		round_f16_block(x, n, sat);
+		return;
 	}
 	for (int64_t i = 0; i < n; i++)
 		if (x[i] == x[i])

@@ -164,18 +164,59 @@ static int check_const(const Plan *p, const PlanConst *c, RtError *e)
 
 /* Sharded entries of one name (docs/plan-format.md): the same axis, FULL, dtype and other dims,
  * and slices that tile [0, FULL) exactly, without overlap or gap. */
-static int check_shards(const Plan *p, const PlanIO *io, int nio, int i, const char *what, RtError *e)
+/* The inputs (outputs) ordered by name, then by index, so that each name's declarations are one
+ * run of `ord` (io[i] is ord[pos[i]], its run starts at ord[start[i]]) and every check below
+ * visits a name's declarations in file order, as a scan of all of them would. */
+typedef struct IoOrder { const PlanIO *io; int *ord, *pos, *start; } IoOrder;
+
+typedef struct IoKey { const char *name; int i; } IoKey;
+static int cmp_io(const void *a, const void *b)
 {
-	const PlanIO *a = &io[i];
+	const IoKey *x = a, *y = b;
+	int c = strcmp(x->name, y->name);
+	return c ? c : (x->i > y->i) - (x->i < y->i);
+}
+
+static int io_order(IoOrder *o, const PlanIO *io, int nio)
+{
+	o->io = io;
+	o->ord = rt_malloc(((size_t)nio + 1) * sizeof *o->ord);
+	o->pos = rt_malloc(((size_t)nio + 1) * sizeof *o->pos);
+	o->start = rt_malloc(((size_t)nio + 1) * sizeof *o->start);
+	IoKey *k = rt_malloc(((size_t)nio + 1) * sizeof *k);
+	if (!o->ord || !o->pos || !o->start || !k) {
+		rt_free(k);
+		return -1;
+	}
+	for (int i = 0; i < nio; i++)
+		k[i] = (IoKey){ io[i].name, i };
+	qsort(k, (size_t)nio, sizeof *k, cmp_io);
+	for (int q = 0; q < nio; q++) {
+		int i = k[q].i;
+		o->ord[q] = i;
+		o->pos[i] = q;
+		o->start[i] = q > 0 && strcmp(k[q - 1].name, k[q].name) == 0 ? o->start[k[q - 1].i] : q;
+	}
+	rt_free(k);
+	return 0;
+}
+
+static void io_order_free(IoOrder *o)
+{
+	rt_free(o->ord), rt_free(o->pos), rt_free(o->start);
+}
+
+static int check_shards(const Plan *p, const IoOrder *ord, int nio, int i, const char *what, RtError *e)
+{
+	const PlanIO *io = ord->io, *a = &io[i];
 	const PlanBuffer *b = &p->buffers[a->buffer];
 	if (a->shard_axis >= b->rank || a->shard_off > a->shard_full - b->dims[a->shard_axis])
 		return verr(p, e, a->line, "%s '%s': shard %d:%" PRId64 ":%" PRId64 " does not fit the buffer's "
 			    "rank %d and dims", what, a->name, a->shard_axis, a->shard_off, a->shard_full, b->rank);
 	int64_t covered = 0;
-	for (int j = 0; j < nio; j++) {
+	for (int q = ord->start[i]; q < nio && ord->start[ord->ord[q]] == ord->start[i]; q++) {
+		int j = ord->ord[q];
 		const PlanIO *o = &io[j];
-		if (strcmp(o->name, a->name))
-			continue;
 		const PlanBuffer *ob = &p->buffers[o->buffer];
 		int same = o->shard_axis == a->shard_axis && o->shard_full == a->shard_full && ob->rank == b->rank &&
 			   ob->dtype == b->dtype;
@@ -198,22 +239,34 @@ static int check_shards(const Plan *p, const PlanIO *io, int nio, int i, const c
 	return 0;
 }
 
-static int check_io(const Plan *p, const PlanIO *io, int nio, const char *what, RtError *e)
+static int check_io_ordered(const Plan *p, const IoOrder *o, int nio, const char *what, RtError *e)
 {
+	const PlanIO *io = o->io;
 	for (int i = 0; i < nio; i++) {
 		if (io[i].buffer < 0 || io[i].buffer >= p->nbuffers)
 			return verr(p, e, io[i].line, "%s '%s' names an undefined buffer", what, io[i].name);
-		for (int j = 0; j < i; j++)
-			if (strcmp(io[i].name, io[j].name) == 0 && (io[i].shard_axis < 0 || io[j].shard_axis < 0))
+		for (int q = o->start[i]; q < o->pos[i]; q++) {   /* the same name declared before */
+			int j = o->ord[q];
+			if (io[i].shard_axis < 0 || io[j].shard_axis < 0)
 				return verr(p, e, io[i].line, "%s '%s' is declared twice", what, io[i].name);
-			else if (strcmp(io[i].name, io[j].name) == 0 && io[i].buffer == io[j].buffer)
+			else if (io[i].buffer == io[j].buffer)
 				return verr(p, e, io[i].line, "%s '%s': two shards in buffer '%s'", what, io[i].name,
 					    p->buffers[io[i].buffer].name);
+		}
 	}
 	for (int i = 0; i < nio; i++)
-		if (io[i].shard_axis >= 0 && check_shards(p, io, nio, i, what, e) < 0)
+		if (io[i].shard_axis >= 0 && check_shards(p, o, nio, i, what, e) < 0)
 			return -1;
 	return 0;
+}
+
+static int check_io(const Plan *p, const PlanIO *io, int nio, const char *what, RtError *e)
+{
+	IoOrder o;
+	int r = io_order(&o, io, nio) < 0 ? rt_errorf(e, RT_ENOMEM, "out of memory verifying the plan")
+					  : check_io_ordered(p, &o, nio, what, e);
+	io_order_free(&o);
+	return r;
 }
 
 /* Marks in `role` (1 input, 2 constant) each buffer bound from outside; errors on a buffer
@@ -452,21 +505,24 @@ static int check_types(const Plan *p, const PlanInstr *in, RtError *e)
 		DType d = pb->dtype, to = t.to ? attr_to(in) : DT_INVALID;
 		uint64_t allowed = t.allowed;
 		char why[300] = "", list[400];
-		int by = t.var ? bound[t.var - 'A'] : -1;
+		int by = t.var ? bound[t.var - 'A'] : -1, bo = 0, bj = 0;
+		const PlanBuffer *bb = NULL;
 		if (to != DT_INVALID) {
 			allowed = UINT64_C(1) << to;
-			snprintf(why, sizeof why, " (attribute to=%s)", rt_dtype_name(to));
 		} else if (by >= 0) {
-			int bo = by >= in->nin, bj = bo ? by - in->nin : by;
-			const PlanBuffer *bb = &p->buffers[bo ? in->out[bj] : in->in[bj]];
+			bo = by >= in->nin, bj = bo ? by - in->nin : by;
+			bb = &p->buffers[bo ? in->out[bj] : in->in[bj]];
 			uint64_t like = 0;
 			for (int x = 0; x < DT_COUNT; x++)
 				if ((allowed >> x & 1) && same_type((DType)x, bb->dtype))
 					like |= UINT64_C(1) << x;
 			allowed = like;
+		}
+		if (!(allowed >> d & 1) && to != DT_INVALID)   /* the reason, written only for the error */
+			snprintf(why, sizeof why, " (attribute to=%s)", rt_dtype_name(to));
+		else if (!(allowed >> d & 1) && bb)
 			snprintf(why, sizeof why, " (type %c, as %s %d '%s' is %s)", t.var, bo ? "output" : "input", bj,
 				 bb->name, rt_dtype_name(bb->dtype));
-		}
 		if (!(allowed >> d & 1))
 			return verr(p, e, in->line, "%s %s %d ('%s') is %s, not %s %s%s", name, isout ? "output" : "input", j,
 				    pb->name, rt_dtype_name(d), allowed & (allowed - 1) ? "one of its allowed types" :

@@ -37,27 +37,57 @@ static void put_num(FILE *f, double v, int as_float)
 /* A quoted string (runtime/rt.h). */
 static void put_str(FILE *f, const char *s) { rt_fput_quoted(f, s, '"'); }
 
+/* An integer in decimal, without printf (whose format parsing dominated writing large plans). */
+static void put_i64(FILE *f, int64_t v)
+{
+	char buf[24], *e = buf + sizeof buf, *c = e;
+	uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+	do
+		*--c = (char)('0' + u % 10);
+	while (u /= 10);
+	if (v < 0)
+		*--c = '-';
+	fwrite(c, 1, (size_t)(e - c), f);
+}
+
+/* " key=" then s */
+static void put_field(FILE *f, const char *key, const char *s)
+{
+	fputc(' ', f);
+	fputs(key, f);
+	fputc('=', f);
+	fputs(s, f);
+}
+
 static void put_dims(FILE *f, const int64_t *d, int n)
 {
 	fputc('[', f);
-	for (int i = 0; i < n; i++)
-		fprintf(f, "%s%" PRId64, i ? "," : "", d[i]);
+	for (int i = 0; i < n; i++) {
+		if (i)
+			fputc(',', f);
+		put_i64(f, d[i]);
+	}
 	fputc(']', f);
 }
 
 static void put_bufs(FILE *f, const Plan *p, const char *key, const int *b, int n)
 {
-	fprintf(f, " %s=[", key);
-	for (int i = 0; i < n; i++)
-		fprintf(f, "%s%s", i ? "," : "", b[i] < 0 ? "_" : p->buffers[b[i]].name);
+	put_field(f, key, "[");
+	for (int i = 0; i < n; i++) {
+		if (i)
+			fputc(',', f);
+		fputs(b[i] < 0 ? "_" : p->buffers[b[i]].name, f);
+	}
 	fputc(']', f);
 }
 
 static void put_attr(FILE *f, const Attr *a)
 {
-	fprintf(f, " a.%s=", a->name);
+	fputs(" a.", f);
+	fputs(a->name, f);
+	fputc('=', f);
 	switch (a->kind) {
-	case ATTR_INT: fprintf(f, "%" PRId64, a->i); break;
+	case ATTR_INT: put_i64(f, a->i); break;
 	case ATTR_FLOAT: put_num(f, a->f, 1); break;
 	case ATTR_STRING: put_str(f, a->s); break;
 	case ATTR_INTS: put_dims(f, a->ints, a->n); break;
@@ -92,25 +122,30 @@ static void put_opts(FILE *f, const RtExecOpts *o)
 
 static void put_instr(FILE *f, const Plan *p, const PlanInstr *in)
 {
-	fprintf(f, "  %s", plan_instr_names[in->kind]);
-	if (in->kind == PI_KERNEL)
-		fprintf(f, " %s", plan_op_name(in->op));
-	if (in->kind == PI_COLLECTIVE)
-		fprintf(f, " %s", plan_coll_names[in->coll]);
-	if (in->kind == PI_RECORD || in->kind == PI_WAIT)
-		fprintf(f, " %s", p->events[in->event]);
+	fputs("  ", f);
+	fputs(plan_instr_names[in->kind], f);
+	const char *what = in->kind == PI_KERNEL ? plan_op_name(in->op) : in->kind == PI_COLLECTIVE ? plan_coll_names[in->coll]
+			   : in->kind == PI_RECORD || in->kind == PI_WAIT ? p->events[in->event] : NULL;
+	if (what) {
+		fputc(' ', f);
+		fputs(what, f);
+	}
 	if (in->kind != PI_RECORD && in->kind != PI_WAIT) {
 		put_bufs(f, p, "in", in->in, in->nin);
 		put_bufs(f, p, "out", in->out, in->nout);
 	}
 	if (in->link >= 0)
-		fprintf(f, " link=%s", p->links[in->link].name);
+		put_field(f, "link", p->links[in->link].name);
 	if (in->unit >= 0)
-		fprintf(f, " unit=%s", p->units[in->unit].name);
-	if (in->cycle >= 0)
-		fprintf(f, " cycle=%" PRId64, in->cycle);
-	if (in->dur >= 0)
-		fprintf(f, " dur=%" PRId64, in->dur);
+		put_field(f, "unit", p->units[in->unit].name);
+	if (in->cycle >= 0) {
+		fputs(" cycle=", f);
+		put_i64(f, in->cycle);
+	}
+	if (in->dur >= 0) {
+		fputs(" dur=", f);
+		put_i64(f, in->dur);
+	}
 	if (in->flops > 0) {
 		fputs(" flops=", f);
 		put_num(f, in->flops, 0);
@@ -119,7 +154,9 @@ static void put_instr(FILE *f, const Plan *p, const PlanInstr *in)
 	for (int i = 0; i < in->attrs.n; i++)
 		put_attr(f, &in->attrs.a[i]);
 	for (int i = 0; i < in->ntile; i++) {
-		fprintf(f, " t.%s=", in->tile[i].key);
+		fputs(" t.", f);
+		fputs(in->tile[i].key, f);
+		fputc('=', f);
 		put_str(f, in->tile[i].val);
 	}
 	if (in->node) {
@@ -255,10 +292,18 @@ int plan_write(const Plan *p, FILE *f)
 	put_machine(f, p);
 	for (int i = 0; i < p->nbuffers; i++) {
 		const PlanBuffer *b = &p->buffers[i];
-		fprintf(f, "buffer %s space=%s offset=%" PRId64 " size=%" PRId64 " dtype=%s shape=",
-			b->name, p->spaces[b->space].name, b->offset, b->size, rt_dtype_name(b->dtype));
+		fputs("buffer ", f);
+		fputs(b->name, f);
+		put_field(f, "space", p->spaces[b->space].name);
+		fputs(" offset=", f);
+		put_i64(f, b->offset);
+		fputs(" size=", f);
+		put_i64(f, b->size);
+		put_field(f, "dtype", rt_dtype_name(b->dtype));
+		fputs(" shape=", f);
 		put_dims(f, b->dims, b->rank);
-		fprintf(f, " format=%s\n", b->format);
+		put_field(f, "format", b->format);
+		fputc('\n', f);
 	}
 	for (int i = 0; i < p->nconsts; i++)
 		put_const(f, p, &p->consts[i]);

@@ -1,5 +1,6 @@
 /* runtime/rt.c: dtype table, errors, the allocation hook, attributes and dense tensors.
  * Requires nothing above runtime/.  See runtime/rt.h for the contracts. */
+#define __STDC_WANT_IEC_60559_BFP_EXT__ 1   /* strfromd */
 #include "runtime/rt.h"
 
 #include <malloc.h>
@@ -61,8 +62,27 @@ int rt_errorf(RtError *e, int code, const char *fmt, ...)
 
 void rt_shortest_double(char *buf, size_t n, double v)
 {
+	/* An integer below 1e15 (< 2^53: every integer there is a distinct double) reads back only
+	 * from its own digits, so the loop's answer is the precision of its significant digits:
+	 * one conversion instead of up to 17 conversions and reads. */
+	if (v == trunc(v) && fabs(v) < 1e15) {
+		uint64_t u = (uint64_t)fabs(v);
+		int digits = 1;
+		while (u >= 10 && u % 10 == 0)
+			u /= 10;
+		for (; u >= 10; u /= 10)
+			digits++;
+		char fmt[8] = { '%', '.', (char)(digits < 10 ? '0' + digits : '1'), (char)(digits < 10 ? 'g' : '0' + digits - 10), 'g' };
+		if (digits < 10)
+			fmt[4] = 0;
+		strfromd(buf, n, fmt, v);
+		return;
+	}
 	for (int prec = 1; prec <= 17; prec++) {
-		snprintf(buf, n, "%.*g", prec, v);
+		char fmt[8] = { '%', '.', (char)(prec < 10 ? '0' + prec : '1'), (char)(prec < 10 ? 'g' : '0' + prec - 10), 'g' };
+		if (prec < 10)
+			fmt[4] = 0;
+		strfromd(buf, n, fmt, v);   /* printf's %.*g digits without its format parsing */
 		if (strtod(buf, NULL) == v)
 			break;
 	}
@@ -73,17 +93,23 @@ uint64_t rt_checksum(const void *data, size_t n) { return XXH3_64bits(data, n); 
 void rt_fput_quoted(FILE *f, const char *s, char q)
 {
 	fputc(q, f);
-	for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+	for (const unsigned char *c = (const unsigned char *)s; *c;) {
+		const unsigned char *run = c;   /* the longest run that needs no escape, written at once */
+		while (*c && *c != q && *c != '\\' && *c >= 0x20 && *c != 0x7f)
+			c++;
+		if (c > run)
+			fwrite(run, 1, (size_t)(c - run), f);
+		if (!*c)
+			break;
 		if (*c == q || *c == '\\')
-			fprintf(f, "\\%c", *c);
+			fputc('\\', f), fputc(*c, f);
 		else if (*c == '\n')
 			fputs("\\n", f);
 		else if (*c == '\t')
 			fputs("\\t", f);
-		else if (*c < 0x20 || *c == 0x7f)
-			fprintf(f, "\\x%02x", *c);
 		else
-			fputc(*c, f);
+			fprintf(f, "\\x%02x", *c);
+		c++;
 	}
 	fputc(q, f);
 }

@@ -8,9 +8,11 @@
  * worst residual; t.band_median, t.band_cases), or t.band="none" where no published case
  * covers the class on the target: a prediction the validation set does not calibrate.  The
  * runtime composes a plan's band from these (runtime/report.c rt_band). */
+#define __STDC_WANT_IEC_60559_BFP_EXT__ 1   /* strfromd */
 #include "targets/target.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const TgtBand bands[] = {
@@ -94,10 +96,10 @@ int tgt_annotate_bands(Plan *p, RtError *e)
 					return -1;
 				continue;
 			}
-			snprintf(v, sizeof v, "%.4g", b->worst);
+			strfromd(v, sizeof v, "%.4g", b->worst);   /* printf's digits, no format parsing */
 			if (add_tile(in, "band", v, e) < 0)
 				return -1;
-			snprintf(v, sizeof v, "%.4g", b->median);
+			strfromd(v, sizeof v, "%.4g", b->median);
 			if (add_tile(in, "band_median", v, e) < 0)
 				return -1;
 			snprintf(v, sizeof v, "%d", b->cases);

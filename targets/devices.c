@@ -415,6 +415,15 @@ static int place(Ctx *c)
 		int r = f->nodes[i].nout ? fr[f->nodes[i].out[0]] : -1;
 		d->node_pl[i] = r >= 0 && d->node_pl[r] >= 0 ? d->node_pl[r] : 0;
 	}
+	/* plain[v]: some node other than a shard Split reads v */
+	unsigned char *plain = rc == 0 ? calloc((size_t)f->nvals + 1, 1) : NULL;
+	if (rc == 0 && !plain)
+		rc = rt_errorf(c->e, RT_ENOMEM, "out of memory placing devices");
+	for (int i = 0; rc == 0 && i < f->nnodes; i++)
+		if (!is_shard_split(f, i) && !is_input_split(f, i))
+			for (int k = 0; k < f->nodes[i].nin; k++)
+				if (f->nodes[i].in[k] >= 0)
+					plain[f->nodes[i].in[k]] = 1;
 	/* values: where their producer runs; parameters, inputs and shards where first read */
 	for (int v = 0; rc == 0 && v < f->nvals; v++) {
 		int def = f->vals[v].def, r = fr[v];
@@ -423,12 +432,7 @@ static int place(Ctx *c)
 		else
 			d->val_pl[v] = r >= 0 && d->node_pl[r] >= 0 ? d->node_pl[r] : 0;
 		if (def < 0 && r >= 0 && f->vals[v].v && (f->vals[v].v->kind == V_PARAM || f->vals[v].v->kind == V_INPUT)) {
-			int only_shards = 1;    /* a parameter or input read only by shard Splits is not stored */
-			for (int i = r; i < f->nnodes && only_shards; i++)
-				for (int k = 0; k < f->nodes[i].nin && only_shards; k++)
-					if (f->nodes[i].in[k] == v && !is_shard_split(f, i) && !is_input_split(f, i))
-						only_shards = 0;
-			if (only_shards)
+			if (!plain[v])      /* a parameter or input read only by shard Splits is not stored */
 				d->val_pl[v] = -1;
 		}
 		if (def >= 0 && is_output_concat(f, def))
@@ -441,7 +445,7 @@ static int place(Ctx *c)
 				for (int j = 0; j < f->nodes[i].nout && j < nm; j++)
 					d->val_pl[f->nodes[i].out[j]] = pl[j];
 		}
-	free(ni);
+	free(ni), free(plain);
 	d->first_reader = fr;
 	return rc;
 }
@@ -696,7 +700,23 @@ static int value_all(TgtDevs *d, Plan *p, const Flat *f, int v, DType dt, const 
 	return 0;
 }
 
-static int devs_value(TgtDevs *d, Plan *p, const Flat *f, int v, DType dt, int *buf, const char *dir,
+int *tgt_first_operand_lists(const Flat *f)
+{
+	int *r = malloc(sizeof *r * ((size_t)f->nvals + (size_t)f->nnodes + 1)), *next = r ? r + f->nvals : NULL;
+	if (!r)
+		return NULL;
+	for (int v = 0; v < f->nvals; v++)
+		r[v] = -1;
+	for (int i = f->nnodes - 1; i >= 0; i--) {   /* backwards: each list comes out in node order */
+		int v = f->nodes[i].nin > 0 ? f->nodes[i].in[0] : -1;
+		next[i] = v >= 0 ? r[v] : -1;
+		if (v >= 0)
+			r[v] = i;
+	}
+	return r;
+}
+
+static int devs_value(TgtDevs *d, Plan *p, const Flat *f, const int *in0, int v, DType dt, int *buf, const char *dir,
 		      RtError *e)
 {
 	const FlatVal *fv = &f->vals[v];
@@ -710,9 +730,9 @@ static int devs_value(TgtDevs *d, Plan *p, const Flat *f, int v, DType dt, int *
 	/* weight shards are constants and input shards inputs, live from the start: placed now,
 	 * before any node's result */
 	if (fv->def < 0 && fv->v && (fv->v->kind == V_PARAM || fv->v->kind == V_INPUT) && d->partitioned)
-		for (int i = d->first_reader[v]; i >= 0 && i < f->nnodes; i++) {
+		for (int i = in0[v]; i >= 0; i = in0[f->nvals + i]) {   /* the nodes whose first operand is v */
 			const FlatNode *fn = &f->nodes[i];
-			if (fn->nin < 1 || fn->in[0] != v || (!is_shard_split(f, i) && !is_input_split(f, i)))
+			if (!is_shard_split(f, i) && !is_input_split(f, i))
 				continue;
 			for (int k = 0; k < fn->nout; k++)
 				if (d->val_pl[fn->out[k]] >= 0 && d->prim[fn->out[k]] < 0 &&
@@ -725,22 +745,21 @@ static int devs_value(TgtDevs *d, Plan *p, const Flat *f, int v, DType dt, int *
 int tgt_devs_values(TgtDevs *d, Plan *p, const Flat *f, TgtDtypeFn dtype, const void *ctx, int *buf,
 		    const char *dir, RtError *e)
 {
-	for (int i = 0; i < f->ninputs; i++)
-		if (devs_value(d, p, f, f->inputs[i], dtype(ctx, &f->vals[f->inputs[i]]), buf, dir, e) < 0)
-			return -1;
-	for (int i = 0; i < f->nparams; i++)
-		if (devs_value(d, p, f, f->params[i], dtype(ctx, &f->vals[f->params[i]]), buf, dir, e) < 0)
-			return -1;
-	for (int i = 0; i < f->nnodes; i++) {
+	int *in0 = tgt_first_operand_lists(f), rc = in0 ? 0 : rt_errorf(e, RT_ENOMEM, "out of memory placing devices");
+	for (int i = 0; rc == 0 && i < f->ninputs; i++)
+		rc = devs_value(d, p, f, in0, f->inputs[i], dtype(ctx, &f->vals[f->inputs[i]]), buf, dir, e);
+	for (int i = 0; rc == 0 && i < f->nparams; i++)
+		rc = devs_value(d, p, f, in0, f->params[i], dtype(ctx, &f->vals[f->params[i]]), buf, dir, e);
+	for (int i = 0; rc == 0 && i < f->nnodes; i++) {
 		for (int h = 0; h < d->n; h++)
 			tgt_heap_release(&d->heap[h], f, i);
-		for (int k = 0; k < f->nodes[i].nout; k++) {
+		for (int k = 0; rc == 0 && k < f->nodes[i].nout; k++) {
 			int v = f->nodes[i].out[k];
-			if (devs_value(d, p, f, v, dtype(ctx, &f->vals[v]), buf, dir, e) < 0)
-				return -1;
+			rc = devs_value(d, p, f, in0, v, dtype(ctx, &f->vals[v]), buf, dir, e);
 		}
 	}
-	return 0;
+	free(in0);
+	return rc < 0 ? -1 : 0;
 }
 
 int tgt_devs_handles(const TgtDevs *d, const Flat *f, int node)
@@ -945,10 +964,13 @@ int tgt_devs_emit(TgtDevs *d, Plan *p, const Flat *f, int node, int *buf, PlanIn
 /* Adds the plan inputs (output 0) or outputs (1) of entry-graph value v when it is sharded: an
  * input read only by input-shard Splits (one `input NAME ... shard=` per Split output), an
  * output assembled by an output Concat (one per Concat input, on the device that computed it). */
-int tgt_devs_io_shards(Plan *p, const Flat *f, int v, int output, const char *name, const int *buf, RtError *e)
+int tgt_devs_io_shards(Plan *p, const Flat *f, const int *in0, int v, int output, const char *name, const int *buf,
+		       RtError *e)
 {
 	int any = 0;
-	for (int i = 0; i < f->nnodes; i++) {
+	/* an input's Splits read it first; an output's Concat is its producer */
+	int first = output ? f->vals[v].def : in0[v];
+	for (int i = first; i >= 0 && i < f->nnodes; i = output ? -1 : in0[f->nvals + i]) {
 		const FlatNode *fn = &f->nodes[i];
 		int split = !output && is_input_split(f, i) && fn->in[0] == v;
 		int cat = output && fn->nout == 1 && fn->out[0] == v && is_output_concat(f, i);

@@ -76,10 +76,11 @@ static int new_val(Fx *x, Value *v, const char *prefix, int64_t instance, int de
 		return rt_errorf(x->e, RT_ENOMEM, "out of memory flattening the graph");
 	FlatVal *fv = &f->vals[f->nvals];
 	memset(fv, 0, sizeof *fv);
-	size_t n = strlen(prefix) + strlen(v->name) + 1;
-	if (!(fv->name = malloc(n)))
+	size_t np = strlen(prefix), nv = strlen(v->name);
+	if (!(fv->name = malloc(np + nv + 1)))
 		return rt_errorf(x->e, RT_ENOMEM, "out of memory flattening the graph");
-	snprintf(fv->name, n, "%s%s", prefix, v->name);
+	memcpy(fv->name, prefix, np);
+	memcpy(fv->name + np, v->name, nv + 1);
 	fv->v = v;
 	fv->instance = instance;
 	fv->def = def;

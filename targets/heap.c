@@ -235,21 +235,23 @@ int tgt_add_buffer(Plan *p, TgtHeap *h, const Flat *f, int v, DType dt, const ch
 int tgt_add_io(Plan *p, const Flat *f, const Graph *g, const int *buf, RtError *e)
 {
 	char name[256];
-	for (int i = 0; i < f->ninputs; i++) {
+	int *in0 = tgt_first_operand_lists(f), rc = in0 ? 0 : rt_errorf(e, RT_ENOMEM, "out of memory adding the plan's inputs");
+	for (int i = 0; rc == 0 && i < f->ninputs; i++) {
 		int v = f->inputs[i], sh = 0;
 		tgt_plan_name(name, sizeof name, f->vals[v].name);
-		if (buf[v] < 0 && (sh = tgt_devs_io_shards(p, f, v, 0, name, buf, e)) < 0)
-			return -1;
-		if (!sh && plan_add_input(p, p->buffers[buf[v]].name, buf[v], e) < 0)
-			return -1;
+		if (buf[v] < 0 && (sh = tgt_devs_io_shards(p, f, in0, v, 0, name, buf, e)) < 0)
+			rc = -1;
+		else if (!sh && plan_add_input(p, p->buffers[buf[v]].name, buf[v], e) < 0)
+			rc = -1;
 	}
-	for (int i = 0; i < f->noutputs; i++) {
+	for (int i = 0; rc == 0 && i < f->noutputs; i++) {
 		int v = f->outputs[i], sh = 0;
 		tgt_plan_name(name, sizeof name, g->outputs[i]->name);
-		if (buf[v] < 0 && (sh = tgt_devs_io_shards(p, f, v, 1, name, buf, e)) < 0)
-			return -1;
-		if (!sh && plan_add_output(p, name, buf[v], e) < 0)
-			return -1;
+		if (buf[v] < 0 && (sh = tgt_devs_io_shards(p, f, in0, v, 1, name, buf, e)) < 0)
+			rc = -1;
+		else if (!sh && plan_add_output(p, name, buf[v], e) < 0)
+			rc = -1;
 	}
-	return 0;
+	free(in0);
+	return rc;
 }

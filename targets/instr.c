@@ -2,10 +2,13 @@
  * kernel instruction with its operands, attributes, FLOP and node name, and the fusion groups
  * the fuse pass recorded (attribute fusion_group, per call instance), and the target attributes
  * (TgtAnn) a kernel carries. */
+#define __STDC_WANT_IEC_60559_BFP_EXT__ 1   /* strfromd */
 #include "targets/target.h"
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 int tgt_kernel_instr(PlanInstr *pi, const Plan *p, const Flat *f, int node, const int *buf,
 		     int ins[TGT_MAX_OPERANDS], int outs[TGT_MAX_OPERANDS], RtError *e)
@@ -88,15 +91,55 @@ int tgt_load_kernel(const Flat *f, const int *gfirst, int i)
 	return 1;
 }
 
+/* A value of one conversion and nothing else ("%.4g", "%d", "%s", ...) is converted directly:
+ * libquadmath (loaded with OpenBLAS) registers printf hooks, which send every printf-family
+ * call through glibc's slow positional path, and lowering writes a dozen of these per kernel.
+ * strfromd (ISO C23, glibc 2.25) gives the same digits as printf's %.Ng / %.Nf.  1 if done. */
+static int put_simple(char *out, size_t n, const char *fmt, va_list ap)
+{
+	if (strcmp(fmt, "%s") == 0) {
+		const char *v = va_arg(ap, const char *);
+		size_t k = strnlen(v, n - 1);
+		memcpy(out, v, k);
+		out[k] = 0;
+		return 1;
+	}
+	if (strcmp(fmt, "%d") == 0 || strcmp(fmt, "%lld") == 0) {
+		long long v = fmt[1] == 'd' ? va_arg(ap, int) : va_arg(ap, long long);
+		char buf[24], *e = buf + sizeof buf, *c = e;
+		unsigned long long u = v < 0 ? 0 - (unsigned long long)v : (unsigned long long)v;
+		do
+			*--c = (char)('0' + u % 10);
+		while (u /= 10);
+		if (v < 0)
+			*--c = '-';
+		size_t k = (size_t)(e - c) < n - 1 ? (size_t)(e - c) : n - 1;
+		memcpy(out, c, k);
+		out[k] = 0;
+		return 1;
+	}
+	if (fmt[0] == '%' && fmt[1] == '.' && fmt[2] >= '0' && fmt[2] <= '9' && (fmt[3] == 'g' || fmt[3] == 'f') && !fmt[4]) {
+		strfromd(out, n, fmt, va_arg(ap, double));
+		return 1;
+	}
+	return 0;
+}
+
 void tgt_ann_put(TgtAnn *t, const char *key, const char *fmt, ...)
 {
 	if (t->n == TGT_ANN_MAX)
 		return;
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(t->val[t->n], sizeof t->val[0], fmt, ap);
+	if (!put_simple(t->val[t->n], sizeof t->val[0], fmt, ap)) {
+		va_end(ap);
+		va_start(ap, fmt);
+		vsnprintf(t->val[t->n], sizeof t->val[0], fmt, ap);
+	}
 	va_end(ap);
-	snprintf(t->key[t->n], sizeof t->key[0], "%s", key);
+	size_t k = strnlen(key, sizeof t->key[0] - 1);   /* truncated as snprintf would */
+	memcpy(t->key[t->n], key, k);
+	t->key[t->n][k] = 0;
 	t->kv[t->n] = (PlanKV){ t->key[t->n], t->val[t->n] };
 	t->n++;
 }

@@ -260,7 +260,13 @@ int tgt_devs_handles(const TgtDevs *d, const Flat *f, int node);
  * plans"): for entry-graph value v, which has no buffer of its own (buf[v] < 0), adds one plan
  * input (output = 0) or output (1) named `name` per shard, with PlanIO.shard_*.  1 when v is
  * sharded, 0 when not, -1 with e set.  tgt_add_io calls it. */
-int tgt_devs_io_shards(Plan *p, const Flat *f, int v, int output, const char *name, const int *buf, RtError *e);
+int tgt_devs_io_shards(Plan *p, const Flat *f, const int *in0, int v, int output, const char *name, const int *buf,
+		       RtError *e);
+/* The nodes by first operand, for walks over a value's readers without a scan of the graph:
+ * in0[v] is the first node whose first operand is value v (-1: none) and in0[f->nvals + i] the
+ * next node after node i with the same first operand (-1: none), in node order.  malloc'd (the
+ * caller frees it); NULL when out of memory.  in0 of tgt_devs_io_shards is one of these. */
+int *tgt_first_operand_lists(const Flat *f);
 
 /* ---- the lowering walk (targets/lower.c) ----
  * One walk lowers every target but the LPU (which keeps its cycle-scheduled walk, lpu/lower.c):

@@ -6,6 +6,8 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <libgen.h>
+#include <limits.h>
+#include <malloc.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1199,6 +1201,12 @@ int cmd_run(int argc, char **argv)
 	RunOpts o;
 	if (parse_opts(argc, argv, &o) < 0)
 		return EXIT_USER;
+	/* The interpreter frees and allocates every activation at every step and run; glibc would
+	 * hand blocks of 128 KiB and more back to the kernel (mmap, heap trim) and every run would
+	 * fault in fresh zeroed pages again.  Keep them in the process: blocks up to the largest
+	 * mmap threshold glibc accepts (32 MiB on 64-bit) come from the heap, which is not trimmed. */
+	mallopt(M_MMAP_THRESHOLD, 32 << 20);
+	mallopt(M_TRIM_THRESHOLD, INT_MAX);
 	if (o.mpi)
 		return run_mpi(&o);
 	drv_register_runtime_hooks();

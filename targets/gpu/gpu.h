@@ -32,6 +32,8 @@ typedef struct GpuArch {
 					     `collective` latency; 0 when the file has none) */
 	double eff_gemm, overlap_attn;    /* efficiency factors from the machine file: `gemm` (the
 					     fallback of gpu_eff_gemm), `attention-overlap` */
+	double eff_gemm_dt[DT_COUNT];     /* gpu_eff_gemm per MMA operand type, read once (the tile
+					     search evaluates thousands of tiles per GEMM) */
 	int cluster_max;
 } GpuArch;
 

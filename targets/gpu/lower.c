@@ -34,7 +34,41 @@ struct GpuLw {
 	unsigned char *exact;        /* flat value -> 1: held in its model dtype (tgt_exact_values) */
 	const char **fmt;            /* flat value -> its buffer format (NULL: row), weight_formats */
 	void *foreign_ctx;           /* GpuHooks.foreign's state (gpu_set_foreign_ctx) */
+	/* The tile searches done so far (a model repeats its layers' GEMM shapes; the search is a
+	 * pure function of the shape on this arch), the oldest replaced when full. */
+	struct GemmMemo { GemmShape s; GemmTile t; int ok; char why[256]; } memo[32];
+	int nmemo, next_memo;
 };
+
+static int same_gemm(const GemmShape *a, const GemmShape *b)
+{
+	return a->nosplit == b->nosplit && a->batch == b->batch && a->M == b->M && a->N == b->N && a->K == b->K &&
+	       a->in == b->in && a->out_bytes == b->out_bytes && a->scale == b->scale && a->promote == b->promote &&
+	       a->b_bytes == b->b_bytes;
+}
+
+/* w->h->gemm(&w->a, s, t, why, nwhy) for a zeroed t, each distinct shape searched once. */
+static int tile_gemm(GpuLw *w, const GemmShape *s, GemmTile *t, char *why, size_t nwhy)
+{
+	enum { N = sizeof w->memo / sizeof w->memo[0] };
+	for (int i = 0; i < w->nmemo; i++)
+		if (same_gemm(&w->memo[i].s, s)) {
+			*t = w->memo[i].t;
+			size_t k = strnlen(w->memo[i].why, nwhy - 1);
+			memcpy(why, w->memo[i].why, k);
+			why[k] = 0;
+			return w->memo[i].ok;
+		}
+	struct GemmMemo *m = &w->memo[w->next_memo];
+	w->next_memo = (w->next_memo + 1) % N;
+	w->nmemo += w->nmemo < N;
+	m->why[0] = 0;
+	m->ok = w->h->gemm(&w->a, s, t, m->why, sizeof m->why);
+	m->s = *s;
+	m->t = *t;
+	snprintf(why, nwhy, "%s", m->why);
+	return m->ok;
+}
 
 static void put_cost(Ann *t, const GpuCost *c)
 {
@@ -277,7 +311,7 @@ static int gemm_kernel(GpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 		s.scale = gemm_scale(w, fn, s.in), s.promote = promote > 0 ? promote : 0;
 	GemmTile tile = { 0 };
 	char why[256] = "";
-	if (s.M == 0 || s.N == 0 || s.K == 0 || !w->h->gemm(&w->a, &s, &tile, why, sizeof why))
+	if (s.M == 0 || s.N == 0 || s.K == 0 || !tile_gemm(w, &s, &tile, why, sizeof why))
 		return 0;
 	gpu_launch(&w->a, w->pol->graph, &tile.c);
 	pi->opts.mma_in = s.in;
@@ -343,7 +377,7 @@ static int gmm_kernel(GpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 	}
 	GemmTile tile = { 0 };
 	char why[256] = "";
-	if (s.M == 0 || s.N == 0 || s.K == 0 || !w->h->gemm(&w->a, &s, &tile, why, sizeof why))
+	if (s.M == 0 || s.N == 0 || s.K == 0 || !tile_gemm(w, &s, &tile, why, sizeof why))
 		return 0;
 	gpu_launch(&w->a, w->pol->graph, &tile.c);
 	pi->opts.mma_in = s.in;

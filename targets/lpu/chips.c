@@ -106,7 +106,8 @@ static int link_of(Bx *x, int a, int b)
 {
 	LpuProg *pg = x->pg;
 	int lo = a < b ? a : b, hi = a < b ? b : a;
-	for (int i = 0; i < pg->nlinks; i++)
+	for (int i = pg->nlinks - 1; i >= 0; i--)   /* each pair is listed once; the layers walk the chips
+						      in order, so the pair is usually a recent one */
 		if (pg->links[i].a == lo && pg->links[i].b == hi)
 			return i;
 	if (grow((void **)&pg->links, &pg->caplinks, pg->nlinks + 1, sizeof *pg->links) < 0)

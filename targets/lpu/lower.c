@@ -454,11 +454,12 @@ static int entities(Lw *w)
 			if ((dev = plan_add_device(w->p, &pd, w->e)) < 0)
 				return -1;
 			ps.device = dev;
-			if (plan_add_space(w->p, &ps, w->e) < 0)
+			if ((w->space[c] = plan_add_space(w->p, &ps, w->e)) < 0)
 				return -1;
+		} else {   /* one chip: the machine's own space (a search per chip was quadratic in chips) */
+			snprintf(sname, sizeof sname, "%s.%s", name, mem);
+			w->space[c] = plan_find_space(w->p, sname);
 		}
-		snprintf(sname, sizeof sname, "%s.%s", name, mem);
-		w->space[c] = plan_find_space(w->p, sname);
 		w->unit0[c] = w->p->nunits;
 		for (int u = 0; u < LPU_UNITS; u++) {
 			char un[160];

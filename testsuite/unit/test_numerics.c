@@ -112,6 +112,34 @@ static void test_bf16_trick(void **s)
 	}
 }
 
+/* rt_round_tensor's bf16 block loop gives rt_round's bits element by element (NaN kept as is,
+ * the largest finite values to Inf, or to +-max when saturating). */
+static void test_bf16_block_round(void **s)
+{
+	(void)s;
+	enum { N = 4099 };
+	static float x[N], y[N];
+	for (int j = 0; j < N; j++) {
+		uint32_t u = (uint32_t)rt_rand_u64(3, 4, (uint64_t)j);
+		if (j % 7 == 0)
+			u = (u & 0x80000000u) | 0x7F7F8000u | (u & 0x7FFFu);   /* near bf16's largest finite */
+		memcpy(&x[j], &u, 4);
+	}
+	x[0] = NAN, x[1] = INFINITY, x[2] = -INFINITY, x[3] = -0.0f, x[4] = 0x1p-149f;
+	for (int sat = 0; sat < 2; sat++) {
+		QuantOpts o = { SCALE_FLOOR, sat, 0 };
+		memcpy(y, x, sizeof y);
+		rt_round_tensor(DT_BF16, y, N, N, &o);
+		for (int j = 0; j < N; j++) {
+			float want = isnan(x[j]) ? x[j] : rt_round(DT_BF16, x[j], sat);
+			uint32_t a, b;
+			memcpy(&a, &y[j], 4), memcpy(&b, &want, 4);
+			if (a != b)
+				fail_msg("%d: %a -> %08x, want %08x (sat %d)", j, x[j], a, b, sat);
+		}
+	}
+}
+
 static void test_int_round(void **s)
 {
 	(void)s;
@@ -250,6 +278,7 @@ int main(void)
 		cmocka_unit_test(test_roundtrip_all),
 		cmocka_unit_test(test_cross_checks),
 		cmocka_unit_test(test_bf16_trick),
+		cmocka_unit_test(test_bf16_block_round),
 		cmocka_unit_test(test_int_round),
 		cmocka_unit_test(test_blocks),
 		cmocka_unit_test(test_mx_values),

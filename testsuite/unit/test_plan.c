@@ -568,6 +568,55 @@ static void session_binds_weights_once(void **s)
 	rt_tensor_free(&x);
 }
 
+/* rt_shortest_double (integers in one conversion, others through strfromd) spells every value
+ * as the reference loop does: the fewest %.Ng digits that read back to the same double. */
+static void shortest_double_matches_printf_loop(void **state)
+{
+	(void)state;
+	uint64_t x = 0x9E3779B97F4A7C15u;
+	for (int i = 0; i < 200000; i++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		double v;
+		switch (i % 4) {
+		case 0: { uint64_t b = x; memcpy(&v, &b, sizeof v); break; }      /* any bit pattern */
+		case 1: v = (double)(int64_t)(x >> (x % 64)) * (x & 1 ? -1 : 1); break;   /* integers */
+		case 2: v = (double)(x % 100000) / 1000; break;                   /* short decimals */
+		default: v = ldexp((double)(x >> 11), (int)(x % 120) - 60); break;
+		}
+		if (isnan(v) || isinf(v))
+			continue;
+		char got[40], want[40];
+		rt_shortest_double(got, sizeof got, v);
+		for (int prec = 1; prec <= 17; prec++) {
+			snprintf(want, sizeof want, "%.*g", prec, v);
+			if (strtod(want, NULL) == v)
+				break;
+		}
+		if (strcmp(got, want) != 0)
+			fail_msg("%a: got %s, want %s", v, got, want);
+	}
+	char buf[40];
+	rt_shortest_double(buf, sizeof buf, -0.0);
+	assert_string_equal(buf, "-0");
+	rt_shortest_double(buf, sizeof buf, 1000);
+	assert_string_equal(buf, "1e+03");
+}
+
+/* rt_fput_quoted writes runs at once; the escapes are those of docs/plan-format.md. */
+static void fput_quoted_escapes(void **state)
+{
+	(void)state;
+	char *text = NULL;
+	size_t n = 0;
+	FILE *f = open_memstream(&text, &n);
+	assert_non_null(f);
+	rt_fput_quoted(f, "a\"b\\c\n\td\x01\x7f ok", '"');
+	rt_fput_quoted(f, "", '\'');
+	fclose(f);
+	assert_string_equal(text, "\"a\\\"b\\\\c\\n\\td\\x01\\x7f ok\"''");
+	free(text);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -580,6 +629,8 @@ int main(void)
 		cmocka_unit_test(timing_independent_streams_overlap),
 		cmocka_unit_test(session_binds_weights_once),
 		cmocka_unit_test(linearize_matches_oracle),
+		cmocka_unit_test(shortest_double_matches_printf_loop),
+		cmocka_unit_test(fput_quoted_escapes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
