@@ -21,6 +21,12 @@
  *     AMP's list also has operators that are well-conditioned and listed for f16's range
  *     (reciprocal, rsqrt, sum, the norms); their operands stay in the target's format.  Each
  *     operator's result is held in the target's format again.
+ * A third kind is a matter of range, not meaning: a parameter with a finite value that the
+ * target's format rounds to an infinity (a BatchNormalization running variance of 9.8e7, a
+ * -3.4e38 attention mask, in f16) is held in its model dtype, with the load-time weight
+ * transforms of it (tgt_lower_exact); cuDNN likewise takes BatchNormalization's scale, bias, mean
+ * and variance in f32 for f16 data (cudnnBatchNormalizationForwardInference), and Apex AMP's O2
+ * keeps batch norm in f32 (keep_batchnorm_fp32).
  * Exactness propagates backwards through the vector and data-movement operators that compute such
  * a value, up to the nearest matrix operator (whose f32-accumulated result is then held in its
  * model dtype, as the GPU targets already do for MoE router logits) or to a graph input or
@@ -29,9 +35,12 @@
  * float32 where it is consumed as such (https://pytorch.org/docs/stable/amp.html, "Autocast Op
  * Reference"), restricted to the values where it matters.
  */
+#include <float.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/numerics.h"
 #include "targets/target.h"
 
 int tgt_explicit_conversion(Op op)
@@ -126,13 +135,44 @@ unsigned char *tgt_exact_values(const Flat *f)
 	return x;
 }
 
-unsigned char *tgt_lower_exact(TgtLower *l)
+int tgt_param_beyond(const Value *v, DType fmt)
 {
-	unsigned char *x = tgt_exact_values(&l->f), *y = x ? tgt_lower_alloc(l, (size_t)l->f.nvals + 1, 1) : NULL;
+	if (!v || v->kind != V_PARAM || !v->init || !rt_dtype_isfloat(fmt) || rt_dtypes[fmt].kind == K_BLOCK ||
+	    rt_dtypes[fmt].bits >= 32)
+		return 0;
+	const ParamInit *pi = v->init;
+	int64_t n = pi->kind == INIT_DATA ? (pi->data ? pi->data->n : 0) : pi->kind == INIT_LITERAL ? pi->nlit :
+		    pi->kind == INIT_FILL ? 1 : 0;
+	for (int64_t i = 0; i < n; i++) {
+		double x = pi->kind == INIT_DATA ? rt_get(pi->data, i) : pi->kind == INIT_LITERAL ? pi->lit[i] : pi->a;
+		if (isfinite(x) && isinf(rt_round(fmt, (float)fmin(fmax(x, -FLT_MAX), FLT_MAX), 0)))
+			return 1;
+	}
+	return 0;
+}
+
+unsigned char *tgt_lower_exact(TgtLower *l, DType fmt)
+{
+	const Flat *f = &l->f;
+	unsigned char *x = tgt_exact_values(f), *y = x ? tgt_lower_alloc(l, (size_t)f->nvals + 1, 1) : NULL,
+		      *wide = y ? tgt_lower_alloc(l, (size_t)f->nvals + 1, 1) : NULL;
 	if (!x)
 		rt_errorf(l->e, RT_ENOMEM, "out of memory lowering the graph");
 	if (y)
-		memcpy(y, x, (size_t)l->f.nvals + 1);
+		memcpy(y, x, (size_t)f->nvals + 1);
 	free(x);
-	return y;
+	/* parameters fmt cannot hold, and the load-time transforms of them (flat values are in
+	 * definition order) */
+	for (int v = 0; wide && v < f->nvals; v++) {
+		const FlatVal *fv = &f->vals[v];
+		if (!rt_dtype_isfloat(fv->dt))
+			continue;
+		if (fv->def < 0)
+			wide[v] = (unsigned char)tgt_param_beyond(fv->v, fmt);
+		else if (tgt_load_value(f, v))
+			for (int k = 0; k < f->nodes[fv->def].nin; k++)
+				wide[v] |= f->nodes[fv->def].in[k] >= 0 && wide[f->nodes[fv->def].in[k]];
+		y[v] |= wide[v];
+	}
+	return wide ? y : NULL;
 }

@@ -303,9 +303,15 @@ typedef struct TgtLower {
 /* Zeroed memory for n elements of `size` bytes that lives as long as the lowering (freed by the
  * walk); NULL with l->e set when out of memory. */
 void *tgt_lower_alloc(TgtLower *l, size_t n, size_t size);
-/* tgt_exact_values of l's flat graph in memory of the walk (tgt_lower_alloc); NULL with l->e
- * set when out of memory. */
-unsigned char *tgt_lower_exact(TgtLower *l);
+/* tgt_exact_values of l's flat graph in memory of the walk (tgt_lower_alloc), with the float
+ * parameters that the target's format fmt cannot hold (tgt_param_beyond) and the load-time weight
+ * transforms of them (tgt_load_value) also marked: held in the model dtype, not as infinities.
+ * fmt DT_F32 (or wider) marks none.  NULL with l->e set when out of memory. */
+unsigned char *tgt_lower_exact(TgtLower *l, DType fmt);
+/* 1 when v is a parameter whose initialiser has a finite value that is an infinity in fmt
+ * (rounded as the plan rounds: rt_round, nearest even); 0 for seeded and file-backed
+ * initialisers (their values are not in memory), block formats and formats of 32 bits or more. */
+int tgt_param_beyond(const Value *v, DType fmt);
 /* The target's state: `size` zeroed bytes (tgt_lower_alloc) that become l->ctx; NULL when out
  * of memory. */
 void *tgt_lower_state(TgtLower *l, size_t size);

@@ -598,7 +598,7 @@ int gpu_setup(TgtLower *l)
 	    !strcmp(l->p->devices[l->devs.dev[0]].kind, "gpu"))
 		return rt_errorf(l->e, RT_EUSER, "aicc: error: machine '%s' has no HBM space on '%s'", tm->m->name,
 				 l->p->devices[l->devs.dev[0]].name);
-	if (!(w->gate = tgt_lower_alloc(l, (size_t)l->f.nvals + 1, 1)) || !(w->exact = tgt_lower_exact(l)))
+	if (!(w->gate = tgt_lower_alloc(l, (size_t)l->f.nvals + 1, 1)) || !(w->exact = tgt_lower_exact(l, DT_BF16)))
 		return -1;
 	for (int i = 0; i < l->f.nnodes; i++)
 		if (l->f.nodes[i].n->op == OP_TopKRouter && l->f.nodes[i].nin >= 1 && l->f.nodes[i].in[0] >= 0)

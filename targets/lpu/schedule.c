@@ -106,20 +106,6 @@ static int weight_like(const Flat *f, int v, int depth)
 
 int lpu_weight_like(const Flat *f, int v) { return weight_like(f, v, 0); }
 
-/* 1 when a finite value of parameter pi's data is an infinity in fmt. */
-static int beyond(const ParamInit *pi, DType fmt)
-{
-	double x = 0;
-	int64_t n = pi->kind == INIT_DATA ? (pi->data ? pi->data->n : 0) : pi->kind == INIT_LITERAL ? pi->nlit :
-		    pi->kind == INIT_FILL ? 1 : 0;
-	for (int64_t i = 0; i < n; i++) {
-		x = pi->kind == INIT_DATA ? rt_get(pi->data, i) : pi->kind == INIT_LITERAL ? pi->lit[i] : pi->a;
-		if (isfinite(x) && isinf(rt_round(fmt, (float)fmin(fmax(x, -FLT_MAX), FLT_MAX), 0)))
-			return 1;
-	}
-	return 0;
-}
-
 unsigned char *lpu_wide_values(const LpuArch *a, const Flat *f)
 {
 	unsigned char *w = calloc((size_t)f->nvals + 1, 1);
@@ -130,7 +116,7 @@ unsigned char *lpu_wide_values(const LpuArch *a, const Flat *f)
 		if (!rt_dtype_isfloat(fv->dt) || !lpu_weight_like(f, v))
 			continue;
 		if (fv->def < 0) {
-			w[v] = fv->v && fv->v->kind == V_PARAM && fv->v->init && beyond(fv->v->init, a->mma);
+			w[v] = (unsigned char)tgt_param_beyond(fv->v, a->mma);
 			continue;
 		}
 		const FlatNode *fn = &f->nodes[fv->def];

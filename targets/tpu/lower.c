@@ -589,7 +589,7 @@ int tpu_setup(TgtLower *l)
 		return -1;
 	if (!(w->kv_tok = tgt_lower_alloc(l, (size_t)l->f.nnodes + 1, sizeof *w->kv_tok)) ||
 	    !(w->sc_unit = tgt_lower_alloc(l, (size_t)l->devs.n + 1, sizeof *w->sc_unit)) ||
-	    !(w->exact = tgt_lower_exact(l)))
+	    !(w->exact = tgt_lower_exact(l, DT_BF16)))
 		return -1;
 	for (int k = 0; k < l->devs.n; k++) {
 		w->sc_unit[k] = -1;

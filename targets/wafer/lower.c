@@ -65,7 +65,9 @@ static int state_value(const TgtLower *l, int v)
 int wafer_arrange(TgtLower *l)
 {
 	WaferCtx *c = tgt_lower_state(l, sizeof *c);
-	if (!c || !(c->exact = tgt_lower_exact(l)))
+	DType fmt = dtype_of(l, NULL, &(FlatVal){ .dt = DT_BF16, .def = -1 });
+	/* parameters the 16-bit format cannot hold stay in the model dtype (targets/exact.c) */
+	if (!c || !(c->exact = tgt_lower_exact(l, fmt)))
 		return -1;
 	WaferLw *w = &c->w;
 	const Machine *m = l->in->machine->m;
@@ -77,7 +79,6 @@ int wafer_arrange(TgtLower *l)
 	if (hard && hw_check_tapeout(l, d, l->e) < 0)
 		return -1;
 	const MemSpace *sram = dev_mem_kind(d, MEM_SRAM), *mx = dev_mem(d, "memoryx");
-	DType fmt = dtype_of(l, NULL, &(FlatVal){ .dt = DT_BF16, .def = -1 });
 	w->dev = d;
 	w->cores = dev_units(d);
 	w->peak = dev_peak(d, fmt);
