@@ -66,6 +66,8 @@ static DType plan_dtype(const Lw *w, int flat)
 	if (!rt_dtype_isfloat(v->dt) || (w->exact && w->exact[flat]) ||
 	    (v->def >= 0 && tgt_explicit_conversion(w->f.nodes[v->def].n->op)))
 		return v->dt;      /* the model's own conversions and what they read (targets/exact.c) */
+	if (v->dt == DT_F64 && w->a.f64_slow > 0)
+		return DT_F64;     /* binary64 in software on the vector ALUs (no f64 format) */
 	if (is_param(&w->f, flat) && !v->v->init)
 		return DT_F32;
 	return lpu_at_mma(&w->pg, &w->f, flat) ? w->a.mma : DT_F32;

@@ -33,6 +33,9 @@ typedef struct LpuArch {
 	double valu;             /* vector ALU ops per cycle per hemisphere */
 	DType mma;               /* matmul operand format: f16 (v1) or f8e4m3 (Groq 3) */
 	int elem_bytes;          /* SRAM bytes per stored float element at that format */
+	double f64_slow;         /* f64 work in software (no f64 format; <vpeak dtype="f64">): the
+	                          * f32 vector rate over the f64 one; 0 when the machine gives none
+	                          * (f64 values are then held in f32) */
 	int64_t sram;            /* SRAM bytes per chip */
 	int chips;               /* chips of the machine (the device class's count) */
 	const char *machine;     /* the machine's name, for errors */

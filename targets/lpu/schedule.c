@@ -70,6 +70,8 @@ int lpu_arch(const Machine *m, const Device *d, LpuArch *a, RtError *e)
 				 rt_dtype_name(a->mma));
 	a->macs = d->peak[a->mma].v / 2 / a->clock / LPU_HEMIS;
 	a->valu = vxm->count.v / LPU_HEMIS;
+	if (!dev_supports(d, DT_F64) && num_has(&d->vpeak[DT_F64]) && num_has(&d->vpeak[DT_F32]) && d->vpeak[DT_F64].v > 0)
+		a->f64_slow = d->vpeak[DT_F32].v / d->vpeak[DT_F64].v;
 	a->sram = (int64_t)mem_total_capacity(d, sram);
 	a->machine = m ? m->name : d->name;
 	a->chips = num_has(&d->count) && d->count.v >= 1 ? (int)d->count.v : 1;
@@ -138,7 +140,21 @@ static int64_t numel_of(int rank, const int64_t *dims)
 
 static int64_t bytes_of(const LpuArch *a, DType dt, int64_t n)
 {
+	if (dt == DT_F64 && a->f64_slow > 0)
+		return 8 * n;      /* held as binary64 (lpu_f64) */
 	return rt_dtype_isfloat(dt) ? n * a->elem_bytes : rt_dtype_bytes(dt, n);
+}
+
+/* The factor node fn's vector work takes: f64_slow when it computes on f64 values (held as
+ * binary64 and computed in software), else 1. */
+static double f64_factor(const LpuArch *a, const Flat *f, const FlatNode *fn)
+{
+	for (int k = 0; a->f64_slow > 0 && k < fn->nin + fn->nout; k++) {
+		int v = k < fn->nin ? fn->in[k] : fn->out[k - fn->nin];
+		if (v >= 0 && f->vals[v].dt == DT_F64)
+			return a->f64_slow;
+	}
+	return 1;
 }
 
 int64_t lpu_val_bytes(const LpuArch *a, const Flat *f, const LpuVal *v)
@@ -180,8 +196,8 @@ void lpu_node_cycles(const LpuArch *a, const Flat *f, int node, LpuCost *c)
 		v += vecs(a, bytes_of(a, f->vals[fn->out[k]].dt, n));
 		outn += n;
 	}
-	double fl = ir_node_flops(fn->n);
-	cost_core(a, kind_of(fn->n->op), v, fl > 0 ? fl : 0, outn, c);
+	double fl = ir_node_flops(fn->n), slow = f64_factor(a, f, fn);
+	cost_core(a, kind_of(fn->n->op), v, fl > 0 ? fl * slow : 0, (int64_t)(outn * slow), c);
 }
 
 int lpu_hops(const LpuArch *a, int from, int to)
@@ -223,14 +239,15 @@ static void price(const LpuArch *a, const Flat *f, const LpuProg *pg, LpuOp *o)
 		v += vecs(a, lpu_val_bytes(a, f, &pg->vals[out[k]]));
 		outn += numel_of(pg->vals[out[k]].rank, pg->vals[out[k]].dims);
 	}
-	double fl = o->what == LW_CONCAT ? 0 : ir_node_flops(f->nodes[o->node].n);
+	double fl = o->what == LW_CONCAT ? 0 : ir_node_flops(f->nodes[o->node].n), slow = o->what == LW_CONCAT ? 1 :
+		    f64_factor(a, f, &f->nodes[o->node]);
 	fl = fl > 0 ? fl : 0;
 	if (o->what == LW_SHARD) {
 		const LpuVal *y = &pg->vals[out[0]];
 		fl *= (double)y->dims[y->shard_axis] / (double)y->shard_full;
 	}
 	o->flops = fl;
-	cost_core(a, o->what == LW_CONCAT ? LK_SXM : kind_of(op), v, fl, outn, &c);
+	cost_core(a, o->what == LW_CONCAT ? LK_SXM : kind_of(op), v, fl * slow, (int64_t)(outn * slow), &c);
 	o->kind = c.kind, o->vectors = c.vectors, o->stream = c.stream, o->compute = c.compute, o->dur = c.dur;
 }
 

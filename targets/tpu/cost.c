@@ -49,6 +49,7 @@ int tpu_arch(const Device *d, TpuArch *a, RtError *e)
 	/* VMEM is private to each TensorCore (hardware.md §3.5); a device-scope capacity is the sum. */
 	a->vmem_cap = vm->capacity.v / (vm->scope == SCOPE_DEVICE && a->ncores > 1 ? a->ncores : 1);
 	a->vpu = d->vpeak[DT_F32].v;
+	a->vpu64 = num_has(&d->vpeak[DT_F64]) && !dev_supports(d, DT_F64) ? d->vpeak[DT_F64].v : 0;
 	a->dma_latency = dma && num_has(&dma->latency) ? dma->latency.v : 0;
 	a->sparsecores = sc ? (int)sc->count.v : 0;
 	a->step = sc1 && num_has(&sc1->latency) ? sc1->latency.v : 0;

@@ -93,7 +93,13 @@ static DType tpu_dtype(const TpuLw *w, const FlatVal *v)
 	}
 	if (rt_dtypes[v->dt].bits < 16)
 		return v->dt;      /* already narrow (FP8 inputs): kept */
-	return v->dt == DT_F64 ? DT_F32 : DT_BF16;
+	/* the TPU has no f64 format: f64 values are IEEE binary64 computed in software on the VPU
+	 * (integer arithmetic on the 32-bit lanes, as Intel's IGC and GPUCompiler.jl emulate f64 on
+	 * GPUs without it) where the machine gives that rate (<vpeak dtype="f64">), else f32 as
+	 * PyTorch/XLA's XLA_DOWNCAST_BF16 holds torch.double */
+	if (v->dt == DT_F64)
+		return w->a.vpu64 > 0 || dev_supports(w->a.dev, DT_F64) ? DT_F64 : DT_F32;
+	return DT_BF16;
 }
 
 DType tpu_value_dtype(const TgtLower *l, const FlatVal *v) { return tpu_dtype(l->ctx, v); }
@@ -365,6 +371,18 @@ static double read_bytes(const TpuLw *w, const FlatNode *fn, int k)
 	return (double)b->size;
 }
 
+/* Whether node fn computes in f64 (an f64 operand or result held in f64), which the VPU does in
+ * software at vpu64. */
+static int emulated_f64(const TpuLw *w, const FlatNode *fn)
+{
+	for (int k = 0; k < fn->nin + fn->nout; k++) {
+		int v = k < fn->nin ? fn->in[k] : fn->out[k - fn->nin];
+		if (v >= 0 && tpu_dtype(w, &w->l->f.vals[v]) == DT_F64)
+			return 1;
+	}
+	return 0;
+}
+
 /* Vector-unit and memory kernels: f32 work on the (8,128)-padded elements at the VPU rate,
  * bytes at HBM bandwidth (backends.md §0); inside a fusion group only external traffic counts. */
 static void vec_kernel(TpuLw *w, int i, PlanInstr *pi, Ann *t)
@@ -401,11 +419,12 @@ static void vec_kernel(TpuLw *w, int i, PlanInstr *pi, Ann *t)
 		tgt_ann_put(t, "why", "embedding lookup: irregular row gather offloaded to the SparseCores");
 	} else {
 		double ratio = out > 0 ? pout / out : 1;
+		int f64 = w->a.vpu64 > 0 && emulated_f64(w, fn);
 		c.hbm = bytes / w->a.hbm_bw;
-		c.vpu = pi->flops * ratio / w->a.vpu;
+		c.vpu = pi->flops * ratio / (f64 ? w->a.vpu64 : w->a.vpu);
 		c.fixed = lead ? w->a.fixed + w->a.dma_latency : 0;
 		tgt_ann_put(t, "kind", "vector");
-		tgt_ann_put(t, "unit", "vpu %dx%d f32", TPU_SUBLANES, TPU_LANES);
+		tgt_ann_put(t, "unit", "vpu %dx%d %s", TPU_SUBLANES, TPU_LANES, f64 ? "f64 (software)" : "f32");
 		tgt_ann_put(t, "pad_waste", "%.4f", pout > 0 ? 1 - out / pout : 0);
 		if (fn->n->op == OP_Gather)
 			tgt_ann_put(t, "why", "no SparseCore on this chip: gather by TensorCore DMA");

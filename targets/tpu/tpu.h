@@ -28,6 +28,9 @@ typedef struct TpuArch {
 	double hbm_bw, vmem_bw;    /* achievable bytes/s */
 	double vmem_cap;           /* bytes of VMEM per TensorCore */
 	double vpu;                /* f32 FLOP/s of the vector units, whole chip */
+	double vpu64;              /* f64 FLOP/s of the vector units in software (IEEE binary64 on
+	                            * the 32-bit lanes: <vpeak dtype="f64">), whole chip; 0 when the
+	                            * machine gives none (f64 values are then held in f32) */
 	double fixed;              /* seconds per program step (the TensorCore unit latency) */
 	double dma_latency;        /* seconds: the first HBM->VMEM block's issue */
 	double step;               /* seconds per grid step of a blocked kernel (the scalar unit's
