@@ -272,6 +272,24 @@ int shape_gridsample(ShapeCtx *c, Node *n)
 	return sh_set(c, n, 0, x.dt, 4, d);
 }
 
+/* RoiAlign (X [N, C, H, W], rois [R, 4], batch_indices [R]) {output_height, output_width}:
+ * Y [R, C, output_height, output_width]. */
+int shape_roialign(ShapeCtx *c, Node *n)
+{
+	Type x = n->in[0]->type, r = n->in[1]->type, b = n->in[2]->type;
+	int64_t oh = rt_attr_int(&n->attrs, "output_height", 1), ow = rt_attr_int(&n->attrs, "output_width", 1);
+	if (sh_want_float(c, n, 0, "X") < 0 || sh_same_dtype(c, n, 0, 1, "X", "rois") < 0)
+		return -1;
+	if (x.rank != 4 || r.rank != 2 || !dim_eq(r.dims[1], dim_c(4)) || b.rank != 1 || !dim_eq(b.dims[0], r.dims[0]))
+		return sh_err(c, n, "X must be [N, C, H, W], rois [R, 4] and batch_indices [R], got %s, %s and %s",
+			      sh_ty(c, x), sh_ty(c, r), sh_ty(c, b));
+	if (oh < 1 || ow < 1)
+		return sh_err(c, n, "output_height and output_width must be positive, got %lld and %lld", (long long)oh,
+			      (long long)ow);
+	Dim d[4] = { r.dims[0], x.dims[1], dim_c(oh), dim_c(ow) };
+	return sh_set(c, n, 0, x.dt, 4, d);
+}
+
 /* RNN, GRU, LSTM {hidden_size, direction, layout}: Y [seq, dirs, batch, hidden] (layout 1:
  * [batch, seq, dirs, hidden]), Y_h and Y_c [dirs, batch, hidden] (layout 1: [batch, dirs, hidden]). */
 int shape_rnn(ShapeCtx *c, Node *n)

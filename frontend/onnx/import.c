@@ -547,6 +547,158 @@ int onnx_import_subgraph(OnnxImp *imp, const Onnx__GraphProto *gp, Value **outs,
 	return (int)gp->n_output;
 }
 
+static const Onnx__AttributeProto *node_attr(const OnnxNode *on, const char *name)
+{
+	for (size_t i = 0; i < on->np->n_attribute; i++)
+		if (on->np->attribute[i]->name && strcmp(on->np->attribute[i]->name, name) == 0)
+			return on->np->attribute[i];
+	return NULL;
+}
+
+/* Entry k of an ints attribute of n entries, else def. */
+static int64_t attr_ints_at(const OnnxNode *on, const char *name, int k, int n, int64_t def)
+{
+	const Onnx__AttributeProto *a = node_attr(on, name);
+	return a && a->n_ints == (size_t)n ? a->ints[k] : def;
+}
+
+static Value *scan_node(Graph *g, Op op, Value **in, int nin, const char *name, Loc loc)
+{
+	const char *nm = name ? name : ir_fresh_name(g, "scan");
+	return ir_add_node(g, op, in, nin, &nm, 1, loc)->out[0];
+}
+
+/* The names body gp defines (its inputs, initializers and node outputs) forgotten, so the next
+ * iteration defines them again. */
+static void scan_forget(OnnxImp *imp, const Onnx__GraphProto *gp)
+{
+	for (size_t i = 0; i < gp->n_input; i++)
+		map_put(&imp->values, str_or(gp->input[i]->name, ""), NULL);
+	for (size_t i = 0; i < gp->n_initializer; i++)
+		map_put(&imp->values, str_or(gp->initializer[i]->name, ""), NULL);
+	for (size_t i = 0; i < gp->n_node; i++)
+		for (size_t j = 0; j < gp->node[i]->n_output; j++)
+			if (gp->node[i]->output[j] && *gp->node[i]->output[j])
+				map_put(&imp->values, gp->node[i]->output[j], NULL);
+}
+
+/* Value v made by iteration t renamed NAME@t (names are unique in a graph); its rank moves too. */
+static void scan_rename(OnnxImp *imp, Value *v, int64_t t)
+{
+	if (!v || !v->name)
+		return;
+	char buf[512];
+	snprintf(buf, sizeof buf, "%s@%lld", v->name, (long long)t);
+	const char *nm = arena_strdup(imp->m->arena, buf);
+	void *r = map_get(&imp->ranks, v->name);
+	if (r)
+		map_put(&imp->ranks, nm, r);
+	v->name = nm;
+}
+
+/* The most nodes an unrolled Scan may add (a hostile length must not exhaust memory). */
+#define SCAN_UNROLL_MAX (1 << 20)
+
+int onnx_unroll_scan(OnnxImp *imp, Graph *g, OnnxNode *on)
+{
+	enum { MAXV = 16 };
+	const Onnx__AttributeProto *ba = node_attr(on, "body"), *ka = node_attr(on, "num_scan_inputs");
+	const Onnx__GraphProto *body = ba ? ba->g : NULL;
+	if (on->opset < 9) {
+		diag_error(on->loc, "Scan of opset 8 (batched, with sequence_lens) is not supported; opset 9's Scan is");
+		return -1;
+	}
+	int K = ka ? (int)ka->i : -1, N = on->nin - K, M = body ? (int)body->n_output - N : -1;
+	if (!body || K < 1 || N < 0 || M < 0 || body->n_input != (size_t)(N + K) || on->nout != N + M || N + M > MAXV) {
+		diag_error(on->loc, "Scan needs a body graph of %d inputs and %d outputs and num_scan_inputs >= 1", on->nin,
+			   on->nout);
+		return -1;
+	}
+	int64_t L = -1, ax[MAXV];
+	for (int j = 0; j < K; j++) {
+		Value *x = on->in[N + j];
+		int r = x ? x->type.rank : -1;
+		ax[j] = attr_ints_at(on, "scan_input_axes", j, K, 0);
+		if (r > 0 && ax[j] < 0)
+			ax[j] += r;
+		if (!x || r < 1 || ax[j] < 0 || ax[j] >= r || !dim_isconst(x->type.dims[ax[j]]) ||
+		    (L >= 0 && x->type.dims[ax[j]].k != L)) {
+			diag_error(on->loc, "Scan needs every scan input's length along its axis at import, all equal "
+				   "(scan input %d)", j);
+			return -1;
+		}
+		L = x->type.dims[ax[j]].k;
+	}
+	if (L < 1 || (double)L * (double)(body->n_node + K) > (double)SCAN_UNROLL_MAX) {
+		diag_error(on->loc, "Scan of length %lld over a body of %zu nodes: aicc unrolls Scan at import, at most "
+			   "%d nodes in all", (long long)L, body->n_node, SCAN_UNROLL_MAX);
+		return -1;
+	}
+	Value *state[MAXV], **elems = arena_alloc(imp->m->arena, sizeof *elems * (size_t)(L * (M > 0 ? M : 1) + 1));
+	for (int i = 0; i < N; i++)
+		state[i] = on->in[i];
+	for (int64_t t = 0; t < L; t++) {
+		for (int j = 0; j < K; j++) {
+			int64_t idx = attr_ints_at(on, "scan_input_directions", j, K, 0) ? L - 1 - t : t;
+			Value *gin[2] = { on->in[N + j], onnx_const_i64(imp, g, &idx, 1, 0) };
+			Node *gn = ir_add_node(g, OP_Gather, gin, 2, (const char *[]){ ir_fresh_name(g, "scan") }, 1, on->loc);
+			ir_set_attr_int(gn, "axis", ax[j]);
+			onnx_define(imp, str_or(body->input[N + j]->name, ""), gn->out[0]);
+		}
+		for (int i = 0; i < N; i++)
+			onnx_define(imp, str_or(body->input[i]->name, ""), state[i]);
+		Node *mark = g->last;
+		int np0 = g->nparams;
+		if (import_initializers(imp, body) || import_nodes(imp, body))
+			return -1;
+		Value *outs[MAXV];
+		for (int i = 0; i < N + M; i++) {
+			Value *v = map_get(&imp->values, str_or(body->output[i]->name, ""));
+			if (!v || v == POISON) {
+				if (!v)
+					diag_error(on->loc, "Scan body output '%s' is not computed by the body", str_or(body->output[i]->name, ""));
+				return -1;
+			}
+			outs[i] = v;
+		}
+		for (Node *x = mark ? mark->next : g->first; x; x = x->next)
+			for (int k = 0; k < x->nout; k++)
+				scan_rename(imp, x->out[k], t);
+		for (int k = np0; k < g->nparams; k++)
+			scan_rename(imp, g->params[k], t);
+		scan_forget(imp, body);
+		for (int i = 0; i < N; i++)
+			state[i] = outs[i];
+		for (int k = 0; k < M; k++)
+			elems[t * M + k] = outs[N + k];
+	}
+	for (int i = 0; i < N; i++) {
+		Value *v = state[i];
+		onnx_define(imp, on->outnames[i] ? on->outnames[i] : "", scan_node(g, OP_Identity, &v, 1, on->outnames[i], on->loc));
+	}
+	for (int k = 0; k < M; k++) {
+		int re = onnx_known_rank(imp, elems[k]);
+		int64_t oa = attr_ints_at(on, "scan_output_axes", k, M, 0);
+		int rev = attr_ints_at(on, "scan_output_directions", k, M, 0) != 0;
+		if (oa < 0 && re < 0) {
+			diag_error(on->loc, "Scan output %d: a negative scan_output_axes needs the body output's rank at import", k);
+			return -1;
+		}
+		oa = oa < 0 ? oa + re + 1 : oa;
+		Value **cat = arena_alloc(imp->m->arena, sizeof *cat * (size_t)(L + 1)), *axes = onnx_const_i64(imp, g, &oa, 1, 1);
+		for (int64_t t = 0; t < L; t++) {
+			Value *uin[2] = { elems[(rev ? L - 1 - t : t) * M + k], axes };
+			cat[t] = scan_node(g, OP_Unsqueeze, uin, 2, NULL, on->loc);
+		}
+		const char *nm = on->outnames[N + k] ? on->outnames[N + k] : ir_fresh_name(g, "unused");
+		Node *c = ir_add_node(g, OP_Concat, cat, (int)L, &nm, 1, on->loc);
+		ir_set_attr_int(c, "axis", oa);
+		if (on->outnames[N + k])
+			onnx_define(imp, on->outnames[N + k], c->out[0]);
+	}
+	return 0;
+}
+
 /* Graph outputs; their types are declared (checked by shape inference) when every dim is a
  * constant or a symbol of the inputs. */
 static int import_outputs(OnnxImp *imp, const Onnx__GraphProto *gp)

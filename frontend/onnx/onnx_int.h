@@ -67,6 +67,15 @@ int onnx_known_rank(OnnxImp *imp, Value *v);
  * resolving outer-scope names; fills outs with its outputs (at most max).  Returns the output
  * count, or -1 after reporting an error. */
 int onnx_import_subgraph(OnnxImp *imp, const Onnx__GraphProto *gp, Value **outs, int max);
+/* Scan (opset 9+) with a scan length known at import (the scan inputs' static shapes): the body
+ * is imported once per iteration into g, its formal inputs bound to the state values and to the
+ * iteration's slices of the scan inputs (Gather along scan_input_axes, backwards for direction
+ * 1), the values of iteration t renamed NAME@t; the final states become outputs 0..N-1 and each
+ * scan output the iterations' values stacked (Unsqueeze, Concat) along scan_output_axes (in
+ * reverse for direction 1): onnx.ai/onnx/operators/onnx__Scan.html.  0, or -1 after an error at
+ * on->loc (opset 8's batched Scan, an unknown or zero length, an unrolled size beyond 2^20 nodes,
+ * a body whose arity does not match). */
+int onnx_unroll_scan(OnnxImp *imp, Graph *g, OnnxNode *on);
 /* Binds the IR value `v` to the ONNX name `name` for later nodes. */
 void onnx_define(OnnxImp *imp, const char *name, Value *v);
 

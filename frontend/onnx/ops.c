@@ -550,6 +550,80 @@ static Value *binop(Graph *g, Op op, Value *a, Value *b, Loc loc)
 	return aux_node(g, op, in, 2, loc)->out[0];
 }
 
+/* RoiAlign: opsets 10-15 have no coordinate_transformation_mode and do not shift the boxes by
+ * half a pixel (opset 16's output_half_pixel); opset 16's default is half_pixel. */
+static int convert_roialign(OnnxImp *imp, Graph *g, OnnxNode *on)
+{
+	if (check_arity(OP_RoiAlign, on) < 0)
+		return -1;
+	Node *n = emit(imp, g, on, OP_RoiAlign);
+	if (copy_attrs(n, on) < 0)
+		return -1;
+	if (on->opset < 16 && !find_attr(on, "coordinate_transformation_mode"))
+		ir_set_attr_str(n, "coordinate_transformation_mode", "output_half_pixel");
+	return 0;
+}
+
+static Value *cast_to(Graph *g, Value *v, DType dt, Loc loc)
+{
+	Node *c = aux_node(g, OP_Cast, &v, 1, loc);
+	ir_set_attr_str(c, "to", rt_dtype_name(dt));
+	return c->out[0];
+}
+
+/* QLinearConv(x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp[, B]), as the ONNX reference
+ * computes it (onnx/reference/ops/op_qlinear_conv.py): the exact integer convolution
+ * acc = Conv(i32(x) - x_zp, i32(w) - w_zp) + B, then
+ *     y = saturate(round_half_even(f64(acc) * f64(x_scale * w_scale / y_scale) + y_zp))
+ * with the scale ratio in f32 and the rest in f64 (numpy's int32 x float32 promotion); a 1-D
+ * w_scale is per output channel (axis 1 of acc). */
+static int convert_qlinearconv(OnnxImp *imp, Graph *g, OnnxNode *on)
+{
+	if (on->nin < 8 || on->nin > 9 || on->nout != 1 || !on->outnames[0]) {
+		diag_error(on->loc, "QLinearConv needs x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, "
+			   "y_zero_point and an optional B, and one output");
+		return -1;
+	}
+	for (int i = 0; i < 8; i++)
+		if (!on->in[i]) {
+			diag_error(on->loc, "QLinearConv input %d is missing", i);
+			return -1;
+		}
+	Value *yz = on->in[7];
+	DType qt = yz->type.dt;
+	int rx = onnx_known_rank(imp, on->in[0]), rw = onnx_known_rank(imp, on->in[3]);
+	if ((qt != DT_U8 && qt != DT_I8) || rx < 3 || rw != rx) {
+		diag_error(on->loc, "QLinearConv needs y_zero_point's dtype (uint8 or int8) and the ranks of x and w "
+			   "(equal, at least 3) at import");
+		return -1;
+	}
+	Loc loc = on->loc;
+	Value *cin[3] = { minus_zero_point(imp, g, on, on->in[0], on->in[2], 1),
+			  minus_zero_point(imp, g, on, on->in[3], on->in[5], rw), on->nin > 8 ? on->in[8] : NULL };
+	Node *cv = aux_node(g, OP_Conv, cin, cin[2] ? 3 : 2, loc);
+	if (copy_attrs(cv, on) < 0)
+		return -1;
+	Value *ws = on->in[4];
+	if (onnx_known_rank(imp, ws) == 1) {      /* per output channel: [M] -> [M, 1, ...] */
+		int64_t ax[IR_MAX_RANK];
+		for (int i = 0; i < rx - 2; i++)
+			ax[i] = i + 1;
+		Value *uin[2] = { ws, onnx_const_i64(imp, g, ax, rx - 2, 1) };
+		ws = aux_node(g, OP_Unsqueeze, uin, 2, loc)->out[0];
+	}
+	Value *m = binop(g, OP_Div, binop(g, OP_Mul, on->in[1], ws, loc), on->in[6], loc);
+	Value *r = binop(g, OP_Mul, cast_to(g, cv->out[0], DT_F64, loc), cast_to(g, m, DT_F64, loc), loc);
+	r = binop(g, OP_Add, r, cast_to(g, yz, DT_F64, loc), loc);
+	r = aux_node(g, OP_Round, &r, 1, loc)->out[0];
+	r = binop(g, OP_Max, r, onnx_const_scalar(imp, g, DT_F64, qt == DT_U8 ? 0 : -128), loc);
+	r = binop(g, OP_Min, r, onnx_const_scalar(imp, g, DT_F64, qt == DT_U8 ? 255 : 127), loc);
+	const char *yname = on->outnames[0];
+	Node *y = ir_add_node(g, OP_Cast, &r, 1, &yname, 1, loc);
+	ir_set_attr_str(y, "to", rt_dtype_name(qt));
+	onnx_define(imp, yname, y->out[0]);
+	return 0;
+}
+
 /* BatchNormalization {training_mode=1} (opset 14+) with its running statistics:
  * mean, var := ReduceMean(X), ReduceMean((X-mean)^2) over every axis but 1 (population
  * variance), Y := BatchNormalization(X, scale, B, mean, var), running_mean := input_mean *
@@ -642,6 +716,12 @@ int onnx_convert_node(OnnxImp *imp, Graph *g, OnnxNode *on)
 		return convert_if(imp, g, on);
 	if (strcmp(op, "ConvInteger") == 0)
 		return convert_convinteger(imp, g, on);
+	if (strcmp(op, "QLinearConv") == 0)
+		return convert_qlinearconv(imp, g, on);
+	if (strcmp(op, "RoiAlign") == 0)
+		return convert_roialign(imp, g, on);
+	if (strcmp(op, "Scan") == 0)
+		return onnx_unroll_scan(imp, g, on);
 	const Onnx__AttributeProto *tm = find_attr(on, "training_mode");
 	if (strcmp(op, "BatchNormalization") == 0 && tm && tm->i)
 		return convert_bn_training(imp, g, on);

@@ -1,18 +1,26 @@
-/* runtime/kernels/detect.c: NonMaxSuppression, GridSample and Unique
+/* runtime/kernels/detect.c: NonMaxSuppression, GridSample, RoiAlign and Unique
  * (https://onnx.ai/onnx/operators/onnx__NonMaxSuppression.html, onnx__GridSample.html,
- * onnx__Unique.html), following the ONNX reference implementations.
+ * onnx__RoiAlign.html, onnx__Unique.html), following the ONNX reference implementations.
  *
  * NonMaxSuppression: per (batch, class), boxes with score > score_threshold in descending
  * score order (ties: lower box index first) are kept greedily unless their IoU with a kept box
  * exceeds iou_threshold, at most max_output_boxes_per_class; corners in any diagonal order
  * (center_point_box=0) or [x_c, y_c, w, h] (1).  GridSample (2-D): bilinear / nearest (round half
  * to even) / bicubic (A = -0.75) sampling of X at grid positions in [-1, 1], with zeros, border
- * or reflection padding and align_corners.  Unique: the distinct values (or slices along
+ * or reflection padding and align_corners.  RoiAlign: onnxruntime's algorithm, which the ONNX
+ * reference (onnx/reference/ops/op_roi_align.py) copies: each box (x1, y1, x2, y2) times
+ * spatial_scale, less 0.5 in half_pixel mode (output_half_pixel: not shifted, the box at least
+ * 1 x 1), is cut into output_height x output_width bins of sampling_ratio^2 bilinear samples
+ * (sampling_ratio 0: ceil(box side / bins) per side); a sample beyond [-1, H] x [-1, W] is 0, one
+ * in [-1, 0] is clamped to 0; a bin is the mean of its samples (avg) or the largest weighted
+ * corner term over them (max, as onnxruntime computes it).  Unique: the distinct values (or slices along
  * {axis}), sorted ascending {sorted=1} or in order of first occurrence, with first indices,
  * inverse indices and counts.  The output shapes depend on the values, so shape inference
  * evaluates these at compile time (ir/eval.c) when the inputs are known.
  */
+#include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "runtime/kernels/kernels_impl.h"
 
@@ -211,6 +219,71 @@ int rk_GridSample(const RtKernelArgs *a, RtError *e)
 				rt_set(&a->out[0], (n * C + c) * Ho * Wo + i, kn_acc(f64, sample(&g, mode, px, py)));
 			}
 		}
+	return kn_finish(&a->out[0], a->opts, e);
+}
+
+/* ---- RoiAlign ---- */
+int rk_RoiAlign(const RtKernelArgs *a, RtError *e)
+{
+	const RtTensor *x = a->in[0], *rois = a->in[1], *bi = a->in[2];
+	if (x->rank != 4 || rois->rank != 2 || rois->dims[1] != 4 || bi->rank != 1 || bi->dims[0] != rois->dims[0])
+		return rt_errorf(e, RT_EUSER, "RoiAlign: X must be [N, C, H, W], rois [R, 4] and batch_indices [R]");
+	const char *md = rt_attr_str(a->attrs, "mode", "avg"), *ct = rt_attr_str(a->attrs, "coordinate_transformation_mode",
+										   "half_pixel");
+	int mx = !strcmp(md, "max"), half = !strcmp(ct, "half_pixel");
+	if ((!mx && strcmp(md, "avg")) || (!half && strcmp(ct, "output_half_pixel")))
+		return rt_errorf(e, RT_EUSER, "RoiAlign: unknown mode '%s' or coordinate_transformation_mode '%s'", md, ct);
+	int64_t ph = rt_attr_int(a->attrs, "output_height", 1), pw = rt_attr_int(a->attrs, "output_width", 1);
+	int64_t sr = rt_attr_int(a->attrs, "sampling_ratio", 0);
+	double ss = rt_attr_float(a->attrs, "spatial_scale", 1.0), off = half ? 0.5 : 0;
+	int64_t N = x->dims[0], C = x->dims[1], H = x->dims[2], W = x->dims[3], R = rois->dims[0];
+	int64_t dims[4] = { R, C, ph, pw };
+	if (ph < 1 || pw < 1 || sr < 0)
+		return rt_errorf(e, RT_EUSER, "RoiAlign: output_height, output_width must be positive, sampling_ratio >= 0");
+	if (kn_out(a, 0, x->dtype, 4, dims, e) < 0)
+		return -1;
+	int f64 = kn_acc64(a) || x->dtype == DT_F64;
+	for (int64_t r = 0; r < R; r++) {
+		int64_t b = rt_geti(bi, r);
+		if (b < 0 || b >= N)
+			return rt_errorf(e, RT_EUSER, "RoiAlign: batch index %lld of box %lld is outside [0, %lld)", (long long)b,
+					 (long long)r, (long long)N);
+		double x1 = rt_get(rois, r * 4) * ss - off, y1 = rt_get(rois, r * 4 + 1) * ss - off;
+		double rw = rt_get(rois, r * 4 + 2) * ss - off - x1, rh = rt_get(rois, r * 4 + 3) * ss - off - y1;
+		if (!half)
+			rw = fmax(rw, 1.0), rh = fmax(rh, 1.0);
+		double bh = rh / (double)ph, bw = rw / (double)pw;
+		int64_t gh = sr > 0 ? sr : (int64_t)ceil(rh / (double)ph), gw = sr > 0 ? sr : (int64_t)ceil(rw / (double)pw);
+		double count = (double)(gh * gw > 1 ? gh * gw : 1);
+		for (int64_t c = 0; c < C; c++) {
+			int64_t base = (b * C + c) * H * W;
+			for (int64_t i = 0; i < ph; i++)
+				for (int64_t j = 0; j < pw; j++) {
+					double acc = 0;
+					int any = 0;
+					for (int64_t iy = 0; iy < gh; iy++)
+						for (int64_t ix = 0; ix < gw; ix++) {
+							double yy = y1 + (double)i * bh + ((double)iy + 0.5) * bh / (double)gh;
+							double xx = x1 + (double)j * bw + ((double)ix + 0.5) * bw / (double)gw, v = 0;
+							if (!(yy < -1.0 || yy > (double)H || xx < -1.0 || xx > (double)W)) {
+								yy = yy <= 0 ? 0 : yy, xx = xx <= 0 ? 0 : xx;
+								int64_t yl = (int64_t)yy, xl = (int64_t)xx, yh = yl + 1, xh = xl + 1;
+								if (yl >= H - 1)
+									yl = yh = H - 1, yy = (double)yl;
+								if (xl >= W - 1)
+									xl = xh = W - 1, xx = (double)xl;
+								double ly = yy - (double)yl, lx = xx - (double)xl, hy = 1 - ly, hx = 1 - lx;
+								double t1 = hy * hx * rt_get(x, base + yl * W + xl), t2 = hy * lx * rt_get(x, base + yl * W + xh);
+								double t3 = ly * hx * rt_get(x, base + yh * W + xl), t4 = ly * lx * rt_get(x, base + yh * W + xh);
+								v = mx ? fmax(fmax(t1, t2), fmax(t3, t4)) : t1 + t2 + t3 + t4;
+							}
+							acc = !mx ? acc + v : any ? fmax(acc, v) : v;
+							any = 1;
+						}
+					rt_set(&a->out[0], ((r * C + c) * ph + i) * pw + j, kn_acc(f64, mx ? acc : acc / count));
+				}
+		}
+	}
 	return kn_finish(&a->out[0], a->opts, e);
 }
 

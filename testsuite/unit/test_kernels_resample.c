@@ -1,4 +1,4 @@
-/* testsuite/unit/test_kernels_resample.c: Resize and ConvTranspose kernels on the cases ONNX's
+/* testsuite/unit/test_kernels_resample.c: Resize, ConvTranspose and RoiAlign kernels on the cases ONNX's
  * node suite of Debian's libonnx-testdata (opsets <= 17) does not reach: antialias,
  * keep_aspect_ratio_policy and half_pixel_symmetric (opsets 18-19), grouped and negative-pad
  * ConvTranspose, and the errors.  Expected values are worked by hand from the formulas of the
@@ -136,12 +136,44 @@ static void test_convtranspose_pads(void **state)
 	rt_tensor_free(&X), rt_tensor_free(&W);
 }
 
+/* RoiAlign's max mode and output_half_pixel, which the node suite (avg only) does not reach: on
+ * X = [[1, 2], [3, 4]] the box (0, 0, 1, 1), one sample per bin at (0.5, 0.5) without the half-pixel
+ * shift: corner terms 0.25 * {1, 2, 3, 4}, max 1, avg 2.5; with half_pixel the sample is at (0, 0):
+ * X[0, 0] = 1.  A batch index beyond N is an error. */
+static void test_roialign_modes(void **state)
+{
+	RtTensor X = KT_T(DT_F32, 4, KT_DIMS(1, 1, 2, 2), KT_VALS(1, 2, 3, 4));
+	RtTensor R = KT_T(DT_F32, 2, KT_DIMS(1, 4), KT_VALS(0, 0, 1, 1));
+	RtTensor B = KT_T(DT_I64, 1, KT_DIMS(1), KT_VALS(0));
+	RtTensor *in[] = { &X, &R, &B };
+	Attr at[] = { kt_as("coordinate_transformation_mode", "output_half_pixel"), kt_ai("sampling_ratio", 1), kt_as("mode", "max") };
+	Attrs as = { 3, at };
+	Kt k = kt_run("RoiAlign", in, 3, 1, &as, NULL);
+	assert_int_equal(k.rc, 0);
+	kt_expect(&k.out[0], 4, KT_DIMS(1, 1, 1, 1), KT_VALS(1), 1e-6);
+	kt_free(&k);
+	Attrs avg = { 2, at };
+	k = kt_run("RoiAlign", in, 3, 1, &avg, NULL);
+	kt_expect(&k.out[0], 4, KT_DIMS(1, 1, 1, 1), KT_VALS(2.5), 1e-6);
+	kt_free(&k);
+	at[0] = kt_as("coordinate_transformation_mode", "half_pixel");
+	k = kt_run("RoiAlign", in, 3, 1, &avg, NULL);
+	kt_expect(&k.out[0], 4, KT_DIMS(1, 1, 1, 1), KT_VALS(1), 1e-6);
+	kt_free(&k);
+	rt_set(&B, 0, 1);
+	k = kt_run("RoiAlign", in, 3, 1, &avg, NULL);
+	assert_int_equal(k.rc, -1);
+	assert_non_null(strstr(k.err.msg, "batch index 1 of box 0 is outside [0, 1)"));
+	rt_tensor_free(&X), rt_tensor_free(&R), rt_tensor_free(&B);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_resize_antialias), cmocka_unit_test(test_resize_half_pixel_symmetric),
 		cmocka_unit_test(test_resize_geometry), cmocka_unit_test(test_resize_extrapolate_nearest),
 		cmocka_unit_test(test_convtranspose_group_bias), cmocka_unit_test(test_convtranspose_pads),
+		cmocka_unit_test(test_roialign_modes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -123,6 +123,38 @@ def main():
         m = model([node('Frobnicate', ['x'], ['a'], 'frob0'), node('Relu', ['a'], ['b'], 'r0'),
                    node('MaxRoiPool', ['x'], ['c'], 'mrp0'), node('Add', ['b', 'c'], ['y'], 'add0')],
                   [x], [y])
+    elif kind == 'cascade-seq':      # an out-of-scope operator whose result two nodes read
+        m = model([node('SplitToSequence', ['x'], ['q'], 'split0'), node('Relu', ['q'], ['r'], 'r0'),
+                   node('Add', ['r', 'q'], ['y'], 'add0')], [x], [y], opset=13)
+    elif kind == 'cascade-shape':    # a shape error, then nodes reading its result
+        m = model([node('Add', ['x', 'z'], ['a'], 'add_bad'), node('Relu', ['a'], ['b'], 'r0'),
+                   node('Mul', ['b', 'a'], ['y'], 'mul0')], [value_info('x', [2, 3, 4]), value_info('z', [5, 7])], [y])
+    elif kind == 'cascade-if':       # an unknown operator inside a branch, read after the If
+        tb = graph([node('Frobnicate', ['x'], ['t'], 'then_frob'), node('Relu', ['t'], ['t2'], 'then_relu')],
+                   [value_info('t2', [2, 3, 4])], 'then')
+        eb = graph([node('Neg', ['x'], ['e'], 'else_neg')], [value_info('e', [2, 3, 4])], 'else')
+        m = model([node('If', ['c'], ['i'], 'if0', [attr_graph('then_branch', tb), attr_graph('else_branch', eb)]),
+                   node('Relu', ['i'], ['y'], 'after')], [value_info('x', [2, 3, 4]), value_info('c', [], 9)], [y], opset=13)
+    elif kind == 'cascade-reshape':  # a constant target shape of the wrong size, then readers
+        sh = tensor('sh', [2], dtype=7, ints=[5, 5])
+        m = model([node('Reshape', ['x', 'sh'], ['a'], 'rs0'), node('Relu', ['a'], ['b'], 'r0'),
+                   node('Add', ['b', 'b'], ['y'], 'a0')], [value_info('x', [2, 3, 4])], [y], [sh], opset=14)
+    elif kind == 'scanrev':          # Scan over x [3, 2] backwards, the states stacked on axis 1
+        body = graph([node('Add', ['s_in', 'x_t'], ['s_out'], 'body_add'), node('Identity', ['s_out'], ['e'], 'body_id')],
+                     [value_info('s_out', [2]), value_info('e', [2])], 'body')
+        body += msg(11, value_info('s_in', [2])) + msg(11, value_info('x_t', [2]))
+        m = model([node('Scan', ['s', 'x'], ['y', 'z'], 'scan0',
+                        [attr_graph('body', body), attr_int('num_scan_inputs', 1), attr_ints('scan_input_directions', [1]),
+                         attr_ints('scan_output_axes', [1])])],
+                  [value_info('s', [2]), value_info('x', [3, 2])], [value_info('y', [2]), value_info('z', [2, 3])], opset=11)
+    elif kind == 'scanrev-s.pb':
+        m = tensor('s', [2], floats=[0, 0])
+    elif kind == 'scanrev-x.pb':
+        m = tensor('x', [3, 2], floats=[1, 2, 3, 4, 5, 6])
+    elif kind == 'scanrev-y.pb':
+        m = tensor('y', [2], floats=[9, 12])
+    elif kind == 'scanrev-z.pb':     # iterations 5 6, 8 10, 9 12 as columns
+        m = tensor('z', [2, 3], floats=[5, 8, 9, 6, 10, 12])
     elif kind == 'negshape':
         m = model([node('Neg', ['s'], ['t'], 'neg0'), node('Reshape', ['x', 't'], ['y'], 'reshape0')],
                   [value_info('x', [2, 3, 4]), value_info('s', [3], 7)], [y], opset=14)
