@@ -42,7 +42,7 @@ int rt_box_intersect(const RtBox *a, const RtBox *b, RtBox *out)
 }
 
 /* Row-major element offset of logical point pt (axis values) inside a tensor holding box h. */
-static int64_t box_index(const RtBox *h, const int64_t *pt)
+int64_t rt_box_index(const RtBox *h, const int64_t *pt)
 {
 	int64_t k = 0;
 	for (int i = 0; i < h->rank; i++)
@@ -68,8 +68,8 @@ void rt_box_copy(RtTensor *dst, const RtBox *da, const RtTensor *src, const RtBo
 	for (int i = 0; i < rank; i++)
 		pt[i] = r->off[i];
 	for (;;) {
-		memcpy((char *)dst->data + (size_t)box_index(da, pt) * z,
-		       (const char *)src->data + (size_t)box_index(sa, pt) * z, (size_t)run * z);
+		memcpy((char *)dst->data + (size_t)rt_box_index(da, pt) * z,
+		       (const char *)src->data + (size_t)rt_box_index(sa, pt) * z, (size_t)run * z);
 		int i = j - 1;
 		for (; i >= 0; i--) {
 			if (++pt[i] < r->off[i] + r->ext[i])
@@ -144,7 +144,7 @@ static void box_str(const RtBox *b, char *out, size_t n)
 				      b->off[i] + b->ext[i]);
 }
 
-static void shape_str(DType dt, int rank, const int64_t *d, char *out, size_t n)
+void rt_shape_str(DType dt, int rank, const int64_t *d, char *out, size_t n)
 {
 	size_t k = (size_t)snprintf(out, n, "%s[", rt_dtype_name(dt));
 	for (int i = 0; i < rank && k < n; i++)
@@ -199,8 +199,8 @@ int rt_plan_slices(const Plan *p, RtPlanSlice **out, int *n, RtError *e)
 				same = y->full[k] == x->full[k];
 			if (!same) {
 				char a[256], bb[256];
-				shape_str(y->dtype, y->rank, y->full, a, sizeof a);
-				shape_str(x->dtype, x->rank, x->full, bb, sizeof bb);
+				rt_shape_str(y->dtype, y->rank, y->full, a, sizeof a);
+				rt_shape_str(x->dtype, x->rank, x->full, bb, sizeof bb);
 				rt_errorf(e, RT_EUSER, "%s: constants '%s' and '%s' are both parts of tensor '%s' but give "
 					  "it different types (%s and %s)", p->file ? p->file : "<plan>",
 					  p->buffers[y->buffer].name, b->name, x->name, a, bb);
@@ -488,8 +488,8 @@ int rt_ckpt_region(RtCkpt *c, const char *name, DType dt, int rank, const int64_
 		same = ct->dims[i] == dims[i];
 	if (!same) {
 		char a[256], b[256];
-		shape_str(ct->dtype, ct->rank, ct->dims, a, sizeof a);
-		shape_str(dt, rank, dims, b, sizeof b);
+		rt_shape_str(ct->dtype, ct->rank, ct->dims, a, sizeof a);
+		rt_shape_str(dt, rank, dims, b, sizeof b);
 		return rt_errorf(e, RT_EUSER, "%s/%s: error: tensor '%s' is %s in the checkpoint but %s in the plan: "
 				 "the checkpoint is of another model", c->dir, MANIFEST, name, a, b);
 	}

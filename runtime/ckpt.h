@@ -51,6 +51,11 @@ int rt_box_intersect(const RtBox *a, const RtBox *b, RtBox *out);
  * f64 or i64: rt_dtypes[].storage).  Contiguous runs are copied whole. */
 void rt_box_copy(RtTensor *dst, const RtBox *da, const RtTensor *src, const RtBox *sa, const RtBox *r);
 
+/* Row-major element offset of logical point pt inside a tensor holding box h. */
+int64_t rt_box_index(const RtBox *h, const int64_t *pt);
+/* "bf16[8192, 1024]" into out (n bytes). */
+void rt_shape_str(DType dt, int rank, const int64_t *d, char *out, size_t n);
+
 /* The logical tensor name of plan buffer name `buf` (malloc'd via rt_malloc; NULL: no memory):
  * a trailing `@DEVICE` and `.shardK.N` are removed, and `.stageK` before a `#` in every path
  * component but the last. */
