@@ -281,7 +281,7 @@ static int plan_slice(Ctx *c, int i)
 	const Plan *np = c->n->p, *op = c->o->p;
 	const char *dst = np->devices[x->device].name;
 	const PlanBuffer *db = &np->buffers[x->buffer];
-	int64_t z = elem_bytes(db);
+	int64_t z = elem_bytes(db), covered = 0;
 	for (int j = 0; j < c->o->n; j++) {
 		const RtPlanSlice *y = &c->o->s[j];
 		RtBox r;
@@ -334,8 +334,14 @@ static int plan_slice(Ctx *c, int i)
 		}
 		if (m.tx < c->nports)
 			c->port_bytes[m.tx] += (double)m.bytes;
+		covered += rt_box_volume(&r);
 		if (add_move(c, &m) < 0)
 			return -1;
+	}
+	if (covered != rt_box_volume(&x->box)) {
+		drv_error("%s: '%s' needs %" PRId64 " elements of tensor '%s', and %s holds %" PRId64 " of them", c->n->path,
+			  db->name, rt_box_volume(&x->box), x->name, c->o->path, covered);
+		return -1;
 	}
 	return 0;
 }
