@@ -4,6 +4,7 @@
  * --compress-collectives) into a PassCtx, and running the selected pipeline.
  * `--print-after P` is read by the subcommand itself, since it also names its own stages. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -118,49 +119,23 @@ int pass_opts_parse(int argc, char **argv, int *i, PassOpts *po)
 		c->bisect_limit = n;
 		return 1;
 	}
-	/* partition: --tp N, --pp N, --ep N */
-	if ((r = opt_value(argc, argv, i, "--tp", &v))) {
-		if (r < 0 || parse_long("--tp", v, &n) < 0)
-			return -1;
-		if (n < 1 || n > 4096) {
-			drv_error("--tp expects a device count from 1 to 4096, got '%s'", v);
-			return -1;
+	/* partition: --tp N, --pp N, --ep N, --devices N (the --exclude-devices names are checked by
+	 * the pass, which knows the machine) */
+	static const struct { const char *opt; long hi; size_t at; } counts[] = {
+		{ "--tp", 4096, offsetof(PassCtx, tp) }, { "--pp", 4096, offsetof(PassCtx, pp) },
+		{ "--ep", 4096, offsetof(PassCtx, ep) }, { "--devices", 1000000, offsetof(PassCtx, devices) },
+	};
+	for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++)
+		if ((r = opt_value(argc, argv, i, counts[k].opt, &v))) {
+			if (r < 0 || parse_long(counts[k].opt, v, &n) < 0)
+				return -1;
+			if (n < 1 || n > counts[k].hi) {
+				drv_error("%s expects a device count from 1 to %ld, got '%s'", counts[k].opt, counts[k].hi, v);
+				return -1;
+			}
+			*(int *)((char *)c + counts[k].at) = (int)n;
+			return 1;
 		}
-		c->tp = (int)n;
-		return 1;
-	}
-	if ((r = opt_value(argc, argv, i, "--pp", &v))) {
-		if (r < 0 || parse_long("--pp", v, &n) < 0)
-			return -1;
-		if (n < 1 || n > 4096) {
-			drv_error("--pp expects a device count from 1 to 4096, got '%s'", v);
-			return -1;
-		}
-		c->pp = (int)n;
-		return 1;
-	}
-	if ((r = opt_value(argc, argv, i, "--ep", &v))) {
-		if (r < 0 || parse_long("--ep", v, &n) < 0)
-			return -1;
-		if (n < 1 || n > 4096) {
-			drv_error("--ep expects a device count from 1 to 4096, got '%s'", v);
-			return -1;
-		}
-		c->ep = (int)n;
-		return 1;
-	}
-	/* partition: --devices N, --exclude-devices LIST (the names are checked by the pass, which
-	 * knows the machine) */
-	if ((r = opt_value(argc, argv, i, "--devices", &v))) {
-		if (r < 0 || parse_long("--devices", v, &n) < 0)
-			return -1;
-		if (n < 1 || n > 1000000) {
-			drv_error("--devices expects a device count of at least 1, got '%s'", v);
-			return -1;
-		}
-		c->devices = (int)n;
-		return 1;
-	}
 	if ((r = opt_value(argc, argv, i, "--exclude-devices", &v))) {
 		if (r < 0)
 			return -1;
