@@ -79,6 +79,7 @@ typedef struct ExplainOpts {
 	int json, all;
 	PictureOpts pic;          /* --emit: --expand, --focus, --layout-time */
 	int compare;              /* --compare: hybrid vs GPU-only vs LPU-only (tools/explain_compare.c) */
+	const char *against;      /* --compare OLD.aip: what changed from OLD (tools/explain_diff.c) */
 } ExplainOpts;
 
 static void explain_help(void)
@@ -90,7 +91,11 @@ static void explain_help(void)
 	       "  -o FILE                output file (default: stdout)\n"
 	       "  --emit dot|svg|png     draw the plan's placement instead (see docs/explain.md)\n"
 	       "  --compare              on a GPU + LPU machine: the model on both pools, the GPUs alone and\n"
-	       "                         the LPUs alone, side by side (TPOT, tokens/s per user and per chip)\n");
+	       "                         the LPUs alone, side by side (TPOT, tokens/s per user and per chip)\n"
+	       "  --compare OLD.aip      what changed from OLD.aip, a plan of the same model (a re-partition\n"
+	       "                         with compile --exclude-devices, say): devices left out and added,\n"
+	       "                         tp x pp, the layers that moved and from where to where, and the\n"
+	       "                         predicted step time before and after\n");
 	drv_picture_help();
 }
 
@@ -108,6 +113,16 @@ static int parse_opts(int argc, char **argv, ExplainOpts *o)
 				return -1;
 			continue;
 		}
+		if (strcmp(argv[i], "--compare") == 0 && i + 1 < argc && argv[i + 1][0] != '-') {
+			o->compare = 1;     /* --compare OLD.aip, unless OLD.aip turns out to be the only plan */
+			o->against = argv[++i];
+			continue;
+		}
+		if (strncmp(argv[i], "--compare=", 10) == 0) {
+			o->compare = 1;
+			o->against = argv[i] + 10;
+			continue;
+		}
 		if (strcmp(argv[i], "--compare") == 0 || strcmp(argv[i], "--json") == 0 || strcmp(argv[i], "--all") == 0) {
 			*(argv[i][2] == 'c' ? &o->compare : argv[i][2] == 'j' ? &o->json : &o->all) = 1;
 			continue;
@@ -119,6 +134,10 @@ static int parse_opts(int argc, char **argv, ExplainOpts *o)
 		}
 		if (drv_operand(argv[i], &o->plan, "plan", "explain") < 0)
 			return -1;
+	}
+	if (!o->plan && o->against && strncmp(o->against - 10, "--compare=", 10) != 0) {
+		o->plan = o->against;   /* `explain --compare PLAN`: the pools comparison of PLAN */
+		o->against = NULL;
 	}
 	if (!o->plan) {
 		drv_error("no plan given (see aicc explain --help)");
@@ -1273,11 +1292,18 @@ int cmd_explain(int argc, char **argv)
 		fprintf(stderr, "%s\n", e.msg);
 		return EXIT_USER;
 	}
+	Plan *old = NULL;
+	if (o.against && !(old = plan_read(o.against, &e))) {
+		fprintf(stderr, "%s\n", e.msg);
+		plan_free(p);
+		return EXIT_USER;
+	}
 	drv_register_runtime_hooks();
 	OutFile f;
 	int rc = EXIT_USER;
 	if (out_open(&f, o.output) == 0) {
 		int r = o.emit ? drv_emit_picture(NULL, p, o.emit, &o.pic, f.f)
+			: old ? drv_explain_diff(p, old, o.plan, o.against, o.json, f.f)
 			: o.compare ? drv_explain_compare(p, o.json, f.f) : explain(&o, p, f.f);
 		if (r < 0)
 			out_abort(&f);
@@ -1285,5 +1311,6 @@ int cmd_explain(int argc, char **argv)
 			rc = out_commit(&f) < 0 ? EXIT_USER : EXIT_OK;
 	}
 	plan_free(p);
+	plan_free(old);
 	return rc;
 }
