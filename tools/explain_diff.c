@@ -2,7 +2,7 @@
  * of one model, e.g. the plan of a full machine and the re-partition on the devices that survive
  * (`compile --exclude-devices`, docs/resilience.md):
  *   - the device set: the devices of each plan (named as the machine names them: a survivor keeps
- *     its name), those left out and those added;
+ *     its name), those no longer used and those newly used;
  *   - the shape: tensor-parallel width (the most devices one layer instance's kernels run on) and
  *     pipeline stages (the distinct device sets of the layer instances);
  *   - the placement: every layer instance ("layer#3") and top-level node whose kernels run on
@@ -116,28 +116,37 @@ static DUnit *unit_of(Diff *d, const char *name)
 }
 
 /* Marks where plan p (w: 0 old, 1 new) runs each unit's kernels and what weights it stores for
- * it (constants of a unit with kernels; others only in *all). */
+ * it: the constants its kernels read, each counted once, with the first unit that reads it (a
+ * table every layer reads goes with the first); *all: every constant's bytes. */
 static void scan(Diff *d, const Plan *p, int w, double *all)
 {
-	for (int s = 0; s < p->nstreams; s++)
-		for (int i = 0; i < p->streams[s].nins; i++)
-			if (p->streams[s].ins[i].kind == PI_KERNEL) {
-				char nb[512];
-				DUnit *u = unit_of(d, viz_instr_name(p, s, i, nb, sizeof nb));
-				u->on[w][name_index(d, p->devices[p->streams[s].device].name)] = 1;
-				u->seen[w] = 1;
-			}
-	*all = 0;
-	for (int c = 0; c < p->nconsts; c++) {
-		const PlanBuffer *b = &p->buffers[p->consts[c].buffer];
-		char key[256], base[192];
-		long k;
-		unit_key(b->name, key, sizeof key, base, sizeof base, &k);
-		DUnit *u = unit_find(d, key);
-		if (u)
-			u->wbytes[w] += (double)b->size;
-		*all += (double)b->size;
+	unsigned char *cst = calloc((size_t)p->nbuffers + 1, 1);
+	if (!cst) {
+		fprintf(stderr, "aicc: error: out of memory\n");
+		exit(EXIT_INTERNAL);
 	}
+	*all = 0;
+	for (int c = 0; c < p->nconsts; c++)
+		if (!cst[p->consts[c].buffer]) {
+			cst[p->consts[c].buffer] = 1;
+			*all += (double)p->buffers[p->consts[c].buffer].size;
+		}
+	for (int s = 0; s < p->nstreams; s++)
+		for (int i = 0; i < p->streams[s].nins; i++) {
+			const PlanInstr *in = &p->streams[s].ins[i];
+			if (in->kind != PI_KERNEL)
+				continue;
+			char nb[512];
+			DUnit *u = unit_of(d, viz_instr_name(p, s, i, nb, sizeof nb));
+			u->on[w][name_index(d, p->devices[p->streams[s].device].name)] = 1;
+			u->seen[w] = 1;
+			for (int k = 0; k < in->nin; k++)
+				if (in->in[k] >= 0 && cst[in->in[k]] == 1) {
+					cst[in->in[k]] = 2;
+					u->wbytes[w] += (double)p->buffers[in->in[k]].size;
+				}
+		}
+	free(cst);
 }
 
 static int same(const Diff *d, const unsigned char *a, const unsigned char *b)
@@ -393,8 +402,8 @@ int drv_explain_diff(const Plan *np, const Plan *op, const char *new_file, const
 		json_object_set_new(o, "new", json_string(new_file));
 		json_object_set_new(dv, "old", names_json(&d, in[0], NULL));
 		json_object_set_new(dv, "new", names_json(&d, in[1], NULL));
-		json_object_set_new(dv, "left_out", names_json(&d, left, NULL));
-		json_object_set_new(dv, "added", names_json(&d, added, NULL));
+		json_object_set_new(dv, "no_longer_used", names_json(&d, left, NULL));
+		json_object_set_new(dv, "newly_used", names_json(&d, added, NULL));
 		json_object_set_new(o, "devices", dv);
 		json_object_set_new(sh, "old", json_pack("{s:i, s:i}", "tp", tp[0], "pp", pp[0]));
 		json_object_set_new(sh, "new", json_pack("{s:i, s:i}", "tp", tp[1], "pp", pp[1]));
@@ -429,7 +438,7 @@ int drv_explain_diff(const Plan *np, const Plan *op, const char *new_file, const
 			range_of(&d, left, b0, sizeof b0);
 		if (nadded)
 			range_of(&d, added, b1, sizeof b1);
-		fprintf(f, "             left out: %s; added: %s\n", nleft ? b0 : "none", nadded ? b1 : "none");
+		fprintf(f, "             no longer used: %s; newly used: %s\n", nleft ? b0 : "none", nadded ? b1 : "none");
 		fprintf(f, "  shape      old tp %d x pp %d; new tp %d x pp %d (the widest layer's devices x the distinct "
 			"device sets of the layers)\n", tp[0], pp[0], tp[1], pp[1]);
 		fprintf(f, "  placement  %d of %d layer instance(s) and %d of %d top-level node(s) on other devices; their "
