@@ -31,6 +31,28 @@ COMMANDS = {
                     '{aicc} explain {tmp}/vr.aip --compare'],
 }
 
+# docs/resilience.md: re-planning on survivors, goodput, compressed all-reduces
+L70P = ('{aicc} compile examples/llama3.1-70b.aig --phase prefill --context 2048 --target hopper --machine dgx-h100 '
+        '-o {tmp}/r8.aip')
+GB32 = ('{aicc} compile examples/llama3.1-70b.aig --phase prefill --context 2048 --target blackwell '
+        '--machine gb200-nvl72 --devices 32')
+TP8 = ('{aicc} compile examples/llama3.1-70b.aig --bind B=1 --phase prefill --context 2048 --target hopper '
+       '--machine dgx-h100 --tp 8 --passes=canonicalize,place-precision,fuse,partition,plan-memory')
+COMMANDS.update({
+    'excl7': [L70P, L70P.replace('r8.aip', 'r7.aip') + ' --exclude-devices gpu3',
+              '{aicc} explain {tmp}/r7.aip --compare {tmp}/r8.aip'],
+    'excl28': [GB32 + ' --tp 8 --pp 4 -o {tmp}/g32.aip',
+               GB32 + ' --exclude-devices gpu3,gpu17,gpu20,gpu30 --tp 4 --pp 7 -o {tmp}/g28.aip',
+               '{aicc} explain {tmp}/g28.aip --compare {tmp}/g32.aip'],
+    'goodput': ['{aicc} compile examples/llama3.1-70b.aig --bind B=1,S=1 --phase decode --context 4096 --target hopper '
+                '--machine dgx-h100 --tp 8 --passes=canonicalize,place-precision,fuse,partition,plan-memory '
+                '-o {tmp}/gp.aip',
+                '{aicc} goodput {tmp}/gp.aip --devices 16384 --restart 600 --interval 7200'],
+    'comp': [TP8 + ' --compress-collectives -o {tmp}/c4.aip', '{aicc} explain {tmp}/c4.aip'],
+    'comp-ttft': [TP8 + ' --compress-collectives -o {tmp}/c4.aip', '{aicc} run {tmp}/c4.aip --timing-only'],
+    'raw-ttft': [TP8 + ' -o {tmp}/c0.aip', '{aicc} run {tmp}/c0.aip --timing-only'],
+})
+
 
 def three(label):
     """The regex of one row of `explain --compare` (hybrid, gpu-only, lpu-only columns)."""
@@ -61,6 +83,39 @@ for cmd in ('vr70', 'vr70-readme'):
         NUMBERS[p + '.tps_user'] = (cmd, three('tokens/s per user'), col, whole, '')
         NUMBERS[p + '.tps_chip'] = (cmd, three('tokens/s per chip'), col, whole, '')
         NUMBERS[p + '.gpu_busy'] = (cmd, three('GPU pool busy ms'), col, sig3, ' ms')
+
+
+def asis(x):
+    return x
+
+
+def diff_row(label):
+    """A row of `explain NEW --compare OLD`: old, new, change."""
+    return r'^\s*' + re.escape(label) + r'\s+(\S+)\s+(\S+)\s+(\S+)\s*$'
+
+
+for cmd in ('excl7', 'excl28'):
+    NUMBERS[cmd + '.old'] = (cmd, diff_row('TTFT ms'), 1, asis, ' ms')
+    NUMBERS[cmd + '.new'] = (cmd, diff_row('TTFT ms'), 2, asis, ' ms')
+    NUMBERS[cmd + '.change'] = (cmd, diff_row('TTFT ms'), 3, asis, '')
+    NUMBERS[cmd + '.shape'] = (cmd, r'shape\s+old (tp \d+ x pp \d+); new (tp \d+ x pp \d+)', 2, asis, '')
+NUMBERS['excl28.oldshape'] = ('excl28', r'shape\s+old (tp \d+ x pp \d+); new', 1, asis, '')
+NUMBERS['goodput.mtbf'] = ('goodput', r'MTBF (\S+) h', 1, asis, ' h')
+NUMBERS['goodput.rate'] = ('goodput', r'^failures\s+(\S+) per device-hour', 1, asis, '')
+NUMBERS['goodput.ckpt'] = ('goodput', r'^checkpoint\s+(\S+ GB)', 1, asis, '')
+NUMBERS['goodput.write'] = ('goodput', r'write (\S+) s', 1, asis, ' s')
+for k in ('Young', 'Daly', 'best', 'given'):
+    rx = r'^interval ' + k + r'\s+(\S+) s \((\S+) min\): useful work (\S+) \(model\)(?:, (\S+) \+- (\S+))?'
+    NUMBERS['goodput.%s.s' % k.lower()] = ('goodput', rx, 1, asis, ' s')
+    NUMBERS['goodput.%s.model' % k.lower()] = ('goodput', rx, 3, asis, '')
+    NUMBERS['goodput.%s.sim' % k.lower()] = ('goodput', rx, 4, asis, '')
+COMP = (r'compressed\s+(\d+) all-reduces over (\d+) devices as (\S+): (\S+ \S+) on each member.s links instead of '
+        r'(\S+ \S+) \((\S+)x fewer, (\S+ \S+) saved: (\S+ \S+) of link time\); encode/decode (\S+ \S+);.*'
+        r'allows \(p\+1\)/\(2\^B-1\) = (\S+) per')
+for i, k in enumerate(('count', 'ranks', 'codec', 'wire', 'raw', 'ratio', 'saved', 'link', 'codec_time', 'allow'), 1):
+    NUMBERS['comp.' + k] = ('comp', COMP, i, asis, '')
+NUMBERS['comp.ttft'] = ('comp-ttft', r'^TTFT\s+(\S+ ms)', 1, asis, '')
+NUMBERS['raw.ttft'] = ('raw-ttft', r'^TTFT\s+(\S+ ms)', 1, asis, '')
 
 MARK = re.compile(r'<!--n:([A-Za-z0-9_.-]+)-->(.*?)<!--/n-->')
 
