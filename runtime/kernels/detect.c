@@ -240,14 +240,15 @@ int rk_RoiAlign(const RtKernelArgs *a, RtError *e)
 	int64_t dims[4] = { R, C, ph, pw };
 	if (ph < 1 || pw < 1 || sr < 0)
 		return rt_errorf(e, RT_EUSER, "RoiAlign: output_height, output_width must be positive, sampling_ratio >= 0");
+	for (int64_t r = 0; r < R; r++)      /* checked before the output exists */
+		if (rt_geti(bi, r) < 0 || rt_geti(bi, r) >= N)
+			return rt_errorf(e, RT_EUSER, "RoiAlign: batch index %lld of box %lld is outside [0, %lld)",
+					 (long long)rt_geti(bi, r), (long long)r, (long long)N);
 	if (kn_out(a, 0, x->dtype, 4, dims, e) < 0)
 		return -1;
 	int f64 = kn_acc64(a) || x->dtype == DT_F64;
 	for (int64_t r = 0; r < R; r++) {
 		int64_t b = rt_geti(bi, r);
-		if (b < 0 || b >= N)
-			return rt_errorf(e, RT_EUSER, "RoiAlign: batch index %lld of box %lld is outside [0, %lld)", (long long)b,
-					 (long long)r, (long long)N);
 		double x1 = rt_get(rois, r * 4) * ss - off, y1 = rt_get(rois, r * 4 + 1) * ss - off;
 		double rw = rt_get(rois, r * 4 + 2) * ss - off - x1, rh = rt_get(rois, r * 4 + 3) * ss - off - y1;
 		if (!half)
