@@ -557,27 +557,8 @@ static void totals(const Plan *p, const Row *rows, int n, Totals *t)
 	qsort(t->cls, (size_t)t->ncls, sizeof *t->cls, by_time);
 }
 
-/* The family of a bound, as the targets name the term that bounds an instruction: compute (the
- * GPU's mma, fma and sfu pipes, the TPU's mxu and vpu, the LPU's mxm, vxm and sxm slices),
- * memory (hbm, dram, sram, vmem, smem, l2, tma, dma), link (link, ici, nvlink, c2c), overhead
- * (launch, fixed, latency: costs that do not scale with the work) or other. */
-static const char *bound_family(const char *b)
-{
-	static const struct { const char *family, *names[14]; } fam[] = {
-		{ "compute", { "compute", "tensor", "vector", "scalar", "sfu", "mma", "fma", "mxu", "vpu", "mxm", "vxm", "sxm", "alu" } },
-		{ "memory", { "memory", "dma", "hbm", "dram", "sram", "vmem", "smem", "l2", "tma", "mem" } },
-		{ "link", { "link", "ici", "nvlink", "c2c" } },
-		{ "overhead", { "overhead", "latency", "launch", "fixed" } },
-	};
-	for (size_t f = 0; f < sizeof fam / sizeof *fam; f++)
-		for (int k = 0; k < 14 && fam[f].names[k]; k++)
-			if (!strcmp(b, fam[f].names[k]))
-				return fam[f].family;
-	return "other";
-}
-
-static const char *const families[] = { "compute", "memory", "link", "overhead", "other" };
-enum { NFAM = 5 };
+static const char *const *const families = viz_bound_families;
+enum { NFAM = VIZ_NFAM };
 
 static void family_shares(const Totals *t, double *fam)
 {
@@ -585,7 +566,7 @@ static void family_shares(const Totals *t, double *fam)
 		fam[k] = 0;
 	for (int i = 0; i < t->nbound; i++)
 		for (int k = 0; k < NFAM; k++)
-			if (!strcmp(bound_family(t->bound[i].key), families[k]))
+			if (!strcmp(viz_bound_family(t->bound[i].key), families[k]))
 				fam[k] += t->bound[i].time_s;
 }
 

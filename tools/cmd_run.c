@@ -21,6 +21,7 @@
 #include "tools/driver.h"
 #include "tools/plan_build.h"
 #include "tools/progress.h"
+#include "viz/viz.h"
 
 #define MAX_INPUTS 256
 #define DEVICE_LINES 8   /* past this many devices the summary is per device kind (viz) */
@@ -393,9 +394,14 @@ static void devices(const Plan *p, const RtTiming *t, int per_device)
 		       si(ach, "FLOP", b, sizeof b), 100 * ach / p->devices[i].peak_flops,
 		       si(p->devices[i].peak_flops, "FLOP", f, sizeof f));
 	}
-	for (int s = 0; (per_device || p->ndevices <= DEVICE_LINES) && s < p->nspaces; s++)
-		printf("memory         %s: %s moved, peak %s of %s\n", p->spaces[s].name, si(t->bytes[s], "B", a, sizeof a),
+	for (int s = 0; (per_device || p->ndevices <= DEVICE_LINES) && s < p->nspaces; s++) {
+		char at[96] = "", g[64], h[64];
+		if (t->bytes[s] > 0 && p->spaces[s].bandwidth > 0)   /* what the timing charges for it */
+			snprintf(at, sizeof at, " (%s at %s/s)", seconds(t->bytes[s] / p->spaces[s].bandwidth, g, sizeof g),
+				 si(p->spaces[s].bandwidth, "B", h, sizeof h));
+		printf("memory         %s: %s moved%s, peak %s of %s\n", p->spaces[s].name, si(t->bytes[s], "B", a, sizeof a), at,
 		       si((double)t->peak_bytes[s], "B", b, sizeof b), si((double)p->spaces[s].capacity, "B", d, sizeof d));
+	}
 	if (per_device || p->ndevices <= DEVICE_LINES)
 		return;
 	for (int k = 0; k < p->ndevices; k++) {   /* one compute line per device kind */
@@ -441,6 +447,30 @@ static void devices(const Plan *p, const RtTiming *t, int per_device)
 			       si((double)p->spaces[top].capacity, "B", d, sizeof d));
 	}
 	printf("devices        %d: one line per kind above; --per-device lists each\n", p->ndevices);
+}
+
+/* What bounds the time: the shares of the instructions' busy time per bound family (the
+ * targets' t.bound, else the roofline's largest term; viz_bound_shares), the largest first with
+ * the term that bounds most of it ("hbm", "launch"), as `aicc explain` sums them. */
+static void bound_line(const Plan *p, const RtTiming *t)
+{
+	double fam[VIZ_NFAM], busy = 0;
+	const char *top[VIZ_NFAM];
+	viz_bound_shares(p, t, fam, top);
+	int big = 0;
+	for (int k = 0; k < VIZ_NFAM; k++)
+		busy += fam[k], big = fam[k] > fam[big] ? k : big;
+	if (busy <= 0)
+		return;
+	printf("bound          %s: %.1f%% of the busy time", viz_bound_families[big], 100 * fam[big] / busy);
+	if (top[big] && strcmp(top[big], viz_bound_families[big]))
+		printf(" (mostly %s)", top[big]);
+	for (int k = 0, first = 1; k < VIZ_NFAM; k++)
+		if (k != big && (k < 4 || fam[k] > 0)) {
+			printf("%s %s %.1f%%", first ? ";" : ",", viz_bound_families[k], 100 * fam[k] / busy);
+			first = 0;
+		}
+	printf("\n");
 }
 
 /* phase train: MFU and HFU, and each device's memory by kind (runtime/interp.h RtTrain). */
@@ -514,6 +544,7 @@ static void summary(const Plan *p, const RtRun *r, const RtCheck *c, char **file
 		printf("load           %s once, before the first step (%d kernel%s with phase=load)\n",
 		       seconds(t->load_s, a, sizeof a), t->nload, t->nload == 1 ? "" : "s");
 	devices(p, t, per_device);
+	bound_line(p, t);
 	for (int i = 0; r->outputs && i < p->noutputs; i++)
 		if (plan_io_first(p->outputs, i))
 			printf("output         %s %s%s%s%s\n", p->outputs[i].name, rt_dtype_name(r->outputs[i].dtype),
