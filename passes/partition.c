@@ -106,11 +106,8 @@ static int64_t graph_weights(const Part *p, const Graph *g, int64_t mult, int de
 {
 	int64_t w = 0;
 	ir_foreach_node(g, n) {
-		if (n->op == OP_Call && n->callee) {
-			if (depth < 16)
-				w += graph_weights(p, n->callee, mult * (n->repeat > 0 ? n->repeat : 1), depth + 1);
-			continue;
-		}
+		if (n->op == OP_Call && n->callee && depth < 16)   /* and the parameters it is passed (RoPE tables) */
+			w += graph_weights(p, n->callee, mult * (n->repeat > 0 ? n->repeat : 1), depth + 1);
 		for (int i = 0; i < n->nin; i++) {
 			const Value *v = n->in[i];
 			if (!v || v->kind != V_PARAM || (v->init && v->init->inline_lit))
@@ -1467,7 +1464,7 @@ static double auto_time(Part *p, const AutoFacts *f, int tp, int pp)
  * (dividing every attention's head counts) with the fewest pp stages that fit at that width,
  * the (tp, pp) the target predicts fastest (ties: fewer devices), said in a remark printed
  * whatever --remarks selects.  Returns 0 to partition with p->tp and p->pp, 1 to leave the
- * graph on one device, -1 when no choice fits (the memory check reports it). */
+ * graph on one device, -1 when no choice fits (reported here, once for the machine). */
 static int auto_choose(Part *p, int64_t weights)
 {
 	AutoFacts f = { 0 };
@@ -1498,8 +1495,13 @@ static int auto_choose(Part *p, int64_t weights)
 			best_pp = pp;
 		}
 	}
-	if (!best_tp)
+	if (!best_tp) {   /* one line for the machine, not one per device */
+		fprintf(stderr, "aicc: error: partition: the model (%.4g GB of weights and KV cache) does not fit machine %s "
+			"at any --tp/--pp: its %d %s devices hold %.4g GB (90%% of %.4g GB of %s each); use a smaller weight "
+			"format (--precision fp8 halves bf16's weights) or a machine with more memory (aicc machines)\n",
+			need / 1e9, p->c->machine->name, p->ndev, p->dev->id, p->ndev * room / 1e9, p->cap / 1e9, p->capname);
 		return -1;
+	}
 	p->tp = best_tp;
 	p->pp = best_pp;
 	p->width = best_tp;
@@ -1542,11 +1544,15 @@ int pass_partition(Module *m, PassCtx *c)
 			p.tp >= p.ep ? "tp" : "ep", p.width, p.width, mach->name, p.ndev);
 		return 1;
 	}
-	int64_t weights = ir_summary(g).parameter_bytes;
+	/* the weights as the device stores them (an FP8 or NVFP4 matrix product's weight at that
+	 * format: pass_weight_bytes), each once; parameter_bytes counts the declared dtypes */
+	int64_t weights = graph_weights(&p, g, 1, 0);
 	if (c->partition_auto && p.ndev > 1 && !c->tp && !c->pp && !c->ep) {
 		int a = auto_choose(&p, weights);
 		if (a == 1)
 			return 0;   /* fits one device: the lowering places it there */
+		if (a < 0)
+			return 1;   /* reported */
 	} else if (c->partition_auto && p.ndev == 1)
 		return 0;       /* one device: the lowering checks its memory */
 	if (c->pp > 0 || p.pp > 0)
