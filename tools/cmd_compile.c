@@ -453,11 +453,14 @@ int cmd_compile(int argc, char **argv)
 		return EXIT_USER;
 	/* --bind values go to the parser first: they may replace `dim` constants */
 	DrvBinds db = { 0 };
-	for (int i = 0; i < o.nbinds; i++)
+	for (int i = 0; i < o.nbinds; i++) {
 		if (drv_binds_parse(&db, o.binds[i]) < 0) {
 			drv_binds_free(&db);
 			return EXIT_USER;
 		}
+		if (o.binds[i] != o.phase_binds[0] && o.binds[i] != o.phase_binds[1])
+			db.nuser = db.n;   /* --phase's B and S come last and are not checked */
+	}
 	char what[600];   /* viz: a progress line when a step takes more than 2 s */
 	snprintf(what, sizeof what, "reading %s", o.model);
 	progress_begin(what, 0);

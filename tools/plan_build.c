@@ -13,6 +13,7 @@
 
 #include "frontend/frontend.h"
 #include "ir/diag.h"
+#include "ir/suggest.h"
 #include "passes/pass.h"
 #include "runtime/npy.h"
 #include "targets/target.h"
@@ -28,7 +29,13 @@ int drv_binds_parse(DrvBinds *b, const char *spec)
 		errno = 0;
 		long long v = eq ? strtoll(eq + 1, &end, 10) : -1;
 		if (!eq || eq == tok || !end || *end || errno || v < 0 || eq[1] < '0' || eq[1] > '9') {
-			drv_error("--bind expects NAME=VALUE with a non-negative integer, got '%s'", tok);
+			drv_error("--bind expects NAME=VALUE with a positive integer, got '%s'", tok);
+			rc = -1;
+			break;
+		}
+		if (v == 0) {   /* every tensor with that dimension would be empty: 0 FLOP, nothing to run */
+			drv_error("--bind %s: a dimension must be at least 1 (%.*s=0 leaves every tensor of that dimension "
+				  "empty)", tok, (int)(eq - tok), tok);
 			rc = -1;
 			break;
 		}
@@ -272,9 +279,46 @@ Module *drv_load_model(const char *path)
 	return has_suffix(path, ".onnx") ? fe_import_onnx(path) : fe_parse_aig(path);
 }
 
+/* The --bind names b->a[0..nuser) that m has neither as a `dim` constant nor as a symbol: an
+ * error each, with the names it has; -1 when any. */
+static int unknown_binds(const Module *m, const DrvBinds *b, const char *path)
+{
+	int rc = 0, n = 0;
+	for (const struct DimConst *c = m->dimconsts; c; c = c->next)
+		n++;
+	const char **names = malloc(sizeof *names * (size_t)(n + m->nsyms + 1));
+	if (!names)
+		return -1;
+	n = 0;
+	for (int i = 0; i < m->nsyms; i++)
+		names[n++] = m->symnames[i];
+	for (const struct DimConst *c = m->dimconsts; c; c = c->next)
+		if (ir_sym_find(m, c->name) < 0)
+			names[n++] = c->name;
+	for (int i = 0; i < b->nuser && i < b->n; i++) {
+		if (b->a[i].used || ir_sym_find(m, b->a[i].name) >= 0)
+			continue;
+		char sug[512];
+		diag_suggest(sug, sizeof sug, b->a[i].name, names, n);
+		if (n)
+			drv_error("--bind %s=%lld: %s has no dimension symbol or `dim` constant '%s'%s", b->a[i].name,
+				  (long long)b->a[i].value, path, b->a[i].name, sug);
+		else
+			drv_error("--bind %s=%lld: %s has no dimension symbols or `dim` constants: every shape is fixed",
+				  b->a[i].name, (long long)b->a[i].value, path);
+		rc = -1;
+	}
+	free(names);
+	return rc;
+}
+
 Module *drv_load_model_binds(const char *path, DrvBinds *b)
 {
 	Module *m = has_suffix(path, ".onnx") ? fe_import_onnx(path) : fe_parse_aig_opts(path, b->a, b->n);
+	if (m && unknown_binds(m, b, path) < 0) {
+		ir_module_free(m);
+		return NULL;
+	}
 	for (int i = 0; m && i < b->n; i++)
 		if (!b->a[i].used)
 			ir_bind(m, b->a[i].name, b->a[i].value);
