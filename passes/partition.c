@@ -104,25 +104,7 @@ static int64_t weight_bytes(const Part *p, const Node *n, int i)
 /* Stored weight bytes graph g reads, each weight once, times mult; calls recursively. */
 static int64_t graph_weights(const Part *p, const Graph *g, int64_t mult, int depth)
 {
-	int64_t w = 0;
-	ir_foreach_node(g, n) {
-		if (n->op == OP_Call && n->callee && depth < 16)   /* and the parameters it is passed (RoPE tables) */
-			w += graph_weights(p, n->callee, mult * (n->repeat > 0 ? n->repeat : 1), depth + 1);
-		for (int i = 0; i < n->nin; i++) {
-			const Value *v = n->in[i];
-			if (!v || v->kind != V_PARAM || (v->init && v->init->inline_lit))
-				continue;
-			int seen = 0;
-			for (const Node *q = g->first; q != n && !seen; q = q->next)
-				for (int j = 0; j < q->nin && !seen; j++)
-					seen = q->in[j] == v;
-			for (int j = 0; j < i && !seen; j++)
-				seen = n->in[j] == v;
-			if (!seen)
-				w += mult * weight_bytes(p, n, i);
-		}
-	}
-	return w;
+	return pass_graph_weight_bytes(p->c, g, mult, depth);
 }
 
 /* Weight bytes a node reads (a Call: its callee's, times repeat). */

@@ -845,10 +845,10 @@ static void print_table(FILE *f, const Plan *p, const Row *rows, int n, const Gr
 #undef W
 	}
 	if (g)
-		fprintf(f, "\n%d rows for %d instructions (one node over the instances of its layer and its shards; "
-			"--all lists every instruction):\n", ng, n);
+		fprintf(f, "\n%d row%s for %d instruction%s (one node over the instances of its layer and its shards; "
+			"--all lists every instruction):\n", ng, ng == 1 ? "" : "s", n, n == 1 ? "" : "s");
 	else
-		fprintf(f, "\n%d instructions in execution order:\n", n);
+		fprintf(f, "\n%d instruction%s in execution order:\n", n, n == 1 ? "" : "s");
 	fprintf(f, "%-*s  %-*s  ", wn, "node", wo, "op");
 	if (g)
 		fprintf(f, "%-*s  ", wc, "count");
@@ -1055,8 +1055,8 @@ static void print_text(FILE *f, const Plan *p, const RtTiming *tm, const Row *ro
 		       const Totals *t, int all)
 {
 	char a[32];
-	fprintf(f, "plan %s: target %s, machine %s, %d instructions, predicted latency %s\n",
-		p->source.model ? p->source.model : "(no source)", p->target, p->machine, n,
+	fprintf(f, "plan %s: target %s, machine %s, %d instruction%s, predicted latency %s\n",
+		p->source.model ? p->source.model : "(no source)", p->target, p->machine, n, n == 1 ? "" : "s",
 		tm ? viz_time_str(tm->latency_s, a, sizeof a) : "not predicted (no cost model)");
 	RtBand band;
 	if (tm && rt_band(p, tm, &band) == 0) {

@@ -22,6 +22,7 @@
 #include "tools/plan_build.h"
 #include "tools/progress.h"
 #include "viz/viz.h"
+#include "ir/suggest.h"
 
 #define MAX_INPUTS 256
 #define DEVICE_LINES 8   /* past this many devices the summary is per device kind (viz) */
@@ -245,14 +246,33 @@ static void note_seeded(const RunOpts *o, const Plan *p)
 			n == 1 ? "" : "s", n == 1 ? "s" : "", (unsigned long long)o->seed, list);
 }
 
+/* " (did you mean 'x'?; valid: ids, pos, ...)": the plan's inputs (each name once) nearest to
+ * the len bytes of name, into buf. */
+static void input_names(const Plan *p, const char *name, size_t len, char *buf, size_t n)
+{
+	const char **names = calloc((size_t)p->ninputs + 1, sizeof *names);
+	char want[256];
+	int k = 0;
+	snprintf(want, sizeof want, "%.*s", (int)len, name);
+	for (int i = 0; names && i < p->ninputs; i++)
+		if (plan_io_first(p->inputs, i))
+			names[k++] = p->inputs[i].name;
+	buf[0] = 0;
+	if (names)
+		diag_suggest(buf, n, want, names, k);
+	free(names);
+}
+
 /* Reads every --input file into tensors; bindings point into ts. */
 static int read_inputs(const RunOpts *o, const Plan *p, RtTensor *ts, RtBinding *b)
 {
 	for (int i = 0; i < o->ninputs; i++) {
 		const char *eq = strchr(o->inputs[i], '=');
 		if (!plan_bindable(p, o->inputs[i], (size_t)(eq - o->inputs[i]))) {
-			drv_error("--input %s: the plan has no input or parameter '%.*s'", o->inputs[i],
-				  (int)(eq - o->inputs[i]), o->inputs[i]);
+			char sug[512];
+			input_names(p, o->inputs[i], (size_t)(eq - o->inputs[i]), sug, sizeof sug);
+			drv_error("--input %s: the plan has no input or parameter '%.*s'%s", o->inputs[i],
+				  (int)(eq - o->inputs[i]), o->inputs[i], sug);
 			return -1;
 		}
 		if (drv_read_tensor(eq + 1, &ts[i]) < 0)
@@ -538,8 +558,8 @@ static void summary(const Plan *p, const RtRun *r, const RtCheck *c, char **file
 	}
 	int gaps = tgt_coverage_remarks(p, NULL);
 	if (gaps)
-		printf("not modelled   %d instruction%s priced by a generic fallback, not a model of their own (t.coverage; "
-		       "aicc compile --remarks=all lists them)\n", gaps, gaps == 1 ? "" : "s");
+		printf("not modelled   %d instruction%s priced by the target's generic fallback, not by a model of %s own "
+		       "(aicc compile --remarks=all lists them)\n", gaps, gaps == 1 ? "" : "s", gaps == 1 ? "its" : "their");
 	if (t->nload > 0)   /* weight transforms run once at load, outside the latency above */
 		printf("load           %s once, before the first step (%d kernel%s with phase=load)\n",
 		       seconds(t->load_s, a, sizeof a), t->nload, t->nload == 1 ? "" : "s");
@@ -1062,8 +1082,10 @@ static int run_mpi(const RunOpts *o)
 		snprintf(err, sizeof err, "%s", e.msg);
 	else if ((nb = unknown_input(o, p)) >= 0) {
 		const char *v = o->inputs[nb];
-		snprintf(err, sizeof err, "--input %s: the plan has no input or parameter '%.*s'", v,
-			 (int)(strchr(v, '=') - v), v);
+		char sug[512];
+		input_names(p, v, (size_t)(strchr(v, '=') - v), sug, sizeof sug);
+		snprintf(err, sizeof err, "--input %s: the plan has no input or parameter '%.*s'%s", v,
+			 (int)(strchr(v, '=') - v), v, sug);
 	}
 	nb = 0;
 	internal = e.code == RT_EINTERNAL;

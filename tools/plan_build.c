@@ -73,6 +73,22 @@ int drv_apply_binds(Module *m, const char *spec)
 	return rc;
 }
 
+/* " (did you mean 'x'?; valid: a, b)": the entry graph's inputs nearest to the len bytes of
+ * name, into buf. */
+static void model_inputs(Module *m, const char *name, size_t len, char *buf, size_t n)
+{
+	Graph *g = ir_entry(m);
+	const char **names = calloc((size_t)(g ? g->nin : 0) + 1, sizeof *names);
+	char want[256];
+	snprintf(want, sizeof want, "%.*s", (int)len, name);
+	for (int i = 0; names && g && i < g->nin; i++)
+		names[i] = g->inputs[i]->name;
+	buf[0] = 0;
+	if (names)
+		diag_suggest(buf, n, want, names, g ? g->nin : 0);
+	free(names);
+}
+
 /* The entry graph's input called name (len bytes of it), or NULL. */
 static Value *find_input(Module *m, const char *name, size_t len)
 {
@@ -113,7 +129,10 @@ int drv_apply_shape(Module *m, const char *spec)
 	const char *eq = strchr(spec, '=');
 	Value *x = eq ? find_input(m, spec, (size_t)(eq - spec)) : NULL;
 	if (!x) {
-		drv_error("--shape expects INPUT=D0,D1,... naming an input of the model, got '%s'", spec);
+		char sug[512] = "";
+		if (eq)
+			model_inputs(m, spec, (size_t)(eq - spec), sug, sizeof sug);
+		drv_error("--shape expects INPUT=D0,D1,... naming an input of the model, got '%s'%s", spec, sug);
 		return -1;
 	}
 	int64_t dims[IR_MAX_RANK];
@@ -184,7 +203,10 @@ int drv_apply_const(Module *m, const char *spec)
 	const char *eq = strchr(spec, '=');
 	Value *x = eq ? find_input(m, spec, (size_t)(eq - spec)) : NULL;
 	if (!x || !eq[1]) {
-		drv_error("--const expects INPUT=FILE(.npy|.pb) naming an input of the model, got '%s'", spec);
+		char sug[512] = "";
+		if (eq && !x)
+			model_inputs(m, spec, (size_t)(eq - spec), sug, sizeof sug);
+		drv_error("--const expects INPUT=FILE(.npy|.pb) naming an input of the model, got '%s'%s", spec, sug);
 		return -1;
 	}
 	RtTensor t;
