@@ -302,7 +302,8 @@ Module *drv_load_model(const char *path)
 }
 
 /* The --bind names b->a[0..nuser) that m has neither as a `dim` constant nor as a symbol: an
- * error each, with the names it has; -1 when any. */
+ * error each, with the names it has; -1 when any.  A module without any (a printed, fully bound
+ * one) gets a note instead: its shapes are fixed, so the binds change nothing. */
 static int unknown_binds(const Module *m, const DrvBinds *b, const char *path)
 {
 	int rc = 0, n = 0;
@@ -322,13 +323,13 @@ static int unknown_binds(const Module *m, const DrvBinds *b, const char *path)
 			continue;
 		char sug[512];
 		diag_suggest(sug, sizeof sug, b->a[i].name, names, n);
-		if (n)
+		if (n) {
 			drv_error("--bind %s=%lld: %s has no dimension symbol or `dim` constant '%s'%s", b->a[i].name,
 				  (long long)b->a[i].value, path, b->a[i].name, sug);
-		else
-			drv_error("--bind %s=%lld: %s has no dimension symbols or `dim` constants: every shape is fixed",
-				  b->a[i].name, (long long)b->a[i].value, path);
-		rc = -1;
+			rc = -1;
+		} else   /* a printed, fully bound module read again with its binds: nothing to bind */
+			fprintf(stderr, "aicc: note: --bind %s=%lld ignored: %s has no dimension symbols or `dim` "
+				"constants (every shape is fixed)\n", b->a[i].name, (long long)b->a[i].value, path);
 	}
 	free(names);
 	return rc;
