@@ -627,7 +627,8 @@ int pass_place_precision(Module *m, PassCtx *c)
 		ir_foreach_node(g, n)
 			place_node(&x, g, n);
 	clear_aux(m);
-	pass_remark(c, REMARK_ANALYSIS, ir_entry(m), NULL, "precision %s on %s: %d node%s quantized, %d kept",
-		    c->precision->spec, x.mname, x.quantized, x.quantized == 1 ? "" : "s", x.kept);
+	pass_remark(c, REMARK_ANALYSIS, ir_entry(m), NULL, "precision %s on %s: %d node%s quantized, %d kept (each node of "
+		    "a graph once, however often the graph is called)", c->precision->spec, x.mname, x.quantized,
+		    x.quantized == 1 ? "" : "s", x.kept);
 	return 0;
 }

@@ -25,9 +25,9 @@ RtCostFn rt_cost_lookup(const char *name);     /* NULL if none */
  * latency + bytes/bandwidth for copies and collectives (ring all-reduce: 2(p-1)/p of the data). */
 double rt_cost_roofline(const Plan *p, int stream, const PlanInstr *in);
 /* Bytes instruction `in` moves through each space (reads + writes), added into bytes[nspaces]:
- * where the target recorded the space's time (t.hbm_us for a space "gpu.hbm"), that time at the
- * space's bandwidth, the bytes its cost model counted (an Embedding reads rows of its table, an
- * Attention updates its KV cache in place); otherwise the sizes of the operands in the space. */
+ * the sizes of its operands in the space, each once, but no more than the target's recorded time
+ * in the space (t.hbm_us for a space "gpu.hbm") at the space's bandwidth (an Embedding reads
+ * rows of its table, an Attention updates its KV cache in place). */
 void rt_instr_bytes(const Plan *p, const PlanInstr *in, double *bytes);
 
 /* ---- rebuilding the reference plan for --check ---- */

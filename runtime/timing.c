@@ -58,22 +58,22 @@ void rt_instr_bytes(const Plan *p, const PlanInstr *in, double *bytes)
 		}
 		if (seen)
 			continue;
-		/* the target's own count: t.hbm_us (the seconds its cost model moves through "gpu.hbm")
-		 * at the space's bandwidth, so an Embedding's table counts the rows read and a KV cache
-		 * updated in place the new token, as the timing does */
+		double ops = 0;   /* each operand in the space once */
+		for (int j = k; j < in->nin + in->nout; j++) {
+			int c = j < in->nin ? in->in[j] : in->out[j - in->nin];
+			if (c >= 0 && p->buffers[c].space == s)
+				ops += (double)p->buffers[c].size;
+		}
+		/* and no more than the target's time in the space allows: t.hbm_us (the seconds its
+		 * cost model spends on "gpu.hbm") at the space's bandwidth, so an Embedding's table
+		 * counts the rows read and a KV cache updated in place the new token, as the timing
+		 * does (a kernel that leaves SMs idle spends more time than its bytes need: the
+		 * operands bound it then) */
 		const char *dot = strrchr(p->spaces[s].name, '.');
 		char key[48];
 		snprintf(key, sizeof key, "%s_us", dot ? dot + 1 : p->spaces[s].name);
 		double us = plan_instr_num(in, key, -1);
-		if (us >= 0) {
-			bytes[s] += us * 1e-6 * p->spaces[s].bandwidth;
-			continue;
-		}
-		for (int j = k; j < in->nin + in->nout; j++) {
-			int c = j < in->nin ? in->in[j] : in->out[j - in->nin];
-			if (c >= 0 && p->buffers[c].space == s)
-				bytes[s] += (double)p->buffers[c].size;
-		}
+		bytes[s] += us >= 0 ? fmin(ops, us * 1e-6 * p->spaces[s].bandwidth) : ops;
 	}
 }
 

@@ -239,8 +239,10 @@ static void local_name(const char *name, char *buf, size_t n)
 {
 	char key[512];
 	viz_shard_key(name, key, sizeof key);
-	const char *slash = strrchr(key, '/');
-	snprintf(buf, n, "%s", slash ? slash + 1 : key);
+	/* the name inside its call instance ("layer#3/q" -> "q"); a name whose slashes are its own
+	 * (an ONNX path "/layer1/Gemm_output_0", no instance number before them) stays whole */
+	const char *slash = strrchr(key, '/'), *hash = strchr(key, '#');
+	snprintf(buf, n, "%s", slash && hash && hash < slash ? slash + 1 : key);
 }
 
 /* The fusion facts of instruction in (named name): r->fusion and the group's r->gfusion. */
