@@ -1212,6 +1212,10 @@ int cmd_run(int argc, char **argv)
 	drv_register_runtime_hooks();
 	RtError e = { 0 };
 	Plan *p = plan_read(o.plan, &e);
+	if (p && drv_debug_internal("run", &e) < 0) {
+		plan_free(p);
+		p = NULL;
+	}
 	if (!p) {
 		drv_report(e.msg);
 		return e.code == RT_EINTERNAL ? EXIT_INTERNAL : EXIT_USER;

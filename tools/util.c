@@ -25,6 +25,14 @@ void drv_error(const char *fmt, ...)
 	va_end(ap);
 }
 
+int drv_debug_internal(const char *where, RtError *e)
+{
+	const char *v = getenv("AICC_DEBUG_INTERNAL_ERROR");
+	if (!v || strcmp(v, where) != 0)
+		return 0;
+	return rt_errorf(e, RT_EINTERNAL, "aicc: internal error: injected at '%s' (AICC_DEBUG_INTERNAL_ERROR)", where);
+}
+
 int drv_operand(const char *arg, const char **slot, const char *what, const char *cmd)
 {
 	if (arg[0] == '-' && arg[1]) {
