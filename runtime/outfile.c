@@ -61,6 +61,18 @@ static void release(RtOutFile *o)
 	o->slot = -1;
 }
 
+int rt_out_check_name(const char *path, RtError *e)
+{
+	size_t n = strlen(path);
+	struct stat st;
+	if (n && stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+		return rt_errorf(e, RT_EUSER, "cannot write '%s': it is a directory (give a file name)", path);
+	if (n == 0 || path[n - 1] == '/')
+		return rt_errorf(e, RT_EUSER, "cannot write '%s': a name ending in '/' names a directory (give a file name)",
+				 path);
+	return 0;
+}
+
 int rt_out_open(RtOutFile *o, const char *path, RtError *e)
 {
 	memset(o, 0, sizeof *o);
@@ -72,8 +84,8 @@ int rt_out_open(RtOutFile *o, const char *path, RtError *e)
 	size_t n = strlen(path);
 	struct stat st;
 	int exists = stat(path, &st) == 0;
-	if (n == 0 || path[n - 1] == '/' || (exists && S_ISDIR(st.st_mode)))
-		return rt_errorf(e, RT_EUSER, "cannot write '%s': it is a directory (give a file name)", path);
+	if (rt_out_check_name(path, e) < 0)
+		return -1;
 	if (!(o->path = strdup(path)))
 		return rt_errorf(e, RT_ENOMEM, "out of memory");
 	if (exists && !S_ISREG(st.st_mode)) {

@@ -30,6 +30,10 @@ typedef struct RtOutFile {
 } RtOutFile;
 
 int rt_out_open(RtOutFile *o, const char *path, RtError *e);
+/* 0 when path can name an output file; -1 (RT_EUSER, "cannot write 'PATH': it is a directory" or
+ * "...: a name ending in '/' names a directory") for an empty name, an existing directory or a
+ * name ending in '/'.  rt_out_open checks this first. */
+int rt_out_check_name(const char *path, RtError *e);
 /* Flush and close the stream of a file whose writing is done; its temporary stays until
  * rt_out_commit_group (or rt_out_abort) of its group.  0, or -1 with e set (nothing removed:
  * abort the group).  Closing a closed file does nothing. */
