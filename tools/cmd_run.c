@@ -350,7 +350,7 @@ static int write_outputs(const Plan *p, const RtRun *r, const char *dir, int raw
 			return -1;
 		int rc = write_npy(g[*n - 1].f, &r->outputs[i], raw, &e);
 		if (rc < 0)
-			drv_report(e.msg);
+			drv_error("cannot write '%s': %s", files[i], e.msg);
 		if (group_close(g, *n, rc) < 0)
 			return -1;
 	}

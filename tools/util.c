@@ -92,6 +92,9 @@ void drv_install_signals(void)
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGHUP, on_signal);
+	/* a write past the file-size limit (ulimit -f) fails with EFBIG, reported like a full disk,
+	 * instead of killing the process with its temporaries still on disk */
+	signal(SIGXFSZ, SIG_IGN);
 }
 
 int out_open(OutFile *o, const char *path)
