@@ -36,8 +36,8 @@ void rt_out_remove_all(void)
 	}
 }
 
-/* SIGINT, SIGTERM and SIGHUP held off while a temporary is created and listed, and while a
- * group is renamed and relisted, so the handler never misses a file between the two. */
+/* SIGINT, SIGTERM, SIGHUP and SIGPIPE held off while a temporary is created and listed, and
+ * while a group is renamed and relisted, so the handler never misses a file between the two. */
 static void hold_signals(sigset_t *old)
 {
 	sigset_t s;
@@ -45,6 +45,7 @@ static void hold_signals(sigset_t *old)
 	sigaddset(&s, SIGINT);
 	sigaddset(&s, SIGTERM);
 	sigaddset(&s, SIGHUP);
+	sigaddset(&s, SIGPIPE);
 	sigprocmask(SIG_BLOCK, &s, old);
 }
 

@@ -12,8 +12,9 @@
  *
  * Every live temporary (and, while a group commits, the files it renamed) is listed in a fixed
  * table that rt_out_remove_all unlinks.  rt_out_remove_all is async-signal-safe: the driver calls
- * it from its SIGINT/SIGTERM handler, so an interrupted compile or run leaves no temporary and
- * no half of a plan.  Errors come back in RtError (RT_EUSER) naming the path; nothing exits.
+ * it from its SIGINT/SIGTERM/SIGHUP/SIGPIPE handler, so an interrupted compile or run leaves no
+ * temporary and no half of a plan.  Errors come back in RtError (RT_EUSER) naming the path;
+ * nothing exits.
  */
 #ifndef AICC_OUTFILE_H
 #define AICC_OUTFILE_H

@@ -1,5 +1,5 @@
 /* tools/util.c: option parsing helpers, atomic output files (runtime/outfile.h) with their
- * cleanup on SIGINT/SIGTERM, for the driver. */
+ * cleanup on SIGINT/SIGTERM/SIGHUP/SIGPIPE, for the driver. */
 #include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -78,8 +78,9 @@ int opt_value(int argc, char **argv, int *i, const char *name, const char **val)
 	return 1;
 }
 
-/* SIGINT/SIGTERM: remove every temporary (and the files of a group being committed), then die of
- * the signal as if unhandled, so the shell sees the usual status. */
+/* SIGINT/SIGTERM/SIGHUP, and SIGPIPE (a plan written to a pipe or FIFO whose reader is gone,
+ * after its weights file): remove every temporary (and the files of a group being committed),
+ * then die of the signal as if unhandled, so the shell sees the usual status. */
 static void on_signal(int sig)
 {
 	rt_out_remove_all();
@@ -92,6 +93,7 @@ void drv_install_signals(void)
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGHUP, on_signal);
+	signal(SIGPIPE, on_signal);
 	/* a write past the file-size limit (ulimit -f) fails with EFBIG, reported like a full disk,
 	 * instead of killing the process with its temporaries still on disk */
 	signal(SIGXFSZ, SIG_IGN);
