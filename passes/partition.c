@@ -1100,7 +1100,13 @@ static void clear_aux(Graph *g)
 		g->inputs[i]->aux = NULL;
 }
 
-/* A Transfer before every read of a value on another device (one per value and destination). */
+/* A Transfer for every read of a value on another device (one per value and destination), put
+ * right after the value's producer (a graph input's: at the top), not before its first reader:
+ * the copy starts as soon as the value exists, and since plan-memory releases a value read on
+ * another stream only once every stream is ordered after the reads (targets/devices.c
+ * sync_death), a copy issued late kept the source's activations live through everything the
+ * source stream ran before it (llama-70B prefill at batch 96 x 2048, TP2: each layer's
+ * attention input held on gpu0 through its whole FFN, 82 GB live for 75.6 GB needed). */
 static void transfers(Part *p)
 {
 	for (Node *n = p->g->first; n; n = n->next) {
@@ -1131,7 +1137,7 @@ static void transfers(Part *p)
 				char buf[256];
 				snprintf(buf, sizeof buf, "%s.to.%s", v->name, n->annot.device);
 				const char *name = ir_fresh_name(p->g, buf);
-				t = ir_insert_node(p->g, n, OP_Transfer, &v, 1, &name, 1, n->loc);
+				t = ir_insert_node(p->g, v->kind == V_NODE ? v->def->next : p->g->first, OP_Transfer, &v, 1, &name, 1, n->loc);
 				ir_set_attr_str(t, "device", n->annot.device);
 				t->annot.device = n->annot.device;
 				char why[300];

@@ -45,7 +45,8 @@ void pass_opts_help(void)
 	       "  --compress-collectives[=CODEC]  partition: send every AllReduce's payload coded\n"
 	       "                        (intB[:bN][:kK], default " PASS_DEFAULT_CODEC "; docs/resilience.md)\n"
 	       "  --micro-batches N     disaggregate: decode micro-batches (default: the cost model's)\n"
-	       "  --pools hybrid|gpu|lpu  disaggregate: both pools (default), or the model on one alone\n"
+	       "  --pools hybrid|gpu|lpu  disaggregate: both pools, or the model on one alone (default: both\n"
+	       "                        when the cost model predicts a shorter step than the GPUs alone)\n"
 	       "  --error-budget=E      auto: relative error allowed per node (default 1e-2)\n",
 	       PASS_DEFAULT_PIPELINE);
 }
