@@ -398,7 +398,7 @@ static int write_outputs(const Plan *p, const RtRun *r, const char *dir, int raw
 			return -1;
 		int rc = write_npy(g[*n - 1].f, &r->outputs[i], raw, &e);
 		if (rc < 0)
-			drv_report(e.msg);
+			drv_error("cannot write '%s': %s", files[i], e.msg);
 		if (group_close(g, *n, rc) < 0)
 			return -1;
 	}
@@ -1302,6 +1302,10 @@ int cmd_run(int argc, char **argv)
 	drv_register_runtime_hooks();
 	RtError e = { 0 };
 	Plan *p = plan_read(o.plan, &e);
+	if (p && drv_debug_internal("run", &e) < 0) {
+		plan_free(p);
+		p = NULL;
+	}
 	if (!p) {
 		drv_report(e.msg);
 		return e.code == RT_EINTERNAL ? EXIT_INTERNAL : EXIT_USER;

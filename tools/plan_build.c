@@ -265,12 +265,12 @@ int drv_write_weights(Plan *p, const char *out, OutFile *wf)
 			  "they go to FILE.weights.safetensors beside it", ndata);
 		return -1;
 	}
-	size_t n = strlen(out);
-	struct stat st;
-	if (n == 0 || out[n - 1] == '/' || (stat(out, &st) == 0 && S_ISDIR(st.st_mode))) {
-		drv_error("cannot write '%s': it is a directory (give a file name)", out);
+	RtError e = { 0 };
+	if (rt_out_check_name(out, &e) < 0) {
+		drv_report(e.msg);
 		return -1;
 	}
+	size_t n = strlen(out);
 	if (n > 4 && strcmp(out + n - 4, ".aip") == 0)
 		n -= 4;
 	char path[4096];
@@ -281,7 +281,6 @@ int drv_write_weights(Plan *p, const char *out, OutFile *wf)
 	const char *slash = strrchr(path, '/');
 	if (out_open(wf, path) < 0)
 		return -1;
-	RtError e = { 0 };
 	if (plan_externalize(p, wf->f, slash ? slash + 1 : path, &e) < 0) {
 		drv_error("%s: %s", path, e.msg);
 		out_abort(wf);
@@ -424,7 +423,7 @@ Plan *drv_build_plan(Module *m, const BuildOpts *o)
 {
 	RtError e = { 0 };
 	Plan *p = drv_lower(m, o, &e);
-	if (p && o->init && plan_set_source_init(p, o->init, &e) < 0) {
+	if (p && ((o->init && plan_set_source_init(p, o->init, &e) < 0) || drv_debug_internal("lower", &e) < 0)) {
 		plan_free(p);
 		p = NULL;
 	}
