@@ -3,6 +3,7 @@
  * --fold-limit, --mem-capacity, --tp, --pp, --ep, --compress-collectives) into a PassCtx, and running the selected pipeline.
  * `--print-after P` is read by the subcommand itself, since it also names its own stages. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,6 +38,11 @@ void pass_opts_help(void)
 	       "  --mem-capacity=SIZE   check activations + weights against SIZE (80GiB, 1.5e9)\n"
 	       "  --tp N, --pp N, --ep N  partition: tensor-parallel group size, pipeline stages,\n"
 	       "                        expert-parallel group size\n"
+	       "  --dp N, --cp N        phase train: data-parallel replicas, context-parallel group size;\n"
+	       "                        with --tp/--pp the step is a parallel one: priced per replica\n"
+	       "                        (--emit summary), not lowered (docs/passes.md)\n"
+	       "  --zero Z              phase train, parallel: ZeRO stage 0-3 (default 1)\n"
+	       "  --pp-virtual V        phase train, parallel: model chunks per pipeline rank (interleaved 1F1B)\n"
 	       "  --compress-collectives[=CODEC]  partition: send every AllReduce's payload coded\n"
 	       "                        (intB[:bN][:kK], default " PASS_DEFAULT_CODEC "; docs/resilience.md)\n"
 	       "  --micro-batches N     disaggregate: decode micro-batches (default: the cost model's)\n"
@@ -145,6 +151,22 @@ int pass_opts_parse(int argc, char **argv, int *i, PassOpts *po)
 		c->ep = (int)n;
 		return 1;
 	}
+	/* phase train, a parallel step: --dp N, --cp N, --zero 0..3, --pp-virtual V */
+	static const struct { const char *opt; long lo, hi; size_t off; } par[] = {
+		{ "--dp", 1, 1 << 20, offsetof(PassCtx, dp) }, { "--cp", 1, 4096, offsetof(PassCtx, cp) },
+		{ "--zero", 0, 3, offsetof(PassCtx, zero) }, { "--pp-virtual", 1, 64, offsetof(PassCtx, vstages) },
+	};
+	for (size_t k = 0; k < sizeof par / sizeof par[0]; k++)
+		if ((r = opt_value(argc, argv, i, par[k].opt, &v))) {
+			if (r < 0 || parse_long(par[k].opt, v, &n) < 0)
+				return -1;
+			if (n < par[k].lo || n > par[k].hi) {
+				drv_error("%s expects %ld to %ld, got '%s'", par[k].opt, par[k].lo, par[k].hi, v);
+				return -1;
+			}
+			*(int *)((char *)c + par[k].off) = (int)n + (par[k].lo == 0);   /* --zero: stored + 1 */
+			return 1;
+		}
 	/* partition: --compress-collectives[=CODEC] */
 	if (!strcmp(argv[*i], "--compress-collectives") || !strncmp(argv[*i], "--compress-collectives=", 23)) {
 		RtCodec codec;
@@ -229,6 +251,15 @@ int pass_opts_level(const PassOpts *po)
 
 const char *pass_opts_pipeline(PassOpts *po, char *buf, size_t n)
 {
+	if (pass_train_parallel(&po->ctx)) {   /* a parallel training step is priced by autodiff */
+		if (po->pipeline) {
+			drv_error("--passes does not go with a parallel training step (--phase train with --dp/--tp/--pp/--cp): "
+				  "the step is autodiff's and is priced, not lowered");
+			return "";
+		}
+		snprintf(buf, n, "autodiff");
+		return buf;
+	}
 	int level = pass_opts_level(po);
 	const char *list = po->pipeline ? po->pipeline : level >= 1 ? (po->o1 ? po->o1 : PASS_DEFAULT_PIPELINE) : NULL;
 	int devices = po->ctx.tp || po->ctx.pp || po->ctx.ep;
