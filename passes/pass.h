@@ -100,6 +100,7 @@ typedef struct PassCtx {
 	 * --tp/--pp they make the step a parallel one, priced per replica (train_step below) */
 	int dp, cp, vstages;        /* 0: not given */
 	int zero;                   /* --zero Z stored as Z + 1 (0: not given, ZeRO 1) */
+	int recompute;              /* --recompute none|selective|full: 0, 1, 2 (parallel step) */
 	struct TrainStep *train_step;   /* set by autodiff for a parallel step (owned; NULL: none) */
 	/* partition (passes/partition.c) */
 	int tp;                     /* --tp N: tensor-parallel group size (0 or 1: none) */
@@ -233,6 +234,7 @@ int pass_mark_layers(Module *m, PassCtx *c);
  * of --batch B sequences per replica.  Times in seconds, bytes per device. */
 typedef struct TrainStep {
 	int dp, tp, pp, cp, zero, vstages, micro;
+	int recompute;                /* 0 none, 1 selective, 2 full */
 	int64_t devices;              /* dp x tp x pp x cp */
 	int layers;                   /* repeated layers in all */
 	int *stage_layers;            /* per pipeline rank: layers it holds (pp entries) */

@@ -76,11 +76,13 @@ enum { MAXSEC = 66 };
 
 typedef struct Sec {
 	double fwd, bwd, opt;         /* seconds per device: one micro-batch; the step's AdamW */
-	double fflops, hflops;        /* FLOP of one instance: forward; forward + backward + AdamW */
+	double fflops, hflops, oflops;   /* FLOP of one instance: forward; forward + backward; AdamW */
 	double tp, cp;                /* seconds of its TP and CP collectives per micro-batch */
 	double wnumel, narrow;        /* trainable elements; of them, stored narrower than f32 */
 	double wbytes;                /* their bytes at the weights' format */
 	double saved;                 /* activation bytes the backward pass reads */
+	double saved_mx;              /* of them, the matrix operators' results */
+	double fwd_vec, fflops_vec;   /* forward seconds and FLOP of the other operators */
 	double input;                 /* bytes of the layer's first input (the pipeline's send) */
 	int64_t mult;                 /* instances (the call's repeat count) */
 } Sec;
@@ -280,7 +282,11 @@ int train_step_price(Graph *g, PassCtx *c, const int64_t *repeats, int nrepeats,
 						read = q->in[i] == n->out[o];
 				if (read)
 					x->saved += vbytes(n->out[o]);
+				if (read && (ir_ops[n->op].cls == OC_matrix || (ir_ops[n->op].flags & F_ATTN)))
+					x->saved_mx += vbytes(n->out[o]);
 			}
+			if (ir_ops[n->op].cls != OC_matrix && !(ir_ops[n->op].flags & F_ATTN))
+				x->fwd_vec += secs, x->fflops_vec += fl;
 		} else if (ph == PH_BWD)
 			x->bwd += secs;
 		else {
@@ -296,7 +302,10 @@ int train_step_price(Graph *g, PassCtx *c, const int64_t *repeats, int nrepeats,
 				x->wnumel += el, x->wbytes += wb;
 			}
 		}
-		x->hflops += fl;
+		if (ph == PH_OPT)
+			x->oflops += fl;
+		else
+			x->hflops += fl;
 	}
 	/* the layers' first inputs (the activation a pipeline rank sends) */
 	ir_foreach_node(g, n)
@@ -307,6 +316,18 @@ int train_step_price(Graph *g, PassCtx *c, const int64_t *repeats, int nrepeats,
 					sec[tag_sec(n)].input = vbytes(n->in[i]);
 					break;
 				}
+	/* activation recomputation of the layers (Korthikanti et al., MLSys 2023): full recomputes a
+	 * layer's forward pass (and its TP collectives) in the backward and keeps only its input;
+	 * selective keeps the matrix operators' results (and the input) and recomputes the others
+	 * from them */
+	t->recompute = c->recompute;
+	for (int s = SEC_CALL0; s < nsec; s++) {
+		Sec *x = &sec[s];
+		if (c->recompute == 2) {
+			x->bwd += x->fwd, x->tp *= 1.5, x->hflops += x->fflops, x->saved = x->input;
+		} else if (c->recompute == 1)
+			x->bwd += x->fwd_vec, x->hflops += x->fflops_vec, x->saved = x->saved_mx + x->input;
+	}
 	/* pipeline ranks: whole layers, balanced by time */
 	int nu = 0;
 	for (int s = SEC_CALL0; s < nsec; s++)
@@ -389,14 +410,16 @@ int train_step_price(Graph *g, PassCtx *c, const int64_t *repeats, int nrepeats,
 	t->optimizer = optmax;
 	t->step = t->pipeline + t->dp_exposed + t->optimizer;
 	/* figures */
-	double fwd = 0, hw = 0;
+	double fwd = 0, hw = 0, opt = 0;
 	for (int s = 0; s < nsec; s++) {
 		fwd += sec[s].fflops * (double)sec[s].mult;
-		hw += (sec[s].hflops - 0) * (double)sec[s].mult;
+		hw += sec[s].hflops * (double)sec[s].mult;
+		opt += sec[s].oflops * (double)sec[s].mult;
 	}
 	t->tokens = tokens_mb * M * t->dp;
 	t->model_flops = 3 * fwd * M * t->dp;
-	t->hw_flops = hw * M * t->dp;   /* AdamW counted once per micro-batch: an upper bound */
+	/* as executed: every micro-batch's passes, and AdamW once per step on each replica's shards */
+	t->hw_flops = hw * M * t->dp + opt * (t->zero >= 1 ? 1 : (double)dpg);
 	t->peak = dev_peak(d, fmt);
 	double all = t->step * (double)t->devices * t->peak;
 	t->mfu = all > 0 ? t->model_flops / all : 0;

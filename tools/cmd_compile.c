@@ -115,6 +115,7 @@ static json_t *train_step_json(const TrainStep *t)
 	json_object_set_new(par, "zero", json_integer(t->zero));
 	json_object_set_new(par, "pp_virtual", json_integer(t->vstages));
 	json_object_set_new(par, "micro_batches", json_integer(t->micro));
+	json_object_set_new(par, "recompute", json_string(t->recompute == 2 ? "full" : t->recompute ? "selective" : "none"));
 	json_object_set_new(o, "parallel", par);
 	json_object_set_new(o, "layers", json_integer(t->layers));
 	for (int r = 0; r < t->pp; r++) {
@@ -430,6 +431,10 @@ static int parse_opts(int argc, char **argv, CompileOpts *o)
 	int train = o->phase && !strcmp(o->phase, "train");
 	if (!train && (pc->dp || pc->cp || pc->zero || pc->vstages)) {
 		drv_error("--dp, --cp, --zero and --pp-virtual go with --phase train");
+		return -1;
+	}
+	if (pc->recompute && !pass_train_parallel(pc)) {
+		drv_error("--recompute goes with a parallel training step (--phase train with --dp/--tp/--pp/--cp)");
 		return -1;
 	}
 	if (pass_train_parallel(pc) && strcmp(o->emit, "summary") && strcmp(o->emit, "ir")) {

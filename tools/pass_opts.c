@@ -43,6 +43,8 @@ void pass_opts_help(void)
 	       "                        (--emit summary), not lowered (docs/passes.md)\n"
 	       "  --zero Z              phase train, parallel: ZeRO stage 0-3 (default 1)\n"
 	       "  --pp-virtual V        phase train, parallel: model chunks per pipeline rank (interleaved 1F1B)\n"
+	       "  --recompute none|selective|full  phase train, parallel: activation recomputation of\n"
+	       "                        the layers (selective keeps the matrix products' results)\n"
 	       "  --compress-collectives[=CODEC]  partition: send every AllReduce's payload coded\n"
 	       "                        (intB[:bN][:kK], default " PASS_DEFAULT_CODEC "; docs/resilience.md)\n"
 	       "  --micro-batches N     disaggregate: decode micro-batches (default: the cost model's)\n"
@@ -167,6 +169,16 @@ int pass_opts_parse(int argc, char **argv, int *i, PassOpts *po)
 			*(int *)((char *)c + par[k].off) = (int)n + (par[k].lo == 0);   /* --zero: stored + 1 */
 			return 1;
 		}
+	if ((r = opt_value(argc, argv, i, "--recompute", &v))) {   /* phase train, a parallel step */
+		if (r < 0)
+			return -1;
+		if (strcmp(v, "none") && strcmp(v, "selective") && strcmp(v, "full")) {
+			drv_error("--recompute expects none, selective or full, got '%s'", v);
+			return -1;
+		}
+		c->recompute = !strcmp(v, "full") ? 2 : !strcmp(v, "selective");
+		return 1;
+	}
 	/* partition: --compress-collectives[=CODEC] */
 	if (!strcmp(argv[*i], "--compress-collectives") || !strncmp(argv[*i], "--compress-collectives=", 23)) {
 		RtCodec codec;

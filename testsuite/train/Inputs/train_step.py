@@ -3,6 +3,7 @@
 
   train_step.py check FILE.json            the schedule's identities, exactly (rel 1e-12)
   train_step.py zero Z0.json Z1.json Z2.json Z3.json   ZeRO's sharding of the memory by kind
+  train_step.py recompute NONE.json SELECTIVE.json FULL.json   memory down, time and HFU up
   train_step.py anchor FILE.json PUBLISHED_MFU TOL     |predicted / published - 1| <= TOL
 Prints what it checked; exits 1 on the first failure."""
 import json
@@ -51,6 +52,24 @@ def zero(paths):
     print('ok: ZeRO over %d devices' % g)
 
 
+def recompute(paths):
+    n, sel, full = [step(q) for q in paths]
+    for t in (n, sel, full):
+        check(t)
+    near(n['model_flops'], full['model_flops'], 'recomputation does not change the model FLOP')
+    near(n['model_flops'], sel['model_flops'], 'recomputation does not change the model FLOP')
+    a = [t['memory_rank0']['activations'] for t in (n, sel, full)]
+    if not a[2] < a[1] < a[0]:
+        sys.exit('activations none > selective > full: %r' % a)
+    s = [t['step_s'] for t in (n, sel, full)]
+    if not s[0] < s[1] < s[2]:
+        sys.exit('step none < selective < full: %r' % s)
+    h = [t['hfu'] / t['mfu'] for t in (n, sel, full)]
+    if not h[0] < h[1] < h[2]:
+        sys.exit('HFU / MFU grows with recomputation: %r' % h)
+    print('ok: recomputation none, selective, full')
+
+
 def anchor(path, published, tol):
     t = step(path)
     check(t)
@@ -66,5 +85,7 @@ if __name__ == '__main__':
         check(step(a[1]))
     elif a[0] == 'zero':
         zero(a[1:5])
+    elif a[0] == 'recompute':
+        recompute(a[1:4])
     else:
         anchor(a[1], float(a[2]), float(a[3]))
