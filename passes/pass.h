@@ -101,6 +101,7 @@ typedef struct PassCtx {
 	int dp, cp, vstages;        /* 0: not given */
 	int zero;                   /* --zero Z stored as Z + 1 (0: not given, ZeRO 1) */
 	int recompute;              /* --recompute none|selective|full: 0, 1, 2 (parallel step) */
+	int train_search;           /* --train-search: the fastest configuration that fits */
 	struct TrainStep *train_step;   /* set by autodiff for a parallel step (owned; NULL: none) */
 	/* partition (passes/partition.c) */
 	int tp;                     /* --tp N: tensor-parallel group size (0 or 1: none) */
@@ -255,6 +256,8 @@ typedef struct TrainStep {
 	double mfu, hfu;
 	double weights, grads, optim, acts, capacity;   /* memory of pipeline rank 0's device */
 	const char *fabric;           /* the link the DP/CP/PP traffic crosses (NULL: the device's) */
+	int fits;                     /* rank 0's memory fits its device */
+	int candidates, fitting;      /* --train-search: configurations priced, of them fitting */
 } TrainStep;
 /* Prices the parallel step of graph g (autodiff's one-instance step: Node.aux tags, see
  * autodiff.c) into a new TrainStep on c; 0, or the number of errors reported. */

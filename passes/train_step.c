@@ -90,7 +90,7 @@ typedef struct Sec {
 int pass_train_parallel(const PassCtx *c)
 {
 	return c->phase && !strcmp(c->phase, "train") &&
-	       (c->dp > 0 || c->tp > 0 || c->pp > 0 || c->cp > 0 || c->zero > 0 || c->vstages > 0);
+	       (c->dp > 0 || c->tp > 0 || c->pp > 0 || c->cp > 0 || c->zero > 0 || c->vstages > 0 || c->train_search);
 }
 
 void train_step_free(TrainStep *t)
@@ -211,30 +211,24 @@ static void balance(const double *u, int nu, double pre, double post, int p, int
 	}
 }
 
-int train_step_price(Graph *g, PassCtx *c, const int64_t *repeats, int nrepeats, double tokens_mb)
+/* One configuration's step (cfg: dp, tp, pp, cp, zero, vstages, micro, recompute set), or NULL
+ * after reporting why through diag_error unless quiet. */
+static TrainStep *price(Graph *g, PassCtx *c, const Device *d, const TrainStep *cfg, const int64_t *repeats, int nrepeats,
+			double tokens_mb, const unsigned char *bwd_reads, int quiet)
 {
 	const Machine *m = c->machine;
-	const Device *d = NULL;
-	for (int i = 0; m && i < m->ndevs && !d; i++)
-		if (!m->devs[i].is_host)
-			d = &m->devs[i];
-	if (!d) {
-		diag_error(g->loc, "autodiff: a parallel training step (--dp/--tp/--pp/--cp) is priced on a machine: "
-			   "give --target (and --machine)");
-		return 1;
-	}
 	TrainStep *t = calloc(1, sizeof *t);
 	if (!t)
 		abort();
-	t->dp = c->dp > 0 ? c->dp : 1, t->tp = c->tp > 0 ? c->tp : 1, t->pp = c->pp > 0 ? c->pp : 1;
-	t->cp = c->cp > 0 ? c->cp : 1, t->zero = c->zero > 0 ? c->zero - 1 : 1, t->vstages = c->vstages > 0 ? c->vstages : 1;
-	t->micro = c->grad_accum > 0 ? c->grad_accum : 1;
+	t->dp = cfg->dp, t->tp = cfg->tp, t->pp = cfg->pp, t->cp = cfg->cp, t->zero = cfg->zero;
+	t->vstages = cfg->vstages, t->micro = cfg->micro, t->recompute = cfg->recompute;
 	t->devices = (int64_t)t->dp * t->tp * t->pp * t->cp;
 	if (t->devices > machine_ndevices(m)) {
-		diag_error(g->loc, "autodiff: the parallel step needs %lld devices (dp %d x tp %d x pp %d x cp %d); machine '%s' "
-			   "has %d", (long long)t->devices, t->dp, t->tp, t->pp, t->cp, m->name, machine_ndevices(m));
+		if (!quiet)
+			diag_error(g->loc, "autodiff: the parallel step needs %lld devices (dp %d x tp %d x pp %d x cp %d); machine "
+				   "'%s' has %d", (long long)t->devices, t->dp, t->tp, t->pp, t->cp, m->name, machine_ndevices(m));
 		train_step_free(t);
-		return 1;
+		return NULL;
 	}
 	int nsec = SEC_CALL0 + nrepeats;
 	Sec sec[MAXSEC];
@@ -276,10 +270,7 @@ int train_step_price(Graph *g, PassCtx *c, const int64_t *repeats, int nrepeats,
 			}
 			/* activations the backward pass reads */
 			for (int o = 0; o < n->nout; o++) {
-				int read = 0;
-				for (Node *q = n->next; q && !read; q = q->next)
-					for (int i = 0; q->aux && tag_ph(q) == PH_BWD && i < q->nin && !read; i++)
-						read = q->in[i] == n->out[o];
+				int read = n->out[o]->id < g->nvalues && bwd_reads[n->out[o]->id];
 				if (read)
 					x->saved += vbytes(n->out[o]);
 				if (read && (ir_ops[n->op].cls == OC_matrix || (ir_ops[n->op].flags & F_ATTN)))
@@ -320,12 +311,11 @@ int train_step_price(Graph *g, PassCtx *c, const int64_t *repeats, int nrepeats,
 	 * layer's forward pass (and its TP collectives) in the backward and keeps only its input;
 	 * selective keeps the matrix operators' results (and the input) and recomputes the others
 	 * from them */
-	t->recompute = c->recompute;
 	for (int s = SEC_CALL0; s < nsec; s++) {
 		Sec *x = &sec[s];
-		if (c->recompute == 2) {
+		if (t->recompute == 2) {
 			x->bwd += x->fwd, x->tp *= 1.5, x->hflops += x->fflops, x->saved = x->input;
-		} else if (c->recompute == 1)
+		} else if (t->recompute == 1)
 			x->bwd += x->fwd_vec, x->hflops += x->fflops_vec, x->saved = x->saved_mx + x->input;
 	}
 	/* pipeline ranks: whole layers, balanced by time */
@@ -348,10 +338,11 @@ int train_step_price(Graph *g, PassCtx *c, const int64_t *repeats, int nrepeats,
 	double pre = sec[SEC_PRE].fwd + sec[SEC_PRE].bwd + sec[SEC_PRE].tp;
 	double post = sec[SEC_POST].fwd + sec[SEC_POST].bwd + sec[SEC_POST].tp;
 	if (nu < t->pp * t->vstages && (t->pp > 1 || t->vstages > 1)) {
-		diag_error(g->loc, "autodiff: %d layers cannot fill --pp %d x --pp-virtual %d model chunks", nu, t->pp,
-			   t->vstages);
+		if (!quiet)
+			diag_error(g->loc, "autodiff: %d layers cannot fill --pp %d x --pp-virtual %d model chunks", nu, t->pp,
+				   t->vstages);
 		free(u), free(usec), train_step_free(t);
-		return 1;
+		return NULL;
 	}
 	balance(u, nu, pre, post, t->pp, t->stage_layers);
 	double tmax = 0, tsum = 0, opt0 = 0, f0 = pre ? sec[SEC_PRE].fwd : 0, b0 = sec[SEC_PRE].bwd;
@@ -431,7 +422,94 @@ int train_step_price(Graph *g, PassCtx *c, const int64_t *repeats, int nrepeats,
 	t->acts = act0 / (double)shard * inflight;
 	const MemSpace *hbm = dev_mem_kind(d, MEM_HBM);
 	t->capacity = hbm && num_has(&hbm->capacity) ? hbm->capacity.v : 0;
+	t->fits = t->weights + t->grads + t->optim + t->acts <= t->capacity;
 	free(u), free(usec);
+	return t;
+}
+
+/* Whether tp divides every attention's query heads (Megatron splits whole heads). */
+static int heads_divide(Graph *g, int tp)
+{
+	ir_foreach_node(g, n)
+		if (n->aux && n->op == OP_Attention && rt_attr_int(&n->attrs, "q_num_heads", tp) % tp)
+			return 0;
+	return 1;
+}
+
+/* Orders candidates: fitting first, then the shorter step, then fewer devices per replica. */
+static int better(const TrainStep *a, const TrainStep *b)
+{
+	if (a->fits != b->fits)
+		return a->fits;
+	if (a->step != b->step)
+		return a->step < b->step;
+	return a->tp * a->pp * a->cp < b->tp * b->pp * b->cp;
+}
+
+int train_step_price(Graph *g, PassCtx *c, const int64_t *repeats, int nrepeats, double tokens_mb)
+{
+	const Machine *m = c->machine;
+	const Device *d = NULL;
+	for (int i = 0; m && i < m->ndevs && !d; i++)
+		if (!m->devs[i].is_host)
+			d = &m->devs[i];
+	if (!d) {
+		diag_error(g->loc, "autodiff: a parallel training step (--dp/--tp/--pp/--cp) is priced on a machine: "
+			   "give --target (and --machine)");
+		return 1;
+	}
+	TrainStep cfg = { 0 };
+	cfg.dp = c->dp > 0 ? c->dp : 1, cfg.tp = c->tp > 0 ? c->tp : 1, cfg.pp = c->pp > 0 ? c->pp : 1;
+	cfg.cp = c->cp > 0 ? c->cp : 1, cfg.zero = c->zero > 0 ? c->zero - 1 : 1, cfg.vstages = c->vstages > 0 ? c->vstages : 1;
+	cfg.micro = c->grad_accum > 0 ? c->grad_accum : 1, cfg.recompute = c->recompute;
+	/* per value id: whether a backward node reads it (the activations kept for the backward) */
+	unsigned char *reads = calloc((size_t)g->nvalues + 1, 1);
+	if (!reads)
+		abort();
+	ir_foreach_node(g, n)
+		for (int i = 0; n->aux && tag_ph(n) == PH_BWD && i < n->nin; i++)
+			if (n->in[i] && n->in[i]->id < g->nvalues)
+				reads[n->in[i]->id] = 1;
+	TrainStep *t = NULL;
+	if (!c->train_search)
+		t = price(g, c, d, &cfg, repeats, nrepeats, tokens_mb, reads, 0);
+	else {   /* the fastest configuration of the same devices and sequences per step that fits */
+		int64_t N = (int64_t)cfg.dp * cfg.tp * cfg.pp * cfg.cp, G = (int64_t)cfg.dp * cfg.micro;
+		const Link *up = machine_link(m, d, d);
+		int64_t dom = up && num_has(&up->domain) ? (int64_t)up->domain.v : N;
+		int ncand = 0, nfit = 0;
+		for (int tp = 1; tp <= dom && tp <= N; tp *= 2)
+			for (int cp = 1; cp <= 16 && (int64_t)tp * cp <= N; cp *= 2)
+				for (int64_t pp = 1; pp <= N / (tp * cp) && pp <= 256; pp++) {
+					if (N % ((int64_t)tp * cp * pp) || !heads_divide(g, tp))
+						continue;
+					int64_t dp = N / ((int64_t)tp * cp * pp);
+					if (G % dp)
+						continue;
+					for (int v = 1; v <= (pp > 1 ? 4 : 1); v *= 2)
+						for (int z = 1; z <= 3; z += 2)
+							for (int rc = 0; rc <= 2; rc++) {
+								TrainStep k = { .dp = (int)dp, .tp = tp, .pp = (int)pp, .cp = cp, .zero = z,
+										.vstages = v, .micro = (int)(G / dp), .recompute = rc };
+								TrainStep *x = price(g, c, d, &k, repeats, nrepeats, tokens_mb, reads, 1);
+								if (!x)
+									continue;
+								ncand++, nfit += x->fits;
+								if (!t || better(x, t))
+									train_step_free(t), t = x;
+								else
+									train_step_free(x);
+							}
+				}
+		if (t)
+			t->candidates = ncand, t->fitting = nfit;
+		else
+			diag_error(g->loc, "autodiff: --train-search found no configuration of %lld devices and %lld sequences "
+				   "per step", (long long)N, (long long)G);
+	}
+	free(reads);
+	if (!t)
+		return 1;
 	train_step_free(c->train_step);
 	c->train_step = t;
 	pass_remark(c, REMARK_ANALYSIS, g, NULL, "parallel training step: %lld devices (dp %d x tp %d x pp %d x cp %d), "

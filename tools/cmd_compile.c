@@ -153,8 +153,14 @@ static json_t *train_step_json(const TrainStep *t)
 	json_object_set_new(mem, "optimizer_state", json_real(t->optim));
 	json_object_set_new(mem, "activations", json_real(t->acts));
 	json_object_set_new(mem, "capacity", json_real(t->capacity));
-	json_object_set_new(mem, "fits", json_boolean(t->weights + t->grads + t->optim + t->acts <= t->capacity));
+	json_object_set_new(mem, "fits", json_boolean(t->fits));
 	json_object_set_new(o, "memory_rank0", mem);
+	if (t->candidates) {
+		json_t *se = json_object();
+		json_object_set_new(se, "candidates", json_integer(t->candidates));
+		json_object_set_new(se, "fitting", json_integer(t->fitting));
+		json_object_set_new(o, "search", se);
+	}
 	return o;
 }
 

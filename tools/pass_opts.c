@@ -45,6 +45,9 @@ void pass_opts_help(void)
 	       "  --pp-virtual V        phase train, parallel: model chunks per pipeline rank (interleaved 1F1B)\n"
 	       "  --recompute none|selective|full  phase train, parallel: activation recomputation of\n"
 	       "                        the layers (selective keeps the matrix products' results)\n"
+	       "  --train-search        phase train, parallel: the fastest tp, cp, pp, dp, --pp-virtual,\n"
+	       "                        ZeRO (1, 3) and recomputation that fit memory, for the devices\n"
+	       "                        (dp x tp x pp x cp) and sequences per step (dp x --grad-accum) given\n"
 	       "  --compress-collectives[=CODEC]  partition: send every AllReduce's payload coded\n"
 	       "                        (intB[:bN][:kK], default " PASS_DEFAULT_CODEC "; docs/resilience.md)\n"
 	       "  --micro-batches N     disaggregate: decode micro-batches (default: the cost model's)\n"
@@ -94,6 +97,8 @@ static int parse_flag(const char *a, PassOpts *po)
 		c->time_passes = 1;
 	else if (!strcmp(a, "--stats"))
 		c->stats = 1;
+	else if (!strcmp(a, "--train-search"))
+		c->train_search = 1;
 	else if (!strcmp(a, "--print-after-all"))
 		c->print_after_all = 1;
 	else if (!strcmp(a, "--list-passes")) {

@@ -4,6 +4,7 @@
   train_step.py check FILE.json            the schedule's identities, exactly (rel 1e-12)
   train_step.py zero Z0.json Z1.json Z2.json Z3.json   ZeRO's sharding of the memory by kind
   train_step.py recompute NONE.json SELECTIVE.json FULL.json   memory down, time and HFU up
+  train_step.py search GIVEN.json SEARCH.json   --train-search: as many devices and sequences, fits, no slower
   train_step.py anchor FILE.json PUBLISHED_MFU TOL     |predicted / published - 1| <= TOL
 Prints what it checked; exits 1 on the first failure."""
 import json
@@ -70,6 +71,20 @@ def recompute(paths):
     print('ok: recomputation none, selective, full')
 
 
+def search(given, found):
+    a, b = step(given), step(found)
+    check(b)
+    pa, pb = a['parallel'], b['parallel']
+    near(pa['devices'], pb['devices'], 'the same devices')
+    near(pa['dp'] * pa['micro_batches'], pb['dp'] * pb['micro_batches'], 'the same sequences per step')
+    assert b['search']['candidates'] >= b['search']['fitting'] >= 1, 'a fitting candidate'
+    assert b['memory_rank0']['fits'], 'the choice fits'
+    if a['memory_rank0']['fits'] and not b['step_s'] <= a['step_s']:
+        sys.exit('the search is slower than the given configuration: %r > %r' % (b['step_s'], a['step_s']))
+    print('ok: searched %d configurations, %d fit; tp %d cp %d pp %d dp %d, step %.6g s <= %.6g s' % (
+        b['search']['candidates'], b['search']['fitting'], pb['tp'], pb['cp'], pb['pp'], pb['dp'], b['step_s'], a['step_s']))
+
+
 def anchor(path, published, tol):
     t = step(path)
     check(t)
@@ -85,6 +100,8 @@ if __name__ == '__main__':
         check(step(a[1]))
     elif a[0] == 'zero':
         zero(a[1:5])
+    elif a[0] == 'search':
+        search(a[1], a[2])
     elif a[0] == 'recompute':
         recompute(a[1:4])
     else:
