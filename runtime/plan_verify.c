@@ -124,8 +124,8 @@ static int check_const(const Plan *p, const PlanConst *c, RtError *e)
 			return verr(p, e, c->line, "const '%s': shard %d:%" PRId64 ":%" PRId64 " does not fit "
 				    "the buffer's rank %d and dims", b->name, c->shard_axis, c->shard_off,
 				    c->shard_full, b->rank);
-		if (c->kind == PINIT_DATA || c->kind == PINIT_UNBOUND)
-			return verr(p, e, c->line, "const '%s': a shard needs a seeded, inline or file "
+		if (c->kind == PINIT_DATA)      /* unbound: the slice that --input or a checkpoint binds */
+			return verr(p, e, c->line, "const '%s': a shard needs a seeded, inline, file or no "
 				    "initialiser", b->name);
 		n = b->dims[c->shard_axis] ? n / b->dims[c->shard_axis] : 0;
 		if (n && c->shard_full > INT64_MAX / n)

@@ -682,9 +682,8 @@ static int value_on(TgtDevs *d, Plan *p, const Flat *f, int v, DType dt, int pl,
 					 "sharded across devices; give it as an .npy or .safetensors file", pv->name);
 		if (tgt_add_const(p, b, pv, dir, e) < 0)
 			return -1;
-		PlanConst *c = &p->consts[p->nconsts - 1];
-		if (k != INIT_NONE)
-			shard_of(f, v, &c->shard_axis, &c->shard_off, &c->shard_full);
+		PlanConst *c = &p->consts[p->nconsts - 1];   /* unbound too: the part it is (checkpoints) */
+		shard_of(f, v, &c->shard_axis, &c->shard_off, &c->shard_full);
 	} else if (fv->def < 0 && fv->v && fv->v->kind == V_PARAM && tgt_add_const(p, b, fv, dir, e) < 0)
 		return -1;
 	return b;

@@ -18,6 +18,7 @@
 #include "runtime/interp.h"
 #include "runtime/npy.h"
 #include "targets/target.h"
+#include "tools/ckpt_run.h"
 #include "tools/driver.h"
 #include "tools/plan_build.h"
 #include "tools/progress.h"
@@ -38,6 +39,9 @@ typedef struct RunOpts {
 	const char *rank_map;    /* --rank-map FILE */
 	double mpi_timeout;      /* --mpi-timeout SECONDS (0: none) */
 	int64_t max_host;        /* --max-host-memory: bytes (0: what the host has) */
+	const char *load_ckpt;   /* --load-checkpoint DIR */
+	const char *save_ckpt;   /* --save-checkpoint DIR */
+	int ckpt_whole;          /* --checkpoint-layout whole */
 } RunOpts;
 
 static void run_help(void)
@@ -65,7 +69,14 @@ static void run_help(void)
 	       "  --mpi-timeout S        with --mpi: fail a rank that sees no progress from its peers\n"
 	       "                         for S seconds (default 600; 0: wait forever)\n"
 	       "  --max-host-memory SIZE host memory the run may take (e.g. 2GiB; default: what is\n"
-	       "                         available: MemAvailable, the memory cgroup, ulimit -v)\n", DEVICE_LINES);
+	       "                         available: MemAvailable, the memory cgroup, ulimit -v)\n"
+	       "  --load-checkpoint DIR  bind every weight (and optimizer state) from checkpoint DIR,\n"
+	       "                         whatever partitioning wrote it (docs/resilience.md)\n"
+	       "  --save-checkpoint DIR  write the state the run ends with (weights; a training step's\n"
+	       "                         updated weights, moments and step) as a partition-agnostic\n"
+	       "                         checkpoint: manifest.json and safetensors files\n"
+	       "  --checkpoint-layout L  slices (default: each device's shards, one file per device)\n"
+	       "                         or whole (every tensor whole, in model.safetensors)\n", DEVICE_LINES);
 }
 
 static int parse_flag(RunOpts *o, const char *a)
@@ -101,7 +112,9 @@ static int parse_opts(int argc, char **argv, RunOpts *o)
 		if ((r = opt_value(argc, argv, &i, "--output-dir", &o->outdir)) ||
 		    (r = opt_value(argc, argv, &i, "--report", &o->report)) ||
 		    (r = opt_value(argc, argv, &i, "--trace", &o->trace)) ||
-		    (r = opt_value(argc, argv, &i, "--rank-map", &o->rank_map))) {
+		    (r = opt_value(argc, argv, &i, "--rank-map", &o->rank_map)) ||
+		    (r = opt_value(argc, argv, &i, "--load-checkpoint", &o->load_ckpt)) ||
+		    (r = opt_value(argc, argv, &i, "--save-checkpoint", &o->save_ckpt))) {
 			if (r < 0)
 				return -1;
 			continue;
@@ -114,6 +127,14 @@ static int parse_opts(int argc, char **argv, RunOpts *o)
 				return -1;
 			}
 			o->inputs[o->ninputs++] = v;
+			continue;
+		}
+		if ((r = opt_value(argc, argv, &i, "--checkpoint-layout", &v))) {
+			if (r < 0 || (strcmp(v, "slices") != 0 && strcmp(v, "whole") != 0)) {
+				drv_error("--checkpoint-layout expects slices or whole, got '%s'", r < 0 ? "" : v);
+				return -1;
+			}
+			o->ckpt_whole = strcmp(v, "whole") == 0;
 			continue;
 		}
 		if ((r = opt_value(argc, argv, &i, "--repeat", &v))) {
@@ -184,6 +205,12 @@ static int parse_opts(int argc, char **argv, RunOpts *o)
 		drv_error("--check compares values; it cannot be combined with --timing-only");
 	else if (o->check && o->repeat)
 		drv_error("--repeat times the plan alone; it cannot be combined with --check");
+	else if ((o->load_ckpt || o->save_ckpt) && (o->check || o->timing_only || o->mpi))
+		drv_error("%s cannot be combined with %s", o->load_ckpt ? "--load-checkpoint" : "--save-checkpoint",
+			  o->check ? "--check (the reference is rebuilt with the graph's own initialisers)" :
+			  o->timing_only ? "--timing-only" : "--mpi");
+	else if (o->ckpt_whole && !o->save_ckpt)
+		drv_error("--checkpoint-layout goes with --save-checkpoint");
 	else if (!o->mpi && (o->rank_map || o->ranks_per_node))
 		drv_error("%s needs --mpi", o->rank_map ? "--rank-map" : "--ranks-per-node");
 	else
@@ -607,17 +634,18 @@ static void host_times(const RtLoadStats *ls, double load, double *runs, long n)
 }
 
 /* Runs (or checks) the loaded plan and writes everything asked for. */
-static int execute(const RunOpts *o, const Plan *p, RtBinding *bind)
+static int execute(const RunOpts *o, const Plan *p, RtBinding *bind, int nbind)
 {
 	RtRun r;
 	RtCheck c = { 0 };
 	RtError e = { 0 };
 	char *dir = strdup(o->plan);
-	RtRunOpts ro = { bind, o->ninputs, o->seed, o->timing_only, 0, dirname(dir), drv_host_available(), progress_step,
-			 NULL, NULL };
+	RtRunOpts ro = { bind, nbind, o->seed, o->timing_only, o->save_ckpt != NULL, dirname(dir), drv_host_available(),
+			 progress_step, NULL, NULL };
 	if (o->max_host > 0 && (ro.host_limit <= 0 || o->max_host < ro.host_limit))
 		ro.host_limit = o->max_host;
-	int rc;
+	int rc, save_rc = 0, nt = 0, nsl = 0;
+	int64_t ckb = 0;
 	double *runs = NULL, load = 0;
 	RtLoadStats ls = { 0 };
 	if (o->check)
@@ -640,6 +668,10 @@ static int execute(const RunOpts *o, const Plan *p, RtBinding *bind)
 		}
 		if (s)
 			ls = *rt_session_stats(s);
+		if (rc == 0 && o->save_ckpt) {   /* r.values borrows the session's constants */
+			progress_end();
+			save_rc = ckpt_save(o->save_ckpt, p, &r, o->ckpt_whole, &ckb, &nt, &nsl);
+		}
 		if (rc == 0 && !o->timing_only)    /* outputs are owned copies: they outlive the session */
 			for (int i = 0; i < p->noutputs; i++)
 				assert(!r.outputs[i].data || r.outputs[i].owns);
@@ -653,13 +685,18 @@ static int execute(const RunOpts *o, const Plan *p, RtBinding *bind)
 		return e.code == RT_EINTERNAL ? EXIT_INTERNAL : EXIT_USER;
 	}
 	char **files = calloc((size_t)p->noutputs + 1, sizeof *files);
-	int st = EXIT_OK;
-	if (!files || write_files(o, p, &r, o->check ? &c : NULL, files, NULL, NULL) < 0)
+	int st = save_rc < 0 ? EXIT_USER : EXIT_OK;
+	if (st == EXIT_OK && (!files || write_files(o, p, &r, o->check ? &c : NULL, files, NULL, NULL) < 0))
 		st = EXIT_USER;
 	if (st == EXIT_OK)
 		summary(p, &r, o->check ? &c : NULL, files, o->per_device, o->raw);
 	if (st == EXIT_OK && o->repeat)
 		host_times(&ls, load, runs, o->repeat);
+	if (st == EXIT_OK && o->save_ckpt) {
+		char b[64];
+		printf("checkpoint     %s: %d tensors in %d slices, %s (%s)\n", o->save_ckpt, nt, nsl,
+		       si((double)ckb, "B", b, sizeof b), o->ckpt_whole ? "whole tensors" : "the devices' slices");
+	}
 	if (st == EXIT_OK && o->check && !c.ok)
 		st = EXIT_USER;
 	for (int i = 0; files && i < p->noutputs; i++)
@@ -1222,8 +1259,15 @@ int cmd_run(int argc, char **argv)
 	int rc = read_inputs(&o, p, ts, bind) < 0 ? EXIT_USER : EXIT_OK;
 	if (rc == EXIT_OK && !o.timing_only)
 		note_seeded(&o, p);
+	RtBinding *all = bind;
+	RtTensor *store = NULL;
+	int nall = o.ninputs, nstore = 0;
+	if (rc == EXIT_OK && o.load_ckpt && ckpt_bind(o.load_ckpt, p, bind, o.ninputs, &all, &nall, &store, &nstore) < 0)
+		rc = EXIT_USER;
 	if (rc == EXIT_OK)
-		rc = execute(&o, p, bind);
+		rc = execute(&o, p, all, nall);
+	if (all != bind)
+		ckpt_bind_free(all, o.ninputs, nall, store, nstore);
 	for (int i = 0; i < o.ninputs; i++)
 		if (bind[i].name) {
 			free((char *)bind[i].name);

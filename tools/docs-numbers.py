@@ -26,6 +26,11 @@ L70 = ('{aicc} compile examples/llama3.1-70b.aig --phase decode --batch 32 --con
 # id -> shell command lines (run in order; stdout of the last one is matched)
 COMMANDS = {
     'vr70': [L70, '{aicc} explain {tmp}/l70.aip --compare'],
+    'reshard70': ['{aicc} compile examples/llama3.1-70b.aig --bind B=1,S=128 --target hopper --machine dgx-h100 '
+                  '--set gpu.count=32 --tp 8 --pp 4 -o {tmp}/o32.aip',
+                  '{aicc} compile examples/llama3.1-70b.aig --bind B=1,S=128 --target hopper --machine dgx-h100 '
+                  '--set gpu.count=28 --tp 4 --pp 7 -o {tmp}/n28.aip',
+                  '{aicc} reshard {tmp}/o32.aip {tmp}/n28.aip'],
     'vr70-readme': ['{aicc} compile examples/llama3.1-70b.aig --phase decode --batch 32 --context 4096 '
                     '--target vera-rubin --emit plan -o {tmp}/vr.aip',
                     '{aicc} explain {tmp}/vr.aip --compare'],
@@ -61,6 +66,15 @@ for cmd in ('vr70', 'vr70-readme'):
         NUMBERS[p + '.tps_user'] = (cmd, three('tokens/s per user'), col, whole, '')
         NUMBERS[p + '.tps_chip'] = (cmd, three('tokens/s per chip'), col, whole, '')
         NUMBERS[p + '.gpu_busy'] = (cmd, three('GPU pool busy ms'), col, sig3, ' ms')
+
+RS = r'^moves +(\d+): kept on the device (\S+) GB, NVLink (\S+) GB, network (\S+) GB, from checkpoint (\S+) GB$'
+NUMBERS['reshard70.state'] = ('reshard70', r'^state +\d+ tensors, (\S+) GB', 1, sig3, ' GB')
+NUMBERS['reshard70.moves'] = ('reshard70', RS, 1, whole, '')
+NUMBERS['reshard70.local'] = ('reshard70', RS, 2, sig3, ' GB')
+NUMBERS['reshard70.nvlink'] = ('reshard70', RS, 3, sig3, ' GB')
+NUMBERS['reshard70.network'] = ('reshard70', RS, 4, sig3, ' GB')
+NUMBERS['reshard70.storage'] = ('reshard70', RS, 5, sig3, ' GB')
+NUMBERS['reshard70.time'] = ('reshard70', r'^predicted +(\S+) s', 1, sig3, ' s')
 
 MARK = re.compile(r'<!--n:([A-Za-z0-9_.-]+)-->(.*?)<!--/n-->')
 
