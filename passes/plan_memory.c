@@ -45,6 +45,7 @@ typedef struct Live {
 	int64_t *off;
 	int nnodes;
 	Node **order;
+	const char **rdev;      /* per value id: the device of its first reader that has one (slot_device) */
 } Live;
 
 static int find(Live *l, int v)
@@ -69,7 +70,7 @@ static void merge(Live *l, int a, int b)
 static void live_free(Live *l)
 {
 	free(l->parent), free(l->size), free(l->first), free(l->last), free(l->val), free(l->off), free(l->order);
-	free(l->xdev), free(l->xval);
+	free(l->xdev), free(l->xval), free(l->rdev);
 }
 
 /* Bytes of v, or -1 when its shape is symbolic. */
@@ -229,6 +230,19 @@ static int collect(Live *l, Graph *g)
 	return 0;
 }
 
+/* l->rdev: per value id, the device of the first node in order reading it that has one. */
+static void reader_devices(Live *l)
+{
+	if (!(l->rdev = calloc((size_t)(l->nvalues ? l->nvalues : 1), sizeof *l->rdev)))
+		abort();
+	for (int t = 0; t < l->nnodes; t++)
+		for (int i = 0; i < l->order[t]->nin; i++) {
+			const Value *v = l->order[t]->in[i];
+			if (v && l->order[t]->annot.device && !l->rdev[v->id])
+				l->rdev[v->id] = l->order[t]->annot.device;
+		}
+}
+
 static int is_view(const Node *n) { return (ir_ops[n->op].flags & F_VIEW) && n->nout == 1 && n->nin >= 1; }
 
 static int is_input(const Value *v) { return v->kind == V_INPUT; }
@@ -277,6 +291,28 @@ static int overlaps(const Live *l, int a, int b) { return l->first[a] <= l->last
 
 static int by_size(const void *pa, const void *pb, void *arg);
 
+/* Sorts a[0, n) by by_size, ties in ascending slot order: a merge sort, O(n log n) (qsort_r is not
+ * C11, and an insertion sort was quadratic in a 504-layer model's thousands of buffers). */
+static void sort_bufs(int *a, int n, const Live *l)
+{
+	int *t = malloc((size_t)(n ? n : 1) * sizeof *t);
+	if (!t)
+		abort();
+	for (int w = 1; w < n; w *= 2) {
+		for (int lo = 0; lo < n; lo += 2 * w) {
+			int mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n, i = lo, j = mid, k = lo;
+			while (i < mid && j < hi)
+				t[k++] = by_size(&a[j], &a[i], (void *)l) < 0 ? a[j++] : a[i++];
+			while (i < mid)
+				t[k++] = a[i++];
+			while (j < hi)
+				t[k++] = a[j++];
+		}
+		memcpy(a, t, sizeof *a * (size_t)n);
+	}
+	free(t);
+}
+
 /* The roots (buffers), largest first. */
 static int roots(Live *l, int *out)
 {
@@ -284,12 +320,7 @@ static int roots(Live *l, int *out)
 	for (int v = 0; v < l->nv; v++)
 		if (is_buf(l, v) && find(l, v) == v)
 			out[k++] = v;
-	for (int i = 1; i < k; i++)     /* insertion sort: stable, by size desc then first asc */
-		for (int j = i; j > 0 && by_size(&out[j], &out[j - 1], l) < 0; j--) {
-			int x = out[j];
-			out[j] = out[j - 1];
-			out[j - 1] = x;
-		}
+	sort_bufs(out, k, l);    /* by size desc, then first asc, then slot asc (a stable sort's order) */
 	return k;
 }
 
@@ -302,33 +333,41 @@ static int by_size(const void *pa, const void *pb, void *arg)
 	return l->first[a] - l->first[b];
 }
 
-/* The lowest offset for buffer b clear of every placed buffer live at the same time. */
-static int64_t lowest_fit(const Live *l, const int *placed, int np, int b)
-{
-	int64_t off = 0;
-	for (int again = 1; again;) {
-		again = 0;
-		for (int i = 0; i < np; i++) {
-			int p = placed[i];
-			if (overlaps(l, p, b) && l->off[p] < off + l->size[b] && off < l->off[p] + l->size[p]) {
-				off = align_up(l->off[p] + l->size[p]);
-				again = 1;
-			}
-		}
-	}
-	return off;
-}
-
-/* Greedy by size; returns the arena size. */
+/* Greedy by size; returns the arena size.  Buffer b goes at the lowest aligned offset clear of
+ * every placed buffer live at the same time: one pass over the placed buffers in offset order
+ * (ord), moving past each one live then that overlaps [off, off + size), and stopping at the first
+ * that starts at or above off + size (none after it can overlap).  That is the offset the
+ * repeated scan over all placed buffers found, in one pass that ends early. */
 static int64_t place(Live *l, int *bufs, int nb)
 {
 	int64_t arena = 0;
+	int *ord = malloc((size_t)(nb ? nb : 1) * sizeof *ord);
+	if (!ord)
+		abort();
 	for (int i = 0; i < nb; i++) {
-		int b = bufs[i];
-		l->off[b] = lowest_fit(l, bufs, i, b);
+		int b = bufs[i], at = 0, hi = i;
+		int64_t off = 0, size = l->size[b];
+		for (int j = 0; j < i; j++) {
+			int p = ord[j];
+			if (l->off[p] >= off + size)
+				break;
+			if (off < l->off[p] + l->size[p] && overlaps(l, p, b))
+				off = align_up(l->off[p] + l->size[p]);
+		}
+		l->off[b] = off;
+		while (at < hi) {      /* kept in offset order: after the placed ones at or below off */
+			int m = at + (hi - at) / 2;
+			if (l->off[ord[m]] <= off)
+				at = m + 1;
+			else
+				hi = m;
+		}
+		memmove(ord + at + 1, ord + at, sizeof *ord * (size_t)(i - at));
+		ord[at] = b;
 		if (l->off[b] + l->size[b] > arena)
 			arena = l->off[b] + l->size[b];
 	}
+	free(ord);
 	return arena;
 }
 
@@ -361,19 +400,27 @@ static void add_workspaces(Live *l, const PassCtx *c)
 	}
 }
 
-/* The bytes live at each time; returns the worst time (the first of equals). */
+/* The bytes live at each time; returns the worst time (the first of equals).  One sweep over the
+ * times with the sizes added where a buffer starts and taken off after it ends. */
 static int peak_time(Live *l, int *bufs, int nb, int64_t *bytes)
 {
-	int best = 0;
+	int best = 0, T = l->nnodes;
 	*bytes = -1;
-	for (int t = 0; t < l->nnodes; t++) {
-		int64_t sum = 0;
-		for (int i = 0; i < nb; i++)
-			if (l->first[bufs[i]] <= t && t <= l->last[bufs[i]])
-				sum += l->size[bufs[i]];
+	int64_t *delta = calloc((size_t)T + 1, sizeof *delta);
+	if (!delta)
+		abort();
+	for (int i = 0; i < nb; i++) {
+		int a = l->first[bufs[i]] < 0 ? 0 : l->first[bufs[i]], b = l->last[bufs[i]] >= T ? T - 1 : l->last[bufs[i]];
+		if (a <= b)
+			delta[a] += l->size[bufs[i]], delta[b + 1] -= l->size[bufs[i]];
+	}
+	int64_t sum = 0;
+	for (int t = 0; t < T; t++) {
+		sum += delta[t];
 		if (sum > *bytes)
 			*bytes = sum, best = t;
 	}
+	free(delta);
 	if (*bytes < 0)
 		*bytes = 0;
 	return best;
@@ -444,13 +491,45 @@ static int64_t weight_bytes(const PassCtx *c, Graph *g)
 	return p + s.constant_bytes;
 }
 
-/* Bytes of a parameter as stored: its first reader's view of it (pass_weight_bytes). */
-static int64_t param_bytes(const PassCtx *c, const Graph *g, const Value *p)
+/* Every read of every value of a graph, in node order then operand order: the reads of value id v
+ * are node[at[v] .. at[v + 1]) with operand indices k[...] (built in one pass, so that the
+ * per-parameter questions below stay linear in the graph). */
+typedef struct Reads {
+	int *at, *k;
+	Node **node;
+} Reads;
+
+static void reads_free(Reads *r) { free(r->at), free(r->k), free(r->node); }
+
+static void reads_build(Reads *r, const Graph *g)
 {
+	int nv = g->nvalues, total = 0;
+	r->at = calloc((size_t)nv + 2, sizeof *r->at);
+	if (!r->at)
+		abort();
 	ir_foreach_node(g, n)
 		for (int k = 0; k < n->nin; k++)
-			if (n->in[k] == p)
-				return pass_weight_bytes(c, n, k);
+			if (n->in[k] && n->in[k]->id < nv)
+				r->at[n->in[k]->id + 2]++, total++;
+	for (int v = 0; v < nv; v++)
+		r->at[v + 2] += r->at[v + 1];
+	r->k = malloc((size_t)(total ? total : 1) * sizeof *r->k);
+	r->node = malloc((size_t)(total ? total : 1) * sizeof *r->node);
+	if (!r->k || !r->node)
+		abort();
+	ir_foreach_node(g, n)
+		for (int k = 0; k < n->nin; k++)
+			if (n->in[k] && n->in[k]->id < nv) {
+				int i = r->at[n->in[k]->id + 1]++;
+				r->node[i] = n, r->k[i] = k;
+			}
+}
+
+/* Bytes of a parameter as stored: its first reader's view of it (pass_weight_bytes). */
+static int64_t param_bytes(const PassCtx *c, const Reads *r, const Value *p)
+{
+	if (r->at[p->id] < r->at[p->id + 1])
+		return pass_weight_bytes(c, r->node[r->at[p->id]], r->k[r->at[p->id]]);
 	return value_bytes(p);
 }
 
@@ -458,9 +537,12 @@ static int64_t param_bytes(const PassCtx *c, const Graph *g, const Value *p)
 static int64_t stored_params(const PassCtx *c, Graph *g, int depth)
 {
 	int64_t w = 0;
+	Reads r;
+	reads_build(&r, g);
 	for (int i = 0; i < g->nparams; i++)
 		if (!(g->params[i]->init && g->params[i]->init->inline_lit))
-			w += param_bytes(c, g, g->params[i]);
+			w += param_bytes(c, &r, g->params[i]);
+	reads_free(&r);
 	ir_foreach_node(g, n)
 		if (n->op == OP_Call && n->callee && depth < 16)
 			w += stored_params(c, n->callee, depth + 1) * (n->repeat > 0 ? n->repeat : 1);
@@ -502,11 +584,7 @@ static const char *slot_device(const Live *l, int b)
 	const Value *v = l->val[b];
 	if (v->kind == V_NODE && v->def && v->def->annot.device)
 		return v->def->annot.device;
-	for (int t = 0; t < l->nnodes; t++)
-		for (int i = 0; i < l->order[t]->nin; i++)
-			if (l->order[t]->in[i] == v && l->order[t]->annot.device)
-				return l->order[t]->annot.device;
-	return NULL;
+	return l->rdev[b];
 }
 
 static int name_cmp(const void *a, const void *b)
@@ -529,32 +607,32 @@ static int on_device(const Node *n, const char *inherited, const char *dev)
 static int64_t device_weights(const PassCtx *c, Graph *g, const char *dev, const char *inherited, int bits, int depth)
 {
 	int64_t w = 0;
+	Reads r;
+	reads_build(&r, g);
 	for (int i = 0; i < g->nparams; i++) {
 		Value *p = g->params[i];
 		int used = 0;
-		ir_foreach_node(g, n)
-			for (int k = 0; k < n->nin && !used; k++) {
-				if (n->in[k] != p)
-					continue;
-				if (n->op == OP_Split && !n->annot.device) {
-					for (int o = 0; o < n->nout; o++) {
-						int here = 0;
-						int64_t b = value_bytes(n->out[o]);
-						ir_foreach_node(g, r)
-							for (int j = 0; j < r->nin && !here; j++)
-								if ((here = r->in[j] == n->out[o] && on_device(r, inherited, dev)))
-									b = pass_weight_bytes(c, r, j);
-						if (here && b > 0)
-							w += b;
-					}
-				} else
-					used = on_device(n, inherited, dev);
-			}
+		for (int q = r.at[p->id]; q < r.at[p->id + 1] && !used; q++) {
+			const Node *n = r.node[q];
+			if (n->op == OP_Split && !n->annot.device) {
+				for (int o = 0; o < n->nout; o++) {
+					int here = 0, id = n->out[o]->id;
+					int64_t b = value_bytes(n->out[o]);
+					for (int j = r.at[id]; j < r.at[id + 1] && !here; j++)
+						if ((here = on_device(r.node[j], inherited, dev)))
+							b = pass_weight_bytes(c, r.node[j], r.k[j]);
+					if (here && b > 0)
+						w += b;
+				}
+			} else
+				used = on_device(n, inherited, dev);
+		}
 		int64_t ne = ir_type_numel(p->type), b = !used ? 0 : bits > 0 && ne > 0 && rt_dtypes[p->type.dt].kind == K_FLOAT ?
-			     ne * bits / 8 : param_bytes(c, g, p);
+			     ne * bits / 8 : param_bytes(c, &r, p);
 		if (used && b > 0)
 			w += b;
 	}
+	reads_free(&r);
 	ir_foreach_node(g, n)
 		if (n->op == OP_Call && n->callee && depth < 64)
 			w += device_weights(c, n->callee, dev, n->annot.device ? n->annot.device : inherited, bits, depth + 1) *
@@ -681,6 +759,7 @@ static int plan_graph(PassCtx *c, Graph *g, int entry)
 		live_free(&l);
 		return 0;
 	}
+	reader_devices(&l);
 	share(&l, c);
 	add_workspaces(&l, c);
 	int *bufs = malloc((size_t)(l.nv ? l.nv : 1) * sizeof *bufs), nb = roots(&l, bufs);

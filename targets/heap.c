@@ -2,52 +2,84 @@
  *
  * Buffers are placed in program order: a value takes the lowest aligned offset where it fits
  * between the values still live, and a value is released once the node that reads it last has
- * run (graph outputs never are), so memory is reused as in TFLite's arena planner.  The live
- * intervals are kept sorted by offset; the placements are those of a plain first-fit scan over
- * them, found in time linear in the values overall (issue 19). */
+ * run (graph outputs never are), so memory is reused as in TFLite's arena planner.  The
+ * placements are those of a plain first-fit scan over the live intervals sorted by offset
+ * (testsuite/unit/test_heap.c holds the two side by side); the intervals are kept in a treap
+ * (Seidel & Aragon 1996) ordered by offset, each node with the gap before its interval and the
+ * largest gap of its subtree, so that placing and releasing take O(log n) each and a compile
+ * grows linearly with the values overall (issue 19).  An empty value goes at offset 0 and holds
+ * no interval: a gap of 0 bytes changes no other placement. */
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "targets/target.h"
 
+#define NIL (-1)
+
+/* The treap priority of node i: a fixed mix of its index (Murmur3's finaliser), so that plans do
+ * not depend on a random seed. */
+static uint32_t node_pri(int i)
+{
+	uint32_t x = (uint32_t)i * 0x9e3779b1u + 0x7f4a7c15u;
+	x ^= x >> 16, x *= 0x85ebca6bu, x ^= x >> 13, x *= 0xc2b2ae35u, x ^= x >> 16;
+	return x;
+}
+
+/* Nodes [from, to) of the pool made free, chained through l. */
+static void pool_chain(TgtHeap *h, int from, int to)
+{
+	for (int i = to - 1; i >= from; i--) {
+		h->t[i] = (TgtHeapNode){ .owner = -1, .l = h->free, .r = NIL, .pri = node_pri(i) };
+		h->free = i;
+	}
+}
+
 int tgt_heap_init(TgtHeap *h, int capacity, int64_t align)
 {
 	memset(h, 0, sizeof *h);
-	size_t n = (size_t)(capacity > 0 ? capacity : 1);
-	h->lo = malloc(sizeof *h->lo * n);
-	h->hi = malloc(sizeof *h->hi * n);
-	h->owner = malloc(sizeof *h->owner * n);
+	int n = capacity > 0 ? capacity : 1;
+	h->t = malloc(sizeof *h->t * (size_t)n);
 	h->align = align;
-	h->cap = (int)n;
-	return h->lo && h->hi && h->owner ? 0 : -1;
+	h->root = h->free = NIL;
+	if (!h->t)
+		return -1;
+	h->cap = n;
+	pool_chain(h, 0, n);
+	return 0;
 }
 
 void tgt_heap_free(TgtHeap *h)
 {
-	free(h->lo);
-	free(h->hi);
-	free(h->owner);
+	free(h->t);
 	free(h->rec);
 	rt_heap_free(&h->dq);
 	memset(h, 0, sizeof *h);
 }
 
-static int heap_grow(TgtHeap *h)
+/* A free node (the pool doubled when there is none), or NIL when out of memory. */
+static int node_new(TgtHeap *h)
 {
-	int cap = h->cap * 2 + 16;
-	int64_t *lo = realloc(h->lo, sizeof *lo * (size_t)cap);
-	if (lo)
-		h->lo = lo;
-	int64_t *hi = lo ? realloc(h->hi, sizeof *hi * (size_t)cap) : NULL;
-	if (hi)
-		h->hi = hi;
-	int *ow = hi ? realloc(h->owner, sizeof *ow * (size_t)cap) : NULL;
-	if (!ow)
-		return -1;
-	h->owner = ow;
-	h->cap = cap;
-	return 0;
+	if (h->free == NIL) {
+		if (h->cap > INT_MAX / 2 - 16)
+			return NIL;
+		int cap = h->cap * 2 + 16;
+		TgtHeapNode *t = realloc(h->t, sizeof *t * (size_t)cap);
+		if (!t)
+			return NIL;
+		h->t = t;
+		pool_chain(h, h->cap, cap);
+		h->cap = cap;
+	}
+	int i = h->free;
+	h->free = h->t[i].l;
+	return i;
+}
+
+static void node_del(TgtHeap *h, int i)
+{
+	h->t[i].owner = -1, h->t[i].l = h->free, h->t[i].r = NIL;
+	h->free = i;
 }
 
 static int64_t align_up(const TgtHeap *h, int64_t x)
@@ -55,17 +87,106 @@ static int64_t align_up(const TgtHeap *h, int64_t x)
 	return (x + h->align - 1) / h->align * h->align;
 }
 
-/* Intervals never overlap, so their ends rise with their starts and the first free byte after
- * intervals [0, at) is the aligned end of interval at-1. */
-static int64_t end_before(const TgtHeap *h, int at)
+static int64_t maxgap(const TgtHeap *h, int x) { return x == NIL ? INT64_MIN : h->t[x].maxgap; }
+
+static void update(TgtHeap *h, int x)
 {
-	return at > 0 ? align_up(h, h->hi[at - 1]) : 0;
+	TgtHeapNode *n = &h->t[x];
+	int64_t a = maxgap(h, n->l), b = maxgap(h, n->r), m = n->gap;
+	m = a > m ? a : m;
+	n->maxgap = b > m ? b : m;
+}
+
+/* Tree x cut into the intervals starting below `key` (*a) and the others (*b). */
+static void split(TgtHeap *h, int x, int64_t key, int *a, int *b)
+{
+	if (x == NIL) {
+		*a = *b = NIL;
+		return;
+	}
+	if (h->t[x].lo < key) {
+		int r = h->t[x].r;
+		split(h, r, key, &r, b);
+		h->t[x].r = r;
+		*a = x;
+	} else {
+		int l = h->t[x].l;
+		split(h, l, key, a, &l);
+		h->t[x].l = l;
+		*b = x;
+	}
+	update(h, x);
+}
+
+/* Trees a and b joined, every interval of a below every one of b. */
+static int merge(TgtHeap *h, int a, int b)
+{
+	if (a == NIL)
+		return b;
+	if (b == NIL)
+		return a;
+	if (h->t[a].pri > h->t[b].pri) {
+		int r = merge(h, h->t[a].r, b);
+		h->t[a].r = r;
+		update(h, a);
+		return a;
+	}
+	int l = merge(h, a, h->t[b].l);
+	h->t[b].l = l;
+	update(h, b);
+	return b;
+}
+
+/* The aligned end of the last interval of tree x (where free memory after it starts), 0 for none:
+ * intervals never overlap, so their ends rise with their starts. */
+static int64_t end_of(const TgtHeap *h, int x)
+{
+	if (x == NIL)
+		return 0;
+	while (h->t[x].r != NIL)
+		x = h->t[x].r;
+	return align_up(h, h->t[x].hi);
+}
+
+/* The first interval of tree x (not NIL) given the gap `gap` before it. */
+static void set_first_gap(TgtHeap *h, int x, int64_t gap)
+{
+	if (h->t[x].l != NIL)
+		set_first_gap(h, h->t[x].l, gap);
+	else
+		h->t[x].gap = gap;
+	update(h, x);
+}
+
+/* The first interval of tree x (not NIL) with `end`, the aligned end of what lies before it, as its
+ * gap's start. */
+static void set_first_after(TgtHeap *h, int x, int64_t end)
+{
+	int f = x;
+	while (h->t[f].l != NIL)
+		f = h->t[f].l;
+	set_first_gap(h, x, h->t[f].lo - end);
+}
+
+/* The first interval (in offset order) with at least `size` bytes free before it, or NIL. */
+static int first_fit(const TgtHeap *h, int64_t size)
+{
+	int x = h->root;
+	if (maxgap(h, x) < size)
+		return NIL;
+	for (;;) {
+		const TgtHeapNode *n = &h->t[x];
+		if (maxgap(h, n->l) >= size)
+			x = n->l;
+		else if (n->gap >= size)
+			return x;
+		else
+			x = n->r;
+	}
 }
 
 int64_t tgt_heap_place(TgtHeap *h, int64_t size, int owner)
 {
-	if (h->n >= h->cap && heap_grow(h) < 0)
-		return -1;
 	TgtHeapRec *rec = h->rec;
 	if (!h->scan && h->nrec >= h->crec) {
 		int c = h->crec * 2 + 16;
@@ -73,56 +194,58 @@ int64_t tgt_heap_place(TgtHeap *h, int64_t size, int owner)
 			return -1;
 		h->rec = rec, h->crec = c;
 	}
-	while (h->tight < h->n && h->lo[h->tight] == end_before(h, h->tight))
-		h->tight++;
-	/* first fit: a gap of 0 bytes holds only an empty value, which goes first */
-	int at = size > 0 ? h->tight : 0;
-	int64_t off = size > 0 ? end_before(h, at) : 0;
-	for (; at < h->n; at++) {
-		if (h->lo[at] - off >= size)
-			break;
-		int64_t end = align_up(h, h->hi[at]);
-		if (end > off)
-			off = end;
+	int64_t off = 0;
+	if (size > 0) {
+		int k = node_new(h);
+		if (k == NIL)
+			return -1;
+		int s = first_fit(h, size), a, b;
+		off = s != NIL ? h->t[s].lo - h->t[s].gap : end_of(h, h->root);
+		split(h, h->root, off, &a, &b);
+		h->t[k] = (TgtHeapNode){ .lo = off, .hi = off + size, .gap = off - end_of(h, a), .owner = owner,
+					 .l = NIL, .r = NIL, .pri = h->t[k].pri };
+		update(h, k);
+		if (b != NIL)
+			set_first_after(h, b, align_up(h, off + size));
+		h->root = merge(h, merge(h, a, k), b);
+		h->n++;
 	}
-	memmove(h->lo + at + 1, h->lo + at, sizeof *h->lo * (size_t)(h->n - at));
-	memmove(h->hi + at + 1, h->hi + at, sizeof *h->hi * (size_t)(h->n - at));
-	memmove(h->owner + at + 1, h->owner + at, sizeof *h->owner * (size_t)(h->n - at));
-	h->lo[at] = off;
-	h->hi[at] = off + size;
-	h->owner[at] = owner;
-	h->n++;
-	if (at < h->tight)
-		h->tight = at;
-	if (!h->scan)
-		h->rec[h->nrec++] = (TgtHeapRec){ owner, off };
+	if (!h->scan)      /* an empty value's record at offset -1: it has no interval to release */
+		h->rec[h->nrec++] = (TgtHeapRec){ owner, size > 0 ? off : -1 };
 	if (off + size > h->top)
 		h->top = off + size;
 	return off;
 }
 
-/* The index of the interval at offset lo held by owner, or -1. */
+/* The node of the interval at offset lo held by owner, or NIL. */
 static int heap_find(const TgtHeap *h, int64_t lo, int owner)
 {
-	int a = 0, b = h->n;
-	while (a < b) {
-		int m = a + (b - a) / 2;
-		if (h->lo[m] < lo)
-			a = m + 1;
-		else
-			b = m;
-	}
-	for (; a < h->n && h->lo[a] == lo; a++)
-		if (h->owner[a] == owner)
-			return a;
-	return -1;
+	int x = h->root;
+	while (x != NIL && h->t[x].lo != lo)
+		x = lo < h->t[x].lo ? h->t[x].l : h->t[x].r;
+	return x != NIL && h->t[x].owner == owner ? x : NIL;
+}
+
+/* Drops the interval at offset lo held by owner, when there is one. */
+static void heap_drop(TgtHeap *h, int64_t lo, int owner)
+{
+	if (heap_find(h, lo, owner) == NIL)
+		return;
+	int a, b, m, c;
+	split(h, h->root, lo, &a, &b);
+	split(h, b, lo + 1, &m, &c);   /* m: that one interval (non-empty intervals start apart) */
+	node_del(h, m);
+	h->n--;
+	if (c != NIL)
+		set_first_after(h, c, end_of(h, a));
+	h->root = merge(h, a, c);
 }
 
 void tgt_heap_rename(TgtHeap *h, int64_t lo, int from, int to)
 {
 	int j = heap_find(h, lo, from);
-	if (j >= 0)
-		h->owner[j] = to;
+	if (j != NIL)
+		h->t[j].owner = to;
 	for (int k = h->nrec - 1; k >= h->nqueued; k--)
 		if (h->rec[k].owner == from && h->rec[k].lo == lo) {
 			h->rec[k].owner = to;
@@ -146,19 +269,6 @@ static int death(const TgtHeap *h, const Flat *f, int v)
 	return (fv->last < 0 ? fv->def : fv->last) + 1;
 }
 
-/* Every live interval's death checked: once the queue could not grow, for good. */
-static void release_scan(TgtHeap *h, const Flat *f, int node)
-{
-	int k = 0;
-	for (int j = 0; j < h->n; j++)
-		if (death(h, f, h->owner[j]) > node) {
-			h->lo[k] = h->lo[j], h->hi[k] = h->hi[j], h->owner[k] = h->owner[j];
-			k++;
-		}
-	h->n = k;
-	h->tight = 0;
-}
-
 void tgt_heap_release(TgtHeap *h, const Flat *f, int node)
 {
 	for (; !h->scan && h->nqueued < h->nrec; h->nqueued++) {
@@ -166,31 +276,31 @@ void tgt_heap_release(TgtHeap *h, const Flat *f, int node)
 		if (dn != INT_MAX && rt_heap_push(&h->dq, dn, h->nqueued) < 0)
 			h->scan = 1;
 	}
-	if (h->scan) {
-		release_scan(h, f, node);
+	if (h->scan) {      /* every live interval's death checked: once the queue could not grow, for good */
+		for (int i = 0; i < h->cap; i++)
+			if (h->t[i].owner >= 0 && death(h, f, h->t[i].owner) <= node)
+				heap_drop(h, h->t[i].lo, h->t[i].owner);
 		return;
 	}
-	int lowest = h->n;     /* drop the dead intervals, then close the holes from the lowest */
 	while (h->dq.n > 0 && h->dq.a[0].key <= node) {
 		const TgtHeapRec *d = &h->rec[rt_heap_pop(&h->dq).id];
-		int j = heap_find(h, d->lo, d->owner);
-		if (j >= 0) {
-			h->owner[j] = -1;
-			if (j < lowest)
-				lowest = j;
-		}
+		heap_drop(h, d->lo, d->owner);
 	}
-	if (lowest == h->n)
-		return;
-	int k = lowest;
-	for (int j = lowest; j < h->n; j++)
-		if (h->owner[j] >= 0) {
-			h->lo[k] = h->lo[j], h->hi[k] = h->hi[j], h->owner[k] = h->owner[j];
-			k++;
-		}
-	h->n = k;
-	if (lowest < h->tight)
-		h->tight = lowest;
+}
+
+static int intervals(const TgtHeap *h, int x, int64_t *lo, int *owner, int max, int k)
+{
+	if (x == NIL)
+		return k;
+	k = intervals(h, h->t[x].l, lo, owner, max, k);
+	if (k < max)
+		lo[k] = h->t[x].lo, owner[k] = h->t[x].owner;
+	return intervals(h, h->t[x].r, lo, owner, max, k + 1);
+}
+
+int tgt_heap_intervals(const TgtHeap *h, int64_t *lo, int *owner, int max)
+{
+	return intervals(h, h->root, lo, owner, max, 0);
 }
 
 void tgt_plan_name(char *d, size_t n, const char *s)

@@ -33,22 +33,48 @@ int tgt_kernel_instr(PlanInstr *pi, const Plan *p, const Flat *f, int node, cons
 	return 0;
 }
 
+/* The open-addressing table tgt_fusion_groups finds a group's first node through (slot: node + 1,
+ * 0: empty), keyed by the node's call instance, fusion group and graph. */
+static uint64_t group_key(const FlatNode *fn, int64_t g)
+{
+	uint64_t k = ((uint64_t)(uint32_t)fn->instance * 0x9e3779b97f4a7c15ull) ^ ((uint64_t)g * 0xc2b2ae3d27d4eb4full) ^
+		     ((uint64_t)(uintptr_t)fn->n->graph * 0x165667b19e3779f9ull);
+	return k ^ k >> 29;
+}
+
 void tgt_fusion_groups(const Flat *f, int *gfirst, int *glast)
 {
+	size_t cap = 64;
+	while (cap < 2 * (size_t)f->nnodes)
+		cap *= 2;
+	int *slot = calloc(cap, sizeof *slot);   /* NULL (out of memory): the scan back below */
 	for (int i = 0; i < f->nnodes; i++) {
 		const FlatNode *fn = &f->nodes[i];
 		int64_t g = rt_attr_int(&fn->n->attrs, "fusion_group", -1);
 		gfirst[i] = glast[i] = -1;
 		if (g < 0)
 			continue;
-		for (int j = i - 1; j >= 0 && gfirst[i] < 0; j--)
+		size_t s = slot ? group_key(fn, g) & (cap - 1) : 0;
+		for (; slot && slot[s]; s = (s + 1) & (cap - 1)) {
+			const FlatNode *o = &f->nodes[slot[s] - 1];
+			if (o->instance == fn->instance && o->n->graph == fn->n->graph &&
+			    rt_attr_int(&o->n->attrs, "fusion_group", -1) == g) {
+				gfirst[i] = slot[s] - 1;
+				break;
+			}
+		}
+		for (int j = i - 1; !slot && j >= 0 && gfirst[i] < 0; j--)
 			if (f->nodes[j].instance == fn->instance && rt_attr_int(&f->nodes[j].n->attrs, "fusion_group", -1) == g &&
 			    f->nodes[j].n->graph == fn->n->graph)
 				gfirst[i] = gfirst[j];
-		if (gfirst[i] < 0)
+		if (gfirst[i] < 0) {
 			gfirst[i] = i;
+			if (slot)
+				slot[s] = i + 1;
+		}
 		glast[gfirst[i]] = i;
 	}
+	free(slot);
 }
 
 /* ---- weight transforms done once at load ----

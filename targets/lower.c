@@ -73,7 +73,8 @@ static int node(TgtLower *l, int i)
 	if (tgt_devs_handles(&l->devs, &l->f, i)) {
 		if (!ir_op_is_collective(op) || !l->t->collective)
 			return tgt_devs_emit(&l->devs, l->p, &l->f, i, l->buf, NULL, l->e);
-		TgtAnn t = { .n = 0 };
+		TgtAnn t;      /* not zeroed: 11 KB a node; tgt_ann_put fills entries [0, n) */
+		t.n = 0;
 		plan_instr_init(&pi, PI_COLLECTIVE);
 		if (l->t->collective(l, i, &t) < 0)
 			return -1;
@@ -83,7 +84,8 @@ static int node(TgtLower *l, int i)
 	tgt_devs_bufs(&l->devs, &l->f, i, l->buf);
 	if (tgt_kernel_instr(&pi, l->p, &l->f, i, l->buf, ins, outs, l->e) < 0)
 		return -1;
-	TgtAnn t = { .n = 0 };
+	TgtAnn t;
+	t.n = 0;
 	if (l->t->kernel(l, i, &pi, &t) < 0)
 		return -1;
 	pi.tile = t.kv, pi.ntile = t.n;

@@ -98,30 +98,39 @@ typedef struct TgtInput {
  * or -1 with e set (e.g. literal data whose count does not match the buffer). */
 int tgt_add_const(Plan *p, int buffer, const FlatVal *fv, const char *dir, RtError *e);
 
-/* First-fit placement of buffers in one memory space (targets/heap.c): live intervals sorted by
- * offset, offsets aligned to `align` bytes, values released after their last reader.  Linear in
- * the number of values overall: the exactly packed prefix of the intervals is skipped when placing
- * (`tight`), and releases pop a min-heap of death nodes instead of scanning the live set. */
+/* First-fit placement of buffers in one memory space (targets/heap.c): live intervals ordered by
+ * offset, offsets aligned to `align` bytes, values released after their last reader.  The live
+ * intervals are a treap keyed by offset whose nodes also hold the free gap before each interval
+ * and the largest gap in their subtree, so that a placement finds the first gap that fits, and a
+ * release drops an interval, in O(log n); releases pop a min-heap of death nodes instead of
+ * scanning the live set.  Empty values take offset 0 and hold no interval. */
 typedef struct TgtHeapRec {
 	int owner;
 	int64_t lo;
 } TgtHeapRec;
+typedef struct TgtHeapNode {
+	int64_t lo, hi;      /* the interval [lo, hi) */
+	int64_t gap;         /* lo minus the aligned end of the interval before it (0 for the first: lo) */
+	int64_t maxgap;      /* the largest gap in this subtree */
+	int owner;           /* the flat value holding it; -1: a free node */
+	int l, r;            /* children (-1: none); l links the free nodes */
+	uint32_t pri;        /* treap priority (a fixed hash of the node's index: deterministic) */
+} TgtHeapNode;
 typedef struct TgtHeap {
-	int64_t *lo, *hi;    /* live intervals [lo, hi) */
-	int *owner;          /* the flat value holding each interval */
-	int n, cap;          /* intervals, room (grows as needed) */
+	TgtHeapNode *t;      /* node pool */
+	int root, free;      /* tree root, first free node (-1: none) */
+	int n, cap;          /* live intervals (non-empty values), pool size (grows as needed) */
 	/* per flat value, or NULL: when >= 0, the node from which the value is dead instead of the one
 	 * after its last reader (INT_MAX: never released; a value read on another stream is released
 	 * once every stream is ordered after its reads, targets/devices.c) */
 	const int *until;
 	int64_t align;       /* bytes */
 	int64_t top;         /* high-water mark, bytes */
-	int tight;           /* intervals [0, tight) leave no gap before them */
 	TgtHeapRec *rec;     /* every placement, in order */
 	int nrec, crec;
 	int nqueued;         /* rec[0, nqueued) are in dq when they die at all */
 	RtHeap dq;           /* (first node at which the value is dead, rec index), least first */
-	int scan;            /* the queue could not grow: releases scan every interval */
+	int scan;            /* the queue could not grow: releases check every live interval */
 } TgtHeap;
 /* Room for `capacity` live values to start with; 0, or -1 when out of memory (free with
  * tgt_heap_free). */
@@ -132,8 +141,11 @@ int64_t tgt_heap_place(TgtHeap *h, int64_t size, int owner);
 /* The interval at offset `lo` held by `from` is held by `to` from now on (and released as to's). */
 void tgt_heap_rename(TgtHeap *h, int64_t lo, int from, int to);
 /* Drops the intervals of values of f that no node from `node` on reads (outputs stay).  Amortised
- * O(log n) per released value; out of memory for its queue it scans every live interval instead. */
+ * O(log n) per released value; out of memory for its queue it checks every live interval instead. */
 void tgt_heap_release(TgtHeap *h, const Flat *f, int node);
+/* The live intervals in offset order: up to `max` of their offsets and owners into lo and owner;
+ * returns how many there are (for tests). */
+int tgt_heap_intervals(const TgtHeap *h, int64_t *lo, int *owner, int max);
 /* s made a valid plan name (no blanks, '=', ',', brackets or quotes) into d (n bytes). */
 void tgt_plan_name(char *d, size_t n, const char *s);
 /* Adds the plan buffer of flat value v, in dtype dt and buffer format `format` (NULL: "row";

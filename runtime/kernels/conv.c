@@ -112,45 +112,41 @@ IM2COL(im2col, double)
 IM2COL(im2col_nd_f32, float)
 
 /* ---- the f32 path: im2col in f32 straight into kn_mm_f32, the same products as above ---- */
-/* im2col of 2-D windows: a stride-1 row is one copy between zero-filled edges. */
-static void im2col2_f32(const float *x, int64_t C, const Win *w, float *cols)
+/* im2col of 2-D windows for output positions [o0, o1) (row stride o1 - o0): a stride-1 run
+ * within an output row is one copy between zero-filled edges. */
+static void im2col2_f32(const float *x, int64_t C, const Win *w, int64_t o0, int64_t o1, float *cols)
 {
-	int64_t H = w->in[0], W = w->in[1], OH = w->out[0], OW = w->out[1], on = OH * OW;
+	int64_t H = w->in[0], W = w->in[1], OW = w->out[1], cn = o1 - o0;
 	for (int64_t c = 0; c < C; c++)
 		for (int64_t kh = 0; kh < w->k[0]; kh++)
 			for (int64_t kw = 0; kw < w->k[1]; kw++) {
-				float *row = cols + ((c * w->k[0] + kh) * w->k[1] + kw) * on;
+				float *row = cols + ((c * w->k[0] + kh) * w->k[1] + kw) * cn;
 				int64_t dw = kw * w->d[1] - w->pb[1];
 				/* ow range whose iw = ow*s + dw lies inside [0, W) */
 				int64_t lo = dw >= 0 ? 0 : (-dw + w->s[1] - 1) / w->s[1];
 				int64_t hi = W - dw <= 0 ? 0 : (W - dw + w->s[1] - 1) / w->s[1];
 				hi = hi < OW ? hi : OW;
 				lo = lo < hi ? lo : hi;
-				for (int64_t oh = 0; oh < OH; oh++, row += OW) {
+				for (int64_t o = o0; o < o1;) {
+					int64_t oh = o / OW, a = o - oh * OW, b = OW < a + (o1 - o) ? OW : a + (o1 - o);
 					int64_t ih = oh * w->s[0] - w->pb[0] + kh * w->d[0];
-					if (ih < 0 || ih >= H) {
-						memset(row, 0, (size_t)OW * sizeof *row);
+					int64_t l = lo > a ? lo : a, h = hi < b ? hi : b;
+					float *r = row - a;    /* r[ow] for ow in [a, b) */
+					o += b - a, row += b - a;
+					if (ih < 0 || ih >= H || l >= h) {
+						memset(r + a, 0, (size_t)(b - a) * sizeof *r);
 						continue;
 					}
 					const float *src = x + (c * H + ih) * W + dw;
-					memset(row, 0, (size_t)lo * sizeof *row);
+					memset(r + a, 0, (size_t)(l - a) * sizeof *r);
 					if (w->s[1] == 1)
-						memcpy(row + lo, src + lo, (size_t)(hi - lo) * sizeof *row);
+						memcpy(r + l, src + l, (size_t)(h - l) * sizeof *r);
 					else
-						for (int64_t ow = lo; ow < hi; ow++)
-							row[ow] = src[ow * w->s[1]];
-					memset(row + hi, 0, (size_t)(OW - hi) * sizeof *row);
+						for (int64_t ow = l; ow < h; ow++)
+							r[ow] = src[ow * w->s[1]];
+					memset(r + h, 0, (size_t)(b - h) * sizeof *r);
 				}
 			}
-}
-
-/* im2col in f32: the 2-D fast path, else the general order. */
-static void im2col_f32(const float *x, int64_t C, const Win *w, float *cols)
-{
-	if (w->ns == 2)
-		im2col2_f32(x, C, w, cols);
-	else
-		im2col_nd_f32(x, C, w, cols);
 }
 
 /* A window that is the input itself: 1x1...1, stride 1, no padding (no im2col needed). */
@@ -192,7 +188,12 @@ static int conv_f32(const RtKernelArgs *a, const Win *w, int64_t G, RtError *e)
 	int pw = pointwise(w), dw = !pw && w->ns == 2 && Cg == 1 && Mg == 1 && w->s[1] == 1 && w->k[0] <= 64 &&
 				      w->k[1] <= 64 && kn_plain_f32(a->opts);
 	KnDwRow row = kn_dw_row();
-	int64_t ncols = dw ? (w->in[0] + w->pb[0] + w->pe[0]) * (w->in[1] + w->pb[1] + w->pe[1]) : Cg * kn * on;
+	/* 2-D im2col goes a chunk of output positions at a time, its rows (Cg*kn of them) about 2 MB
+	 * together, so that they stay in cache for the product and a large layer does not fault in a
+	 * fresh 100 MB buffer per call; the product of each column does not depend on the chunking */
+	int64_t K = Cg * kn, ch = w->ns == 2 && kn_plain_f32(a->opts) ? ((int64_t)(2 << 20) / 4 / (K ? K : 1)) / 64 * 64 : on;
+	ch = ch < 256 ? 256 : ch > on ? on : ch;
+	int64_t ncols = dw ? (w->in[0] + w->pb[0] + w->pe[0]) * (w->in[1] + w->pb[1] + w->pe[1]) : K * ch;
 	float *cols = NULL;
 	if (!pw && !(cols = rt_malloc((size_t)(ncols + 1) * sizeof *cols)))
 		return rt_errorf(e, RT_ENOMEM, "Conv: out of memory for im2col");
@@ -207,16 +208,21 @@ static int conv_f32(const RtKernelArgs *a, const Win *w, int64_t G, RtError *e)
 			float *yo = y + (n * M + g * Mg) * on;
 			if (dw)
 				conv_dw2(row, xg, rt_f32(W) + g * kn, w, cols, yo);
-			else if (!pw)
-				im2col_f32(xg, Cg, w, cols);
-			if (!dw)
-				KN_TRY(kn_mm_f32(a->opts, Mg, on, Cg * kn, rt_f32(W) + g * Mg * Cg * kn, Cg * kn, 0,
-					 pw ? xg : cols, on, 0, yo, e));
-			for (int64_t m = 0; B && m < Mg; m++) {
-				float b = (float)rt_get(B, g * Mg + m);
-				for (int64_t o = 0; o < on; o++)
-					yo[m * on + o] += b;
-			}
+			else if (pw)
+				KN_TRY(kn_mm_f32(a->opts, Mg, on, K, rt_f32(W) + g * Mg * K, K, 0, xg, on, 0, yo, e));
+			else if (w->ns != 2) {
+				im2col_nd_f32(xg, Cg, w, cols);
+				KN_TRY(kn_mm_f32(a->opts, Mg, on, K, rt_f32(W) + g * Mg * K, K, 0, cols, on, 0, yo, e));
+			} else
+				for (int64_t o0 = 0; o0 < on; o0 += ch) {
+					int64_t cn = on - o0 < ch ? on - o0 : ch;
+					im2col2_f32(xg, Cg, w, o0, o0 + cn, cols);
+					if (cn == on)
+						KN_TRY(kn_mm_f32(a->opts, Mg, on, K, rt_f32(W) + g * Mg * K, K, 0, cols, on, 0, yo, e));
+					else   /* plain f32 (ch < on only then): C's rows on apart */
+						KN_TRY(kn_sgemm(Mg, cn, K, rt_f32(W) + g * Mg * K, K, 0, cols, cn, 0, yo + o0, on, e));
+				}
+			kn_bias_f32(yo, B, g * Mg, Mg, on);
 		}
 	rt_free(cols);
 	return kn_finish(&a->out[0], a->opts, e);

@@ -116,6 +116,59 @@ static void col2im(const double *cols, int64_t Mg, const RtConvTGeom *g, int f64
 	}
 }
 
+/* col2im of a 2-D window on f32: the same additions in the same order (kernel offset, then input
+ * position), each an f32 add, which is what the double path's add rounded to f32 gives (a double
+ * sum of two floats rounds to their correctly rounded float sum). */
+static void col2im_f32(const float *cols, int64_t Mg, const RtConvTGeom *g, float *y)
+{
+	int64_t H = g->in[0], W = g->in[1], OH = g->out[0], OW = g->out[1];
+	for (int64_t m = 0; m < Mg; m++)
+		for (int64_t kh = 0; kh < g->k[0]; kh++)
+			for (int64_t kw = 0; kw < g->k[1]; kw++, cols += H * W) {
+				float *ym = y + m * OH * OW;
+				for (int64_t ih = 0; ih < H; ih++) {
+					int64_t oh = ih * g->s[0] + kh * g->d[0] - g->pb[0];
+					if (oh < 0 || oh >= OH)
+						continue;
+					for (int64_t iw = 0; iw < W; iw++) {
+						int64_t ow = iw * g->s[1] + kw * g->d[1] - g->pb[1];
+						if (ow >= 0 && ow < OW)
+							ym[oh * OW + ow] += cols[ih * W + iw];
+					}
+				}
+			}
+}
+
+/* 2-D ConvTranspose on f32 storage: cols in f32 from kn_mm_f32 (what kn_gemm computes for f32
+ * operands), col2im and bias in f32, into the output directly. */
+static int convt_f32(const RtKernelArgs *a, const RtConvTGeom *g, int64_t G, RtError *e)
+{
+	const RtTensor *x = a->in[0], *W = a->in[1], *B = kn_in(a, 2);
+	int64_t N = x->dims[0], C = x->dims[1], Cg = C / G, Mg = W->dims[1], M = Mg * G;
+	int64_t kn = kn_numel(g->ns, g->k), isz = kn_numel(g->ns, g->in), osz = kn_numel(g->ns, g->out);
+	int64_t dims[RT_MAX_RANK] = { N, M };
+	memcpy(dims + 2, g->out, (size_t)g->ns * sizeof *dims);
+	float *cols = rt_malloc((size_t)(Mg * kn * isz + 1) * sizeof *cols);
+	if (!cols)
+		return rt_errorf(e, RT_ENOMEM, "ConvTranspose: out of memory");
+	int rc = kn_out(a, 0, x->dtype, x->rank, dims, e);   /* zero-filled: col2im adds into it */
+	for (int64_t n = 0; rc == 0 && n < N; n++)
+		for (int64_t gr = 0; rc == 0 && gr < G; gr++) {
+			float *yo = rt_f32(&a->out[0]) + (n * M + gr * Mg) * osz;
+			rc = kn_mm_f32(a->opts, Mg * kn, isz, Cg, rt_f32(W) + gr * Cg * Mg * kn, Mg * kn, 1,
+				       rt_f32(x) + (n * C + gr * Cg) * isz, isz, 0, cols, e);
+			if (rc == 0) {
+				col2im_f32(cols, Mg, g, yo);
+				kn_bias_f32(yo, B, gr * Mg, Mg, osz);
+			}
+		}
+	rt_free(cols);
+	if (rc == 0 && kn_finish(&a->out[0], a->opts, e) == 0)
+		return 0;
+	kn_free_outs(a);
+	return -1;
+}
+
 int rk_ConvTranspose(const RtKernelArgs *a, RtError *e)
 {
 	const RtTensor *x = a->in[0], *W = a->in[1], *B = kn_in(a, 2);
@@ -132,6 +185,10 @@ int rk_ConvTranspose(const RtKernelArgs *a, RtError *e)
 	if (B && B->n != M)
 		return rt_errorf(e, RT_EUSER, "ConvTranspose: B needs %lld values", (long long)M);
 	int f64 = kn_acc64(a);
+	DType od = a->out[0].dtype != DT_INVALID ? a->out[0].dtype : x->dtype;
+	if (!f64 && !kn_generic_only && g.ns == 2 && rt_dtypes[x->dtype].storage == S_F32 &&
+	    rt_dtypes[W->dtype].storage == S_F32 && rt_dtypes[od].storage == S_F32 && (!B || rt_dtypes[B->dtype].storage == S_F32))
+		return convt_f32(a, &g, G, e);
 	double *xv = kn_load(x, e), *wv = xv ? kn_load(W, e) : NULL, *y = NULL, *cols = NULL;
 	if (!wv)
 		goto fail;

@@ -314,7 +314,7 @@ static int bi_pow(int64_t x, int64_t y, int64_t *r)
  * Pow and SwiGLU inline the double expression and round once. */
 typedef void (*BRow)(const float *x, int64_t sx, const float *y, int64_t sy, float *o, int64_t n);
 #define BROW(name, EXPR)                                                                         \
-	static void name(const float *x, int64_t sx, const float *y, int64_t sy, float *o, int64_t n) \
+	KN_VEC static void name(const float *x, int64_t sx, const float *y, int64_t sy, float *o, int64_t n) \
 	{                                                                                        \
 		if (sx && sy) {                                                                  \
 			for (int64_t i = 0; i < n; i++) { float a = x[i], b = y[i]; o[i] = (EXPR); } \

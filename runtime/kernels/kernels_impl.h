@@ -146,6 +146,27 @@ int kn_mm_f32(const RtExecOpts *o, int64_t M, int64_t N, int64_t K, const float 
  * stride ldb): 13 fraction bits, 32-product MMA steps, promotion to f32 every promote_k. */
 float kn_hopper_dot(const float *a, const float *b, int64_t ldb, int64_t K, int promote_k);
 
+/* y[m, o] += B[b0 + m] (rounded to f32) for m < rows, o < n: a Conv's or ConvTranspose's bias on
+ * f32 storage (B NULL: nothing). */
+static inline void kn_bias_f32(float *y, const RtTensor *B, int64_t b0, int64_t rows, int64_t n)
+{
+	for (int64_t m = 0; B && m < rows; m++) {
+		float b = (float)rt_get(B, b0 + m);
+		for (int64_t o = 0; o < n; o++)
+			y[m * n + o] += b;
+	}
+}
+
+/* A loop function compiled also for AVX-512 and AVX2 and picked for the CPU at load (GCC's
+ * function multiversioning): for elementwise rows whose operations (+ - * /, comparisons,
+ * conversions) round the same at any vector width, so only speed changes; -ffp-contract=off
+ * still forbids fused multiply-adds. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define KN_VEC __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define KN_VEC
+#endif
+
 #define KN_TRY(x) do { if ((x) < 0) goto fail; } while (0)
 
 #endif

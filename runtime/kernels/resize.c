@@ -304,6 +304,64 @@ static void axis_pass(const Taps *t, const RzCfg *c, int f64, const double *x, i
 		}
 }
 
+/* axis_pass for nearest on f32 storage: the chosen element copied (what the double path stores
+ * after rounding back to f32 is that element), the extrapolation value rounded once. */
+static void axis_pass_nearest_f32(const Taps *t, const RzCfg *c, const float *x, int64_t outer, int64_t in,
+				  int64_t inner, int64_t outn, float *y)
+{
+	for (int64_t a = 0; a < outer; a++)
+		for (int64_t o = 0; o < outn; o++) {
+			const int64_t *ix = t->idx + o * t->n;
+			float *ya = y + (a * outn + o) * inner;
+			if (ix[0] < 0)
+				for (int64_t b = 0; b < inner; b++)
+					ya[b] = (float)c->extrap;
+			else
+				memcpy(ya, x + (a * in + ix[0]) * inner, (size_t)inner * sizeof *ya);
+		}
+}
+
+/* Resize nearest on f32 storage, one pass per resampled axis in f32 (no double copies). */
+static int resize_nearest_f32(const RtKernelArgs *a, const RzCfg *c, const RtResizeGeom *g, RtError *e)
+{
+	const RtTensor *x = a->in[0];
+	int64_t cur[RT_MAX_RANK];
+	memcpy(cur, x->dims, sizeof(int64_t) * (size_t)x->rank);
+	if (kn_out_raw(a, 0, x->dtype, x->rank, g->out, e) < 0)
+		return -1;
+	const float *v = rt_f32(x);
+	float *w = NULL, *own = NULL;
+	Taps t = { 0 };
+	int last = -1;
+	for (int d = x->rank - 1; d >= 0; d--)
+		if (!(g->out[d] == x->dims[d] && g->scale[d] == 1 && c->ct != CT_TF_CROP && c->ct != CT_TF_NN))
+			last = d;    /* the outermost resampled axis writes the output */
+	for (int d = x->rank - 1; d >= 0; d--) {
+		if (g->out[d] == x->dims[d] && g->scale[d] == 1 && c->ct != CT_TF_CROP && c->ct != CT_TF_NN)
+			continue;
+		KN_TRY(axis_taps(c, x->dims[d], g->out[d], g->scale[d], g->roi0[d], g->roi1[d], &t, e));
+		int64_t outer = kn_numel(d, cur), inner = kn_numel(x->rank - d - 1, cur + d + 1);
+		w = d == last ? rt_f32(&a->out[0]) : rt_malloc(sizeof *w * (size_t)(outer * g->out[d] * inner + 1));
+		if (!w) {
+			rt_errorf(e, RT_ENOMEM, "out of memory for Resize");
+			goto fail;
+		}
+		axis_pass_nearest_f32(&t, c, v, outer, cur[d], inner, g->out[d], w);
+		rt_free(own), rt_free(t.idx), rt_free(t.w);
+		t = (Taps){ 0 };
+		own = d == last ? NULL : w;
+		v = w, w = NULL;
+		cur[d] = g->out[d];
+	}
+	if (last < 0)   /* nothing resampled: the input itself */
+		memcpy(rt_f32(&a->out[0]), v, sizeof *v * (size_t)x->n);
+	return kn_finish(&a->out[0], a->opts, e);
+fail:
+	rt_free(own), rt_free(t.idx), rt_free(t.w);
+	kn_free_outs(a);
+	return -1;
+}
+
 /* Reads the optional float input i (roi, scales) into v; its count (0 when absent or empty). */
 static int float_input(const RtKernelArgs *a, int i, const char *what, double *v, int max, RtError *e)
 {
@@ -351,6 +409,10 @@ int rk_Resize(const RtKernelArgs *a, RtError *e)
 	if (rt_resize_geometry(a->attrs, x->rank, x->dims, roi, nroi, sc, nsc, sizes, nsizes, &g, e) < 0)
 		return -1;
 	int f64 = kn_acc64(a);
+	DType od = a->out[0].dtype != DT_INVALID ? a->out[0].dtype : x->dtype;
+	if (c.mode == RZ_NEAREST && !c.antialias && !kn_generic_only && rt_dtypes[x->dtype].storage == S_F32 &&
+	    rt_dtypes[od].storage == S_F32 && x->n > 0)
+		return resize_nearest_f32(a, &c, &g, e);
 	int64_t cur[RT_MAX_RANK];
 	memcpy(cur, x->dims, sizeof(int64_t) * (size_t)x->rank);
 	double *v = kn_load(x, e), *w = NULL;

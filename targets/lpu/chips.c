@@ -43,6 +43,7 @@ typedef struct Bx {
 	int *cut0;               /* from cut[cut0[i] + j] (j = 0 .. split[i]; the last is the width) */
 	int ncut, capcut;
 	int *tail;               /* per flat value: its last LpuVal */
+	int *lhash, caplhash;    /* open-addressing table of link indices (-1: empty), power of 2 */
 	RtError *e;
 } Bx;
 
@@ -101,18 +102,51 @@ static int new_op(Bx *x, LpuWhat what, int node, int chip, const int *in, int ni
 	return i;
 }
 
-/* The link between chips a and b (created on first use). */
+static uint64_t link_key(int lo, int hi) { return ((uint64_t)(uint32_t)lo << 32 | (uint32_t)hi) * 0x9e3779b97f4a7c15ull; }
+
+/* The slot of pair (lo, hi) in the link table: its link, or the empty slot where it goes. */
+static int link_slot(const Bx *x, int lo, int hi)
+{
+	const LpuLink *L = x->pg->links;
+	int m = x->caplhash - 1, s = (int)(link_key(lo, hi) >> 32) & m;
+	while (x->lhash[s] >= 0 && (L[x->lhash[s]].a != lo || L[x->lhash[s]].b != hi))
+		s = (s + 1) & m;
+	return s;
+}
+
+/* The link table doubled (kept at most half full); 0, or -1 when out of memory. */
+static int link_rehash(Bx *x)
+{
+	int cap = x->caplhash ? x->caplhash * 2 : 64, *old = x->lhash, oldcap = x->caplhash;
+	if (!(x->lhash = malloc(sizeof *x->lhash * (size_t)cap))) {
+		x->lhash = old;
+		return -1;
+	}
+	x->caplhash = cap;
+	for (int i = 0; i < cap; i++)
+		x->lhash[i] = -1;
+	for (int i = 0; i < oldcap; i++)
+		if (old[i] >= 0)
+			x->lhash[link_slot(x, x->pg->links[old[i]].a, x->pg->links[old[i]].b)] = old[i];
+	free(old);
+	return 0;
+}
+
+/* The link between chips a and b (created on first use; links are numbered in that order and found
+ * through a hash table, so that a pod of thousands of chips does not scan them all per copy). */
 static int link_of(Bx *x, int a, int b)
 {
 	LpuProg *pg = x->pg;
 	int lo = a < b ? a : b, hi = a < b ? b : a;
-	for (int i = pg->nlinks - 1; i >= 0; i--)   /* each pair is listed once; the layers walk the chips
-						      in order, so the pair is usually a recent one */
-		if (pg->links[i].a == lo && pg->links[i].b == hi)
-			return i;
+	if (2 * (pg->nlinks + 1) > x->caplhash && link_rehash(x) < 0)
+		return rt_errorf(x->e, RT_ENOMEM, "out of memory building the LPU program");
+	int s = link_slot(x, lo, hi);
+	if (x->lhash[s] >= 0)
+		return x->lhash[s];
 	if (grow((void **)&pg->links, &pg->caplinks, pg->nlinks + 1, sizeof *pg->links) < 0)
 		return rt_errorf(x->e, RT_ENOMEM, "out of memory building the LPU program");
 	pg->links[pg->nlinks] = (LpuLink){ lo, hi };
+	x->lhash[s] = pg->nlinks;
 	return pg->nlinks++;
 }
 
@@ -529,7 +563,7 @@ int lpu_build(const LpuArch *a, const Flat *f, LpuProg *pg, RtError *e)
 			if (v >= 0 && pg->home[f->outputs[i]] < 0)
 				pg->home[f->outputs[i]] = v;
 		}
-	free(x.chip), free(x.split), free(x.cut0), free(x.cut), free(x.tail);
+	free(x.chip), free(x.split), free(x.cut0), free(x.cut), free(x.tail), free(x.lhash);
 	return rc;
 }
 

@@ -1,6 +1,6 @@
 /* testsuite/unit/test_fastpaths.c: every f32 fast path of the reference kernels (contiguous and
  * broadcast elementwise rows, Clip, Conv through im2col, pointwise and direct depthwise, pools,
- * GlobalAveragePool, BatchNormalization, Softmax) gives bit for bit what the general double path
+ * GlobalAveragePool, BatchNormalization, Softmax, Resize nearest, ConvTranspose) gives bit for bit what the general double path
  * gives (kn_generic_only), on data with signed zeros, NaN, infinities, subnormals and values of
  * every magnitude, for f32 and bf16 outputs, and for each instruction set this CPU runs. */
 #include "testsuite/unit/kernel_test.h"
@@ -139,6 +139,9 @@ static void test_conv(void **state)
 		{ { 1, 8, 12, 37 }, { 8, 1, 3, 3 }, 4, 8, 3, 1, 2, 1, 1 },  /* width stride 2: im2col */
 		{ { 2, 16, 5, 7 }, { 24, 16, 1, 1 }, 4, 1, 1, 1, 1, 1, 0 }, /* pointwise */
 		{ { 1, 4, 5, 6, 7 }, { 3, 4, 2, 3, 2 }, 5, 1, 0, 1, 1, 1, 1 },
+		/* im2col by chunks of output positions (K = 576: 896 a chunk), a chunk ending mid-row */
+		{ { 1, 64, 30, 40 }, { 4, 64, 3, 3 }, 4, 1, 3, 1, 1, 1, 1 },
+		{ { 1, 64, 60, 81 }, { 4, 64, 3, 3 }, 4, 1, 3, 2, 2, 1, 1 },
 	};
 	for (int isa = 0; isa <= (int)rt_isa_best(); isa++) {
 		rt_isa_set((RtIsa)isa);
@@ -188,11 +191,61 @@ static void test_pool_norm_softmax(void **state)
 	rt_tensor_free(&x), rt_tensor_free(&sc), rt_tensor_free(&bb), rt_tensor_free(&mu), rt_tensor_free(&var);
 }
 
+/* ConvTranspose in f32 (2-D and N-D col2im, strides, dilation, pads, groups, bias) against the
+ * double path, on every instruction set. */
+static void test_convtranspose(void **state)
+{
+	struct { int64_t x[5], w[5]; int rank, group, s, d, pad; } cs[] = {
+		{ { 1, 6, 5, 7 }, { 6, 4, 2, 2 }, 4, 1, 2, 1, 0 },   /* the OCR detector's 2x2, stride 2 */
+		{ { 2, 4, 5, 6 }, { 4, 3, 3, 3 }, 4, 2, 2, 1, 1 },
+		{ { 1, 4, 5, 6 }, { 4, 2, 3, 2 }, 4, 1, 1, 2, 2 },
+		{ { 1, 3, 4, 3, 5 }, { 3, 2, 2, 3, 2 }, 5, 1, 2, 1, 1 },
+	};
+	for (int isa = 0; isa <= (int)rt_isa_best(); isa++) {
+		rt_isa_set((RtIsa)isa);
+		for (size_t c = 0; c < sizeof cs / sizeof cs[0]; c++)
+			for (int bias = 0; bias < 2; bias++) {
+				int r = cs[c].rank, ns = r - 2;
+				int64_t bd[1] = { cs[c].w[1] * cs[c].group }, st[3], dl[3], pd[6];
+				RtTensor x = tensor(r, cs[c].x, 0), w = tensor(r, cs[c].w, 1), b = tensor(1, bd, 1);
+				RtTensor *in[] = { &x, &w, bias ? &b : NULL };
+				for (int i = 0; i < ns; i++)
+					st[i] = cs[c].s, dl[i] = cs[c].d, pd[i] = cs[c].pad, pd[i + ns] = cs[c].pad + (i == 0 && cs[c].pad);
+				Attr at[] = { kt_ai("group", cs[c].group), kt_ais("strides", ns, st), kt_ais("dilations", ns, dl),
+					      kt_ais("pads", 2 * ns, pd) };
+				same("ConvTranspose", in, 3, 1, at, 4, bias ? DT_BF16 : DT_INVALID);
+				same("ConvTranspose", in, 3, 1, at, 4, DT_INVALID);
+				rt_tensor_free(&x), rt_tensor_free(&w), rt_tensor_free(&b);
+			}
+	}
+	rt_isa_set((RtIsa)-1);
+}
+
+/* Resize nearest in f32 (one or two resampled axes, up and down, every nearest mode) against the
+ * double path. */
+static void test_resize(void **state)
+{
+	static const char *ct[] = { "asymmetric", "half_pixel", "align_corners", "tf_half_pixel_for_nn" };
+	static const char *nm[] = { "floor", "round_prefer_floor", "round_prefer_ceil", "ceil" };
+	static const double sc[][4] = { { 1, 1, 2, 2 }, { 1, 1, 1, 3 }, { 1, 1, 0.5, 1.5 }, { 1, 2, 1, 1 } };
+	RtTensor x = tensor(4, KT_DIMS(2, 3, 4, 5), 0);
+	for (size_t s = 0; s < sizeof sc / sizeof sc[0]; s++)
+		for (int k = 0; k < 4; k++) {
+			RtTensor scales = KT_T(DT_F32, 1, KT_DIMS(4), KT_VALS(sc[s][0], sc[s][1], sc[s][2], sc[s][3]));
+			RtTensor *in[] = { &x, NULL, &scales };
+			Attr at[] = { kt_as("mode", "nearest"), kt_as("coordinate_transformation_mode", ct[k]),
+				      kt_as("nearest_mode", nm[k]) };
+			same("Resize", in, 3, 1, at, 3, k == 1 ? DT_BF16 : DT_INVALID);
+			rt_tensor_free(&scales);
+		}
+	rt_tensor_free(&x);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_binary), cmocka_unit_test(test_unary), cmocka_unit_test(test_conv),
-		cmocka_unit_test(test_pool_norm_softmax),
+		cmocka_unit_test(test_pool_norm_softmax), cmocka_unit_test(test_resize), cmocka_unit_test(test_convtranspose),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
