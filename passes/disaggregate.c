@@ -32,6 +32,8 @@
  *      KV concatenated back), GPU part of every slice first, then the LPU part, so each pool's
  *      stream ping-pongs between slices; the entry graph splits the activation before the first
  *      layer and concatenates it after the last;
+ *   Without --pools, steps 2-3 are priced once more with every FFN on the GPU pool, and the
+ *   split is kept only when it predicts the shorter step (hybrid_or_gpu);
  *   5. inserts a Transfer wherever a value crosses pools, and records every decision as a
  *      "placement" remark and as statistics.  Every placed node carries `pool_chips`, the
  *      chips of its pool that work on it (targets price it with that many).
@@ -706,7 +708,7 @@ static void describe(Dis *d, Layer *l)
 
 /* Pool sizes: LPUs from capacity (dropping the largest FFN stacks that do not fit), GPUs from
  * capacity then by predicted step time. */
-static void size_pools(Dis *d)
+static void size_pools(Dis *d, int quiet)
 {
 	int lcount = num_has(&d->lpu->count) ? (int)d->lpu->count.v : 1;
 	for (;;) {
@@ -724,7 +726,8 @@ static void size_pools(Dis *d)
 		}
 		Layer *l = &d->lay[big];
 		l->on_lpu = 0;
-		pass_remark(d->c, REMARK_MISSED, l->g, NULL, "FFN of '%s' stays on the GPU pool: %lld layers x %d %s = %lld "
+		if (!quiet)
+			pass_remark(d->c, REMARK_MISSED, l->g, NULL, "FFN of '%s' stays on the GPU pool: %lld layers x %d %s = %lld "
 			    "LPUs to hold %.4g GB of weights at %.0f byte(s) each, machine %s has %d (--set %s.count=N for more racks)",
 			    l->g->name, (long long)l->reps, l->group, d->lpu->id, (long long)(l->reps * l->group),
 			    l->w_lpu * (double)l->reps / 1e9, d->lpu_bytes, d->c->machine->name, lcount, d->lpu->id);
@@ -745,6 +748,8 @@ static void size_pools(Dis *d)
 	for (int n = gmin * 2; n <= gcount; n *= 2)
 		if (t_step(d, 1, n) < t_step(d, 1, d->ngpu) * 0.97)
 			d->ngpu = n;
+	if (quiet)
+		return;
 	pass_remark(d->c, REMARK_ANALYSIS, d->entry, NULL, "pools: %d %s (%.4g GB of weights and KV cache on the GPUs%s, at most "
 		    "90%% of %.4g GB HBM each, then doubled while the predicted step shrinks by 3%%) and %d %s (FFN weights "
 		    "at %.0f byte(s) per element in %.4g MB of SRAM per chip)", d->ngpu, d->gpu->id, need / 1e9,
@@ -901,6 +906,41 @@ static int lpu_only(Dis *d)
 	return 0;
 }
 
+/* Without --pools: both pools only when the split is predicted to pay.  The hybrid step (its
+ * pools and micro-batch count chosen as above) and the GPU-only step (the FFN beside the
+ * attention, the GPU pool sized again for all the weights) are priced by the same t_step; the
+ * FFN goes to the LPUs only when that makes the step shorter (a batch whose FFN the GPUs'
+ * HBM streams faster than the LPU group computes it, plus two link crossings per layer, would
+ * otherwise run slower than on the GPUs alone: llama3.1-70b decode at batch 32 on vera-rubin,
+ * 6.5 ms hybrid against 4.5 ms GPU-only).  A remark gives both predictions either way;
+ * --pools hybrid keeps the split regardless. */
+static void hybrid_or_gpu(Dis *d)
+{
+	int keep[MAXLAYERS], any = 0;
+	for (int i = 0; i < d->nlay; i++)
+		any |= keep[i] = d->lay[i].on_lpu;
+	if (!any)
+		return;
+	size_pools(d, 1);
+	int m = choose_m(d), gh = d->ngpu, lh = d->nlpu;
+	double th = t_step(d, m, d->ngpu);
+	for (int i = 0; i < d->nlay; i++)
+		d->lay[i].on_lpu = 0;
+	size_pools(d, 1);
+	double tg = t_step(d, 1, d->ngpu);
+	if (tg < th) {
+		pass_remark(d->c, REMARK_MISSED, d->entry, NULL, "FFN stays on the GPU pool: predicted layer time per step "
+			    "%.4g ms on %d %s alone, %.4g ms with the FFN on %d %s (%d %s, %d micro-batch(es)); --pools hybrid "
+			    "splits anyway", tg * 1e3, d->ngpu, d->gpu->id, th * 1e3, lh, d->lpu->id, gh, d->gpu->id, m);
+		return;
+	}
+	for (int i = 0; i < d->nlay; i++)
+		d->lay[i].on_lpu = keep[i];
+	pass_remark(d->c, REMARK_ANALYSIS, d->entry, NULL, "FFN on the LPU pool: predicted layer time per step %.4g ms "
+		    "with %d %s and %d %s, %.4g ms on %d %s alone", th * 1e3, gh, d->gpu->id, lh, d->lpu->id, tg * 1e3,
+		    d->ngpu, d->gpu->id);
+}
+
 static const char *inst(Module *m, const Device *dv)
 {
 	char buf[64];
@@ -945,7 +985,9 @@ int pass_disaggregate(Module *m, PassCtx *c)
 	if ((c->pools && !strcmp(c->pools, "gpu")) || prefill)
 		for (int i = 0; i < d.nlay; i++)
 			d.lay[i].on_lpu = 0;
-	size_pools(&d);
+	else if (!c->pools)
+		hybrid_or_gpu(&d);
+	size_pools(&d, 0);
 	d.nmb = choose_m(&d);
 	report(&d);
 	/* annotate: sides are in Node.aux of each layer graph and its callees */

@@ -37,6 +37,7 @@
 #include <string.h>
 
 #include "passes/pass.h"
+#include "ir/suggest.h"
 #include "runtime/codec.h"
 #include "targets/target.h"
 
@@ -55,7 +56,10 @@ typedef struct Part {
 	Graph *g;
 	PassCtx *c;
 	const Device *dev;
-	int ndev, tp, pp, ep;
+	int ndev, tp, pp, ep;    /* ndev: the devices the plan may use (the survivors) */
+	int *phys;               /* per device index 0..ndev-1: its instance on the machine ("gpu<phys>");
+				    NULL: the identity (no --devices / --exclude-devices) */
+	int limit;               /* the machine's instances considered: --devices N, else its count */
 	int width;               /* devices per pipeline stage: max(tp, ep) */
 	int base;                /* a layer graph: the first device of its stage; -1: the entry graph */
 	int nreg;                /* regions of g so far */
@@ -79,8 +83,19 @@ static const char OUTPUT_CONCAT[] = "output shards"; /* a KV-cache output assemb
 static const char *dev_name(Part *p, int i)
 {
 	char buf[64];
-	snprintf(buf, sizeof buf, "%s%d", p->dev->id, i);
+	snprintf(buf, sizeof buf, "%s%d", p->dev->id, p->phys ? p->phys[i] : i);
 	return arena_strdup(p->m->arena, buf);
+}
+
+/* The device index of machine instance k, or -1 when k is not a survivor. */
+static int index_of(const Part *p, long k)
+{
+	if (!p->phys)
+		return k >= 0 && k < p->ndev ? (int)k : -1;
+	for (int i = 0; i < p->ndev; i++)
+		if (p->phys[i] == k)
+			return i;
+	return -1;
 }
 
 static int64_t value_bytes(const Value *v)
@@ -904,13 +919,18 @@ static int pin_index(Part *p, const Node *n, int *out)
 	char *end;
 	if (strncmp(d, p->dev->id, l) == 0 && d[l] >= '0' && d[l] <= '9') {
 		long k = strtol(d + l, &end, 10);
-		if (!*end && k < p->ndev) {
-			*out = (int)k;
+		if (!*end && index_of(p, k) >= 0) {
+			*out = index_of(p, k);
 			return 0;
+		}
+		if (!*end && p->phys && k < p->limit) {
+			pass_remark(p->c, REMARK_MISSED, p->g, n, "@device(%s) names a device left out by "
+				    "--exclude-devices: ignored, placed on the survivors", d);
+			return -1;
 		}
 	}
 	pass_remark(p->c, REMARK_MISSED, p->g, n, "@device(%s) names no device of machine %s (%s0..%s%d): ignored",
-		    d, p->c->machine->name, p->dev->id, p->dev->id, p->ndev - 1);
+		    d, p->c->machine->name, p->dev->id, p->dev->id, p->limit - 1);
 	return -1;
 }
 
@@ -1080,7 +1100,13 @@ static void clear_aux(Graph *g)
 		g->inputs[i]->aux = NULL;
 }
 
-/* A Transfer before every read of a value on another device (one per value and destination). */
+/* A Transfer for every read of a value on another device (one per value and destination), put
+ * right after the value's producer (a graph input's: at the top), not before its first reader:
+ * the copy starts as soon as the value exists, and since plan-memory releases a value read on
+ * another stream only once every stream is ordered after the reads (targets/devices.c
+ * sync_death), a copy issued late kept the source's activations live through everything the
+ * source stream ran before it (llama-70B prefill at batch 96 x 2048, TP2: each layer's
+ * attention input held on gpu0 through its whole FFN, 82 GB live for 75.6 GB needed). */
 static void transfers(Part *p)
 {
 	for (Node *n = p->g->first; n; n = n->next) {
@@ -1111,7 +1137,7 @@ static void transfers(Part *p)
 				char buf[256];
 				snprintf(buf, sizeof buf, "%s.to.%s", v->name, n->annot.device);
 				const char *name = ir_fresh_name(p->g, buf);
-				t = ir_insert_node(p->g, n, OP_Transfer, &v, 1, &name, 1, n->loc);
+				t = ir_insert_node(p->g, v->kind == V_NODE ? v->def->next : p->g->first, OP_Transfer, &v, 1, &name, 1, n->loc);
 				ir_set_attr_str(t, "device", n->annot.device);
 				t->annot.device = n->annot.device;
 				char why[300];
@@ -1148,7 +1174,7 @@ static void transfers(Part *p)
 static int dev_index(Part *p, const char *d)
 {
 	size_t l = strlen(p->dev->id);
-	return d && strncmp(d, p->dev->id, l) == 0 && d[l] >= '0' && d[l] <= '9' ? atoi(d + l) : -1;
+	return d && strncmp(d, p->dev->id, l) == 0 && d[l] >= '0' && d[l] <= '9' ? index_of(p, atol(d + l)) : -1;
 }
 
 /* The device index of n: from the placement, or for a node made after it (a Transfer) from
@@ -1462,54 +1488,181 @@ static double auto_time(Part *p, const AutoFacts *f, int tp, int pp)
 	return t;
 }
 
+/* Whether tp devices can split every attention by whole heads: tp divides the gcd of the head
+ * counts (any tp when none is known, a power of two: the MLPs' widths are). */
+static int tp_divides(const AutoFacts *f, int tp)
+{
+	return f->heads_gcd > 0 ? f->heads_gcd % tp == 0 : (tp & (tp - 1)) == 0;
+}
+
+/* The shapes that fit: for every tp of 1..ndev that splits the heads (tp_divides), the fewest pp
+ * stages whose memory takes `need` bytes (90 % of each device, as --pp's default), priced by
+ * auto_time; a shape needing more devices than p->ndev (tp 8 x pp 4 on 28 survivors: pp cannot
+ * be 3.5) is listed as not fitting.  The list goes to tried (n bytes), the fastest (ties: fewer
+ * devices) to *btp, *bpp; returns 0, or -1 when no shape fits. */
+static int auto_search(Part *p, const AutoFacts *f, double need, char *tried, size_t n, int *btp, int *bpp)
+{
+	double room = p->cap * 0.9, best = 0;
+	size_t k = 0;
+	*btp = *bpp = 0;
+	tried[0] = '\0';
+	for (int tp = 1; tp <= (p->phys ? p->limit : p->ndev); tp++) {   /* past the survivors: said not to fit */
+		if (!tp_divides(f, tp))
+			continue;
+		int pp = (int)ceil(need / (room * tp));
+		if (pp < 1)
+			pp = 1;
+		if ((int64_t)tp * pp > p->ndev) {
+			if (k < n)
+				k += (size_t)snprintf(tried + k, n - k, "%stp %d x pp %d: %d devices, %d available", k ? "; " : "",
+						      tp, pp, tp * pp, p->ndev);
+			continue;
+		}
+		double t = auto_time(p, f, tp, pp);
+		if (k < n)
+			k += (size_t)snprintf(tried + k, n - k, "%stp %d x pp %d: %.3g ms", k ? "; " : "", tp, pp, t * 1e3);
+		if (!*btp || t < best * (1 - 1e-9)) {
+			best = t;
+			*btp = tp;
+			*bpp = pp;
+		}
+	}
+	return *btp ? 0 : -1;
+}
+
+/* Prints remark fmt whatever --remarks selects (the user did not ask for the choice it reports). */
+#define SAY(p, ...) do { unsigned mask_ = (p)->c->remark_mask; (p)->c->remark_mask = ~0u; \
+		pass_remark((p)->c, REMARK_ANALYSIS, (p)->g, NULL, __VA_ARGS__); (p)->c->remark_mask = mask_; } while (0)
+
+/* " (--devices 32, --exclude-devices gpu3,gpu17)" for remarks and errors, or "". */
+static const char *survivors_text(const Part *p, char *buf, size_t n)
+{
+	buf[0] = '\0';
+	if (!p->phys)
+		return buf;
+	size_t k = (size_t)snprintf(buf, n, " (");
+	if (p->c->devices && k < n)
+		k += (size_t)snprintf(buf + k, n - k, "--devices %d%s", p->c->devices, p->c->exclude ? ", " : "");
+	if (p->c->exclude && k < n)
+		k += (size_t)snprintf(buf + k, n - k, "--exclude-devices %s", p->c->exclude);
+	if (k < n)
+		snprintf(buf + k, n - k, ")");
+	return buf;
+}
+
 /* -O1 on a machine of several devices without --tp/--pp/--ep: nothing when the weights and the
- * KV cache fit one device (90 % of its memory, as --pp's default); otherwise, of tp = 1, 2, 4 ...
- * (dividing every attention's head counts) with the fewest pp stages that fit at that width,
- * the (tp, pp) the target predicts fastest (ties: fewer devices), said in a remark printed
- * whatever --remarks selects.  Returns 0 to partition with p->tp and p->pp, 1 to leave the
- * graph on one device, -1 when no choice fits (the memory check reports it). */
+ * KV cache fit one device (90 % of its memory, as --pp's default); otherwise the fastest shape
+ * of auto_search, said in a remark printed whatever --remarks selects.  Returns 0 to partition
+ * with p->tp and p->pp, 1 to leave the graph on one device, -1 when no choice fits (the memory
+ * check reports it). */
 static int auto_choose(Part *p, int64_t weights)
 {
 	AutoFacts f = { 0 };
 	auto_facts(p->g, 1, &f, 0);
 	double need = (double)weights + f.kv_bytes, room = p->cap * 0.9;
+	char tried[768], sv[400];
 	if (need <= room)
 		return 1;
-	char tried[512];
-	size_t k = 0;
-	int best_tp = 0, best_pp = 0;
-	double best = 0;
-	tried[0] = '\0';
-	for (int tp = 1; tp <= p->ndev; tp *= 2) {
-		if (f.heads_gcd > 0 && f.heads_gcd % tp)
-			break;
-		int pp = (int)ceil(need / (room * tp));
-		if (pp < 1)
-			pp = 1;
-		if (tp * pp > p->ndev)
-			continue;
-		double t = auto_time(p, &f, tp, pp);
-		if (k < sizeof tried)
-			k += (size_t)snprintf(tried + k, sizeof tried - k, "%stp %d x pp %d: %.3g ms", k ? "; " : "",
-					      tp, pp, t * 1e3);
-		if (!best_tp || t < best * (1 - 1e-9)) {
-			best = t;
-			best_tp = tp;
-			best_pp = pp;
-		}
-	}
-	if (!best_tp)
+	int best_tp, best_pp;
+	if (auto_search(p, &f, need, tried, sizeof tried, &best_tp, &best_pp) < 0)
 		return -1;
 	p->tp = best_tp;
 	p->pp = best_pp;
 	p->width = best_tp;
-	unsigned mask = p->c->remark_mask;
-	p->c->remark_mask = ~0u;   /* said whatever --remarks selects: the user did not ask for it */
-	pass_remark(p->c, REMARK_ANALYSIS, p->g, NULL, "the model (%.4g GB of weights and KV cache) does not fit one %s "
-		    "(%.4g GB); chose --tp %d --pp %d by the cost model's step time (%s); give --tp/--pp to choose",
-		    need / 1e9, p->dev->id, p->cap / 1e9, best_tp, best_pp, tried);
-	p->c->remark_mask = mask;
+	char of[480] = "";
+	if (p->phys)
+		snprintf(of, sizeof of, " (%d devices of the %d surviving%s)", best_tp * best_pp, p->ndev,
+			 survivors_text(p, sv, sizeof sv));
+	SAY(p, "the model (%.4g GB of weights and KV cache) does not fit one %s (%.4g GB); chose --tp %d --pp %d%s "
+	    "by the cost model's step time (%s); give --tp/--pp to choose",
+	    need / 1e9, p->dev->id, p->cap / 1e9, best_tp, best_pp, of, tried);
 	return 0;
+}
+
+/* --devices N and --exclude-devices a,b: p->phys, p->ndev and p->limit for the survivors.  Each
+ * excluded name must be one of the considered instances ("gpu3"; did-you-mean otherwise); at
+ * least one must survive.  Returns 0, or 1 after an error. */
+static int survivors(Part *p, int count)
+{
+	const PassCtx *c = p->c;
+	const char *mname = c->machine->name, *id = p->dev->id;
+	p->limit = count;
+	if (!c->devices && !c->exclude)
+		return 0;
+	if (c->devices > count) {
+		fprintf(stderr, "aicc: error: partition: --devices %d: machine %s has %d %s device(s) (%s0..%s%d)\n",
+			c->devices, mname, count, id, id, id, count - 1);
+		return 1;
+	}
+	p->limit = c->devices ? c->devices : count;
+	char *out = calloc((size_t)p->limit, 1);
+	p->phys = malloc((size_t)p->limit * sizeof *p->phys);
+	if (!out || !p->phys) {
+		free(out);
+		return 1;
+	}
+	int err = 0;
+	for (const char *q = c->exclude; q && *q && !err; q = strchr(q, ',') ? strchr(q, ',') + 1 : NULL) {
+		size_t len = strcspn(q, ","), l = strlen(id);
+		char name[64];
+		snprintf(name, sizeof name, "%.*s", (int)(len < sizeof name ? len : sizeof name - 1), q);
+		long k = -1;
+		if (len > l && strncmp(name, id, l) == 0 && strspn(name + l, "0123456789") == strlen(name + l) && len - l < 8)
+			k = atol(name + l);
+		if (k >= 0 && k < p->limit) {
+			out[k] = 1;
+			continue;
+		}
+		if (k >= p->limit && k < count)
+			fprintf(stderr, "aicc: error: partition: --exclude-devices: '%s' is not among the %d device(s) "
+				"--devices %d takes (%s0..%s%d)\n", name, p->limit, p->limit, id, id, p->limit - 1);
+		else {
+			/* the nearest of the instance names */
+			char near[80] = "", (*nb)[24] = malloc((size_t)p->limit * sizeof *nb);
+			const char **cand = malloc((size_t)p->limit * sizeof *cand);
+			const char *best = NULL;
+			if (nb && cand) {
+				for (int j = 0; j < p->limit; j++) {
+					snprintf(nb[j], sizeof nb[j], "%s%d", id, j);
+					cand[j] = nb[j];
+				}
+				best = diag_nearest(name, cand, p->limit);
+			}
+			if (best)
+				snprintf(near, sizeof near, "did you mean '%s'?; ", best);
+			free(nb);
+			free(cand);
+			fprintf(stderr, "aicc: error: partition: --exclude-devices: '%s' is no device of machine %s (%s"
+				"its %s devices are %s0..%s%d)\n", name, mname, near, id, id, id, p->limit - 1);
+		}
+		err = 1;
+	}
+	p->ndev = 0;
+	for (int k = 0; k < p->limit && !err; k++)
+		if (!out[k])
+			p->phys[p->ndev++] = k;
+	free(out);
+	if (!err && p->ndev == 0) {
+		fprintf(stderr, "aicc: error: partition: --exclude-devices %s leaves none of the %d %s device(s) of "
+			"machine %s%s: nothing to place the model on\n", c->exclude, p->limit, id, mname,
+			c->devices ? " that --devices takes" : "");
+		err = 1;
+	}
+	return err;
+}
+
+/* After an explicit --tp/--pp that the survivors cannot take: the shapes that fit them. */
+static void fits_hint(Part *p, int64_t weights)
+{
+	AutoFacts f = { 0 };
+	char tried[768];
+	int tp, pp;
+	auto_facts(p->g, 1, &f, 0);
+	if (auto_search(p, &f, (double)weights + f.kv_bytes, tried, sizeof tried, &tp, &pp) == 0)
+		fprintf(stderr, "aicc: note: on the %d surviving device(s), by the cost model's step time: %s; the "
+			"fastest is --tp %d --pp %d (leave out --tp and --pp to have it chosen)\n", p->ndev, tried, tp, pp);
+	else
+		fprintf(stderr, "aicc: note: no tensor x pipeline shape fits the %d surviving device(s): %s\n", p->ndev, tried);
 }
 
 int pass_partition(Module *m, PassCtx *c)
@@ -1526,6 +1679,12 @@ int pass_partition(Module *m, PassCtx *c)
 		return 0;
 	Part p = { .m = m, .g = g, .c = c, .dev = dev, .base = -1 };
 	p.ndev = num_has(&dev->count) && dev->count.v >= 1 ? (int)dev->count.v : 1;
+	if (survivors(&p, p.ndev)) {
+		free(p.phys);
+		return 1;
+	}
+	char sv[400];
+	survivors_text(&p, sv, sizeof sv);
 	const MemSpace *ms = NULL;
 	static const MemKind kinds[] = { MEM_HBM, MEM_DRAM, MEM_SRAM, MEM_VMEM };
 	for (size_t i = 0; i < sizeof kinds / sizeof kinds[0] && !ms; i++)
@@ -1537,17 +1696,25 @@ int pass_partition(Module *m, PassCtx *c)
 	p.tp = c->tp > 1 ? c->tp : 1;
 	p.ep = c->ep > 1 ? c->ep : 1;
 	p.width = p.tp > p.ep ? p.tp : p.ep;
+	int64_t weights = ir_summary(g).parameter_bytes;
 	if (p.width > p.ndev) {
-		fprintf(stderr, "aicc: error: partition: --%s %d needs %d devices but machine %s has %d\n",
-			p.tp >= p.ep ? "tp" : "ep", p.width, p.width, mach->name, p.ndev);
+		fprintf(stderr, "aicc: error: partition: --%s %d needs %d devices but machine %s has %d%s%s\n",
+			p.tp >= p.ep ? "tp" : "ep", p.width, p.width, mach->name, p.ndev, p.phys ? " surviving" : "", sv);
+		if (p.phys)
+			fits_hint(&p, weights);
+		free(p.phys);
 		return 1;
 	}
-	int64_t weights = ir_summary(g).parameter_bytes;
 	if (c->partition_auto && p.ndev > 1 && !c->tp && !c->pp && !c->ep) {
 		int a = auto_choose(&p, weights);
-		if (a == 1)
+		if (a == 1 && !p.phys)
 			return 0;   /* fits one device: the lowering places it there */
-	} else if (c->partition_auto && p.ndev == 1)
+		if (a == 1) {       /* ... which must be a survivor */
+			p.pp = 1;
+			SAY(&p, "the model (%.4g GB of weights) fits one %s (%.4g GB): placed on %s, the first of the %d "
+			    "surviving devices", (double)weights / 1e9, dev->id, p.cap / 1e9, dev_name(&p, 0), p.ndev);
+		}
+	} else if (c->partition_auto && p.ndev == 1 && !p.phys)
 		return 0;       /* one device: the lowering checks its memory */
 	if (c->pp > 0 || p.pp > 0)
 		p.pp = c->pp > 0 ? c->pp : p.pp;
@@ -1560,11 +1727,14 @@ int pass_partition(Module *m, PassCtx *c)
 			p.pp = p.ndev / p.width;
 	}
 	if (p.pp * p.width > p.ndev) {
-		fprintf(stderr, "aicc: error: partition: --%s %d x --pp %d needs %d devices but machine %s has %d\n",
-			p.tp >= p.ep ? "tp" : "ep", p.width, p.pp, p.width * p.pp, mach->name, p.ndev);
+		fprintf(stderr, "aicc: error: partition: --%s %d x --pp %d needs %d devices but machine %s has %d%s%s\n",
+			p.tp >= p.ep ? "tp" : "ep", p.width, p.pp, p.width * p.pp, mach->name, p.ndev, p.phys ? " surviving" : "", sv);
+		if (p.phys)
+			fits_hint(&p, weights);
+		free(p.phys);
 		return 1;
 	}
-	if (p.ndev == 1) {
+	if (p.ndev == 1 && !p.phys) {
 		ir_foreach_node(g, n)
 			n->aux = NULL;
 		if (grow(&p) < 0)
@@ -1589,22 +1759,35 @@ int pass_partition(Module *m, PassCtx *c)
 		int k = place_layers(&p);
 		free(p.insts);
 		if (k < 0) {
-			free(p.stage), free(p.devof), free(p.region), free(p.shard);
+			free(p.stage), free(p.devof), free(p.region), free(p.shard), free(p.phys);
 			return 1;
 		}
 		nreg += k;
 	}
 	pass_stat(c, "devices used", p.pp * p.width);
+	char used[200] = "";
+	if (p.phys)     /* the machine's instances the plan takes, as runs: ": gpu0..gpu2, gpu4..gpu16" */
+		for (int i = 0, k = 0; i < p.pp * p.width && (size_t)k < sizeof used - 24; i++) {
+			int j = i;
+			while (j + 1 < p.pp * p.width && p.phys[j + 1] == p.phys[j] + 1)
+				j++;
+			if (j > i)
+				k += snprintf(used + k, sizeof used - (size_t)k, "%s%s%d..%s%d", k ? ", " : " ", dev->id,
+					      p.phys[i], dev->id, p.phys[j]);
+			else
+				k += snprintf(used + k, sizeof used - (size_t)k, "%s%s%d", k ? ", " : " ", dev->id, p.phys[i]);
+			i = j;
+		}
 	if (p.ep > 1)
-		pass_remark(c, REMARK_ANALYSIS, g, NULL, "partitioned over %d %s device(s): %d pipeline stage(s) x "
+		pass_remark(c, REMARK_ANALYSIS, g, NULL, "partitioned over %d %s device(s)%s%s%s: %d pipeline stage(s) x "
 			    "tensor parallel %d, expert parallel %d; %d tensor- and expert-parallel region(s); %lld weight bytes",
-			    p.pp * p.width, dev->id, p.pp, p.tp, p.ep, nreg, (long long)weights);
+			    p.pp * p.width, dev->id, used, p.phys ? ", survivors" : "", sv, p.pp, p.tp, p.ep, nreg, (long long)weights);
 	else
-		pass_remark(c, REMARK_ANALYSIS, g, NULL, "partitioned over %d %s device(s): %d pipeline stage(s) x "
+		pass_remark(c, REMARK_ANALYSIS, g, NULL, "partitioned over %d %s device(s)%s%s%s: %d pipeline stage(s) x "
 			    "tensor parallel %d; %d tensor-parallel region(s); %lld weight bytes",
-			    p.pp * p.width, dev->id, p.pp, p.tp, nreg, (long long)weights);
+			    p.pp * p.width, dev->id, used, p.phys ? ", survivors" : "", sv, p.pp, p.tp, nreg, (long long)weights);
 	compress_collectives(m, c);
 	int e = check_memory(&p, p.ndev);
-	free(p.stage), free(p.devof), free(p.region), free(p.shard);
+	free(p.stage), free(p.devof), free(p.region), free(p.shard), free(p.phys);
 	return e;
 }

@@ -107,6 +107,11 @@ typedef struct PassCtx {
 	int tp;                     /* --tp N: tensor-parallel group size (0 or 1: none) */
 	int pp;                     /* --pp N: pipeline stages (0: the fewest that fit memory) */
 	int ep;                     /* --ep N: expert-parallel group size (0 or 1: none) */
+	/* --devices N: only the machine's first N accelerators (0: all of them); --exclude-devices
+	 * "gpu3,gpu17": those (named as the machine and the plan name them) are left out, and the
+	 * partition pass places the model on the survivors only (docs/resilience.md) */
+	int devices;
+	const char *exclude;
 	/* --compress-collectives[=CODEC]: the codec (runtime/codec.h) every AllReduce the
 	 * partition pass places gets as {compress}; NULL: none */
 	const char *compress;

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/codec.h"
 #include "tools/driver.h"
 #include "tools/emit_viz.h"
 #include "tools/plan_build.h"
@@ -79,6 +80,7 @@ typedef struct ExplainOpts {
 	int json, all;
 	PictureOpts pic;          /* --emit: --expand, --focus, --layout-time */
 	int compare;              /* --compare: hybrid vs GPU-only vs LPU-only (tools/explain_compare.c) */
+	const char *against;      /* --compare OLD.aip: what changed from OLD (tools/explain_diff.c) */
 } ExplainOpts;
 
 static void explain_help(void)
@@ -90,7 +92,11 @@ static void explain_help(void)
 	       "  -o FILE                output file (default: stdout)\n"
 	       "  --emit dot|svg|png     draw the plan's placement instead (see docs/explain.md)\n"
 	       "  --compare              on a GPU + LPU machine: the model on both pools, the GPUs alone and\n"
-	       "                         the LPUs alone, side by side (TPOT, tokens/s per user and per chip)\n");
+	       "                         the LPUs alone, side by side (TPOT, tokens/s per user and per chip)\n"
+	       "  --compare OLD.aip      what changed from OLD.aip, a plan of the same model (a re-partition\n"
+	       "                         with compile --exclude-devices, say): devices left out and added,\n"
+	       "                         tp x pp, the layers that moved and from where to where, and the\n"
+	       "                         predicted step time before and after\n");
 	drv_picture_help();
 }
 
@@ -108,6 +114,16 @@ static int parse_opts(int argc, char **argv, ExplainOpts *o)
 				return -1;
 			continue;
 		}
+		if (strcmp(argv[i], "--compare") == 0 && i + 1 < argc && argv[i + 1][0] != '-') {
+			o->compare = 1;     /* --compare OLD.aip, unless OLD.aip turns out to be the only plan */
+			o->against = argv[++i];
+			continue;
+		}
+		if (strncmp(argv[i], "--compare=", 10) == 0) {
+			o->compare = 1;
+			o->against = argv[i] + 10;
+			continue;
+		}
 		if (strcmp(argv[i], "--compare") == 0 || strcmp(argv[i], "--json") == 0 || strcmp(argv[i], "--all") == 0) {
 			*(argv[i][2] == 'c' ? &o->compare : argv[i][2] == 'j' ? &o->json : &o->all) = 1;
 			continue;
@@ -119,6 +135,10 @@ static int parse_opts(int argc, char **argv, ExplainOpts *o)
 		}
 		if (drv_operand(argv[i], &o->plan, "plan", "explain") < 0)
 			return -1;
+	}
+	if (!o->plan && o->against && strncmp(o->against - 10, "--compare=", 10) != 0) {
+		o->plan = o->against;   /* `explain --compare PLAN`: the pools comparison of PLAN */
+		o->against = NULL;
 	}
 	if (!o->plan) {
 		drv_error("no plan given (see aicc explain --help)");
@@ -1070,6 +1090,89 @@ static void print_devices(FILE *f, const Plan *p, const RtTiming *tm, const Tota
 	free(start), free(busy);
 }
 
+/* ---- compressed all-reduces (compress=, compile --compress-collectives; docs/resilience.md) ---- */
+typedef struct CompRow {
+	char codec[64];
+	int ranks, count;
+	double raw, wire, codec_s, link_saved_s;   /* link bytes per rank: the ring's 2(p-1)/p of the payload */
+	double worst, rms, allowance;
+} CompRow;
+
+/* The plan's compressed all-reduces, one row per (codec, members); *n rows (free the result). */
+static CompRow *compressed_rows(const Plan *p, int *n)
+{
+	CompRow *r = NULL;
+	*n = 0;
+	for (int s = 0; s < p->nstreams; s++)
+		for (int i = 0; i < p->streams[s].nins; i++) {
+			const PlanInstr *in = &p->streams[s].ins[i];
+			RtCodec c;
+			RtError e = { 0 };
+			char buf[64];
+			const char *spec = viz_attr(in, "compress", buf, sizeof buf);
+			if (in->kind != PI_COLLECTIVE || !spec || rt_instr_codec(in, &c, &e) <= 0)
+				continue;
+			RtCollWire w;
+			rt_collective_wire(p, in, &w);
+			int k = 0;
+			while (k < *n && !(r[k].ranks == in->nin && !strcmp(r[k].codec, spec)))
+				k++;
+			if (k == *n) {
+				r = realloc(r, (size_t)(*n + 1) * sizeof *r);
+				if (!r) {
+					fprintf(stderr, "aicc: error: out of memory\n");
+					exit(EXIT_INTERNAL);
+				}
+				memset(&r[k], 0, sizeof r[k]);
+				snprintf(r[k].codec, sizeof r[k].codec, "%s", spec);
+				r[k].ranks = in->nin;
+				rt_codec_error(&c, in->nin, &r[k].worst, &r[k].rms);
+				r[k].allowance = (in->nin + 1.0) / ((1 << c.bits) - 1.0);   /* runtime/check.c */
+				(*n)++;
+			}
+			double share = in->nin > 1 ? 2.0 * (in->nin - 1) / in->nin : 0;
+			r[k].count++;
+			r[k].raw += share * w.raw;
+			r[k].wire += share * w.wire;
+			r[k].codec_s += w.codec_s;
+			if (in->link >= 0 && p->links[in->link].bandwidth > 0)
+				r[k].link_saved_s += share * (w.raw - w.wire) / p->links[in->link].bandwidth;
+		}
+	return r;
+}
+
+static void print_compressed(FILE *f, const Plan *p)
+{
+	int n;
+	CompRow *r = compressed_rows(p, &n);
+	for (int k = 0; k < n; k++) {
+		char a[32], b[32], c[32], d[32], e[32];
+		fprintf(f, "  compressed   %d all-reduce%s over %d devices as %s: %s on each member's links instead of %s "
+			"(%.2fx fewer, %s saved: %s of link time); encode/decode %s; error per element at most %.3g, rms %.3g "
+			"of its block's range (p + 1 = %d codings); run --check allows (p+1)/(2^B-1) = %.3g per all-reduce\n",
+			r[k].count, r[k].count == 1 ? "" : "s", r[k].ranks, r[k].codec, viz_bytes_str(r[k].wire, a, sizeof a),
+			viz_bytes_str(r[k].raw, b, sizeof b), r[k].wire > 0 ? r[k].raw / r[k].wire : 0,
+			viz_bytes_str(r[k].raw - r[k].wire, c, sizeof c), viz_time_str(r[k].link_saved_s, d, sizeof d),
+			viz_time_str(r[k].codec_s, e, sizeof e), r[k].worst, r[k].rms, r[k].ranks + 1, r[k].allowance);
+	}
+	free(r);
+}
+
+static json_t *json_compressed(const Plan *p)
+{
+	int n;
+	CompRow *r = compressed_rows(p, &n);
+	json_t *a = json_array();
+	for (int k = 0; k < n; k++)
+		json_array_append_new(a, json_pack("{s:s, s:i, s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "codec", r[k].codec,
+						   "ranks", r[k].ranks, "count", r[k].count, "link_bytes_raw", r[k].raw,
+						   "link_bytes_wire", r[k].wire, "link_s_saved", r[k].link_saved_s, "codec_s",
+						   r[k].codec_s, "error_worst", r[k].worst, "error_rms", r[k].rms,
+						   "check_allowance", r[k].allowance));
+	free(r);
+	return a;
+}
+
 static void print_text(FILE *f, const Plan *p, const RtTiming *tm, const Row *rows, int n, const Group *g, int ng,
 		       const Totals *t, int all)
 {
@@ -1087,6 +1190,7 @@ static void print_text(FILE *f, const Plan *p, const RtTiming *tm, const Row *ro
 			fprintf(f, "error band unknown: no published case covers any of its kernel classes\n");
 	}
 	print_summary(f, p, tm, t, g, ng, rows, n, all);
+	print_compressed(f, p);
 	print_table(f, p, rows, n, all ? NULL : g, ng, t);
 	print_devices(f, p, tm, t, all);
 	print_totals(f, "operator", t->op, t->nop, t->busy);
@@ -1204,6 +1308,7 @@ static int print_json(FILE *f, const Plan *p, const RtTiming *tm, const Row *row
 	json_object_set_new(o, "machine", json_string(p->machine));
 	json_object_set_new(o, "latency_s", tm ? json_real(tm->latency_s) : json_null());
 	json_object_set_new(o, "summary", json_summary(p, tm, t, g, ng, rows));
+	json_object_set_new(o, "compressed_collectives", json_compressed(p));
 	for (int i = 0; i < n; i++)
 		json_array_append_new(ins, json_row(&rows[i]));
 	json_object_set_new(o, "instructions", ins);
@@ -1273,11 +1378,18 @@ int cmd_explain(int argc, char **argv)
 		fprintf(stderr, "%s\n", e.msg);
 		return EXIT_USER;
 	}
+	Plan *old = NULL;
+	if (o.against && !(old = plan_read(o.against, &e))) {
+		fprintf(stderr, "%s\n", e.msg);
+		plan_free(p);
+		return EXIT_USER;
+	}
 	drv_register_runtime_hooks();
 	OutFile f;
 	int rc = EXIT_USER;
 	if (out_open(&f, o.output) == 0) {
 		int r = o.emit ? drv_emit_picture(NULL, p, o.emit, &o.pic, f.f)
+			: old ? drv_explain_diff(p, old, o.plan, o.against, o.json, f.f)
 			: o.compare ? drv_explain_compare(p, o.json, f.f) : explain(&o, p, f.f);
 		if (r < 0)
 			out_abort(&f);
@@ -1285,5 +1397,6 @@ int cmd_explain(int argc, char **argv)
 			rc = out_commit(&f) < 0 ? EXIT_USER : EXIT_OK;
 	}
 	plan_free(p);
+	plan_free(old);
 	return rc;
 }

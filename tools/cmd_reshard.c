@@ -87,10 +87,24 @@ static int dev_index(const char *name)
 	return k < n ? atoi(name + k) : -1;
 }
 
+/* Whether device names a and b are one device: equal, or one is the other without its index 0
+ * (a one-device plan names its GPU `gpu`, a partitioned one `gpu0`). */
+static int same_device(const char *a, const char *b)
+{
+	if (strcmp(a, b) == 0)
+		return 1;
+	size_t na = strlen(a), nb = strlen(b);
+	if (na + 1 == nb && strncmp(a, b, na) == 0 && b[na] == '0')
+		return dev_index(a) < 0;
+	if (nb + 1 == na && strncmp(a, b, nb) == 0 && a[nb] == '0')
+		return dev_index(b) < 0;
+	return 0;
+}
+
 static int find_device(const Plan *p, const char *name)
 {
 	for (int i = 0; i < p->ndevices; i++)
-		if (strcmp(p->devices[i].name, name) == 0)
+		if (same_device(p->devices[i].name, name))
 			return i;
 	return -1;
 }
@@ -307,7 +321,7 @@ static int plan_slice(Ctx *c, int i)
 			if (!same || c->alive[w->device] < 0)
 				continue;
 			const char *src = op->devices[w->device].name;
-			int cls = strcmp(src, dst) == 0 ? L_LOCAL :
+			int cls = same_device(src, dst) ? L_LOCAL :
 				  node_of(&c->t, src) == node_of(&c->t, dst) ? L_NVLINK : L_NET;
 			double load = port_load(c, port_of(c, src, cls, 0));
 			if (cls < best_cls || (cls == best_cls && load < best_load))
@@ -418,11 +432,13 @@ static double schedule(Ctx *c, int *order, double *bound, int *busiest)
 	return span;
 }
 
+/* optimizer: AdamW's moments, the f32 master weights of a mixed-precision step, its counter
+ * (passes/autodiff.c's names); weight otherwise. */
 static const char *kind_of(const char *name)
 {
 	size_t n = strlen(name);
 	if ((n > 8 && strcmp(name + n - 8, ".exp_avg") == 0) || (n > 11 && strcmp(name + n - 11, ".exp_avg_sq") == 0) ||
-	    strcmp(name, "adamw.step") == 0)
+	    (n > 7 && strcmp(name + n - 7, ".master") == 0) || strcmp(name, "adamw.step") == 0)
 		return "optimizer";
 	return "weight";
 }

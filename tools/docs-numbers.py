@@ -36,6 +36,63 @@ COMMANDS = {
                     '{aicc} explain {tmp}/vr.aip --compare'],
 }
 
+# docs/resilience.md: re-planning on survivors, goodput, compressed all-reduces
+L70P = ('{aicc} compile examples/llama3.1-70b.aig --phase prefill --context 2048 --target hopper --machine dgx-h100 '
+        '-o {tmp}/r8.aip')
+GB32 = ('{aicc} compile examples/llama3.1-70b.aig --phase prefill --context 2048 --target blackwell '
+        '--machine gb200-nvl72 --devices 32')
+TP8 = ('{aicc} compile examples/llama3.1-70b.aig --bind B=1 --phase prefill --context 2048 --target hopper '
+       '--machine dgx-h100 --tp 8 --passes=canonicalize,place-precision,fuse,partition,plan-memory')
+COMMANDS.update({
+    'excl7': [L70P, L70P.replace('r8.aip', 'r7.aip') + ' --exclude-devices gpu3',
+              '{aicc} explain {tmp}/r7.aip --compare {tmp}/r8.aip'],
+    'excl28': [GB32 + ' --tp 8 --pp 4 -o {tmp}/g32.aip',
+               GB32 + ' --exclude-devices gpu3,gpu17,gpu20,gpu30 --tp 4 --pp 7 -o {tmp}/g28.aip',
+               '{aicc} explain {tmp}/g28.aip --compare {tmp}/g32.aip'],
+    'goodput': ['{aicc} compile examples/llama3.1-70b.aig --bind B=1,S=1 --phase decode --context 4096 --target hopper '
+                '--machine dgx-h100 --tp 8 --passes=canonicalize,place-precision,fuse,partition,plan-memory '
+                '-o {tmp}/gp.aip',
+                '{aicc} goodput {tmp}/gp.aip --devices 16384 --restart 600 --interval 7200'],
+    'comp': [TP8 + ' --compress-collectives -o {tmp}/c4.aip', '{aicc} explain {tmp}/c4.aip'],
+    'comp-ttft': [TP8 + ' --compress-collectives -o {tmp}/c4.aip', '{aicc} run {tmp}/c4.aip --timing-only'],
+    'raw-ttft': [TP8 + ' -o {tmp}/c0.aip', '{aicc} run {tmp}/c0.aip --timing-only'],
+})
+
+# docs/targets-wafer.md: why the wafer and hardwired validation rows miss
+W8 = ('{aicc} compile examples/llama3.1-8b.aig --target wafer --machine cs3-cluster --phase decode --batch 1 '
+      '--context 1000 --precision f16 -o {tmp}/w8.aip')
+HC1 = ('{aicc} compile examples/llama3.1-8b.aig --target hardwired --machine taalas-hc1 --phase decode --batch 1 '
+       '--context 1500 -o {tmp}/hc1.aip')
+
+
+def gap(name, rate):
+    """The lines that time plan {tmp}/NAME.aip and print tools/docs-gap.py's figures for RATE."""
+    return ['{aicc} explain {tmp}/%s.aip > {tmp}/%s.txt' % (name, name),
+            '{aicc} run {tmp}/%s.aip --timing-only --report {tmp}/%s.json' % (name, name),
+            'python3 tools/docs-gap.py {tmp}/%s.txt {tmp}/%s.json %s' % (name, name, rate)]
+
+
+COMMANDS.update({
+    'validate-llama': ['python3 tools/validate.py "$(dirname {aicc})" --only llama3.1'],
+    'w8gap': [W8] + gap('w8', 1800),
+    'w2waferllm': ['{aicc} compile examples/llama3.1-8b.aig --target wafer --machine cerebras-wse2 --phase decode --batch 1 '
+                   '--context 1000 --precision f16 -o {tmp}/w2.aip'] + gap('w2', 2700),
+    'hc1gap': [HC1] + gap('hc1', 17000),
+    'hc1bound': [HC1, '{aicc} explain {tmp}/hc1.aip'],
+})
+# docs/machines.md: the rows of make demo's hardware-timeline table (tools/demo.sh extra_row and its
+# per-target loop on the default machines)
+DEMO = {'a100-8b': ('llama3.1-8b', 'ampere', 'a100-sxm', ''), 'tpu8t-8b': ('llama3.1-8b', 'tpu', 'tpu-8t', ''),
+        'wse3-8b': ('llama3.1-8b', 'wafer', 'cerebras-wse3', ''), 'hc1-8b': ('llama3.1-8b', 'hardwired', 'taalas-hc1', ''),
+        'a100-70b': ('llama3.1-70b', 'ampere', 'dgx-a100', ' --tp 8'),
+        'tpu8t-70b': ('llama3.1-70b', 'tpu', 'tpu-8t-9600', ' --tp 4'),
+        'cs3-70b': ('llama3.1-70b', 'wafer', 'cs3-cluster', '')}
+for label, (model, tgt, mach, opt) in DEMO.items():
+    for phase, ctx in (('decode', 4096), ('prefill', 2048)):
+        COMMANDS['demo-%s-%s' % (label, phase)] = [
+            '{aicc} compile examples/%s.aig --target %s --machine %s --phase %s --batch 1 --context %d%s '
+            '-o {tmp}/d.aip' % (model, tgt, mach, phase, ctx, opt), '{aicc} run {tmp}/d.aip --timing-only']
+
 
 def three(label):
     """The regex of one row of `explain --compare` (hybrid, gpu-only, lpu-only columns)."""
@@ -67,6 +124,53 @@ for cmd in ('vr70', 'vr70-readme'):
         NUMBERS[p + '.tps_chip'] = (cmd, three('tokens/s per chip'), col, whole, '')
         NUMBERS[p + '.gpu_busy'] = (cmd, three('GPU pool busy ms'), col, sig3, ' ms')
 
+
+def asis(x):
+    return x
+
+
+def diff_row(label):
+    """A row of `explain NEW --compare OLD`: old, new, change."""
+    return r'^\s*' + re.escape(label) + r'\s+(\S+)\s+(\S+)\s+(\S+)\s*$'
+
+
+for cmd in ('excl7', 'excl28'):
+    NUMBERS[cmd + '.old'] = (cmd, diff_row('TTFT ms'), 1, asis, ' ms')
+    NUMBERS[cmd + '.new'] = (cmd, diff_row('TTFT ms'), 2, asis, ' ms')
+    NUMBERS[cmd + '.change'] = (cmd, diff_row('TTFT ms'), 3, asis, '')
+    NUMBERS[cmd + '.shape'] = (cmd, r'shape\s+old (tp \d+ x pp \d+); new (tp \d+ x pp \d+)', 2, asis, '')
+NUMBERS['excl28.oldshape'] = ('excl28', r'shape\s+old (tp \d+ x pp \d+); new', 1, asis, '')
+NUMBERS['goodput.mtbf'] = ('goodput', r'MTBF (\S+) h', 1, asis, ' h')
+NUMBERS['goodput.rate'] = ('goodput', r'^failures\s+(\S+) per device-hour', 1, asis, '')
+NUMBERS['goodput.ckpt'] = ('goodput', r'^checkpoint\s+(\S+ GB)', 1, asis, '')
+NUMBERS['goodput.write'] = ('goodput', r'write (\S+) s', 1, asis, ' s')
+for k in ('Young', 'Daly', 'best', 'given'):
+    rx = r'^interval ' + k + r'\s+(\S+) s \((\S+) min\): useful work (\S+) \(model\)(?:, (\S+) \+- (\S+))?'
+    NUMBERS['goodput.%s.s' % k.lower()] = ('goodput', rx, 1, asis, ' s')
+    NUMBERS['goodput.%s.model' % k.lower()] = ('goodput', rx, 3, asis, '')
+    NUMBERS['goodput.%s.sim' % k.lower()] = ('goodput', rx, 4, asis, '')
+COMP = (r'compressed\s+(\d+) all-reduces over (\d+) devices as (\S+): (\S+ \S+) on each member.s links instead of '
+        r'(\S+ \S+) \((\S+)x fewer, (\S+ \S+) saved: (\S+ \S+) of link time\); encode/decode (\S+ \S+);.*'
+        r'allows \(p\+1\)/\(2\^B-1\) = (\S+) per')
+for i, k in enumerate(('count', 'ranks', 'codec', 'wire', 'raw', 'ratio', 'saved', 'link', 'codec_time', 'allow'), 1):
+    NUMBERS['comp.' + k] = ('comp', COMP, i, asis, '')
+for name, (tgt, model, ctx) in {'w8': ('wafer', 'llama3.1-8b', 1000), 'w70': ('wafer', 'llama3.1-70b', 1000),
+                                 'w405': ('wafer', 'llama3.1-405b', 1000), 'hc1': ('hardwired', 'llama3.1-8b', 1500)}.items():
+    rx = r'^' + tgt + r'\s+end-to-end ' + re.escape(model) + r' B=1 ctx=%d\s+(\S+)\s+(\S+)\s+(\S+)' % ctx
+    NUMBERS['val.%s.pred' % name] = ('validate-llama', rx, 1, whole, '')
+    NUMBERS['val.%s.pub' % name] = ('validate-llama', rx, 2, whole, '')
+    NUMBERS['val.%s.err' % name] = ('validate-llama', rx, 3, asis, '')
+GAPRX = r'step (\S+) us, published (\S+) us, (\d+) instructions: (\S+) us each, ratio (\S+)'
+for cmd in ('w8gap', 'w2waferllm', 'hc1gap'):
+    for i, k in enumerate(('step', 'published', 'instructions', 'each', 'ratio'), 1):
+        NUMBERS['%s.%s' % (cmd, k)] = (cmd, GAPRX, i, asis, ' us' if k in ('step', 'published', 'each') else '')
+NUMBERS['hc1bound.compute'] = ('hc1bound', r'bound\s+compute (\S+%)', 1, asis, '')
+for label in DEMO:
+    NUMBERS['demo.%s.tpot' % label] = ('demo-%s-decode' % label, r'^TPOT\s+(\S+ \S+) \(decode.*?: (\S+) tokens/s per user', 1, asis, '')
+    NUMBERS['demo.%s.tps' % label] = ('demo-%s-decode' % label, r'^TPOT\s+(\S+ \S+) \(decode.*?: (\S+) tokens/s per user', 2, asis, '')
+    NUMBERS['demo.%s.ttft' % label] = ('demo-%s-prefill' % label, r'^TTFT\s+(\S+ \S+) \(prefill', 1, asis, '')
+NUMBERS['comp.ttft'] = ('comp-ttft', r'^TTFT\s+(\S+ ms)', 1, asis, '')
+NUMBERS['raw.ttft'] = ('raw-ttft', r'^TTFT\s+(\S+ ms)', 1, asis, '')
 RS = r'^moves +(\d+): kept on the device (\S+) GB, NVLink (\S+) GB, network (\S+) GB, from checkpoint (\S+) GB$'
 NUMBERS['reshard70.state'] = ('reshard70', r'^state +\d+ tensors, (\S+) GB', 1, sig3, ' GB')
 NUMBERS['reshard70.moves'] = ('reshard70', RS, 1, whole, '')

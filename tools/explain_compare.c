@@ -199,5 +199,12 @@ int drv_explain_compare(const Plan *p, int json, FILE *f)
 	for (int i = 0; i < 3; i++)
 		if (!c[i].ok)
 			fprintf(f, "  %s: not built: %s\n", c[i].name, c[i].err);
+	/* why a split can lose: its pools take turns per layer (one micro-batch: GPU, link, LPU, link
+	 * in series), so it pays the LPU time and the crossings where the GPUs alone stream the FFN */
+	if (c[0].ok && c[1].ok && g_step(&c[0]) > g_step(&c[1]))
+		fprintf(f, "  hybrid is %.3gx slower than gpu-only: per step its GPU pool is busy %.4g ms, its LPU pool %.4g ms "
+			"and its links %.4g ms (%g micro-batch(es) to overlap them), where %d GPUs alone take %.4g ms; "
+			"without --pools the disaggregate pass keeps the FFN on the GPUs when it predicts this\n",
+			g_step(&c[0]) / g_step(&c[1]), g_bg(&c[0]), g_bl(&c[0]), g_bk(&c[0]), g_mb(&c[0]), c[1].gpus, g_step(&c[1]));
 	return 0;
 }

@@ -1,6 +1,7 @@
 /* tools/pass_opts.c: parsing of the pass options (--passes, -O0/-O1, --list-passes,
  * --print-after-all, --verify-each, --time-passes, --stats, --remarks, --opt-bisect-limit,
- * --fold-limit, --mem-capacity, --tp, --pp, --ep, --compress-collectives) into a PassCtx, and running the selected pipeline.
+ * --fold-limit, --mem-capacity, --tp, --pp, --ep, --devices, --exclude-devices,
+ * --compress-collectives) into a PassCtx, and running the selected pipeline.
  * `--print-after P` is read by the subcommand itself, since it also names its own stages. */
 #include <errno.h>
 #include <stddef.h>
@@ -38,6 +39,9 @@ void pass_opts_help(void)
 	       "  --mem-capacity=SIZE   check activations + weights against SIZE (80GiB, 1.5e9)\n"
 	       "  --tp N, --pp N, --ep N  partition: tensor-parallel group size, pipeline stages,\n"
 	       "                        expert-parallel group size\n"
+	       "  --devices N           partition: only the machine's first N accelerators\n"
+	       "  --exclude-devices gpu3,gpu17  partition: leave these devices out and plan on the\n"
+	       "                        survivors (--tp/--pp chosen for their count; docs/resilience.md)\n"
 	       "  --dp N, --cp N        phase train: data-parallel replicas, context-parallel group size;\n"
 	       "                        with --tp/--pp the step is a parallel one: priced per replica\n"
 	       "                        (--emit summary), not lowered (docs/passes.md)\n"
@@ -51,7 +55,8 @@ void pass_opts_help(void)
 	       "  --compress-collectives[=CODEC]  partition: send every AllReduce's payload coded\n"
 	       "                        (intB[:bN][:kK], default " PASS_DEFAULT_CODEC "; docs/resilience.md)\n"
 	       "  --micro-batches N     disaggregate: decode micro-batches (default: the cost model's)\n"
-	       "  --pools hybrid|gpu|lpu  disaggregate: both pools (default), or the model on one alone\n"
+	       "  --pools hybrid|gpu|lpu  disaggregate: both pools, or the model on one alone (default: both\n"
+	       "                        when the cost model predicts a shorter step than the GPUs alone)\n"
 	       "  --error-budget=E      auto: relative error allowed per node (default 1e-2)\n",
 	       PASS_DEFAULT_PIPELINE);
 }
@@ -127,35 +132,31 @@ int pass_opts_parse(int argc, char **argv, int *i, PassOpts *po)
 		c->bisect_limit = n;
 		return 1;
 	}
-	/* partition: --tp N, --pp N, --ep N */
-	if ((r = opt_value(argc, argv, i, "--tp", &v))) {
-		if (r < 0 || parse_long("--tp", v, &n) < 0)
+	/* partition: --tp N, --pp N, --ep N, --devices N (the --exclude-devices names are checked by
+	 * the pass, which knows the machine) */
+	static const struct { const char *opt; long hi; size_t at; } counts[] = {
+		{ "--tp", 4096, offsetof(PassCtx, tp) }, { "--pp", 4096, offsetof(PassCtx, pp) },
+		{ "--ep", 4096, offsetof(PassCtx, ep) }, { "--devices", 1000000, offsetof(PassCtx, devices) },
+	};
+	for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++)
+		if ((r = opt_value(argc, argv, i, counts[k].opt, &v))) {
+			if (r < 0 || parse_long(counts[k].opt, v, &n) < 0)
+				return -1;
+			if (n < 1 || n > counts[k].hi) {
+				drv_error("%s expects a device count from 1 to %ld, got '%s'", counts[k].opt, counts[k].hi, v);
+				return -1;
+			}
+			*(int *)((char *)c + counts[k].at) = (int)n;
+			return 1;
+		}
+	if ((r = opt_value(argc, argv, i, "--exclude-devices", &v))) {
+		if (r < 0)
 			return -1;
-		if (n < 1 || n > 4096) {
-			drv_error("--tp expects a device count from 1 to 4096, got '%s'", v);
+		if (!*v) {
+			drv_error("--exclude-devices expects device names such as gpu3,gpu17");
 			return -1;
 		}
-		c->tp = (int)n;
-		return 1;
-	}
-	if ((r = opt_value(argc, argv, i, "--pp", &v))) {
-		if (r < 0 || parse_long("--pp", v, &n) < 0)
-			return -1;
-		if (n < 1 || n > 4096) {
-			drv_error("--pp expects a device count from 1 to 4096, got '%s'", v);
-			return -1;
-		}
-		c->pp = (int)n;
-		return 1;
-	}
-	if ((r = opt_value(argc, argv, i, "--ep", &v))) {
-		if (r < 0 || parse_long("--ep", v, &n) < 0)
-			return -1;
-		if (n < 1 || n > 4096) {
-			drv_error("--ep expects a device count from 1 to 4096, got '%s'", v);
-			return -1;
-		}
-		c->ep = (int)n;
+		c->exclude = v;
 		return 1;
 	}
 	/* phase train, a parallel step: --dp N, --cp N, --zero 0..3, --pp-virtual V */
@@ -261,7 +262,7 @@ int pass_opts_level(const PassOpts *po)
 	if (po->level >= 0)
 		return po->level;
 	const Target *t = po->ctx.target;
-	if (po->ctx.tp || po->ctx.pp || po->ctx.ep || po->ctx.compress)
+	if (po->ctx.tp || po->ctx.pp || po->ctx.ep || po->ctx.compress || po->ctx.devices || po->ctx.exclude)
 		return 1;
 	return t && strcmp(t->name, "reference") != 0 ? 1 : 0;
 }
@@ -279,7 +280,7 @@ const char *pass_opts_pipeline(PassOpts *po, char *buf, size_t n)
 	}
 	int level = pass_opts_level(po);
 	const char *list = po->pipeline ? po->pipeline : level >= 1 ? (po->o1 ? po->o1 : PASS_DEFAULT_PIPELINE) : NULL;
-	int devices = po->ctx.tp || po->ctx.pp || po->ctx.ep;
+	int devices = po->ctx.tp || po->ctx.pp || po->ctx.ep || po->ctx.devices || po->ctx.exclude;
 	char *b = buf;
 	size_t k = 0;
 	if (po->ctx.phase)      /* phases: --phase runs kv-cache first (train: autodiff) */
@@ -290,7 +291,9 @@ const char *pass_opts_pipeline(PassOpts *po, char *buf, size_t n)
 			drv_error("%s of the partition pass, which does not run: "
 				  "add it, e.g. --passes=canonicalize,place-precision,fuse,partition,plan-memory, "
 				  "or use -O1 (the default with --target), which adds it",
-				  devices ? "--tp, --pp and --ep are options" : "--compress-collectives is an option");
+				  po->ctx.tp || po->ctx.pp || po->ctx.ep ? "--tp, --pp and --ep are options"
+				  : devices ? "--devices and --exclude-devices are options"
+					    : "--compress-collectives is an option");
 			return "";
 		}
 		/* -O1 --tp N: the target's pipeline with partition before plan-memory */
@@ -301,7 +304,7 @@ const char *pass_opts_pipeline(PassOpts *po, char *buf, size_t n)
 			k += (size_t)snprintf(b + k, n - k, "%s,partition", list);
 	} else if (list)
 		k += (size_t)snprintf(b + k, n - k, "%s", list);
-	po->ctx.partition_auto = !po->pipeline && !devices;
+	po->ctx.partition_auto = !po->pipeline && !po->ctx.tp && !po->ctx.pp && !po->ctx.ep;
 	return k ? buf : NULL;
 }
 

@@ -88,6 +88,10 @@ Plan *drv_build_plan(Module *m, const BuildOpts *o);
 /* `aicc explain PLAN --compare` (tools/explain_compare.c): the plan's model on both pools, the GPU
  * pool alone and the LPU pool alone, side by side (text, or JSON).  0, or -1 after a message. */
 int drv_explain_compare(const Plan *p, int json, FILE *f);
+/* `aicc explain NEW.aip --compare OLD.aip` (tools/explain_diff.c): the device set, shape,
+ * placement moves and predicted step of two plans of one model and target (a re-partition on
+ * the devices that survive, say), text or JSON.  0, or -1 after a message. */
+int drv_explain_diff(const Plan *np, const Plan *op, const char *new_file, const char *old_file, int json, FILE *f);
 /* Registers the targets' cost hooks and the --check rebuild hook with the runtime. */
 void drv_register_runtime_hooks(void);
 

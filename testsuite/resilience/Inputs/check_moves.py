@@ -10,8 +10,13 @@ tot = {k: 0 for k in m["bytes"]}
 busy = {}
 
 
+def canon(d):
+    """A one-device plan's `gpu` is a partitioned plan's `gpu0`."""
+    return d if d[-1:].isdigit() else d + "0"
+
+
 def idx(d):
-    return int(d.lstrip("abcdefghijklmnopqrstuvwxyz"))
+    return int(canon(d).lstrip("abcdefghijklmnopqrstuvwxyz"))
 
 
 for v in m["moves"]:
@@ -24,14 +29,14 @@ for v in m["moves"]:
         vol *= e
     assert v["bytes"] % vol == 0, v
     tot[v["link"]] += v["bytes"]
-    d = v["dst"]["device"]
+    d = canon(v["dst"]["device"])
     if v["link"] == "storage":
         ports = [("storage", idx(d) // domain)]
     elif v["link"] == "local":
-        assert v["src"]["device"] == d, v
+        assert canon(v["src"]["device"]) == d, v
         ports = [("hbm", d)]
     else:
-        s = v["src"]["device"]
+        s = canon(v["src"]["device"])
         assert (idx(s) // domain == idx(d) // domain) == (v["link"] == "nvlink"), v
         ports = [(v["link"] + "-tx", s), (v["link"] + "-rx", d)]
     for p in ports:
