@@ -267,8 +267,9 @@ typedef struct TrainStep {
 /* Prices the parallel step of graph g (autodiff's one-instance step: Node.aux tags, see
  * autodiff.c) into a new TrainStep on c; 0, or the number of errors reported. */
 int train_step_price(Graph *g, PassCtx *c, const int64_t *repeats, int nrepeats, double tokens_mb);
-/* Whether c asks for a parallel training step: --phase train with --dp, --tp, --pp, --cp,
- * --zero or --pp-virtual. */
+/* Whether c asks for a parallel training step: --phase train with --dp, --cp, --zero,
+ * --pp-virtual or --train-search (--tp/--pp alone partition the one-instance-per-layer-unrolled
+ * step's plan over the machine, as for inference). */
 int pass_train_parallel(const PassCtx *c);
 void train_step_free(TrainStep *t);
 

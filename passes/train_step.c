@@ -1,4 +1,4 @@
-/* passes/train_step.c: the parallel training step (--phase train with --dp/--tp/--pp/--cp).
+/* passes/train_step.c: the parallel training step (--phase train with --dp/--cp/--zero/--pp-virtual).
  *
  * A step of D = --dp data-parallel replicas, each T = --tp tensor-parallel x C = --cp
  * context-parallel x P = --pp pipeline-parallel devices (Llama 3's 4D order [TP, CP, PP, DP],
@@ -90,7 +90,7 @@ typedef struct Sec {
 int pass_train_parallel(const PassCtx *c)
 {
 	return c->phase && !strcmp(c->phase, "train") &&
-	       (c->dp > 0 || c->tp > 0 || c->pp > 0 || c->cp > 0 || c->zero > 0 || c->vstages > 0 || c->train_search);
+	       (c->dp > 0 || c->cp > 0 || c->zero > 0 || c->vstages > 0 || c->train_search);
 }
 
 void train_step_free(TrainStep *t)

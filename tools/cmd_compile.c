@@ -440,11 +440,11 @@ static int parse_opts(int argc, char **argv, CompileOpts *o)
 		return -1;
 	}
 	if (pc->recompute && !pass_train_parallel(pc)) {
-		drv_error("--recompute goes with a parallel training step (--phase train with --dp/--tp/--pp/--cp)");
+		drv_error("--recompute goes with a parallel training step (--phase train with --dp/--cp/--zero/--pp-virtual)");
 		return -1;
 	}
 	if (pass_train_parallel(pc) && strcmp(o->emit, "summary") && strcmp(o->emit, "ir")) {
-		drv_error("a parallel training step (--phase train with --dp/--tp/--pp/--cp) is priced, not lowered: "
+		drv_error("a parallel training step (--phase train with --dp/--cp/--zero/--pp-virtual) is priced, not lowered: "
 			  "use --emit summary (its train_step); a plan of the step runs on one device without them");
 		return -1;
 	}

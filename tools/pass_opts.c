@@ -43,7 +43,7 @@ void pass_opts_help(void)
 	       "  --exclude-devices gpu3,gpu17  partition: leave these devices out and plan on the\n"
 	       "                        survivors (--tp/--pp chosen for their count; docs/resilience.md)\n"
 	       "  --dp N, --cp N        phase train: data-parallel replicas, context-parallel group size;\n"
-	       "                        with --tp/--pp the step is a parallel one: priced per replica\n"
+	       "                        with them (and --tp/--pp) the step is a parallel one: priced per replica\n"
 	       "                        (--emit summary), not lowered (docs/passes.md)\n"
 	       "  --zero Z              phase train, parallel: ZeRO stage 0-3 (default 1)\n"
 	       "  --pp-virtual V        phase train, parallel: model chunks per pipeline rank (interleaved 1F1B)\n"
@@ -271,7 +271,7 @@ const char *pass_opts_pipeline(PassOpts *po, char *buf, size_t n)
 {
 	if (pass_train_parallel(&po->ctx)) {   /* a parallel training step is priced by autodiff */
 		if (po->pipeline) {
-			drv_error("--passes does not go with a parallel training step (--phase train with --dp/--tp/--pp/--cp): "
+			drv_error("--passes does not go with a parallel training step (--phase train with --dp/--cp/--zero/--pp-virtual): "
 				  "the step is autodiff's and is priced, not lowered");
 			return "";
 		}
