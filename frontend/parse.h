@@ -86,6 +86,7 @@ typedef struct Parser {
 	char tok[40];              /* the last token's text, for syntax error messages */
 	int ntok_eof;              /* the last token was the end of input */
 	int end_line, end_col;     /* just after the last token */
+	int prev_end_line, prev_end_col;   /* just after the token before it */
 	Graph *g;                  /* the graph being parsed */
 	NameTab names;             /* g's values by name */
 	NameTab graphs;            /* graphs by name */

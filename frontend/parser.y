@@ -200,10 +200,28 @@ static int yyreport_syntax_error(const yypcontext_t *ctx, Parser *p)
 		snprintf(got, sizeof got, "end of file");
 	else
 		snprintf(got, sizeof got, "'%s'", p->tok);
-	int len = snprintf(msg, sizeof msg, "unexpected %s", got);
-	for (int i = 0; n > 0 && n <= 4 && i < n; i++)
-		len += snprintf(msg + len, sizeof msg - (size_t)len, "%s%s", i == 0 ? "; expected " : i == n - 1 ? " or " : ", ",
-				yysymbol_name(exp[i]));
+	int len = 0;
+	/* a closing bracket missing before a token that begins a line: it belongs at the end of the
+	 * line before (a call's ')'), so say so there, as clang does */
+	int eol = la != YYSYMBOL_YYEOF && p->tok_bol && n > 0 && n <= 4 && p->prev_end_line > 0 &&
+		  p->prev_end_line < l.first_line, closer = 0;
+	for (int i = 0; i < n && n <= 4; i++)
+		closer |= !strcmp(yysymbol_name(exp[i]), "')'") || !strcmp(yysymbol_name(exp[i]), "']'");
+	eol &= closer;
+	if (eol) {
+		len = snprintf(msg, sizeof msg, "expected ");
+		for (int i = 0; i < n; i++)
+			len += snprintf(msg + len, sizeof msg - (size_t)len, "%s%s", i == 0 ? "" : i == n - 1 ? " or " : ", ",
+					yysymbol_name(exp[i]));
+		snprintf(msg + len, sizeof msg - (size_t)len, " at the end of the line (the next line begins with %s)", got);
+		l.first_line = l.last_line = p->prev_end_line;
+		l.first_column = l.last_column = p->prev_end_col;
+	} else {
+		len = snprintf(msg, sizeof msg, "unexpected %s", got);
+		for (int i = 0; n > 0 && n <= 4 && i < n; i++)
+			len += snprintf(msg + len, sizeof msg - (size_t)len, "%s%s", i == 0 ? "; expected " : i == n - 1 ? " or " : ", ",
+					yysymbol_name(exp[i]));
+	}
 	diag_error(fe_loc(p, l), "%s", msg);
 	/* resynchronise at the next line unless the bad token starts one */
 	if (la != YYSYMBOL_YYEOF && !p->tok_bol)

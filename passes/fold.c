@@ -2,7 +2,10 @@
  *
  * A node whose inputs are all constants (inline literals, fills, folded data) is evaluated
  * once at compile time with rt_kernel, the same kernel the reference interpreter runs, so a
- * folded value is exactly the value the unfolded graph computes.  Each output becomes a
+ * folded value is exactly the value the unfolded graph computes; so is a Shape or Size of a
+ * value whose shape is static and final (ONNX exporters compute reshape targets from Shape at run
+ * time: PP-OCR's recogniser has 30 such Shape/Cast/Slice/Concat kernels; not where a later pass
+ * re-shapes the graph: partition over several devices, phases, micro-batches).  Each output becomes a
  * parameter with INIT_DATA under the output's name.  Not folded, each with a remark: results
  * over the size limit (PassCtx.fold_limit elements, so a folded weight never balloons the
  * plan), symbolic shapes, graph outputs (their name is the graph's interface), calls, and nodes
@@ -14,24 +17,61 @@
 
 #include "passes/pass.h"
 #include "runtime/kernels.h"
+#include "targets/target.h"
 
 #define MAXIN 16
 
 /* The constant data of v, materialising fills of at most `limit` elements (ir/eval.c). */
 static const RtTensor *const_tensor(Value *v, int64_t limit) { return ir_const_tensor(v, limit); }
 
-/* Why n cannot be folded, or NULL when it can; in[] gets the input tensors. */
-static const char *why_not(PassCtx *c, Node *n, RtTensor **in)
+/* Whether the values' shapes are final once inferred: no later pass re-shapes the graph (a
+ * machine of one device without --tp/--pp/--ep, so partition splits nothing; no serving or
+ * training phase, no disaggregation's micro-batches, which all cut batch, heads or tokens
+ * after canonicalize).  Only then may a Shape fold into a constant. */
+static int shapes_final(const PassCtx *c)
+{
+	if (c->phase || c->tp > 1 || c->pp > 1 || c->ep > 1 || c->microbatches > 1)
+		return 0;
+	double ndev = 0;
+	for (int i = 0; c->machine && i < c->machine->ndevs; i++)
+		if (!c->machine->devs[i].is_host)
+			ndev += num_has(&c->machine->devs[i].count) ? c->machine->devs[i].count.v : 1;
+	return ndev <= 1;
+}
+
+/* Shape and Size read only their input's type: of a value whose shape is static, hdr becomes a
+ * data-less tensor of that shape (the kernels read dims and n only) and 1 is returned. */
+static int shape_header(const PassCtx *c, const Node *n, RtTensor *hdr)
+{
+	if ((n->op != OP_Shape && n->op != OP_Size) || n->nin != 1 || !n->in[0] || n->in[0]->type.rank > RT_MAX_RANK ||
+	    !shapes_final(c))
+		return 0;
+	Type t = n->in[0]->type;
+	*hdr = (RtTensor){ .dtype = t.dt, .rank = t.rank, .n = 1, .tensor_scale = 1 };
+	for (int i = 0; i < t.rank; i++) {
+		if (!dim_isconst(t.dims[i]))
+			return 0;
+		hdr->dims[i] = t.dims[i].k;
+		hdr->n *= t.dims[i].k;
+	}
+	return 1;
+}
+
+/* Why n cannot be folded, or NULL when it can; in[] gets the input tensors (hdr: the data-less
+ * input of a Shape or Size of a static shape). */
+static const char *why_not(PassCtx *c, Node *n, RtTensor **in, RtTensor *hdr)
 {
 	if (n->op == OP_Call || n->nin > MAXIN || n->nout < 1)
 		return "not foldable";
-	for (int i = 0; i < n->nin; i++) {
+	if (shape_header(c, n, hdr))
+		in[0] = hdr;
+	for (int i = 0; i < n->nin && in[0] != hdr; i++) {
 		Value *v = n->in[i];
 		int fill = v && v->kind == V_PARAM && v->init && v->init->kind == INIT_FILL;
 		if (v && !ir_const_data(v) && !fill)
 			return "";     /* not all-constant: no remark, the common case */
 	}
-	for (int i = 0; i < n->nin; i++)
+	for (int i = 0; i < n->nin && in[0] != hdr; i++)
 		if (n->in[i] && !(in[i] = (RtTensor *)const_tensor(n->in[i], c->fold_limit)))
 			return "an input is over the folding size limit";
 	for (int i = 0; i < n->nout; i++) {
@@ -66,8 +106,8 @@ static void install(Graph *g, Node *n, RtTensor *out)
 
 static void fold_node(PassCtx *c, Graph *g, Node *n)
 {
-	RtTensor *in[MAXIN] = { 0 };
-	const char *why = why_not(c, n, in);
+	RtTensor *in[MAXIN] = { 0 }, hdr;
+	const char *why = why_not(c, n, in, &hdr);
 	if (why) {
 		if (*why)
 			pass_remark(c, REMARK_MISSED, g, n, "did not fold %s '%s': %s", ir_ops[n->op].name,

@@ -119,28 +119,7 @@ static int64_t weight_bytes(const Part *p, const Node *n, int i)
 /* Stored weight bytes graph g reads, each weight once, times mult; calls recursively. */
 static int64_t graph_weights(const Part *p, const Graph *g, int64_t mult, int depth)
 {
-	int64_t w = 0;
-	ir_foreach_node(g, n) {
-		if (n->op == OP_Call && n->callee) {
-			if (depth < 16)
-				w += graph_weights(p, n->callee, mult * (n->repeat > 0 ? n->repeat : 1), depth + 1);
-			continue;
-		}
-		for (int i = 0; i < n->nin; i++) {
-			const Value *v = n->in[i];
-			if (!v || v->kind != V_PARAM || (v->init && v->init->inline_lit))
-				continue;
-			int seen = 0;
-			for (const Node *q = g->first; q != n && !seen; q = q->next)
-				for (int j = 0; j < q->nin && !seen; j++)
-					seen = q->in[j] == v;
-			for (int j = 0; j < i && !seen; j++)
-				seen = n->in[j] == v;
-			if (!seen)
-				w += mult * weight_bytes(p, n, i);
-		}
-	}
-	return w;
+	return pass_graph_weight_bytes(p->c, g, mult, depth);
 }
 
 /* Weight bytes a node reads (a Call: its callee's, times repeat). */
@@ -1553,8 +1532,8 @@ static const char *survivors_text(const Part *p, char *buf, size_t n)
 /* -O1 on a machine of several devices without --tp/--pp/--ep: nothing when the weights and the
  * KV cache fit one device (90 % of its memory, as --pp's default); otherwise the fastest shape
  * of auto_search, said in a remark printed whatever --remarks selects.  Returns 0 to partition
- * with p->tp and p->pp, 1 to leave the graph on one device, -1 when no choice fits (the memory
- * check reports it). */
+ * with p->tp and p->pp, 1 to leave the graph on one device, -1 when no choice fits (reported
+ * here, once for the machine). */
 static int auto_choose(Part *p, int64_t weights)
 {
 	AutoFacts f = { 0 };
@@ -1564,8 +1543,14 @@ static int auto_choose(Part *p, int64_t weights)
 	if (need <= room)
 		return 1;
 	int best_tp, best_pp;
-	if (auto_search(p, &f, need, tried, sizeof tried, &best_tp, &best_pp) < 0)
+	if (auto_search(p, &f, need, tried, sizeof tried, &best_tp, &best_pp) < 0) {   /* one line, not one per device */
+		fprintf(stderr, "aicc: error: partition: the model (%.4g GB of weights and KV cache) does not fit machine %s%s "
+			"at any --tp/--pp: its %d %s devices hold %.4g GB (90%% of %.4g GB of %s each); use a smaller weight "
+			"format (--precision fp8 halves bf16's weights) or a machine with more memory (aicc machines)\n",
+			need / 1e9, p->c->machine->name, survivors_text(p, sv, sizeof sv), p->ndev, p->dev->id,
+			p->ndev * room / 1e9, p->cap / 1e9, p->capname);
 		return -1;
+	}
 	p->tp = best_tp;
 	p->pp = best_pp;
 	p->width = best_tp;
@@ -1696,7 +1681,9 @@ int pass_partition(Module *m, PassCtx *c)
 	p.tp = c->tp > 1 ? c->tp : 1;
 	p.ep = c->ep > 1 ? c->ep : 1;
 	p.width = p.tp > p.ep ? p.tp : p.ep;
-	int64_t weights = ir_summary(g).parameter_bytes;
+	/* the weights as the device stores them (an FP8 or NVFP4 matrix product's weight at that
+	 * format: pass_weight_bytes), each once; parameter_bytes counts the declared dtypes */
+	int64_t weights = graph_weights(&p, g, 1, 0);
 	if (p.width > p.ndev) {
 		fprintf(stderr, "aicc: error: partition: --%s %d needs %d devices but machine %s has %d%s%s\n",
 			p.tp >= p.ep ? "tp" : "ep", p.width, p.width, mach->name, p.ndev, p.phys ? " surviving" : "", sv);
@@ -1709,6 +1696,8 @@ int pass_partition(Module *m, PassCtx *c)
 		int a = auto_choose(&p, weights);
 		if (a == 1 && !p.phys)
 			return 0;   /* fits one device: the lowering places it there */
+		if (a < 0)
+			return 1;   /* reported */
 		if (a == 1) {       /* ... which must be a survivor */
 			p.pp = 1;
 			SAY(&p, "the model (%.4g GB of weights) fits one %s (%.4g GB): placed on %s, the first of the %d "

@@ -282,6 +282,10 @@ double pass_work_time(const PassCtx *c, const struct Device *d, const struct Tgt
  * it encoded (a GPU stores the B operand of an FP8 or MX/NVFP4 matrix product at that format:
  * targets/precision.h prec_weight_format), else the declared size (0 when not known). */
 int64_t pass_weight_bytes(const PassCtx *c, const Node *n, int i);
+/* The weight bytes graph g reads as stored (pass_weight_bytes), each parameter once, times mult,
+ * with the graphs it calls (times their repeat counts; depth: the call depth so far, at most 16)
+ * and the parameters it passes to them (RoPE tables). */
+int64_t pass_graph_weight_bytes(const PassCtx *c, const Graph *g, int64_t mult, int depth);
 /* The name of n's first output, for messages. */
 const char *pass_node_name(const Node *n);
 /* Whether every element of v is the constant x (inline literal, fill, or folded data). */

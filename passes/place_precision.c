@@ -144,10 +144,8 @@ static const char *sensitive_reason(const Node *n)
 		if (n->in[i] && n->in[i]->kind == V_NODE &&
 		    (n->in[i]->def->op == OP_Softmax || n->in[i]->def->op == OP_LogSoftmax))
 			return "it reads softmax probabilities";
-	if (n->aux == LAYER_FIRST)
-		return "first layer";
-	if (n->aux == LAYER_LAST)
-		return "last layer";
+	if (n->aux == LAYER_FIRST || n->aux == LAYER_LAST)
+		return n->aux;
 	return NULL;
 }
 
@@ -183,6 +181,7 @@ typedef struct Choice {
 	 * of A (M x K) or B (K x N), {0, 0} for one scale per tensor */
 	int inkernel, blk[2][2];
 	const char *reason;
+	const char *detail;      /* the remark's longer form of reason, or NULL */
 	char buf[320];           /* room for a composed reason */
 } Choice;
 
@@ -320,6 +319,20 @@ static Policy forced_policy(DType dt)
 	return (Policy){ rt_dtype_name(dt), dt, dt, g, g, dt, dt, 0, NULL };
 }
 
+/* How many times the entry graph runs the layer body named base (len bytes): its calls of
+ * base, base.first and base.last, with their repeat counts. */
+static int64_t repetitions(const Module *m, const char *base, size_t len)
+{
+	Graph *g = ir_entry((Module *)m);
+	int64_t r = 0;
+	ir_foreach_node(g, c) {
+		const char *cn = c->op == OP_Call && c->callee ? c->callee->name : NULL;
+		if (cn && !strncmp(cn, base, len) && (!cn[len] || !strcmp(cn + len, ".first") || !strcmp(cn + len, ".last")))
+			r += c->repeat > 0 ? c->repeat : 1;
+	}
+	return r;
+}
+
 static void decide(const Ctx *x, const Node *n, Choice *ch)
 {
 	memset(ch, 0, sizeof *ch);
@@ -335,6 +348,21 @@ static void decide(const Ctx *x, const Node *n, Choice *ch)
 		choose(n, prec_word("f64"), ch);
 		ch->name = rt_dtype_name(n->out[0]->type.dt);
 		ch->reason = why;
+		if (why == LAYER_FIRST || why == LAYER_LAST) {   /* which copy: the remark's line is the body's */
+			const char *gn = n->graph ? n->graph->name : "", *dot = strrchr(gn, '.');
+			int copy = dot && (!strcmp(dot, ".first") || !strcmp(dot, ".last"));
+			if (copy)
+			{
+				int64_t reps = repetitions(n->graph->m, gn, (size_t)(dot - gn));
+				snprintf(ch->buf, sizeof ch->buf, "%s: in '%s', the copy of '%.*s' for %.*s#%lld of %lld; the "
+					 "other repetitions follow the policy", why, gn, (int)(dot - gn), gn, (int)(dot - gn), gn,
+					 (long long)(why == LAYER_FIRST ? 1 : reps), (long long)reps);
+			}
+			else
+				snprintf(ch->buf, sizeof ch->buf, "%s: %s the repeated layers, in '%s'", why,
+					 why == LAYER_FIRST ? "before" : "after", gn);
+			ch->detail = ch->buf;   /* precision_reason stays the rule's name */
+		}
 	} else if (!x->policy) {
 		choose_auto(x, n, ch);
 	} else if (!applicable(n, x->policy)) {
@@ -515,13 +543,14 @@ static void record(Ctx *x, Graph *g, Node *n, const Choice *ch)
 	ir_set_attr_float(n, "est_rel_err", sig3(ch->est));
 	ir_set_attr_str(n, "precision_reason", ch->reason);
 	if (q) {
-		pass_remark(x->c, REMARK_APPLIED, g, n, "%s '%s' at %s (%s): %s; estimated relative error %.3g",
+		pass_remark(x->c, REMARK_APPLIED, g, n, "%s '%s' at %s (%s): %s; estimated relative error %.3g (a normwise "
+			    "bound: each operand's unit roundoff and block-scale error in quadrature, docs/passes.md)",
 			    ir_ops[n->op].name, pass_node_name(n), ch->name, ch->reason, layout, ch->est);
 		x->quantized++;
 		pass_changed(x->c, "nodes quantized");
 	} else {
 		pass_remark(x->c, REMARK_MISSED, g, n, "kept %s '%s' at %s: %s; estimated relative error %.3g",
-			    ir_ops[n->op].name, pass_node_name(n), ch->name, ch->reason, ch->est);
+			    ir_ops[n->op].name, pass_node_name(n), ch->name, ch->detail ? ch->detail : ch->reason, ch->est);
 		x->kept++;
 		pass_stat(x->c, "nodes kept wide", 1);
 	}
@@ -598,7 +627,8 @@ int pass_place_precision(Module *m, PassCtx *c)
 		ir_foreach_node(g, n)
 			place_node(&x, g, n);
 	clear_aux(m);
-	pass_remark(c, REMARK_ANALYSIS, ir_entry(m), NULL, "precision %s on %s: %d node%s quantized, %d kept",
-		    c->precision->spec, x.mname, x.quantized, x.quantized == 1 ? "" : "s", x.kept);
+	pass_remark(c, REMARK_ANALYSIS, ir_entry(m), NULL, "precision %s on %s: %d node%s quantized, %d kept (each node of "
+		    "a graph once, however often the graph is called)", c->precision->spec, x.mname, x.quantized,
+		    x.quantized == 1 ? "" : "s", x.kept);
 	return 0;
 }

@@ -7,7 +7,8 @@
  * chains of row-major views (Reshape, Squeeze, Unsqueeze, Flatten) that end in x's own type.
  * Every rule checks that the result has exactly x's type, so broadcasting never hides in it.
  * Two rules rewrite instead: Transpose(Transpose(x, p), q) becomes one Transpose by p∘q, and
- * Reshape(view chain(x), s) reads x directly when s has no 0 entry copying an input dim.
+ * Reshape(view chain(x), s) reads x directly when s has no 0 entry copying an input dim, and
+ * Reshape(Softmax(Flatten(x, axis=rank-1)), s) of x's own type becomes Softmax(x, axis=-1).
  * Requires inferred shapes; leaves new nodes untyped.
  */
 #include <string.h>
@@ -138,6 +139,34 @@ static void skip_views(PassCtx *c, Node *n)
 	pass_changed(c, "reshape chains shortened");
 }
 
+/* Reshape(Softmax(Flatten(x, axis=r-1)), s) back to x's own type -> Softmax(x, axis=-1) (and
+ * LogSoftmax): the ONNX importer's pre-opset-13 form (frontend/onnx/ops.c, rank unknown at import)
+ * normalises the rows of the 2-D view, which are x's last-axis rows. */
+static int unflatten_softmax(PassCtx *c, Node *n)
+{
+	Value *sv = n->in[0];
+	Node *sm = sv->kind == V_NODE ? sv->def : NULL;
+	if (!sm || (sm->op != OP_Softmax && sm->op != OP_LogSoftmax) || sm->nout != 1 || sv->nuses != 1 ||
+	    pass_is_output(sv) || sv->type.rank != 2)
+		return 0;
+	Value *fv = sm->in[0];
+	Node *fl = fv->kind == V_NODE ? fv->def : NULL;
+	int64_t sax = rt_attr_int(&sm->attrs, "axis", -1);
+	if (!fl || fl->op != OP_Flatten || fv->nuses != 1 || pass_is_output(fv) || (sax != 1 && sax != -1))
+		return 0;
+	Value *x = fl->in[0];
+	int64_t fax = rt_attr_int(&fl->attrs, "axis", 1);
+	if (x->type.rank < 2 || (fax != x->type.rank - 1 && fax != -1) || !same_type(x, n->out[0]) ||
+	    !pass_bisect(c, n, "softmax on the last axis"))
+		return 0;
+	ir_set_input(sm, 0, x);
+	ir_set_attr_int(sm, "axis", -1);
+	sv->type = x->type;
+	pass_changed(c, "flattened softmaxes restored");
+	forward(c, n->graph, n, sv);
+	return 1;
+}
+
 static void simplify_node(PassCtx *c, Graph *g, Node *n)
 {
 	Value *to = forwarded(n);
@@ -148,8 +177,10 @@ static void simplify_node(PassCtx *c, Graph *g, Node *n)
 		if ((to = forwarded(n)))        /* the two cancelled */
 			forward(c, g, n, to);
 	}
-	else if (n->op == OP_Reshape && n->nin == 2)
-		skip_views(c, n);
+	else if (n->op == OP_Reshape && n->nin == 2) {
+		if (!unflatten_softmax(c, n))
+			skip_views(c, n);
+	}
 }
 
 int pass_simplify(Module *m, PassCtx *c)

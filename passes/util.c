@@ -171,3 +171,50 @@ int64_t pass_weight_bytes(const PassCtx *c, const Node *n, int i)
 		q = plan_format_bytes(f, v->type.dt, r, dims);
 	return q >= 0 ? q : b;
 }
+
+/* A weight's load-time chain from its reader n (Transpose, Cast, Quantize, each read only by the
+ * next, as the quantization pass builds them): the bytes of the last Quantize's result, the
+ * format the weight is kept in (nvfp4: 4.5 bits an element), or -1 when there is none. */
+static int64_t quantized_bytes(const Node *n)
+{
+	int64_t b = -1;
+	for (int hops = 0; n && hops < 8; hops++) {
+		if (n->op != OP_Transpose && n->op != OP_Cast && n->op != OP_Quantize)
+			break;
+		if (n->op == OP_Quantize && n->nout >= 1) {
+			int64_t k = ir_type_numel(n->out[0]->type);
+			b = k < 0 || n->out[0]->type.dt == DT_INVALID ? b : rt_dtype_bytes(n->out[0]->type.dt, k);
+		}
+		const Value *o = n->nout == 1 ? n->out[0] : NULL;
+		const Node *next = NULL;
+		for (const Node *q = n->next; o && o->nuses == 1 && q && !next; q = q->next)
+			for (int j = 0; j < q->nin && !next; j++)
+				next = q->in[j] == o ? q : NULL;
+		n = next;
+	}
+	return b;
+}
+
+int64_t pass_graph_weight_bytes(const PassCtx *c, const Graph *g, int64_t mult, int depth)
+{
+	int64_t w = 0;
+	ir_foreach_node(g, n) {
+		if (n->op == OP_Call && n->callee && depth < 16)   /* and the parameters it is passed (RoPE tables) */
+			w += pass_graph_weight_bytes(c, n->callee, mult * (n->repeat > 0 ? n->repeat : 1), depth + 1);
+		for (int i = 0; i < n->nin; i++) {
+			const Value *v = n->in[i];
+			if (!v || v->kind != V_PARAM || (v->init && v->init->inline_lit))
+				continue;
+			int seen = 0;
+			for (const Node *q = g->first; q != n && !seen; q = q->next)
+				for (int j = 0; j < q->nin && !seen; j++)
+					seen = q->in[j] == v;
+			for (int j = 0; j < i && !seen; j++)
+				seen = n->in[j] == v;
+			int64_t q = seen ? -1 : quantized_bytes(n);
+			if (!seen)
+				w += mult * (q >= 0 ? q : pass_weight_bytes(c, n, i));
+		}
+	}
+	return w;
+}

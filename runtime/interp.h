@@ -24,7 +24,10 @@ RtCostFn rt_cost_lookup(const char *name);     /* NULL if none */
 /* The generic model of backends.md §0: overhead + max(flops/peak, bytes/bandwidth) for kernels,
  * latency + bytes/bandwidth for copies and collectives (ring all-reduce: 2(p-1)/p of the data). */
 double rt_cost_roofline(const Plan *p, int stream, const PlanInstr *in);
-/* Bytes instruction `in` moves through each space (reads + writes), added into bytes[nspaces]. */
+/* Bytes instruction `in` moves through each space (reads + writes), added into bytes[nspaces]:
+ * the sizes of its operands in the space, each once, but no more than the target's recorded time
+ * in the space (t.hbm_us for a space "gpu.hbm") at the space's bandwidth (an Embedding reads
+ * rows of its table, an Attention updates its KV cache in place). */
 void rt_instr_bytes(const Plan *p, const PlanInstr *in, double *bytes);
 
 /* ---- rebuilding the reference plan for --check ---- */

@@ -36,8 +36,8 @@ void rt_out_remove_all(void)
 	}
 }
 
-/* SIGINT, SIGTERM and SIGHUP held off while a temporary is created and listed, and while a
- * group is renamed and relisted, so the handler never misses a file between the two. */
+/* SIGINT, SIGTERM, SIGHUP and SIGPIPE held off while a temporary is created and listed, and
+ * while a group is renamed and relisted, so the handler never misses a file between the two. */
 static void hold_signals(sigset_t *old)
 {
 	sigset_t s;
@@ -45,6 +45,7 @@ static void hold_signals(sigset_t *old)
 	sigaddset(&s, SIGINT);
 	sigaddset(&s, SIGTERM);
 	sigaddset(&s, SIGHUP);
+	sigaddset(&s, SIGPIPE);
 	sigprocmask(SIG_BLOCK, &s, old);
 }
 
@@ -61,6 +62,18 @@ static void release(RtOutFile *o)
 	o->slot = -1;
 }
 
+int rt_out_check_name(const char *path, RtError *e)
+{
+	size_t n = strlen(path);
+	struct stat st;
+	if (n && stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+		return rt_errorf(e, RT_EUSER, "cannot write '%s': it is a directory (give a file name)", path);
+	if (n == 0 || path[n - 1] == '/')
+		return rt_errorf(e, RT_EUSER, "cannot write '%s': a name ending in '/' names a directory (give a file name)",
+				 path);
+	return 0;
+}
+
 int rt_out_open(RtOutFile *o, const char *path, RtError *e)
 {
 	memset(o, 0, sizeof *o);
@@ -72,8 +85,8 @@ int rt_out_open(RtOutFile *o, const char *path, RtError *e)
 	size_t n = strlen(path);
 	struct stat st;
 	int exists = stat(path, &st) == 0;
-	if (n == 0 || path[n - 1] == '/' || (exists && S_ISDIR(st.st_mode)))
-		return rt_errorf(e, RT_EUSER, "cannot write '%s': it is a directory (give a file name)", path);
+	if (rt_out_check_name(path, e) < 0)
+		return -1;
 	if (!(o->path = strdup(path)))
 		return rt_errorf(e, RT_ENOMEM, "out of memory");
 	if (exists && !S_ISREG(st.st_mode)) {

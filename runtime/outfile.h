@@ -12,8 +12,9 @@
  *
  * Every live temporary (and, while a group commits, the files it renamed) is listed in a fixed
  * table that rt_out_remove_all unlinks.  rt_out_remove_all is async-signal-safe: the driver calls
- * it from its SIGINT/SIGTERM handler, so an interrupted compile or run leaves no temporary and
- * no half of a plan.  Errors come back in RtError (RT_EUSER) naming the path; nothing exits.
+ * it from its SIGINT/SIGTERM/SIGHUP/SIGPIPE handler, so an interrupted compile or run leaves no
+ * temporary and no half of a plan.  Errors come back in RtError (RT_EUSER) naming the path;
+ * nothing exits.
  */
 #ifndef AICC_OUTFILE_H
 #define AICC_OUTFILE_H
@@ -30,6 +31,10 @@ typedef struct RtOutFile {
 } RtOutFile;
 
 int rt_out_open(RtOutFile *o, const char *path, RtError *e);
+/* 0 when path can name an output file; -1 (RT_EUSER, "cannot write 'PATH': it is a directory" or
+ * "...: a name ending in '/' names a directory") for an empty name, an existing directory or a
+ * name ending in '/'.  rt_out_open checks this first. */
+int rt_out_check_name(const char *path, RtError *e);
 /* Flush and close the stream of a file whose writing is done; its temporary stays until
  * rt_out_commit_group (or rt_out_abort) of its group.  0, or -1 with e set (nothing removed:
  * abort the group).  Closing a closed file does nothing. */

@@ -18,6 +18,7 @@
 #include "runtime/codec.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,8 +49,31 @@ void rt_instr_bytes(const Plan *p, const PlanInstr *in, double *bytes)
 {
 	for (int k = 0; k < in->nin + in->nout; k++) {
 		int b = k < in->nin ? in->in[k] : in->out[k - in->nin];
-		if (b >= 0)
-			bytes[p->buffers[b].space] += (double)p->buffers[b].size;
+		if (b < 0)
+			continue;
+		int s = p->buffers[b].space, seen = 0;
+		for (int j = 0; j < k && !seen; j++) {   /* each space once */
+			int c = j < in->nin ? in->in[j] : in->out[j - in->nin];
+			seen = c >= 0 && p->buffers[c].space == s;
+		}
+		if (seen)
+			continue;
+		double ops = 0;   /* each operand in the space once */
+		for (int j = k; j < in->nin + in->nout; j++) {
+			int c = j < in->nin ? in->in[j] : in->out[j - in->nin];
+			if (c >= 0 && p->buffers[c].space == s)
+				ops += (double)p->buffers[c].size;
+		}
+		/* and no more than the target's time in the space allows: t.hbm_us (the seconds its
+		 * cost model spends on "gpu.hbm") at the space's bandwidth, so an Embedding's table
+		 * counts the rows read and a KV cache updated in place the new token, as the timing
+		 * does (a kernel that leaves SMs idle spends more time than its bytes need: the
+		 * operands bound it then) */
+		const char *dot = strrchr(p->spaces[s].name, '.');
+		char key[48];
+		snprintf(key, sizeof key, "%s_us", dot ? dot + 1 : p->spaces[s].name);
+		double us = plan_instr_num(in, key, -1);
+		bytes[s] += us >= 0 ? fmin(ops, us * 1e-6 * p->spaces[s].bandwidth) : ops;
 	}
 }
 

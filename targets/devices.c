@@ -529,11 +529,18 @@ static int events(Ctx *c)
 	size_t ns = (size_t)(d->n > 0 ? d->n : 1), nn = (size_t)f->nnodes + 1;
 	unsigned char *shared = calloc((size_t)f->nvals + 1, 1);
 	int *vc = malloc(sizeof *vc * ns * ns), *snap = malloc(sizeof *snap * nn * ns), *front = malloc(sizeof *front * nn * ns);
-	int rc = shared && vc && snap && front ? 0 : rt_errorf(c->e, RT_ENOMEM, "out of memory placing devices");
+	/* colmin[t]: the least vc[r*ns + t] over the streams r, updated only in the columns a node
+	 * changes (its own, and those its waits raise), so a node costs O(ns) rather than O(ns^2) */
+	int *colmin = malloc(sizeof *colmin * ns), *changed = malloc(sizeof *changed * ns);
+	unsigned char *mark = calloc(ns, 1);
+	int rc = shared && vc && snap && front && colmin && changed && mark ? 0 :
+		 rt_errorf(c->e, RT_ENOMEM, "out of memory placing devices");
 	for (int v = 0; rc == 0 && v < f->nvals; v++)
 		d->until[v] = -1;
 	for (size_t i = 0; rc == 0 && i < ns * ns; i++)
 		vc[i] = -1;
+	for (size_t t = 0; rc == 0 && t < ns; t++)
+		colmin[t] = -1;
 	for (int i = 0; rc == 0 && i < f->nnodes; i++) {
 		const FlatNode *fn = &f->nodes[i];
 		int s = d->node_pl[i];
@@ -544,24 +551,34 @@ static int events(Ctx *c)
 		if (s >= 0 && ir_op_is_collective(fn->n->op))
 			for (int k = 0; k < fn->nout; k++)
 				shared[fn->out[k]] = 1;
-		int *mine = &vc[(size_t)(s >= 0 ? s : 0) * ns];
+		int *mine = &vc[(size_t)(s >= 0 ? s : 0) * ns], nch = 0;
 		for (int k = 0; s >= 0 && k < fn->nin; k++) {
 			int v = fn->in[k], def = v >= 0 ? f->vals[v].def : -1;
 			if (def >= 0 && d->node_pl[def] >= 0 && d->node_pl[def] != s) {
 				d->rec_event[def] = -2, shared[v] = 1;    /* the event is named when emitted */
 				for (size_t t = 0; t < ns; t++)          /* its wait: s is ordered after def */
-					if (snap[(size_t)def * ns + t] > mine[t])
+					if (snap[(size_t)def * ns + t] > mine[t]) {
 						mine[t] = snap[(size_t)def * ns + t];
+						if (!mark[t])
+							mark[t] = 1, changed[nch++] = (int)t;
+					}
 			}
 		}
-		if (s >= 0)
+		if (s >= 0) {
 			mine[s] = i;
-		for (size_t t = 0; t < ns; t++) {
+			if (!mark[s])
+				mark[s] = 1, changed[nch++] = s;
+		}
+		for (int q = 0; q < nch; q++) {
+			size_t t = (size_t)changed[q];
 			int lo = INT_MAX;
 			for (size_t r = 0; r < ns; r++)
 				lo = vc[r * ns + t] < lo ? vc[r * ns + t] : lo;
+			colmin[t] = lo, mark[t] = 0;
+		}
+		for (size_t t = 0; t < ns; t++) {
 			snap[(size_t)i * ns + t] = s >= 0 ? mine[t] : -1;
-			front[(size_t)i * ns + t] = lo;
+			front[(size_t)i * ns + t] = colmin[t];
 		}
 	}
 	for (int v = 0; rc == 0 && v < f->nvals; v++) {
@@ -571,7 +588,7 @@ static int events(Ctx *c)
 		else if (shared[v] && d->until[v] < 0)
 			d->until[v] = sync_death(c, front, (int)ns, v);
 	}
-	free(shared), free(vc), free(snap), free(front);
+	free(shared), free(vc), free(snap), free(front), free(colmin), free(changed), free(mark);
 	return rc;
 }
 

@@ -15,6 +15,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <float.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -355,10 +356,12 @@ static int value_parse(Machine *m, const char *value, const char *unit, Dim dim,
 		       Num *num, char *err, size_t errlen)
 {
 	char *end;
-	errno = 0;
-	double x = strtod(value, &end);
-	if (end == value || errno == ERANGE)
+	double x = strtod(value, &end);   /* a subnormal or 0 from underflow: refused by the range checks */
+	if (end == value)
 		return snprintf(err, errlen, "'%s' is not a number", value), -1;
+	if (isinf(x) && !strpbrk(value, "iI"))
+		return snprintf(err, errlen, "%.*s is beyond a double's range (magnitude at most %g)", (int)(end - value),
+				value, DBL_MAX), -1;
 	while (*end == ' ')
 		end++;
 	if (*end && unit)

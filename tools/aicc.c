@@ -103,12 +103,16 @@ int main(int argc, char **argv)
 		printf("aicc %s\n", AICC_VERSION);
 		return EXIT_OK;
 	}
+	/* an internal error (drv_internal) exits 2 from every command, whatever it returned */
 	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-		if (strcmp(argv[1], commands[i].name) == 0)
-			return commands[i].fn(argc - 1, argv + 1);
+		if (strcmp(argv[1], commands[i].name) == 0) {
+			int rc = commands[i].fn(argc - 1, argv + 1);
+			return rc == EXIT_USER && drv_internal ? EXIT_INTERNAL : rc;
+		}
 	if (argv[1][0] == '-') {
 		drv_error("unknown option '%s' (see aicc --help)", argv[1]);
 		return EXIT_USER;
 	}
-	return cmd_compile(argc, argv);  /* argv[0] stands in for "compile" */
+	int rc = cmd_compile(argc, argv);  /* argv[0] stands in for "compile" */
+	return rc == EXIT_USER && drv_internal ? EXIT_INTERNAL : rc;
 }

@@ -164,7 +164,10 @@ static json_t *train_step_json(const TrainStep *t)
 	return o;
 }
 
-static int emit_summary(Module *m, const TrainStep *ts, FILE *f)
+/* The JSON summary; with a target's precision (c->precision), also the weights as that target
+ * stores them ("stored_weight_bytes": an NVFP4 matrix product's weight at 4.5 bits, where
+ * "parameter_bytes" counts every parameter at its declared dtype). */
+static int emit_summary(Module *m, const PassCtx *c, FILE *f)
 {
 	Graph *g = ir_entry(m);
 	Summary s = ir_summary(g);
@@ -173,12 +176,14 @@ static int emit_summary(Module *m, const TrainStep *ts, FILE *f)
 	json_object_set_new(o, "nodes", json_integer(s.nodes));
 	json_object_set_new(o, "parameters", json_integer(s.parameters));
 	json_object_set_new(o, "parameter_bytes", json_integer(s.parameter_bytes));
+	if (c->precision)
+		json_object_set_new(o, "stored_weight_bytes", json_integer(pass_graph_weight_bytes(c, g, 1, 0)));
 	if (s.flops < 9.2e18)
 		json_object_set_new(o, "flops", json_integer((json_int_t)s.flops));
 	else
 		json_object_set_new(o, "flops", json_real(s.flops));
-	if (ts)
-		json_object_set_new(o, "train_step", train_step_json(ts));
+	if (c->train_step)
+		json_object_set_new(o, "train_step", train_step_json(c->train_step));
 	int rc = json_dumpf(o, f, JSON_PRESERVE_ORDER | JSON_INDENT(2));
 	fputc('\n', f);
 	json_decref(o);
@@ -535,11 +540,14 @@ int cmd_compile(int argc, char **argv)
 		return EXIT_USER;
 	/* --bind values go to the parser first: they may replace `dim` constants */
 	DrvBinds db = { 0 };
-	for (int i = 0; i < o.nbinds; i++)
+	for (int i = 0; i < o.nbinds; i++) {
 		if (drv_binds_parse(&db, o.binds[i]) < 0) {
 			drv_binds_free(&db);
 			return EXIT_USER;
 		}
+		if (o.binds[i] != o.phase_binds[0] && o.binds[i] != o.phase_binds[1])
+			db.nuser = db.n;   /* --phase's B and S come last and are not checked */
+	}
 	char what[600];   /* viz: a progress line when a step takes more than 2 s */
 	snprintf(what, sizeof what, "reading %s", o.model);
 	progress_begin(what, 0);
@@ -627,7 +635,7 @@ int cmd_compile(int argc, char **argv)
 	else if (strcmp(o.emit, "ir") == 0)
 		ir_print_module(m, fp->f);
 	else
-		emit_summary(m, o.passes.ctx.train_step, fp->f);
+		emit_summary(m, &o.passes.ctx, fp->f);
 	plan_free(plan);
 	rc = out_commit_group(wf, nw ? 2 : 1) < 0 ? EXIT_USER : EXIT_OK;
 out:

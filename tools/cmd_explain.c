@@ -259,8 +259,10 @@ static void local_name(const char *name, char *buf, size_t n)
 {
 	char key[512];
 	viz_shard_key(name, key, sizeof key);
-	const char *slash = strrchr(key, '/');
-	snprintf(buf, n, "%s", slash ? slash + 1 : key);
+	/* the name inside its call instance ("layer#3/q" -> "q"); a name whose slashes are its own
+	 * (an ONNX path "/layer1/Gemm_output_0", no instance number before them) stays whole */
+	const char *slash = strrchr(key, '/'), *hash = strchr(key, '#');
+	snprintf(buf, n, "%s", slash && hash && hash < slash ? slash + 1 : key);
 }
 
 /* The fusion facts of instruction in (named name): r->fusion and the group's r->gfusion. */
@@ -577,27 +579,8 @@ static void totals(const Plan *p, const Row *rows, int n, Totals *t)
 	qsort(t->cls, (size_t)t->ncls, sizeof *t->cls, by_time);
 }
 
-/* The family of a bound, as the targets name the term that bounds an instruction: compute (the
- * GPU's mma, fma and sfu pipes, the TPU's mxu and vpu, the LPU's mxm, vxm and sxm slices),
- * memory (hbm, dram, sram, vmem, smem, l2, tma, dma), link (link, ici, nvlink, c2c), overhead
- * (launch, fixed, latency: costs that do not scale with the work) or other. */
-static const char *bound_family(const char *b)
-{
-	static const struct { const char *family, *names[14]; } fam[] = {
-		{ "compute", { "compute", "tensor", "vector", "scalar", "sfu", "mma", "fma", "mxu", "vpu", "mxm", "vxm", "sxm", "alu" } },
-		{ "memory", { "memory", "dma", "hbm", "dram", "sram", "vmem", "smem", "l2", "tma", "mem" } },
-		{ "link", { "link", "ici", "nvlink", "c2c" } },
-		{ "overhead", { "overhead", "latency", "launch", "fixed" } },
-	};
-	for (size_t f = 0; f < sizeof fam / sizeof *fam; f++)
-		for (int k = 0; k < 14 && fam[f].names[k]; k++)
-			if (!strcmp(b, fam[f].names[k]))
-				return fam[f].family;
-	return "other";
-}
-
-static const char *const families[] = { "compute", "memory", "link", "overhead", "other" };
-enum { NFAM = 5 };
+static const char *const *const families = viz_bound_families;
+enum { NFAM = VIZ_NFAM };
 
 static void family_shares(const Totals *t, double *fam)
 {
@@ -605,7 +588,7 @@ static void family_shares(const Totals *t, double *fam)
 		fam[k] = 0;
 	for (int i = 0; i < t->nbound; i++)
 		for (int k = 0; k < NFAM; k++)
-			if (!strcmp(bound_family(t->bound[i].key), families[k]))
+			if (!strcmp(viz_bound_family(t->bound[i].key), families[k]))
 				fam[k] += t->bound[i].time_s;
 }
 
@@ -884,10 +867,10 @@ static void print_table(FILE *f, const Plan *p, const Row *rows, int n, const Gr
 #undef W
 	}
 	if (g)
-		fprintf(f, "\n%d rows for %d instructions (one node over the instances of its layer and its shards; "
-			"--all lists every instruction):\n", ng, n);
+		fprintf(f, "\n%d row%s for %d instruction%s (one node over the instances of its layer and its shards; "
+			"--all lists every instruction):\n", ng, ng == 1 ? "" : "s", n, n == 1 ? "" : "s");
 	else
-		fprintf(f, "\n%d instructions in execution order:\n", n);
+		fprintf(f, "\n%d instruction%s in execution order:\n", n, n == 1 ? "" : "s");
 	fprintf(f, "%-*s  %-*s  ", wn, "node", wo, "op");
 	if (g)
 		fprintf(f, "%-*s  ", wc, "count");
@@ -1177,8 +1160,8 @@ static void print_text(FILE *f, const Plan *p, const RtTiming *tm, const Row *ro
 		       const Totals *t, int all)
 {
 	char a[32];
-	fprintf(f, "plan %s: target %s, machine %s, %d instructions, predicted latency %s\n",
-		p->source.model ? p->source.model : "(no source)", p->target, p->machine, n,
+	fprintf(f, "plan %s: target %s, machine %s, %d instruction%s, predicted latency %s\n",
+		p->source.model ? p->source.model : "(no source)", p->target, p->machine, n, n == 1 ? "" : "s",
 		tm ? viz_time_str(tm->latency_s, a, sizeof a) : "not predicted (no cost model)");
 	RtBand band;
 	if (tm && rt_band(p, tm, &band) == 0) {

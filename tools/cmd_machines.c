@@ -77,10 +77,27 @@ static int list_machines(void)
 	return EXIT_OK;
 }
 
-/* One "path value kind source (note)" line per field whose path starts with prefix. */
+/* A source as a reader finds it: the research notes the XML cites by file name ("hardware.md
+ * §2.2", "backends.md §8") live in docs/reference/. */
+static void print_source(const char *src)
+{
+	if (!strncmp(src, "hardware.md", 11) || !strncmp(src, "backends.md", 11))
+		printf("docs/reference/");
+	printf("%s", src);
+}
+
+/* One "path value kind source (note)" line per field whose path starts with prefix; the path
+ * column is as wide as the longest path, so long keys keep the columns. */
 static void print_fields(const Machine *m, const char *prefix)
 {
 	size_t pl = strlen(prefix);
+	int w = 28;
+	for (int i = 0; i < machine_nfields(m); i++) {
+		const Num *n;
+		const char *path = machine_field_path(m, i, &n);
+		if (!strncmp(path, prefix, pl) && num_has(n) && (int)strlen(path) > w)
+			w = (int)strlen(path);
+	}
 	for (int i = 0; i < machine_nfields(m); i++) {
 		const Num *n;
 		const char *path = machine_field_path(m, i, &n);
@@ -91,8 +108,9 @@ static void print_fields(const Machine *m, const char *prefix)
 			snprintf(value, sizeof value, "%s (= %g)", n->text, n->v);
 		else
 			snprintf(value, sizeof value, "%s", n->text);
-		printf("  %-28s %-30s %-11s %s%s%s%s\n", path, value, prov_name(n->prov), n->source,
-		       n->note ? " (" : "", n->note ? n->note : "", n->note ? ")" : "");
+		printf("  %-*s %-30s %-11s ", w, path, value, prov_name(n->prov));
+		print_source(n->source);
+		printf("%s%s%s\n", n->note ? " (" : "", n->note ? n->note : "", n->note ? ")" : "");
 	}
 }
 

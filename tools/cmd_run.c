@@ -22,6 +22,8 @@
 #include "tools/driver.h"
 #include "tools/plan_build.h"
 #include "tools/progress.h"
+#include "viz/viz.h"
+#include "ir/suggest.h"
 
 #define MAX_INPUTS 256
 #define DEVICE_LINES 8   /* past this many devices the summary is per device kind (viz) */
@@ -271,14 +273,33 @@ static void note_seeded(const RunOpts *o, const Plan *p)
 			n == 1 ? "" : "s", n == 1 ? "s" : "", (unsigned long long)o->seed, list);
 }
 
+/* " (did you mean 'x'?; valid: ids, pos, ...)": the plan's inputs (each name once) nearest to
+ * the len bytes of name, into buf. */
+static void input_names(const Plan *p, const char *name, size_t len, char *buf, size_t n)
+{
+	const char **names = calloc((size_t)p->ninputs + 1, sizeof *names);
+	char want[256];
+	int k = 0;
+	snprintf(want, sizeof want, "%.*s", (int)len, name);
+	for (int i = 0; names && i < p->ninputs; i++)
+		if (plan_io_first(p->inputs, i))
+			names[k++] = p->inputs[i].name;
+	buf[0] = 0;
+	if (names)
+		diag_suggest(buf, n, want, names, k);
+	free(names);
+}
+
 /* Reads every --input file into tensors; bindings point into ts. */
 static int read_inputs(const RunOpts *o, const Plan *p, RtTensor *ts, RtBinding *b)
 {
 	for (int i = 0; i < o->ninputs; i++) {
 		const char *eq = strchr(o->inputs[i], '=');
 		if (!plan_bindable(p, o->inputs[i], (size_t)(eq - o->inputs[i]))) {
-			drv_error("--input %s: the plan has no input or parameter '%.*s'", o->inputs[i],
-				  (int)(eq - o->inputs[i]), o->inputs[i]);
+			char sug[512];
+			input_names(p, o->inputs[i], (size_t)(eq - o->inputs[i]), sug, sizeof sug);
+			drv_error("--input %s: the plan has no input or parameter '%.*s'%s", o->inputs[i],
+				  (int)(eq - o->inputs[i]), o->inputs[i], sug);
 			return -1;
 		}
 		if (drv_read_tensor(eq + 1, &ts[i]) < 0)
@@ -377,7 +398,7 @@ static int write_outputs(const Plan *p, const RtRun *r, const char *dir, int raw
 			return -1;
 		int rc = write_npy(g[*n - 1].f, &r->outputs[i], raw, &e);
 		if (rc < 0)
-			drv_report(e.msg);
+			drv_error("cannot write '%s': %s", files[i], e.msg);
 		if (group_close(g, *n, rc) < 0)
 			return -1;
 	}
@@ -420,9 +441,14 @@ static void devices(const Plan *p, const RtTiming *t, int per_device)
 		       si(ach, "FLOP", b, sizeof b), 100 * ach / p->devices[i].peak_flops,
 		       si(p->devices[i].peak_flops, "FLOP", f, sizeof f));
 	}
-	for (int s = 0; (per_device || p->ndevices <= DEVICE_LINES) && s < p->nspaces; s++)
-		printf("memory         %s: %s moved, peak %s of %s\n", p->spaces[s].name, si(t->bytes[s], "B", a, sizeof a),
+	for (int s = 0; (per_device || p->ndevices <= DEVICE_LINES) && s < p->nspaces; s++) {
+		char at[96] = "", g[64], h[64];
+		if (t->bytes[s] > 0 && p->spaces[s].bandwidth > 0)   /* what the timing charges for it */
+			snprintf(at, sizeof at, " (%s at %s/s)", seconds(t->bytes[s] / p->spaces[s].bandwidth, g, sizeof g),
+				 si(p->spaces[s].bandwidth, "B", h, sizeof h));
+		printf("memory         %s: %s moved%s, peak %s of %s\n", p->spaces[s].name, si(t->bytes[s], "B", a, sizeof a), at,
 		       si((double)t->peak_bytes[s], "B", b, sizeof b), si((double)p->spaces[s].capacity, "B", d, sizeof d));
+	}
 	if (per_device || p->ndevices <= DEVICE_LINES)
 		return;
 	for (int k = 0; k < p->ndevices; k++) {   /* one compute line per device kind */
@@ -468,6 +494,30 @@ static void devices(const Plan *p, const RtTiming *t, int per_device)
 			       si((double)p->spaces[top].capacity, "B", d, sizeof d));
 	}
 	printf("devices        %d: one line per kind above; --per-device lists each\n", p->ndevices);
+}
+
+/* What bounds the time: the shares of the instructions' busy time per bound family (the
+ * targets' t.bound, else the roofline's largest term; viz_bound_shares), the largest first with
+ * the term that bounds most of it ("hbm", "launch"), as `aicc explain` sums them. */
+static void bound_line(const Plan *p, const RtTiming *t)
+{
+	double fam[VIZ_NFAM], busy = 0;
+	const char *top[VIZ_NFAM];
+	viz_bound_shares(p, t, fam, top);
+	int big = 0;
+	for (int k = 0; k < VIZ_NFAM; k++)
+		busy += fam[k], big = fam[k] > fam[big] ? k : big;
+	if (busy <= 0)
+		return;
+	printf("bound          %s: %.1f%% of the busy time", viz_bound_families[big], 100 * fam[big] / busy);
+	if (top[big] && strcmp(top[big], viz_bound_families[big]))
+		printf(" (mostly %s)", top[big]);
+	for (int k = 0, first = 1; k < VIZ_NFAM; k++)
+		if (k != big && (k < 4 || fam[k] > 0)) {
+			printf("%s %s %.1f%%", first ? ";" : ",", viz_bound_families[k], 100 * fam[k] / busy);
+			first = 0;
+		}
+	printf("\n");
 }
 
 /* phase train: MFU and HFU, and each device's memory by kind (runtime/interp.h RtTrain). */
@@ -535,12 +585,13 @@ static void summary(const Plan *p, const RtRun *r, const RtCheck *c, char **file
 	}
 	int gaps = tgt_coverage_remarks(p, NULL);
 	if (gaps)
-		printf("not modelled   %d instruction%s priced by a generic fallback, not a model of their own (t.coverage; "
-		       "aicc compile --remarks=all lists them)\n", gaps, gaps == 1 ? "" : "s");
+		printf("not modelled   %d instruction%s priced by the target's generic fallback, not by a model of %s own "
+		       "(aicc compile --remarks=all lists them)\n", gaps, gaps == 1 ? "" : "s", gaps == 1 ? "its" : "their");
 	if (t->nload > 0)   /* weight transforms run once at load, outside the latency above */
 		printf("load           %s once, before the first step (%d kernel%s with phase=load)\n",
 		       seconds(t->load_s, a, sizeof a), t->nload, t->nload == 1 ? "" : "s");
 	devices(p, t, per_device);
+	bound_line(p, t);
 	for (int i = 0; r->outputs && i < p->noutputs; i++)
 		if (plan_io_first(p->outputs, i))
 			printf("output         %s %s%s%s%s\n", p->outputs[i].name, rt_dtype_name(r->outputs[i].dtype),
@@ -1068,8 +1119,10 @@ static int run_mpi(const RunOpts *o)
 		snprintf(err, sizeof err, "%s", e.msg);
 	else if ((nb = unknown_input(o, p)) >= 0) {
 		const char *v = o->inputs[nb];
-		snprintf(err, sizeof err, "--input %s: the plan has no input or parameter '%.*s'", v,
-			 (int)(strchr(v, '=') - v), v);
+		char sug[512];
+		input_names(p, v, (size_t)(strchr(v, '=') - v), sug, sizeof sug);
+		snprintf(err, sizeof err, "--input %s: the plan has no input or parameter '%.*s'%s", v,
+			 (int)(strchr(v, '=') - v), v, sug);
 	}
 	nb = 0;
 	internal = e.code == RT_EINTERNAL;
@@ -1249,6 +1302,10 @@ int cmd_run(int argc, char **argv)
 	drv_register_runtime_hooks();
 	RtError e = { 0 };
 	Plan *p = plan_read(o.plan, &e);
+	if (p && drv_debug_internal("run", &e) < 0) {
+		plan_free(p);
+		p = NULL;
+	}
 	if (!p) {
 		drv_report(e.msg);
 		return e.code == RT_EINTERNAL ? EXIT_INTERNAL : EXIT_USER;

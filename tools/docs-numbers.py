@@ -12,7 +12,19 @@ script runs every command and exits 1, listing each quoted figure that differs f
 command prints now (testsuite/driver/docs-numbers.test runs it so in make check); with --write
 (make docs-numbers)
 it rewrites the marked figures in place.  A marker whose id NUMBERS lacks, and an id no file
-quotes, are errors too.  Standard library only.
+quotes, are errors too.
+
+A quoted output (a fenced code block, where a marker would show) is marked on the line before
+the fence,
+
+    <!--out:d8.run-->
+    ```
+    latency        5.959 ms
+    ```
+
+and BLOCKS says which lines of its command's output it is: from the first line matching `start`
+through the first line matching `end` after it, then the literal lines of `tail` ("..." where
+the quote stops); the block is checked and rewritten whole.  Standard library only.
 """
 import os
 import re
@@ -92,6 +104,31 @@ for label, (model, tgt, mach, opt) in DEMO.items():
         COMMANDS['demo-%s-%s' % (label, phase)] = [
             '{aicc} compile examples/%s.aig --target %s --machine %s --phase %s --batch 1 --context %d%s '
             '-o {tmp}/d.aip' % (model, tgt, mach, phase, ctx, opt), '{aicc} run {tmp}/d.aip --timing-only']
+
+# README.md and docs/*.md (issue 17): the first-session commands and the docs' quoted outputs
+D8 = ('{aicc} compile examples/llama3.1-8b.aig --phase decode --batch 1 --context 4096 -O1 --target hopper '
+      '--emit plan -o {tmp}/d8.aip')
+P8 = ('{aicc} compile examples/llama3.1-8b.aig --phase prefill --batch 1 --context 4096 -O1 --target hopper '
+      '--emit plan -o {tmp}/p8.aip')
+TP8D = ('{aicc} compile examples/llama3.1-70b.aig --bind B=1,S=1 --phase decode --context 4096 --target hopper '
+       '--machine dgx-h100 --tp 8 --emit plan -o {tmp}/tp8.aip')
+PP4 = ('{aicc} compile examples/llama3.1-70b.aig --phase decode --batch 1 --context 4096 --target hopper '
+       '--machine dgx-h100 --pp 4 --passes=canonicalize,place-precision,fuse,partition,schedule,plan-memory '
+       '--emit plan -o {tmp}/pp4.aip')
+SVGSIZE = ("grep -o '<svg width=\"[0-9.]*pt\" height=\"[0-9.]*pt\"' {{tmp}}/{f} && "
+           "printf 'nodes %s\\n' $(grep -c 'class=\"node\"' {{tmp}}/{f})")
+COMMANDS.update({
+    'd8.run': [D8, '{aicc} run {tmp}/d8.aip --timing-only'],
+    'p8.run': [P8, '{aicc} run {tmp}/p8.aip --timing-only'],
+    'tp8.explain': [TP8D, '{aicc} explain {tmp}/tp8.aip'],
+    'tp8.run': [TP8D, '{aicc} run {tmp}/tp8.aip --timing-only'],
+    'pp4.run': [PP4, '{aicc} run {tmp}/pp4.aip --timing-only --per-device'],
+    # pictures (docs/explain.md): the SVG's size at scale 1 and its node count
+    'pic.d8': [D8.replace('--emit plan -o {tmp}/d8.aip', '--emit svg -o {tmp}/d8.svg'), SVGSIZE.format(f='d8.svg')],
+    'pic.tp8': [TP8D, '{aicc} explain {tmp}/tp8.aip --emit svg -o {tmp}/tp8.svg', SVGSIZE.format(f='tp8.svg')],
+    'pic.vr': ['{aicc} compile examples/llama3.1-70b.aig --phase decode --batch 32 --context 4096 --target vera-rubin '
+               '--emit svg -o {tmp}/vr.svg', SVGSIZE.format(f='vr.svg')],
+})
 
 
 def three(label):
@@ -180,7 +217,36 @@ NUMBERS['reshard70.network'] = ('reshard70', RS, 4, sig3, ' GB')
 NUMBERS['reshard70.storage'] = ('reshard70', RS, 5, sig3, ' GB')
 NUMBERS['reshard70.time'] = ('reshard70', r'^predicted +(\S+) s', 1, sig3, ' s')
 
+# README.md and docs/*.md (issue 17): figures quoted in prose
+def line(label, rx):
+    """The regex of an `aicc run` line `label` whose first group is the figure rx matches."""
+    return r'^' + re.escape(label) + r'\s.*?' + rx
+
+
+NUMBERS.update({
+    'd8.tpot': ('d8.run', line('TPOT', r'(\S+) ms \(decode'), 1, sig3, ' ms'),
+    'd8.tps': ('d8.run', line('TPOT', r'([0-9.]+) tokens/s per user'), 1, whole, ''),
+    'p8.ttft': ('p8.run', line('TTFT', r'(\S+) ms \(prefill'), 1, sig3, ' ms'),
+    'tp8.tpot': ('tp8.run', line('TPOT', r'(\S+) ms \(decode'), 1, sig3, ' ms'),
+    'pp4.tpot': ('pp4.run', line('TPOT', r'(\S+) ms \(decode'), 1, sig3, ' ms'),
+    'tp8.peak0': ('tp8.run', r'^memory\s+gpu0\.hbm: .*?peak (\S+ GB)', 1, str, ''),
+    'tp8.peak1': ('tp8.run', r'^memory\s+gpu1\.hbm: .*?peak (\S+ GB)', 1, str, ''),
+})
+for pic in ('d8', 'tp8', 'vr'):
+    NUMBERS['pic.%s.size' % pic] = ('pic.' + pic, r'width="([0-9]+)pt" height="([0-9]+)pt"', 0,
+                                    lambda x: '%s x %s' % tuple(re.findall(r'[0-9]+', x)), ' pt')
+    NUMBERS['pic.%s.nodes' % pic] = ('pic.' + pic, r'^nodes (\d+)', 1, whole, ' nodes')
+for k in range(4):
+    NUMBERS['pp4.peak%d' % k] = ('pp4.run', r'^memory\s+gpu%d\.hbm: .*?peak (\S+) GB' % k, 1, lambda x: '%.1f' % float(x), '')
+
+# id -> (command id, start regex, end regex, literal tail lines)
+BLOCKS = {
+    'tp8.summary': ('tp8.explain', r'^summary \(', r'^\s+[0-9.]+%\s', ['     ...']),
+    'd8.run': ('d8.run', r'^latency', r'^TPOT', []),
+}
+
 MARK = re.compile(r'<!--n:([A-Za-z0-9_.-]+)-->(.*?)<!--/n-->')
+OUT = re.compile(r'^<!--out:([A-Za-z0-9_.-]+)-->\n```[^\n]*\n(.*?)^```$', re.M | re.S)
 
 
 def doc_files(root):
@@ -215,7 +281,18 @@ def main():
             texts[f] = fh.read()
         for m in MARK.finditer(texts[f]):
             quoted.setdefault(m.group(1), []).append((f, m.group(2)))
+    blocks = {}   # id -> [(file, text)]
+    for f, text in texts.items():
+        for m in OUT.finditer(text):
+            blocks.setdefault(m.group(1), []).append((f, m.group(2)))
     errors = []
+    for u in sorted(set(blocks) - set(BLOCKS)):
+        errors.append('%s: marker out:%s has no entry in tools/docs-numbers.py' % (blocks[u][0][0], u))
+    for u in sorted(set(NUMBERS) - set(quoted)):
+        if NUMBERS[u][0] in ('d8.run', 'p8.run', 'tp8.run', 'pp4.run') or NUMBERS[u][0].startswith('pic.'):
+            errors.append('n:%s is quoted nowhere' % u)
+    for u in sorted(set(BLOCKS) - set(blocks)):
+        errors.append('out:%s is quoted nowhere' % u)
     unknown = sorted(set(quoted) - set(NUMBERS))
     for u in unknown:
         errors.append('%s: marker n:%s has no entry in tools/docs-numbers.py' % (quoted[u][0][0], u))
@@ -231,6 +308,21 @@ def main():
                 errors.append('%s: %r not in the output of %s' % (nid, rx, ' && '.join(COMMANDS[cmd])))
                 continue
             value[nid] = fmt(m.group(group)) + suffix
+        for bid in sorted(set(blocks) & set(BLOCKS)):
+            cmd, start, end, tail = BLOCKS[bid]
+            if cmd not in outputs:
+                outputs[cmd] = run(root, args[0], cmd, tmp)
+            lines, on = [], False
+            for ln in outputs[cmd].splitlines():
+                on = on or re.search(start, ln) is not None
+                if on:
+                    lines.append(ln.rstrip())
+                    if re.search(end, ln):
+                        break
+            if not lines:
+                errors.append('out:%s: %r not in the output of %s' % (bid, start, ' && '.join(COMMANDS[cmd])))
+                continue
+            value['out:' + bid] = '\n'.join(lines + tail) + '\n'
     changed = []
     for f, text in texts.items():
         def sub(m):
@@ -240,7 +332,14 @@ def main():
                                (os.path.relpath(f, root), nid, m.group(2), value[nid]))
                 return '<!--n:%s-->%s<!--/n-->' % (nid, value[nid])
             return m.group(0)
-        new = MARK.sub(sub, text)
+        def subout(m):
+            bid = 'out:' + m.group(1)
+            if bid in value and m.group(2) != value[bid]:
+                changed.append('%s: the output quoted as %s differs from what the command prints now' %
+                               (os.path.relpath(f, root), bid))
+                return m.group(0)[:m.start(2) - m.start(0)] + value[bid] + '```'
+            return m.group(0)
+        new = OUT.sub(subout, MARK.sub(sub, text))
         if write and new != text:
             with open(f, 'w', encoding='utf-8') as fh:
                 fh.write(new)
@@ -248,7 +347,7 @@ def main():
         print('docs-numbers: error: ' + e)
     for c in changed:
         print(('docs-numbers: rewrote ' if write else 'docs-numbers: stale: ') + c)
-    n = sum(len(v) for v in quoted.values())
+    n = sum(len(v) for v in quoted.values()) + sum(len(v) for v in blocks.values())
     print('docs-numbers: %d quoted figure(s), %d stale%s' % (n, len(changed), ', rewritten' if write and changed else ''))
     if errors or (changed and not write):
         if changed and not write:

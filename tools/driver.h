@@ -49,6 +49,11 @@ void drv_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Prints a library error message: as is when it already says "error: " (file:line: error: ...),
  * else as "aicc: error: MSG", so every failure has one of the two documented forms. */
 void drv_report(const char *msg);
+/* Fault injection for the exit-status test (testsuite/driver/internal-error.test), as clang's
+ * `#pragma clang __debug crash`: when the environment variable AICC_DEBUG_INTERNAL_ERROR names
+ * `where` ("lower": after a plan is built; "run": after a plan is read), fills e with an
+ * RT_EINTERNAL error as a bug there would and returns -1; otherwise returns 0. */
+int drv_debug_internal(const char *where, RtError *e);
 
 /* The output kind -o's extension names: .aip plan, .aig ir, .json summary, .dot, .svg, .png;
  * NULL for any other name (stdout, /dev/null, out.txt). */

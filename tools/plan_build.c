@@ -13,6 +13,7 @@
 
 #include "frontend/frontend.h"
 #include "ir/diag.h"
+#include "ir/suggest.h"
 #include "passes/pass.h"
 #include "runtime/npy.h"
 #include "targets/target.h"
@@ -28,7 +29,13 @@ int drv_binds_parse(DrvBinds *b, const char *spec)
 		errno = 0;
 		long long v = eq ? strtoll(eq + 1, &end, 10) : -1;
 		if (!eq || eq == tok || !end || *end || errno || v < 0 || eq[1] < '0' || eq[1] > '9') {
-			drv_error("--bind expects NAME=VALUE with a non-negative integer, got '%s'", tok);
+			drv_error("--bind expects NAME=VALUE with a positive integer, got '%s'", tok);
+			rc = -1;
+			break;
+		}
+		if (v == 0) {   /* every tensor with that dimension would be empty: 0 FLOP, nothing to run */
+			drv_error("--bind %s: a dimension must be at least 1 (%.*s=0 leaves every tensor of that dimension "
+				  "empty)", tok, (int)(eq - tok), tok);
 			rc = -1;
 			break;
 		}
@@ -64,6 +71,22 @@ int drv_apply_binds(Module *m, const char *spec)
 		ir_bind(m, b.a[i].name, b.a[i].value);
 	drv_binds_free(&b);
 	return rc;
+}
+
+/* " (did you mean 'x'?; valid: a, b)": the entry graph's inputs nearest to the len bytes of
+ * name, into buf. */
+static void model_inputs(Module *m, const char *name, size_t len, char *buf, size_t n)
+{
+	Graph *g = ir_entry(m);
+	const char **names = calloc((size_t)(g ? g->nin : 0) + 1, sizeof *names);
+	char want[256];
+	snprintf(want, sizeof want, "%.*s", (int)len, name);
+	for (int i = 0; names && g && i < g->nin; i++)
+		names[i] = g->inputs[i]->name;
+	buf[0] = 0;
+	if (names)
+		diag_suggest(buf, n, want, names, g ? g->nin : 0);
+	free(names);
 }
 
 /* The entry graph's input called name (len bytes of it), or NULL. */
@@ -106,7 +129,10 @@ int drv_apply_shape(Module *m, const char *spec)
 	const char *eq = strchr(spec, '=');
 	Value *x = eq ? find_input(m, spec, (size_t)(eq - spec)) : NULL;
 	if (!x) {
-		drv_error("--shape expects INPUT=D0,D1,... naming an input of the model, got '%s'", spec);
+		char sug[512] = "";
+		if (eq)
+			model_inputs(m, spec, (size_t)(eq - spec), sug, sizeof sug);
+		drv_error("--shape expects INPUT=D0,D1,... naming an input of the model, got '%s'%s", spec, sug);
 		return -1;
 	}
 	int64_t dims[IR_MAX_RANK];
@@ -177,7 +203,10 @@ int drv_apply_const(Module *m, const char *spec)
 	const char *eq = strchr(spec, '=');
 	Value *x = eq ? find_input(m, spec, (size_t)(eq - spec)) : NULL;
 	if (!x || !eq[1]) {
-		drv_error("--const expects INPUT=FILE(.npy|.pb) naming an input of the model, got '%s'", spec);
+		char sug[512] = "";
+		if (eq && !x)
+			model_inputs(m, spec, (size_t)(eq - spec), sug, sizeof sug);
+		drv_error("--const expects INPUT=FILE(.npy|.pb) naming an input of the model, got '%s'%s", spec, sug);
 		return -1;
 	}
 	RtTensor t;
@@ -236,12 +265,12 @@ int drv_write_weights(Plan *p, const char *out, OutFile *wf)
 			  "they go to FILE.weights.safetensors beside it", ndata);
 		return -1;
 	}
-	size_t n = strlen(out);
-	struct stat st;
-	if (n == 0 || out[n - 1] == '/' || (stat(out, &st) == 0 && S_ISDIR(st.st_mode))) {
-		drv_error("cannot write '%s': it is a directory (give a file name)", out);
+	RtError e = { 0 };
+	if (rt_out_check_name(out, &e) < 0) {
+		drv_report(e.msg);
 		return -1;
 	}
+	size_t n = strlen(out);
 	if (n > 4 && strcmp(out + n - 4, ".aip") == 0)
 		n -= 4;
 	char path[4096];
@@ -252,7 +281,6 @@ int drv_write_weights(Plan *p, const char *out, OutFile *wf)
 	const char *slash = strrchr(path, '/');
 	if (out_open(wf, path) < 0)
 		return -1;
-	RtError e = { 0 };
 	if (plan_externalize(p, wf->f, slash ? slash + 1 : path, &e) < 0) {
 		drv_error("%s: %s", path, e.msg);
 		out_abort(wf);
@@ -272,9 +300,47 @@ Module *drv_load_model(const char *path)
 	return has_suffix(path, ".onnx") ? fe_import_onnx(path) : fe_parse_aig(path);
 }
 
+/* The --bind names b->a[0..nuser) that m has neither as a `dim` constant nor as a symbol: an
+ * error each, with the names it has; -1 when any.  A module without any (a printed, fully bound
+ * one) gets a note instead: its shapes are fixed, so the binds change nothing. */
+static int unknown_binds(const Module *m, const DrvBinds *b, const char *path)
+{
+	int rc = 0, n = 0;
+	for (const struct DimConst *c = m->dimconsts; c; c = c->next)
+		n++;
+	const char **names = malloc(sizeof *names * (size_t)(n + m->nsyms + 1));
+	if (!names)
+		return -1;
+	n = 0;
+	for (int i = 0; i < m->nsyms; i++)
+		names[n++] = m->symnames[i];
+	for (const struct DimConst *c = m->dimconsts; c; c = c->next)
+		if (ir_sym_find(m, c->name) < 0)
+			names[n++] = c->name;
+	for (int i = 0; i < b->nuser && i < b->n; i++) {
+		if (b->a[i].used || ir_sym_find(m, b->a[i].name) >= 0)
+			continue;
+		char sug[512];
+		diag_suggest(sug, sizeof sug, b->a[i].name, names, n);
+		if (n) {
+			drv_error("--bind %s=%lld: %s has no dimension symbol or `dim` constant '%s'%s", b->a[i].name,
+				  (long long)b->a[i].value, path, b->a[i].name, sug);
+			rc = -1;
+		} else   /* a printed, fully bound module read again with its binds: nothing to bind */
+			fprintf(stderr, "aicc: note: --bind %s=%lld ignored: %s has no dimension symbols or `dim` "
+				"constants (every shape is fixed)\n", b->a[i].name, (long long)b->a[i].value, path);
+	}
+	free(names);
+	return rc;
+}
+
 Module *drv_load_model_binds(const char *path, DrvBinds *b)
 {
 	Module *m = has_suffix(path, ".onnx") ? fe_import_onnx(path) : fe_parse_aig_opts(path, b->a, b->n);
+	if (m && unknown_binds(m, b, path) < 0) {
+		ir_module_free(m);
+		return NULL;
+	}
 	for (int i = 0; m && i < b->n; i++)
 		if (!b->a[i].used)
 			ir_bind(m, b->a[i].name, b->a[i].value);
@@ -357,7 +423,7 @@ Plan *drv_build_plan(Module *m, const BuildOpts *o)
 {
 	RtError e = { 0 };
 	Plan *p = drv_lower(m, o, &e);
-	if (p && o->init && plan_set_source_init(p, o->init, &e) < 0) {
+	if (p && ((o->init && plan_set_source_init(p, o->init, &e) < 0) || drv_debug_internal("lower", &e) < 0)) {
 		plan_free(p);
 		p = NULL;
 	}

@@ -45,11 +45,15 @@ Module *drv_load_model(const char *path);
 typedef struct DrvBinds {
 	FeBind *a;               /* names strdup'd */
 	int n, cap;
+	int nuser;               /* a[0..nuser) came from --bind: their names must exist in the model */
 } DrvBinds;
 /* Appends the bindings of "S=2048,B=1"; -1 with a message on stderr for malformed text. */
 int drv_binds_parse(DrvBinds *b, const char *spec);
 void drv_binds_free(DrvBinds *b);
-/* drv_load_model with b's `dim` overrides (.aig only); the other names are then bound. */
+/* drv_load_model with b's `dim` overrides (.aig only); the other names are then bound.  A
+ * --bind name (b->a[0..nuser)) that is neither a `dim` constant nor a dimension symbol of the
+ * model is an error naming it and the model's names, with a did-you-mean; NULL then (a model
+ * with no symbols at all gets a note: the binds change nothing). */
 Module *drv_load_model_binds(const char *path, DrvBinds *b);
 /* What a plan records for --check: every bound symbol of m and every override of b that
  * replaced a `dim` constant, as "A=1,B=2", in buf (n bytes); returns buf. */

@@ -1,5 +1,5 @@
 /* tools/util.c: option parsing helpers, atomic output files (runtime/outfile.h) with their
- * cleanup on SIGINT/SIGTERM, for the driver. */
+ * cleanup on SIGINT/SIGTERM/SIGHUP/SIGPIPE, for the driver. */
 #include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -23,6 +23,14 @@ void drv_error(const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	fputc('\n', stderr);
 	va_end(ap);
+}
+
+int drv_debug_internal(const char *where, RtError *e)
+{
+	const char *v = getenv("AICC_DEBUG_INTERNAL_ERROR");
+	if (!v || strcmp(v, where) != 0)
+		return 0;
+	return rt_errorf(e, RT_EINTERNAL, "aicc: internal error: injected at '%s' (AICC_DEBUG_INTERNAL_ERROR)", where);
 }
 
 int drv_operand(const char *arg, const char **slot, const char *what, const char *cmd)
@@ -70,8 +78,9 @@ int opt_value(int argc, char **argv, int *i, const char *name, const char **val)
 	return 1;
 }
 
-/* SIGINT/SIGTERM: remove every temporary (and the files of a group being committed), then die of
- * the signal as if unhandled, so the shell sees the usual status. */
+/* SIGINT/SIGTERM/SIGHUP, and SIGPIPE (a plan written to a pipe or FIFO whose reader is gone,
+ * after its weights file): remove every temporary (and the files of a group being committed),
+ * then die of the signal as if unhandled, so the shell sees the usual status. */
 static void on_signal(int sig)
 {
 	rt_out_remove_all();
@@ -84,6 +93,10 @@ void drv_install_signals(void)
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGHUP, on_signal);
+	signal(SIGPIPE, on_signal);
+	/* a write past the file-size limit (ulimit -f) fails with EFBIG, reported like a full disk,
+	 * instead of killing the process with its temporaries still on disk */
+	signal(SIGXFSZ, SIG_IGN);
 }
 
 int out_open(OutFile *o, const char *path)

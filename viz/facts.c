@@ -70,6 +70,58 @@ const char *viz_bound(const Plan *p, int stream, const PlanInstr *in, int *from_
 	return comp >= mem ? "compute" : "memory";
 }
 
+const char *viz_bound_family(const char *b)
+{
+	static const struct { const char *family, *names[14]; } fam[] = {
+		{ "compute", { "compute", "tensor", "vector", "scalar", "sfu", "mma", "fma", "mxu", "vpu", "mxm", "vxm", "sxm", "alu" } },
+		{ "memory", { "memory", "dma", "hbm", "dram", "sram", "vmem", "smem", "l2", "tma", "mem" } },
+		{ "link", { "link", "ici", "nvlink", "c2c" } },
+		{ "overhead", { "overhead", "latency", "launch", "fixed" } },
+	};
+	for (size_t f = 0; f < sizeof fam / sizeof *fam; f++)
+		for (int k = 0; k < 14 && fam[f].names[k]; k++)
+			if (!strcmp(b, fam[f].names[k]))
+				return fam[f].family;
+	return "other";
+}
+
+const char *const viz_bound_families[VIZ_NFAM] = { "compute", "memory", "link", "overhead", "other" };
+
+void viz_bound_shares(const Plan *p, const RtTiming *t, double *fam, const char **top)
+{
+	enum { MAXW = 32 };
+	const char *word[MAXW];
+	double tw[MAXW] = { 0 };
+	int nw = 0;
+	for (int k = 0; k < VIZ_NFAM; k++)
+		fam[k] = 0, top[k] = NULL;
+	for (int i = 0; i < t->nspans; i++) {
+		const RtSpan *sp = &t->spans[i];
+		const PlanInstr *in = &p->streams[sp->stream].ins[sp->index];
+		int ft, w = 0;
+		const char *b = viz_bound(p, sp->stream, in, &ft);
+		if (!strcmp(b, "-"))
+			continue;
+		while (w < nw && strcmp(word[w], b))
+			w++;
+		if (w == nw && nw < MAXW)
+			word[nw++] = b;
+		if (w < nw)
+			tw[w] += sp->end - sp->start;
+	}
+	for (int w = 0; w < nw; w++)
+		for (int k = 0; k < VIZ_NFAM; k++)
+			if (!strcmp(viz_bound_family(word[w]), viz_bound_families[k])) {
+				fam[k] += tw[w];
+				int best = -1;
+				for (int j = 0; j < nw && top[k]; j++)
+					if (!strcmp(word[j], top[k]))
+						best = j;
+				if (!top[k] || tw[w] > tw[best])
+					top[k] = word[w];
+			}
+}
+
 const char *viz_instr_name(const Plan *p, int stream, int index, char *buf, size_t n)
 {
 	const PlanInstr *in = &p->streams[stream].ins[index];

@@ -271,7 +271,8 @@ static void fold_shards(VizGraph *g)
  * recogniser is 22 times "Conv Mul Add Add Clip Mul Div Mul Add".  A tandem repeat of period p
  * (2..MAX_PERIOD operators in model order) whose copies agree operator for operator, with the
  * same edges inside the block, becomes call instances "~p#1", "~p#2", ... that fold_repeats then
- * folds like any repeated layer. */
+ * folds like any repeated layer.  A repeat covers MIN_COVER operators at least, or is a repeated
+ * fused kernel (Conv+Silu twice: the Conv+BatchNormalization+Silu blocks once BN is folded). */
 enum { MAX_PERIOD = 128, MIN_COVER = 6 };
 
 typedef struct Seq {
@@ -314,6 +315,62 @@ static int block_eq(const Seq *sq, int b1, int b2, int p)
 	return 1;
 }
 
+/* Reorders sq->node (and sq->pos) into the depth-first post-order from the sinks, predecessors in
+ * operand order: the order an exporter writes a model in.  A plan's schedule may move an operator
+ * that a later block needs into an earlier copy (PP-OCR's recogniser computes the final reshape's
+ * shape inside its second SVTR block), which breaks a tandem repeat in schedule order; in this
+ * order two copies of one block list their operators alike, whatever the schedule did.  Iterative
+ * (graphs of 10^5 operators); deterministic. */
+static void canonical_order(Seq *sq)
+{
+	int n = sq->n;
+	unsigned char *has_succ = vz_alloc((size_t)n + 1), *seen = vz_alloc((size_t)n + 1);
+	for (int q = 0; q < n; q++) {
+		int a = sq->node[q];
+		for (int j = sq->pstart[a]; j < sq->pstart[a + 1]; j++)
+			if (sq->pos[sq->pred[j]] >= 0)
+				has_succ[sq->pos[sq->pred[j]]] = 1;
+	}
+	int *order = vz_alloc(sizeof(int) * (size_t)(n + 1)), norder = 0;
+	int *stack = vz_alloc(sizeof(int) * (size_t)(n + 1)), *next = vz_alloc(sizeof(int) * (size_t)(n + 1));
+	for (int root = 0; root < n; root++) {
+		if (has_succ[root] || seen[root])
+			continue;
+		int top = 0;
+		stack[top++] = root, seen[root] = 1, next[root] = sq->pstart[sq->node[root]];
+		while (top) {
+			int q = stack[top - 1], a = sq->node[q];
+			if (next[q] < sq->pstart[a + 1]) {
+				int pq = sq->pos[sq->pred[next[q]++]];
+				if (pq >= 0 && !seen[pq])
+					seen[pq] = 1, next[pq] = sq->pstart[sq->node[pq]], stack[top++] = pq;
+				continue;
+			}
+			order[norder++] = q;
+			top--;
+		}
+	}
+	for (int q = 0; q < n; q++)   /* a cycle cannot happen in a DAG; keep every operator anyway */
+		if (!seen[q])
+			order[norder++] = q;
+	int *node = vz_alloc(sizeof(int) * (size_t)(n + 1));
+	for (int k = 0; k < n; k++)
+		node[k] = sq->node[order[k]];
+	for (int k = 0; k < n; k++)
+		sq->node[k] = node[k], sq->pos[node[k]] = k;
+	free(node), free(order), free(stack), free(next), free(has_succ), free(seen);
+}
+
+/* Whether the p operators from b are one fusion group (one kernel: a Conv with its epilogue). */
+static int one_group(const Seq *sq, int b, int p)
+{
+	int64_t grp = sq->g->nodes[sq->node[b]].group;
+	for (int t = 1; t < p && grp >= 0; t++)
+		if (sq->g->nodes[sq->node[b + t]].group != grp)
+			return 0;
+	return grp >= 0;
+}
+
 static void find_blocks(VizGraph *g)
 {
 	Seq sq = { g, vz_alloc(sizeof(int) * (size_t)(g->nnodes + 1)), vz_alloc(sizeof(int) * (size_t)(g->nnodes + 1)),
@@ -334,13 +391,14 @@ static void find_blocks(VizGraph *g)
 		sq.pred[sq.pstart[d] + fill[d]++] = g->edges[e].src;
 	}
 	free(fill);
+	canonical_order(&sq);
 	for (int i = 0; i < sq.n;) {
 		int best_p = 0, best_r = 0;
 		for (int p = 2; p <= MAX_PERIOD && i + 2 * p <= sq.n; p++) {
 			int r = 1;
 			while (i + (r + 1) * p <= sq.n && block_eq(&sq, i, i + r * p, p))
 				r++;
-			if (r >= 2 && r * p >= MIN_COVER && r * p > best_r * best_p)
+			if (r >= 2 && (r * p >= MIN_COVER || one_group(&sq, i, p)) && r * p > best_r * best_p)
 				best_p = p, best_r = r;
 		}
 		if (!best_p) {

@@ -129,6 +129,16 @@ const char *viz_precision(const Plan *p, const PlanInstr *in, char *buf, size_t 
  * the largest term of the roofline (compute, memory, overhead); "link" for transfers and
  * collectives.  *from_target tells which. */
 const char *viz_bound(const Plan *p, int stream, const PlanInstr *in, int *from_target);
+/* The family of a bound word (viz_bound, a target's t.bound): "compute" (mma, fma, sfu, mxu, vpu,
+ * mxm ...), "memory" (hbm, dram, sram, vmem, smem, l2, tma, dma), "link" (ici, nvlink, c2c),
+ * "overhead" (launch, fixed, latency) or "other"; viz_bound_families lists them in that order. */
+enum { VIZ_NFAM = 5 };
+extern const char *const viz_bound_families[VIZ_NFAM];
+const char *viz_bound_family(const char *bound);
+/* Seconds of t's instructions (every span: plan p timed) per bound family, fam[VIZ_NFAM], and the
+ * bound word with the most time in each family, top[VIZ_NFAM] (NULL where none; words point
+ * into p or are static). */
+void viz_bound_shares(const Plan *p, const RtTiming *t, double *fam, const char **top);
 /* The class of what an instruction does: ops.def's `class` of a kernel's operator ("matrix":
  * tensor cores, MXU, MXM; "vector": CUDA cores, VPU, VXM; "move": data movement only), "link"
  * for copies and collectives, "-" for the rest. */

@@ -15,18 +15,8 @@ const Target tgt_ampere = {
 	.name = "ampere",
 	.help = "NVIDIA Ampere sm_80 (A100): mma.sync tiles, cp.async stages, FA2 attention; no FP8, no TMA",
 	.default_machine = "a100-sxm",
-	.kind = DEV_GPU,
-	.space = "hbm",
-	.align = 256,                    /* cudaMalloc alignment */
 	.pipeline = PASS_DEVICES_PIPELINE,   /* dgx-a100: partition when the model needs several GPUs */
-	.formats = GPU_PRECISIONS,
-	.default_precision = "bf16",
-	.matrix_peak = 1,
 	.family = &ampere,
-	.setup = gpu_setup,
-	.dtype = gpu_value_dtype,
-	.kernel = gpu_kernel,
-	.collective = gpu_collective,
-	.node_time = tgt_roofline_time,
-	.cost = gpu_cost,
+	GPU_TARGET_FIELDS,
+	GPU_TARGET_COST,
 };

@@ -159,6 +159,14 @@ void gpu_set_foreign_ctx(TgtLower *l, void *ctx);
  * components, the generic roofline for instructions without them; a collective adds its
  * t.base_us to the runtime's ring time. */
 double gpu_cost(const Plan *p, int stream, const PlanInstr *in);
+/* The Target fields every GPU-family target shares (ampere, hopper, blackwell, vera-rubin): HBM
+ * buffers at cudaMalloc's 256-byte alignment, the family's precisions (bf16 by default), the
+ * family's value dtypes, kernels and collectives.  GPU_TARGET_COST adds the family's setup,
+ * roofline node time and cost; vera-rubin has its own three. */
+#define GPU_TARGET_FIELDS .kind = DEV_GPU, .space = "hbm", .align = 256, .formats = GPU_PRECISIONS, \
+	.default_precision = "bf16", .matrix_peak = 1, .dtype = gpu_value_dtype, .kernel = gpu_kernel, \
+	.collective = gpu_collective
+#define GPU_TARGET_COST .setup = gpu_setup, .node_time = tgt_roofline_time, .cost = gpu_cost
 /* Seconds of a GPU kernel from its t.* components with the parallel resources divided over
  * `pool` GPUs (vera-rubin's pooled kernels; fixed costs are not divided), -1 when `in` has
  * none; for a collective its t.base_us only. */
