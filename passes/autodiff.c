@@ -53,7 +53,16 @@ typedef struct Ad {
 	int nprimal;
 	Loc loc;
 	int errors;
+	intptr_t tag;            /* a parallel step: the Node.aux tag of the nodes node() adds */
 } Ad;
+
+/* A parallel step (--dp/--tp/--pp/--cp, passes/train_step.c) differentiates one instance of
+ * every repeated call and tags each node (Node.aux) with its section and phase, which the
+ * pricing multiplies by the call's repeat count: tag = 1 + 4 section + phase. */
+enum { SEC_PRE, SEC_POST, SEC_CALL0 };
+enum { PH_FWD, PH_BWD, PH_OPT };
+static intptr_t mktag(int sec, int ph) { return 1 + 4 * (intptr_t)sec + ph; }
+static int tag_sec(intptr_t t) { return (int)((t - 1) / 4); }
 
 /* ---- building blocks ---- */
 static Value *lit(Graph *g, DType dt, int rank, const int64_t *dims, const double *v, int64_t n)
@@ -88,7 +97,9 @@ static Node *node(Ad *a, Op op, Value **in, int nin, int nout, const char *name)
 	const char *names[4];
 	for (int i = 0; i < nout && i < 4; i++)
 		names[i] = ir_fresh_name(a->g, name);
-	return ir_add_node(a->g, op, in, nin, names, nout, a->loc);
+	Node *n = ir_add_node(a->g, op, in, nin, names, nout, a->loc);
+	n->aux = (void *)a->tag;
+	return n;
 }
 
 static Value *op1(Ad *a, Op op, Value *x, const char *name) { return node(a, op, &x, 1, 1, name)->out[0]; }
@@ -351,9 +362,23 @@ static int rule(Ad *a, Node *n, Value *dy)
 /* ---- 1. inlining ---- */
 static int64_t ninstances;
 
-/* Replaces call n of g by the unrolled body of its callee. */
-static void inline_call(Graph *g, Node *n)
+/* A parallel step's calls: each one's repeat count (the call's section is SEC_CALL0 + index). */
+typedef struct Calls {
+	int scale;
+	int64_t rep[64];
+	int n;
+} Calls;
+
+/* Replaces call n of g by the unrolled body of its callee (a parallel step: one instance,
+ * every node tagged with the call's section). */
+static void inline_call(Graph *g, Node *n, Calls *cs)
 {
+	intptr_t tag = (intptr_t)n->aux;
+	if (cs->scale && !tag && cs->n < 64) {
+		cs->rep[cs->n] = n->repeat;
+		tag = mktag(SEC_CALL0 + cs->n++, PH_FWD);
+		n->repeat = n->repeat > 0 ? 1 : 0;
+	}
 	Graph *cg = n->callee;
 	Value *cur[256];
 	int nin = n->nin < 256 ? n->nin : 256;
@@ -387,6 +412,7 @@ static void inline_call(Graph *g, Node *n)
 			Node *c = ir_insert_node(g, n, cn->op, in, cn->nin, names, cn->nout, cn->loc);
 			copy_attrs(c, cn);
 			c->callee = cn->callee, c->repeat = cn->repeat, c->annot = cn->annot;
+			c->aux = (void *)tag;
 			for (int i = 0; i < cn->nout; i++)
 				cn->out[i]->aux = c->out[i];
 		}
@@ -398,7 +424,7 @@ static void inline_call(Graph *g, Node *n)
 	ir_remove_node(g, n);
 }
 
-static int inline_calls(Graph *g)
+static int inline_calls(Graph *g, Calls *cs)
 {
 	int any = 1, count = 0;
 	while (any) {
@@ -406,7 +432,16 @@ static int inline_calls(Graph *g)
 		for (Node *n = g->first, *next; n; n = next) {
 			next = n->next;
 			if (n->op == OP_Call && n->callee) {
-				inline_call(g, n);
+				if (cs->scale && n->aux && n->repeat > 1) {
+					diag_error(n->loc, "autodiff: a parallel step (--dp/--tp/--pp/--cp) prices repeated calls of "
+						   "the entry graph; this one repeats inside a repeated call");
+					return -1;
+				}
+				if (cs->scale && !n->aux && cs->n >= 64) {
+					diag_error(n->loc, "autodiff: a parallel step prices at most 64 calls");
+					return -1;
+				}
+				inline_call(g, n, cs);
 				any = 1, count++;
 			}
 		}
@@ -448,11 +483,13 @@ static void adamw(Ad *a, Value *p, Value *g, Value *step, Value **outs, int *nou
 	Value *m2 = ir_add_param(G, cat(G, p->name, ".exp_avg_sq"), f, fill(G->m, 0), p->loc);
 	const char *names[3] = { cat(G, w->name, ".next"), cat(G, m1->name, ".next"), cat(G, m2->name, ".next") };
 	Node *o = ir_add_node(G, OP_AdamW, (Value *[]){ w, g, m1, m2, step }, 5, names, 3, p->loc);
+	o->aux = (void *)a->tag;
 	ir_set_attr_float(o, "lr", a->c->lr > 0 ? a->c->lr : 1e-3);
 	ir_set_attr_float(o, "weight_decay", p->type.rank >= 2 ? 0.1 : 0.0);
 	if (narrow) {
 		const char *nm = cat(G, p->name, ".next");
 		Node *c = ir_add_node(G, OP_Cast, &o->out[0], 1, &nm, 1, p->loc);
+		c->aux = (void *)a->tag;
 		ir_set_attr_str(c, "to", rt_dtype_name(p->type.dt));
 		outs[(*nout)++] = c->out[0];
 	}
@@ -547,11 +584,16 @@ static Value *loss_and_backward(Ad *a, Node **fw, int nf, Value *logits, int mb,
 	snprintf(lb, sizeof lb, mb ? "labels.mb%d" : "labels", mb);
 	snprintf(ln, sizeof ln, mbs > 1 ? "loss.mb%d" : "loss", mb);
 	Value *labels = ir_add_input(g, arena_strdup(g->m->arena, lb), ir_type(g->m, DT_I64, r - 1, dl), g->loc);
+	if (a->tag)
+		a->tag = mktag(SEC_POST, PH_FWD);
 	Value *s2 = op2(a, OP_Reshape, logits, ints(g, d2, 2), "scores");
 	Value *t1 = op2(a, OP_Reshape, labels, ints(g, &N, 1), "targets");
 	const char *lname = arena_strdup(g->m->arena, ln);
 	Node *loss = ir_add_node(g, OP_SoftmaxCrossEntropyLoss, (Value *[]){ s2, t1 }, 2, &lname, 1, g->loc);
+	loss->aux = (void *)a->tag;
 	ir_set_attr_str(loss, "reduction", "mean");
+	if (a->tag)
+		a->tag = mktag(SEC_POST, PH_BWD);
 	if (need(a, logits)) {
 		Node *sg = node(a, OP_SoftmaxCrossEntropyLossGrad, (Value *[]){ scalar(g, lt.dt, 1.0 / mbs), s2, t1 }, 3, 1,
 				"grad");
@@ -568,6 +610,8 @@ static Value *loss_and_backward(Ad *a, Node **fw, int nf, Value *logits, int mb,
 			wants |= need(a, n->in[i]);
 		if (!reach || !wants)
 			continue;
+		if (a->tag)   /* a parallel step: the gradients of n are in n's section */
+			a->tag = mktag(tag_sec((intptr_t)n->aux), PH_BWD);
 		if (!dy && n->op != OP_Split)
 			dy = zeros(a, n->out[0]);
 		rule(a, n, dy);
@@ -580,7 +624,18 @@ int pass_autodiff(Module *m, PassCtx *c)
 	Graph *g = ir_entry(m);
 	if (!g || !c->phase || strcmp(c->phase, "train") != 0)
 		return 0;
-	int inl = inline_calls(g);
+	Calls cs = { pass_train_parallel(c), { 0 }, 0 };
+	int inl = inline_calls(g, &cs);
+	if (inl < 0)
+		return 1;
+	if (cs.scale) {   /* the entry graph's own nodes: before the first layer, or after */
+		int seen = 0;
+		ir_foreach_node(g, n) {
+			seen |= n->aux != NULL;
+			if (!n->aux)
+				n->aux = (void *)mktag(seen ? SEC_POST : SEC_PRE, PH_FWD);
+		}
+	}
 	if (inl) {
 		pass_stat(c, "calls inlined", inl);
 		if (ir_topo_sort(g) < 0 || ir_infer_shapes(m) > 0)
@@ -596,8 +651,8 @@ int pass_autodiff(Module *m, PassCtx *c)
 		diag_error(g->loc, "autodiff: the logits' shape must be bound (--bind or --context)");
 		return 1;
 	}
-	int mbs = c->grad_accum > 1 ? c->grad_accum : 1;
-	Ad a = { m, g, c, NULL, NULL, 0, g->loc, 0 };
+	int mbs = c->grad_accum > 1 && !cs.scale ? c->grad_accum : 1;   /* a parallel step: priced M times */
+	Ad a = { m, g, c, NULL, NULL, 0, g->loc, 0, cs.scale ? mktag(SEC_PRE, PH_FWD) : 0 };
 	double fwd = 0;
 	int nn = 0, nin0 = g->nin;
 	ir_foreach_node(g, n) {
@@ -641,9 +696,18 @@ int pass_autodiff(Module *m, PassCtx *c)
 	outs[no++] = loss;
 	Value *step = ir_add_param(g, "adamw.step", ir_type(m, DT_F32, 0, NULL), fill(m, 1), g->loc);
 	int np = g->nparams;
+	int *psec = cs.scale ? calloc((size_t)g->nvalues + 1, sizeof *psec) : NULL;
+	if (cs.scale && !psec)
+		abort();
+	for (int k = nn - 1; psec && k >= 0; k--)   /* a parameter's section: its first reader's */
+		for (int i = 0; i < order[k]->nin; i++)
+			if (order[k]->in[i] && order[k]->in[i]->kind == V_PARAM)
+				psec[order[k]->in[i]->id] = tag_sec((intptr_t)order[k]->aux);
 	for (int i = 0; i < np && !a.errors; i++) {
 		Value *p = g->params[i];
 		if (p->id < a.nprimal && trainable(p) && a.grad[p->id]) {
+			if (psec)
+				a.tag = mktag(psec[p->id], PH_OPT);
 			adamw(&a, p, a.grad[p->id], step, outs, &no);
 			trained++;
 		}
@@ -659,9 +723,15 @@ int pass_autodiff(Module *m, PassCtx *c)
 			ir_add_output(g, outs[i]);
 		int64_t N = ir_type_numel(logits->type) / ld[logits->type.rank - 1];
 		pass_stat(c, "parameters trained", trained);
+		if (cs.scale)   /* priced with the gradients' shapes */
+			a.errors += ir_infer_shapes(m) > 0 ? 1 : train_step_price(g, c, cs.rep, cs.n, (double)N);
 		pass_remark(c, REMARK_APPLIED, g, NULL, "training step: loss over %d micro-batch%s of %" PRId64 " tokens, %d "
 			    "parameters trained with AdamW (f32 master weights and moments)", mbs, mbs > 1 ? "es" : "", N, trained);
 	}
+	if (cs.scale)
+		ir_foreach_node(g, n)
+			n->aux = NULL;
+	free(psec);
 	free(outs);
 	free(order);
 	free(copy);

@@ -96,6 +96,13 @@ typedef struct PassCtx {
 	double lr;                  /* phase train: --lr, AdamW's learning rate (0: 1e-3) */
 	double model_flops;         /* phase train, set by autodiff: 3 x the forward pass's FLOP */
 	int grad_accum;             /* phase train: --grad-accum K, micro-batches per step (0, 1: one) */
+	/* phase train, parallel step (passes/train_step.c): --dp, --cp, --zero, --pp-virtual; with
+	 * --tp/--pp they make the step a parallel one, priced per replica (train_step below) */
+	int dp, cp, vstages;        /* 0: not given */
+	int zero;                   /* --zero Z stored as Z + 1 (0: not given, ZeRO 1) */
+	int recompute;              /* --recompute none|selective|full: 0, 1, 2 (parallel step) */
+	int train_search;           /* --train-search: the fastest configuration that fits */
+	struct TrainStep *train_step;   /* set by autodiff for a parallel step (owned; NULL: none) */
 	/* partition (passes/partition.c) */
 	int tp;                     /* --tp N: tensor-parallel group size (0 or 1: none) */
 	int pp;                     /* --pp N: pipeline stages (0: the fewest that fit memory) */
@@ -226,6 +233,45 @@ const Remark *pass_remarks(const PassCtx *c);
  * calls peeled; shapes must be re-inferred after a peel. */
 extern const char LAYER_FIRST[], LAYER_LAST[];
 int pass_mark_layers(Module *m, PassCtx *c);
+
+/* ---- the parallel training step (passes/train_step.c) ----
+ * A step of --dp D data-parallel replicas of a --tp T x --cp C x --pp P model-parallel replica
+ * (ZeRO stage --zero Z, --pp-virtual V chunks per pipeline rank), --grad-accum M micro-batches
+ * of --batch B sequences per replica.  Times in seconds, bytes per device. */
+typedef struct TrainStep {
+	int dp, tp, pp, cp, zero, vstages, micro;
+	int recompute;                /* 0 none, 1 selective, 2 full */
+	int64_t devices;              /* dp x tp x pp x cp */
+	int layers;                   /* repeated layers in all */
+	int *stage_layers;            /* per pipeline rank: layers it holds (pp entries) */
+	double *stage_time;           /* per pipeline rank: forward + backward of one micro-batch */
+	double fwd_layer, bwd_layer;  /* one layer (the first stack's), one micro-batch, per device */
+	double tp_comm_layer;         /* its tensor-parallel collectives (forward and backward) */
+	double cp_comm_layer;         /* its context-parallel K/V all-gather and dK/dV reduce-scatter */
+	double p2p;                   /* one activation send between pipeline ranks */
+	double pipeline;              /* the 1F1B (interleaved) schedule of the micro-batches */
+	double bubble;                /* its idle part on the slowest rank */
+	double dp_rs, dp_ag;          /* the data-parallel gradient reduce-scatter, weight all-gather */
+	double dp_exposed, dp_hidden; /* of those, on the critical path / under compute */
+	double optimizer;             /* AdamW on the slowest rank's shard */
+	double step;                  /* the step */
+	double tokens;                /* per step */
+	double model_flops, hw_flops; /* per step, all devices: 3 x forward; as executed */
+	double peak;                  /* one device's peak FLOP/s at the step's format */
+	double mfu, hfu;
+	double weights, grads, optim, acts, capacity;   /* memory of pipeline rank 0's device */
+	const char *fabric;           /* the link the DP/CP/PP traffic crosses (NULL: the device's) */
+	int fits;                     /* rank 0's memory fits its device */
+	int candidates, fitting;      /* --train-search: configurations priced, of them fitting */
+} TrainStep;
+/* Prices the parallel step of graph g (autodiff's one-instance step: Node.aux tags, see
+ * autodiff.c) into a new TrainStep on c; 0, or the number of errors reported. */
+int train_step_price(Graph *g, PassCtx *c, const int64_t *repeats, int nrepeats, double tokens_mb);
+/* Whether c asks for a parallel training step: --phase train with --dp, --cp, --zero,
+ * --pp-virtual or --train-search (--tp/--pp alone partition the one-instance-per-layer-unrolled
+ * step's plan over the machine, as for inference). */
+int pass_train_parallel(const PassCtx *c);
+void train_step_free(TrainStep *t);
 
 /* ---- helpers shared by the passes (passes/util.c) ---- */
 /* Seconds work w takes on device d of c's machine, as c's target prices it (Target.node_time;

@@ -47,6 +47,8 @@ void pass_ctx_free(PassCtx *c)
 	}
 	free(c->statv);
 	free(c->seconds);
+	train_step_free(c->train_step);
+	c->train_step = NULL;
 	c->remarks = c->last_remark = NULL;
 	c->plans = NULL;
 	c->statv = NULL;

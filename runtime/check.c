@@ -142,6 +142,61 @@ static double codec_allowance(const Plan *p)
 	return tol;
 }
 
+/* The bound B(t) on AdamW's normalised step |m^_t / (sqrt(v^_t) + eps)| after t steps with
+ * betas b1, b2: by Cauchy-Schwarz over m_t = (1-b1) sum_k b1^k g_{t-k} against v_t = (1-b2)
+ * sum_k b2^k g_{t-k}^2, |m_t| <= (1-b1) sqrt(sum_{k<t} (b1^2/b2)^k) sqrt(v_t / (1-b2)), so with the
+ * bias corrections B(t) = (1-b1)/(1-b1^t) sqrt((1-b2^t)/(1-b2)) sqrt((1-c^t)/(1-c)), c = b1^2/b2
+ * < 1 (Kingma & Ba, ICLR 2015, section 2.1 bounds the same step).  B(1) = 1: the first step is
+ * lr sign(g) where |g| >> eps.  t <= 0 (unknown): the largest B over t = 1, 2, 4, ..., 2^40 and
+ * the limit t -> infinity. */
+static double adam_bound(double b1, double b2, double t)
+{
+	double c = b1 * b1 / b2;
+	if (!(c < 1) || !(b1 < 1) || !(b2 < 1))
+		return INFINITY;
+	if (t >= 1)
+		return (1 - b1) / (1 - pow(b1, t)) * sqrt((1 - pow(b2, t)) / (1 - b2)) * sqrt((1 - pow(c, t)) / (1 - c));
+	double b = (1 - b1) / sqrt((1 - b2) * (1 - c));
+	for (double k = 1; k <= 1099511627776.0; k *= 2)
+		b = fmax(b, adam_bound(b1, b2, k));
+	return b;
+}
+
+/* The absolute allowance for buffer b when it is an AdamW update (its W' output, or that
+ * cast to the weight's format): W' = W - lr (wd W + s) with |s| <= B(t) (adam_bound) on either
+ * side, so a gradient that differs between the two plans, above all one near zero whose sign
+ * differs, moves W' by up to 2 lr B(t) whatever its relative error (the first step is nearly a
+ * sign function); W and wd W are the same f32 values in both.  t from the step's constant
+ * (a fill), else unknown.  0 for any other buffer. */
+static double adamw_allowance(const Plan *p, int b)
+{
+	const PlanInstr *in = producer(p, b);
+	int w = b;
+	if (in && in->op == RT_OP_Cast && in->nin >= 1 && in->in[0] >= 0)
+		in = producer(p, w = in->in[0]);
+	if (!in || in->op != RT_OP_AdamW || in->nin < 5 || in->nout < 1 || in->out[0] != w)
+		return 0;
+	double t = 0;
+	for (int i = 0; i < p->nconsts; i++)
+		if (p->consts[i].buffer == in->in[4] && p->consts[i].kind == PINIT_FILL)
+			t = p->consts[i].a;
+	double lr = rt_attr_float(&in->attrs, "lr", 1e-3);
+	return 2 * lr * adam_bound(rt_attr_float(&in->attrs, "beta1", 0.9), rt_attr_float(&in->attrs, "beta2", 0.999), t);
+}
+
+/* tol for buffer b of p against ref: an AdamW update's absolute allowance relative to the
+ * reference's largest magnitude is added (adamw_allowance). */
+static double buffer_tol(const Plan *p, int b, const RtTensor *ref, double tol)
+{
+	double a = adamw_allowance(p, b), amax = 0;
+	if (a <= 0)
+		return tol;
+	for (int64_t i = 0; i < ref->n; i++)
+		if (isfinite(rt_get(ref, i)))
+			amax = fmax(amax, fabs(rt_get(ref, i)));
+	return tol + a / (amax > 0 ? amax : 1);
+}
+
 void rt_compare(const RtTensor *got, const RtTensor *ref, double tol, RtCheckOut *o)
 {
 	double amax = 0, emax = 0;
@@ -240,7 +295,7 @@ static void first_bad_node(const Plan *p, const RtRun *r, const Plan *ref, const
 		if (rb < 0 || !g->data || !rr->values[rb].data || g->n != rr->values[rb].n)
 			continue;
 		RtCheckOut o;
-		rt_compare(g, &rr->values[rb], rt_dtype_isfloat(g->dtype) ? tol : 0, &o);
+		rt_compare(g, &rr->values[rb], rt_dtype_isfloat(g->dtype) ? buffer_tol(p, in->out[0], &rr->values[rb], tol) : 0, &o);
 		if (!o.ok) {
 			c->first_bad_node = in->node;
 			c->first_bad_buffer = p->buffers[in->out[0]].name;
@@ -268,7 +323,8 @@ static int compare_outputs(const Plan *p, const RtRun *r, const Plan *ref, const
 		if (j == ref->noutputs)
 			return rt_errorf(e, RT_EUSER, "--check: the reference plan has no output '%s'", p->outputs[i].name);
 		const RtTensor *g = &r->outputs[i];
-		rt_compare(g, &rr->outputs[j], rt_dtype_isfloat(g->dtype) ? tol : 0, &c->outs[k]);
+		rt_compare(g, &rr->outputs[j], rt_dtype_isfloat(g->dtype) ? buffer_tol(p, p->outputs[i].buffer, &rr->outputs[j], tol) : 0,
+			   &c->outs[k]);
 		c->outs[k].name = p->outputs[i].name;
 		c->ok &= c->outs[k].ok;
 		c->nouts++;

@@ -20,8 +20,12 @@
  *     of the bf16 inputs is uniform (all four are 9984), and tan(1.533) moves by 2.7 of 26.3.
  *     AMP's list also has operators that are well-conditioned and listed for f16's range
  *     (reciprocal, rsqrt, sum, the norms); their operands stay in the target's format.  Each
- *     operator's result is held in the target's format again.
- * A third kind is a matter of range, not meaning: a parameter with a finite value that the
+ *     operator's result is held in the target's format again;
+ *   - the optimizer's state: AdamW's operands and results (master weights, moments, step, the
+ *     gradient as the optimizer reads it) stay in the model's f32, mixed-precision training's
+ *     rule (Micikevicius et al., ICLR 2018: f32 master weights and moments; the moments'
+ *     second one, a sum of squares, would lose 2^-9 of its relative precision per step in bf16).
+ * Another kind is a matter of range, not meaning: a parameter with a finite value that the
  * target's format rounds to an infinity (a BatchNormalization running variance of 9.8e7, a
  * -3.4e38 attention mask, in f16) is held in its model dtype, with the load-time weight
  * transforms of it (tgt_lower_exact); cuDNN likewise takes BatchNormalization's scale, bias, mean
@@ -111,6 +115,11 @@ unsigned char *tgt_exact_values(const Flat *f)
 				mark = ill = ill_conditioned(fn->n->op);
 			if (fn->n->op == OP_Quantize || (ir_ops[fn->n->op].flags & F_ATTN))
 				mark = 0;   /* the quantization pass's own rounding; attention is a matrix operator */
+			if (fn->n->op == OP_AdamW) {   /* the optimizer's state: its results too */
+				mark = 1;
+				for (int k = 0; k < fn->nout; k++)
+					mark_float(f, x, fn->out[k]);
+			}
 			/* an ill-conditioned operator keeps f32 operands f32; f64 ones are held as the
 			 * machine can (f32 where it has no f64), as without this rule */
 			for (int k = 0; mark && k < fn->nin; k++)

@@ -819,6 +819,12 @@ static void parse_link(Ld *ld, Link *l, xmlNode *n)
 			qty(ld, k, &l->ports, D_COUNT, R_COUNT, NULL, "%s.ports", l->id);
 		else if (is_elem(k, "domain"))
 			qty(ld, k, &l->domain, D_COUNT, R_COUNT, NULL, "%s.domain", l->id);
+		else if (is_elem(k, "pod"))
+			qty(ld, k, &l->pod, D_COUNT, R_COUNT, NULL, "%s.pod", l->id);
+		else if (is_elem(k, "oversubscription"))
+			qty(ld, k, &l->oversub, D_RATIO, R_GE1, NULL, "%s.oversubscription", l->id);
+		else if (is_elem(k, "tiers"))
+			qty(ld, k, &l->tiers, D_COUNT, R_COUNT, NULL, "%s.tiers", l->id);
 	}
 }
 
@@ -1469,6 +1475,16 @@ const Link *machine_link(const Machine *m, const Device *a, const Device *b)
 	for (int i = 0; i < m->nlinks; i++) {
 		const Link *l = &m->links[i];
 		if ((l->from == a && l->to == b) || (l->from == b && l->to == a))
+			return l;
+	}
+	return NULL;
+}
+
+const Link *machine_scaleout_link(const Machine *m, const Device *d)
+{
+	for (int i = 0; i < m->nlinks; i++) {
+		const Link *l = &m->links[i];
+		if (l->from == d && l->to == d && l->kind && (!strcmp(l->kind, "ethernet") || !strcmp(l->kind, "infiniband")))
 			return l;
 	}
 	return NULL;

@@ -185,6 +185,9 @@ typedef struct Link {
 	Num latency;            /* seconds per hop (alpha) (optional) */
 	Num ports;              /* links per device (optional) */
 	Num domain;             /* devices in one scale-up domain (optional) */
+	Num pod;                /* a scale-out fabric: devices under one non-blocking tier (optional) */
+	Num oversub;            /* its taper above the pods: uplink demand / capacity (optional, >= 1) */
+	Num tiers;              /* its switch tiers (a 3-tier Clos: 3) (optional) */
 	const char *source;
 	Prov prov;
 	int line;
@@ -251,6 +254,9 @@ Device *machine_device(const Machine *m, const char *id);
 Device *machine_first(const Machine *m, DevKind kind);   /* first non-host device of a kind */
 int machine_ndevices(const Machine *m);                  /* sum of non-host counts */
 const Link *machine_link(const Machine *m, const Device *a, const Device *b);
+/* The scale-out link between devices of d's class: an ethernet or infiniband link from d to d
+ * (the first one), or NULL. */
+const Link *machine_scaleout_link(const Machine *m, const Device *d);
 const char *machine_source_url(const Machine *m, const char *key);
 double dev_peak(const Device *d, DType dt);              /* max of matrix and vector, FLOP/s */
 int dev_supports(const Device *d, DType dt);              /* element or block-scaled format */

@@ -101,6 +101,69 @@ static void maybe_print(const CompileOpts *o, const Module *m, const char *pass)
 	}
 }
 
+/* The parallel training step's figures (passes/train_step.c), seconds, bytes per device. */
+static json_t *train_step_json(const TrainStep *t)
+{
+	json_t *o = json_object(), *par = json_object(), *st = json_array(), *mem = json_object();
+	json_object_set_new(o, "model", json_string("one replica's pipeline ranks, each layer priced on one device of "
+						      "its tp x cp group, plus the data-parallel collectives over the group"));
+	json_object_set_new(par, "devices", json_integer(t->devices));
+	json_object_set_new(par, "dp", json_integer(t->dp));
+	json_object_set_new(par, "tp", json_integer(t->tp));
+	json_object_set_new(par, "pp", json_integer(t->pp));
+	json_object_set_new(par, "cp", json_integer(t->cp));
+	json_object_set_new(par, "zero", json_integer(t->zero));
+	json_object_set_new(par, "pp_virtual", json_integer(t->vstages));
+	json_object_set_new(par, "micro_batches", json_integer(t->micro));
+	json_object_set_new(par, "recompute", json_string(t->recompute == 2 ? "full" : t->recompute ? "selective" : "none"));
+	json_object_set_new(o, "parallel", par);
+	json_object_set_new(o, "layers", json_integer(t->layers));
+	for (int r = 0; r < t->pp; r++) {
+		json_t *e = json_object();
+		json_object_set_new(e, "layers", json_integer(t->stage_layers[r]));
+		json_object_set_new(e, "micro_batch_s", json_real(t->stage_time[r]));
+		json_array_append_new(st, e);
+	}
+	json_object_set_new(o, "pipeline_ranks", st);
+	json_object_set_new(o, "layer_forward_s", json_real(t->fwd_layer));
+	json_object_set_new(o, "layer_backward_s", json_real(t->bwd_layer));
+	json_object_set_new(o, "layer_tp_comm_s", json_real(t->tp_comm_layer));
+	json_object_set_new(o, "layer_cp_comm_s", json_real(t->cp_comm_layer));
+	json_object_set_new(o, "pp_send_s", json_real(t->p2p));
+	json_object_set_new(o, "pipeline_s", json_real(t->pipeline));
+	json_object_set_new(o, "bubble_s", json_real(t->bubble));
+	json_object_set_new(o, "bubble_fraction", json_real(t->step > 0 ? t->bubble / t->step : 0));
+	json_object_set_new(o, "dp_reduce_scatter_s", json_real(t->dp_rs));
+	json_object_set_new(o, "dp_all_gather_s", json_real(t->dp_ag));
+	json_object_set_new(o, "dp_hidden_s", json_real(t->dp_hidden));
+	json_object_set_new(o, "dp_exposed_s", json_real(t->dp_exposed));
+	if (t->fabric)
+		json_object_set_new(o, "dp_link", json_string(t->fabric));
+	json_object_set_new(o, "optimizer_s", json_real(t->optimizer));
+	json_object_set_new(o, "step_s", json_real(t->step));
+	json_object_set_new(o, "tokens", json_real(t->tokens));
+	json_object_set_new(o, "tokens_per_s", json_real(t->step > 0 ? t->tokens / t->step : 0));
+	json_object_set_new(o, "model_flops", json_real(t->model_flops));
+	json_object_set_new(o, "peak_flops", json_real(t->peak));
+	json_object_set_new(o, "tflops_per_device", json_real(t->step > 0 ? t->model_flops / t->step / (double)t->devices / 1e12 : 0));
+	json_object_set_new(o, "mfu", json_real(t->mfu));
+	json_object_set_new(o, "hfu", json_real(t->hfu));
+	json_object_set_new(mem, "weights", json_real(t->weights));
+	json_object_set_new(mem, "gradients", json_real(t->grads));
+	json_object_set_new(mem, "optimizer_state", json_real(t->optim));
+	json_object_set_new(mem, "activations", json_real(t->acts));
+	json_object_set_new(mem, "capacity", json_real(t->capacity));
+	json_object_set_new(mem, "fits", json_boolean(t->fits));
+	json_object_set_new(o, "memory_rank0", mem);
+	if (t->candidates) {
+		json_t *se = json_object();
+		json_object_set_new(se, "candidates", json_integer(t->candidates));
+		json_object_set_new(se, "fitting", json_integer(t->fitting));
+		json_object_set_new(o, "search", se);
+	}
+	return o;
+}
+
 /* The JSON summary; with a target's precision (c->precision), also the weights as that target
  * stores them ("stored_weight_bytes": an NVFP4 matrix product's weight at 4.5 bits, where
  * "parameter_bytes" counts every parameter at its declared dtype). */
@@ -119,6 +182,8 @@ static int emit_summary(Module *m, const PassCtx *c, FILE *f)
 		json_object_set_new(o, "flops", json_integer((json_int_t)s.flops));
 	else
 		json_object_set_new(o, "flops", json_real(s.flops));
+	if (c->train_step)
+		json_object_set_new(o, "train_step", train_step_json(c->train_step));
 	int rc = json_dumpf(o, f, JSON_PRESERVE_ORDER | JSON_INDENT(2));
 	fputc('\n', f);
 	json_decref(o);
@@ -371,7 +436,24 @@ static int parse_opts(int argc, char **argv, CompileOpts *o)
 		drv_error("unknown --emit kind '%s' (expected ir, summary, plan, dot, svg or png)", o->emit);
 		return -1;
 	}
-	return phase_opts(o);
+	if (phase_opts(o) < 0)
+		return -1;
+	const PassCtx *pc = &o->passes.ctx;
+	int train = o->phase && !strcmp(o->phase, "train");
+	if (!train && (pc->dp || pc->cp || pc->zero || pc->vstages)) {
+		drv_error("--dp, --cp, --zero and --pp-virtual go with --phase train");
+		return -1;
+	}
+	if (pc->recompute && !pass_train_parallel(pc)) {
+		drv_error("--recompute goes with a parallel training step (--phase train with --dp/--cp/--zero/--pp-virtual)");
+		return -1;
+	}
+	if (pass_train_parallel(pc) && strcmp(o->emit, "summary") && strcmp(o->emit, "ir")) {
+		drv_error("a parallel training step (--phase train with --dp/--cp/--zero/--pp-virtual) is priced, not lowered: "
+			  "use --emit summary (its train_step); a plan of the step runs on one device without them");
+		return -1;
+	}
+	return 0;
 }
 
 /* After failed shape inference: names the inputs whose values it needed and how to give them. */

@@ -42,6 +42,16 @@ void pass_opts_help(void)
 	       "  --devices N           partition: only the machine's first N accelerators\n"
 	       "  --exclude-devices gpu3,gpu17  partition: leave these devices out and plan on the\n"
 	       "                        survivors (--tp/--pp chosen for their count; docs/resilience.md)\n"
+	       "  --dp N, --cp N        phase train: data-parallel replicas, context-parallel group size;\n"
+	       "                        with them (and --tp/--pp) the step is a parallel one: priced per replica\n"
+	       "                        (--emit summary), not lowered (docs/passes.md)\n"
+	       "  --zero Z              phase train, parallel: ZeRO stage 0-3 (default 1)\n"
+	       "  --pp-virtual V        phase train, parallel: model chunks per pipeline rank (interleaved 1F1B)\n"
+	       "  --recompute none|selective|full  phase train, parallel: activation recomputation of\n"
+	       "                        the layers (selective keeps the matrix products' results)\n"
+	       "  --train-search        phase train, parallel: the fastest tp, cp, pp, dp, --pp-virtual,\n"
+	       "                        ZeRO (1, 3) and recomputation that fit memory, for the devices\n"
+	       "                        (dp x tp x pp x cp) and sequences per step (dp x --grad-accum) given\n"
 	       "  --compress-collectives[=CODEC]  partition: send every AllReduce's payload coded\n"
 	       "                        (intB[:bN][:kK], default " PASS_DEFAULT_CODEC "; docs/resilience.md)\n"
 	       "  --micro-batches N     disaggregate: decode micro-batches (default: the cost model's)\n"
@@ -92,6 +102,8 @@ static int parse_flag(const char *a, PassOpts *po)
 		c->time_passes = 1;
 	else if (!strcmp(a, "--stats"))
 		c->stats = 1;
+	else if (!strcmp(a, "--train-search"))
+		c->train_search = 1;
 	else if (!strcmp(a, "--print-after-all"))
 		c->print_after_all = 1;
 	else if (!strcmp(a, "--list-passes")) {
@@ -145,6 +157,32 @@ int pass_opts_parse(int argc, char **argv, int *i, PassOpts *po)
 			return -1;
 		}
 		c->exclude = v;
+		return 1;
+	}
+	/* phase train, a parallel step: --dp N, --cp N, --zero 0..3, --pp-virtual V */
+	static const struct { const char *opt; long lo, hi; size_t off; } par[] = {
+		{ "--dp", 1, 1 << 20, offsetof(PassCtx, dp) }, { "--cp", 1, 4096, offsetof(PassCtx, cp) },
+		{ "--zero", 0, 3, offsetof(PassCtx, zero) }, { "--pp-virtual", 1, 64, offsetof(PassCtx, vstages) },
+	};
+	for (size_t k = 0; k < sizeof par / sizeof par[0]; k++)
+		if ((r = opt_value(argc, argv, i, par[k].opt, &v))) {
+			if (r < 0 || parse_long(par[k].opt, v, &n) < 0)
+				return -1;
+			if (n < par[k].lo || n > par[k].hi) {
+				drv_error("%s expects %ld to %ld, got '%s'", par[k].opt, par[k].lo, par[k].hi, v);
+				return -1;
+			}
+			*(int *)((char *)c + par[k].off) = (int)n + (par[k].lo == 0);   /* --zero: stored + 1 */
+			return 1;
+		}
+	if ((r = opt_value(argc, argv, i, "--recompute", &v))) {   /* phase train, a parallel step */
+		if (r < 0)
+			return -1;
+		if (strcmp(v, "none") && strcmp(v, "selective") && strcmp(v, "full")) {
+			drv_error("--recompute expects none, selective or full, got '%s'", v);
+			return -1;
+		}
+		c->recompute = !strcmp(v, "full") ? 2 : !strcmp(v, "selective");
 		return 1;
 	}
 	/* partition: --compress-collectives[=CODEC] */
@@ -231,6 +269,15 @@ int pass_opts_level(const PassOpts *po)
 
 const char *pass_opts_pipeline(PassOpts *po, char *buf, size_t n)
 {
+	if (pass_train_parallel(&po->ctx)) {   /* a parallel training step is priced by autodiff */
+		if (po->pipeline) {
+			drv_error("--passes does not go with a parallel training step (--phase train with --dp/--cp/--zero/--pp-virtual): "
+				  "the step is autodiff's and is priced, not lowered");
+			return "";
+		}
+		snprintf(buf, n, "autodiff");
+		return buf;
+	}
 	int level = pass_opts_level(po);
 	const char *list = po->pipeline ? po->pipeline : level >= 1 ? (po->o1 ? po->o1 : PASS_DEFAULT_PIPELINE) : NULL;
 	int devices = po->ctx.tp || po->ctx.pp || po->ctx.ep || po->ctx.devices || po->ctx.exclude;
