@@ -194,17 +194,28 @@ static int params_eq(Value *a, Value *b)
 	return 1;
 }
 
+/* Whether parameter v is a value rather than a weight: an inline literal, a literal list, or data
+ * held in memory (ONNX constants, folded results).  Declared weights (fill, random, file
+ * initialisers) and the state a training step carries (AdamW's step, masters and moments, which
+ * share their weight's initialiser) are never merged, even when their initial values are equal:
+ * a checkpoint or the next step gives each its own values. */
+static int param_is_value(const Value *v)
+{
+	return v->init && (v->init->inline_lit || v->init->kind == INIT_LITERAL || v->init->kind == INIT_DATA);
+}
+
 /* Merges equal small constant parameters (at most 64 elements: shapes, axes, scalars). */
 static void cse_params(Graph *g, PassCtx *c)
 {
 	for (int i = 0; i < g->nparams; i++) {
 		Value *a = g->params[i];
 		const RtTensor *x = ir_const_data(a);
-		if (!x || x->n > 64 || a->nuses == 0)
+		if (!x || x->n > 64 || a->nuses == 0 || !param_is_value(a))
 			continue;
 		for (int j = i + 1; j < g->nparams; j++) {
 			Value *b = g->params[j];
-			if (b->nuses == 0 || pass_is_output(b) || !params_eq(a, b) || !pass_bisect(c, NULL, "merge equal constant"))
+			if (b->nuses == 0 || pass_is_output(b) || !param_is_value(b) || !params_eq(a, b) ||
+			    !pass_bisect(c, NULL, "merge equal constant"))
 				continue;
 			ir_replace_uses(g, b, a);
 			pass_changed(c, "constants merged");
