@@ -154,6 +154,18 @@ void rt_shape_str(DType dt, int rank, const int64_t *d, char *out, size_t n)
 }
 
 /* ---- the state of a plan ---- */
+int rt_plan_slice_same_type(const RtPlanSlice *a, const RtPlanSlice *b, char *as, char *bs, size_t n)
+{
+	int same = a->dtype == b->dtype && a->rank == b->rank;
+	for (int k = 0; same && k < a->rank; k++)
+		same = a->full[k] == b->full[k];
+	if (!same && as && bs) {
+		rt_shape_str(a->dtype, a->rank, a->full, as, n);
+		rt_shape_str(b->dtype, b->rank, b->full, bs, n);
+	}
+	return same;
+}
+
 void rt_plan_slices_free(RtPlanSlice *s, int n)
 {
 	for (int i = 0; s && i < n; i++)
@@ -194,13 +206,8 @@ int rt_plan_slices(const Plan *p, RtPlanSlice **out, int *n, RtError *e)
 			const RtPlanSlice *y = &s[j];
 			if (strcmp(y->name, x->name) != 0)
 				continue;
-			int same = y->dtype == x->dtype && y->rank == x->rank;
-			for (int k = 0; same && k < x->rank; k++)
-				same = y->full[k] == x->full[k];
-			if (!same) {
-				char a[256], bb[256];
-				rt_shape_str(y->dtype, y->rank, y->full, a, sizeof a);
-				rt_shape_str(x->dtype, x->rank, x->full, bb, sizeof bb);
+			char a[256], bb[256];
+			if (!rt_plan_slice_same_type(y, x, a, bb, sizeof a)) {
 				rt_errorf(e, RT_EUSER, "%s: constants '%s' and '%s' are both parts of tensor '%s' but give "
 					  "it different types (%s and %s)", p->file ? p->file : "<plan>",
 					  p->buffers[y->buffer].name, b->name, x->name, a, bb);

@@ -77,6 +77,9 @@ typedef struct RtPlanSlice {
  * full shape (RT_EUSER otherwise, naming both).  0 or -1 with e set. */
 int rt_plan_slices(const Plan *p, RtPlanSlice **out, int *n, RtError *e);
 void rt_plan_slices_free(RtPlanSlice *s, int n);
+/* Whether a and b describe one logical tensor type: equal dtype and full shape.  If not, and
+ * as/bs are given, writes each one's type ("f32[64, 128]") into them (n bytes each). */
+int rt_plan_slice_same_type(const RtPlanSlice *a, const RtPlanSlice *b, char *as, char *bs, size_t n);
 
 /* ---- reading ---- */
 typedef struct RtCkptSlice {

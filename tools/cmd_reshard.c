@@ -199,13 +199,8 @@ static int same_model(const Side *o, const Side *n)
 			return -1;
 		}
 		const RtPlanSlice *y = &o->s[j];
-		int same = x->dtype == y->dtype && x->rank == y->rank;
-		for (int k = 0; same && k < x->rank; k++)
-			same = x->full[k] == y->full[k];
-		if (!same) {
-			char a[256], b[256];
-			rt_shape_str(y->dtype, y->rank, y->full, a, sizeof a);
-			rt_shape_str(x->dtype, x->rank, x->full, b, sizeof b);
+		char a[256], b[256];
+		if (!rt_plan_slice_same_type(y, x, a, b, sizeof a)) {
 			drv_error("tensor '%s' is %s in %s but %s in %s: the plans are not of one model", x->name, a, o->path, b,
 				  n->path);
 			return -1;
