@@ -666,6 +666,12 @@ static void parse_engine(Ld *ld, Device *d, xmlNode *n, Names *ns)
 			qty(ld, k, &e->bandwidth, D_BW, R_POS, d, "%s.%s.bandwidth", d->id, e->name);
 		else if (is_elem(k, "latency"))
 			qty(ld, k, &e->latency, D_TIME, R_NONNEG, d, "%s.%s.latency", d->id, e->name);
+		else if (is_elem(k, "offload")) {
+			const char *src, *note;
+			Prov p;
+			read_prov(ld, k, &src, &p, &note);
+			e->offload = 1;
+		}
 	}
 }
 

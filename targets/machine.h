@@ -114,6 +114,7 @@ typedef struct Engine {
 	const char *name;
 	const char *kind;       /* tma, dma, collective */
 	int multicast, reduce;
+	int offload;            /* <offload>: runs collectives without the device's compute units */
 	Num dims;               /* tensor dimensions an engine descriptor addresses (optional) */
 	Num bandwidth;          /* bytes/s (optional) */
 	Num latency;            /* seconds (optional) */

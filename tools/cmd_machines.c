@@ -153,8 +153,9 @@ static void print_device(const Machine *m, const Device *d)
 		printf("  sfu functions: %s%s\n", d->sfu.functions,
 		       d->sfu.emulation ? " (exp2 may be emulated on the FMA pipes)" : "");
 	for (int i = 0; i < d->nengines; i++)
-		printf("  engine %s: %s%s%s\n", d->engines[i].name, d->engines[i].kind,
-		       d->engines[i].multicast ? ", multicast" : "", d->engines[i].reduce ? ", reduce" : "");
+		printf("  engine %s: %s%s%s%s\n", d->engines[i].name, d->engines[i].kind,
+		       d->engines[i].multicast ? ", multicast" : "", d->engines[i].reduce ? ", reduce" : "",
+		       d->engines[i].offload ? ", offloaded from the compute units" : "");
 	if (num_has(&d->cluster_portable))
 		printf("  clusters%s\n", d->dsmem ? " with distributed shared memory" : "");
 	if (d->formats) {
