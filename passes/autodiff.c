@@ -34,7 +34,11 @@
  *   SwiGLU(G, U): dG = SiluGrad(dY U, G), dU = dY Silu(G); Sigmoid: dY y (1 - y); Tanh:
  *   dY (1 - y^2); RotaryEmbedding: the same rotation by -theta (RotaryEmbedding with the sine
  *   cache negated: a rotation's adjoint is its inverse); Attention: AttentionGrad (the
- *   FlashAttention-2 backward, softmax recomputed).  Cosine/sine caches and indices are not
+ *   FlashAttention-2 backward, softmax recomputed); the MoE block: TopKRouter's weights
+ *   through TopKRouterGrad to the logits (the choice of experts is piecewise constant),
+ *   MoEDispatch's adjoint MoECombine with weights 1 (each token's k rows added back),
+ *   GroupedMatMul dXs = GroupedMatMul(dY, Offsets, W^T) and dW = GroupedMatMulGrad, MoECombine
+ *   MoECombineGrad (the rows weighted, the weights' dot products).  Cosine/sine caches and indices are not
  *   differentiated.  Any other operator between a parameter and the loss is an error.
  */
 #include <inttypes.h>
@@ -430,6 +434,46 @@ static int rule(Ad *a, Node *n, Value *dy)
 			acc(a, n->in[i], g->out[i]);
 		return 0;
 	}
+	case OP_TopKRouter: {   /* the weights' gradient reaches the logits; the choice is constant */
+		if (!a->grad[n->out[0]->id] || !need(a, x))
+			return 0;
+		Node *g = node(a, OP_TopKRouterGrad, (Value *[]){ dy, x, n->out[1] }, 3, 1, "grad");
+		copy_attrs(g, n);
+		acc(a, x, g->out[0]);
+		return 0;
+	}
+	case OP_MoEDispatch: {  /* dX[t] = sum over t's k rows of dXs: MoECombine with weights 1 */
+		Value *ex = b, *ones = op1(a, OP_ConstantOfShape, ints(a->g, (int64_t[]){ ex->type.dims[0].k, ex->type.dims[1].k }, 2),
+					   "grad");
+		ir_set_attr_float(ones->def, "value", 1.0);
+		if (x->type.dt != DT_F32) {   /* the rows' dtype (dY's type is not inferred yet) */
+			Node *c = node(a, OP_Cast, &ones, 1, 1, "grad");
+			ir_set_attr_str(c, "to", rt_dtype_name(x->type.dt));
+			ones = c->out[0];
+		}
+		Node *c = node(a, OP_MoECombine, (Value *[]){ dy, ones, ex }, 3, 1, "grad");
+		copy_attrs(c, n);
+		acc(a, x, c->out[0]);
+		return 0;
+	}
+	case OP_GroupedMatMul: {
+		Value *w = n->in[2];
+		if (need(a, x)) {   /* dXs = dY W[e]^T per group */
+			Node *t = node(a, OP_Transpose, &w, 1, 1, "grad");
+			ir_set_attr_ints(t, "perm", (int64_t[]){ 0, 2, 1 }, 3);
+			acc(a, x, node(a, OP_GroupedMatMul, (Value *[]){ dy, b, t->out[0] }, 3, 1, "grad")->out[0]);
+		}
+		if (need(a, w))
+			acc(a, w, node(a, OP_GroupedMatMulGrad, (Value *[]){ dy, x, b }, 3, 1, "grad")->out[0]);
+		return 0;
+	}
+	case OP_MoECombine: {
+		Node *g = node(a, OP_MoECombineGrad, (Value *[]){ dy, x, b, n->in[2] }, 4, 2, "grad");
+		copy_attrs(g, n);
+		acc(a, x, g->out[0]);
+		acc(a, b, g->out[1]);
+		return 0;
+	}
 	case OP_Split: {
 		Value *parts[64];
 		if (n->nout > 64)
@@ -631,7 +675,8 @@ static void mark_need(Ad *a, Node **fw, int nf)
 		Node *n = fw[k];
 		int any = 0;
 		for (int i = 0; i < n->nin; i++)
-			any |= need(a, n->in[i]) && !(n->op == OP_RotaryEmbedding && i > 0);   /* caches: constants */
+			any |= need(a, n->in[i]) && !(n->op == OP_RotaryEmbedding && i > 0) &&   /* caches: constants */
+			       !(n->op == OP_TopKRouter && i > 0);   /* the balancing bias: not trained by gradients */
 		for (int i = 0; i < n->nout; i++)
 			if (rt_dtype_isfloat(n->out[i]->type.dt))
 				a->need[n->out[i]->id] = (unsigned char)any;
