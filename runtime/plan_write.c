@@ -15,30 +15,84 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The writer's own output buffer: a large plan is millions of short pieces, and stdio's
+ * per-call locking and generic xsputn path dominated writing them; pieces are copied here and
+ * handed to fwrite 64 KiB at a time. */
+typedef struct {
+	FILE *f;
+	size_t n;
+	int err;
+	char b[1 << 16];
+} Out;
+
+static void out_flush(Out *o)
+{
+	if (o->n && fwrite(o->b, 1, o->n, o->f) != o->n)
+		o->err = 1;
+	o->n = 0;
+}
+
+static void out_mem(Out *o, const char *s, size_t k)
+{
+	if (k > sizeof o->b - o->n) {
+		out_flush(o);
+		if (k > sizeof o->b) {
+			if (fwrite(s, 1, k, o->f) != k)
+				o->err = 1;
+			return;
+		}
+	}
+	memcpy(o->b + o->n, s, k);
+	o->n += k;
+}
+
+static void out_c(Out *o, char c)
+{
+	if (o->n == sizeof o->b)
+		out_flush(o);
+	o->b[o->n++] = c;
+}
+
+static void out_s(Out *o, const char *s) { out_mem(o, s, strlen(s)); }
+
 /* Writes v as the shortest decimal that reads back to the same double; float-looking (keeps a
  * '.' or exponent) when as_float is set so the reader can tell floats from integers. */
-static void put_num(FILE *f, double v, int as_float)
+static void put_num(Out *f, double v, int as_float)
 {
 	if (isnan(v)) {
-		fputs("nan", f);
+		out_s(f, "nan");
 		return;
 	}
 	if (isinf(v)) {
-		fputs(v < 0 ? "-inf" : "inf", f);
+		out_s(f, v < 0 ? "-inf" : "inf");
 		return;
 	}
 	char buf[40];
 	rt_shortest_double(buf, sizeof buf, v);
-	fputs(buf, f);
+	out_s(f, buf);
 	if (as_float && !strpbrk(buf, ".en"))
-		fputs(".0", f);
+		out_s(f, ".0");
 }
 
-/* A quoted string (runtime/rt.h). */
-static void put_str(FILE *f, const char *s) { rt_fput_quoted(f, s, '"'); }
+/* A quoted string (runtime/rt.h's escapes): a string that needs none is copied between its
+ * quotes; one that does goes through rt_fput_quoted after the buffer is flushed. */
+static void put_str(Out *f, const char *s)
+{
+	const unsigned char *c = (const unsigned char *)s;
+	while (*c && *c != '"' && *c != '\\' && *c >= 0x20 && *c != 0x7f)
+		c++;
+	if (!*c) {
+		out_c(f, '"');
+		out_mem(f, s, (size_t)((const char *)c - s));
+		out_c(f, '"');
+		return;
+	}
+	out_flush(f);
+	rt_fput_quoted(f->f, s, '"');
+}
 
 /* An integer in decimal, without printf (whose format parsing dominated writing large plans). */
-static void put_i64(FILE *f, int64_t v)
+static void put_i64(Out *f, int64_t v)
 {
 	char buf[24], *e = buf + sizeof buf, *c = e;
 	uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
@@ -47,88 +101,97 @@ static void put_i64(FILE *f, int64_t v)
 	while (u /= 10);
 	if (v < 0)
 		*--c = '-';
-	fwrite(c, 1, (size_t)(e - c), f);
+	out_mem(f, c, (size_t)(e - c));
 }
 
 /* " key=" then s */
-static void put_field(FILE *f, const char *key, const char *s)
+static void put_field(Out *f, const char *key, const char *s)
 {
-	fputc(' ', f);
-	fputs(key, f);
-	fputc('=', f);
-	fputs(s, f);
+	out_c(f, ' ');
+	out_s(f, key);
+	out_c(f, '=');
+	out_s(f, s);
 }
 
-static void put_dims(FILE *f, const int64_t *d, int n)
+/* " key=" then v */
+static void put_field_i64(Out *f, const char *key, int64_t v)
 {
-	fputc('[', f);
+	out_c(f, ' ');
+	out_s(f, key);
+	out_c(f, '=');
+	put_i64(f, v);
+}
+
+static void put_dims(Out *f, const int64_t *d, int n)
+{
+	out_c(f, '[');
 	for (int i = 0; i < n; i++) {
 		if (i)
-			fputc(',', f);
+			out_c(f, ',');
 		put_i64(f, d[i]);
 	}
-	fputc(']', f);
+	out_c(f, ']');
 }
 
-static void put_bufs(FILE *f, const Plan *p, const char *key, const int *b, int n)
+static void put_bufs(Out *f, const Plan *p, const char *key, const int *b, int n)
 {
 	put_field(f, key, "[");
 	for (int i = 0; i < n; i++) {
 		if (i)
-			fputc(',', f);
-		fputs(b[i] < 0 ? "_" : p->buffers[b[i]].name, f);
+			out_c(f, ',');
+		out_s(f, b[i] < 0 ? "_" : p->buffers[b[i]].name);
 	}
-	fputc(']', f);
+	out_c(f, ']');
 }
 
-static void put_attr(FILE *f, const Attr *a)
+static void put_attr(Out *f, const Attr *a)
 {
-	fputs(" a.", f);
-	fputs(a->name, f);
-	fputc('=', f);
+	out_s(f, " a.");
+	out_s(f, a->name);
+	out_c(f, '=');
 	switch (a->kind) {
 	case ATTR_INT: put_i64(f, a->i); break;
 	case ATTR_FLOAT: put_num(f, a->f, 1); break;
 	case ATTR_STRING: put_str(f, a->s); break;
 	case ATTR_INTS: put_dims(f, a->ints, a->n); break;
 	case ATTR_FLOATS:
-		fputs("f[", f);
+		out_s(f, "f[");
 		for (int i = 0; i < a->n; i++) {
 			if (i)
-				fputc(',', f);
+				out_c(f, ',');
 			put_num(f, a->floats[i], 1);
 		}
-		fputc(']', f);
+		out_c(f, ']');
 		break;
 	}
 }
 
 /* Numerics fields: only those that differ from the defaults. */
-static void put_opts(FILE *f, const RtExecOpts *o)
+static void put_opts(Out *f, const RtExecOpts *o)
 {
 	if (o->accum_f64)
-		fputs(" accum=f64", f);
+		out_s(f, " accum=f64");
 	if (o->mma_in != DT_INVALID)
-		fprintf(f, " mma_in=%s", rt_dtype_name(o->mma_in));
+		put_field(f, "mma_in", rt_dtype_name(o->mma_in));
 	if (o->fp8_promote_k)
-		fprintf(f, " fp8_promote=%d", o->fp8_promote_k);
+		put_field_i64(f, "fp8_promote", o->fp8_promote_k);
 	if (o->exp2_poly)
-		fprintf(f, " exp2_poly=%d", o->exp2_poly);
+		put_field_i64(f, "exp2_poly", o->exp2_poly);
 	if (o->scale_rule)
-		fputs(" scale_rule=rceil", f);
+		out_s(f, " scale_rule=rceil");
 	if (o->fp8_scale)
-		fprintf(f, " fp8_scale=%s", rt_fp8_scale_name((RtFp8Scale)o->fp8_scale));
+		put_field(f, "fp8_scale", rt_fp8_scale_name((RtFp8Scale)o->fp8_scale));
 }
 
-static void put_instr(FILE *f, const Plan *p, const PlanInstr *in)
+static void put_instr(Out *f, const Plan *p, const PlanInstr *in)
 {
-	fputs("  ", f);
-	fputs(plan_instr_names[in->kind], f);
+	out_s(f, "  ");
+	out_s(f, plan_instr_names[in->kind]);
 	const char *what = in->kind == PI_KERNEL ? plan_op_name(in->op) : in->kind == PI_COLLECTIVE ? plan_coll_names[in->coll]
 			   : in->kind == PI_RECORD || in->kind == PI_WAIT ? p->events[in->event] : NULL;
 	if (what) {
-		fputc(' ', f);
-		fputs(what, f);
+		out_c(f, ' ');
+		out_s(f, what);
 	}
 	if (in->kind != PI_RECORD && in->kind != PI_WAIT) {
 		put_bufs(f, p, "in", in->in, in->nin);
@@ -138,69 +201,85 @@ static void put_instr(FILE *f, const Plan *p, const PlanInstr *in)
 		put_field(f, "link", p->links[in->link].name);
 	if (in->unit >= 0)
 		put_field(f, "unit", p->units[in->unit].name);
-	if (in->cycle >= 0) {
-		fputs(" cycle=", f);
-		put_i64(f, in->cycle);
-	}
-	if (in->dur >= 0) {
-		fputs(" dur=", f);
-		put_i64(f, in->dur);
-	}
+	if (in->cycle >= 0)
+		put_field_i64(f, "cycle", in->cycle);
+	if (in->dur >= 0)
+		put_field_i64(f, "dur", in->dur);
 	if (in->flops > 0) {
-		fputs(" flops=", f);
+		out_s(f, " flops=");
 		put_num(f, in->flops, 0);
 	}
 	put_opts(f, &in->opts);
 	for (int i = 0; i < in->attrs.n; i++)
 		put_attr(f, &in->attrs.a[i]);
 	for (int i = 0; i < in->ntile; i++) {
-		fputs(" t.", f);
-		fputs(in->tile[i].key, f);
-		fputc('=', f);
+		out_s(f, " t.");
+		out_s(f, in->tile[i].key);
+		out_c(f, '=');
 		put_str(f, in->tile[i].val);
 	}
 	if (in->node) {
-		fputs(" node=", f);
+		out_s(f, " node=");
 		put_str(f, in->node);
 	}
-	fputc('\n', f);
+	out_c(f, '\n');
 }
 
-static void put_const(FILE *f, const Plan *p, const PlanConst *c)
+/* " shard=AXIS:OFF:FULL" */
+static void put_shard(Out *f, int axis, int64_t off, int64_t full)
 {
-	fprintf(f, "const %s init=%s", p->buffers[c->buffer].name, plan_init_names[c->kind]);
+	put_field_i64(f, "shard", axis);
+	out_c(f, ':');
+	put_i64(f, off);
+	out_c(f, ':');
+	put_i64(f, full);
+}
+
+static void put_const(Out *f, const Plan *p, const PlanConst *c)
+{
+	out_s(f, "const ");
+	out_s(f, p->buffers[c->buffer].name);
+	put_field(f, "init", plan_init_names[c->kind]);
 	switch (c->kind) {
 	case PINIT_NORMAL:
 	case PINIT_UNIFORM:
-		fputs(c->kind == PINIT_NORMAL ? " mean=" : " low=", f);
+		out_s(f, c->kind == PINIT_NORMAL ? " mean=" : " low=");
 		put_num(f, c->a, 0);
-		fputs(c->kind == PINIT_NORMAL ? " std=" : " high=", f);
+		out_s(f, c->kind == PINIT_NORMAL ? " std=" : " high=");
 		put_num(f, c->b, 0);
-		fprintf(f, " seed=%" PRIu64 " instance=%" PRId64, c->seed, c->instance);
+		{
+			char buf[24];
+			snprintf(buf, sizeof buf, "%" PRIu64, c->seed);
+			put_field(f, "seed", buf);
+		}
+		put_field_i64(f, "instance", c->instance);
 		break;
 	case PINIT_FILL:
-		fputs(" value=", f);
+		out_s(f, " value=");
 		put_num(f, c->a, 0);
 		break;
 	case PINIT_INLINE:
-		fputs(" values=[", f);
+		out_s(f, " values=[");
 		for (int64_t i = 0; i < c->nvals; i++) {
 			if (i)
-				fputc(',', f);
+				out_c(f, ',');
 			put_num(f, c->vals[i], 0);
 		}
-		fputc(']', f);
+		out_c(f, ']');
 		break;
 	case PINIT_NPY:
 	case PINIT_SAFETENSORS:
-		fputs(" path=", f);
+		out_s(f, " path=");
 		put_str(f, c->path);
 		if (c->kind == PINIT_SAFETENSORS) {
-			fputs(" key=", f);
+			out_s(f, " key=");
 			put_str(f, c->key);
 		}
-		if (c->has_xxh3)
-			fprintf(f, " xxh3=%016" PRIx64, c->xxh3);
+		if (c->has_xxh3) {
+			char buf[24];
+			snprintf(buf, sizeof buf, "%016" PRIx64, c->xxh3);
+			put_field(f, "xxh3", buf);
+		}
 		break;
 	case PINIT_UNBOUND:
 	case PINIT_DATA:        /* refused by plan_write */
@@ -208,102 +287,132 @@ static void put_const(FILE *f, const Plan *p, const PlanConst *c)
 		break;
 	}
 	if (c->shard_axis >= 0)
-		fprintf(f, " shard=%d:%" PRId64 ":%" PRId64, c->shard_axis, c->shard_off, c->shard_full);
-	fputc('\n', f);
+		put_shard(f, c->shard_axis, c->shard_off, c->shard_full);
+	out_c(f, '\n');
 }
 
-static void put_machine(FILE *f, const Plan *p)
+static void put_machine(Out *f, const Plan *p)
 {
 	for (int i = 0; i < p->ndevices; i++) {
 		const PlanDevice *d = &p->devices[i];
-		fprintf(f, "device %s kind=%s peak=", d->name, d->kind);
+		out_s(f, "device ");
+		out_s(f, d->name);
+		put_field(f, "kind", d->kind);
+		out_s(f, " peak=");
 		put_num(f, d->peak_flops, 0);
 		if (d->peak_flops_f64 > 0) {
-			fputs(" peak_f64=", f);
+			out_s(f, " peak_f64=");
 			put_num(f, d->peak_flops_f64, 0);
 		}
-		fputs(" overhead=", f);
+		out_s(f, " overhead=");
 		put_num(f, d->overhead_s, 0);
 		if (d->clock_hz > 0) {
-			fputs(" clock=", f);
+			out_s(f, " clock=");
 			put_num(f, d->clock_hz, 0);
 		}
-		fputc('\n', f);
+		out_c(f, '\n');
 	}
 	for (int i = 0; i < p->nspaces; i++) {
 		const PlanSpace *s = &p->spaces[i];
-		fprintf(f, "space %s device=%s capacity=%" PRId64 " bandwidth=", s->name,
-			p->devices[s->device].name, s->capacity);
+		out_s(f, "space ");
+		out_s(f, s->name);
+		put_field(f, "device", p->devices[s->device].name);
+		put_field_i64(f, "capacity", s->capacity);
+		out_s(f, " bandwidth=");
 		put_num(f, s->bandwidth, 0);
-		fputc('\n', f);
+		out_c(f, '\n');
 	}
-	for (int i = 0; i < p->nunits; i++)
-		fprintf(f, "unit %s device=%s kind=%s\n", p->units[i].name,
-			p->devices[p->units[i].device].name, p->units[i].kind);
+	for (int i = 0; i < p->nunits; i++) {
+		out_s(f, "unit ");
+		out_s(f, p->units[i].name);
+		put_field(f, "device", p->devices[p->units[i].device].name);
+		put_field(f, "kind", p->units[i].kind);
+		out_c(f, '\n');
+	}
 	for (int i = 0; i < p->nlinks; i++) {
 		const PlanLink *l = &p->links[i];
-		fprintf(f, "link %s src=%s dst=%s bandwidth=", l->name, p->devices[l->src].name,
-			p->devices[l->dst].name);
+		out_s(f, "link ");
+		out_s(f, l->name);
+		put_field(f, "src", p->devices[l->src].name);
+		put_field(f, "dst", p->devices[l->dst].name);
+		out_s(f, " bandwidth=");
 		put_num(f, l->bandwidth, 0);
-		fputs(" latency=", f);
+		out_s(f, " latency=");
 		put_num(f, l->latency_s, 0);
-		fputc('\n', f);
+		out_c(f, '\n');
 	}
 }
 
-static void put_header(FILE *f, const Plan *p)
+static void put_header(Out *f, const Plan *p)
 {
-	fprintf(f, "aicc-plan %d\ntarget %s\nmachine %s hash=%016" PRIx64 "\n", PLAN_VERSION,
-		p->target, p->machine, p->machine_hash);
+	char buf[64];
+	out_s(f, "aicc-plan ");
+	put_i64(f, PLAN_VERSION);
+	out_s(f, "\ntarget ");
+	out_s(f, p->target);
+	out_s(f, "\nmachine ");
+	out_s(f, p->machine);
+	snprintf(buf, sizeof buf, "%016" PRIx64, p->machine_hash);
+	put_field(f, "hash", buf);
+	out_c(f, '\n');
 	if (p->source.model || p->source.binds || p->source.precision || p->source.init || p->source.phase) {
-		fputs("source", f);
+		out_s(f, "source");
 		if (p->source.model)
-			fputs(" model=", f), put_str(f, p->source.model);
+			out_s(f, " model="), put_str(f, p->source.model);
 		if (p->source.binds)
-			fputs(" bind=", f), put_str(f, p->source.binds);
+			out_s(f, " bind="), put_str(f, p->source.binds);
 		if (p->source.init)
-			fputs(" init=", f), put_str(f, p->source.init);
+			out_s(f, " init="), put_str(f, p->source.init);
 		if (p->source.precision)
-			fprintf(f, " precision=%s", p->source.precision);
-		if (p->source.phase)
-			fprintf(f, " phase=%s context=%lld", p->source.phase, (long long)p->source.context);
-		if (p->source.phase && p->source.model_flops > 0)
-			fprintf(f, " model_flops=%.17g", p->source.model_flops);
+			put_field(f, "precision", p->source.precision);
+		if (p->source.phase) {
+			put_field(f, "phase", p->source.phase);
+			put_field_i64(f, "context", p->source.context);
+		}
+		if (p->source.phase && p->source.model_flops > 0) {
+			snprintf(buf, sizeof buf, "%.17g", p->source.model_flops);
+			put_field(f, "model_flops", buf);
+		}
 		if (p->source.phase && p->source.micro_batches > 1)
-			fprintf(f, " micro_batches=%lld", (long long)p->source.micro_batches);
-		fputc('\n', f);
+			put_field_i64(f, "micro_batches", p->source.micro_batches);
+		out_c(f, '\n');
 	}
 }
 
-static void write_io(FILE *f, const Plan *p, const char *kw, const PlanIO *io)
+static void write_io(Out *f, const Plan *p, const char *kw, const PlanIO *io)
 {
-	fprintf(f, "%s %s buffer=%s", kw, io->name, p->buffers[io->buffer].name);
+	out_s(f, kw);
+	out_c(f, ' ');
+	out_s(f, io->name);
+	put_field(f, "buffer", p->buffers[io->buffer].name);
 	if (io->shard_axis >= 0)
-		fprintf(f, " shard=%d:%" PRId64 ":%" PRId64, io->shard_axis, io->shard_off, io->shard_full);
-	fputc('\n', f);
+		put_shard(f, io->shard_axis, io->shard_off, io->shard_full);
+	out_c(f, '\n');
 }
 
-int plan_write(const Plan *p, FILE *f)
+int plan_write(const Plan *p, FILE *fp)
 {
 	for (int i = 0; i < p->nconsts; i++)
 		if (p->consts[i].kind == PINIT_DATA)
 			return -1;
+	Out *f = rt_malloc(sizeof *f);
+	if (!f)
+		return -1;
+	f->f = fp, f->n = 0, f->err = 0;
 	put_header(f, p);
 	put_machine(f, p);
 	for (int i = 0; i < p->nbuffers; i++) {
 		const PlanBuffer *b = &p->buffers[i];
-		fputs("buffer ", f);
-		fputs(b->name, f);
+		out_s(f, "buffer ");
+		out_s(f, b->name);
 		put_field(f, "space", p->spaces[b->space].name);
-		fputs(" offset=", f);
-		put_i64(f, b->offset);
-		fputs(" size=", f);
-		put_i64(f, b->size);
+		put_field_i64(f, "offset", b->offset);
+		put_field_i64(f, "size", b->size);
 		put_field(f, "dtype", rt_dtype_name(b->dtype));
-		fputs(" shape=", f);
+		out_s(f, " shape=");
 		put_dims(f, b->dims, b->rank);
 		put_field(f, "format", b->format);
-		fputc('\n', f);
+		out_c(f, '\n');
 	}
 	for (int i = 0; i < p->nconsts; i++)
 		put_const(f, p, &p->consts[i]);
@@ -311,16 +420,26 @@ int plan_write(const Plan *p, FILE *f)
 		write_io(f, p, "input", &p->inputs[i]);
 	for (int i = 0; i < p->noutputs; i++)
 		write_io(f, p, "output", &p->outputs[i]);
-	for (int i = 0; i < p->nevents; i++)
-		fprintf(f, "event %s\n", p->events[i]);
+	for (int i = 0; i < p->nevents; i++) {
+		out_s(f, "event ");
+		out_s(f, p->events[i]);
+		out_c(f, '\n');
+	}
 	for (int i = 0; i < p->nstreams; i++) {
 		const PlanStream *s = &p->streams[i];
-		fprintf(f, "stream %s device=%s count=%d\n", s->name, p->devices[s->device].name, s->nins);
+		out_s(f, "stream ");
+		out_s(f, s->name);
+		put_field(f, "device", p->devices[s->device].name);
+		put_field_i64(f, "count", s->nins);
+		out_c(f, '\n');
 		for (int j = 0; j < s->nins; j++)
 			put_instr(f, p, &s->ins[j]);
 	}
-	fputs("end\n", f);
-	return ferror(f) ? -1 : 0;
+	out_s(f, "end\n");
+	out_flush(f);
+	int err = f->err;
+	rt_free(f);
+	return err || ferror(fp) ? -1 : 0;
 }
 
 int plan_externalize(Plan *p, FILE *f, const char *ref, RtError *e)

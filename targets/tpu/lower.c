@@ -51,7 +51,30 @@ typedef struct TpuLw {
 	double ws, kv_sram, kv_budget, kv_used;
 	int64_t kv_block, *kv_tok;
 	int kv_dry;          /* kernels are being planned, not emitted (working-set pre-pass) */
+	/* the last MXU plans made (mxu_plan): a model's layers and tensor-parallel shards repeat
+	 * a few shapes, and the block search is the lowering's largest cost without it */
+	struct { MxuShape s; MxuPlan m; int ok; } memo[32];
+	int nmemo, next_memo;
 } TpuLw;
+
+/* tpu_mxu_plan(&w->a, s, m), remembered per shape for this lowering (the arch is fixed). */
+static int mxu_plan(TpuLw *w, const MxuShape *s, MxuPlan *m)
+{
+	for (int i = 0; i < w->nmemo; i++) {
+		const MxuShape *k = &w->memo[i].s;
+		if (k->batch == s->batch && k->M == s->M && k->N == s->N && k->K == s->K && k->in == s->in &&
+		    k->in_bytes == s->in_bytes && k->w_bytes == s->w_bytes && k->out_bytes == s->out_bytes) {
+			*m = w->memo[i].m;
+			return w->memo[i].ok;
+		}
+	}
+	int ok = tpu_mxu_plan(&w->a, s, m), i = w->next_memo;
+	w->next_memo = (i + 1) % (int)(sizeof w->memo / sizeof w->memo[0]);
+	if (w->nmemo < (int)(sizeof w->memo / sizeof w->memo[0]))
+		w->nmemo++;
+	w->memo[i].s = *s, w->memo[i].m = *m, w->memo[i].ok = ok;
+	return ok;
+}
 
 static void put_cost(Ann *t, const TpuCost *c)
 {
@@ -134,6 +157,8 @@ static void put_mxu(TpuLw *w, Ann *t, const MxuShape *s, const MxuPlan *m, const
 {
 	const TpuArch *a = &w->a;
 	w->ws = fmax(w->ws, m->vmem_bytes);
+	if (w->kv_dry)    /* the working-set pre-pass needs only ws */
+		return;
 	tgt_ann_put(t, "kind", "%s", kind);
 	tgt_ann_put(t, "mxu", "%dx%d x%d, weight-stationary, %s in, f32 accumulate", a->R, a->C, a->nmxu, rt_dtype_name(s->in));
 	tgt_ann_put(t, "gemm", "%lldx%lldx%lld x%lld", (long long)s->M, (long long)s->N, (long long)s->K, (long long)s->batch);
@@ -179,7 +204,7 @@ static int gemm_kernel(TpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 	if (B->rank <= 2)
 		s.M *= s.batch, s.batch = 1;
 	MxuPlan m;
-	if (s.M == 0 || s.N == 0 || s.K == 0 || !tpu_mxu_plan(&w->a, &s, &m))
+	if (s.M == 0 || s.N == 0 || s.K == 0 || !mxu_plan(w, &s, &m))
 		return 0;
 	pi->opts.mma_in = mma_codec(s.in);
 	put_mxu(w, t, &s, &m, "matmul");
@@ -199,7 +224,7 @@ static int conv_kernel(TpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 	for (int i = 2; i < Y->rank; i++)
 		s.M *= Y->dims[i], s.K *= W->dims[i];
 	MxuPlan m;
-	if (s.M == 0 || s.N == 0 || s.K == 0 || !tpu_mxu_plan(&w->a, &s, &m))
+	if (s.M == 0 || s.N == 0 || s.K == 0 || !mxu_plan(w, &s, &m))
 		return 0;
 	pi->opts.mma_in = mma_codec(s.in);
 	put_mxu(w, t, &s, &m, "conv.im2col");
@@ -324,11 +349,13 @@ static int attn_kernel(TpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 	MxuShape s1 = { .batch = B * kvh, .M = Sq * grp, .N = T, .K = d, .in = DT_BF16, .in_bytes = 2, .w_bytes = 2, .out_bytes = 4 };
 	MxuShape s2 = { .batch = B * kvh, .M = Sq * grp, .N = dv, .K = T, .in = DT_BF16, .in_bytes = 2, .w_bytes = 2, .out_bytes = 2 };
 	MxuPlan m1, m2;
-	if (!tpu_mxu_plan(&w->a, &s1, &m1) || !tpu_mxu_plan(&w->a, &s2, &m2))
+	if (!mxu_plan(w, &s1, &m1) || !mxu_plan(w, &s2, &m2))
 		return 0;
 	double scores = (double)B * qh * Sq * T;
 	double padded = (double)(m1.Mp * m1.Np) * s1.batch;
 	w->ws = fmax(w->ws, fmax(m1.vmem_bytes, m2.vmem_bytes));
+	if (w->kv_dry)    /* the working-set pre-pass needs only ws */
+		return 1;
 	double bytes = ((double)B * qh * Sq * (d + dv) + (double)B * kvh * T * (d + dv)) * 2;
 	/* past KV blocks resident in SRAM are read at the VMEM bandwidth instead of HBM's */
 	double onchip = w->kv_dry ? 0 : fmin(kv_attrs(w, (int)(fn - w->l->f.nodes), t), bytes);
