@@ -23,6 +23,9 @@ Kinds of case and how each is predicted:
   throughput   static batching: B*OSL / (TTFT(B, ISL) + (OSL-1)*TPOT(B, ISL+OSL/2)) / TP, TPOT from
                `--phase decode --context ISL+OSL/2` (TPOT is linear in the context)
   decode_rate  per-user tokens/s = 1 / TPOT(B, context)
+  batch_latency  one static batch's end-to-end time (vLLM benchmark_latency): TTFT(B, ISL) + (OSL-1) *
+               TPOT(B, ISL+OSL/2) in ms; a group's `decode_precision` (e.g. bf16+graph: vLLM captures the
+               decode step in CUDA graphs, its prefill runs eagerly) prices the decode steps
 
 Prints one row per case (predicted, published, signed error), then per target: median and worst |error|
 over all cases, over the kernel rows and over the end-to-end rows, and the residuals per target and
@@ -84,11 +87,12 @@ class Aicc:
         return lat
 
 
-def model_args(a, grp, row, phase, context, machine):
+def model_args(a, grp, row, phase, context, machine, precision=None):
     args = [os.path.join(ROOT, "examples", row["model"] + ".aig"), "--target", grp["target"], "--machine", machine,
             "--phase", phase, "--batch", str(row["B"]), "--context", str(context)]
-    if grp.get("precision"):
-        args += ["--precision", grp["precision"]]
+    precision = precision or grp.get("precision")
+    if precision:
+        args += ["--precision", precision]
     if row.get("bind"):
         args += ["--bind", row["bind"]]
     if grp.get("kv") == "fp8" and a.kv_fp8:
@@ -143,6 +147,10 @@ def predict(a, grp, row):
         ttft = a.latency(model_args(a, grp, row, "prefill", row["isl"], m))
         tpot = a.latency(model_args(a, grp, row, "decode", row["isl"] + row["osl"] // 2, m))
         return row["B"] * row["osl"] / (ttft + (row["osl"] - 1) * tpot) / row.get("tp", 1)
+    if kind == "batch_latency":
+        ttft = a.latency(model_args(a, grp, row, "prefill", row["isl"], m))
+        tpot = a.latency(model_args(a, grp, row, "decode", row["isl"] + row["osl"] // 2, m, grp.get("decode_precision")))
+        return (ttft + (row["osl"] - 1) * tpot) * 1e3
     if kind == "decode_rate":
         return 1.0 / a.latency(model_args(a, grp, row, "decode", row["context"], m))
     raise Fail("unknown case kind %s" % kind)
@@ -159,6 +167,8 @@ def describe(grp, row):
         return "%s %s TTFT isl=%d%s" % (grp["gpu"], row["name"], row["isl"], tp)
     if k == "throughput":
         return "%s %s B=%d %d/%d%s" % (grp["gpu"], row["name"], row["B"], row["isl"], row["osl"], tp)
+    if k == "batch_latency":
+        return "%s %s latency B=%d %d/%d%s" % (grp["gpu"], row["name"], row["B"], row["isl"], row["osl"], tp)
     return "%s B=%d ctx=%d" % (row["name"], row["B"], row["context"])
 
 
