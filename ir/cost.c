@@ -15,7 +15,8 @@
  *   - Resize: nearest 0 (a gather); linear 2 taps, cubic 4 taps, a multiply-add each, per output
  *     element and resampled axis (antialias: counted as without);
  *   - Einsum: (output elements) * (product of the summed letters) * 2*(inputs - 1) (1 for one input);
- *   - GroupedMatMul: 2 * R * K * N (every dispatched row meets one expert);
+ *   - GroupedMatMul: 2 * R * K * N (every dispatched row meets one expert), as its weight
+ *     gradient GroupedMatMulGrad;
  *   - Attention: QK^T (2*dh) and PV (2*dv) per (query, key) pair and head, plus 5 per score for
  *     the softmax.  With is_causal=1 only the unmasked pairs count: query i of Sq (aligned to the
  *     end of the total sequence T = past + Sq) sees T - Sq + i + 1 keys, i.e. Sq*(T-Sq) +
@@ -149,6 +150,13 @@ double flops_einsum(const Node *n)
 double flops_groupedmm(const Node *n)
 {
 	double r = in_dim(n, 0, 0), k = in_dim(n, 0, 1), nn = in_dim(n, 2, 2);
+	return r < 0 || k < 0 || nn < 0 ? 0 : 2 * r * k * nn;
+}
+
+/* GroupedMatMulGrad(dY[R, N], Xs[R, K], Offsets): 2 * R * K * N (each row's outer product). */
+double flops_groupedmm_grad(const Node *n)
+{
+	double r = in_dim(n, 0, 0), nn = in_dim(n, 0, 1), k = in_dim(n, 1, 1);
 	return r < 0 || k < 0 || nn < 0 ? 0 : 2 * r * k * nn;
 }
 

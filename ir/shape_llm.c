@@ -264,7 +264,7 @@ int shape_router(ShapeCtx *c, Node *n)
 		return sh_err(c, n, "k=%lld exceeds the %lld experts of the best %lld groups", (long long)k,
 			      (long long)(tg * per.k), (long long)tg);
 	Dim d[2] = { l.dims[0], dim_c(k) };
-	if (sh_set(c, n, 0, DT_F32, 2, d) < 0)
+	if (sh_set(c, n, 0, l.dt == DT_F64 ? DT_F64 : DT_F32, 2, d) < 0)   /* f64 logits: f64 weights */
 		return -1;
 	return sh_set(c, n, 1, DT_I64, 2, d);
 }

@@ -72,6 +72,50 @@ int shape_attention_grad(ShapeCtx *c, Node *n)
 	return 0;
 }
 
+/* TopKRouterGrad(dW[T, k], Logits[T, E], Experts[T, k]) -> dLogits of the logits' type. */
+int shape_router_grad(ShapeCtx *c, Node *n)
+{
+	Type w = n->in[0]->type, l = n->in[1]->type, x = n->in[2]->type;
+	if (sh_want_rank(c, n, 1, "logits", 2) < 0 || sh_want_int(c, n, 2, "experts") < 0)
+		return -1;
+	if (w.rank != 2 || x.rank != 2 || !dim_eq(w.dims[0], l.dims[0]) || !dim_eq(x.dims[0], l.dims[0]) ||
+	    !dim_eq(w.dims[1], x.dims[1]))
+		return sh_err(c, n, "dW %s and experts %s must be [T, k] for logits %s", sh_ty(c, w), sh_ty(c, x), sh_ty(c, l));
+	return sh_set_type(c, n, 0, l);
+}
+
+/* GroupedMatMulGrad(dY[R, N], Xs[R, K], Offsets[E+1]) -> dW[E, K, N] in dY's dtype. */
+int shape_groupedmm_grad(ShapeCtx *c, Node *n)
+{
+	Type dy = n->in[0]->type, x = n->in[1]->type, off = n->in[2]->type;
+	Dim e;
+	if (sh_want_rank(c, n, 0, "dY", 2) < 0 || sh_want_rank(c, n, 1, "xs", 2) < 0 ||
+	    sh_want_rank(c, n, 2, "offsets", 1) < 0 || sh_want_int(c, n, 2, "offsets") < 0)
+		return -1;
+	if (!dim_eq(dy.dims[0], x.dims[0]))
+		return sh_err(c, n, "dY %s and xs %s must have the same rows", sh_ty(c, dy), sh_ty(c, x));
+	if (!dim_isconst(off.dims[0]) || off.dims[0].k < 2)
+		return sh_err(c, n, "offsets %s must have a constant E + 1 >= 2 entries", sh_ty(c, off));
+	e = dim_c(off.dims[0].k - 1);
+	Dim d[3] = { e, x.dims[1], dy.dims[1] };
+	return sh_set(c, n, 0, dy.dt, 3, d);
+}
+
+/* MoECombineGrad(dY[T, D], Ys[T*k, D], Weights[T, k], Experts[T, k]) -> dYs (Ys' type), dWeights
+ * (Weights' type). */
+int shape_combine_grad(ShapeCtx *c, Node *n)
+{
+	Type dy = n->in[0]->type, y = n->in[1]->type, w = n->in[2]->type;
+	if (sh_want_rank(c, n, 0, "dY", 2) < 0 || sh_want_rank(c, n, 1, "ys", 2) < 0 ||
+	    sh_want_rank(c, n, 2, "weights", 2) < 0 || sh_want_int(c, n, 3, "experts") < 0)
+		return -1;
+	if (!dim_eq(dy.dims[0], w.dims[0]) || !dim_eq(dy.dims[1], y.dims[1]))
+		return sh_err(c, n, "dY %s must be [T, D] for ys %s and weights %s", sh_ty(c, dy), sh_ty(c, y), sh_ty(c, w));
+	if (sh_set_type(c, n, 0, y) < 0)
+		return -1;
+	return n->nout > 1 ? sh_set_type(c, n, 1, w) : 0;
+}
+
 /* AdamW(W, G, M, V, Step) -> W' (W's type), M', V' (M's and V's types). */
 int shape_adamw(ShapeCtx *c, Node *n)
 {

@@ -34,7 +34,11 @@
  *   SwiGLU(G, U): dG = SiluGrad(dY U, G), dU = dY Silu(G); Sigmoid: dY y (1 - y); Tanh:
  *   dY (1 - y^2); RotaryEmbedding: the same rotation by -theta (RotaryEmbedding with the sine
  *   cache negated: a rotation's adjoint is its inverse); Attention: AttentionGrad (the
- *   FlashAttention-2 backward, softmax recomputed).  Cosine/sine caches and indices are not
+ *   FlashAttention-2 backward, softmax recomputed); the MoE block: TopKRouter's weights
+ *   through TopKRouterGrad to the logits (the choice of experts is piecewise constant),
+ *   MoEDispatch's adjoint MoECombine with weights 1 (each token's k rows added back),
+ *   GroupedMatMul dXs = GroupedMatMul(dY, Offsets, W^T) and dW = GroupedMatMulGrad, MoECombine
+ *   MoECombineGrad (the rows weighted, the weights' dot products).  Cosine/sine caches and indices are not
  *   differentiated.  Any other operator between a parameter and the loss is an error.
  */
 #include <inttypes.h>
@@ -54,7 +58,21 @@ typedef struct Ad {
 	Loc loc;
 	int errors;
 	intptr_t tag;            /* a parallel step: the Node.aux tag of the nodes node() adds */
+	int split;               /* the forward pass is partitioned (--tp): gradients follow its devices */
+	const char *dev;         /* split: the device of the nodes node() adds (the forward node's) */
+	struct Parts **parts;    /* split: per primal value id, its gradient's partial sums by device */
 } Ad;
+
+/* A value's gradient as one partial sum per device (a partitioned step, at most MAXPARTS
+ * devices): a value read by the shards of a tensor-parallel group, e.g. the input of the
+ * column-split Q/K/V or gate/up MatMuls, receives one contribution per shard, which an
+ * AllReduce over the group sums (Megatron-LM's f operator: identity forward, all-reduce
+ * backward; Shoeybi et al. 2019, section 3). */
+enum { MAXPARTS = 64 };
+typedef struct Parts {
+	Value *g[MAXPARTS];
+	int n;
+} Parts;
 
 /* A parallel step (--dp/--tp/--pp/--cp, passes/train_step.c) differentiates one instance of
  * every repeated call and tags each node (Node.aux) with its section and phase, which the
@@ -99,6 +117,12 @@ static Node *node(Ad *a, Op op, Value **in, int nin, int nout, const char *name)
 		names[i] = ir_fresh_name(a->g, name);
 	Node *n = ir_add_node(a->g, op, in, nin, names, nout, a->loc);
 	n->aux = (void *)a->tag;
+	n->annot.device = a->dev;
+	if (a->dev) {   /* what `aicc explain` shows (the partition pass keeps a pinned node's reason) */
+		char why[256];
+		snprintf(why, sizeof why, "%s: a gradient of a node on %s (autodiff, --tp)", a->dev, a->dev);
+		ir_set_attr_str(n, "placement_reason", why);
+	}
 	return n;
 }
 
@@ -172,17 +196,93 @@ static Value *swap_last(Ad *a, Value *x, int rank)
 static void copy_attrs(Node *to, const Node *from)
 {
 	for (int i = 0; i < from->attrs.n; i++)
-		ir_set_attr(to, &from->attrs.a[i]);
+		if (strcmp(from->attrs.a[i].name, "placement_reason") != 0)
+			ir_set_attr(to, &from->attrs.a[i]);
 }
 
 static int need(const Ad *a, const Value *v) { return v && v->id < a->nprimal && a->need[v->id]; }
 
-/* grad(v) += g. */
+/* The device a value is computed on (NULL: none, or not placed). */
+static const char *dev_of(const Value *v) { return v && v->kind == V_NODE ? v->def->annot.device : NULL; }
+
+static int same_dev(const char *x, const char *y) { return x == y || (x && y && strcmp(x, y) == 0); }
+
+/* x + y on device dev. */
+static Value *add_on(Ad *a, Value *x, Value *y, const char *dev)
+{
+	const char *keep = a->dev;
+	a->dev = dev;
+	Value *s = op2(a, OP_Add, x, y, "grad");
+	a->dev = keep;
+	return s;
+}
+
+/* grad(v) += g.  A partitioned step keeps one partial sum per device (grad_of sums them). */
 static void acc(Ad *a, Value *v, Value *g)
 {
 	if (!need(a, v) || !g)
 		return;
-	a->grad[v->id] = a->grad[v->id] ? op2(a, OP_Add, a->grad[v->id], g, "grad") : g;
+	Value **cur = &a->grad[v->id];
+	if (!*cur) {
+		*cur = g;
+		return;
+	}
+	Parts *p = a->split ? a->parts[v->id] : NULL;
+	if (!p && (!a->split || same_dev(dev_of(*cur), dev_of(g)))) {
+		*cur = add_on(a, *cur, g, a->split ? dev_of(g) : a->dev);
+		return;
+	}
+	if (!p) {
+		if (!(p = a->parts[v->id] = calloc(1, sizeof *p)))
+			abort();
+		p->g[p->n++] = *cur;
+	}
+	for (int i = 0; i < p->n; i++)
+		if (same_dev(dev_of(p->g[i]), dev_of(g))) {
+			p->g[i] = add_on(a, p->g[i], g, dev_of(g));
+			return;
+		}
+	if (p->n < MAXPARTS)
+		p->g[p->n++] = g;
+	else
+		p->g[p->n - 1] = add_on(a, p->g[p->n - 1], g, dev_of(p->g[p->n - 1]));
+}
+
+/* The gradient of v so far: with partial sums on several devices, their AllReduce over those
+ * devices (v's own device first, so the sum is where v's rule reads it), or their sum where a
+ * partial is on no device. */
+static Value *grad_of(Ad *a, Value *v)
+{
+	Parts *p = a->split && v->id < a->nprimal ? a->parts[v->id] : NULL;
+	if (!p)
+		return a->grad[v->id];
+	a->parts[v->id] = NULL;
+	int placed = 1, home = 0;
+	for (int i = 0; i < p->n; i++) {
+		placed &= dev_of(p->g[i]) != NULL;
+		if (same_dev(dev_of(p->g[i]), dev_of(v)))
+			home = i;
+	}
+	Value *t = p->g[0];
+	p->g[0] = p->g[home], p->g[home] = t;
+	Value *s = p->g[0];
+	if (placed) {
+		char buf[1024];
+		size_t o = 0;
+		for (int i = 0; i < p->n && o < sizeof buf - 64; i++)
+			o += (size_t)snprintf(buf + o, sizeof buf - o, "%s%s", i ? "," : "", dev_of(p->g[i]));
+		const char *keep = a->dev;
+		a->dev = dev_of(p->g[0]);
+		Node *r = node(a, OP_AllReduce, p->g, p->n, 1, "grad");
+		a->dev = keep;
+		ir_set_attr_str(r, "devices", arena_strdup(a->g->m->arena, buf));
+		s = r->out[0];
+		pass_changed(a->c, "gradient all-reduces");
+	} else
+		for (int i = 1; i < p->n; i++)
+			s = add_on(a, s, p->g[i], dev_of(s));
+	free(p);
+	return a->grad[v->id] = s;
 }
 
 /* Zeros of v's type (an output of a multi-output node that no gradient reaches). */
@@ -211,9 +311,14 @@ static int rule(Ad *a, Node *n, Value *dy)
 {
 	Value *x = n->in[0], *b = n->nin > 1 ? n->in[1] : NULL, *y = n->out[0];
 	a->loc = n->loc;
+	a->dev = a->split ? n->annot.device : NULL;
 	switch (n->op) {
-	case OP_Identity: case OP_Dropout:
+	case OP_Identity: case OP_Dropout: case OP_Transfer:
 		acc(a, x, dy);
+		return 0;
+	case OP_AllReduce:   /* a partitioned forward pass: every partial sum's gradient is dY */
+		for (int i = 0; i < n->nin; i++)
+			acc(a, n->in[i], dy);
 		return 0;
 	case OP_Cast: {
 		Node *c = node(a, OP_Cast, &dy, 1, 1, "grad");
@@ -329,12 +434,52 @@ static int rule(Ad *a, Node *n, Value *dy)
 			acc(a, n->in[i], g->out[i]);
 		return 0;
 	}
+	case OP_TopKRouter: {   /* the weights' gradient reaches the logits; the choice is constant */
+		if (!a->grad[n->out[0]->id] || !need(a, x))
+			return 0;
+		Node *g = node(a, OP_TopKRouterGrad, (Value *[]){ dy, x, n->out[1] }, 3, 1, "grad");
+		copy_attrs(g, n);
+		acc(a, x, g->out[0]);
+		return 0;
+	}
+	case OP_MoEDispatch: {  /* dX[t] = sum over t's k rows of dXs: MoECombine with weights 1 */
+		Value *ex = b, *ones = op1(a, OP_ConstantOfShape, ints(a->g, (int64_t[]){ ex->type.dims[0].k, ex->type.dims[1].k }, 2),
+					   "grad");
+		ir_set_attr_float(ones->def, "value", 1.0);
+		if (x->type.dt != DT_F32) {   /* the rows' dtype (dY's type is not inferred yet) */
+			Node *c = node(a, OP_Cast, &ones, 1, 1, "grad");
+			ir_set_attr_str(c, "to", rt_dtype_name(x->type.dt));
+			ones = c->out[0];
+		}
+		Node *c = node(a, OP_MoECombine, (Value *[]){ dy, ones, ex }, 3, 1, "grad");
+		copy_attrs(c, n);
+		acc(a, x, c->out[0]);
+		return 0;
+	}
+	case OP_GroupedMatMul: {
+		Value *w = n->in[2];
+		if (need(a, x)) {   /* dXs = dY W[e]^T per group */
+			Node *t = node(a, OP_Transpose, &w, 1, 1, "grad");
+			ir_set_attr_ints(t, "perm", (int64_t[]){ 0, 2, 1 }, 3);
+			acc(a, x, node(a, OP_GroupedMatMul, (Value *[]){ dy, b, t->out[0] }, 3, 1, "grad")->out[0]);
+		}
+		if (need(a, w))
+			acc(a, w, node(a, OP_GroupedMatMulGrad, (Value *[]){ dy, x, b }, 3, 1, "grad")->out[0]);
+		return 0;
+	}
+	case OP_MoECombine: {
+		Node *g = node(a, OP_MoECombineGrad, (Value *[]){ dy, x, b, n->in[2] }, 4, 2, "grad");
+		copy_attrs(g, n);
+		acc(a, x, g->out[0]);
+		acc(a, b, g->out[1]);
+		return 0;
+	}
 	case OP_Split: {
 		Value *parts[64];
 		if (n->nout > 64)
 			return rule_error(a, n, "more than 64 outputs");
 		for (int i = 0; i < n->nout; i++)
-			parts[i] = a->grad[n->out[i]->id] ? a->grad[n->out[i]->id] : zeros(a, n->out[i]);
+			parts[i] = a->grad[n->out[i]->id] ? grad_of(a, n->out[i]) : zeros(a, n->out[i]);
 		Node *c = node(a, OP_Concat, parts, n->nout, 1, "grad");
 		ir_set_attr_int(c, "axis", rt_attr_int(&n->attrs, "axis", 0));
 		acc(a, x, c->out[0]);
@@ -396,6 +541,12 @@ static void inline_call(Graph *g, Node *n, Calls *cs)
 				pi = arena_alloc(g->m->arena, sizeof *pi);
 				*pi = *p->init;
 				pi->seed = (p->init->seed + 1000003ull * (uint64_t)(inst + 1)) & 0x7fffffffull;
+			} else if (pi && pi->kind == INIT_LITERAL && pi->lit) {
+				/* a literal of its own, rebuilt from its values: dce frees an unread
+				 * parameter's data, which must not be the callee's */
+				pi = arena_alloc(g->m->arena, sizeof *pi);
+				*pi = *p->init;
+				pi->data = NULL;
 			}
 			snprintf(name, sizeof name, "%s.%" PRId64 ".%s", cg->name, inst, p->name);
 			p->aux = ir_add_param(g, arena_strdup(g->m->arena, name), p->type, pi, p->loc);
@@ -510,10 +661,12 @@ static void mark_need(Ad *a, Node **fw, int nf)
 		int n = a->g->nvalues;
 		a->need = realloc(a->need, (size_t)n + 1);
 		a->grad = realloc(a->grad, ((size_t)n + 1) * sizeof *a->grad);
-		if (!a->need || !a->grad)
+		a->parts = realloc(a->parts, ((size_t)n + 1) * sizeof *a->parts);
+		if (!a->need || !a->grad || !a->parts)
 			abort();
 		memset(a->need + a->nprimal, 0, (size_t)(n - a->nprimal) + 1);
 		memset(a->grad + a->nprimal, 0, ((size_t)(n - a->nprimal) + 1) * sizeof *a->grad);
+		memset(a->parts + a->nprimal, 0, ((size_t)(n - a->nprimal) + 1) * sizeof *a->parts);
 		a->nprimal = n;
 	}
 	for (int i = 0; i < a->g->nparams; i++)
@@ -522,7 +675,8 @@ static void mark_need(Ad *a, Node **fw, int nf)
 		Node *n = fw[k];
 		int any = 0;
 		for (int i = 0; i < n->nin; i++)
-			any |= need(a, n->in[i]) && !(n->op == OP_RotaryEmbedding && i > 0);   /* caches: constants */
+			any |= need(a, n->in[i]) && !(n->op == OP_RotaryEmbedding && i > 0) &&   /* caches: constants */
+			       !(n->op == OP_TopKRouter && i > 0);   /* the balancing bias: not trained by gradients */
 		for (int i = 0; i < n->nout; i++)
 			if (rt_dtype_isfloat(n->out[i]->type.dt))
 				a->need[n->out[i]->id] = (unsigned char)any;
@@ -586,6 +740,7 @@ static Value *loss_and_backward(Ad *a, Node **fw, int nf, Value *logits, int mb,
 	Value *labels = ir_add_input(g, arena_strdup(g->m->arena, lb), ir_type(g->m, DT_I64, r - 1, dl), g->loc);
 	if (a->tag)
 		a->tag = mktag(SEC_POST, PH_FWD);
+	a->dev = NULL;   /* the loss: placed by the partition pass */
 	Value *s2 = op2(a, OP_Reshape, logits, ints(g, d2, 2), "scores");
 	Value *t1 = op2(a, OP_Reshape, labels, ints(g, &N, 1), "targets");
 	const char *lname = arena_strdup(g->m->arena, ln);
@@ -602,7 +757,7 @@ static Value *loss_and_backward(Ad *a, Node **fw, int nf, Value *logits, int mb,
 	}
 	for (int k = nf - 1; k >= 0 && !a->errors; k--) {
 		Node *n = fw[k];
-		Value *dy = a->grad[n->out[0]->id];
+		Value *dy = a->grad[n->out[0]->id] ? grad_of(a, n->out[0]) : NULL;
 		int reach = 0, wants = 0;
 		for (int i = 0; i < n->nout; i++)
 			reach |= a->grad[n->out[i]->id] != NULL;
@@ -612,6 +767,7 @@ static Value *loss_and_backward(Ad *a, Node **fw, int nf, Value *logits, int mb,
 			continue;
 		if (a->tag)   /* a parallel step: the gradients of n are in n's section */
 			a->tag = mktag(tag_sec((intptr_t)n->aux), PH_BWD);
+		a->dev = a->split ? n->annot.device : NULL;
 		if (!dy && n->op != OP_Split)
 			dy = zeros(a, n->out[0]);
 		rule(a, n, dy);
@@ -652,15 +808,27 @@ int pass_autodiff(Module *m, PassCtx *c)
 		return 1;
 	}
 	int mbs = c->grad_accum > 1 && !cs.scale ? c->grad_accum : 1;   /* a parallel step: priced M times */
-	Ad a = { m, g, c, NULL, NULL, 0, g->loc, 0, cs.scale ? mktag(SEC_PRE, PH_FWD) : 0 };
+	Ad a = { m, g, c, NULL, NULL, 0, g->loc, 0, cs.scale ? mktag(SEC_PRE, PH_FWD) : 0, 0, NULL, NULL };
 	double fwd = 0;
 	int nn = 0, nin0 = g->nin;
-	ir_foreach_node(g, n) {
+	ir_foreach_node(g, n)
 		fwd += ir_node_flops(n);
-		nn++;
-	}
 	/* forward + backward (2x): PaLM appendix B, Narayanan et al. SC'21; once per micro-batch */
 	c->model_flops = 3 * fwd * mbs;
+	/* --tp N: the forward pass is partitioned first (Megatron's shards and AllReduces, the
+	 * partition pass), and every gradient is computed on its forward node's device: the
+	 * backward of a column-split MatMul on its shard, the shards' contributions to a value
+	 * read by the group summed by an AllReduce (grad_of); what the backward adds off the
+	 * devices (the loss, the weight shards' gradients joined, AdamW) the partition pass of
+	 * the pipeline places after. */
+	if (!cs.scale && c->tp > 1 && c->machine) {
+		if (pass_partition(m, c) > 0 || ir_topo_sort(g) < 0 || ir_infer_shapes(m) > 0)
+			return 1;
+		a.split = 1;
+		logits = g->outputs[0];
+	}
+	ir_foreach_node(g, n)
+		nn++;
 	Node **order = calloc((size_t)nn + 1, sizeof *order), **copy = calloc((size_t)nn + 1, sizeof *copy);
 	Value **losses = calloc((size_t)mbs + 1, sizeof *losses);
 	if (!order || !copy || !losses)
@@ -703,9 +871,10 @@ int pass_autodiff(Module *m, PassCtx *c)
 		for (int i = 0; i < order[k]->nin; i++)
 			if (order[k]->in[i] && order[k]->in[i]->kind == V_PARAM)
 				psec[order[k]->in[i]->id] = tag_sec((intptr_t)order[k]->aux);
+	a.dev = NULL;
 	for (int i = 0; i < np && !a.errors; i++) {
 		Value *p = g->params[i];
-		if (p->id < a.nprimal && trainable(p) && a.grad[p->id]) {
+		if (p->id < a.nprimal && trainable(p) && a.grad[p->id] && grad_of(&a, p)) {
 			if (psec)
 				a.tag = mktag(psec[p->id], PH_OPT);
 			adamw(&a, p, a.grad[p->id], step, outs, &no);
@@ -736,6 +905,9 @@ int pass_autodiff(Module *m, PassCtx *c)
 	free(order);
 	free(copy);
 	free(losses);
+	for (int i = 0; a.parts && i < a.nprimal; i++)
+		free(a.parts[i]);
+	free(a.parts);
 	free(a.need);
 	free(a.grad);
 	return a.errors;

@@ -1031,7 +1031,10 @@ static void place(Part *p)
 		n->annot.device = dev_name(p, p->devof[n->id]);
 		pass_remark(p->c, REMARK_ANALYSIS, p->g, n, "placed %s on %s: supported there; %s",
 			    ir_ops[n->op].name, n->annot.device, why);
-		if (n->op != OP_Call) {     /* what `aicc explain` shows for its kernel */
+		if (n->op != OP_Call && pin[n->id] >= 0 && !p->region[n->id] &&
+		    rt_attr_str(&n->attrs, "placement_reason", NULL))
+			;   /* pinned by an earlier placement (a training step's forward pass, its gradients) */
+		else if (n->op != OP_Call) {     /* what `aicc explain` shows for its kernel */
 			char r[600];
 			snprintf(r, sizeof r, "%s: %s (partition)", n->annot.device, why);
 			ir_set_attr_str(n, "placement_reason", r);
@@ -1733,6 +1736,9 @@ int pass_partition(Module *m, PassCtx *c)
 		return e;
 	}
 	clear_aux(g);
+	ir_foreach_node(g, n)   /* the shards of a graph partitioned before (a training step's forward pass) */
+		if (!n->annot.device && rt_attr_str(&n->attrs, "shard", NULL))
+			n->aux = (void *)(n->op == OP_Split ? SHARD_SPLIT : OUTPUT_CONCAT);
 	int nreg = tensor_parallel(&p) + expert_parallel(&p);
 	split_calls(&p);
 	if (ir_topo_sort(g) < 0)

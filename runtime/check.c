@@ -93,8 +93,31 @@ static const PlanInstr *producer(const Plan *p, int b)
  * 2 exp(-lambda^2/2); lambda = 6 makes that 3e-8 per element.  Partial sums are taken as no
  * larger than the output's largest magnitude (the normwise measure), so the allowance is
  * 6 sqrt(n) u, the largest over the plan's AllReduces.  An AllReduce not fed by a matrix
- * product (K unknown) reorders only its p terms: n = 2(p - 1).  A ReduceScatter sums its
+ * product (K unknown) reorders only its p terms: n = 2(p - 1).  An AllReduce of Add trees over
+ * products (a training step's gradient contributions, inner_length) takes K as their summed
+ * lengths and adds the trees' own (leaves - 1) additions per member.  A ReduceScatter sums its
  * chunks in the same order as an AllReduce (runtime/interp.c) and counts alike. */
+/* The reduction length behind buffer b of p: a matrix product's inner dimension, or the summed
+ * lengths of the products an Add tree joins (a training step's gradient: the shards'
+ * contributions to a value the tensor-parallel group reads, e.g. dX of the Q, K and V MatMuls,
+ * added on each device before their AllReduce), *leaves counting the products; 0 when b is no
+ * such value. */
+static double inner_length(const Plan *p, int b, int depth, int *leaves)
+{
+	const PlanInstr *mm = b >= 0 && depth < 16 ? producer(p, b) : NULL;
+	if (!mm || mm->nin < 1 || mm->in[0] < 0)
+		return 0;
+	if (mm->op == RT_OP_MatMul || mm->op == RT_OP_Gemm) {
+		const PlanBuffer *a = &p->buffers[mm->in[0]];
+		int ta = mm->op == RT_OP_Gemm && rt_attr_int(&mm->attrs, "transA", 0);
+		++*leaves;
+		return a->rank < 1 ? 1 : (double)a->dims[ta && a->rank >= 2 ? a->rank - 2 : a->rank - 1];
+	}
+	if (mm->op != RT_OP_Add || mm->nin != 2)
+		return 0;
+	return inner_length(p, mm->in[0], depth + 1, leaves) + inner_length(p, mm->in[1], depth + 1, leaves);
+}
+
 static double reassociation(const Plan *p)
 {
 	double tol = 0;
@@ -105,14 +128,10 @@ static double reassociation(const Plan *p)
 			    in->nin < 2 || in->nout < 1 ||
 			    in->in[0] < 0 || in->out[0] < 0)
 				continue;
-			const PlanInstr *mm = producer(p, in->in[0]);
-			double np = in->nin, n = 2 * (np - 1);
-			if (mm && (mm->op == RT_OP_MatMul || mm->op == RT_OP_Gemm) && mm->nin >= 1 && mm->in[0] >= 0) {
-				const PlanBuffer *a = &p->buffers[mm->in[0]];
-				int ta = mm->op == RT_OP_Gemm && rt_attr_int(&mm->attrs, "transA", 0);
-				double kl = a->rank < 1 ? 1 : (double)a->dims[ta && a->rank >= 2 ? a->rank - 2 : a->rank - 1];
-				n = 2 * (kl * np - kl) + (np - 1);
-			}
+			int leaves = 0;
+			double np = in->nin, n = 2 * (np - 1), kl = inner_length(p, in->in[0], 0, &leaves);
+			if (kl > 0)     /* the Add tree's own additions, on partial values: (leaves - 1) per member */
+				n = 2 * (kl * np - kl) + (np - 1) + (leaves - 1) * np;
 			tol = fmax(tol, 6 * sqrt(n) * rt_unit_roundoff(p->buffers[in->out[0]].dtype, 0));
 		}
 	return tol;

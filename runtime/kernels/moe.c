@@ -35,7 +35,7 @@ int rk_Embedding(const RtKernelArgs *a, RtError *e)
 }
 
 /* ---- TopKRouter ---- */
-typedef struct Router { int64_t k, G, TG; int sigmoid, normalize; double scale; } Router;
+typedef struct Router { int64_t k, G, TG; int sigmoid, normalize; double scale; int exact; } Router;
 
 /* Index of the best not-yet-taken expert among allowed ones (ties: lowest index). */
 static int64_t best_of(const double *sel, const char *ok, int64_t E)
@@ -84,8 +84,9 @@ static void route(const Router *r, const double *logit, const RtTensor *bias, in
 	}
 	for (int64_t j = 0; j < E; j++) {
 		if (!r->sigmoid)
-			score[j] = (double)(float)(score[j] / s);
-		score[j] = (double)(float)score[j];
+			score[j] = r->exact ? score[j] / s : (double)(float)(score[j] / s);
+		if (!r->exact)   /* f32 scores (f64 logits keep theirs: a gradient check's evaluation) */
+			score[j] = (double)(float)score[j];
 		sel[j] = score[j] + (bias ? rt_get(bias, j) : 0);
 	}
 	pick_groups(r, sel, E, ok, gok);
@@ -106,7 +107,8 @@ int rk_TopKRouter(const RtKernelArgs *a, RtError *e)
 	const char *sc = rt_attr_str(a->attrs, "scoring", "softmax");
 	Router r = { rt_attr_int(a->attrs, "k", 1), rt_attr_int(a->attrs, "n_group", 1),
 		     rt_attr_int(a->attrs, "topk_group", 1), strcmp(sc, "sigmoid") == 0,
-		     (int)rt_attr_int(a->attrs, "normalize", 1), rt_attr_float(a->attrs, "scale", 1.0) };
+		     (int)rt_attr_int(a->attrs, "normalize", 1), rt_attr_float(a->attrs, "scale", 1.0),
+		     lg->dtype == DT_F64 };
 	if (lg->rank != 2 || (strcmp(sc, "softmax") && !r.sigmoid))
 		return rt_errorf(e, RT_EUSER, "TopKRouter: logits must be (T, E), scoring softmax or sigmoid");
 	int64_t T = lg->dims[0], E = lg->dims[1], dims[2] = { T, r.k };
@@ -121,7 +123,7 @@ int rk_TopKRouter(const RtKernelArgs *a, RtError *e)
 		rt_errorf(e, RT_ENOMEM, "TopKRouter: out of memory");
 		goto fail;
 	}
-	KN_TRY(kn_out(a, 0, DT_F32, 2, dims, e));
+	KN_TRY(kn_out(a, 0, r.exact ? DT_F64 : DT_F32, 2, dims, e));
 	KN_TRY(kn_out(a, 1, DT_I64, 2, dims, e));
 	for (int64_t t = 0; t < T; t++) {
 		route(&r, lv + t * E, bias, E, buf, buf + E, ok, ok + E, buf + 2 * E, ex);
@@ -260,6 +262,139 @@ int rk_MoECombine(const RtKernelArgs *a, RtError *e)
 	return 0;
 fail:
 	rt_free(row), rt_free(off), rt_free(y);
+	kn_free_outs(a);
+	return -1;
+}
+
+/* ---- gradients (passes/autodiff.c) ----
+ * TopKRouterGrad(dW[T,k], Logits[T,E], Experts[T,k]) {TopKRouter's attributes} -> dLogits: the
+ * scores s recomputed from the logits (softmax or sigmoid, in double); a chosen expert's weight
+ * is w_j = scale u_j / U (normalize=1, u_j = s[e_j], U = sum_l u_l) or scale u_j, so
+ * dL/du_j = scale (dw_j - sum_l dw_l w_l / scale) / U, or scale dw_j; ds_i gathers the du of the
+ * slots choosing expert i, and dz_i = s_i (ds_i - sum_m s_m ds_m) (softmax) or ds_i s_i (1 - s_i)
+ * (sigmoid).  The selection is piecewise constant (no gradient), as the bias's role in it. */
+int rk_TopKRouterGrad(const RtKernelArgs *a, RtError *e)
+{
+	const RtTensor *dw = a->in[0], *lg = a->in[1], *ex = a->in[2];
+	const char *sc = rt_attr_str(a->attrs, "scoring", "softmax");
+	int sig = strcmp(sc, "sigmoid") == 0, norm = (int)rt_attr_int(a->attrs, "normalize", 1);
+	double scale = rt_attr_float(a->attrs, "scale", 1.0);
+	if (lg->rank != 2 || ex->rank != 2 || ex->dims[0] != lg->dims[0] || dw->n != ex->n || (strcmp(sc, "softmax") && !sig))
+		return rt_errorf(e, RT_EUSER, "TopKRouterGrad: need dW and experts (T, k), logits (T, E), scoring softmax or sigmoid");
+	int64_t T = lg->dims[0], E = lg->dims[1], k = ex->dims[1];
+	double *z = kn_load(lg, e), *s = z ? kn_alloc(2 * E + k, e) : NULL;
+	if (!s) {
+		rt_free(z);
+		return -1;
+	}
+	double *ds = s + E, *du = s + 2 * E;
+	for (int64_t t = 0; t < T; t++) {
+		double *zt = z + t * E, m = -INFINITY, tot = 0, U = 0, dwu = 0, sds = 0;
+		for (int64_t i = 0; i < E; i++)
+			m = zt[i] > m ? zt[i] : m;
+		for (int64_t i = 0; i < E; i++) {
+			s[i] = sig ? 1.0 / (1.0 + exp(-zt[i])) : exp(zt[i] - m);
+			tot += s[i];
+			ds[i] = 0;
+		}
+		for (int64_t i = 0; !sig && i < E; i++)
+			s[i] /= tot;
+		for (int64_t j = 0; j < k; j++) {
+			int64_t x = rt_geti(ex, t * k + j);
+			if (x < 0 || x >= E) {
+				rt_free(z), rt_free(s);
+				return rt_errorf(e, RT_EUSER, "TopKRouterGrad: expert %lld outside [0, %lld)", (long long)x, (long long)E);
+			}
+			U += s[x];
+			dwu += rt_get(dw, t * k + j) * s[x];
+		}
+		for (int64_t j = 0; j < k; j++) {
+			double g = rt_get(dw, t * k + j);
+			du[j] = norm && U > 0 ? scale * (g - dwu / U) / U : scale * g;
+			ds[rt_geti(ex, t * k + j)] += du[j];
+		}
+		for (int64_t i = 0; i < E; i++)
+			sds += s[i] * ds[i];
+		for (int64_t i = 0; i < E; i++)
+			zt[i] = sig ? ds[i] * s[i] * (1 - s[i]) : s[i] * (ds[i] - sds);
+	}
+	int rc = kn_out_like(a, 0, lg->dtype, lg, e);
+	if (rc == 0)
+		rc = kn_store(&a->out[0], z, a->opts, e);
+	rt_free(z), rt_free(s);
+	return rc;
+}
+
+/* GroupedMatMulGrad(dY[R,N], Xs[R,K], Offsets[E+1]) -> dW[E,K,N]: dW[x] = Xs[rows of x]^T
+ * dY[rows of x], the weight gradient of GroupedMatMul (zero for an expert without rows). */
+int rk_GroupedMatMulGrad(const RtKernelArgs *a, RtError *e)
+{
+	const RtTensor *dy = a->in[0], *xs = a->in[1], *off = a->in[2];
+	if (dy->rank != 2 || xs->rank != 2 || off->rank != 1 || dy->dims[0] != xs->dims[0] || off->n < 2)
+		return rt_errorf(e, RT_EUSER, "GroupedMatMulGrad: need dY (R, N), xs (R, K), offsets (E+1)");
+	int64_t R = xs->dims[0], K = xs->dims[1], N = dy->dims[1], E = off->n - 1, dims[3] = { E, K, N };
+	for (int64_t x = 0; x < E; x++)
+		if (rt_geti(off, x) < 0 || rt_geti(off, x) > rt_geti(off, x + 1) || rt_geti(off, x + 1) > R)
+			return rt_errorf(e, RT_EUSER, "GroupedMatMulGrad: offsets must be non-decreasing within [0, %lld]", (long long)R);
+	int f64 = kn_acc64(a);
+	double *xv = kn_load(xs, e), *gv = xv ? kn_load(dy, e) : NULL, *w = gv ? kn_alloc(E * K * N, e) : NULL;
+	if (!w)
+		goto fail;
+	memset(w, 0, (size_t)(E * K * N) * sizeof *w);
+	KN_TRY(kn_out(a, 0, dy->dtype, 3, dims, e));
+	for (int64_t x = 0; x < E; x++) {
+		int64_t r0 = rt_geti(off, x), n = rt_geti(off, x + 1) - r0;
+		if (n > 0)
+			KN_TRY(kn_gemm(a->opts, f64, K, N, n, xv + r0 * K, K, 1, gv + r0 * N, N, 0, w + x * K * N, e));
+	}
+	KN_TRY(kn_store(&a->out[0], w, a->opts, e));
+	rt_free(xv), rt_free(gv), rt_free(w);
+	return 0;
+fail:
+	rt_free(xv), rt_free(gv), rt_free(w);
+	kn_free_outs(a);
+	return -1;
+}
+
+/* MoECombineGrad(dY[T,D], Ys[T*k,D], Weights[T,k], Experts[T,k]) {num_experts} -> dYs, dWeights:
+ * dYs[row of (t,j)] = Weights[t,j] dY[t], dWeights[t,j] = dY[t] . Ys[row of (t,j)] (MoECombine's
+ * adjoints, the rows in MoEDispatch's order). */
+int rk_MoECombineGrad(const RtKernelArgs *a, RtError *e)
+{
+	const RtTensor *dy = a->in[0], *ys = a->in[1], *wt = a->in[2], *ex = a->in[3];
+	if (dy->rank != 2 || ys->rank != 2 || wt->rank != 2 || ex->rank != 2 || wt->n != ex->n || ys->dims[0] != ex->n ||
+	    dy->dims[0] != ex->dims[0] || dy->dims[1] != ys->dims[1])
+		return rt_errorf(e, RT_EUSER, "MoECombineGrad: need dY (T, D), ys (T*k, D), weights and experts (T, k)");
+	int64_t T = ex->dims[0], k = ex->dims[1], D = ys->dims[1], E = n_experts(a, ex);
+	int f64 = kn_acc64(a);
+	int64_t *row = rt_malloc((size_t)(T * k + 1) * sizeof *row), *off = rt_malloc((size_t)(E + 1) * sizeof *off);
+	double *g = kn_alloc(T * k * D + T * k, e);
+	if (!row || !off || !g) {
+		rt_errorf(e, RT_ENOMEM, "MoECombineGrad: out of memory");
+		goto fail;
+	}
+	KN_TRY(dispatch_rows("MoECombineGrad", ex, E, row, off, e));
+	double *gw = g + T * k * D;
+	for (int64_t p = 0; p < T * k; p++) {
+		int64_t t = p / k;
+		double w = rt_get(wt, p), s = 0;
+		for (int64_t d = 0; d < D; d++) {
+			double y = rt_get(dy, t * D + d);
+			g[row[p] * D + d] = w * y;
+			s = kn_acc(f64, s + kn_acc(f64, y * rt_get(ys, row[p] * D + d)));
+		}
+		gw[p] = s;
+	}
+	KN_TRY(kn_out_like(a, 0, ys->dtype, ys, e));
+	KN_TRY(kn_store(&a->out[0], g, a->opts, e));
+	if (a->nout > 1) {
+		KN_TRY(kn_out_like(a, 1, wt->dtype, wt, e));
+		KN_TRY(kn_store(&a->out[1], gw, a->opts, e));
+	}
+	rt_free(row), rt_free(off), rt_free(g);
+	return 0;
+fail:
+	rt_free(row), rt_free(off), rt_free(g);
 	kn_free_outs(a);
 	return -1;
 }

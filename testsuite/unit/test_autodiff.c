@@ -1,5 +1,5 @@
 /* testsuite/unit/test_autodiff.c: the training step of passes/autodiff.c against finite
- * differences, per operator and on small-dimension Llama and GPT-2 (examples/), and a tiny
+ * differences, per operator and on small-dimension Llama, Mixtral and GPT-2 (examples/), and a tiny
  * model whose loss falls over a few hundred steps.
  *
  * Gradient checks run in f64 (every `f32`/`bf16` of the graph text read as `f64`, so the
@@ -294,6 +294,27 @@ static const char *OPS[] = {
 	"  q = MatMul(x, wq)\n  k = MatMul(x, wk)\n  v = MatMul(x, wv)\n"
 	"  qr = RotaryEmbedding(q, cos, sin, pos) {num_heads=4}\n  kr = RotaryEmbedding(k, cos, sin, pos) {num_heads=2}\n"
 	"  a = Attention(qr, kr, v) {q_num_heads=4, kv_num_heads=2, is_causal=1}\n  y = MatMul(a, wo)\n}\n",
+	/* the MoE block: TopKRouter (softmax, top-2 of 4, renormalised), MoEDispatch, GroupedMatMul
+	 * (gate, up, down: the rows' and the stacked weights' gradients), SwiGLU, MoECombine, then
+	 * a sigmoid router without renormalisation (scale 2) weighting a second combine */
+	"graph main(x: f32[2, 3, 4]) -> (y: f32[2, 3, 7]) {\n  param wr: f32[4, 4] = normal(std=0.5, seed=16)\n"
+	"  param wg: f32[4, 4, 5] = normal(std=0.5, seed=17)\n  param wu: f32[4, 4, 5] = normal(std=0.5, seed=18)\n"
+	"  param wd: f32[4, 5, 7] = normal(std=0.5, seed=19)\n  param wr2: f32[4, 4] = normal(std=0.5, seed=20)\n"
+	"  param wd2: f32[4, 4, 7] = normal(std=0.5, seed=21)\n"
+	"  t = Reshape(x, [6, 4])\n  lg = MatMul(t, wr)\n  rw, re = TopKRouter(lg) {k=2, scoring=\"softmax\", normalize=1}\n"
+	"  xs, offs = MoEDispatch(t, re) {num_experts=4}\n  g = GroupedMatMul(xs, offs, wg)\n"
+	"  u = GroupedMatMul(xs, offs, wu)\n  act = SwiGLU(g, u)\n  ys = GroupedMatMul(act, offs, wd)\n"
+	"  m = MoECombine(ys, rw, re)\n  lg2 = MatMul(t, wr2)\n"
+	"  rw2, re2 = TopKRouter(lg2) {k=2, scoring=\"sigmoid\", normalize=0, scale=2.0}\n"
+	"  xs2, offs2 = MoEDispatch(t, re2) {num_experts=4}\n  ys2 = GroupedMatMul(xs2, offs2, wd2)\n"
+	"  m2 = MoECombine(ys2, rw2, re2)\n  s = Add(m, m2)\n  y = Reshape(s, [2, 3, 7])\n}\n",
+	/* the identities and views (Identity, Dropout, Unsqueeze, Squeeze, Flatten, Cast) and a
+	 * partitioned step's Transfer and AllReduce (both partial sums get dY) */
+	"graph main(x: f32[2, 3, 4]) -> (y: f32[2, 3, 7]) {\n  param w: f32[4, 7] = normal(std=0.5, seed=22)\n"
+	"  param w2: f32[4, 7] = normal(std=0.5, seed=23)\n  h = MatMul(x, w)\n  h1 = Identity(h)\n  h2 = Dropout(h1)\n"
+	"  h3 = Unsqueeze(h2, [0])\n  h4 = Squeeze(h3, [0])\n  h5 = Flatten(h4) {axis=2}\n  h6 = Cast(h5) {to=\"f64\"}\n"
+	"  t = Transfer(h6) {device=\"gpu1\"}\n  p = MatMul(x, w2)\n  p2 = Reshape(p, [6, 7])\n"
+	"  ar = AllReduce(t, p2) {devices=\"gpu1,gpu0\"}\n  y = Reshape(ar, [2, 3, 7])\n}\n",
 };
 
 static void fill_floats(Ev *e, uint64_t seed)
@@ -350,6 +371,16 @@ static void test_gpt2(void **st)
 	char *s = slurp("examples/gpt2-small.aig");
 	const char *binds[] = { "B=1", "S=4", "L=2", "H=2", "HD=4", "F=16", "V=11", "P=4" };
 	check_text(s, binds, 8, 12);
+	free(s);
+}
+
+/* Mixtral (examples/mixtral-8x7b.aig): attention, then the MoE FFN of 4 experts, top-2 */
+static void test_mixtral(void **st)
+{
+	(void)st;
+	char *s = slurp("examples/mixtral-8x7b.aig");
+	const char *binds[] = { "B=1", "S=4", "L=2", "H=4", "KV=2", "HD=4", "E=4", "K=2", "F=6", "V=11", "CTX=4" };
+	check_text(s, binds, 11, 12);
 	free(s);
 }
 
@@ -462,6 +493,7 @@ int main(void)
 		cmocka_unit_test(test_operators),
 		cmocka_unit_test(test_gpt2),
 		cmocka_unit_test(test_llama),
+		cmocka_unit_test(test_mixtral),
 		cmocka_unit_test(test_loss_decreases),
 		cmocka_unit_test(test_grad_accum),
 		cmocka_unit_test(test_no_rule),
