@@ -320,5 +320,12 @@ Summary ir_summary(Graph *g);
 /* ---- printer (ir/print.c): writes .aig that the parser reads back ---- */
 void ir_print_module(const Module *m, FILE *out);
 void ir_print_graph(const Graph *g, FILE *out);
+/* ir_print_module without the values of constants holding more than elide_over values (< 0:
+ * none elided): each prints as an unbound `param` with a comment `# N values elided`, after a
+ * first comment line saying how many were elided and that --print-weights prints them. */
+void ir_print_module_elided(const Module *m, FILE *out, int64_t elide_over);
+/* The default of `aicc compile --emit ir` and --print-after: MLIR's customary
+ * --mlir-elide-elementsattrs-if-larger=16 (small literals such as shapes stay readable). */
+enum { IR_ELIDE_OVER = 16 };
 
 #endif

@@ -8,6 +8,11 @@
  * inline; `dim` constants are already substituted, so types print their values.  Parameters
  * come first in a graph, then the nodes in list order; each node's inferred output types, when
  * known, follow as a comment.  Requires nothing but the IR; allocates nothing.
+ *
+ * ir_print_module_elided leaves out the values of large constants (an ONNX model's weights), as
+ * MLIR's --mlir-elide-elementsattrs-if-larger does: such a parameter prints as an unbound
+ * `param` with a comment giving its value count, so the output stays readable and still parses
+ * (the parameter is then unbound: `aicc run` asks for its data).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -186,13 +191,30 @@ static void put_init(FILE *f, const Value *v)
 	}
 }
 
-static void put_param(FILE *f, const Module *m, const Value *v)
+/* The number of values param v's initializer spells out (a literal or in-memory data), else 0. */
+static int64_t init_values(const Value *v)
+{
+	const ParamInit *pi = v->init;
+	if (!pi)
+		return 0;
+	return pi->kind == INIT_LITERAL ? pi->nlit : pi->kind == INIT_DATA && pi->data ? pi->data->n : 0;
+}
+
+static int elided(const Value *v, int64_t elide_over)
+{
+	return elide_over >= 0 && init_values(v) > elide_over;
+}
+
+static void put_param(FILE *f, const Module *m, const Value *v, int64_t elide_over)
 {
 	fputs("  param ", f);
 	put_name(f, v->name);
 	fputs(": ", f);
 	put_type(f, m, v->type);
-	put_init(f, v);
+	if (elided(v, elide_over))
+		fprintf(f, "  # %lld values elided", (long long)init_values(v));
+	else
+		put_init(f, v);
 	fputc('\n', f);
 }
 
@@ -318,22 +340,43 @@ static void put_header(FILE *f, const Graph *g)
 	fputs(") {\n", f);
 }
 
-void ir_print_graph(const Graph *g, FILE *out)
+static void print_graph(const Graph *g, FILE *out, int64_t elide_over)
 {
 	put_header(out, g);
 	for (int i = 0; i < g->nparams; i++)
 		if (!prints_inline(g->params[i]))
-			put_param(out, g->m, g->params[i]);
+			put_param(out, g->m, g->params[i], elide_over);
 	ir_foreach_node(g, n)
 		put_node(out, g->m, n);
 	fputs("}\n", out);
 }
 
-void ir_print_module(const Module *m, FILE *out)
+void ir_print_graph(const Graph *g, FILE *out)
 {
+	print_graph(g, out, -1);
+}
+
+void ir_print_module_elided(const Module *m, FILE *out, int64_t elide_over)
+{
+	int64_t n = 0, values = 0;
+	for (const Graph *g = m->graphs; g; g = g->next)
+		for (int i = 0; i < g->nparams; i++)
+			if (!prints_inline(g->params[i]) && elided(g->params[i], elide_over)) {
+				n++;
+				values += init_values(g->params[i]);
+			}
+	if (n)
+		fprintf(out, "# the values of %lld constant%s with more than %lld values each (%lld values) are elided: "
+			"--print-weights prints them\n", (long long)n, n == 1 ? "" : "s", (long long)elide_over,
+			(long long)values);
 	for (const Graph *g = m->graphs; g; g = g->next) {
 		if (g != m->graphs)
 			fputc('\n', out);
-		ir_print_graph(g, out);
+		print_graph(g, out, elide_over);
 	}
+}
+
+void ir_print_module(const Module *m, FILE *out)
+{
+	ir_print_module_elided(m, out, -1);
 }

@@ -127,6 +127,8 @@ typedef struct PassCtx {
 	int stats;
 	int print_after_all;
 	const char *print_after;    /* a pass name, or NULL */
+	int64_t print_elide;        /* IR dumps leave out constants over this many values (-1: none;
+	                               default IR_ELIDE_OVER; --print-weights) */
 	long bisect_limit;          /* -1: no bisection */
 	int64_t fold_limit;         /* constant folding: at most this many elements per result */
 	MemCapacity capacity;

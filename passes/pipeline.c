@@ -28,6 +28,7 @@ void pass_ctx_init(PassCtx *c)
 	memset(c, 0, sizeof *c);
 	c->bisect_limit = -1;
 	c->fold_limit = 1 << 16;
+	c->print_elide = IR_ELIDE_OVER;
 	c->error_budget = 1e-2;
 	c->out = stderr;
 }
@@ -243,7 +244,7 @@ static void print_after(Run *r, const PassInfo *p)
 	if (!c->print_after_all && !(c->print_after && strcmp(c->print_after, p->name) == 0))
 		return;
 	fprintf(c->out, "# IR after %s\n", p->name);
-	ir_print_module(r->m, c->out);
+	ir_print_module_elided(r->m, c->out, c->print_elide);
 }
 
 static int run_one(const char *name, void *arg)

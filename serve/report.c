@@ -251,6 +251,16 @@ void sv_print_summary(FILE *f, const SvDeploy *d, const SvRun *r, const SvMetric
 	if (d->prefill)
 		fprintf(f, ", KV transfers %.4g s", r->transfer_s);
 	fputc('\n', f);
+	/* why TPOT exceeds `aicc run`'s decode step (issue 17): the engine CPU time of each iteration
+	 * and the other sequences' work in the same batch */
+	if (r->iterations > 0) {
+		int overlap = d->main->cpu_overlap;
+		fprintf(f, "iteration   mean %s on the accelerators %s %s engine CPU (%s) for %.4g sequences; "
+			"TPOT and TBT include both and any prefill sharing the batch, `aicc run` times one batch on "
+			"the accelerators alone\n", fmt_s(r->accel_s / (double)r->iterations, a, 32),
+			overlap ? "overlapped with" : "+", fmt_s(r->cpu_s / (double)r->iterations, b, 32),
+			overlap ? "--cpu-overlap" : "--cpu-overhead, not overlapped: --cpu-overlap hides it", m->mean_batch);
+	}
 }
 
 static json_t *pool_json(const SvPool *p, int block)

@@ -87,8 +87,11 @@ static void compile_help(void)
 	       "                        (e4m3: new rows rounded to it, read back as stored)\n"
 	       "  --print-after PASS    print the IR to stderr after PASS (verify, infer-shapes)\n"
 	       "  --print-after-all     print the IR after every pass\n"
+	       "  --print-weights       --emit ir and --print-after: print every constant's values\n"
+	       "                        (default: constants over %d values print as unbound params\n"
+	       "                        with a comment, as MLIR elides large elements attributes)\n"
 	       "  --parse-only          parse and verify the structure only (no shape inference),\n"
-	       "                        e.g. to reformat a file with --emit ir\n", words);
+	       "                        e.g. to reformat a file with --emit ir\n", words, IR_ELIDE_OVER);
 	drv_picture_help();   /* viz */
 	pass_opts_help();
 }
@@ -97,7 +100,7 @@ static void maybe_print(const CompileOpts *o, const Module *m, const char *pass)
 {
 	if (o->print_after_all || (o->print_after && strcmp(o->print_after, pass) == 0)) {
 		fprintf(stderr, "# IR after %s\n", pass);
-		ir_print_module(m, stderr);
+		ir_print_module_elided(m, stderr, o->passes.ctx.print_elide);
 	}
 }
 
@@ -416,6 +419,10 @@ static int parse_opts(int argc, char **argv, CompileOpts *o)
 			o->parse_only = 1;
 			continue;
 		}
+		if (strcmp(argv[i], "--print-weights") == 0) {
+			o->passes.ctx.print_elide = -1;
+			continue;
+		}
 		if (strcmp(argv[i], "--print-after-all") == 0)
 			o->print_after_all = 1;    /* and, for the passes: */
 		if ((r = pass_opts_parse(argc, argv, &i, &o->passes))) {
@@ -633,7 +640,7 @@ int cmd_compile(int argc, char **argv)
 		}
 	}
 	else if (strcmp(o.emit, "ir") == 0)
-		ir_print_module(m, fp->f);
+		ir_print_module_elided(m, fp->f, o.passes.ctx.print_elide);
 	else
 		emit_summary(m, &o.passes.ctx, fp->f);
 	plan_free(plan);

@@ -3,12 +3,16 @@
  * Reads whitespace-separated numbers (decimal, C99 hex floats, inf, nan, with signs; each
  * converted to float32 once, correctly rounded, by strtof) from stdin as one 1-D tensor and
  * quantizes it with the runtime codecs of runtime/numerics.h: blocks run along the input, and
- * NVFP4's tensor scale comes from the amax of the whole input.  Prints one line per element (the
- * dequantized float32 value in C99 hex, or the element code in hex) or one line per block (its
- * scale).  Output is exact and stable: golden tests and people checking formats by hand rely on
- * it.  Semantics of every format: ../shared/reference/numerics.md.
+ * NVFP4's tensor scale comes from the amax of the whole input.  By default (--print table) it
+ * prints a labelled table for people: the format, each block's scale, then one row per element
+ * with its input, code, value (shortest decimal and exact C99 hex) and a note when it saturated
+ * or rounded to zero.  --print values|codes|scales print one bare line per element (the
+ * dequantized float32 value in C99 hex, or the element code in hex) or per block (its scale),
+ * for scripts and golden tests.  Output is exact and stable.  Semantics of every format:
+ * ../shared/reference/numerics.md.
  */
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,11 +57,12 @@ static const QFormat formats[] = {
 static void usage(FILE *f)
 {
 	fputs("usage: aicc quantize --format F [--block N] [--scale-rule floor|rceil]\n"
-	      "                     [--saturate yes|no] [--print values|codes|scales]\n"
+	      "                     [--saturate yes|no] [--print table|values|codes|scales]\n"
 	      "\n"
 	      "Reads whitespace-separated numbers from stdin (decimal, C99 hex floats such as\n"
 	      "0x1.8p+3, inf, nan, with signs; each rounded once to float32) as one 1-D tensor,\n"
-	      "quantizes it, and prints one line per element or per block.\n"
+	      "quantizes it, and prints a labelled table (default) or one bare line per element or\n"
+	      "per block (--print values|codes|scales, for scripts).\n"
 	      "\n"
 	      "formats:\n"
 	      "  fp16 bf16 tf32               IEEE-style; --saturate default no (overflow to inf)\n"
@@ -79,6 +84,9 @@ static void usage(FILE *f)
 	      "  --scale-rule R        MX scale rule: floor (OCP MX §6.3, default) or rceil\n"
 	      "                        (smallest power of two >= amax/max_elem)\n"
 	      "  --saturate yes|no     fp16/bf16/tf32/fp8/e8m0 overflow behaviour\n"
+	      "  --print table         (default) the format and each block's scale, then a row per\n"
+	      "                        element: input, code, value (decimal and exact %a), and\n"
+	      "                        whether it saturated or rounded to 0\n"
 	      "  --print values        the dequantized float32 value of each element, %a\n"
 	      "  --print codes         the element code of each element in hex (int formats:\n"
 	      "                        two's complement low bits; int4_asym: unsigned)\n"
@@ -200,6 +208,68 @@ static void print_code(uint32_t c, int bits)
 	printf("0x%0*x\n", (bits + 3) / 4, c);
 }
 
+/* ---- --print table: the same numbers, labelled for a person ---- */
+
+/* The shortest %.Ng (N = 1..9) that strtof reads back as v, so 0.1 prints as 0.1 although the
+ * float nearest 0.1 is 0.100000001, written without an exponent from 1e-4 to 1e16 (100, not
+ * 1e+02); nan and inf keep their names. */
+static const char *short_float(float v, char *buf, size_t n)
+{
+	if (v != v)
+		snprintf(buf, n, "nan");
+	else if (isinf(v))
+		snprintf(buf, n, v < 0 ? "-inf" : "inf");
+	else
+		for (int p = 1; p <= 9; p++) {
+			snprintf(buf, n, "%.*g", p, (double)v);
+			if (strtof(buf, NULL) != v)
+				continue;
+			int e = v == 0 ? 0 : (int)floor(log10(fabs((double)v)));
+			if (strchr(buf, 'e') && e >= -4 && e < 16)   /* 100, not 1e+02 */
+				snprintf(buf, n, "%.*f", p - 1 - e > 0 ? p - 1 - e : 0, (double)v);
+			break;
+		}
+	return buf;
+}
+
+static void table_head(void)
+{
+	printf("  %-14s %-6s %-14s %s\n", "input", "code", "value", "exact value (%a)");
+}
+
+/* One element's row; `max` is the largest magnitude its block (or format) can hold, 0 when the
+ * note is not known (integer elements).  The note says what happened when the value is not the
+ * input: saturated to the largest magnitude, overflowed, or rounded to zero. */
+static void table_row(float x, uint32_t code, int bits, float v, float max)
+{
+	char a[32], b[32], h[48], c[16], line[192];
+	snprintf(c, sizeof c, "0x%0*x", (bits + 3) / 4, code);
+	if (v != v)
+		snprintf(h, sizeof h, "nan");
+	else
+		snprintf(h, sizeof h, "%a", (double)v);
+	const char *note = "";
+	if (isfinite(x) && !isfinite(v))
+		note = "overflow";
+	else if (isfinite(x) && max > 0 && fabsf(x) > max && fabsf(v) == max)
+		note = "saturated to the largest magnitude";
+	else if (isfinite(x) && x != 0 && v == 0)
+		note = "rounds to 0";
+	int k = snprintf(line, sizeof line, "  %-14s %-6s %-14s %-16s  %s", short_float(x, a, sizeof a), c,
+			 short_float(v, b, sizeof b), h, note);
+	while (k > 0 && line[k - 1] == ' ')
+		line[--k] = 0;
+	puts(line);
+}
+
+/* The largest finite magnitude of float format dt (0 for integer formats). */
+static float format_max(DType dt)
+{
+	if (rt_dtypes[dt].kind != K_FLOAT)
+		return 0;
+	return rt_decode(dt, rt_encode(dt, FLT_MAX, 1));
+}
+
 static int run_scalar(const QFormat *f, const Input *in, int sat, const char *print)
 {
 	for (int64_t i = 0; i < in->n; i++) {
@@ -210,14 +280,54 @@ static int run_scalar(const QFormat *f, const Input *in, int sat, const char *pr
 			return EXIT_USER;
 		}
 	}
+	if (print[0] == 't') {
+		printf("%s: %d-bit codes, one per element, round to nearest even; %s\n", f->name, f->bits,
+		       f->sat_default < 0 ? "always saturates" : sat ? "saturates (--saturate yes)" :
+		       "overflows (--saturate no)");
+		table_head();
+	}
 	for (int64_t i = 0; i < in->n; i++) {
 		uint32_t c = rt_encode(f->dt, in->x[i], sat);
-		if (print[0] == 'c')
+		if (print[0] == 't')
+			table_row(in->x[i], c, f->bits, rt_decode(f->dt, c), format_max(f->dt));
+		else if (print[0] == 'c')
 			print_code(c, f->bits);
 		else
 			print_value(rt_decode(f->dt, c));
 	}
 	return EXIT_OK;
+}
+
+/* The table of a block format: its description, then per block its scale and its rows. */
+static void block_table(const QFormat *f, const Input *in, int64_t block, const float *deq, const uint8_t *codes,
+			const uint8_t *scales, float ts)
+{
+	const DTypeInfo *t = &rt_dtypes[f->dt];
+	int nv = f->dt == DT_NVFP4;
+	printf("%s: %s elements in blocks of %lld, one %s scale per block%s; value = element%s x scale%s\n", f->name,
+	       rt_dtypes[t->elem].name, (long long)block, nv ? "E4M3" : "E8M0", nv ? " and one f32 tensor scale" : "",
+	       f->dt == DT_MXINT8 ? " / 64 (MXINT8's fixed point)" : "", nv ? " x tensor scale" : "");
+	if (nv) {
+		char a[32];
+		printf("tensor scale %s (%a), from the amax of all input\n", short_float(ts, a, sizeof a), (double)ts);
+	}
+	float emax = format_max(t->elem);
+	for (int64_t b = 0, n = in->n; b * block < n; b++) {
+		float s = rt_decode(t->scale, scales[b]);
+		char a[32];
+		printf("block %lld (elements %lld-%lld): scale 0x%02x = ", (long long)b, (long long)(b * block + 1),
+		       (long long)(b * block + block < n ? b * block + block : n), scales[b]);
+		if (s != s)
+			printf("nan (the block holds nan or inf)\n");
+		else if (!nv)
+			printf("2^%d\n", (int)scales[b] - 127);
+		else
+			printf("%s\n", short_float(s, a, sizeof a));
+		table_head();
+		float max = emax > 0 && s == s ? emax * s * (nv ? ts : 1) : 0;
+		for (int64_t i = b * block; i < n && i < b * block + block; i++)
+			table_row(in->x[i], codes[i], t->bits, deq[i], max);
+	}
 }
 
 static int run_block(const QFormat *f, const Input *in, const QuantOpts *o, const char *print)
@@ -245,7 +355,9 @@ static int run_block(const QFormat *f, const Input *in, const QuantOpts *o, cons
 		goto out;
 	}
 	int ebits = rt_dtypes[f->dt].bits;
-	if (print[0] == 'v')
+	if (print[0] == 't')
+		block_table(f, in, block, deq, codes, scales, ts);
+	else if (print[0] == 'v')
 		for (int64_t i = 0; i < n; i++)
 			print_value(deq[i]);
 	else if (print[0] == 'c')
@@ -279,7 +391,22 @@ static int run_int(const QFormat *f, const Input *in, int64_t group, const char 
 		goto out;
 	}
 	rt_quantize_int(f->bits, f->asym, in->x, n, g, deq, codes, scales, zp);
-	if (print[0] == 'v')
+	if (print[0] == 't') {
+		printf("%s: %d-bit integers in groups of %lld, one f32 scale per group%s; value = %s\n", f->name,
+		       f->bits, (long long)g, f->asym ? " and a zero point" : "",
+		       f->asym ? "(code - zero point) x scale" : "code x scale");
+		for (int64_t b = 0; b < ng && n; b++) {
+			char a[32];
+			printf("group %lld (elements %lld-%lld): scale %s", (long long)b, (long long)(b * g + 1),
+			       (long long)(b * g + g < n ? b * g + g : n), short_float(scales[b], a, sizeof a));
+			if (f->asym)
+				printf(", zero point %d", (int)zp[b]);
+			putchar('\n');
+			table_head();
+			for (int64_t i = b * g; i < n && i < b * g + g; i++)
+				table_row(in->x[i], (uint32_t)codes[i] & ((1u << f->bits) - 1), f->bits, deq[i], 0);
+		}
+	} else if (print[0] == 'v')
 		for (int64_t i = 0; i < n; i++)
 			print_value(deq[i]);
 	else if (print[0] == 'c')
@@ -305,7 +432,7 @@ out:
 
 int cmd_quantize(int argc, char **argv)
 {
-	const char *fmt = NULL, *block = NULL, *rule = NULL, *satv = NULL, *print = "values";
+	const char *fmt = NULL, *block = NULL, *rule = NULL, *satv = NULL, *print = "table";
 	for (int i = 1; i < argc; i++) {
 		int r;
 		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
@@ -336,8 +463,8 @@ int cmd_quantize(int argc, char **argv)
 		drv_error("quantize: unknown format '%s' (see aicc quantize --help)", fmt);
 		return EXIT_USER;
 	}
-	if (strcmp(print, "values") && strcmp(print, "codes") && strcmp(print, "scales")) {
-		drv_error("quantize: --print must be values, codes or scales, not '%s'", print);
+	if (strcmp(print, "table") && strcmp(print, "values") && strcmp(print, "codes") && strcmp(print, "scales")) {
+		drv_error("quantize: --print must be table, values, codes or scales, not '%s'", print);
 		return EXIT_USER;
 	}
 	if (f->kind == F_SCALAR && print[0] == 's') {
@@ -397,7 +524,7 @@ int cmd_quantize(int argc, char **argv)
 	Input in = { 0 };
 	int rc = parse_input(buf, len, &in) < 0 ? EXIT_USER : EXIT_OK;
 	free(buf);
-	if (rc == EXIT_OK) {
+	if (rc == EXIT_OK && !(in.n == 0 && print[0] == 't')) {   /* no input, no table */
 		if (f->kind == F_SCALAR)
 			rc = run_scalar(f, &in, sat < 0 ? 1 : sat, print);
 		else if (f->kind == F_BLOCK)
