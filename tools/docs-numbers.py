@@ -22,7 +22,8 @@ the fence,
     latency        5.959 ms
     ```
 
-and BLOCKS says which lines of its command's output it is: from the first line matching `start`
+and BLOCKS says which lines of its command's output it is: the literal lines of `head` (the
+commands a quote shows above their output, optional), then from the first line matching `start`
 through the first line matching `end` after it, then the literal lines of `tail` ("..." where
 the quote stops); the block is checked and rewritten whole.  Standard library only.
 """
@@ -239,10 +240,15 @@ for pic in ('d8', 'tp8', 'vr'):
 for k in range(4):
     NUMBERS['pp4.peak%d' % k] = ('pp4.run', r'^memory\s+gpu%d\.hbm: .*?peak (\S+) GB' % k, 1, lambda x: '%.1f' % float(x), '')
 
-# id -> (command id, start regex, end regex, literal tail lines)
+# id -> (command id, start regex, end regex, literal tail lines[, literal head lines])
 BLOCKS = {
     'tp8.summary': ('tp8.explain', r'^summary \(', r'^\s+[0-9.]+%\s', ['     ...']),
     'd8.run': ('d8.run', r'^latency', r'^TPOT', []),
+    # docs/explain.md's `--compare` sample: the vr70 commands as a user types them, then the table
+    'vr70.compare': ('vr70', r'^\s+hybrid\s+gpu-only\s+lpu-only', r'^\s+links busy ms', [],
+                     ['aicc compile examples/llama3.1-70b.aig --phase decode --batch 32 --context 4096 \\',
+                      '     --passes=disaggregate --target vera-rubin --precision bf16+graph --emit plan -o l70.aip',
+                      'aicc explain l70.aip --compare']),
 }
 
 MARK = re.compile(r'<!--n:([A-Za-z0-9_.-]+)-->(.*?)<!--/n-->')
@@ -309,7 +315,8 @@ def main():
                 continue
             value[nid] = fmt(m.group(group)) + suffix
         for bid in sorted(set(blocks) & set(BLOCKS)):
-            cmd, start, end, tail = BLOCKS[bid]
+            cmd, start, end, tail = BLOCKS[bid][:4]
+            head = list(BLOCKS[bid][4]) if len(BLOCKS[bid]) > 4 else []
             if cmd not in outputs:
                 outputs[cmd] = run(root, args[0], cmd, tmp)
             lines, on = [], False
@@ -322,7 +329,7 @@ def main():
             if not lines:
                 errors.append('out:%s: %r not in the output of %s' % (bid, start, ' && '.join(COMMANDS[cmd])))
                 continue
-            value['out:' + bid] = '\n'.join(lines + tail) + '\n'
+            value['out:' + bid] = '\n'.join(head + lines + tail) + '\n'
     changed = []
     for f, text in texts.items():
         def sub(m):
