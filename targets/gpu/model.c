@@ -247,10 +247,15 @@ int gpu_gemm_eval(const GpuArch *a, const GemmShape *s, GemmTile *t)
 	double epi_t = bm * t->bn * s->out_bytes / hbm_sm;
 	t->c = (GpuCost){ .mma = t->waves * mma, .smem = t->waves * smem, .fma = t->waves * promo,
 			  .hbm = (bytes + (ws_l2 ? 0 : ws)) / (a->hbm_bw * busy), .overlap = 1 };
-	/* L2 to SMEM: every tile loads its A and B panels through L2 (TMA fills), at the machine's
-	 * L2 bandwidth when the file gives one [E: multicast not credited]. */
+	/* L2 to SMEM: every tile loads its A and B panels through L2 (TMA fills), and the output
+	 * tiles' stores pass through the same L2 slices on their way to HBM (the L2 is the point of
+	 * coherence: every global store goes through it), at the machine's L2 bandwidth when the
+	 * file gives one [E: multicast not credited; loads and stores share the slices' bandwidth].
+	 * The stores are what a short K leaves exposed: per tile the panels scale with K, the
+	 * output tile does not. */
 	if (a->l2_bw > 0)
-		t->c.l2 = ((double)t->tiles * ((double)t->bm * sa + (double)t->bn * sbw) * kp + (ws_l2 ? ws : 0)) / a->l2_bw;
+		t->c.l2 = ((double)t->tiles * ((double)t->bm * sa + (double)t->bn * sbw) * kp + (ws_l2 ? ws : 0) +
+			   (double)s->batch * s->M * s->N * s->out_bytes) / a->l2_bw;
 	/* Fixed: the first stage's load, the epilogue (hidden behind the next tile's mainloop with
 	 * two accumulator stages: persistent, TMEM double buffer; else once per wave), and with a K
 	 * split the last tile's reduction of its tile's `split` f32 partials. */
