@@ -4,7 +4,8 @@
  * selects, so later stages (the plan writer, `aicc explain`) can report them; the ones whose
  * category is selected are also printed as they are made, clang -Rpass style:
  *   model.aig:7:3: remark: fusion: did not fuse Add 'y' into MatMul 'h': 'h' has 2 users
- * Categories are the remark names of passes/passes.def (canon, fusion, memory) and "all".
+ * Categories are the remark names of passes/passes.def (canon, fusion, quant, schedule, memory,
+ * placement, phase) and "all"; an unknown one is an error that lists them.
  */
 #include <stdarg.h>
 #include <stdlib.h>
@@ -37,6 +38,19 @@ unsigned pass_remark_category(const char *name)
 	return k < 0 ? 0 : 1u << k;
 }
 
+/* Prints the distinct categories of the pass table, "a, b, ... or all", to f. */
+static void print_categories(FILE *f)
+{
+	for (int i = 0; i < pass_count; i++) {
+		int seen = 0;
+		for (int j = 0; j < i; j++)
+			seen |= strcmp(pass_table[j].category, pass_table[i].category) == 0;
+		if (!seen)
+			fprintf(f, "%s, ", pass_table[i].category);
+	}
+	fprintf(f, "or all");
+}
+
 int pass_parse_remarks(const char *list, unsigned *mask)
 {
 	char *s = strdup(list), *save = NULL;
@@ -46,8 +60,9 @@ int pass_parse_remarks(const char *list, unsigned *mask)
 	for (char *t = strtok_r(s, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
 		unsigned b = pass_remark_category(t);
 		if (!b) {
-			fprintf(stderr, "aicc: error: unknown remark category '%s' "
-				"(expected canon, fusion, quant, memory or all)\n", t);
+			fprintf(stderr, "aicc: error: unknown remark category '%s' (expected ", t);
+			print_categories(stderr);
+			fprintf(stderr, ")\n");
 			rc = -1;
 			break;
 		}

@@ -215,6 +215,15 @@ int prec_parse(const char *spec, const Target *t, const Machine *m, Precision *p
 	if (!spec)
 		spec = t && t->default_precision ? t->default_precision : "f32";
 	p->dev = prec_device(t, m);
+	if (m && t && t->kind >= 0 && !p->dev) {   /* the machine, not the precision, is wrong */
+		const char *has = NULL;
+		for (int i = 0; i < m->ndevs && !has; i++)
+			if (!m->devs[i].is_host)
+				has = devkind_name(m->devs[i].kind);
+		return rt_errorf(e, RT_EUSER, "aicc: error: target %s needs a machine with %s devices; machine %s has %s devices "
+				 "(`aicc machines` lists each machine's devices and target)", t->name,
+				 devkind_name((DevKind)t->kind), m->name, has ? has : "none");
+	}
 	if (strlen(spec) >= sizeof p->spec)
 		return fail(e, "...", t, m, "too long", NULL);
 	snprintf(p->spec, sizeof p->spec, "%s", spec);
