@@ -1781,6 +1781,9 @@ int pass_partition(Module *m, PassCtx *c)
 		pass_remark(c, REMARK_ANALYSIS, g, NULL, "partitioned over %d %s device(s)%s%s%s: %d pipeline stage(s) x "
 			    "tensor parallel %d; %d tensor-parallel region(s); %lld weight bytes",
 			    p.pp * p.width, dev->id, used, p.phys ? ", survivors" : "", sv, p.pp, p.tp, nreg, (long long)weights);
+	if (c->tp > 1 && nreg == 0)   /* an explicit --tp that split nothing must not pass silently */
+		fprintf(stderr, "aicc: warning: --tp %d split no MatMul over %d devices, so each pipeline stage runs on "
+			"one device (--remarks=placement says why for each MatMul)\n", c->tp, c->tp);
 	compress_collectives(m, c);
 	int e = check_memory(&p, p.ndev);
 	free(p.stage), free(p.devof), free(p.region), free(p.shard), free(p.phys);
