@@ -92,6 +92,15 @@ COMMANDS.update({
                    '--context 1000 --precision f16 -o {tmp}/w2.aip'] + gap('w2', 2700),
     'hc1gap': [HC1] + gap('hc1', 17000),
     'hc1bound': [HC1, '{aicc} explain {tmp}/hc1.aip'],
+    # docs/targets-lpu.md and docs/targets-wafer.md: whether one time per layer closes the rows
+    'layer-lpu': ['python3 tools/validate.py "$(dirname {aicc})" --only lpu > {tmp}/vl.txt',
+                  'python3 tools/docs-layer.py lpu llama2-7b=32 llama2-70b=80 mixtral-8x7b=32 < {tmp}/vl.txt'],
+    'layer-wafer': ['python3 tools/validate.py "$(dirname {aicc})" --only wafer > {tmp}/vw.txt',
+                    'python3 tools/docs-layer.py wafer llama3.1-8b=32 llama3.1-70b=80 llama3.1-405b=126 < {tmp}/vw.txt'],
+    # docs/targets-lpu.md: the 7B spread over more chips than its weights need (a smaller SRAM per chip)
+    'l7spread': ['{aicc} compile examples/llama3.1-8b.aig --bind KV=32,F=11008,V=32000,CTX=4096 --target lpu '
+                 '--machine groq-pod-v1 --phase decode --batch 1 --context 625 --set lpu.sram.capacity=60MiB '
+                 '-o {tmp}/l7s.aip', '{aicc} run {tmp}/l7s.aip --timing-only'],
 })
 # docs/machines.md: the rows of make demo's hardware-timeline table (tools/demo.sh extra_row and its
 # per-target loop on the default machines)
@@ -202,6 +211,20 @@ GAPRX = r'step (\S+) us, published (\S+) us, (\d+) instructions: (\S+) us each, 
 for cmd in ('w8gap', 'w2waferllm', 'hc1gap'):
     for i, k in enumerate(('step', 'published', 'instructions', 'each', 'ratio'), 1):
         NUMBERS['%s.%s' % (cmd, k)] = (cmd, GAPRX, i, asis, ' us' if k in ('step', 'published', 'each') else '')
+for tgt, rows in (('lpu', ('llama2-7b', 'llama2-70b', 'mixtral-8x7b')),
+                  ('wafer', ('llama3.1-8b', 'llama3.1-70b', 'llama3.1-405b'))):
+    for r in rows:
+        key = 'layer-%s.%s' % (tgt, r)
+        rx = r'^layer ' + tgt + ' ' + re.escape(r) + r': predicted (\S+ us), published (\S+ us) per layer'
+        NUMBERS[key + '.pred'] = ('layer-' + tgt, rx, 1, asis, '')
+        NUMBERS[key + '.pub'] = ('layer-' + tgt, rx, 2, asis, '')
+        NUMBERS[key + '.c'] = ('layer-' + tgt, r'^closing ' + tgt + ' ' + re.escape(r) + r': (\S+ us) per layer', 1, asis, '')
+        for o in rows:
+            if o != r:
+                NUMBERS['%s.then.%s' % (key, o)] = ('layer-' + tgt, r'^closing ' + tgt + ' ' + re.escape(r) +
+                                                    r': .*?(?:then|,) ' + re.escape(o) + r' (\S+%)', 1, asis, '')
+NUMBERS['l7spread.chips'] = ('l7spread', r'^compute .* on (\d+) lpu devices', 1, whole, '')
+NUMBERS['l7spread.tps'] = ('l7spread', r'^TPOT .*?: (\S+) tokens/s per user', 1, whole, '')
 NUMBERS['hc1bound.compute'] = ('hc1bound', r'bound\s+compute (\S+%)', 1, asis, '')
 for label in DEMO:
     NUMBERS['demo.%s.tpot' % label] = ('demo-%s-decode' % label, r'^TPOT\s+(\S+ \S+) \(decode.*?: (\S+) tokens/s per user', 1, asis, '')
