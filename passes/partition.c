@@ -1271,11 +1271,14 @@ static int check_memory(Part *p, int ndev)
 		int64_t need = w[d] + act[d] + kv[d];
 		if ((double)need <= p->cap)
 			continue;
-		fprintf(stderr, "aicc: error: partition: the model does not fit on %s of machine %s: it needs %lld bytes "
-			"(weights %lld + activations %lld%s + KV cache %lld) but %s has %.0f bytes%s\n",
-			dev_name(p, d), p->c->machine->name, (long long)need, (long long)w[d], (long long)act[d],
-			symbolic ? " (symbolic shapes not counted; --bind them)" : "", (long long)kv[d],
-			p->capname, p->cap, ndev == 1 ? "; a machine with more devices and --tp/--pp would spread it" : "");
+		char b[5][32];
+		fprintf(stderr, "aicc: error: partition: the model does not fit on %s of machine %s: it needs %s "
+			"(weights %s + activations %s%s + KV cache %s) but %s has %s%s\n",
+			dev_name(p, d), p->c->machine->name, rt_si_str((double)need, "B", b[0], sizeof b[0]),
+			rt_si_str((double)w[d], "B", b[1], sizeof b[1]), rt_si_str((double)act[d], "B", b[2], sizeof b[2]),
+			symbolic ? " (symbolic shapes not counted; --bind them)" : "", rt_si_str((double)kv[d], "B", b[3], sizeof b[3]),
+			p->capname, rt_si_str(p->cap, "B", b[4], sizeof b[4]),
+			ndev == 1 ? "; a machine with more devices and --tp/--pp would spread it" : "");
 		errors++;
 	}
 	free(w);

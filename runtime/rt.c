@@ -60,6 +60,16 @@ int rt_errorf(RtError *e, int code, const char *fmt, ...)
 	return -1;
 }
 
+const char *rt_si_str(double v, const char *unit, char *buf, size_t n)
+{
+	static const char *const pre[] = { "", "k", "M", "G", "T", "P", "E" };
+	int k = 0;
+	while (fabs(v) >= 1000 && k < 6)
+		v /= 1000, k++;
+	snprintf(buf, n, "%.4g %s%s", v, pre[k], unit);
+	return buf;
+}
+
 void rt_shortest_double(char *buf, size_t n, double v)
 {
 	/* An integer below 1e15 (< 2^53: every integer there is a distinct double) reads back only

@@ -71,6 +71,10 @@ void rt_fput_quoted(FILE *f, const char *s, char q);
  * bytes, at least 32): how .aig files and plans write numbers exactly. */
 void rt_shortest_double(char *buf, size_t n, double v);
 
+/* v in decimal SI prefixes with 4 significant digits and unit ("69.34 GB", "3.35 TB/s"), into
+ * buf: how messages write sizes and rates for a person to read. */
+const char *rt_si_str(double v, const char *unit, char *buf, size_t n);
+
 /* XXH3-64 (xxHash 0.8, seed 0) of n bytes: the checksum plans record for the tensors in their
  * weight files (docs/plan-format.md). */
 uint64_t rt_checksum(const void *data, size_t n);

@@ -671,11 +671,14 @@ static int value_on(TgtDevs *d, Plan *p, const Flat *f, int v, DType dt, int pl,
 	if (b < 0)
 		return -1;
 	const PlanSpace *sp = &p->spaces[d->space[pl]];
-	if (end > sp->capacity)
-		return rt_errorf(e, RT_EUSER, "aicc: error: the plan does not fit in %s (%" PRId64 " bytes): '%s' would "
-				 "end at byte %" PRId64 "; compile for a machine with several devices (-O1 spreads the "
-				 "model over them, or give --tp N / --pp N) or use a larger machine",
-				 sp->name, sp->capacity, fv_name(f, v), end);
+	if (end > sp->capacity) {       /* sizes a person reads, not byte offsets (newcomer finding 10) */
+		char cap[32], need[32], size[32];
+		return rt_errorf(e, RT_EUSER, "aicc: error: the plan does not fit in %s (%s): its buffers need at "
+				 "least %s (the first past the end is '%s', %s)%s", sp->name,
+				 rt_si_str((double)sp->capacity, "B", cap, sizeof cap), rt_si_str((double)end, "B", need, sizeof need),
+				 fv_name(f, v), rt_si_str((double)p->buffers[b].size, "B", size, sizeof size),
+				 d->partitioned ? TGT_NOFIT_ADVICE_SPLIT : TGT_NOFIT_ADVICE);
+	}
 	if (pl != d->val_pl[v]) {       /* another instance's copy: "x@gpu1" */
 		PlanBuffer *pb = &p->buffers[b];
 		size_t n = strlen(pb->name) + strlen(p->devices[d->dev[pl]].name) + 2;

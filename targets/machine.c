@@ -1297,6 +1297,31 @@ int machine_list(char **names, int max)
 	return n;
 }
 
+const char *machine_with_count(const char *devname, int need, char *buf, size_t len)
+{
+	char *names[256];
+	int n = machine_list(names, 256);
+	size_t used = 0;
+	buf[0] = 0;
+	FILE *quiet = fopen("/dev/null", "w");    /* a broken file is its own error, not this one's */
+	for (int i = 0; i < n; i++) {
+		Machine *m = quiet ? machine_load(names[i], quiet) : NULL;
+		for (int k = 0; m && k < m->ndevs; k++) {
+			const Device *d = &m->devs[k];
+			if (!d->is_host && d->name && strcmp(d->name, devname) == 0 && d->count.v >= need && used < len) {
+				used += (size_t)snprintf(buf + used, len - used, "%s%s (%.0f)", used ? ", " : "", m->name, d->count.v);
+				break;
+			}
+		}
+		if (m)
+			machine_free(m);
+		free(names[i]);
+	}
+	if (quiet)
+		fclose(quiet);
+	return buf;
+}
+
 /* ---- overrides ---- */
 
 int machine_set_topology(Machine *m, const char *link, const char *value, char *err, size_t errlen)

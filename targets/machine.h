@@ -250,6 +250,10 @@ int machine_get(const Machine *m, const char *path, double *out);
 int machine_nfields(const Machine *m);
 const char *machine_field_path(const Machine *m, int i, const Num **num);
 
+/* The built-in machines with at least `need` devices of model `devname` (Device.name), as
+ * "NAME (N)" joined by ", " into buf ("" when none): what a "needs N chips" error suggests. */
+const char *machine_with_count(const char *devname, int need, char *buf, size_t len);
+
 /* ---- queries ---- */
 Device *machine_device(const Machine *m, const char *id);
 Device *machine_first(const Machine *m, DevKind kind);   /* first non-host device of a kind */

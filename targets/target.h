@@ -213,6 +213,12 @@ int tgt_load_kernel(const Flat *f, const int *gfirst, int i);
  * AllToAll a collective over the members' link, and every other node the kernel `pi` the
  * target built (operands already on the node's instance: use tgt_devs_bufs).
  */
+/* The advice closing tgt_devs' "the plan does not fit in SPACE" error; --check's reference
+ * builder (tools/plan_build.c) replaces it with its own, since a --tp plan's one-device
+ * reference cannot be fixed by --tp. */
+#define TGT_NOFIT_ADVICE "; compile for a machine with several devices (-O1 spreads the model over them, or give --tp N / --pp N) or use a larger machine"
+#define TGT_NOFIT_ADVICE_SPLIT "; give a larger --tp N / --pp N, or a machine with more devices or memory"
+
 typedef struct TgtDevs {
 	int n;               /* instances used (1 for an unpartitioned graph) */
 	int *dev, *space, *stream;   /* per instance: plan device, value space, stream */

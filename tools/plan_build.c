@@ -456,6 +456,25 @@ static int rebuild_phase(const Plan *p, Module *m)
 	return e;
 }
 
+/* When the reference does not fit its one device, the lowering's advice (more devices, --tp)
+ * does not apply: --check builds the whole model on one device whatever p's layout is. */
+static void reference_nofit(const Plan *p, RtError *e)
+{
+	static const char pre[] = "aicc: error: the plan does not fit in ";
+	char *cut = strstr(e->msg, TGT_NOFIT_ADVICE);
+	if (e->code != RT_EUSER || !cut || strncmp(e->msg, pre, sizeof pre - 1) != 0)
+		return;
+	char fact[sizeof e->msg];
+	snprintf(fact, sizeof fact, "%.*s", (int)(cut - e->msg - (sizeof pre - 1)), e->msg + sizeof pre - 1);
+	char layout[64] = "";
+	if (p->nstreams > 1)
+		snprintf(layout, sizeof layout, "; this plan's %d devices do not shrink it", p->nstreams);
+	rt_errorf(e, RT_EUSER, "aicc: error: --check: the reference plan it compares with runs the whole model on "
+		  "one device and does not fit in %s%s; check the same layout at a smaller size (compile again with "
+		  "smaller --bind sizes, e.g. --bind L=2 for the examples' layers, and --init-unbound), or time this "
+		  "plan without --check (--timing-only)", fact, layout);
+}
+
 /* The --check hook: the reference plan of the graph p was compiled from. */
 static Plan *rebuild_reference(const Plan *p, const char *precision, RtError *e)
 {
@@ -484,6 +503,8 @@ static Plan *rebuild_reference(const Plan *p, const char *precision, RtError *e)
 		BuildOpts o = { p->source.model, p->source.binds, "reference", NULL, NULL, 0, prec_reference_spec(precision),
 				p->source.init, NULL, NULL };
 		ref = drv_lower(m, &o, e);
+		if (!ref)
+			reference_nofit(p, e);
 		if (ref && o.init && plan_set_source_init(ref, o.init, e) < 0) {
 			plan_free(ref);
 			ref = NULL;

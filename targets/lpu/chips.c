@@ -417,10 +417,12 @@ static int spread(Bx *x)
 		}
 		int64_t w = node_bytes(x, i, on, chip), act = act_bytes(x, i);
 		if (w > budget || w + act > x->a->sram) {
-			rc = rt_errorf(x->e, RT_EUSER, "aicc: error: node '%s' needs %" PRId64 " bytes of weights and inputs "
-				       "(at most %.0f %% of a chip) and %" PRId64 " bytes of activations, more than one %s chip's "
-				       "%" PRId64 " bytes of SRAM, and this target splits only a MatMul, Embedding or GroupedMatMul weight across "
-				       "chips", f->vals[fn->out[0]].name, w, FILL * 100, act, x->a->d->name, x->a->sram);
+			rc = rt_errorf(x->e, RT_EUSER, "aicc: error: node '%s' needs %s of weights and inputs "
+				       "(at most %.0f %% of a chip) and %s of activations, more than one %s chip's "
+				       "%s of SRAM, and this target splits only a MatMul, Embedding or GroupedMatMul weight across "
+				       "chips", f->vals[fn->out[0]].name, rt_si_str((double)w, "B", (char[32]){ 0 }, 32), FILL * 100,
+				       rt_si_str((double)act, "B", (char[32]){ 0 }, 32), x->a->d->name,
+				       rt_si_str((double)x->a->sram, "B", (char[32]){ 0 }, 32));
 			break;
 		}
 		if (used + w > budget || used + w + (act > peak ? act : peak) > x->a->sram)
@@ -437,11 +439,13 @@ static int spread(Bx *x)
 	free(on);
 	x->pg->nchips = top > 0 ? top : 1;
 	if (rc == 0 && x->pg->nchips > x->a->chips)
-		rc = rt_errorf(x->e, RT_EUSER, "aicc: error: the model needs %" PRId64 " bytes of SRAM for its weights and "
-			       "inputs (KV cache), which fill %d chips of %" PRId64 " bytes (%.0f %% each, the rest for "
-			       "activations), but machine '%s' has %d chips (%" PRId64 " bytes); the LPU has no HBM",
-			       total, x->pg->nchips, x->a->sram, FILL * 100, x->a->machine, x->a->chips,
-			       x->a->sram * (int64_t)x->a->chips);
+		rc = rt_errorf(x->e, RT_EUSER, "aicc: error: the model needs %s of SRAM for its weights and "
+			       "inputs (KV cache), which fill %d chips of %s (%.0f %% each, the rest for "
+			       "activations), but machine '%s' has %d chips (%s); the LPU has no HBM%s",
+			       rt_si_str((double)total, "B", (char[32]){ 0 }, 32), x->pg->nchips,
+			       rt_si_str((double)x->a->sram, "B", (char[32]){ 0 }, 32), FILL * 100, x->a->machine, x->a->chips,
+			       rt_si_str((double)x->a->sram * x->a->chips, "B", (char[32]){ 0 }, 32),
+			       lpu_more_chips(x->a, x->pg->nchips, (char[512]){ 0 }, 512));
 	return rc;
 }
 

@@ -414,15 +414,21 @@ static int capacity(Lw *w, int64_t *off)
 		int64_t need = w->sram[c];
 		if (need <= w->a.sram)
 			continue;
-		if (w->pg.nchips == 1)
-			return rt_errorf(w->e, RT_EUSER, "aicc: error: the model needs %" PRId64 " bytes of SRAM (weights, "
-					 "activations and KV cache at %s), but one %s chip has %" PRId64 " bytes and the LPU has "
-					 "no HBM: at least %" PRId64 " chips are needed, and machine '%s' has %d", need,
-					 rt_dtype_name(w->a.mma), w->a.d->name, w->a.sram, (need + w->a.sram - 1) / w->a.sram,
-					 w->a.machine, w->a.chips);
-		return rt_errorf(w->e, RT_EUSER, "aicc: error: chip %s%d needs %" PRId64 " bytes of SRAM (weights, "
-				 "activations and KV cache at %s) but has %" PRId64 " bytes", w->a.d->id, c, need,
-				 rt_dtype_name(w->a.mma), w->a.sram);
+		char nb[32], hb[32];
+		rt_si_str((double)need, "B", nb, sizeof nb);
+		rt_si_str((double)w->a.sram, "B", hb, sizeof hb);
+		if (w->pg.nchips == 1) {
+			int64_t chips = (need + w->a.sram - 1) / w->a.sram;
+			char alt[512];
+			return rt_errorf(w->e, RT_EUSER, "aicc: error: the model needs %s of SRAM (weights, "
+					 "activations and KV cache at %s), but one %s chip has %s and the LPU has "
+					 "no HBM: at least %" PRId64 " chips are needed, and machine '%s' has %d%s", nb,
+					 rt_dtype_name(w->a.mma), w->a.d->name, hb, chips, w->a.machine, w->a.chips,
+					 lpu_more_chips(&w->a, chips, alt, sizeof alt));
+		}
+		return rt_errorf(w->e, RT_EUSER, "aicc: error: chip %s%d needs %s of SRAM (weights, "
+				 "activations and KV cache at %s) but has %s", w->a.d->id, c, nb,
+				 rt_dtype_name(w->a.mma), hb);
 	}
 	return 0;
 }
@@ -586,9 +592,10 @@ static int lower(Lw *w)
 			rc = rt_errorf(w->e, RT_ENOMEM, "out of memory planning SRAM");
 		for (int c = 0; rc == 0 && c < w->pg.nchips; c++)
 			if (top[c] > w->p->spaces[w->space[c]].capacity)
-				rc = rt_errorf(w->e, RT_EUSER, "aicc: error: the plan's f32 buffers on %s need %" PRId64 " bytes, "
-					       "more than the chip's %" PRId64 " bytes of SRAM", w->p->devices[w->p->spaces[w->space[c]].device].name,
-					       top[c], w->p->spaces[w->space[c]].capacity);
+				rc = rt_errorf(w->e, RT_EUSER, "aicc: error: the plan's f32 buffers on %s need %s, "
+					       "more than the chip's %s of SRAM", w->p->devices[w->p->spaces[w->space[c]].device].name,
+					       rt_si_str((double)top[c], "B", (char[32]){ 0 }, 32),
+					       rt_si_str((double)w->p->spaces[w->space[c]].capacity, "B", (char[32]){ 0 }, 32));
 	}
 	if (rc == 0)
 		rc = add_buffers(w, off);

@@ -45,6 +45,10 @@ typedef struct LpuArch {
 	double c2c_bpc;          /* C2C bytes per cycle, one direction */
 } LpuArch;
 
+/* The close of a "needs N chips" error: "; machines with enough: groq-rack-v1 (8), ... (--machine
+ * NAME)", or "; --set lpu.count=N" when no built-in machine of a's chip has N (into buf). */
+const char *lpu_more_chips(const LpuArch *a, int64_t need, char *buf, size_t len);
+
 /* Reads device d of machine m (m may be NULL: one chip, no links).  0, or -1 with e set. */
 int lpu_arch(const Machine *m, const Device *d, LpuArch *a, RtError *e);
 

@@ -24,6 +24,7 @@
 
 #include "runtime/numerics.h"
 
+#include <inttypes.h>
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
@@ -42,6 +43,17 @@ static const Unit *unit_group(const Device *d, const char *name)
 static int cycles_of(const Unit *u, double clock)
 {
 	return u && num_has(&u->latency) ? (int)lround(u->latency.v * clock) : 0;
+}
+
+const char *lpu_more_chips(const LpuArch *a, int64_t need, char *buf, size_t len)
+{
+	char names[400];
+	if (need > 65536 || !*machine_with_count(a->d->name, (int)need, names, sizeof names))
+		snprintf(buf, len, "; no built-in machine has %" PRId64 " %s chips (--set %s.count=%" PRId64 " models one)",
+			 need, a->d->name, a->d->id, need);
+	else
+		snprintf(buf, len, "; machines with enough %s chips: %s (--machine NAME)", a->d->name, names);
+	return buf;
 }
 
 int lpu_arch(const Machine *m, const Device *d, LpuArch *a, RtError *e)
