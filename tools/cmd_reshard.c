@@ -645,15 +645,6 @@ static int apply(Ctx *c, const char *ck, const char *out)
 	return rc;
 }
 
-static const char *si(double v, const char *unit, char *buf, size_t n)
-{
-	const char *pre[] = { "", "k", "M", "G", "T", "P" };
-	int k = 0;
-	while (v >= 1000 && k < 5)
-		v /= 1000, k++;
-	snprintf(buf, n, "%.4g %s%s", v, pre[k], unit);
-	return buf;
-}
 
 static int reshard(Side *o, Side *n, const char *machine, const char *out, const char *ck, const char *save)
 {
@@ -726,20 +717,20 @@ static int reshard(Side *o, Side *n, const char *machine, const char *out, const
 		char a[64], b[64], d[64], f[64];
 		printf("reshard        %s (%d devices) -> %s (%d devices): %d lost%s%s%s\n", o->path, o->p->ndevices, n->path,
 		       n->p->ndevices, nlost, nlost ? " (" : "", lost, nlost ? ")" : "");
-		printf("state          %d tensors, %s (weights %s, optimizer state %s)\n", ntensors, si(state, "B", a, sizeof a),
-		       si(state - opt, "B", b, sizeof b), si(opt, "B", d, sizeof d));
+		printf("state          %d tensors, %s (weights %s, optimizer state %s)\n", ntensors, rt_si_str(state, "B", a, sizeof a),
+		       rt_si_str(state - opt, "B", b, sizeof b), rt_si_str(opt, "B", d, sizeof d));
 		printf("moves          %d: kept on the device %s, NVLink %s, network %s, from %s %s\n", c.nmv,
-		       si(bytes[L_LOCAL], "B", a, sizeof a), si(bytes[L_NVLINK], "B", b, sizeof b),
-		       si(bytes[L_NET], "B", d, sizeof d), c.t.sto_id ? c.t.sto_id : "storage",
-		       si(bytes[L_STORAGE], "B", f, sizeof f));
-		printf("links          %s %s/s + %.3g us one way (domains of %d); ", c.t.nvl_id, si(c.t.nvl_bw, "B", a, sizeof a),
+		       rt_si_str(bytes[L_LOCAL], "B", a, sizeof a), rt_si_str(bytes[L_NVLINK], "B", b, sizeof b),
+		       rt_si_str(bytes[L_NET], "B", d, sizeof d), c.t.sto_id ? c.t.sto_id : "storage",
+		       rt_si_str(bytes[L_STORAGE], "B", f, sizeof f));
+		printf("links          %s %s/s + %.3g us one way (domains of %d); ", c.t.nvl_id, rt_si_str(c.t.nvl_bw, "B", a, sizeof a),
 		       c.t.nvl_lat * 1e6, c.t.domain);
 		if (c.t.net_id)
-			printf("%s %s/s + %.3g us; ", c.t.net_id, si(c.t.net_bw, "B", b, sizeof b), c.t.net_lat * 1e6);
+			printf("%s %s/s + %.3g us; ", c.t.net_id, rt_si_str(c.t.net_bw, "B", b, sizeof b), c.t.net_lat * 1e6);
 		else
 			printf("no network; ");
 		if (c.t.sto_id)
-			printf("%s %s/s per server\n", c.t.sto_id, si(c.t.sto_bw, "B", d, sizeof d));
+			printf("%s %s/s per server\n", c.t.sto_id, rt_si_str(c.t.sto_bw, "B", d, sizeof d));
 		else
 			printf("no storage\n");
 		char pn[256];
