@@ -318,7 +318,8 @@ SI = {'': 1, '%': 0.01, 'x': 1, 'B': 1, 'KB': 1e3, 'kB': 1e3, 'MB': 1e6, 'GB': 1
       'B/s': 1, 'MB/s': 1e6, 'GB/s': 1e9, 'TB/s': 1e12, 'PB/s': 1e15, 'GiB/s': 1024 ** 3, 'Gb/s': 1e9 / 8,
       'Tb/s': 1e12 / 8, 's': 1, 'ms': 1e-3, 'us': 1e-6, 'µs': 1e-6, 'ns': 1e-9, 'Hz': 1, 'MHz': 1e6, 'GHz': 1e9,
       'FLOP/s': 1, 'GFLOP/s': 1e9, 'TFLOP/s': 1e12, 'PFLOP/s': 1e15, 'TOP/s': 1e12, 'POP/s': 1e15,
-      'TF': 1e12, 'PF': 1e15, 'TFLOPS': 1e12, 'PFLOPS': 1e15, 'W': 1, 'kW': 1e3}
+      'TF': 1e12, 'PF': 1e15, 'TFLOPS': 1e12, 'PFLOPS': 1e15, 'W': 1, 'kW': 1e3,
+      'GPUs': 1, 'LPUs': 1, 'TPUs': 1, 'chips': 1, 'devices': 1}
 NUM = re.compile(r'(?<![\w.])-?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?')
 
 
@@ -405,6 +406,11 @@ def check_sourced(root, build, sourced):
 
 def uncovered(text):
     """(line number, figure, line) of each number-plus-unit figure no marker covers."""
+    return [u[:3] for u in uncovered_at(text)]
+
+
+def uncovered_at(text):
+    """(line number, figure, line, column) of each number-plus-unit figure no marker covers."""
     blank = lambda m: re.sub(r'[^\n]', ' ', m.group(0))
     text = OUT.sub(blank, text)
     text = MARK.sub(blank, SMARK.sub(blank, text))
@@ -434,7 +440,7 @@ def uncovered(text):
             if pos and m.start() >= pos[0]:
                 pos.pop(0)
                 continue
-            out.append((i, m.group(0), ln.strip()))
+            out.append((i, m.group(0), ln.strip(), m.start()))
     return out
 
 
