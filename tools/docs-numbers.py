@@ -414,6 +414,8 @@ def uncovered_at(text):
     blank = lambda m: re.sub(r'[^\n]', ' ', m.group(0))
     text = OUT.sub(blank, text)
     text = MARK.sub(blank, SMARK.sub(blank, text))
+    # inline code (what a reader types, a message's text), also across a line break within a paragraph
+    text = re.sub(r'(?<!`)`(?!`)(?:[^`\n]|\n(?!\s*\n))+?`(?!`)', blank, text)
     out = []
     lines = text.split('\n')
     skip = set()   # a line that is only <!--x:REASON--> before a code block leaves the whole block out
