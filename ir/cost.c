@@ -264,3 +264,36 @@ static Summary summarize(Graph *g, int depth)
 }
 
 Summary ir_summary(Graph *g) { return summarize(g, 0); }
+
+static void mark_type(Type t, unsigned char *used)
+{
+	for (int i = 0; i < t.rank; i++)
+		dim_mark_syms(t.dims[i], used);
+}
+
+static void mark_graph(const Graph *g, unsigned char *used, int depth)
+{
+	if (!g || depth > 64)
+		return;
+	for (int i = 0; i < g->nin; i++)
+		mark_type(g->inputs[i]->type, used);
+	for (int i = 0; i < g->nparams; i++)
+		mark_type(g->params[i]->type, used);
+	ir_foreach_node(g, n) {
+		for (int k = 0; k < n->nout; k++)
+			if (n->out[k])
+				mark_type(n->out[k]->type, used);
+		if (n->op == OP_Call)
+			mark_graph(n->callee, used, depth + 1);
+	}
+}
+
+int ir_unbound_syms(const Module *m, const Graph *g, unsigned char *used)
+{
+	memset(used, 0, (size_t)m->nsyms);
+	mark_graph(g, used, 0);
+	int n = 0;
+	for (int s = 0; s < m->nsyms; s++)
+		n += used[s];
+	return n;
+}

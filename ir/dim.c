@@ -279,6 +279,13 @@ int dim_subst(Module *m, Dim a, Dim *out)
 	return 0;
 }
 
+void dim_mark_syms(Dim a, unsigned char *used)
+{
+	for (int i = 0; a.p && i < a.p->nterms; i++)
+		for (int j = 0; j < a.p->t[i].deg; j++)
+			used[a.p->t[i].sym[j]] = 1;
+}
+
 char *dim_str(const Module *m, Dim a, char *buf, size_t n)
 {
 	if (!a.p) {

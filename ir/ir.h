@@ -118,6 +118,8 @@ int dim_mul(Module *m, Dim a, Dim b, Dim *out);
 int dim_div(Module *m, Dim a, Dim b, Dim *out);
 /* a with every bound symbol replaced by its value (ir_bind); -1 on overflow. */
 int dim_subst(Module *m, Dim a, Dim *out);
+/* Marks in used[] (Module.nsyms entries) every symbol that a mentions. */
+void dim_mark_syms(Dim a, unsigned char *used);
 /* Writes a in .aig syntax ("4096", "S", "S+1", "2*B*S") into buf; returns buf. */
 char *dim_str(const Module *m, Dim a, char *buf, size_t n);
 
@@ -316,6 +318,9 @@ typedef struct Summary {
 } Summary;
 /* Totals for graph g with every call expanded (repeat N counts N times). */
 Summary ir_summary(Graph *g);
+/* Marks in used[] (Module.nsyms entries) the dimension symbols left in the types of g's values
+ * and its callees': where ir_node_flops counts 0.  Returns how many symbols are marked. */
+int ir_unbound_syms(const Module *m, const Graph *g, unsigned char *used);
 
 /* ---- printer (ir/print.c): writes .aig that the parser reads back ---- */
 void ir_print_module(const Module *m, FILE *out);

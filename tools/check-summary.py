@@ -57,7 +57,8 @@ def main():
             raise ValueError("summary is not a JSON object")
         params = number(doc, "parameters")
         pbytes = number(doc, "parameter_bytes")
-        flops = number(doc, "flops")
+        # null when dimensions were left unbound (the summary lists them in "unbound_dims")
+        flops = 0 if doc.get("flops", 0) is None else number(doc, "flops")
     except ValueError as e:   # json.JSONDecodeError is a ValueError
         print("check-summary: error: unusable summary on stdin: %s" % e, file=sys.stderr)
         return 2
@@ -90,8 +91,11 @@ def main():
     if flops > 0:
         print("ok: %s: flops %.4g" % (name, flops))
     else:
-        print("check-summary: error: %s: flops is %r, expected > 0 (are all dimensions bound?)"
-              % (name, flops), file=sys.stderr)
+        unbound = doc.get("unbound_dims")
+        print("check-summary: error: %s: flops is %s, expected > 0 (%s)"
+              % (name, "null" if unbound else repr(flops),
+                 "unbound: " + ", ".join(unbound) if unbound else "are all dimensions bound?"),
+              file=sys.stderr)
         failed += 1
     return 1 if failed else 0
 

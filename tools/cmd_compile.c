@@ -181,10 +181,30 @@ static int emit_summary(Module *m, const PassCtx *c, FILE *f)
 	json_object_set_new(o, "parameter_bytes", json_integer(s.parameter_bytes));
 	if (c->precision)
 		json_object_set_new(o, "stored_weight_bytes", json_integer(pass_graph_weight_bytes(c, g, 1, 0)));
-	if (s.flops < 9.2e18)
+	/* a dimension left symbolic counts 0 FLOP: "flops" is null and the dims are named rather
+	 * than print a 0 that reads as an answer (newcomer finding 13) */
+	unsigned char *used = calloc((size_t)m->nsyms + 1, 1);
+	int nfree = used ? ir_unbound_syms(m, g, used) : 0;
+	if (nfree) {
+		json_t *dims = json_array();
+		char list[512];
+		size_t len = 0;
+		list[0] = 0;
+		for (int k = 0; k < m->nsyms; k++)
+			if (used[k]) {
+				json_array_append_new(dims, json_string(m->symnames[k]));
+				if (len < sizeof list)
+					len += (size_t)snprintf(list + len, sizeof list - len, "%s%s=N", len ? "," : "", m->symnames[k]);
+			}
+		json_object_set_new(o, "flops", json_null());
+		json_object_set_new(o, "unbound_dims", dims);
+		fprintf(stderr, "aicc: note: \"flops\" is null: the shapes depend on %d unbound dimension(s); give --bind %s\n",
+			nfree, list);
+	} else if (s.flops < 9.2e18)
 		json_object_set_new(o, "flops", json_integer((json_int_t)s.flops));
 	else
 		json_object_set_new(o, "flops", json_real(s.flops));
+	free(used);
 	if (c->train_step)
 		json_object_set_new(o, "train_step", train_step_json(c->train_step));
 	int rc = json_dumpf(o, f, JSON_PRESERVE_ORDER | JSON_INDENT(2));
