@@ -60,8 +60,37 @@ Module *fe_parse_aig_text(const char *name, const char *text, size_t len)
 	return fe_parse_aig_text_opts(name, text, len, NULL, 0);
 }
 
+/* When the first 8 KiB of text hold 4 or more control bytes other than tab, newline, carriage
+ * return and form feed (NULs included), the first of them; else NULL.  Such a file is not .aig
+ * text, and lexing it would give a screenful of errors (newcomer finding 14); a stray byte or
+ * two in a text file is left to the lexer, which reports each and goes on. */
+static const char *binary_byte(const char *text, size_t len)
+{
+	const char *first = NULL;
+	int n = 0;
+	for (size_t i = 0; i < len && i < 8192; i++) {
+		unsigned char c = (unsigned char)text[i];
+		if ((c < 32 && c != '\t' && c != '\n' && c != '\r' && c != '\f') || c == 127) {
+			first = first ? first : text + i;
+			if (++n == 4)
+				return first;
+		}
+	}
+	return NULL;
+}
+
 Module *fe_parse_aig_text_opts(const char *name, const char *text, size_t len, FeBind *over, int nover)
 {
+	const char *bin = binary_byte(text, len);
+	if (bin) {
+		Loc l = { name, 1, 1 };
+		for (const char *q = text; q < bin; q++)
+			l.col = *q == '\n' ? (l.line++, 1) : l.col + 1;
+		diag_source(name, text, len);
+		diag_error(l, "byte \\x%02x: this is not a text file (an .aig file is UTF-8 text)", (unsigned char)*bin);
+		diag_source(name, "", 0);
+		return NULL;
+	}
 	Module *m = ir_module_new(name);
 	m->dir = ".";
 	char *copy = arena_alloc(m->arena, len + 1);

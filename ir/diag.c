@@ -40,7 +40,21 @@ void diag_reset(void)
 	stopped = 0;
 }
 
-/* Prints line `line` of file's registered text and a caret under column col (tabs kept). */
+/* Length of the valid UTF-8 sequence at p (before end) of 2 to 4 bytes, or 0. */
+static int utf8_len(const unsigned char *p, const unsigned char *end)
+{
+	int n = p[0] >= 0xc2 && p[0] <= 0xdf ? 2 : p[0] >= 0xe0 && p[0] <= 0xef ? 3 : p[0] >= 0xf0 && p[0] <= 0xf4 ? 4 : 0;
+	if (n == 0 || p + n > end)
+		return 0;
+	for (int i = 1; i < n; i++)
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+	return n;
+}
+
+/* Prints line `line` of file's registered text and a caret under column col (tabs kept).
+ * Control bytes and bytes that are not UTF-8 print as \xHH, so a binary file does not reach
+ * the terminal raw (newcomer finding 14); a long line shows 160 bytes around the column. */
 static void show_line(FILE *f, Loc loc)
 {
 	const Source *s = NULL;
@@ -58,15 +72,32 @@ static void show_line(FILE *f, Loc loc)
 	const char *e = p;
 	while (e < end && *e != '\n')
 		e++;
-	int len = (int)(e - p);
-	if (len > 200)
-		len = 200;  /* very long lines: show the start only */
+	const unsigned char *a = (const unsigned char *)p, *z = (const unsigned char *)e;
+	int col = loc.col;
+	if (col > 120 && z - a > 160) {      /* very long lines: the part around the column */
+		a += col - 80 < z - a ? col - 80 : z - a;
+		col = 81;
+	}
+	if (z - a > 160)
+		z = a + 160;
 	fputs("  ", f);
-	for (int i = 0; i < len; i++)
-		fputc(p[i] == '\0' ? ' ' : p[i], f);
+	for (const unsigned char *q = a; q < z;) {
+		int n = *q >= 0x80 ? utf8_len(q, z) : 1;
+		if (n == 0 || (*q < 32 && *q != '\t') || *q == 127)
+			fprintf(f, "\\x%02x", *q), n = 1;
+		else
+			fwrite(q, 1, (size_t)n, f);
+		q += n;
+	}
 	fputs("\n  ", f);
-	for (int i = 1; i < loc.col && i <= len; i++)
-		fputc(p[i - 1] == '\t' ? '\t' : ' ', f);
+	for (const unsigned char *q = a; q < z && q - a < col - 1;) {
+		int n = *q >= 0x80 ? utf8_len(q, z) : 1;
+		if (n == 0 || (*q < 32 && *q != '\t') || *q == 127)
+			fputs("    ", f), n = 1;
+		else
+			fputc(*q == '\t' ? '\t' : ' ', f);
+		q += n;
+	}
 	fputs("^\n", f);
 }
 
