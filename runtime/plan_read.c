@@ -1022,6 +1022,10 @@ static int rd_lines(Rd *r, const char *text, size_t len)
 			buf[--n] = 0;
 		if (strlen(buf) != n)
 			rc = fail(r, "NUL byte in the plan");
+		else if (!nl && !r->seen_end && strcmp(buf + strspn(buf, " \t"), "end") != 0)
+			/* plans end with "end\n": a last line without its newline is where a copy stopped
+			 * (before: "unknown word 'a.' on a kernel line", newcomer finding 15) */
+			rc = fail(r, "truncated plan: the file ends inside line %d, before the closing 'end' line", r->line);
 		else if (r->line == 1)
 			rc = rd_version(r, buf);
 		else if (r->seen_end)
@@ -1040,7 +1044,7 @@ static int rd_finish(Rd *r)
 	if (!r->seen_end) {
 		if (close_stream(r) < 0)
 			return -1;
-		return fail(r, "unexpected end of file: missing 'end' (truncated plan?)");
+		return fail(r, "truncated plan: the file ends without the closing 'end' line");
 	}
 	if (!r->seen_target || !r->seen_machine)
 		return fail(r, "the plan lacks a '%s' line", r->seen_target ? "machine" : "target");
