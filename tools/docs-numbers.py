@@ -109,6 +109,11 @@ COMMANDS.update({
     'layer-wafer': ['python3 tools/validate.py "$(dirname {aicc})" --only wafer > {tmp}/vw.txt',
                     'python3 tools/docs-layer.py wafer llama3.1-8b=32 llama3.1-70b=80 llama3.1-405b=126 < {tmp}/vw.txt'],
     # docs/targets-lpu.md: the 7B spread over more chips than its weights need (a smaller SRAM per chip)
+    # docs/targets-lpu.md: the errors of a model larger than the machine's SRAM (the compile fails)
+    'lpu.cap': ['{aicc} compile examples/gpt2-small.aig --target lpu -O0 --bind B=1,S=128 --init-unbound normal '
+                '--emit plan -o {tmp}/g.aip 2>&1 || true'],
+    'lpu.rack70': ['{aicc} compile examples/llama3.1-70b.aig --target lpu -O0 --machine groq-rack-v1 --phase decode '
+                   '--batch 1 --context 4096 --emit plan -o {tmp}/r.aip 2>&1 || true'],
     'l7spread': ['{aicc} compile examples/llama3.1-8b.aig --bind KV=32,F=11008,V=32000,CTX=4096 --target lpu '
                  '--machine groq-pod-v1 --phase decode --batch 1 --context 625 --set lpu.sram.capacity=60MiB '
                  '-o {tmp}/l7s.aip', '{aicc} run {tmp}/l7s.aip --timing-only'],
@@ -278,6 +283,8 @@ for k in range(4):
 BLOCKS = {
     'tp8.summary': ('tp8.explain', r'^summary \(', r'^\s+[0-9.]+%\s', ['     ...']),
     'd8.run': ('d8.run', r'^latency', r'^TPOT', []),
+    'lpu.cap': ('lpu.cap', r'^aicc: error: the model needs', r'^aicc: error', []),
+    'lpu.rack70': ('lpu.rack70', r'^aicc: error: the model needs', r'^aicc: error', []),
     # docs/explain.md's `--compare` sample: the vr70 commands as a user types them, then the table
     'vr70.compare': ('vr70', r'^\s+hybrid\s+gpu-only\s+lpu-only', r'^\s+links busy ms', [],
                      ['aicc compile examples/llama3.1-70b.aig --phase decode --batch 32 --context 4096 \\',
