@@ -407,7 +407,7 @@ static uint64_t set_mask(const char *s, size_t n)
 	return m;
 }
 
-int plan_operand_type(RtOp op, int nin, int k, PlanOperandType *t)
+static int operand_type(RtOp op, int nin, int k, PlanOperandType *t)
 {
 	memset(t, 0, sizeof *t);
 	if ((unsigned)op >= RT_OP_COUNT || k < 0 || nin < 0)
@@ -453,6 +453,33 @@ int plan_operand_type(RtOp op, int nin, int k, PlanOperandType *t)
 	}
 	t->allowed = set_mask(t->set, (size_t)t->setlen);
 	return t->allowed ? 0 : -1;
+}
+
+/* The verifier asks for every operand of every instruction: the answers for the last (op, nin,
+ * k) triples are kept (a direct-mapped table; a row's answer never changes). */
+#define OPTYPE_CACHE 512
+static _Thread_local struct {
+	int op, nin, k, rc;      /* op -1: empty */
+	PlanOperandType t;
+} optype_cache[OPTYPE_CACHE];
+static _Thread_local int optype_cache_init;
+
+int plan_operand_type(RtOp op, int nin, int k, PlanOperandType *t)
+{
+	if (!optype_cache_init) {
+		for (int i = 0; i < OPTYPE_CACHE; i++)
+			optype_cache[i].op = -1;
+		optype_cache_init = 1;
+	}
+	unsigned h = ((unsigned)op * 2654435761u ^ (unsigned)nin * 40503u ^ (unsigned)k * 9176u) % OPTYPE_CACHE;
+	if (optype_cache[h].op == (int)op && optype_cache[h].nin == nin && optype_cache[h].k == k) {
+		*t = optype_cache[h].t;
+		return optype_cache[h].rc;
+	}
+	int rc = operand_type(op, nin, k, t);
+	optype_cache[h].op = (int)op, optype_cache[h].nin = nin, optype_cache[h].k = k;
+	optype_cache[h].rc = rc, optype_cache[h].t = *t;
+	return rc;
 }
 
 /* Whether dtypes a and b are one type for a type variable: equal, or floats of one storage. */
