@@ -984,23 +984,44 @@ static void seg_update(Seg *t, int node, int lo, int hi, int a, int b, int64_t v
 	seg_update(t, 2 * node + 1, mid, hi, a, b, v);
 }
 
-static const Plan *sort_plan;
-static const int *sort_first;
-static int by_space_first(const void *x, const void *y)
+/* Sorting without qsort's comparator calls (a 64-device plan has 180,000 buffers): idx[0..n),
+ * ascending, by (space, first step, index) as two stable counting passes; tmp holds n ints and
+ * cnt max(nspaces, nsteps + 2) + 1. */
+static void sort_space_first(const Plan *p, int *idx, int n, const int *first, int nsteps, int *tmp, int *cnt)
 {
-	int a = *(const int *)x, b = *(const int *)y;
-	const PlanBuffer *pa = &sort_plan->buffers[a], *pb = &sort_plan->buffers[b];
-	if (pa->space != pb->space)
-		return pa->space < pb->space ? -1 : 1;
-	if (sort_first[a] != sort_first[b])
-		return sort_first[a] < sort_first[b] ? -1 : 1;
-	return a - b;
+	for (int pass = 0; pass < 2; pass++) {   /* first step (-1 .. nsteps), then space: stable */
+		int range = pass ? p->nspaces : nsteps + 2;
+		memset(cnt, 0, sizeof *cnt * ((size_t)range + 1));
+		for (int i = 0; i < n; i++)
+			cnt[1 + (pass ? p->buffers[idx[i]].space : first[idx[i]] + 1)]++;
+		for (int k = 0; k < range; k++)
+			cnt[k + 1] += cnt[k];
+		for (int i = 0; i < n; i++)
+			tmp[cnt[pass ? p->buffers[idx[i]].space : first[idx[i]] + 1]++] = idx[i];
+		memcpy(idx, tmp, sizeof *idx * (size_t)n);
+	}
 }
 
-static int cmp_i64(const void *x, const void *y)
+/* a[0..n) ascending: least significant digit radix sort on 16-bit digits (sign bit flipped), a
+ * pass skipped when every key has the same digit there; tmp holds n values. */
+static void sort_i64(int64_t *a, int n, int64_t *tmp)
 {
-	int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
-	return (a > b) - (a < b);
+	static _Thread_local int cnt[65537];
+	for (int shift = 0; shift < 64; shift += 16) {
+		memset(cnt, 0, sizeof cnt);
+		for (int i = 0; i < n; i++)
+			cnt[1 + (int)(((uint64_t)a[i] ^ 0x8000000000000000ull) >> shift & 0xffff)]++;
+		int same = 0;
+		for (int k = 0; k < 65536 && !same; k++)
+			same = cnt[k + 1] == n;
+		if (same)
+			continue;
+		for (int k = 0; k < 65536; k++)
+			cnt[k + 1] += cnt[k];
+		for (int i = 0; i < n; i++)
+			tmp[cnt[((uint64_t)a[i] ^ 0x8000000000000000ull) >> shift & 0xffff]++] = a[i];
+		memcpy(a, tmp, sizeof *a * (size_t)n);
+	}
 }
 
 /* Index of v in the sorted unique coordinates c[0..n). */
@@ -1018,13 +1039,13 @@ static int coord(const int64_t *c, int n, int64_t v)
 }
 
 /* Checks the buffers idx[0..n) of one space. */
-static int overlap_space(const Plan *p, const int *idx, int n, const int *first, const int *last, int64_t *c, Seg *t,
-			 RtError *e)
+static int overlap_space(const Plan *p, const int *idx, int n, const int *first, const int *last, int64_t *c,
+			 int64_t *ctmp, Seg *t, RtError *e)
 {
 	int nc = 0;
 	for (int i = 0; i < n; i++)
 		c[nc++] = p->buffers[idx[i]].offset, c[nc++] = p->buffers[idx[i]].offset + p->buffers[idx[i]].size;
-	qsort(c, (size_t)nc, sizeof *c, cmp_i64);
+	sort_i64(c, nc, ctmp);
 	int m = 0;
 	for (int i = 0; i < nc; i++)
 		if (!m || c[i] != c[m - 1])
@@ -1048,24 +1069,25 @@ static int overlap_space(const Plan *p, const int *idx, int n, const int *first,
 	return 0;
 }
 
-static int check_overlap(const Plan *p, const int *first, const int *last, RtError *e)
+static int check_overlap(const Plan *p, const int *first, const int *last, int nsteps, RtError *e)
 {
 	int *idx = rt_malloc(((size_t)p->nbuffers + 1) * sizeof *idx), n = 0;
-	int64_t *c = rt_malloc(((size_t)p->nbuffers * 2 + 2) * sizeof *c);
+	int *tmp = rt_malloc(((size_t)p->nbuffers + 1) * sizeof *tmp);
+	int *cnt = rt_malloc(((size_t)(p->nspaces > nsteps + 2 ? p->nspaces : nsteps + 2) + 1) * sizeof *cnt);
+	int64_t *c = rt_malloc(((size_t)p->nbuffers * 2 + 2) * sizeof *c), *ctmp = rt_malloc(((size_t)p->nbuffers * 2 + 2) * sizeof *ctmp);
 	Seg t = { rt_malloc(((size_t)p->nbuffers * 8 + 8) * sizeof *t.tag), rt_malloc(((size_t)p->nbuffers * 8 + 8) * sizeof *t.sub), 0 };
-	int rc = idx && c && t.tag && t.sub ? 0 : rt_errorf(e, RT_ENOMEM, "out of memory verifying the plan");
+	int rc = idx && tmp && cnt && c && ctmp && t.tag && t.sub ? 0 : rt_errorf(e, RT_ENOMEM, "out of memory verifying the plan");
 	for (int b = 0; rc == 0 && b < p->nbuffers; b++)
 		if (p->buffers[b].size > 0 && first[b] <= last[b])
 			idx[n++] = b;
-	sort_plan = p, sort_first = first;
 	if (rc == 0)
-		qsort(idx, (size_t)n, sizeof *idx, by_space_first);
+		sort_space_first(p, idx, n, first, nsteps, tmp, cnt);
 	for (int i = 0, j; rc == 0 && i < n; i = j) {
 		for (j = i; j < n && p->buffers[idx[j]].space == p->buffers[idx[i]].space; j++)
 			;
-		rc = overlap_space(p, idx + i, j - i, first, last, c, &t, e);
+		rc = overlap_space(p, idx + i, j - i, first, last, c, ctmp, &t, e);
 	}
-	rt_free(idx), rt_free(c), rt_free(t.tag), rt_free(t.sub);
+	rt_free(idx), rt_free(tmp), rt_free(cnt), rt_free(c), rt_free(ctmp), rt_free(t.tag), rt_free(t.sub);
 	return rc;
 }
 
@@ -1213,7 +1235,7 @@ int plan_verify(const Plan *p, RtError *e)
 	if (rc == 0)
 		rc = plan_liveness(p, order, n, &first, &last, e);
 	if (rc == 0)
-		rc = check_overlap(p, first, last, e);
+		rc = check_overlap(p, first, last, n, e);
 	if (rc == 0)
 		rc = check_static(p, order, n, e);
 	rt_free(role);
