@@ -1002,24 +1002,34 @@ static void sort_space_first(const Plan *p, int *idx, int n, const int *first, i
 	}
 }
 
-/* a[0..n) ascending: least significant digit radix sort on 16-bit digits (sign bit flipped), a
- * pass skipped when every key has the same digit there; tmp holds n values. */
+/* a[0..n) ascending: insertion sort for a few, else least significant digit radix sort on bytes
+ * (sign bit flipped), a pass skipped when every key has the same byte there; tmp holds n values.
+ * Called once per memory space (a 4,000-chip plan has 4,000), so its cost follows n alone. */
 static void sort_i64(int64_t *a, int n, int64_t *tmp)
 {
-	static _Thread_local int cnt[65537];
-	for (int shift = 0; shift < 64; shift += 16) {
-		memset(cnt, 0, sizeof cnt);
+	if (n <= 32) {
+		for (int i = 1; i < n; i++) {
+			int64_t x = a[i];
+			int j = i;
+			for (; j > 0 && a[j - 1] > x; j--)
+				a[j] = a[j - 1];
+			a[j] = x;
+		}
+		return;
+	}
+	for (int shift = 0; shift < 64; shift += 8) {
+		int cnt[257] = { 0 };
 		for (int i = 0; i < n; i++)
-			cnt[1 + (int)(((uint64_t)a[i] ^ 0x8000000000000000ull) >> shift & 0xffff)]++;
+			cnt[1 + (int)(((uint64_t)a[i] ^ 0x8000000000000000ull) >> shift & 0xff)]++;
 		int same = 0;
-		for (int k = 0; k < 65536 && !same; k++)
+		for (int k = 0; k < 256 && !same; k++)
 			same = cnt[k + 1] == n;
 		if (same)
 			continue;
-		for (int k = 0; k < 65536; k++)
+		for (int k = 0; k < 256; k++)
 			cnt[k + 1] += cnt[k];
 		for (int i = 0; i < n; i++)
-			tmp[cnt[((uint64_t)a[i] ^ 0x8000000000000000ull) >> shift & 0xffff]++] = a[i];
+			tmp[cnt[((uint64_t)a[i] ^ 0x8000000000000000ull) >> shift & 0xff]++] = a[i];
 		memcpy(a, tmp, sizeof *a * (size_t)n);
 	}
 }
