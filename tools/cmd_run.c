@@ -438,14 +438,24 @@ static void devices(const Plan *p, const RtTiming *t, int per_device)
 	char a[64], b[64], d[64], f[64];
 	for (int i = 0; (per_device || p->ndevices <= DEVICE_LINES) && i < p->ndevices; i++) {
 		double ach = t->latency_s > 0 ? t->dev_flops[i] / t->latency_s : 0;
-		printf("compute        %s in %s busy on %s: %s/s achieved, %.2f%% of peak %s/s\n",
-		       si(t->dev_flops[i], "FLOP", a, sizeof a), seconds(t->busy_s[i], d, sizeof d), p->devices[i].name,
+		char pool[64] = "";
+		int chips = viz_pool_chips(p, i);
+		if (chips > 1)
+			snprintf(pool, sizeof pool, " (a pool of %d %s)", chips, p->devices[i].kind);
+		printf("compute        %s in %s busy on %s%s: %s/s achieved, %.2f%% of peak %s/s\n",
+		       si(t->dev_flops[i], "FLOP", a, sizeof a), seconds(t->busy_s[i], d, sizeof d), p->devices[i].name, pool,
 		       si(ach, "FLOP", b, sizeof b), 100 * ach / p->devices[i].peak_flops,
 		       si(p->devices[i].peak_flops, "FLOP", f, sizeof f));
 	}
 	for (int s = 0; (per_device || p->ndevices <= DEVICE_LINES) && s < p->nspaces; s++) {
-		char at[96] = "", g[64], h[64];
-		if (t->bytes[s] > 0 && p->spaces[s].bandwidth > 0)   /* what the timing charges for it */
+		/* a pool's space (vera-rubin) holds its chips' memories and each chip streams its own
+		 * shard: the pool's bytes move at chips x one chip's bandwidth (the space's) */
+		char at[128] = "", g[64], h[64];
+		int chips = viz_pool_chips(p, p->spaces[s].device);
+		if (t->bytes[s] > 0 && p->spaces[s].bandwidth > 0 && chips > 1)
+			snprintf(at, sizeof at, " (%s at %d x %s/s)", seconds(t->bytes[s] / (chips * p->spaces[s].bandwidth), g, sizeof g),
+				 chips, si(p->spaces[s].bandwidth, "B", h, sizeof h));
+		else if (t->bytes[s] > 0 && p->spaces[s].bandwidth > 0)   /* what the timing charges for it */
 			snprintf(at, sizeof at, " (%s at %s/s)", seconds(t->bytes[s] / p->spaces[s].bandwidth, g, sizeof g),
 				 si(p->spaces[s].bandwidth, "B", h, sizeof h));
 		printf("memory         %s: %s moved%s, peak %s of %s\n", p->spaces[s].name, si(t->bytes[s], "B", a, sizeof a), at,

@@ -142,8 +142,8 @@ COMMANDS.update({
 
 
 def three(label):
-    """The regex of one row of `explain --compare` (hybrid, gpu-only, lpu-only columns)."""
-    return r'^\s*' + re.escape(label) + r'\s+(\S+)\s+(\S+)\s+(\S+)\s*$'
+    """The regex of one row of `explain --compare` (as compiled, hybrid, gpu-only, lpu-only columns)."""
+    return r'^\s*' + re.escape(label) + r'\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s*$'
 
 
 def sig3(x):
@@ -161,7 +161,7 @@ def whole(x):
 # id -> (command id, regex, group, format function, suffix)
 NUMBERS = {}
 for cmd in ('vr70', 'vr70-readme'):
-    for col, name in ((1, 'hybrid'), (2, 'gpu'), (3, 'lpu')):
+    for col, name in ((1, 'plan'), (2, 'hybrid'), (3, 'gpu'), (4, 'lpu')):
         p = cmd + '.' + name
         NUMBERS[p + '.gpus'] = (cmd, three('GPUs'), col, whole, '')
         NUMBERS[p + '.lpus'] = (cmd, three('LPUs'), col, whole, '')
@@ -268,7 +268,7 @@ BLOCKS = {
     'tp8.summary': ('tp8.explain', r'^summary \(', r'^\s+[0-9.]+%\s', ['     ...']),
     'd8.run': ('d8.run', r'^latency', r'^TPOT', []),
     # docs/explain.md's `--compare` sample: the vr70 commands as a user types them, then the table
-    'vr70.compare': ('vr70', r'^\s+hybrid\s+gpu-only\s+lpu-only', r'^\s+links busy ms', [],
+    'vr70.compare': ('vr70', r'^\s+as compiled\s+hybrid\s+gpu-only\s+lpu-only', r'^\s+fastest: ', [],
                      ['aicc compile examples/llama3.1-70b.aig --phase decode --batch 32 --context 4096 \\',
                       '     --passes=disaggregate --target vera-rubin --precision bf16+graph --emit plan -o l70.aip',
                       'aicc explain l70.aip --compare']),
