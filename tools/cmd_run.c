@@ -609,9 +609,14 @@ static void summary(const Plan *p, const RtRun *r, const RtCheck *c, char **file
 			printf("output         %s %s%s%s%s\n", p->outputs[i].name, rt_dtype_name(r->outputs[i].dtype),
 			       files[i] ? " -> " : "", files[i] ? files[i] : "",
 			       files[i] && !raw && r->outputs[i].dtype == DT_BF16 ? " (as f32)" : "");
-	for (int i = 0; c && i < c->nouts; i++)
-		printf("check          %s: max_abs_err %.3g, max_rel_err %.3g, tolerance %.3g: %s\n", c->outs[i].name,
-		       c->outs[i].max_abs, c->outs[i].max_rel, c->outs[i].tolerance, c->outs[i].ok ? "ok" : "FAIL");
+	for (int i = 0; c && i < c->nouts; i++) {
+		char extra[96] = "";
+		if (c->outs[i].abs_allowance > 0)
+			snprintf(extra, sizeof extra, " + %.3g abs (its input's allowance through %s)", c->outs[i].abs_allowance,
+				 c->outs[i].abs_through ? c->outs[i].abs_through : "f");
+		printf("check          %s: max_abs_err %.3g, max_rel_err %.3g, tolerance %.3g%s: %s\n", c->outs[i].name,
+		       c->outs[i].max_abs, c->outs[i].max_rel, c->outs[i].tolerance, extra, c->outs[i].ok ? "ok" : "FAIL");
+	}
 	if (c && c->first_bad_node)
 		printf("first bad node %s (buffer %s): max_rel_err %.3g > tolerance %.3g\n", c->first_bad_node,
 		       c->first_bad_buffer, c->first_bad_err, c->first_bad_tol);
