@@ -466,8 +466,8 @@ NUMBERS['vr.kv.total'] = ('vr.remarks', PAGED, 3, lambda x: '%.1f GB' % float(x.
 DSV3 = r"FFN of 'moe_layer' stays on the GPU pool: \d+ layers x \d+ lpu = (\d+) LPUs to hold (\S+ GB) of weights"
 NUMBERS['vr.ds.lpus'] = ('vr.remarks', DSV3, 1, lambda x: '{:,}'.format(int(x)), ' LPUs')
 NUMBERS['vr.ds.gb'] = ('vr.remarks', DSV3, 2, asis, '')
-NUMBERS['vr70.gpu.gpus.u'] = ('vr70', three('GPUs'), 2, whole, ' GPUs')
-NUMBERS['vr70.hybrid.lpus.layer'] = ('vr70', three('LPUs'), 1, lambda x: '%.0f LPUs' % (float(x) / 80), '')
+NUMBERS['vr70.gpu.gpus.u'] = ('vr70', three('GPUs'), 3, whole, ' GPUs')
+NUMBERS['vr70.hybrid.lpus.layer'] = ('vr70', three('LPUs'), 2, lambda x: '%.0f LPUs' % (float(x) / 80), '')
 
 # docs/passes.md: schedule and memory remarks, the partition pass's numbers
 COMMANDS['passes.sched'] = ['cd examples && ({aicc} compile llama3.1-8b.aig --bind B=1,S=128 -O1 --remarks=schedule -o {tmp}/a.aip 2>&1 '
