@@ -163,16 +163,22 @@ static double send(const Net *n, double bytes, int64_t stride)
 	return (num_has(&l->latency) ? l->latency.v : 0) + bytes / bw;
 }
 
-/* Whether node n's output feeds only through a MatMul: the residual Add a row-parallel MatMul
- * adds into (the place of Megatron's all-reduce). */
+/* Whether v is a MatMul's result, directly or through the bias Add of one (GPT-2's linears). */
+static int matmul_result(const Value *v)
+{
+	const Node *d = v ? v->def : NULL;
+	if (d && d->op == OP_Add && d->nin == 2 && d->in[0] && d->in[1] && (d->in[0]->kind == V_PARAM || d->in[1]->kind == V_PARAM))
+		d = d->in[0]->kind == V_PARAM ? d->in[1]->def : d->in[0]->def;
+	return d && d->op == OP_MatMul;
+}
+
+/* Whether node n is the residual Add a row-parallel MatMul's result (or its bias sum) adds
+ * into: the place of Megatron's all-reduce.  A bias Add (one operand a parameter) is not. */
 static int tp_point(const Node *n)
 {
-	if (n->op != OP_Add)
+	if (n->op != OP_Add || n->nin != 2 || !n->in[0] || !n->in[1] || n->in[0]->kind == V_PARAM || n->in[1]->kind == V_PARAM)
 		return 0;
-	for (int i = 0; i < n->nin; i++)
-		if (n->in[i] && n->in[i]->def && n->in[i]->def->op == OP_MatMul)
-			return 1;
-	return 0;
+	return matmul_result(n->in[0]) || matmul_result(n->in[1]);
 }
 
 /* The smallest time bound T such that the units (in order) fit p contiguous ranks, rank 0

@@ -6,6 +6,7 @@
   train_step.py recompute NONE.json SELECTIVE.json FULL.json   memory down, time and HFU up
   train_step.py ffn SELECTIVE.json SELECTIVE-FFN.json FULL.json   the FFN inputs recomputed: in between
   train_step.py layers NONE.json LAYERS.json   --recompute layers: whole layers, until it fits
+  train_step.py tp A.json B.json   the same tensor-parallel collectives per layer
   train_step.py search GIVEN.json SEARCH.json   --train-search: as many devices and sequences, fits, no slower
   train_step.py anchor FILE.json PUBLISHED_MFU TOL     |predicted / published - 1| <= TOL
 Prints what it checked; exits 1 on the first failure."""
@@ -120,6 +121,10 @@ if __name__ == '__main__':
         search(a[1], a[2])
     elif a[0] == 'recompute':
         recompute(a[1:4])
+    elif a[0] == 'tp':
+        x, y = step(a[1]), step(a[2])
+        near(x['layer_tp_comm_s'], y['layer_tp_comm_s'], 'TP collectives per layer')
+        print('ok: the same TP collectives per layer')
     elif a[0] == 'ffn':
         recompute(a[1:4], ('selective', 'selective-ffn', 'full'))
     elif a[0] == 'layers':
