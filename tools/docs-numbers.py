@@ -160,8 +160,8 @@ COMMANDS.update({
 
 
 def three(label):
-    """The regex of one row of `explain --compare` (hybrid, gpu-only, lpu-only columns)."""
-    return r'^\s*' + re.escape(label) + r'\s+(\S+)\s+(\S+)\s+(\S+)\s*$'
+    """The regex of one row of `explain --compare` (as compiled, hybrid, gpu-only, lpu-only columns)."""
+    return r'^\s*' + re.escape(label) + r'\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s*$'
 
 
 def sig3(x):
@@ -200,7 +200,7 @@ def pct1(x):
 # id -> (command id, regex, group, format function, suffix)
 NUMBERS = {}
 for cmd in ('vr70', 'vr70-readme'):
-    for col, name in ((1, 'hybrid'), (2, 'gpu'), (3, 'lpu')):
+    for col, name in ((1, 'plan'), (2, 'hybrid'), (3, 'gpu'), (4, 'lpu')):
         p = cmd + '.' + name
         NUMBERS[p + '.gpus'] = (cmd, three('GPUs'), col, whole, '')
         NUMBERS[p + '.lpus'] = (cmd, three('LPUs'), col, whole, '')
@@ -471,8 +471,8 @@ NUMBERS['vr.kv.total'] = ('vr.remarks', PAGED, 3, lambda x: '%.1f GB' % float(x.
 DSV3 = r"FFN of 'moe_layer' stays on the GPU pool: \d+ layers x \d+ lpu = (\d+) LPUs to hold (\S+ GB) of weights"
 NUMBERS['vr.ds.lpus'] = ('vr.remarks', DSV3, 1, lambda x: '{:,}'.format(int(x)), ' LPUs')
 NUMBERS['vr.ds.gb'] = ('vr.remarks', DSV3, 2, asis, '')
-NUMBERS['vr70.gpu.gpus.u'] = ('vr70', three('GPUs'), 2, whole, ' GPUs')
-NUMBERS['vr70.hybrid.lpus.layer'] = ('vr70', three('LPUs'), 1, lambda x: '%.0f LPUs' % (float(x) / 80), '')
+NUMBERS['vr70.gpu.gpus.u'] = ('vr70', three('GPUs'), 3, whole, ' GPUs')
+NUMBERS['vr70.hybrid.lpus.layer'] = ('vr70', three('LPUs'), 2, lambda x: '%.0f LPUs' % (float(x) / 80), '')
 
 # docs/passes.md: schedule and memory remarks, the partition pass's numbers
 COMMANDS['passes.sched'] = ['cd examples && ({aicc} compile llama3.1-8b.aig --bind B=1,S=128 -O1 --remarks=schedule -o {tmp}/a.aip 2>&1 '
@@ -560,7 +560,7 @@ BLOCKS = {
     'lpu.rack70.err': ('lpu.rack70.err', r'^aicc: error:', r'', [], [], 100),
     'lpu.gpt2.err': ('lpu.gpt2.err', r'^aicc: error:', r'', [], [], 100),
     'passes.sched': ('passes.sched', r'^llama3.1-8b.aig:', r'^deepseek-v3.aig:', []),
-    'vr70.compare': ('vr70', r'^\s+hybrid\s+gpu-only\s+lpu-only', r'^\s+links busy ms', [],
+    'vr70.compare': ('vr70', r'^\s+as compiled\s+hybrid\s+gpu-only\s+lpu-only', r'^\s+fastest: ', [],
                      ['aicc compile examples/llama3.1-70b.aig --phase decode --batch 32 --context 4096 \\',
                       '     --passes=disaggregate --target vera-rubin --precision bf16+graph --emit plan -o l70.aip',
                       'aicc explain l70.aip --compare']),
