@@ -63,6 +63,7 @@ static void run_help(void)
 	       "                         device kind with the busiest named, past %d devices)\n"
 	       "  --repeat N             load the plan once (weights bound once) and run it N times;\n"
 	       "                         prints the load, first-run and steady-state host times\n"
+	       "                         (wall and cpu)\n"
 	       "  --mpi                  run as one rank of an MPI job: mpirun -np N aicc run PLAN --mpi;\n"
 	       "                         each rank loads and runs its own devices (docs/distributed.md)\n"
 	       "  --rank-map FILE        with --mpi: lines 'DEVICE RANK' place devices on ranks\n"

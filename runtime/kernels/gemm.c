@@ -348,51 +348,75 @@ static int gemm(const Gk *g, int64_t M, int64_t N, int64_t K, const char *A, int
 	return 0;
 }
 
-/* ---- direct depthwise rows: out[i] := chain over taps t of fma(w[t], rows[t / kw][i + (t % kw) * dil]) ----
- * Each output element runs the taps in order from +0, exactly the im2col product's chain. */
+/* ---- direct depthwise rows: out[i] := chain over taps t of fma(w[t], taps[t][i]) ----
+ * Each output element runs the taps in order from +0, exactly the im2col product's chain.  The
+ * vector kernels keep four (AVX2) or two (AVX-512) vectors of outputs in flight, so that the
+ * chains of neighbouring outputs overlap (one chain alone waits out the fma latency per tap). */
 #ifdef GEMM_X86
-__attribute__((target("avx512f"))) static void dw512(int64_t n, const float *w, int kh, int kw, const float *const *rows,
-						      int64_t dil, float *out)
+__attribute__((target("avx512f"))) static void dw512(int64_t n, const float *w, int nt, const float *const *taps,
+						      float *out)
 {
-	for (int64_t i = 0; i < n; i += 16) {
+	int64_t i = 0;
+	for (; i + 32 <= n; i += 32) {
+		__m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
+		for (int t = 0; t < nt; t++) {
+			__m512 wv = _mm512_set1_ps(w[t]);
+			const float *p = taps[t] + i;
+			a0 = _mm512_fmadd_ps(wv, _mm512_loadu_ps(p), a0);
+			a1 = _mm512_fmadd_ps(wv, _mm512_loadu_ps(p + 16), a1);
+		}
+		_mm512_storeu_ps(out + i, a0);
+		_mm512_storeu_ps(out + i + 16, a1);
+	}
+	for (; i < n; i += 16) {
 		__mmask16 m = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
 		__m512 acc = _mm512_setzero_ps();
-		for (int h = 0; h < kh; h++)
-			for (int k = 0; k < kw; k++)
-				acc = _mm512_fmadd_ps(_mm512_set1_ps(w[h * kw + k]),
-						      _mm512_maskz_loadu_ps(m, rows[h] + i + k * dil), acc);
+		for (int t = 0; t < nt; t++)
+			acc = _mm512_fmadd_ps(_mm512_set1_ps(w[t]), _mm512_maskz_loadu_ps(m, taps[t] + i), acc);
 		_mm512_mask_storeu_ps(out + i, m, acc);
 	}
 }
 
-__attribute__((target("avx2,fma"))) static void dw256(int64_t n, const float *w, int kh, int kw, const float *const *rows,
-						      int64_t dil, float *out)
+__attribute__((target("avx2,fma"))) static void dw256(int64_t n, const float *w, int nt, const float *const *taps,
+						      float *out)
 {
 	int64_t i = 0;
+	for (; i + 32 <= n; i += 32) {
+		__m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
+		for (int t = 0; t < nt; t++) {
+			__m256 wv = _mm256_broadcast_ss(w + t);
+			const float *p = taps[t] + i;
+			a0 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(p), a0);
+			a1 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(p + 8), a1);
+			a2 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(p + 16), a2);
+			a3 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(p + 24), a3);
+		}
+		_mm256_storeu_ps(out + i, a0);
+		_mm256_storeu_ps(out + i + 8, a1);
+		_mm256_storeu_ps(out + i + 16, a2);
+		_mm256_storeu_ps(out + i + 24, a3);
+	}
 	for (; i + 8 <= n; i += 8) {
 		__m256 acc = _mm256_setzero_ps();
-		for (int h = 0; h < kh; h++)
-			for (int k = 0; k < kw; k++)
-				acc = _mm256_fmadd_ps(_mm256_set1_ps(w[h * kw + k]), _mm256_loadu_ps(rows[h] + i + k * dil), acc);
+		for (int t = 0; t < nt; t++)
+			acc = _mm256_fmadd_ps(_mm256_broadcast_ss(w + t), _mm256_loadu_ps(taps[t] + i), acc);
 		_mm256_storeu_ps(out + i, acc);
 	}
 	for (; i < n; i++) {
 		float acc = 0;
-		for (int h = 0; h < kh; h++)
-			for (int k = 0; k < kw; k++)
-				acc = fmaf(w[h * kw + k], rows[h][i + k * dil], acc);
+		for (int t = 0; t < nt; t++)
+			acc = fmaf(w[t], taps[t][i], acc);
 		out[i] = acc;
 	}
 }
 #endif
 
-static void dw_scalar(int64_t n, const float *w, int kh, int kw, const float *const *rows, int64_t dil, float *out)
+static void dw_scalar(int64_t n, const float *w, int nt, const float *const *taps, float *out)
 {
 	for (int64_t i = 0; i < n; i++) {
 		float acc = 0;
-		for (int h = 0; h < kh; h++)
-			for (int k = 0; k < kw; k++)
-				acc = fmaf(w[h * kw + k], rows[h][i + k * dil], acc);
+		for (int t = 0; t < nt; t++)
+			acc = fmaf(w[t], taps[t][i], acc);
 		out[i] = acc;
 	}
 }
