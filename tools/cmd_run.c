@@ -425,8 +425,10 @@ static const char *seconds(double s, char *buf, size_t n)
 		snprintf(buf, n, "%.4g ms", s * 1e3);
 	else if (s >= 1e-6)
 		snprintf(buf, n, "%.4g us", s * 1e6);
-	else
+	else if (s >= 1e-9)
 		snprintf(buf, n, "%.4g ns", s * 1e9);
+	else
+		snprintf(buf, n, "%.4g ps", s * 1e12);
 	return buf;
 }
 

@@ -274,7 +274,9 @@ const char *viz_time_str(double s, char *buf, size_t n)
 		snprintf(buf, n, "%.3g ms", s * 1e3);
 	else if (s >= 1e-6)
 		snprintf(buf, n, "%.3g us", s * 1e6);
-	else
+	else if (s >= 1e-9 || s == 0)
 		snprintf(buf, n, "%.3g ns", s * 1e9);
+	else
+		snprintf(buf, n, "%.3g ps", s * 1e12);
 	return buf;
 }
