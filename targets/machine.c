@@ -350,8 +350,18 @@ static int rule_check(Rule rule, double x, char *err, size_t errlen)
 	return 0;
 }
 
-/* Parses "value unit" for a field of dimension dim into num (raw, per, text).  No unit means the
- * SI base unit.  Returns 0, or -1 with a message. */
+/* A --set value of these dimensions must carry its unit: `--set hbm.bandwidth=3` read as 3 B/s
+ * gave a 19-year latency with no warning (newcomer finding 6).  Counts and fractions take none,
+ * bytes default to B, and 0 is 0 in any unit. */
+static int unit_required(Dim dim)
+{
+	return dim == D_BW || dim == D_TIME || dim == D_FREQ || dim == D_FLOPS || dim == D_OPS || dim == D_POWER;
+}
+
+/* Parses "value unit" for a field of dimension dim into num (raw, per, text).  unit is the XML's
+ * unit attribute ("" when absent: the SI base unit); NULL for a --set value, whose unit follows
+ * the number ("4.8TB/s") and is required where unit_required says so.  text is written
+ * "4.8 TB/s" either way.  Returns 0, or -1 with a message. */
 static int value_parse(Machine *m, const char *value, const char *unit, Dim dim, Rule rule,
 		       Num *num, char *err, size_t errlen)
 {
@@ -359,18 +369,29 @@ static int value_parse(Machine *m, const char *value, const char *unit, Dim dim,
 	double x = strtod(value, &end);   /* a subnormal or 0 from underflow: refused by the range checks */
 	if (end == value)
 		return snprintf(err, errlen, "'%s' is not a number", value), -1;
+	int numlen = (int)(end - value);
 	if (isinf(x) && !strpbrk(value, "iI"))
-		return snprintf(err, errlen, "%.*s is beyond a double's range (magnitude at most %g)", (int)(end - value),
+		return snprintf(err, errlen, "%.*s is beyond a double's range (magnitude at most %g)", numlen,
 				value, DBL_MAX), -1;
+	int set = unit == NULL;
 	while (*end == ' ')
 		end++;
-	if (*end && unit)
+	if (*end && !set)
 		return snprintf(err, errlen, "'%s' is not a number", value), -1;
-	if (*end)
+	if (set)
 		unit = end;
+	if (set && !*unit && x != 0 && unit_required(dim)) {
+		char list[512];
+		dim_units(dim, list, sizeof list);
+		return snprintf(err, errlen, "'%s' has no unit; give %s as one of %s (accepted range [%g, %g]%s%s%s)",
+				value, dim_names[dim], list, si_range[dim].lo, si_range[dim].hi, si_range[dim].unit,
+				num->text ? "; the machine's value is " : "", num->text ? num->text : ""), -1;
+	}
+	if (set && !*unit && dim == D_BYTES)
+		unit = "B";
 	double scale = 1;
 	Per per = PER_ONE;
-	if (unit && *unit) {
+	if (*unit) {
 		const struct UnitDef *u = unit_find(unit);
 		if (!u || u->dim != dim) {
 			char list[512];
@@ -384,13 +405,10 @@ static int value_parse(Machine *m, const char *value, const char *unit, Dim dim,
 		scale = u->scale;
 		per = u->per;
 	}
-	char why[160];
+	char text[96], why[160];
+	snprintf(text, sizeof text, "%.*s%s%s", numlen, value, *unit ? " " : "", unit);
 	if (rule_check(rule, x * (dim == D_RATIO ? scale : 1), why, sizeof why) < 0)
-		return snprintf(err, errlen, "%s, got %s%s%s", why, value, unit && *unit && !*end ? " " : "",
-				unit && !*end ? unit : ""), -1;
-	char text[96];
-	snprintf(text, sizeof text, "%s%s%s", value, unit && *unit && !*end ? " " : "",
-		 unit && !*end ? unit : "");
+		return snprintf(err, errlen, "%s, got %s", why, text), -1;
 	if (per == PER_ONE && si_check(dim, rule, x * scale, why, sizeof why) < 0)
 		return snprintf(err, errlen, "%s %s", text, why), -1;
 	num->raw = x * scale;

@@ -163,8 +163,11 @@ static void test_overrides(void **state)
 	/* errors change nothing */
 	assert_int_equal(machine_set(m, "gpu.smem.capcity", "1", err, sizeof err), -1);
 	assert_non_null(strstr(err, "unknown machine field 'gpu.smem.capcity'"));
-	assert_int_equal(machine_set(m, "gpu.hbm.bandwidth", "-1", err, sizeof err), -1);
+	assert_int_equal(machine_set(m, "gpu.hbm.bandwidth", "-1 TB/s", err, sizeof err), -1);
 	assert_non_null(strstr(err, "must be positive"));
+	/* a bandwidth without its unit is not read as B/s */
+	assert_int_equal(machine_set(m, "gpu.hbm.bandwidth", "3", err, sizeof err), -1);
+	assert_non_null(strstr(err, "'3' has no unit"));
 	assert_int_equal(machine_set(m, "gpu.count", "1.5", err, sizeof err), -1);
 	assert_int_equal(machine_set(m, "gpu.hbm.efficiency", "2", err, sizeof err), -1);
 	assert_int_equal(machine_set(m, "gpu.hbm.bandwidth", "5 GHz", err, sizeof err), -1);
