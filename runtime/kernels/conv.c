@@ -185,18 +185,22 @@ static void conv_dw2(KnDwRow row, const float *x, const float *wt, const Win *w,
 			memcpy(P + (h + w->pb[0]) * Wq + w->pb[1], src, (size_t)W * sizeof *P);
 			continue;
 		}
-		for (int64_t c = 0; c < W; c++) {
-			int64_t pc = c + w->pb[1];
-			P[pc % s * plane + (h + w->pb[0]) * Wq + pc / s] = src[c];
+		for (int64_t q = 0; q < s; q++) {   /* phase q: padded columns q + j*s, input column q + j*s - pb */
+			float *dst = P + q * plane + (h + w->pb[0]) * Wq;
+			for (int64_t j = 0, c = q - w->pb[1]; j < Wq; j++, c += s)
+				if (c >= 0 && c < W)
+					dst[j] = src[c];
 		}
 	}
+	for (int i = 0; i < kh; i++)   /* the taps of output row 0; each next row is s0 rows down */
+		for (int k = 0; k < kw; k++) {
+			int64_t c = k * w->d[1];
+			taps[i * kw + k] = P + c % s * plane + i * w->d[0] * Wq + c / s;
+		}
 	for (int64_t oh = 0; oh < w->out[0]; oh++) {
-		for (int i = 0; i < kh; i++)
-			for (int k = 0; k < kw; k++) {
-				int64_t c = k * w->d[1];
-				taps[i * kw + k] = P + c % s * plane + (oh * w->s[0] + i * w->d[0]) * Wq + c / s;
-			}
 		row(w->out[1], wt, kh * kw, taps, y + oh * w->out[1]);
+		for (int t = 0; oh + 1 < w->out[0] && t < kh * kw; t++)
+			taps[t] += w->s[0] * Wq;
 	}
 }
 
@@ -448,6 +452,28 @@ fail:
 int rk_AveragePool(const RtKernelArgs *a, RtError *e) { return pool(a, e, "AveragePool", 0); }
 int rk_MaxPool(const RtKernelArgs *a, RtError *e) { return pool(a, e, "MaxPool", 1); }
 
+/* GlobalAveragePool rows in f32: each row's sequential f32 sum (j ascending), eight rows at a
+ * time so that their independent chains overlap, the mean rounded once from double. */
+static void gap_f32(const float *x, int64_t NC, int64_t sp, float *y)
+{
+	int64_t i = 0;
+	for (; i + 8 <= NC; i += 8) {
+		const float *r = x + i * sp;
+		float s[8] = { 0 };
+		for (int64_t j = 0; j < sp; j++)
+			for (int k = 0; k < 8; k++)
+				s[k] += r[k * sp + j];
+		for (int k = 0; k < 8; k++)
+			y[i + k] = (float)(s[k] / (double)sp);
+	}
+	for (; i < NC; i++) {
+		float s = 0;
+		for (int64_t j = 0; j < sp; j++)
+			s += x[i * sp + j];
+		y[i] = (float)(s / (double)sp);
+	}
+}
+
 int rk_GlobalAveragePool(const RtKernelArgs *a, RtError *e)
 {
 	const RtTensor *x = a->in[0];
@@ -462,13 +488,7 @@ int rk_GlobalAveragePool(const RtKernelArgs *a, RtError *e)
 		/* f32: the same sequential f32 sums, the mean rounded once from double */
 		if (kn_out_raw(a, 0, x->dtype, x->rank, dims, e) < 0)
 			return -1;
-		for (int64_t i = 0; i < NC; i++) {
-			const float *row = rt_f32(x) + i * sp;
-			float s = 0;
-			for (int64_t j = 0; j < sp; j++)
-				s += row[j];
-			rt_f32(&a->out[0])[i] = (float)(s / (double)sp);
-		}
+		gap_f32(rt_f32(x), NC, sp, rt_f32(&a->out[0]));
 		return kn_finish(&a->out[0], a->opts, e);
 	}
 	double *xv = kn_load(x, e), *y = xv ? kn_alloc(NC, e) : NULL;
