@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""tools/docs-numbers.py BUILD|AICC [--write]: the numbers README.md and docs/*.md quote, regenerated.
+"""tools/docs-numbers.py BUILD|AICC [--write] [--files F.md...] | --gap: the numbers README.md and docs/*.md
+quote, regenerated or checked against their records.
 
 A quoted number is marked in the Markdown where it stands, invisible once rendered:
 
@@ -25,8 +26,18 @@ the fence,
 and BLOCKS says which lines of its command's output it is: the literal lines of `head` (the
 commands a quote shows above their output, optional), then from the first line matching `start`
 through the first line matching `end` after it, then the literal lines of `tail` ("..." where
-the quote stops); the block is checked and rewritten whole.  Standard library only.
+the quote stops); the block is checked and rewritten whole.
+
+Every other number-plus-unit figure (FIGURE, UNITS below) needs a marker too, or the check fails:
+a published figure <!--s:KIND/REF-->...<!--/s--> names the record it comes from (a machine XML
+field, a tools/validate/cases.json row, tools/docs-sources.json) and is checked against it (SMARK);
+<!--x:REASON--> before a figure says why it is none (arithmetic in prose over marked figures, an
+input a reader types).  tools/docs-numbers.todo lists the figures not yet marked (issue 17); --gap
+lists every unmarked figure without running anything, and --files checks only the files named.
+Commands run in parallel, each in a directory of its own ({tmp}).  Standard library only.
 """
+import concurrent.futures
+import json
 import os
 import re
 import subprocess
@@ -275,7 +286,164 @@ BLOCKS = {
 }
 
 MARK = re.compile(r'<!--n:([A-Za-z0-9_.-]+)-->(.*?)<!--/n-->')
+# A published figure (a datasheet number, a measurement aicc is validated against) is not aicc output;
+# it is marked with where it is recorded, and checked against that record:
+#   <!--s:m/MACHINE/PATH-->3.35 TB/s<!--/s-->   `aicc machines MACHINE --fields` prints PATH as this
+#                                              figure (converted to SI units, equal to the quoted digits)
+#   <!--s:c/SOURCE[/K=V,...]-->206<!--/s-->    a published value of tools/validate/cases.json: the rows
+#                                              of source SOURCE whose fields (the group's and the row's)
+#                                              match K=V; without K=V, SOURCE's `what` text quotes it
+#   <!--s:x/MACHINE-->206 TFLOP/s<!--/s-->     targets/machines/MACHINE.xml quotes the number (a note)
+#   <!--s:f/PATH-->2 s<!--/s-->                the repository's file PATH holds the number (a constant in C)
+#   <!--s:d/KEY-->1,800 tokens/s<!--/s-->      tools/docs-sources.json's KEY (url, what) quotes it: a
+#                                              published figure that neither file records
+SMARK = re.compile(r'<!--s:([a-z])/([^>]*?)-->(.*?)<!--/s-->')
+# A figure of arithmetic in prose, a unit's definition or an input a reader types: not a quoted
+# output.  The next number-plus-unit figure on the line is left uncounted; REASON says why.  On a
+# line of its own before a code block (fenced or indented), the whole block is left uncounted (a
+# sample of wall-clock times that differ from run to run).
+XMARK = re.compile(r'<!--x:([^>]*)-->')
+# What the gap scan counts as a quoted figure: a number followed by a unit (outside inline code, markers
+# and checked blocks)
+UNITS = ('ms us µs ns s min h days GB GiB MB MiB KB KiB kB TB TiB PB TB/s GB/s MB/s PB/s Gb/s Tb/s GiB/s '
+         'TFLOP/s PFLOP/s GFLOP/s EFLOP/s TOP/s POP/s FLOP/s TFLOPS PFLOPS TF PF GF W kW MW GHz MHz % x '
+         'tokens/s tok/s tokens/s/GPU tokens/s/chip pt nodes chips GPUs LPUs TPUs instructions').split()
+FIGURE = re.compile(r'(?<![\w.\-/=+#^])(\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?)((?: ?(?:%s))|x)(?![\w/])' %
+                    '|'.join(re.escape(u) for u in sorted(UNITS, key=len, reverse=True) if u != 'x'))
 OUT = re.compile(r'^<!--out:([A-Za-z0-9_.-]+)-->\n```[^\n]*\n(.*?)^```$', re.M | re.S)
+
+
+SI = {'': 1, '%': 0.01, 'x': 1, 'B': 1, 'KB': 1e3, 'kB': 1e3, 'MB': 1e6, 'GB': 1e9, 'TB': 1e12, 'PB': 1e15,
+      'KiB': 1024, 'MiB': 1024 ** 2, 'GiB': 1024 ** 3, 'TiB': 1024 ** 4,
+      'B/s': 1, 'MB/s': 1e6, 'GB/s': 1e9, 'TB/s': 1e12, 'PB/s': 1e15, 'GiB/s': 1024 ** 3, 'Gb/s': 1e9 / 8,
+      'Tb/s': 1e12 / 8, 's': 1, 'ms': 1e-3, 'us': 1e-6, 'µs': 1e-6, 'ns': 1e-9, 'Hz': 1, 'MHz': 1e6, 'GHz': 1e9,
+      'FLOP/s': 1, 'GFLOP/s': 1e9, 'TFLOP/s': 1e12, 'PFLOP/s': 1e15, 'TOP/s': 1e12, 'POP/s': 1e15,
+      'TF': 1e12, 'PF': 1e15, 'TFLOPS': 1e12, 'PFLOPS': 1e15, 'W': 1, 'kW': 1e3,
+      'GPUs': 1, 'LPUs': 1, 'TPUs': 1, 'chips': 1, 'devices': 1}
+NUM = re.compile(r'(?<![\w.])-?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?')
+
+
+def quoted_number(text):
+    """(value, decimals, unit) of a quoted figure '3.35 TB/s', '1,800 tokens/s', '90%'."""
+    m = re.match(r'\s*~?(-?\d[\d,]*)(?:\.(\d+))?(?:e([-+]?\d+))?\s*(\S*)', text)
+    if not m:
+        return None
+    v = float(m.group(1).replace(',', '') + ('.' + m.group(2) if m.group(2) else '') +
+              ('e' + m.group(3) if m.group(3) else ''))
+    return v, len(m.group(2) or ''), m.group(4).rstrip('.,;:)')
+
+
+def numbers_in(text):
+    return [float(x.replace(',', '')) for x in NUM.findall(text)]
+
+
+def same(a, b):
+    return abs(a - b) <= 1e-9 * max(abs(a), abs(b))
+
+
+def check_sourced(root, build, sourced):
+    """Errors of the <!--s:...--> figures: each must be what its record holds."""
+    errors, fields, xml, cases, dsrc = [], {}, {}, None, None
+    for f, kind, ref, text in sourced:
+        where = '%s: s:%s/%s %r' % (os.path.relpath(f, root), kind, ref, text)
+        q = quoted_number(text)
+        if q is None:
+            errors.append(where + ': no number')
+            continue
+        v, dec, unit = q
+        if kind == 'm':
+            mach, _, path = ref.partition('/')
+            if mach not in fields:
+                r = subprocess.run([aicc_path(root, build), 'machines', mach, '--fields'], capture_output=True, text=True)
+                fields[mach] = dict(ln.split(None, 1) for ln in r.stdout.splitlines() if ' ' in ln) if r.returncode == 0 else None
+            if fields[mach] is None or path not in fields[mach]:
+                errors.append(where + ': `aicc machines %s --fields` has no %s' % (mach, path))
+                continue
+            scale = SI.get(unit)
+            if scale is None:
+                errors.append(where + ': unit %r unknown to tools/docs-numbers.py SI' % unit)
+                continue
+            got = float(fields[mach][path])
+            if abs(v * scale - got) > (0.5 * 10 ** -dec + 1e-9 * v) * scale:
+                errors.append(where + ': the machine says %s = %.6g (SI)' % (path, got))
+        elif kind in ('x', 'f'):
+            path = os.path.join('targets', 'machines', ref + '.xml') if kind == 'x' else ref
+            if path not in xml:
+                try:
+                    with open(os.path.join(root, path), encoding='utf-8') as fh:
+                        xml[path] = numbers_in(fh.read())
+                except OSError:
+                    xml[path] = None
+            if xml[path] is None or not any(same(v, n) for n in xml[path]):
+                errors.append(where + ': %s does not quote %s' % (path, text))
+        elif kind == 'c':
+            if cases is None:
+                with open(os.path.join(root, 'tools', 'validate', 'cases.json'), encoding='utf-8') as fh:
+                    cases = json.load(fh)
+            src, _, sel = ref.partition('/')
+            want = dict(kv.split('=', 1) for kv in sel.split(',') if '=' in kv)
+            rows = [dict(g, **r) for g in cases['groups'] if g.get('source') == src for r in g['rows']]
+            rows = [r for r in rows if all(str(r.get(k)) == x for k, x in want.items())]
+            vals = [float(r['value']) for r in rows if isinstance(r.get('value'), (int, float))]
+            if not want and src in cases['sources']:
+                vals += numbers_in(cases['sources'][src].get('what', ''))
+            if src not in cases['sources']:
+                errors.append(where + ': tools/validate/cases.json has no source %s' % src)
+            elif not any(same(v, n) for n in vals):
+                errors.append(where + ': no row of %s in tools/validate/cases.json holds %s' % (ref, text))
+        elif kind == 'd':
+            if dsrc is None:
+                with open(os.path.join(root, 'tools', 'docs-sources.json'), encoding='utf-8') as fh:
+                    dsrc = json.load(fh)
+            if ref not in dsrc:
+                errors.append(where + ': tools/docs-sources.json has no %s' % ref)
+            elif not any(same(v, n) for n in numbers_in(dsrc[ref].get('what', ''))):
+                errors.append(where + ': tools/docs-sources.json %s does not quote %s' % (ref, text))
+        else:
+            errors.append(where + ': unknown kind of source (m, c, x, f, d)')
+    return errors
+
+
+def uncovered(text):
+    """(line number, figure, line) of each number-plus-unit figure no marker covers."""
+    return [u[:3] for u in uncovered_at(text)]
+
+
+def uncovered_at(text):
+    """(line number, figure, line, column) of each number-plus-unit figure no marker covers."""
+    blank = lambda m: re.sub(r'[^\n]', ' ', m.group(0))
+    text = OUT.sub(blank, text)
+    text = MARK.sub(blank, SMARK.sub(blank, text))
+    # inline code (what a reader types, a message's text), also across a line break within a paragraph
+    text = re.sub(r'(?<!`)`(?!`)(?:[^`\n]|\n(?!\s*\n))+?`(?!`)', blank, text)
+    out = []
+    lines = text.split('\n')
+    skip = set()   # a line that is only <!--x:REASON--> before a code block leaves the whole block out
+    for i, ln in enumerate(lines):
+        if XMARK.fullmatch(ln.strip()) and i + 1 < len(lines):
+            j = i + 1
+            if lines[j].startswith('```'):
+                while j + 1 < len(lines) and not lines[j + 1].startswith('```'):
+                    j += 1
+                    skip.add(j)
+            else:
+                while j < len(lines) and (lines[j].startswith('    ') or not lines[j].strip()):
+                    skip.add(j)
+                    j += 1
+    for i, ln in enumerate(lines, 1):
+        if i - 1 in skip:
+            continue
+        ln = re.sub(r'`[^`]*`', blank, ln)
+        pos = []
+        for m in XMARK.finditer(ln):
+            pos.append(m.end())
+        ln2 = XMARK.sub(blank, ln)
+        for m in FIGURE.finditer(ln2):
+            if pos and m.start() >= pos[0]:
+                pos.pop(0)
+                continue
+            out.append((i, m.group(0), ln.strip(), m.start()))
+    return out
 
 
 def doc_files(root):
@@ -285,9 +453,13 @@ def doc_files(root):
     return out
 
 
-def run(root, build, cmd, tmp):
+def aicc_path(root, build):
     aicc = build if os.path.isfile(build) else os.path.join(build, 'aicc')
-    aicc = os.path.abspath(aicc if os.path.isabs(aicc) or os.path.exists(aicc) else os.path.join(root, aicc))
+    return os.path.abspath(aicc if os.path.isabs(aicc) or os.path.exists(aicc) else os.path.join(root, aicc))
+
+
+def run(root, build, cmd, tmp):
+    aicc = aicc_path(root, build)
     out = ''
     for line in COMMANDS[cmd]:
         r = subprocess.run(line.format(aicc=aicc, tmp=tmp), shell=True, cwd=root, capture_output=True, text=True)
@@ -297,19 +469,59 @@ def run(root, build, cmd, tmp):
     return out
 
 
+def gap(root, texts):
+    """Figures no marker covers, beyond tools/docs-numbers.todo's (FILE<TAB>FIGURE lines): (errors, todo left)."""
+    todo = {}
+    path = os.path.join(root, 'tools', 'docs-numbers.todo')
+    if os.path.exists(path):
+        with open(path, encoding='utf-8') as fh:
+            for ln in fh:
+                if ln.strip() and not ln.startswith('#'):
+                    f, fig = ln.rstrip('\n').split('\t')
+                    todo[(f, fig)] = todo.get((f, fig), 0) + 1
+    errors, left = [], 0
+    for f, text in texts.items():
+        rel = os.path.relpath(f, root)
+        for n, fig, ln in uncovered(text):
+            if todo.get((rel, fig), 0) > 0:
+                todo[(rel, fig)] -= 1
+                left += 1
+                continue
+            errors.append('%s:%d: %s is quoted without a marker (<!--n:ID--> for aicc output, <!--s:...--> for '
+                          'a published figure, <!--x:REASON--> for arithmetic or an input): %s' % (rel, n, fig, ln[:160]))
+    return errors, left
+
+
 def main():
-    args = [a for a in sys.argv[1:] if a != '--write']
-    write = '--write' in sys.argv[1:]
-    if len(args) != 1:
-        raise SystemExit(__doc__)
+    argv = sys.argv[1:]
+    files = argv[argv.index('--files') + 1:] if '--files' in argv else None
+    argv = argv[:argv.index('--files')] if files is not None else argv
+    args = [a for a in argv if a not in ('--write', '--gap')]
+    write = '--write' in argv
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    quoted = {}   # id -> [(file, text)]
     texts = {}
-    for f in doc_files(root):
+    for f in files if files is not None else doc_files(root):
         with open(f, encoding='utf-8') as fh:
             texts[f] = fh.read()
-        for m in MARK.finditer(texts[f]):
+    if '--gap' in argv:
+        counts = {}
+        for f, text in texts.items():
+            for n, fig, ln in uncovered(text):
+                rel = os.path.relpath(f, root)
+                counts[rel] = counts.get(rel, 0) + 1
+                print('%s:%d: %s\t%s' % (rel, n, fig, ln[:150]))
+        for rel, c in sorted(counts.items(), key=lambda kv: -kv[1]):
+            print('docs-numbers: %s: %d uncovered' % (rel, c))
+        print('docs-numbers: %d uncovered figure(s)' % sum(counts.values()))
+        return
+    if len(args) != 1:
+        raise SystemExit(__doc__)
+    quoted = {}   # id -> [(file, text)]
+    sourced = []  # (file, kind, ref, text)
+    for f, text in texts.items():
+        for m in MARK.finditer(text):
             quoted.setdefault(m.group(1), []).append((f, m.group(2)))
+        sourced += [(f, m.group(1), m.group(2), m.group(3)) for m in SMARK.finditer(text)]
     blocks = {}   # id -> [(file, text)]
     for f, text in texts.items():
         for m in OUT.finditer(text):
@@ -317,21 +529,30 @@ def main():
     errors = []
     for u in sorted(set(blocks) - set(BLOCKS)):
         errors.append('%s: marker out:%s has no entry in tools/docs-numbers.py' % (blocks[u][0][0], u))
-    for u in sorted(set(NUMBERS) - set(quoted)):
+    for u in sorted(set(NUMBERS) - set(quoted)) if files is None else ():
         if NUMBERS[u][0] in ('d8.run', 'p8.run', 'tp8.run', 'pp4.run') or NUMBERS[u][0].startswith('pic.'):
             errors.append('n:%s is quoted nowhere' % u)
-    for u in sorted(set(BLOCKS) - set(blocks)):
+    for u in sorted(set(BLOCKS) - set(blocks)) if files is None else ():
         errors.append('out:%s is quoted nowhere' % u)
     unknown = sorted(set(quoted) - set(NUMBERS))
     for u in unknown:
         errors.append('%s: marker n:%s has no entry in tools/docs-numbers.py' % (quoted[u][0][0], u))
+    errors += check_sourced(root, args[0], sourced)
+    gaps, todo = gap(root, texts)
+    errors += gaps
     outputs = {}
     value = {}
     with tempfile.TemporaryDirectory() as tmp:
+        # every command the quotes need, in parallel, each in a directory of its own
+        need = sorted({NUMBERS[n][0] for n in set(quoted) & set(NUMBERS)} | {BLOCKS[b][0] for b in set(blocks) & set(BLOCKS)},
+                      key=lambda c: -len(COMMANDS[c]))
+        for c in need:
+            os.mkdir(os.path.join(tmp, c))
+        with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 2) as pool:
+            for c, out in zip(need, pool.map(lambda c: run(root, args[0], c, os.path.join(tmp, c)), need)):
+                outputs[c] = out
         for nid in sorted(set(quoted) & set(NUMBERS)):
             cmd, rx, group, fmt, suffix = NUMBERS[nid]
-            if cmd not in outputs:
-                outputs[cmd] = run(root, args[0], cmd, tmp)
             m = re.search(rx, outputs[cmd], re.M)
             if not m:
                 errors.append('%s: %r not in the output of %s' % (nid, rx, ' && '.join(COMMANDS[cmd])))
@@ -340,8 +561,6 @@ def main():
         for bid in sorted(set(blocks) & set(BLOCKS)):
             cmd, start, end, tail = BLOCKS[bid][:4]
             head = list(BLOCKS[bid][4]) if len(BLOCKS[bid]) > 4 else []
-            if cmd not in outputs:
-                outputs[cmd] = run(root, args[0], cmd, tmp)
             lines, on = [], False
             for ln in outputs[cmd].splitlines():
                 on = on or re.search(start, ln) is not None
@@ -379,6 +598,8 @@ def main():
         print(('docs-numbers: rewrote ' if write else 'docs-numbers: stale: ') + c)
     n = sum(len(v) for v in quoted.values()) + sum(len(v) for v in blocks.values())
     print('docs-numbers: %d quoted figure(s), %d stale%s' % (n, len(changed), ', rewritten' if write and changed else ''))
+    print('docs-numbers: %d published figure(s) checked against their records, %d left on tools/docs-numbers.todo'
+          % (len(sourced), todo))
     if errors or (changed and not write):
         if changed and not write:
             print('docs-numbers: run `make docs-numbers` to regenerate them')
