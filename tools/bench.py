@@ -276,6 +276,18 @@ def steady(text, what="run"):
     return float(m.group(1)) * {"us": 1e-6, "ms": 1e-3, "s": 1}[m.group(2)]
 
 
+def aicc_steady(cmd, cpus):
+    """Runs `aicc run ... --repeat N`; returns its steady-state wall seconds, appends its cpu seconds to cpus."""
+    out = run(cmd, quiet=True)[2]
+    cpus.append(steady(out, "cpu"))
+    return steady(out)
+
+
+def cpu_ratio(num, den):
+    """(median num, median den, median of num/den pair by pair) of two lists of cpu seconds."""
+    return statistics.median(num), statistics.median(den), statistics.median(x / y for x, y in zip(num, den))
+
+
 def vs_openblas(build):
     aicc = os.path.join(build, "aicc")
     lib = openblas(build)
@@ -307,13 +319,9 @@ def vs_openblas(build):
             cpu["cblas"].append(statistics.median(cpus))
             return statistics.median(walls)
 
-        def ours():
-            out = run([aicc, "run", plan, "--repeat", str(reps + 1)], quiet=True)[2]
-            cpu["aicc"].append(steady(out, "cpu"))
-            return steady(out)
-        tb, ta, ratio, lo, hi = paired(blas, ours)
-        ca, cb = statistics.median(cpu["aicc"]), statistics.median(cpu["cblas"])
-        cr = statistics.median(y / x for x, y in zip(cpu["aicc"], cpu["cblas"]))
+        tb, ta, ratio, lo, hi = paired(blas, lambda: aicc_steady([aicc, "run", plan, "--repeat", str(reps + 1)],
+                                                                 cpu["aicc"]))
+        cb, ca, cr = cpu_ratio(cpu["cblas"], cpu["aicc"])
         print("%-34s %10.1f %10.4f %10.4f %10.3f %8s   (pairs %.3f-%.3f)   cpu %.4f %.4f %.3f" % (
             name, g.flops() / 1e9, ta, tb, ratio, "met" if ratio >= 0.8 else "MISSED", lo, hi, ca, cb, cr))
     print("   " + load())
@@ -381,13 +389,9 @@ def vs_onnxruntime(build):
             cpu["ort"].append(float(re.search(r"cpu_steady ([0-9.e-]+)", out).group(1)))
             return float(re.search(r" steady ([0-9.e-]+)", out).group(1))
 
-        def ours():
-            out = run([aicc, "run", plan, "--input", "x=" + pb, "--repeat", str(reps + 1)])[2]
-            cpu["aicc"].append(steady(out, "cpu"))
-            return steady(out)
-        ta, tb, ratio, lo, hi = paired(ours, ort)
-        ca, cb = statistics.median(cpu["aicc"]), statistics.median(cpu["ort"])
-        cr = statistics.median(x / y for x, y in zip(cpu["aicc"], cpu["ort"]))
+        ta, tb, ratio, lo, hi = paired(lambda: aicc_steady([aicc, "run", plan, "--input", "x=" + pb, "--repeat",
+                                                            str(reps + 1)], cpu["aicc"]), ort)
+        ca, cb, cr = cpu_ratio(cpu["aicc"], cpu["ort"])
         print("%-34s %10.4f %10.4f %10.2f %8s   (pairs %.2f-%.2f)   cpu %.4f %.4f %.2f" % (
             name, ta, tb, ratio, "met" if ratio <= 1.5 else "MISSED", lo, hi, ca, cb, cr))
     print("   " + load())
