@@ -2,7 +2,8 @@
  * reader and the report.  Requires runtime/rt.h (allocation hook, dtypes) and runtime/kernels.h
  * (operator names).  Every builder function deep-copies what it is given, so callers may pass
  * stack data; on allocation failure it returns -1 with e set and leaves the plan consistent
- * (plan_free still frees everything). */
+ * (plan_free still frees everything).  Instruction strings (target attributes, attribute names
+ * and values, node names) and buffer formats are interned (plan_intern). */
 #include "runtime/plan.h"
 
 #include <stdlib.h>
@@ -76,10 +77,9 @@ int plan_set_buffer_format(Plan *p, int buf, const char *format, RtError *e)
 	if (size < 0)
 		return rt_errorf(e, RT_EINTERNAL, "buffer '%s': unknown format '%s' for %s", b->name, format ? format : "",
 				 rt_dtype_name(b->dtype));
-	char *f = rt_strdup(format);
+	char *f = plan_intern(p, format);
 	if (!f)
 		return rt_errorf(e, RT_ENOMEM, "out of memory");
-	rt_free(b->format);
 	b->format = f;
 	b->size = size;
 	return 0;
@@ -117,6 +117,102 @@ static int grow(void **v, int *cap, int n, size_t sz)
 #define PUSH(p, vec, e) (grow((void **)&(p)->vec, &(p)->cap_##vec, (p)->n##vec, sizeof *(p)->vec) \
 			 ? nomem(e) : (p)->n##vec++)
 
+/* ---- interned strings: an open-addressing set of pointers into 64 KB blocks ---- */
+#define STRS_BLOCK 65536
+
+struct PlanStrs {
+	char **slot;             /* cap entries (a power of two), NULL where free */
+	size_t cap, n;
+	char *top;               /* free space of the current block */
+	size_t left;
+	void **blocks;           /* every block and every string too long for one */
+	size_t nblocks, capblocks;
+};
+
+static void strs_free(struct PlanStrs *t)
+{
+	if (!t)
+		return;
+	for (size_t i = 0; i < t->nblocks; i++)
+		rt_free(t->blocks[i]);
+	rt_free(t->blocks);
+	rt_free(t->slot);
+	rt_free(t);
+}
+
+static int strs_grow(struct PlanStrs *t)
+{
+	size_t cap = t->cap ? 2 * t->cap : 1024;
+	char **slot = rt_calloc(cap, sizeof *slot);
+	if (!slot)
+		return -1;
+	for (size_t i = 0; i < t->cap; i++)
+		if (t->slot[i]) {
+			size_t h = (size_t)rt_checksum(t->slot[i], strlen(t->slot[i])) & (cap - 1);
+			while (slot[h])
+				h = (h + 1) & (cap - 1);
+			slot[h] = t->slot[i];
+		}
+	rt_free(t->slot);
+	t->slot = slot, t->cap = cap;
+	return 0;
+}
+
+/* Room for n bytes (a new block, or a block of its own for a long string); NULL: no memory. */
+static char *strs_room(struct PlanStrs *t, size_t n)
+{
+	if (n <= t->left) {
+		char *r = t->top;
+		t->top += n, t->left -= n;
+		return r;
+	}
+	if (t->nblocks == t->capblocks) {
+		size_t cap = t->capblocks ? 2 * t->capblocks : 16;
+		void **b = rt_realloc(t->blocks, cap * sizeof *b);
+		if (!b)
+			return NULL;
+		t->blocks = b, t->capblocks = cap;
+	}
+	size_t sz = n > STRS_BLOCK / 4 ? n : STRS_BLOCK;
+	char *b = rt_malloc(sz);
+	if (!b)
+		return NULL;
+	t->blocks[t->nblocks++] = b;
+	if (sz == STRS_BLOCK)
+		t->top = b + n, t->left = sz - n;
+	return b;
+}
+
+char *plan_intern(Plan *p, const char *s)
+{
+	if (!s)
+		return NULL;
+	if (!p->strs && !(p->strs = rt_calloc(1, sizeof *p->strs)))
+		return NULL;
+	struct PlanStrs *t = p->strs;
+	if (2 * (t->n + 1) > t->cap && strs_grow(t) < 0)
+		return NULL;
+	size_t len = strlen(s), h = (size_t)rt_checksum(s, len) & (t->cap - 1);
+	for (; t->slot[h]; h = (h + 1) & (t->cap - 1))
+		if (!strcmp(t->slot[h], s))
+			return t->slot[h];
+	char *d = strs_room(t, len + 1);
+	if (!d)
+		return NULL;
+	memcpy(d, s, len + 1);
+	t->n++;
+	return t->slot[h] = d;
+}
+
+/* The plan's interned copy of s (NULL stays NULL); sets *fail on allocation failure. */
+static char *intern(Plan *p, const char *s, int *fail)
+{
+	char *d = plan_intern(p, s);
+	if (s && !d)
+		*fail = 1;
+	return d;
+}
+
 /* A copy of s owned by the plan (NULL stays NULL); sets *fail on allocation failure. */
 static char *dup(const char *s, int *fail)
 {
@@ -149,9 +245,7 @@ Plan *plan_new(const char *target, const char *machine, uint64_t machine_hash, R
 
 static void attrs_free(Attrs *as)
 {
-	for (int i = 0; i < as->n; i++) {
-		rt_free((char *)as->a[i].name);
-		rt_free((char *)as->a[i].s);
+	for (int i = 0; i < as->n; i++) {   /* names and strings are interned */
 		rt_free(as->a[i].ints);
 		rt_free(as->a[i].floats);
 	}
@@ -163,12 +257,7 @@ static void instr_free(PlanInstr *in)
 	rt_free(in->in);
 	rt_free(in->out);
 	attrs_free(&in->attrs);
-	for (int i = 0; i < in->ntile; i++) {
-		rt_free(in->tile[i].key);
-		rt_free(in->tile[i].val);
-	}
-	rt_free(in->tile);
-	rt_free(in->node);
+	rt_free(in->tile);       /* keys, values and the node name are interned */
 }
 
 void plan_free(Plan *p)
@@ -194,10 +283,8 @@ void plan_free(Plan *p)
 	}
 	for (int i = 0; i < p->nlinks; i++)
 		rt_free(p->links[i].name);
-	for (int i = 0; i < p->nbuffers; i++) {
-		rt_free(p->buffers[i].name);
-		rt_free(p->buffers[i].format);
-	}
+	for (int i = 0; i < p->nbuffers; i++)
+		rt_free(p->buffers[i].name);   /* the format is interned */
 	for (int i = 0; i < p->nconsts; i++) {
 		rt_free(p->consts[i].path);
 		rt_free(p->consts[i].key);
@@ -222,6 +309,7 @@ void plan_free(Plan *p)
 	rt_free(p->devices); rt_free(p->spaces); rt_free(p->units); rt_free(p->links);
 	rt_free(p->buffers); rt_free(p->consts); rt_free(p->inputs); rt_free(p->outputs);
 	rt_free(p->events); rt_free(p->streams);
+	strs_free(p->strs);
 	rt_free(p);
 }
 
@@ -315,7 +403,7 @@ int plan_add_buffer(Plan *p, const char *name, int space, int64_t offset, DType 
 	int64_t n = plan_buffer_numel(b);
 	b->size = n < 0 ? -1 : rt_dtype_bytes(dt, n);
 	b->name = dup(name, &fail);
-	b->format = dup("row", &fail);
+	b->format = intern(p, "row", &fail);
 	return fail ? nomem(e) : i;
 }
 
@@ -432,12 +520,12 @@ void plan_instr_init(PlanInstr *in, PlanInstrKind kind)
 }
 
 /* Deep copy of one attribute into d; 0 or -1. */
-static int attr_copy(Attr *d, const Attr *s)
+static int attr_copy(Plan *p, Attr *d, const Attr *s)
 {
 	int fail = 0;
 	*d = *s;
-	d->name = dup(s->name, &fail);
-	d->s = dup(s->s, &fail);
+	d->name = intern(p, s->name, &fail);
+	d->s = intern(p, s->s, &fail);
 	d->ints = NULL;
 	d->floats = NULL;
 	if (s->kind == ATTR_INTS && s->n > 0) {
@@ -471,12 +559,12 @@ static int *ints_dup(const int *v, int n, int *fail)
 }
 
 /* Deep copy of src's owned parts into d (whose scalar fields are already copied). */
-static int instr_copy(PlanInstr *d, const PlanInstr *s)
+static int instr_copy(Plan *p, PlanInstr *d, const PlanInstr *s)
 {
 	int fail = 0;
 	d->in = ints_dup(s->in, s->nin, &fail);
 	d->out = ints_dup(s->out, s->nout, &fail);
-	d->node = dup(s->node, &fail);
+	d->node = intern(p, s->node, &fail);
 	d->attrs.a = NULL;
 	d->attrs.n = 0;
 	d->tile = NULL;
@@ -484,14 +572,14 @@ static int instr_copy(PlanInstr *d, const PlanInstr *s)
 	if (s->attrs.n > 0 && !(d->attrs.a = rt_calloc((size_t)s->attrs.n, sizeof(Attr))))
 		return -1;
 	for (int i = 0; i < s->attrs.n && !fail; i++, d->attrs.n++)
-		fail = attr_copy(&d->attrs.a[i], &s->attrs.a[i]) < 0;
+		fail = attr_copy(p, &d->attrs.a[i], &s->attrs.a[i]) < 0;
 	if (fail)
 		return -1;
 	if (s->ntile > 0 && !(d->tile = rt_calloc((size_t)s->ntile, sizeof(PlanKV))))
 		return -1;
 	for (int i = 0; i < s->ntile && !fail; i++, d->ntile++) {
-		d->tile[i].key = dup(s->tile[i].key, &fail);
-		d->tile[i].val = dup(s->tile[i].val, &fail);
+		d->tile[i].key = intern(p, s->tile[i].key, &fail);
+		d->tile[i].val = intern(p, s->tile[i].val, &fail);
 	}
 	return fail ? -1 : 0;
 }
@@ -503,7 +591,7 @@ int plan_add_instr(Plan *p, int s, const PlanInstr *in, RtError *e)
 		return nomem(e);
 	PlanInstr *d = &st->ins[st->nins];
 	*d = *in;
-	if (instr_copy(d, in) < 0) {
+	if (instr_copy(p, d, in) < 0) {
 		instr_free(d);
 		return nomem(e);
 	}

@@ -170,6 +170,7 @@ typedef struct Plan {
 	PLAN_VEC(PlanIO, outputs);
 	PLAN_VEC(char *, events);
 	PLAN_VEC(PlanStream, streams);
+	struct PlanStrs *strs;   /* interned strings (plan_intern) */
 	const char *file;        /* for diagnostics, not owned; NULL when built in memory */
 } Plan;
 #undef PLAN_VEC
@@ -198,6 +199,12 @@ int plan_add_stream(Plan *p, const char *name, int device, RtError *e);
  * use plan_instr_init. */
 int plan_add_instr(Plan *p, int s, const PlanInstr *in, RtError *e);
 void plan_instr_init(PlanInstr *in, PlanInstrKind kind);
+/* The plan's one copy of string s (NULL for NULL, and NULL when memory runs out): instructions'
+ * target attributes (keys and values), attribute names and string values, node names and
+ * buffer formats are interned, never freed one by one (plan_free frees them all).  Tensor-
+ * parallel replicas and layer instances repeat the same few thousand strings: a 64-device plan
+ * holds millions of references to them. */
+char *plan_intern(Plan *p, const char *s);
 
 /* ---- lookups ---- */
 int plan_find_buffer(const Plan *p, const char *name);   /* -1 if none */

@@ -460,8 +460,7 @@ static int rd_buffer(Rd *r)
 	PlanBuffer *b = &r->p->buffers[i];
 	b->size = size;
 	b->line = r->line;
-	rt_free(b->format);
-	if (!(b->format = rt_strdup(format)))
+	if (!(b->format = plan_intern(r->p, format)))
 		return oom(r);
 	return 0;
 }

@@ -407,7 +407,7 @@ static uint64_t set_mask(const char *s, size_t n)
 	return m;
 }
 
-int plan_operand_type(RtOp op, int nin, int k, PlanOperandType *t)
+static int operand_type(RtOp op, int nin, int k, PlanOperandType *t)
 {
 	memset(t, 0, sizeof *t);
 	if ((unsigned)op >= RT_OP_COUNT || k < 0 || nin < 0)
@@ -453,6 +453,33 @@ int plan_operand_type(RtOp op, int nin, int k, PlanOperandType *t)
 	}
 	t->allowed = set_mask(t->set, (size_t)t->setlen);
 	return t->allowed ? 0 : -1;
+}
+
+/* The verifier asks for every operand of every instruction: the answers for the last (op, nin,
+ * k) triples are kept (a direct-mapped table; a row's answer never changes). */
+#define OPTYPE_CACHE 512
+static _Thread_local struct {
+	int op, nin, k, rc;      /* op -1: empty */
+	PlanOperandType t;
+} optype_cache[OPTYPE_CACHE];
+static _Thread_local int optype_cache_init;
+
+int plan_operand_type(RtOp op, int nin, int k, PlanOperandType *t)
+{
+	if (!optype_cache_init) {
+		for (int i = 0; i < OPTYPE_CACHE; i++)
+			optype_cache[i].op = -1;
+		optype_cache_init = 1;
+	}
+	unsigned h = ((unsigned)op * 2654435761u ^ (unsigned)nin * 40503u ^ (unsigned)k * 9176u) % OPTYPE_CACHE;
+	if (optype_cache[h].op == (int)op && optype_cache[h].nin == nin && optype_cache[h].k == k) {
+		*t = optype_cache[h].t;
+		return optype_cache[h].rc;
+	}
+	int rc = operand_type(op, nin, k, t);
+	optype_cache[h].op = (int)op, optype_cache[h].nin = nin, optype_cache[h].k = k;
+	optype_cache[h].rc = rc, optype_cache[h].t = *t;
+	return rc;
 }
 
 /* Whether dtypes a and b are one type for a type variable: equal, or floats of one storage. */
@@ -957,23 +984,54 @@ static void seg_update(Seg *t, int node, int lo, int hi, int a, int b, int64_t v
 	seg_update(t, 2 * node + 1, mid, hi, a, b, v);
 }
 
-static const Plan *sort_plan;
-static const int *sort_first;
-static int by_space_first(const void *x, const void *y)
+/* Sorting without qsort's comparator calls (a 64-device plan has 180,000 buffers): idx[0..n),
+ * ascending, by (space, first step, index) as two stable counting passes; tmp holds n ints and
+ * cnt max(nspaces, nsteps + 2) + 1. */
+static void sort_space_first(const Plan *p, int *idx, int n, const int *first, int nsteps, int *tmp, int *cnt)
 {
-	int a = *(const int *)x, b = *(const int *)y;
-	const PlanBuffer *pa = &sort_plan->buffers[a], *pb = &sort_plan->buffers[b];
-	if (pa->space != pb->space)
-		return pa->space < pb->space ? -1 : 1;
-	if (sort_first[a] != sort_first[b])
-		return sort_first[a] < sort_first[b] ? -1 : 1;
-	return a - b;
+	for (int pass = 0; pass < 2; pass++) {   /* first step (-1 .. nsteps), then space: stable */
+		int range = pass ? p->nspaces : nsteps + 2;
+		memset(cnt, 0, sizeof *cnt * ((size_t)range + 1));
+		for (int i = 0; i < n; i++)
+			cnt[1 + (pass ? p->buffers[idx[i]].space : first[idx[i]] + 1)]++;
+		for (int k = 0; k < range; k++)
+			cnt[k + 1] += cnt[k];
+		for (int i = 0; i < n; i++)
+			tmp[cnt[pass ? p->buffers[idx[i]].space : first[idx[i]] + 1]++] = idx[i];
+		memcpy(idx, tmp, sizeof *idx * (size_t)n);
+	}
 }
 
-static int cmp_i64(const void *x, const void *y)
+/* a[0..n) ascending: insertion sort for a few, else least significant digit radix sort on bytes
+ * (sign bit flipped), a pass skipped when every key has the same byte there; tmp holds n values.
+ * Called once per memory space (a 4,000-chip plan has 4,000), so its cost follows n alone. */
+static void sort_i64(int64_t *a, int n, int64_t *tmp)
 {
-	int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
-	return (a > b) - (a < b);
+	if (n <= 32) {
+		for (int i = 1; i < n; i++) {
+			int64_t x = a[i];
+			int j = i;
+			for (; j > 0 && a[j - 1] > x; j--)
+				a[j] = a[j - 1];
+			a[j] = x;
+		}
+		return;
+	}
+	for (int shift = 0; shift < 64; shift += 8) {
+		int cnt[257] = { 0 };
+		for (int i = 0; i < n; i++)
+			cnt[1 + (int)(((uint64_t)a[i] ^ 0x8000000000000000ull) >> shift & 0xff)]++;
+		int same = 0;
+		for (int k = 0; k < 256 && !same; k++)
+			same = cnt[k + 1] == n;
+		if (same)
+			continue;
+		for (int k = 0; k < 256; k++)
+			cnt[k + 1] += cnt[k];
+		for (int i = 0; i < n; i++)
+			tmp[cnt[((uint64_t)a[i] ^ 0x8000000000000000ull) >> shift & 0xff]++] = a[i];
+		memcpy(a, tmp, sizeof *a * (size_t)n);
+	}
 }
 
 /* Index of v in the sorted unique coordinates c[0..n). */
@@ -991,13 +1049,13 @@ static int coord(const int64_t *c, int n, int64_t v)
 }
 
 /* Checks the buffers idx[0..n) of one space. */
-static int overlap_space(const Plan *p, const int *idx, int n, const int *first, const int *last, int64_t *c, Seg *t,
-			 RtError *e)
+static int overlap_space(const Plan *p, const int *idx, int n, const int *first, const int *last, int64_t *c,
+			 int64_t *ctmp, Seg *t, RtError *e)
 {
 	int nc = 0;
 	for (int i = 0; i < n; i++)
 		c[nc++] = p->buffers[idx[i]].offset, c[nc++] = p->buffers[idx[i]].offset + p->buffers[idx[i]].size;
-	qsort(c, (size_t)nc, sizeof *c, cmp_i64);
+	sort_i64(c, nc, ctmp);
 	int m = 0;
 	for (int i = 0; i < nc; i++)
 		if (!m || c[i] != c[m - 1])
@@ -1021,24 +1079,25 @@ static int overlap_space(const Plan *p, const int *idx, int n, const int *first,
 	return 0;
 }
 
-static int check_overlap(const Plan *p, const int *first, const int *last, RtError *e)
+static int check_overlap(const Plan *p, const int *first, const int *last, int nsteps, RtError *e)
 {
 	int *idx = rt_malloc(((size_t)p->nbuffers + 1) * sizeof *idx), n = 0;
-	int64_t *c = rt_malloc(((size_t)p->nbuffers * 2 + 2) * sizeof *c);
+	int *tmp = rt_malloc(((size_t)p->nbuffers + 1) * sizeof *tmp);
+	int *cnt = rt_malloc(((size_t)(p->nspaces > nsteps + 2 ? p->nspaces : nsteps + 2) + 1) * sizeof *cnt);
+	int64_t *c = rt_malloc(((size_t)p->nbuffers * 2 + 2) * sizeof *c), *ctmp = rt_malloc(((size_t)p->nbuffers * 2 + 2) * sizeof *ctmp);
 	Seg t = { rt_malloc(((size_t)p->nbuffers * 8 + 8) * sizeof *t.tag), rt_malloc(((size_t)p->nbuffers * 8 + 8) * sizeof *t.sub), 0 };
-	int rc = idx && c && t.tag && t.sub ? 0 : rt_errorf(e, RT_ENOMEM, "out of memory verifying the plan");
+	int rc = idx && tmp && cnt && c && ctmp && t.tag && t.sub ? 0 : rt_errorf(e, RT_ENOMEM, "out of memory verifying the plan");
 	for (int b = 0; rc == 0 && b < p->nbuffers; b++)
 		if (p->buffers[b].size > 0 && first[b] <= last[b])
 			idx[n++] = b;
-	sort_plan = p, sort_first = first;
 	if (rc == 0)
-		qsort(idx, (size_t)n, sizeof *idx, by_space_first);
+		sort_space_first(p, idx, n, first, nsteps, tmp, cnt);
 	for (int i = 0, j; rc == 0 && i < n; i = j) {
 		for (j = i; j < n && p->buffers[idx[j]].space == p->buffers[idx[i]].space; j++)
 			;
-		rc = overlap_space(p, idx + i, j - i, first, last, c, &t, e);
+		rc = overlap_space(p, idx + i, j - i, first, last, c, ctmp, &t, e);
 	}
-	rt_free(idx), rt_free(c), rt_free(t.tag), rt_free(t.sub);
+	rt_free(idx), rt_free(tmp), rt_free(cnt), rt_free(c), rt_free(ctmp), rt_free(t.tag), rt_free(t.sub);
 	return rc;
 }
 
@@ -1186,7 +1245,7 @@ int plan_verify(const Plan *p, RtError *e)
 	if (rc == 0)
 		rc = plan_liveness(p, order, n, &first, &last, e);
 	if (rc == 0)
-		rc = check_overlap(p, first, last, e);
+		rc = check_overlap(p, first, last, n, e);
 	if (rc == 0)
 		rc = check_static(p, order, n, e);
 	rt_free(role);

@@ -18,11 +18,19 @@
 /* The writer's own output buffer: a large plan is millions of short pieces, and stdio's
  * per-call locking and generic xsputn path dominated writing them; pieces are copied here and
  * handed to fwrite 64 KiB at a time. */
+#define STR_CACHE 512
 typedef struct {
 	FILE *f;
 	size_t n;
 	int err;
 	char b[1 << 16];
+	/* put_str's last answers by address (the plan's strings are interned and none is freed
+	 * while it is written, so an address names one text): its length, or -1 when it needs
+	 * escapes */
+	struct {
+		const char *s;
+		int64_t len;
+	} str[STR_CACHE];
 } Out;
 
 static void out_flush(Out *o)
@@ -78,12 +86,16 @@ static void put_num(Out *f, double v, int as_float)
  * quotes; one that does goes through rt_fput_quoted after the buffer is flushed. */
 static void put_str(Out *f, const char *s)
 {
-	const unsigned char *c = (const unsigned char *)s;
-	while (*c && *c != '"' && *c != '\\' && *c >= 0x20 && *c != 0x7f)
-		c++;
-	if (!*c) {
+	size_t h = ((uintptr_t)s >> 3) % STR_CACHE;
+	if (f->str[h].s != s) {
+		const unsigned char *c = (const unsigned char *)s;
+		while (*c && *c != '"' && *c != '\\' && *c >= 0x20 && *c != 0x7f)
+			c++;
+		f->str[h].s = s, f->str[h].len = *c ? -1 : (int64_t)((const char *)c - s);
+	}
+	if (f->str[h].len >= 0) {
 		out_c(f, '"');
-		out_mem(f, s, (size_t)((const char *)c - s));
+		out_mem(f, s, (size_t)f->str[h].len);
 		out_c(f, '"');
 		return;
 	}
@@ -399,6 +411,7 @@ int plan_write(const Plan *p, FILE *fp)
 	if (!f)
 		return -1;
 	f->f = fp, f->n = 0, f->err = 0;
+	memset(f->str, 0, sizeof f->str);
 	put_header(f, p);
 	put_machine(f, p);
 	for (int i = 0; i < p->nbuffers; i++) {

@@ -60,7 +60,7 @@ int rt_errorf(RtError *e, int code, const char *fmt, ...)
 	return -1;
 }
 
-void rt_shortest_double(char *buf, size_t n, double v)
+static void shortest_double(char *buf, size_t n, double v)
 {
 	/* An integer below 1e15 (< 2^53: every integer there is a distinct double) reads back only
 	 * from its own digits, so the loop's answer is the precision of its significant digits:
@@ -85,6 +85,34 @@ void rt_shortest_double(char *buf, size_t n, double v)
 		strfromd(buf, n, fmt, v);   /* printf's %.*g digits without its format parsing */
 		if (strtod(buf, NULL) == v)
 			break;
+	}
+}
+
+/* A plan repeats a few numbers very often (the FLOP of each tensor-parallel replica and layer
+ * instance, the devices' rates): the last answers are kept, keyed by the double's bits, so a hit
+ * is byte for byte what the conversion wrote. */
+#define SHORTEST_CACHE 1024
+static _Thread_local struct {
+	uint64_t bits;
+	int used;
+	char s[32];
+} shortest_cache[SHORTEST_CACHE];
+
+void rt_shortest_double(char *buf, size_t n, double v)
+{
+	uint64_t bits;
+	memcpy(&bits, &v, sizeof bits);
+	size_t i = (size_t)((bits * 0x9E3779B97F4A7C15ull) >> 54) & (SHORTEST_CACHE - 1);
+	if (!shortest_cache[i].used || shortest_cache[i].bits != bits) {
+		shortest_double(shortest_cache[i].s, sizeof shortest_cache[i].s, v);
+		shortest_cache[i].bits = bits, shortest_cache[i].used = 1;
+	}
+	size_t k = strlen(shortest_cache[i].s);
+	if (k >= n)
+		k = n ? n - 1 : 0;
+	if (n) {
+		memcpy(buf, shortest_cache[i].s, k);
+		buf[k] = 0;
 	}
 }
 

@@ -59,19 +59,20 @@ static const char *model_of(const Plan *p, int stream)
 	return p->target ? p->target : "";
 }
 
-static int add_tile(PlanInstr *in, const char *key, const char *val, RtError *e)
+/* Appends the n pairs kv to in's target attributes (interned in p). */
+static int add_tiles(Plan *p, PlanInstr *in, const PlanKV *kv, int n, RtError *e)
 {
-	PlanKV *t = rt_realloc(in->tile, (size_t)(in->ntile + 1) * sizeof *t);
+	PlanKV *t = rt_realloc(in->tile, (size_t)(in->ntile + n) * sizeof *t);
 	if (!t)
 		return rt_errorf(e, RT_ENOMEM, "out of memory annotating the plan");
 	in->tile = t;
-	t[in->ntile].key = rt_strdup(key);
-	t[in->ntile].val = rt_strdup(val);
-	if (!t[in->ntile].key || !t[in->ntile].val) {
-		rt_free(t[in->ntile].key), rt_free(t[in->ntile].val);
-		return rt_errorf(e, RT_ENOMEM, "out of memory annotating the plan");
+	for (int i = 0; i < n; i++) {
+		t[in->ntile].key = plan_intern(p, kv[i].key);
+		t[in->ntile].val = plan_intern(p, kv[i].val);
+		if (!t[in->ntile].key || !t[in->ntile].val)
+			return rt_errorf(e, RT_ENOMEM, "out of memory annotating the plan");
+		in->ntile++;
 	}
-	in->ntile++;
 	return 0;
 }
 
@@ -79,6 +80,8 @@ int tgt_annotate_bands(Plan *p, RtError *e)
 {
 	if (!p->target || !strcmp(p->target, "reference"))
 		return 0;     /* the reference target's times are illustrative, not predictions */
+	const TgtBand *last = NULL;   /* the band whose numbers are in worst, median, cases */
+	char worst[32] = "", median[32] = "", cases[32] = "";
 	for (int s = 0; s < p->nstreams; s++)
 		for (int i = 0; i < p->streams[s].nins; i++) {
 			PlanInstr *in = &p->streams[s].ins[i];
@@ -88,22 +91,15 @@ int tgt_annotate_bands(Plan *p, RtError *e)
 				continue;
 			const char *cls = tgt_kernel_class(in);
 			const TgtBand *b = tgt_band(model_of(p, s), cls);
-			char v[32];
-			if (add_tile(in, "class", cls, e) < 0)
-				return -1;
-			if (!b) {
-				if (add_tile(in, "band", "none", e) < 0)
-					return -1;
-				continue;
+			if (b && b != last) {
+				strfromd(worst, sizeof worst, "%.4g", b->worst);   /* printf's digits, no format parsing */
+				strfromd(median, sizeof median, "%.4g", b->median);
+				snprintf(cases, sizeof cases, "%d", b->cases);
+				last = b;
 			}
-			strfromd(v, sizeof v, "%.4g", b->worst);   /* printf's digits, no format parsing */
-			if (add_tile(in, "band", v, e) < 0)
-				return -1;
-			strfromd(v, sizeof v, "%.4g", b->median);
-			if (add_tile(in, "band_median", v, e) < 0)
-				return -1;
-			snprintf(v, sizeof v, "%d", b->cases);
-			if (add_tile(in, "band_cases", v, e) < 0)
+			PlanKV kv[4] = { { "class", (char *)cls }, { "band", b ? worst : "none" }, { "band_median", median },
+					 { "band_cases", cases } };
+			if (add_tiles(p, in, kv, b ? 4 : 2, e) < 0)
 				return -1;
 		}
 	return 0;

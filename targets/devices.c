@@ -529,18 +529,20 @@ static int events(Ctx *c)
 	size_t ns = (size_t)(d->n > 0 ? d->n : 1), nn = (size_t)f->nnodes + 1;
 	unsigned char *shared = calloc((size_t)f->nvals + 1, 1);
 	int *vc = malloc(sizeof *vc * ns * ns), *snap = malloc(sizeof *snap * nn * ns), *front = malloc(sizeof *front * nn * ns);
-	/* colmin[t]: the least vc[r*ns + t] over the streams r, updated only in the columns a node
-	 * changes (its own, and those its waits raise), so a node costs O(ns) rather than O(ns^2) */
-	int *colmin = malloc(sizeof *colmin * ns), *changed = malloc(sizeof *changed * ns);
+	/* colmin[t]: the least vc[r*ns + t] over the streams r, and colcnt[t] how many streams hold
+	 * it; a node changes only its own row, in the columns its waits raise (old: each one's value
+	 * before), and a column's least is scanned again only when its last holder moved up */
+	int *colmin = malloc(sizeof *colmin * ns), *colcnt = malloc(sizeof *colcnt * ns);
+	int *changed = malloc(sizeof *changed * ns), *old = malloc(sizeof *old * ns);
 	unsigned char *mark = calloc(ns, 1);
-	int rc = shared && vc && snap && front && colmin && changed && mark ? 0 :
+	int rc = shared && vc && snap && front && colmin && colcnt && changed && old && mark ? 0 :
 		 rt_errorf(c->e, RT_ENOMEM, "out of memory placing devices");
 	for (int v = 0; rc == 0 && v < f->nvals; v++)
 		d->until[v] = -1;
 	for (size_t i = 0; rc == 0 && i < ns * ns; i++)
 		vc[i] = -1;
 	for (size_t t = 0; rc == 0 && t < ns; t++)
-		colmin[t] = -1;
+		colmin[t] = -1, colcnt[t] = (int)ns;
 	for (int i = 0; rc == 0 && i < f->nnodes; i++) {
 		const FlatNode *fn = &f->nodes[i];
 		int s = d->node_pl[i];
@@ -558,23 +560,31 @@ static int events(Ctx *c)
 				d->rec_event[def] = -2, shared[v] = 1;    /* the event is named when emitted */
 				for (size_t t = 0; t < ns; t++)          /* its wait: s is ordered after def */
 					if (snap[(size_t)def * ns + t] > mine[t]) {
-						mine[t] = snap[(size_t)def * ns + t];
 						if (!mark[t])
-							mark[t] = 1, changed[nch++] = (int)t;
+							mark[t] = 1, old[nch] = mine[t], changed[nch++] = (int)t;
+						mine[t] = snap[(size_t)def * ns + t];
 					}
 			}
 		}
-		if (s >= 0) {
-			mine[s] = i;
+		if (s >= 0 && mine[s] != i) {
 			if (!mark[s])
-				mark[s] = 1, changed[nch++] = s;
+				mark[s] = 1, old[nch] = mine[s], changed[nch++] = s;
+			mine[s] = i;
 		}
 		for (int q = 0; q < nch; q++) {
 			size_t t = (size_t)changed[q];
-			int lo = INT_MAX;
-			for (size_t r = 0; r < ns; r++)
-				lo = vc[r * ns + t] < lo ? vc[r * ns + t] : lo;
-			colmin[t] = lo, mark[t] = 0;
+			mark[t] = 0;
+			if (old[q] != colmin[t] || --colcnt[t] > 0)
+				continue;    /* values only grow: the least moves only when its last holder does */
+			int lo = INT_MAX, cnt = 0;
+			for (size_t r = 0; r < ns; r++) {
+				int x = vc[r * ns + t];
+				if (x < lo)
+					lo = x, cnt = 1;
+				else if (x == lo)
+					cnt++;
+			}
+			colmin[t] = lo, colcnt[t] = cnt;
 		}
 		for (size_t t = 0; t < ns; t++) {
 			snap[(size_t)i * ns + t] = s >= 0 ? mine[t] : -1;
@@ -588,7 +598,7 @@ static int events(Ctx *c)
 		else if (shared[v] && d->until[v] < 0)
 			d->until[v] = sync_death(c, front, (int)ns, v);
 	}
-	free(shared), free(vc), free(snap), free(front), free(colmin), free(changed), free(mark);
+	free(shared), free(vc), free(snap), free(front), free(colmin), free(colcnt), free(changed), free(old), free(mark);
 	return rc;
 }
 
@@ -768,7 +778,8 @@ int tgt_devs_values(TgtDevs *d, Plan *p, const Flat *f, TgtDtypeFn dtype, const 
 		rc = devs_value(d, p, f, in0, f->params[i], dtype(ctx, &f->vals[f->params[i]]), buf, dir, e);
 	for (int i = 0; rc == 0 && i < f->nnodes; i++) {
 		for (int h = 0; h < d->n; h++)
-			tgt_heap_release(&d->heap[h], f, i);
+			if (tgt_heap_due(&d->heap[h], i))
+				tgt_heap_release(&d->heap[h], f, i);
 		for (int k = 0; rc == 0 && k < f->nodes[i].nout; k++) {
 			int v = f->nodes[i].out[k];
 			rc = devs_value(d, p, f, in0, v, dtype(ctx, &f->vals[v]), buf, dir, e);

@@ -306,8 +306,10 @@ int tgt_heap_intervals(const TgtHeap *h, int64_t *lo, int *owner, int max)
 void tgt_plan_name(char *d, size_t n, const char *s)
 {
 	size_t i = 0;
-	for (; s[i] && i + 1 < n; i++)
-		d[i] = ((unsigned char)s[i] <= ' ' || (unsigned char)s[i] >= 0x7f || strchr("=,[]\"", s[i])) ? '_' : s[i];
+	for (; s[i] && i + 1 < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		d[i] = c <= ' ' || c >= 0x7f || c == '=' || c == ',' || c == '[' || c == ']' || c == '"' ? '_' : s[i];
+	}
 	d[i] = 0;
 	if (strcmp(d, "_") == 0 || !*d)
 		snprintf(d, n, "v_");

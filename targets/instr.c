@@ -6,6 +6,7 @@
 #include "targets/target.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,38 +118,102 @@ int tgt_load_kernel(const Flat *f, const int *gfirst, int i)
 	return 1;
 }
 
-/* A value of one conversion and nothing else ("%.4g", "%d", "%s", ...) is converted directly:
- * libquadmath (loaded with OpenBLAS) registers printf hooks, which send every printf-family
- * call through glibc's slow positional path, and lowering writes a dozen of these per kernel.
- * strfromd (ISO C23, glibc 2.25) gives the same digits as printf's %.Ng / %.Nf.  1 if done. */
-static int put_simple(char *out, size_t n, const char *fmt, va_list ap)
+/* Annotation values are formatted here, not by printf: libquadmath (loaded with OpenBLAS)
+ * registers printf hooks, which send every printf-family call through glibc's slow positional
+ * path, and lowering writes a dozen of these per kernel (a 64-device plan: millions).  fmt_to
+ * handles the conversions annotations use (%s %c %d %lld %% and %.Ng / %.Nf without flags or
+ * width) with printf's exact output; anything else returns 0 and the caller uses vsnprintf. */
+
+/* The digits of %.Ng / %.Nf of v: strfromd (ISO C23, glibc 2.25: printf's digits), through a
+ * small cache, since TP replicas and layer instances price the same shapes to the same times.
+ * The key is the conversion and the double's bits, so a hit is exactly what strfromd wrote. */
+#define DCACHE 4096
+static _Thread_local struct {
+	uint64_t bits;
+	char conv[2];            /* precision digit, 'g' or 'f'; 0: empty slot */
+	char s[30];
+} dcache[DCACHE];
+
+static const char *fmt_double(char prec, char conv, double v)
 {
-	if (strcmp(fmt, "%s") == 0) {
-		const char *v = va_arg(ap, const char *);
-		size_t k = strnlen(v, n - 1);
-		memcpy(out, v, k);
-		out[k] = 0;
-		return 1;
+	uint64_t bits;
+	memcpy(&bits, &v, sizeof bits);
+	uint64_t h = (bits ^ (bits >> 29) ^ ((uint64_t)(unsigned char)prec << 7) ^ (uint64_t)(unsigned char)conv) * 0x9E3779B97F4A7C15ull;
+	size_t i = (size_t)(h >> 52) & (DCACHE - 1);
+	if (dcache[i].conv[0] != prec || dcache[i].conv[1] != conv || dcache[i].bits != bits) {
+		char f[5] = { '%', '.', prec, conv, 0 };
+		char buf[400];   /* %.9f of 1e300 */
+		strfromd(buf, sizeof buf, f, v);
+		if (strlen(buf) >= sizeof dcache[i].s) {   /* too long to keep: not cached */
+			static _Thread_local char big[400];
+			memcpy(big, buf, sizeof big);
+			return big;
+		}
+		strcpy(dcache[i].s, buf);
+		dcache[i].bits = bits, dcache[i].conv[0] = prec, dcache[i].conv[1] = conv;
 	}
-	if (strcmp(fmt, "%d") == 0 || strcmp(fmt, "%lld") == 0) {
-		long long v = fmt[1] == 'd' ? va_arg(ap, int) : va_arg(ap, long long);
-		char buf[24], *e = buf + sizeof buf, *c = e;
-		unsigned long long u = v < 0 ? 0 - (unsigned long long)v : (unsigned long long)v;
-		do
-			*--c = (char)('0' + u % 10);
-		while (u /= 10);
-		if (v < 0)
-			*--c = '-';
-		size_t k = (size_t)(e - c) < n - 1 ? (size_t)(e - c) : n - 1;
-		memcpy(out, c, k);
-		out[k] = 0;
-		return 1;
+	return dcache[i].s;
+}
+
+typedef struct Fmt {
+	char *out;
+	size_t n, k;             /* capacity (> 0), characters written so far (at most n - 1 kept) */
+} Fmt;
+
+static void fmt_mem(Fmt *o, const char *s, size_t len)
+{
+	size_t room = o->n - 1 - o->k;
+	if (len > room)
+		len = room;
+	memcpy(o->out + o->k, s, len);
+	o->k += len;
+}
+
+static void fmt_ll(Fmt *o, long long v)
+{
+	char buf[24], *e = buf + sizeof buf, *c = e;
+	unsigned long long u = v < 0 ? 0 - (unsigned long long)v : (unsigned long long)v;
+	do
+		*--c = (char)('0' + u % 10);
+	while (u /= 10);
+	if (v < 0)
+		*--c = '-';
+	fmt_mem(o, c, (size_t)(e - c));
+}
+
+/* 1 when done (out holds what vsnprintf would have written), 0 for a conversion not handled. */
+static int fmt_to(char *out, size_t n, const char *fmt, va_list ap)
+{
+	Fmt o = { out, n, 0 };
+	for (const char *c = fmt; *c;) {
+		const char *pct = strchr(c, '%');
+		if (!pct) {
+			fmt_mem(&o, c, strlen(c));
+			break;
+		}
+		fmt_mem(&o, c, (size_t)(pct - c));
+		c = pct + 1;
+		if (*c == '%') {
+			fmt_mem(&o, "%", 1), c++;
+		} else if (*c == 's') {
+			const char *v = va_arg(ap, const char *);
+			fmt_mem(&o, v, strlen(v)), c++;
+		} else if (*c == 'c') {
+			char v = (char)va_arg(ap, int);
+			fmt_mem(&o, &v, 1), c++;
+		} else if (*c == 'd') {
+			fmt_ll(&o, va_arg(ap, int)), c++;
+		} else if (c[0] == 'l' && c[1] == 'l' && c[2] == 'd') {
+			fmt_ll(&o, va_arg(ap, long long)), c += 3;
+		} else if (c[0] == '.' && c[1] >= '0' && c[1] <= '9' && (c[2] == 'g' || c[2] == 'f')) {
+			const char *v = fmt_double(c[1], c[2], va_arg(ap, double));
+			fmt_mem(&o, v, strlen(v)), c += 3;
+		} else {
+			return 0;
+		}
 	}
-	if (fmt[0] == '%' && fmt[1] == '.' && fmt[2] >= '0' && fmt[2] <= '9' && (fmt[3] == 'g' || fmt[3] == 'f') && !fmt[4]) {
-		strfromd(out, n, fmt, va_arg(ap, double));
-		return 1;
-	}
-	return 0;
+	out[o.k] = 0;
+	return 1;
 }
 
 void tgt_ann_put(TgtAnn *t, const char *key, const char *fmt, ...)
@@ -157,7 +222,7 @@ void tgt_ann_put(TgtAnn *t, const char *key, const char *fmt, ...)
 		return;
 	va_list ap;
 	va_start(ap, fmt);
-	if (!put_simple(t->val[t->n], sizeof t->val[0], fmt, ap)) {
+	if (!fmt_to(t->val[t->n], sizeof t->val[0], fmt, ap)) {
 		va_end(ap);
 		va_start(ap, fmt);
 		vsnprintf(t->val[t->n], sizeof t->val[0], fmt, ap);

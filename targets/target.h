@@ -134,6 +134,12 @@ typedef struct TgtHeap {
 } TgtHeap;
 /* Room for `capacity` live values to start with; 0, or -1 when out of memory (free with
  * tgt_heap_free). */
+/* Whether tgt_heap_release(h, f, node) may release anything (a 64-device lowering asks every
+ * heap at every node: the answer is almost always no). */
+static inline int tgt_heap_due(const TgtHeap *h, int node)
+{
+	return h->scan || h->nqueued < h->nrec || (h->dq.n > 0 && h->dq.a[0].key <= node);
+}
 int tgt_heap_init(TgtHeap *h, int capacity, int64_t align);
 void tgt_heap_free(TgtHeap *h);
 /* The offset where `size` bytes of value `owner` go, or -1 when out of memory. */

@@ -492,8 +492,8 @@ static void topo_str(const TpuIci *ici, char *buf, size_t n)
 		snprintf(buf + o, n - o, " %storus%s", ici->twist ? "twisted " : "", ici->wrap ? " with wraparound" : "");
 }
 
-/* Replaces instruction in's target attributes by t's (the plan owns them: runtime allocator). */
-static int set_tile(PlanInstr *in, const Ann *t, RtError *e)
+/* Replaces instruction in's target attributes by t's (interned in plan p). */
+static int set_tile(Plan *p, PlanInstr *in, const Ann *t, RtError *e)
 {
 	PlanKV *kv = rt_calloc((size_t)t->n + (size_t)in->ntile, sizeof *kv);
 	if (!kv)
@@ -501,8 +501,8 @@ static int set_tile(PlanInstr *in, const Ann *t, RtError *e)
 	for (int i = 0; i < in->ntile; i++)
 		kv[i] = in->tile[i];
 	for (int i = 0; i < t->n; i++) {
-		kv[in->ntile + i].key = rt_strdup(t->kv[i].key);
-		kv[in->ntile + i].val = rt_strdup(t->kv[i].val);
+		kv[in->ntile + i].key = plan_intern(p, t->kv[i].key);
+		kv[in->ntile + i].val = plan_intern(p, t->kv[i].val);
 		if (!kv[in->ntile + i].key || !kv[in->ntile + i].val)
 			return rt_free(kv), rt_errorf(e, RT_ENOMEM, "out of memory annotating ICI transfers");
 	}
@@ -560,7 +560,7 @@ static int ici_annotate(TpuLw *w)
 				continue;
 			Ann t = { .n = 0 };
 			ici_instr(w, in, &t);
-			if (set_tile(in, &t, w->l->e) < 0)
+			if (set_tile(w->l->p, in, &t, w->l->e) < 0)
 				return -1;
 		}
 	return 0;
