@@ -181,6 +181,8 @@ TRAIN_ANCHORS = {   # id -> (compile options, published MFU)
             '--machine llama3-h100-roce --tp 8 --pp 16 --dp 128 --pp-virtual 2 --recompute selective', 0.41),
     'l3c': ('examples/llama3.1-405b.aig --phase train --batch 1 --context 131072 --grad-accum 16 --target hopper '
             '--machine llama3-h100-roce --tp 8 --pp 16 --dp 8 --cp 16 --pp-virtual 2 --recompute selective', 0.38),
+    'mt70': ('examples/llama3.1-70b.aig --bind V=32000,CTX=4096 --phase train --batch 4 --context 4096 --target tpu '
+             '--machine tpu-v5p-8960 --dp 512 --zero 3 --recompute selective-ffn', 0.654),
 }
 for k, (opts, pub) in TRAIN_ANCHORS.items():
     COMMANDS['train.' + k] = ['{aicc} compile ' + opts + ' --emit summary -o {tmp}/' + k + '.json',
