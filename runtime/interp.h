@@ -206,6 +206,9 @@ void rt_reducescatter_add(RtTensor *acc, const RtTensor *x, int axis, int j, int
 typedef struct RtCheckOut {
 	const char *name;                /* the plan's output name */
 	double max_abs, max_rel, tolerance;
+	double abs_allowance;            /* > 0: a Sigmoid/Tanh output's elements may be off by up to
+					    this much more (its input's allowance through f) */
+	const char *abs_through;         /* then "Sigmoid" or "Tanh" */
 	int ok;
 } RtCheckOut;
 

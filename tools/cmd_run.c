@@ -439,14 +439,24 @@ static void devices(const Plan *p, const RtTiming *t, int per_device)
 	char a[64], b[64], d[64], f[64];
 	for (int i = 0; (per_device || p->ndevices <= DEVICE_LINES) && i < p->ndevices; i++) {
 		double ach = t->latency_s > 0 ? t->dev_flops[i] / t->latency_s : 0;
-		printf("compute        %s in %s busy on %s: %s/s achieved, %.2f%% of peak %s/s\n",
-		       si(t->dev_flops[i], "FLOP", a, sizeof a), seconds(t->busy_s[i], d, sizeof d), p->devices[i].name,
+		char pool[64] = "";
+		int chips = viz_pool_chips(p, i);
+		if (chips > 1)
+			snprintf(pool, sizeof pool, " (a pool of %d %s)", chips, p->devices[i].kind);
+		printf("compute        %s in %s busy on %s%s: %s/s achieved, %.2f%% of peak %s/s\n",
+		       si(t->dev_flops[i], "FLOP", a, sizeof a), seconds(t->busy_s[i], d, sizeof d), p->devices[i].name, pool,
 		       si(ach, "FLOP", b, sizeof b), 100 * ach / p->devices[i].peak_flops,
 		       si(p->devices[i].peak_flops, "FLOP", f, sizeof f));
 	}
 	for (int s = 0; (per_device || p->ndevices <= DEVICE_LINES) && s < p->nspaces; s++) {
-		char at[96] = "", g[64], h[64];
-		if (t->bytes[s] > 0 && p->spaces[s].bandwidth > 0)   /* what the timing charges for it */
+		/* a pool's space (vera-rubin) holds its chips' memories and each chip streams its own
+		 * shard: the pool's bytes move at chips x one chip's bandwidth (the space's) */
+		char at[128] = "", g[64], h[64];
+		int chips = viz_pool_chips(p, p->spaces[s].device);
+		if (t->bytes[s] > 0 && p->spaces[s].bandwidth > 0 && chips > 1)
+			snprintf(at, sizeof at, " (%s at %d x %s/s)", seconds(t->bytes[s] / (chips * p->spaces[s].bandwidth), g, sizeof g),
+				 chips, si(p->spaces[s].bandwidth, "B", h, sizeof h));
+		else if (t->bytes[s] > 0 && p->spaces[s].bandwidth > 0)   /* what the timing charges for it */
 			snprintf(at, sizeof at, " (%s at %s/s)", seconds(t->bytes[s] / p->spaces[s].bandwidth, g, sizeof g),
 				 si(p->spaces[s].bandwidth, "B", h, sizeof h));
 		printf("memory         %s: %s moved%s, peak %s of %s\n", p->spaces[s].name, si(t->bytes[s], "B", a, sizeof a), at,
@@ -600,9 +610,14 @@ static void summary(const Plan *p, const RtRun *r, const RtCheck *c, char **file
 			printf("output         %s %s%s%s%s\n", p->outputs[i].name, rt_dtype_name(r->outputs[i].dtype),
 			       files[i] ? " -> " : "", files[i] ? files[i] : "",
 			       files[i] && !raw && r->outputs[i].dtype == DT_BF16 ? " (as f32)" : "");
-	for (int i = 0; c && i < c->nouts; i++)
-		printf("check          %s: max_abs_err %.3g, max_rel_err %.3g, tolerance %.3g: %s\n", c->outs[i].name,
-		       c->outs[i].max_abs, c->outs[i].max_rel, c->outs[i].tolerance, c->outs[i].ok ? "ok" : "FAIL");
+	for (int i = 0; c && i < c->nouts; i++) {
+		char extra[96] = "";
+		if (c->outs[i].abs_allowance > 0)
+			snprintf(extra, sizeof extra, " + %.3g abs (its input's allowance through %s)", c->outs[i].abs_allowance,
+				 c->outs[i].abs_through ? c->outs[i].abs_through : "f");
+		printf("check          %s: max_abs_err %.3g, max_rel_err %.3g, tolerance %.3g%s: %s\n", c->outs[i].name,
+		       c->outs[i].max_abs, c->outs[i].max_rel, c->outs[i].tolerance, extra, c->outs[i].ok ? "ok" : "FAIL");
+	}
 	if (c && c->first_bad_node)
 		printf("first bad node %s (buffer %s): max_rel_err %.3g > tolerance %.3g\n", c->first_bad_node,
 		       c->first_bad_buffer, c->first_bad_err, c->first_bad_tol);
