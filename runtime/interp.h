@@ -63,6 +63,8 @@ typedef struct RtTiming {
 /* Simulates p's execution time.  Returns 0, or -1 with e set (no cost model, no memory). */
 int rt_simulate(const Plan *p, RtTiming *t, RtError *e);
 void rt_timing_free(RtTiming *t);
+/* d := a deep copy of t, a timing of p.  Returns 0, or -1 with e set (no memory; d is then empty). */
+int rt_timing_copy(const Plan *p, RtTiming *d, const RtTiming *t, RtError *e);
 
 /* ---- execution ---- */
 struct RtDistHooks;                 /* below */
