@@ -150,7 +150,7 @@ validate-bands: all
 	$(MAKE) all
 # ---- end gpu ----
 
-docs-numbers: all
+docs-numbers: all unit
 	python3 tools/docs-numbers.py $(BUILD) --write
 
 demo: deps all

@@ -780,6 +780,8 @@ int pass_autodiff(Module *m, PassCtx *c)
 	Graph *g = ir_entry(m);
 	if (!g || !c->phase || strcmp(c->phase, "train") != 0)
 		return 0;
+	if (pass_check_positions(m, c))
+		return 1;
 	Calls cs = { pass_train_parallel(c), { 0 }, 0 };
 	int inl = inline_calls(g, &cs);
 	if (inl < 0)

@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/diag.h"
 #include "passes/pass.h"
 
 /* The cache tensors a graph carries: its last inputs (decode) and last outputs, in order. */
@@ -784,8 +785,72 @@ static int process(Kv *k, Graph *g)
 	return st->slots;
 }
 
+/* The value a graph input v of a callee receives from the first call of it: a param or a node
+ * result of the caller (the RoPE table's declaration), else v itself. */
+static Value *caller_value(Module *m, Value *v)
+{
+	for (int depth = 0; v->kind == V_INPUT && depth < 64; depth++) {
+		Value *up = NULL;
+		for (Graph *g = m->graphs; g && !up; g = g->next)
+			for (Node *n = g->first; n && !up; n = n->next)
+				for (int i = 0; n->op == OP_Call && n->callee == v->graph && i < v->graph->nin && !up; i++)
+					if (v->graph->inputs[i] == v && i < n->nin)
+						up = n->in[i];
+		if (!up)
+			break;
+		v = up;
+	}
+	return v;
+}
+
+/* The positions a phase runs at must be rows of every RotaryEmbedding's cos/sin table
+ * ([max_position, rotary/2] with position_ids): decode's new token sits at position --context,
+ * prefill's and train's tokens at 0..S-1, a mixed group's at p..p+s-1.  A longer context is an
+ * error, as vLLM's max_model_len > max_position_embeddings is: the table has no row for it. */
+int pass_check_positions(Module *m, PassCtx *c)
+{
+	int decode = strcmp(c->phase, "decode") == 0, mixed = strcmp(c->phase, "mixed") == 0;
+	int64_t mix_end = 0;
+	if (mixed) {
+		PassMixGroup g[PASS_MIX_MAX];
+		char err[256];
+		int ng = pass_mix_parse(c->mix ? c->mix : "", g, err, sizeof err);
+		for (int i = 0; i < ng; i++)
+			if (g[i].p + g[i].s > mix_end)
+				mix_end = g[i].p + g[i].s;
+	}
+	for (Graph *g = m->graphs; g; g = g->next)
+		for (Node *n = g->first; n; n = n->next) {
+			if (n->op != OP_RotaryEmbedding || n->nin < 4 || !n->in[3] || n->in[1]->type.rank != 2 ||
+			    !dim_isconst(n->in[1]->type.dims[0]) || n->in[3]->type.rank != 2)
+				continue;
+			Dim s = n->in[3]->type.dims[1];
+			int64_t rows = n->in[1]->type.dims[0].k;
+			int64_t end = decode ? c->context + 1 : mixed ? mix_end : dim_isconst(s) ? s.k : 0;
+			if (end <= rows)
+				continue;
+			Value *t = caller_value(m, n->in[1]);
+			char how[96];
+			if (decode)
+				snprintf(how, sizeof how, "--context %lld puts the new token", (long long)c->context);
+			else if (mixed)
+				snprintf(how, sizeof how, "--mix runs a sequence");
+			else
+				snprintf(how, sizeof how, "%lld tokens per sequence run up to", (long long)end);
+			diag_error(t->loc, "%s: %s%s position %lld, past the RoPE table '%s' of %lld rows (the model's "
+				   "maximum context: vLLM's max_position_embeddings); at most %lld %s", c->phase, how,
+				   decode || mixed ? " at" : "", (long long)end - 1, t->name, (long long)rows, (long long)(decode ? rows - 1 : rows),
+				   decode ? "past tokens" : "tokens per sequence");
+			diag_note(n->loc, "RotaryEmbedding '%s' reads the table at position_ids", n->out[0]->name);
+			return 1;
+		}
+	return 0;
+}
+
 int pass_kv_cache(Module *m, PassCtx *c)
 {
+	if (c->phase && pass_check_positions(m, c))
+		return 1;
 	if (!c->phase || strcmp(c->phase, "train") == 0)   /* train: passes/autodiff.c */
 		return 0;
 	Kv k = { .c = c, .m = m, .decode = strcmp(c->phase, "decode") == 0, .past = dim_c(c->context),

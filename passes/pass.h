@@ -208,6 +208,10 @@ typedef struct PassMixGroup {
 int pass_mix_parse(const char *spec, PassMixGroup *g, char *err, size_t errn);
 /* The tokens of a composition: sum(n * s). */
 int64_t pass_mix_tokens(const PassMixGroup *g, int ng);
+/* phases: an error (located at the table's declaration, returns 1) when the phase's positions
+ * (decode: --context past tokens and the new one; prefill/train: S; mixed: p+s) run past a
+ * RotaryEmbedding's cos/sin table, the model's maximum context (passes/kv_cache.c). */
+int pass_check_positions(Module *m, PassCtx *c);
 
 /* ---- memory planning (passes/plan_memory.c) ---- */
 /* Sets c->capacity from the machine's first accelerator: its HBM, else DRAM, SRAM or VMEM. */

@@ -216,9 +216,35 @@ static double buffer_tol(const Plan *p, int b, const RtTensor *ref, double tol)
 	return tol + a / (amax > 0 ? amax : 1);
 }
 
-void rt_compare(const RtTensor *got, const RtTensor *ref, double tol, RtCheckOut *o)
+/* The saturating function f (Sigmoid, Tanh) whose value buffer b of p is, or 0.  In its tails f
+ * is flat and its value tiny next to its range (sigmoid(-19) = 5.6e-9), so the relative error of
+ * y = f(z) is the absolute error of z and not bounded by y's own format. */
+static int saturating(const Plan *p, int b)
 {
-	double amax = 0, emax = 0;
+	const PlanInstr *in = b >= 0 ? producer(p, b) : NULL;
+	return in && in->nin >= 1 && (in->op == RT_OP_Sigmoid || in->op == RT_OP_Tanh) ? in->op : 0;
+}
+
+static double sat_f(int op, double z) { return op == RT_OP_Tanh ? tanh(z) : 1 / (1 + exp(-z)); }
+static double sat_inv(int op, double y) { return op == RT_OP_Tanh ? atanh(y) : log(y / (1 - y)); }
+
+/* The absolute allowance of element r of y = f(z) when z is off by at most dz: the most f moves
+ * over [z - dz, z + dz], z = f^-1(r); 0 where r is saturated (z not finite). */
+static double sat_allow(int op, double r, double dz)
+{
+	double z = sat_inv(op, r);
+	if (!isfinite(z))
+		return 0;
+	return fmax(fabs(sat_f(op, z + dz) - r), fabs(sat_f(op, z - dz) - r));
+}
+
+/* rt_compare with y = f(z) for a saturating f (op; 0: none): besides tol x max|r| each element
+ * may be off by what z's own allowance moves f (docs/plan-format.md §Tolerances): z is held to
+ * the same normwise tolerance, |dz| <= tol x max|z|, and max|z| >= max |f^-1(r)| over the
+ * elements, so dz = tol x max |f^-1(r)| is a lower bound of z's allowance derived from r. */
+static void compare_fn(const RtTensor *got, const RtTensor *ref, double tol, int op, RtCheckOut *o)
+{
+	double amax = 0, emax = 0, zmax = 0;
 	int nan_mismatch = got->n != ref->n;
 	for (int64_t i = 0; !nan_mismatch && i < ref->n; i++) {
 		double g = rt_get(got, i), r = rt_get(ref, i);
@@ -232,11 +258,37 @@ void rt_compare(const RtTensor *got, const RtTensor *ref, double tol, RtCheckOut
 		}
 		amax = fmax(amax, fabs(r));
 		emax = fmax(emax, fabs(g - r));
+		double z = op ? sat_inv(op, r) : 0;
+		if (isfinite(z))
+			zmax = fmax(zmax, fabs(z));
 	}
 	o->max_abs = nan_mismatch ? INFINITY : emax;
 	o->max_rel = nan_mismatch ? INFINITY : emax / (amax > 0 ? amax : 1);
 	o->tolerance = tol;
+	o->abs_allowance = 0;
+	o->abs_through = NULL;
 	o->ok = !nan_mismatch && o->max_rel <= tol;
+	if (nan_mismatch || o->ok || !op)
+		return;
+	/* element by element: |g - r| <= tol max|r| + the input error's reach through f */
+	double dz = tol * zmax, base = tol * (amax > 0 ? amax : 1), worst = 0;
+	int ok = 1;
+	for (int64_t i = 0; i < ref->n; i++) {
+		double g = rt_get(got, i), r = rt_get(ref, i);
+		if (!isfinite(g) || !isfinite(r))
+			continue;
+		double a = sat_allow(op, r, dz);
+		worst = fmax(worst, a);
+		ok &= fabs(g - r) <= base + a;
+	}
+	o->abs_allowance = worst;
+	o->abs_through = op == RT_OP_Tanh ? "Tanh" : "Sigmoid";
+	o->ok = ok;
+}
+
+void rt_compare(const RtTensor *got, const RtTensor *ref, double tol, RtCheckOut *o)
+{
+	compare_fn(got, ref, tol, 0, o);
 }
 
 /* Seeded inputs shared by both runs, rounded to p's input dtypes so both see the same values. */
@@ -314,7 +366,8 @@ static void first_bad_node(const Plan *p, const RtRun *r, const Plan *ref, const
 		if (rb < 0 || !g->data || !rr->values[rb].data || g->n != rr->values[rb].n)
 			continue;
 		RtCheckOut o;
-		rt_compare(g, &rr->values[rb], rt_dtype_isfloat(g->dtype) ? buffer_tol(p, in->out[0], &rr->values[rb], tol) : 0, &o);
+		compare_fn(g, &rr->values[rb], rt_dtype_isfloat(g->dtype) ? buffer_tol(p, in->out[0], &rr->values[rb], tol) : 0,
+			   rt_dtype_isfloat(g->dtype) ? saturating(p, in->out[0]) : 0, &o);
 		if (!o.ok) {
 			c->first_bad_node = in->node;
 			c->first_bad_buffer = p->buffers[in->out[0]].name;
@@ -342,8 +395,8 @@ static int compare_outputs(const Plan *p, const RtRun *r, const Plan *ref, const
 		if (j == ref->noutputs)
 			return rt_errorf(e, RT_EUSER, "--check: the reference plan has no output '%s'", p->outputs[i].name);
 		const RtTensor *g = &r->outputs[i];
-		rt_compare(g, &rr->outputs[j], rt_dtype_isfloat(g->dtype) ? buffer_tol(p, p->outputs[i].buffer, &rr->outputs[j], tol) : 0,
-			   &c->outs[k]);
+		compare_fn(g, &rr->outputs[j], rt_dtype_isfloat(g->dtype) ? buffer_tol(p, p->outputs[i].buffer, &rr->outputs[j], tol) : 0,
+			   rt_dtype_isfloat(g->dtype) ? saturating(p, p->outputs[i].buffer) : 0, &c->outs[k]);
 		c->outs[k].name = p->outputs[i].name;
 		c->ok &= c->outs[k].ok;
 		c->nouts++;

@@ -35,6 +35,10 @@ struct RtSession {
 	RtTensor *consts;        /* per buffer: a constant's bound value; data NULL until loaded */
 	SessFile *files; int nfiles;
 	RtLoadStats stats;
+	/* what every run of the plan computes alike, from the first run on: the simulated timing,
+	 * the execution order and each buffer's first and last step */
+	RtTiming timing; int timed;
+	PlanStep *order; int norder, *first, *last;
 };
 
 typedef struct Vm {
@@ -758,11 +762,22 @@ static int step_room(Vm *m, int n, const int *first, const int *last)
 
 static int run_values(Vm *m, RtRun *r)
 {
-	PlanStep *order = NULL;
-	int n, *first = NULL, *last = NULL;
-	int rc = plan_linearize(m->p, &order, &n, m->e);
-	if (rc == 0)
-		rc = plan_liveness(m->p, order, n, &first, &last, m->e);
+	RtSession *s = m->s;
+	int rc = 0;
+	if (!s->order) {
+		PlanStep *order = NULL;
+		int n = 0, *first = NULL, *last = NULL;
+		rc = plan_linearize(m->p, &order, &n, m->e);
+		if (rc == 0)
+			rc = plan_liveness(m->p, order, n, &first, &last, m->e);
+		if (rc < 0) {
+			rt_free(order), rt_free(first), rt_free(last);
+			return rc;
+		}
+		s->order = order, s->norder = n, s->first = first, s->last = last;
+	}
+	const PlanStep *order = s->order;
+	const int n = s->norder, *first = s->first, *last = s->last;
 	if (rc == 0)
 		rc = step_room(m, n, first, last);
 	if (rc == 0)
@@ -779,7 +794,7 @@ static int run_values(Vm *m, RtRun *r)
 	for (int i = 0; rc == 0 && collect && i < m->p->noutputs; i++)
 		if (plan_io_first(m->p->outputs, i))
 			rc = collect_output(m, i, &r->outputs[i]);
-	rt_free(order), rt_free(first), rt_free(last), rt_free(m->room);
+	rt_free(m->room);
 	m->room = NULL;
 	return rc;
 }
@@ -892,6 +907,8 @@ void rt_session_free(RtSession *s)
 	}
 	rt_free(s->files);
 	rt_free(s->consts);
+	rt_timing_free(&s->timing);
+	rt_free(s->order), rt_free(s->first), rt_free(s->last);
 	rt_free(s);
 }
 
@@ -899,7 +916,10 @@ int rt_session_run(RtSession *s, const RtRunOpts *o, RtRun *r, RtError *e)
 {
 	const Plan *p = s->p;
 	memset(r, 0, sizeof *r);
-	if (rt_simulate(p, &r->timing, e) < 0)
+	if (!s->timed && rt_simulate(p, &s->timing, e) < 0)   /* frees what it made on failure */
+		return -1;
+	s->timed = 1;
+	if (rt_timing_copy(p, &r->timing, &s->timing, e) < 0)
 		return -1;
 	if (o->timing_only)
 		return 0;

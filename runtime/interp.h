@@ -63,6 +63,8 @@ typedef struct RtTiming {
 /* Simulates p's execution time.  Returns 0, or -1 with e set (no cost model, no memory). */
 int rt_simulate(const Plan *p, RtTiming *t, RtError *e);
 void rt_timing_free(RtTiming *t);
+/* d := a deep copy of t, a timing of p.  Returns 0, or -1 with e set (no memory; d is then empty). */
+int rt_timing_copy(const Plan *p, RtTiming *d, const RtTiming *t, RtError *e);
 
 /* ---- execution ---- */
 struct RtDistHooks;                 /* below */
@@ -204,6 +206,9 @@ void rt_reducescatter_add(RtTensor *acc, const RtTensor *x, int axis, int j, int
 typedef struct RtCheckOut {
 	const char *name;                /* the plan's output name */
 	double max_abs, max_rel, tolerance;
+	double abs_allowance;            /* > 0: a Sigmoid/Tanh output's elements may be off by up to
+					    this much more (its input's allowance through f) */
+	const char *abs_through;         /* then "Sigmoid" or "Tanh" */
 	int ok;
 } RtCheckOut;
 

@@ -271,6 +271,7 @@ void plan_free(Plan *p)
 	rt_free(p->source.precision);
 	rt_free(p->source.init);
 	rt_free(p->source.phase);
+	rt_free(p->source.passes);
 	for (int i = 0; i < p->ndevices; i++) {
 		rt_free(p->devices[i].name);
 		rt_free(p->devices[i].kind);
@@ -339,6 +340,14 @@ int plan_set_source_phase(Plan *p, const char *phase, int64_t context, RtError *
 	rt_free(p->source.phase);
 	p->source.phase = dup(phase, &fail);
 	p->source.context = phase ? context : 0;
+	return fail ? nomem(e) : 0;
+}
+
+int plan_set_source_passes(Plan *p, const char *passes, RtError *e)
+{
+	int fail = 0;
+	rt_free(p->source.passes);
+	p->source.passes = dup(passes, &fail);
 	return fail ? nomem(e) : 0;
 }
 

@@ -152,6 +152,9 @@ typedef struct PlanSource {
 	 * recomputation, the MFU convention of Chowdhery et al. 2022, PaLM, appendix B); 0: none */
 	double model_flops;
 	int64_t micro_batches;   /* phase train: micro-batches per step (gradient accumulation); 0, 1: one */
+	/* the pass pipeline aicc compile ran ("kv-cache,canonicalize,...", "" for -O0), or NULL when
+	 * not recorded: explain --compare rebuilds its variants with it */
+	char *passes;
 } PlanSource;
 
 #define PLAN_VEC(T, name) T *name; int n##name, cap_##name
@@ -181,6 +184,7 @@ void plan_free(Plan *p);
 int plan_set_source(Plan *p, const char *model, const char *binds, const char *precision, RtError *e);
 int plan_set_source_init(Plan *p, const char *init, RtError *e);      /* NULL clears it */
 int plan_set_source_phase(Plan *p, const char *phase, int64_t context, RtError *e);  /* NULL clears */
+int plan_set_source_passes(Plan *p, const char *passes, RtError *e);  /* NULL clears; "": no passes ran */
 int plan_add_device(Plan *p, const PlanDevice *d, RtError *e);        /* strings copied */
 int plan_add_space(Plan *p, const PlanSpace *s, RtError *e);
 int plan_add_unit(Plan *p, const PlanUnit *u, RtError *e);

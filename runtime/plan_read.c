@@ -923,6 +923,9 @@ static int rd_header_line(Rd *r, const char *kw)
 		return fail(r, "field 'bind' expects a quoted string");
 	if ((t = field(r, "init")) && !(init = is_quoted(t->val) ? t->val + 1 : NULL))
 		return fail(r, "field 'init' expects a quoted string");
+	const char *passes = NULL;
+	if ((t = field(r, "passes")) && !(passes = is_quoted(t->val) ? t->val + 1 : NULL))
+		return fail(r, "field 'passes' expects a quoted string");
 	if ((t = field(r, "precision")) && !name_ok(prec = t->val))
 		return fail(r, "bad precision '%.40s'", t->val);
 	const char *phase = NULL;
@@ -944,7 +947,7 @@ static int rd_header_line(Rd *r, const char *kw)
 	if (check_fields(r) < 0)
 		return -1;
 	if (plan_set_source(r->p, model, binds, prec, r->e) < 0 || plan_set_source_init(r->p, init, r->e) < 0 ||
-	    plan_set_source_phase(r->p, phase, context, r->e) < 0)
+	    plan_set_source_phase(r->p, phase, context, r->e) < 0 || plan_set_source_passes(r->p, passes, r->e) < 0)
 		return oom(r);
 	r->p->source.model_flops = phase ? mf : 0;
 	r->p->source.micro_batches = phase ? mbs : 1;

@@ -367,7 +367,7 @@ static void put_header(Out *f, const Plan *p)
 	snprintf(buf, sizeof buf, "%016" PRIx64, p->machine_hash);
 	put_field(f, "hash", buf);
 	out_c(f, '\n');
-	if (p->source.model || p->source.binds || p->source.precision || p->source.init || p->source.phase) {
+	if (p->source.model || p->source.binds || p->source.precision || p->source.init || p->source.phase || p->source.passes) {
 		out_s(f, "source");
 		if (p->source.model)
 			out_s(f, " model="), put_str(f, p->source.model);
@@ -387,6 +387,8 @@ static void put_header(Out *f, const Plan *p)
 		}
 		if (p->source.phase && p->source.micro_batches > 1)
 			put_field_i64(f, "micro_batches", p->source.micro_batches);
+		if (p->source.passes)
+			out_s(f, " passes="), put_str(f, p->source.passes);
 		out_c(f, '\n');
 	}
 }

@@ -446,6 +446,38 @@ int rt_simulate(const Plan *p, RtTiming *t, RtError *e)
 	return rc;
 }
 
+/* A copy of v[0..n) (n elements of z bytes), or NULL when v is NULL. */
+static void *dup_array(const void *v, size_t n, size_t z, int *fail)
+{
+	if (!v)
+		return NULL;
+	void *d = rt_malloc(n * z);
+	if (d)
+		memcpy(d, v, n * z);
+	else
+		*fail = 1;
+	return d;
+}
+
+int rt_timing_copy(const Plan *p, RtTiming *d, const RtTiming *t, RtError *e)
+{
+	int fail = 0;
+	size_t nsp = (size_t)p->nspaces + 1, nd = (size_t)p->ndevices + 1;
+	*d = *t;
+	d->bytes = dup_array(t->bytes, nsp, sizeof *t->bytes, &fail);
+	d->busy_s = dup_array(t->busy_s, nd, sizeof *t->busy_s, &fail);
+	d->dev_flops = dup_array(t->dev_flops, nd, sizeof *t->dev_flops, &fail);
+	d->dev_load_s = dup_array(t->dev_load_s, nd, sizeof *t->dev_load_s, &fail);
+	d->unit_busy_s = dup_array(t->unit_busy_s, (size_t)p->nunits + 1, sizeof *t->unit_busy_s, &fail);
+	d->link_busy_s = dup_array(t->link_busy_s, (size_t)p->nlinks + 1, sizeof *t->link_busy_s, &fail);
+	d->peak_bytes = dup_array(t->peak_bytes, nsp, sizeof *t->peak_bytes, &fail);
+	d->spans = dup_array(t->spans, (size_t)t->nspans + 1, sizeof *t->spans, &fail);
+	if (!fail)
+		return 0;
+	rt_timing_free(d);
+	return rt_errorf(e, RT_ENOMEM, "out of memory copying the plan's timing");
+}
+
 void rt_timing_free(RtTiming *t)
 {
 	rt_free(t->bytes), rt_free(t->busy_s), rt_free(t->dev_flops), rt_free(t->dev_load_s), rt_free(t->unit_busy_s), rt_free(t->link_busy_s);

@@ -344,6 +344,10 @@ int sv_pool_open(SvPool *p, int64_t max_tokens, SvError *e)
 	p->cache = sv_cache_new();
 	if (model_context(p, e) < 0)
 		return -1;
+	/* a prompt past the model's positions is the workload's error (sv_workload_check, after the
+	 * pools open): the profile stops at the last position, which the kv-cache pass accepts */
+	if (strcmp(p->role, "decode") && p->max_context > 0 && max_tokens > p->max_context)
+		p->max_tokens = max_tokens = p->max_context;
 	/* the profile: the pool's largest iteration, in the form its scheduler runs */
 	PassMixGroup prof = strcmp(p->role, "decode") == 0 ? (PassMixGroup){ max_tokens, 1, 16 }
 							   : (PassMixGroup){ 1, max_tokens, 0 };

@@ -31,6 +31,7 @@ if os.path.exists(aicc_bin):
     with open(aicc_bin, 'rb') as f:
         if b'__asan_init' in f.read():
             config.environment['AICC_CONFORMANCE_SUBSET'] = '1'
+            config.available_features.add('sanitizer')   # docs-numbers.test: the figures do not depend on it
 # the detector and the direction classifier beside it (same package): ocr-det-model, ocr-cls-model
 for feature, name in (('ocr-det-model', 'ch_PP-OCRv4_det_infer.onnx'),
                       ('ocr-cls-model', 'ch_ppocr_mobile_v2.0_cls_infer.onnx')):

@@ -503,6 +503,7 @@ typedef struct Compile {
 	TgtMachine tm;
 	Precision prec;
 	int plan;            /* a plan is built (--emit plan, or a picture of one) */
+	char pipeline[1024]; /* the passes that ran ("" for none): the plan's source records them */
 } Compile;
 
 /* Resolves the target, loads the machine and parses --precision when the passes, the lowering
@@ -519,10 +520,11 @@ static int prepare(CompileOpts *o, Compile *c)
 	c->plan = strcmp(o->emit, "plan") == 0 || (drv_is_picture(o->emit) && o->target);
 	o->passes.o1 = c->t->pipeline;
 	o->passes.ctx.target = o->target ? c->t : NULL;
-	char buf[1024];
-	const char *list = pass_opts_pipeline(&o->passes, buf, sizeof buf);
+	const char *list = pass_opts_pipeline(&o->passes, c->pipeline, sizeof c->pipeline);
 	if (list && !*list)
 		return -1;
+	if (!list)
+		c->pipeline[0] = 0;
 	/* a --machine or --set the output does not use is still loaded: a bad one is an error */
 	if (!list && !c->plan && !o->precision && !o->machine && !o->nsets)
 		return 0;
@@ -549,7 +551,8 @@ static Plan *build(const CompileOpts *o, const Compile *c, Module *m, const DrvB
 	if (p && o->passes.ctx.remark_mask == ~0u)   /* --remarks=all: where the cost model has no coverage */
 		tgt_coverage_remarks(p, stderr);
 	RtError e = { 0 };
-	if (p && o->phase && !o->mix && plan_set_source_phase(p, o->phase, o->context, &e) < 0) {   /* phases */
+	if (p && ((o->phase && !o->mix && plan_set_source_phase(p, o->phase, o->context, &e) < 0) ||   /* phases */
+		  plan_set_source_passes(p, c->pipeline, &e) < 0)) {
 		drv_report(e.msg);
 		plan_free(p);
 		return NULL;

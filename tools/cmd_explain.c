@@ -592,20 +592,6 @@ static void family_shares(const Totals *t, double *fam)
 				fam[k] += t->bound[i].time_s;
 }
 
-/* A pool's chips: the most `pool_size` its kernels record (vera-rubin), else 1. */
-static int pool_chips(const Plan *p, int dev)
-{
-	int64_t c = 1;
-	for (int s = 0; s < p->nstreams; s++)
-		if (p->streams[s].device == dev)
-			for (int i = 0; i < p->streams[s].nins; i++) {
-				int64_t k = rt_attr_int(&p->streams[s].ins[i].attrs, "pool_size", 1);
-				if (k > c && k < 1 << 30)
-					c = k;
-			}
-	return (int)c;
-}
-
 /* Runs of consecutive devices (plan order) of one kind with equal load (busy time and count to
  * 3 significant digits): [start[k], start[k+1]). */
 static int device_runs(const Plan *p, const Totals *t, const double *busy, int *start)
@@ -757,7 +743,7 @@ static void print_summary(FILE *f, const Plan *p, const RtTiming *tm, const Tota
 	if (nr > 6)   /* many unequal devices (an LPU pod): per kind */
 		kind_lines(f, p, busy, t, "               ");
 	for (int k = 0; k < nr && nr <= 6 && p->ndevices > 1; k++) {
-		int lo = start[k], hi = start[k + 1], chips = hi - lo == 1 ? pool_chips(p, lo) : 1;
+		int lo = start[k], hi = start[k + 1], chips = hi - lo == 1 ? viz_pool_chips(p, lo) : 1;
 		run_name(p, lo, hi, name, sizeof name);
 		char pool[48] = "";
 		if (chips > 1)
@@ -1242,7 +1228,7 @@ static json_t *json_summary(const Plan *p, const RtTiming *tm, const Totals *t, 
 		for (int d = start[k]; d < start[k + 1]; d++)
 			json_array_append_new(names, json_string(p->devices[d].name));
 		json_object_set_new(o, "devices", names);
-		json_object_set_new(o, "chips", json_integer(start[k + 1] - start[k] == 1 ? pool_chips(p, start[k]) : 1));
+		json_object_set_new(o, "chips", json_integer(start[k + 1] - start[k] == 1 ? viz_pool_chips(p, start[k]) : 1));
 		json_object_set_new(o, "busy_s_each", json_real(busy[start[k]]));
 		json_object_set_new(o, "count_each", json_integer(t->dev[start[k]].count));
 		json_array_append_new(devs, o);

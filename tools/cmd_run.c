@@ -63,6 +63,7 @@ static void run_help(void)
 	       "                         device kind with the busiest named, past %d devices)\n"
 	       "  --repeat N             load the plan once (weights bound once) and run it N times;\n"
 	       "                         prints the load, first-run and steady-state host times\n"
+	       "                         (wall and cpu)\n"
 	       "  --mpi                  run as one rank of an MPI job: mpirun -np N aicc run PLAN --mpi;\n"
 	       "                         each rank loads and runs its own devices (docs/distributed.md)\n"
 	       "  --rank-map FILE        with --mpi: lines 'DEVICE RANK' place devices on ranks\n"
@@ -472,14 +473,24 @@ static void devices(const Plan *p, const RtTiming *t, int per_device)
 	char a[64], b[64], d[64], f[64];
 	for (int i = 0; (per_device || p->ndevices <= DEVICE_LINES) && i < p->ndevices; i++) {
 		double ach = t->latency_s > 0 ? t->dev_flops[i] / t->latency_s : 0;
-		printf("compute        %s in %s busy on %s: %s/s achieved, %.2f%% of peak %s/s\n",
-		       si(t->dev_flops[i], "FLOP", a, sizeof a), seconds(t->busy_s[i], d, sizeof d), p->devices[i].name,
+		char pool[64] = "";
+		int chips = viz_pool_chips(p, i);
+		if (chips > 1)
+			snprintf(pool, sizeof pool, " (a pool of %d %s)", chips, p->devices[i].kind);
+		printf("compute        %s in %s busy on %s%s: %s/s achieved, %.2f%% of peak %s/s\n",
+		       si(t->dev_flops[i], "FLOP", a, sizeof a), seconds(t->busy_s[i], d, sizeof d), p->devices[i].name, pool,
 		       si(ach, "FLOP", b, sizeof b), 100 * ach / p->devices[i].peak_flops,
 		       si(p->devices[i].peak_flops, "FLOP", f, sizeof f));
 	}
 	for (int s = 0; (per_device || p->ndevices <= DEVICE_LINES) && s < p->nspaces; s++) {
-		char at[96] = "", g[64], h[64];
-		if (t->bytes[s] > 0 && p->spaces[s].bandwidth > 0)   /* what the timing charges for it */
+		/* a pool's space (vera-rubin) holds its chips' memories and each chip streams its own
+		 * shard: the pool's bytes move at chips x one chip's bandwidth (the space's) */
+		char at[128] = "", g[64], h[64];
+		int chips = viz_pool_chips(p, p->spaces[s].device);
+		if (t->bytes[s] > 0 && p->spaces[s].bandwidth > 0 && chips > 1)
+			snprintf(at, sizeof at, " (%s at %d x %s/s)", seconds(t->bytes[s] / (chips * p->spaces[s].bandwidth), g, sizeof g),
+				 chips, si(p->spaces[s].bandwidth, "B", h, sizeof h));
+		else if (t->bytes[s] > 0 && p->spaces[s].bandwidth > 0)   /* what the timing charges for it */
 			snprintf(at, sizeof at, " (%s at %s/s)", seconds(t->bytes[s] / p->spaces[s].bandwidth, g, sizeof g),
 				 si(p->spaces[s].bandwidth, "B", h, sizeof h));
 		printf("memory         %s: %s moved%s, peak %s of %s\n", p->spaces[s].name, si(t->bytes[s], "B", a, sizeof a), at,
@@ -633,9 +644,14 @@ static void summary(const Plan *p, const RtRun *r, const RtCheck *c, char **file
 			printf("output         %s %s%s%s%s\n", p->outputs[i].name, rt_dtype_name(r->outputs[i].dtype),
 			       files[i] ? " -> " : "", files[i] ? files[i] : "",
 			       files[i] && !raw && r->outputs[i].dtype == DT_BF16 ? " (as f32)" : "");
-	for (int i = 0; c && i < c->nouts; i++)
-		printf("check          %s: max_abs_err %.3g, max_rel_err %.3g, tolerance %.3g: %s\n", c->outs[i].name,
-		       c->outs[i].max_abs, c->outs[i].max_rel, c->outs[i].tolerance, c->outs[i].ok ? "ok" : "FAIL");
+	for (int i = 0; c && i < c->nouts; i++) {
+		char extra[96] = "";
+		if (c->outs[i].abs_allowance > 0)
+			snprintf(extra, sizeof extra, " + %.3g abs (its input's allowance through %s)", c->outs[i].abs_allowance,
+				 c->outs[i].abs_through ? c->outs[i].abs_through : "f");
+		printf("check          %s: max_abs_err %.3g, max_rel_err %.3g, tolerance %.3g%s: %s\n", c->outs[i].name,
+		       c->outs[i].max_abs, c->outs[i].max_rel, c->outs[i].tolerance, extra, c->outs[i].ok ? "ok" : "FAIL");
+	}
 	if (c && c->first_bad_node)
 		printf("first bad node %s (buffer %s): max_rel_err %.3g > tolerance %.3g\n", c->first_bad_node,
 		       c->first_bad_buffer, c->first_bad_err, c->first_bad_tol);
@@ -695,15 +711,31 @@ static double now_s(void)
 	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* The process's cpu seconds (every thread's user + system time, BLAS threads included). */
+static double cpu_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 static int by_double(const void *x, const void *y)
 {
 	double a = *(const double *)x, b = *(const double *)y;
 	return (a > b) - (a < b);
 }
 
+/* The median of v[0..n) (sorts v); n >= 1. */
+static double median_sorted(double *v, long n)
+{
+	qsort(v, (size_t)n, sizeof *v, by_double);
+	return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 /* --repeat: host times of the loaded plan, as onnxruntime users read them (session creation,
- * the first run, the median of the others). */
-static void host_times(const RtLoadStats *ls, double load, double *runs, long n)
+ * the first run, the median of the others), wall and, when cpus is given, the process's cpu
+ * time per run (on a loaded machine wall time waits for the cpu, cpu time does not). */
+static void host_times(const RtLoadStats *ls, double load, double *runs, double *cpus, long n)
 {
 	char a[64], b[64], c[64];
 	printf("host load      %s: %d constant%s bound once, %d mapped in place (%.4g MB of %.4g MB)\n",
@@ -711,13 +743,18 @@ static void host_times(const RtLoadStats *ls, double load, double *runs, long n)
 	       (double)ls->mapped_bytes / 1e6, (double)ls->bytes / 1e6);
 	if (n == 1) {
 		printf("host run       first %s (one run)\n", seconds(runs[0], a, sizeof a));
+		if (cpus)
+			printf("host cpu       first %s (one run)\n", seconds(cpus[0], a, sizeof a));
 		return;
 	}
-	double first = runs[0];
-	qsort(runs + 1, (size_t)(n - 1), sizeof *runs, by_double);
-	double med = (n - 1) % 2 ? runs[1 + (n - 1) / 2] : 0.5 * (runs[(n - 1) / 2] + runs[(n - 1) / 2 + 1]);
-	printf("host run       first %s, steady state %s (median of %ld runs, min %s)\n", seconds(first, a, sizeof a),
+	double med = median_sorted(runs + 1, n - 1);
+	printf("host run       first %s, steady state %s (median of %ld runs, min %s)\n", seconds(runs[0], a, sizeof a),
 	       seconds(med, b, sizeof b), n - 1, seconds(runs[1], c, sizeof c));
+	if (cpus) {
+		med = median_sorted(cpus + 1, n - 1);
+		printf("host cpu       first %s, steady state %s (median of %ld runs, min %s)\n", seconds(cpus[0], a, sizeof a),
+		       seconds(med, b, sizeof b), n - 1, seconds(cpus[1], c, sizeof c));
+	}
 }
 
 /* Runs (or checks) the loaded plan and writes everything asked for. */
@@ -733,7 +770,7 @@ static int execute(const RunOpts *o, const Plan *p, RtBinding *bind, int nbind)
 		ro.host_limit = o->max_host;
 	int rc, save_rc = 0, nt = 0, nsl = 0;
 	int64_t ckb = 0;
-	double *runs = NULL, load = 0;
+	double *runs = NULL, *cpus = NULL, load = 0;
 	RtLoadStats ls = { 0 };
 	if (o->check)
 		rc = rt_check(p, &ro, o->per_node, &r, &c, &e);
@@ -742,16 +779,18 @@ static int execute(const RunOpts *o, const Plan *p, RtBinding *bind, int nbind)
 		RtSession *s = rt_session_new(p, &ro, &e);
 		load = now_s() - t0;
 		long n = o->repeat ? o->repeat : 1;
-		runs = calloc((size_t)n, sizeof *runs);
-		rc = s && runs ? 0 : -1;
-		if (s && !runs)
+		runs = calloc((size_t)n, sizeof *runs), cpus = calloc((size_t)n, sizeof *cpus);
+		rc = s && runs && cpus ? 0 : -1;
+		if (s && (!runs || !cpus))
 			rt_errorf(&e, RT_ENOMEM, "out of memory");
 		for (long i = 0; rc == 0 && i < n; i++) {
 			if (i)
 				rt_run_free(p, &r);
 			t0 = now_s();
+			double c0 = cpu_s();
 			rc = rt_session_run(s, &ro, &r, &e);
 			runs[i] = now_s() - t0;
+			cpus[i] = cpu_s() - c0;
 		}
 		if (s)
 			ls = *rt_session_stats(s);
@@ -768,7 +807,7 @@ static int execute(const RunOpts *o, const Plan *p, RtBinding *bind, int nbind)
 	if (rc < 0) {
 		drv_report(e.msg);
 		free(dir);
-		free(runs);
+		free(runs), free(cpus);
 		return e.code == RT_EINTERNAL ? EXIT_INTERNAL : EXIT_USER;
 	}
 	char **files = calloc((size_t)p->noutputs + 1, sizeof *files);
@@ -778,7 +817,7 @@ static int execute(const RunOpts *o, const Plan *p, RtBinding *bind, int nbind)
 	if (st == EXIT_OK)
 		summary(p, &r, o->check ? &c : NULL, files, o->per_device, o->raw);
 	if (st == EXIT_OK && o->repeat)
-		host_times(&ls, load, runs, o->repeat);
+		host_times(&ls, load, runs, cpus, o->repeat);
 	if (st == EXIT_OK && o->save_ckpt) {
 		char b[64];
 		printf("checkpoint     %s: %d tensors in %d slices, %s (%s)\n", o->save_ckpt, nt, nsl,
@@ -790,7 +829,7 @@ static int execute(const RunOpts *o, const Plan *p, RtBinding *bind, int nbind)
 		free(files[i]);
 	free(files);
 	free(dir);
-	free(runs);
+	free(runs), free(cpus);
 	rt_check_free(&c);
 	rt_run_free(p, &r);
 	return st;
@@ -1289,7 +1328,7 @@ static int run_mpi(const RunOpts *o)
 			}
 			if (st == EXIT_OK && o->repeat) {
 				RtLoadStats ls = { 0 };
-				host_times(&ls, load, runs, n);
+				host_times(&ls, load, runs, NULL, n);
 			}
 			if (st == EXIT_OK && o->check && !c.ok)
 				st = EXIT_USER;

@@ -32,9 +32,12 @@ Every other number-plus-unit figure (FIGURE, UNITS below) needs a marker too, or
 a published figure <!--s:KIND/REF-->...<!--/s--> names the record it comes from (a machine XML
 field, a tools/validate/cases.json row, tools/docs-sources.json) and is checked against it (SMARK);
 <!--x:REASON--> before a figure says why it is none (arithmetic in prose over marked figures, an
-input a reader types).  tools/docs-numbers.todo lists the figures not yet marked (issue 17); --gap
-lists every unmarked figure without running anything, and --files checks only the files named.
-Commands run in parallel, each in a directory of its own ({tmp}).  Standard library only.
+input a reader types).  --gap lists every unmarked figure without running anything (tools/docs-numbers.todo,
+if present, lists figures accepted unmarked for now), and --files checks only the files named.
+Commands run in parallel, each in a directory of its own ({tmp}).  A command whose input is not there
+(REQUIRES: the fetched PP-OCR models) leaves its figures unchecked and says so.  ELSEWHERE commands are
+the paper tests' own runs: the check of all docs leaves their figures to those tests, which pass their
+output with --output ID=FILE (only that command's figures are then checked).  Standard library only.
 """
 import concurrent.futures
 import json
@@ -157,8 +160,8 @@ COMMANDS.update({
 
 
 def three(label):
-    """The regex of one row of `explain --compare` (hybrid, gpu-only, lpu-only columns)."""
-    return r'^\s*' + re.escape(label) + r'\s+(\S+)\s+(\S+)\s+(\S+)\s*$'
+    """The regex of one row of `explain --compare` (as compiled, hybrid, gpu-only, lpu-only columns)."""
+    return r'^\s*' + re.escape(label) + r'\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s*$'
 
 
 def sig3(x):
@@ -197,7 +200,7 @@ def pct1(x):
 # id -> (command id, regex, group, format function, suffix)
 NUMBERS = {}
 for cmd in ('vr70', 'vr70-readme'):
-    for col, name in ((1, 'hybrid'), (2, 'gpu'), (3, 'lpu')):
+    for col, name in ((1, 'plan'), (2, 'hybrid'), (3, 'gpu'), (4, 'lpu')):
         p = cmd + '.' + name
         NUMBERS[p + '.gpus'] = (cmd, three('GPUs'), col, whole, '')
         NUMBERS[p + '.lpus'] = (cmd, three('LPUs'), col, whole, '')
@@ -468,8 +471,8 @@ NUMBERS['vr.kv.total'] = ('vr.remarks', PAGED, 3, lambda x: '%.1f GB' % float(x.
 DSV3 = r"FFN of 'moe_layer' stays on the GPU pool: \d+ layers x \d+ lpu = (\d+) LPUs to hold (\S+ GB) of weights"
 NUMBERS['vr.ds.lpus'] = ('vr.remarks', DSV3, 1, lambda x: '{:,}'.format(int(x)), ' LPUs')
 NUMBERS['vr.ds.gb'] = ('vr.remarks', DSV3, 2, asis, '')
-NUMBERS['vr70.gpu.gpus.u'] = ('vr70', three('GPUs'), 2, whole, ' GPUs')
-NUMBERS['vr70.hybrid.lpus.layer'] = ('vr70', three('LPUs'), 1, lambda x: '%.0f LPUs' % (float(x) / 80), '')
+NUMBERS['vr70.gpu.gpus.u'] = ('vr70', three('GPUs'), 3, whole, ' GPUs')
+NUMBERS['vr70.hybrid.lpus.layer'] = ('vr70', three('LPUs'), 2, lambda x: '%.0f LPUs' % (float(x) / 80), '')
 
 # docs/passes.md: schedule and memory remarks, the partition pass's numbers
 COMMANDS['passes.sched'] = ['cd examples && ({aicc} compile llama3.1-8b.aig --bind B=1,S=128 -O1 --remarks=schedule -o {tmp}/a.aip 2>&1 '
@@ -487,6 +490,66 @@ EP = r'\((\d+) bytes sent\), weighted partial sums added by an AllReduce \((\d+)
 for i, k in enumerate(('sent', 'ar', 'a2a'), 1):
     NUMBERS['passes.ep8.' + k] = ('passes.ep8', EP, i, lambda x: '%.3g MB' % (int(x) / 1e6), '')
 
+# docs/serving.md: the grid's prices against exact plans (aicc serve --cost-check)
+LATE_BLOCKS = {}
+for cid, args in (('h100', 'llama3.1-8b.aig --bind L=8 --target hopper'), ('b200', 'llama3.1-8b.aig --target blackwell --machine b200'),
+                  ('70b', 'llama3.1-70b.aig --target hopper --machine dgx-h100 --tp 8 --max-batch 64')):
+    COMMANDS['serve.cc.' + cid] = ['{aicc} serve examples/%s --rate 1 --cost-check' % args]
+    LATE_BLOCKS['serve.cc.' + cid] = ('serve.cc.' + cid, r'^pool\s+batch', r'131 decodes|35 decodes at 600', [],
+                                 ['aicc serve examples/%s --rate 1 --cost-check' % args])
+
+# docs/serving.md: a mixed batch priced as one plan (testsuite/unit/test_serve.c test_mixed_is_one_step prints it)
+COMMANDS['serve.mixed'] = ['"$(dirname {aicc})"/unit/test_serve 2>&1 | grep "mixed .* ms, decode"']
+MIXED = r'mixed (\S+) ms, decode (\S+) ms \+ prefill (\S+) ms = (\S+) ms'
+for i, k in enumerate(('mixed', 'decode', 'prefill', 'sum'), 1):
+    NUMBERS['serve.mixed.' + k] = ('serve.mixed', MIXED, i, asis, ' ms' if k in ('mixed', 'sum') else '')
+# docs/serving.md: the vera-rubin pool sizing at two contexts
+for ctx in (256, 512):
+    COMMANDS['serve.vr%d' % ctx] = ['{aicc} compile examples/llama3.1-70b.aig --phase decode --batch 32 --context %d '
+                                    '--passes=disaggregate --target vera-rubin --remarks=placement -o {tmp}/v.aip 2>&1 | '
+                                    'grep -o "pools: [0-9]* gpu" && {aicc} run {tmp}/v.aip --timing-only' % ctx]
+    NUMBERS['serve.vr%d.gpus' % ctx] = ('serve.vr%d' % ctx, r'pools: (\d+) gpu', 1, whole, ' GPUs')
+    NUMBERS['serve.vr%d.tpot' % ctx] = ('serve.vr%d' % ctx, r'^TPOT\s+(\S+ \S+)', 1, asis, '')
+
+# docs/serving.md: make demo's serving rows (tools/demo.sh serve_row): each deployment's capacity under the SLO
+CHAT = ('--requests 1000 --input lognormal:161:1 --output lognormal:338:1 --rate 1 --slo ttft_p90=1s,tpot_p90=50ms '
+        '--capacity --rate-min 0.1 --rate-max 2000 --bisect 8')
+for tag, opt in (('a', '--target hopper --machine dgx-h100 --tp 8 --scheduler sarathi'),
+                 ('b', '--prefill blackwell:b200x8,tp=8 --decode lpu:groq-lpx --max-batch 64'), ('c', '--deployment vera-rubin')):
+    cid = 'serve.demo.' + tag
+    COMMANDS[cid] = ['{aicc} serve examples/llama3.1-70b.aig %s %s' % (opt, CHAT)]
+    CAP = r'^capacity\s+(\S+) req/s under the SLO \((\S+) per chip, (\d+) chips\)'
+    AT = r'at capacity: TTFT p90 (\S+) s, TPOT p90 (\S+) s'
+    NUMBERS[cid + '.cap'] = (cid, CAP, 1, lambda x: '%.3g' % float(x), ' req/s')
+    NUMBERS[cid + '.per'] = (cid, CAP, 2, lambda x: '%.3g' % float(x), ' req/s')
+    NUMBERS[cid + '.chips'] = (cid, CAP, 3, whole, '')
+    NUMBERS[cid + '.ttft'] = (cid, AT, 1, lambda x: '%.3g s' % float(x), '')
+    NUMBERS[cid + '.tpot'] = (cid, AT, 2, lambda x: '%.3g ms' % (1e3 * float(x)), '')
+
+# docs/serving.md "Reproduced comparisons": testsuite/serve/Inputs/papers.py's output.  Its runs are the paper
+# tests' (bisections of aicc serve, the longest of the suite), so those tests check these figures from the
+# output they already have (--output ID=FILE); the check of all the docs leaves them to the tests (ELSEWHERE).
+ELSEWHERE = {}
+for paper in ('sarathi', 'distserve', 'paged'):
+    COMMANDS['papers.' + paper] = ['python3 testsuite/serve/Inputs/papers.py {aicc} . ' + paper]
+    ELSEWHERE['papers.' + paper] = 'testsuite/serve/paper-%s.test' % paper
+for slo in ('strict', 'relaxed'):
+    rx = r'^' + slo + r'\s+P99 TBT <= \S+\s+vLLM\s+(\S+) req/s\s+Sarathi-Serve\s+(\S+) req/s'
+    NUMBERS['papers.%s.vllm' % slo] = ('papers.sarathi', rx, 1, asis, '')
+    NUMBERS['papers.%s.sarathi' % slo] = ('papers.sarathi', rx, 2, asis, '')
+    NUMBERS['papers.%s.ratio' % slo] = ('papers.sarathi', r'^Sarathi-Serve / vLLM capacity, %s SLO\s+(\S+x)' % slo, 1, asis, '')
+for k, rx in (('colo', r'^colocated \(vLLM, 1 GPU\)\s+(\S+)'), ('1p1d', r'^disaggregated 1P1D \(2 GPUs\)\s+(\S+)'),
+              ('2p1d', r'^disaggregated 2P1D \(3 GPUs\)\s+(\S+)'), ('1p2d', r'^disaggregated 1P2D \(3 GPUs\)\s+(\S+)'),
+              ('ratio', r'^disaggregated / colocated goodput per GPU\s+(\S+x)')):
+    NUMBERS['papers.distserve.' + k] = ('papers.distserve', rx, 1, asis, '')
+for k in ('paged', 'oracle', 'max'):
+    NUMBERS['papers.paged.' + k] = ('papers.paged', r'^' + k + r'\s+throughput\s+(\S+) req/s', 1, asis, '')
+for k in ('Oracle', 'Max'):
+    NUMBERS['papers.paged.r' + k.lower()] = ('papers.paged', r'^paged / Orca \(%s\) throughput\s+(\S+x)' % k, 1, asis, '')
+BATCHED = r'^batched requests: paged / oracle (\S+x), paged / max (\S+x)'
+NUMBERS['papers.paged.boracle'] = ('papers.paged', BATCHED, 1, asis, '')
+NUMBERS['papers.paged.bmax'] = ('papers.paged', BATCHED, 2, asis, '')
+
 # id -> (command id, start regex, end regex, literal tail lines[, literal head lines[, wrap width]])
 BLOCKS = {
     'tp8.summary': ('tp8.explain', r'^summary \(', r'^\s+[0-9.]+%\s', ['     ...']),
@@ -496,11 +559,12 @@ BLOCKS = {
     'lpu.rack70.err': ('lpu.rack70.err', r'^aicc: error:', r'', [], [], 100),
     'lpu.gpt2.err': ('lpu.gpt2.err', r'^aicc: error:', r'', [], [], 100),
     'passes.sched': ('passes.sched', r'^llama3.1-8b.aig:', r'^deepseek-v3.aig:', []),
-    'vr70.compare': ('vr70', r'^\s+hybrid\s+gpu-only\s+lpu-only', r'^\s+links busy ms', [],
+    'vr70.compare': ('vr70', r'^\s+as compiled\s+hybrid\s+gpu-only\s+lpu-only', r'^\s+fastest: ', [],
                      ['aicc compile examples/llama3.1-70b.aig --phase decode --batch 32 --context 4096 \\',
                       '     --passes=disaggregate --target vera-rubin --precision bf16+graph --emit plan -o l70.aip',
                       'aicc explain l70.aip --compare']),
 }
+BLOCKS.update(LATE_BLOCKS)
 
 MARK = re.compile(r'<!--n:([A-Za-z0-9_.-]+)-->(.*?)<!--/n-->')
 # A published figure (a datasheet number, a measurement aicc is validated against) is not aicc output;
@@ -591,7 +655,7 @@ def check_sourced(root, build, sourced):
                         xml[path] = numbers_in(fh.read())
                 except OSError:
                     xml[path] = None
-            if xml[path] is None or not any(same(v, n) or (unit == '%' and same(v / 100, n)) for n in xml[path]):
+            if xml[path] is None or not any(same(v, n) or same(v * SI.get(unit, 1), n) for n in xml[path]):
                 errors.append(where + ': %s does not quote %s' % (path, text))
         elif kind == 'c':
             if cases is None:
@@ -715,6 +779,13 @@ def main():
     argv = sys.argv[1:]
     files = argv[argv.index('--files') + 1:] if '--files' in argv else None
     argv = argv[:argv.index('--files')] if files is not None else argv
+    given = {}   # --output ID=FILE: command ID's output, already made (a test that ran it); only its figures are checked
+    while '--output' in argv:
+        i = argv.index('--output')
+        cid, _, path = argv[i + 1].partition('=')
+        with open(path, encoding='utf-8') as fh:
+            given[cid] = fh.read()
+        argv = argv[:i] + argv[i + 2:]
     args = [a for a in argv if a not in ('--write', '--gap')]
     write = '--write' in argv
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -756,15 +827,26 @@ def main():
     unknown = sorted(set(quoted) - set(NUMBERS))
     for u in unknown:
         errors.append('%s: marker n:%s has no entry in tools/docs-numbers.py' % (quoted[u][0][0], u))
-    errors += check_sourced(root, args[0], sourced)
-    gaps, todo = gap(root, texts)
-    errors += gaps
+    elsewhere = []
+    if given:   # only the figures of the given outputs
+        quoted = {nid: q for nid, q in quoted.items() if nid in NUMBERS and NUMBERS[nid][0] in given}
+        blocks = {bid: b for bid, b in blocks.items() if bid in BLOCKS and BLOCKS[bid][0] in given}
+        sourced, todo = [], 0
+    else:
+        if not write:
+            elsewhere = sorted(nid for nid in quoted if nid in NUMBERS and NUMBERS[nid][0] in ELSEWHERE)
+            quoted = {nid: q for nid, q in quoted.items() if nid not in elsewhere}
+        errors += check_sourced(root, args[0], sourced)
+        gaps, todo = gap(root, texts)
+        errors += gaps
     outputs = {}
     value = {}
     with tempfile.TemporaryDirectory() as tmp:
         # every command the quotes need, in parallel, each in a directory of its own
         need = sorted({NUMBERS[n][0] for n in set(quoted) & set(NUMBERS)} | {BLOCKS[b][0] for b in set(blocks) & set(BLOCKS)},
                       key=lambda c: -len(COMMANDS[c]))
+        outputs.update({c: given[c] for c in need if c in given})
+        need = [c for c in need if c not in given]
         missing = {c for c in need if c in REQUIRES and not os.path.exists(os.path.join(root, REQUIRES[c]))}
         need = [c for c in need if c not in missing]
         unchecked = sorted(nid for nid in quoted if nid in NUMBERS and NUMBERS[nid][0] in missing)
@@ -829,6 +911,8 @@ def main():
     slow = sorted(TIMES.items(), key=lambda kv: -kv[1])[:3]
     if slow:
         print('docs-numbers: %d commands; slowest %s' % (len(TIMES), ', '.join('%s %.1f s' % kv for kv in slow)))
+    if elsewhere:
+        print('docs-numbers: %d figure(s) left to %s' % (len(elsewhere), ', '.join(sorted({ELSEWHERE[NUMBERS[n][0]] for n in elsewhere}))))
     if unchecked:
         print('docs-numbers: %d figure(s) not checked: their inputs are missing (%s; tools/fetch-models.sh)'
               % (len(unchecked), ', '.join(sorted({REQUIRES[NUMBERS[n][0]] for n in unchecked}))))

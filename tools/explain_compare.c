@@ -4,11 +4,14 @@
  * LPU-only pool as large as the weights and KV cache need, whatever the machine's count).
  *
  * Each is rebuilt from what the plan records (model, binds, --init-unbound, precision, phase and
- * context, target and machine) with the pipeline kv-cache,disaggregate, lowered by the plan's
- * target and timed by its cost hook (rt_simulate), so the three columns use one model of the
- * hardware.  Per column: chips of each pool (the nodes' pool_size), micro-batches, TPOT (or
- * TTFT), tokens/s per user, tokens/s, tokens/s per chip, and where the time goes (busy time of
- * each pool and of the links).  Requires a plan compiled with --phase from a model file. */
+ * context, target and machine) with the passes the plan's compile ran (its source's `passes`,
+ * disaggregate added when they lack it; a plan that does not record them: kv-cache and the
+ * target's -O1 pipeline), only --pools differing, lowered by the plan's target and timed by its
+ * cost hook (rt_simulate), so the columns use one model of the hardware and the variant whose
+ * pools are the plan's is the plan.  A first column is the plan itself, as compiled.  Per
+ * column: chips of each pool (the nodes' pool_size), micro-batches, TPOT (or TTFT), tokens/s per
+ * user, tokens/s, tokens/s per chip, and where the time goes (busy time of each pool and of the
+ * links); then which is fastest.  Requires a plan compiled with --phase from a model file. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,6 +23,8 @@
 typedef struct Column {
 	const char *name, *pools;
 	int ok, gpus, lpus, mb;
+	int machine_lpus;        /* the LPUs the machine declares (before lpu-only lifts the count) */
+	char lpu_id[32];         /* their device class ("lpu") */
 	RtPhase ph;
 	double latency, busy_gpu, busy_lpu, busy_link;
 	char err[1200];
@@ -58,6 +63,32 @@ static void timing(const Plan *p, Column *c)
 	rt_timing_free(&tm);
 }
 
+/* The pipeline the variants run: the plan's recorded passes with disaggregate (before schedule
+ * or plan-memory, else last), or kv-cache and the target's -O1 pipeline. */
+static const char *variant_passes(const Plan *p, char *buf, size_t n)
+{
+	const Target *t = tgt_find(p->target);
+	const char *rec = p->source.passes;
+	if (!rec)
+		snprintf(buf, n, "%s%s", p->source.phase ? "kv-cache," : "", t && t->pipeline ? t->pipeline : "disaggregate");
+	else
+		snprintf(buf, n, "%s", rec);
+	if (strstr(buf, "disaggregate"))
+		return buf;
+	char tail[1024];
+	char *at = strstr(buf, "schedule");
+	if (!at)
+		at = strstr(buf, "plan-memory");
+	if (!at) {
+		size_t k = strlen(buf);
+		snprintf(buf + k, n - k, "%sdisaggregate", k ? "," : "");
+		return buf;
+	}
+	snprintf(tail, sizeof tail, "%s", at);
+	snprintf(at, n - (size_t)(at - buf), "disaggregate,%s", tail);
+	return buf;
+}
+
 /* Rebuilds p's model with `pools` and times it into c. */
 static void variant(const Plan *p, Column *c)
 {
@@ -86,6 +117,8 @@ static void variant(const Plan *p, Column *c)
 	const char *sets[1] = { set };
 	const Device *lpu = machine_first(tm.m, DEV_LPU);
 	int nsets = 0;
+	c->machine_lpus = lpu && num_has(&lpu->count) ? (int)lpu->count.v : 0;
+	snprintf(c->lpu_id, sizeof c->lpu_id, "%s", lpu ? lpu->id : "lpu");
 	if (!strcmp(c->pools, "lpu") && lpu) {
 		snprintf(set, sizeof set, "%s.count=65536", lpu->id);
 		tgt_machine_free(&tm);
@@ -107,7 +140,8 @@ static void variant(const Plan *p, Column *c)
 	pc.target = tgt_find(p->target);
 	pc.pools = c->pools;
 	pc.out = stderr;
-	if (pass_run_pipeline(m, &pc, p->source.phase ? "kv-cache,disaggregate" : "disaggregate") > 0) {
+	char passes[1024];
+	if (pass_run_pipeline(m, &pc, variant_passes(p, passes, sizeof passes)) > 0) {
 		snprintf(c->err, sizeof c->err, "the %s pools do not take the model (see the error above)", c->pools);
 		goto out;
 	}
@@ -154,57 +188,127 @@ static double g_bg(const Column *c) { return c->busy_gpu * 1e3; }
 static double g_bl(const Column *c) { return c->busy_lpu * 1e3; }
 static double g_bk(const Column *c) { return c->busy_link * 1e3; }
 
+/* The plan as compiled: timed as it stands; its micro-batches are those of the variant whose
+ * pools it has (the same passes chose both), else unknown (-1). */
+static void as_compiled(const Plan *p, Column *c, const Column *v, int nv)
+{
+	timing(p, c);
+	c->mb = -1;
+	for (int i = 0; c->ok && i < nv; i++)
+		if (v[i].ok && v[i].gpus == c->gpus && v[i].lpus == c->lpus)
+			c->mb = v[i].mb;
+}
+
+/* A column that needs more LPUs than the machine declares (lpu-only lifts the count). */
+static int overfull(const Column *c) { return c->machine_lpus > 0 && c->lpus > c->machine_lpus; }
+
+static void pools_str(const Column *c, char *buf, size_t n)
+{
+	if (c->gpus && c->lpus)
+		snprintf(buf, n, "%d GPUs + %d LPUs", c->gpus, c->lpus);
+	else if (c->lpus)
+		snprintf(buf, n, "%d LPUs", c->lpus);
+	else
+		snprintf(buf, n, "%d GPU%s", c->gpus, c->gpus == 1 ? "" : "s");
+}
+
 int drv_explain_compare(const Plan *p, int json, FILE *f)
 {
 	if (!p->source.model || !p->source.phase) {
 		drv_error("explain --compare needs a plan compiled from a model file with --phase prefill|decode");
 		return -1;
 	}
-	Column c[3] = { { .name = "hybrid", .pools = "hybrid" }, { .name = "gpu-only", .pools = "gpu" },
-			{ .name = "lpu-only", .pools = "lpu" } };
-	for (int i = 0; i < 3; i++)
+	enum { NC = 4 };
+	Column c[NC] = { { .name = "as compiled" }, { .name = "hybrid", .pools = "hybrid" }, { .name = "gpu-only", .pools = "gpu" },
+			 { .name = "lpu-only", .pools = "lpu" } };
+	for (int i = 1; i < NC; i++)
 		variant(p, &c[i]);
+	as_compiled(p, &c[0], c + 1, NC - 1);
 	int decode = !strcmp(p->source.phase, "decode");
+	int fast = -1;   /* the fastest column built; the plan's own on a tie */
+	for (int i = 0; i < NC; i++)
+		if (c[i].ok && (fast < 0 || g_step(&c[i]) < g_step(&c[fast]) * (1 - 1e-9)))
+			fast = i;
+	char pl[64], pf[64], passes[1024];
+	variant_passes(p, passes, sizeof passes);
 	if (json) {
 		fprintf(f, "{\"comparison\": [");
-		for (int i = 0; i < 3; i++) {
-			fprintf(f, "%s{\"pools\": \"%s\"", i ? ", " : "", c[i].name);
+		for (int i = 0; i < NC; i++) {
+			fprintf(f, "%s{\"pools\": \"%s\"", i ? ", " : "", i ? c[i].name : "as_compiled");
 			if (c[i].ok)
 				fprintf(f, ", \"gpus\": %d, \"lpus\": %d, \"micro_batches\": %g, \"%s_s\": %.6g, \"tokens_per_s_per_user\": %.6g, "
 					"\"tokens_per_s\": %.6g, \"tokens_per_s_per_chip\": %.6g, \"gpu_busy_s\": %.6g, \"lpu_busy_s\": %.6g, "
-					"\"link_busy_s\": %.6g}", c[i].gpus, c[i].lpus, g_mb(&c[i]), decode ? "tpot" : "ttft",
+					"\"link_busy_s\": %.6g}", c[i].gpus, c[i].lpus, c[i].mb < 0 ? -1.0 : g_mb(&c[i]), decode ? "tpot" : "ttft",
 					g_step(&c[i]) / 1e3, g_user(&c[i]), g_tok(&c[i]), g_chip(&c[i]), c[i].busy_gpu, c[i].busy_lpu,
 					c[i].busy_link);
 			else
 				fprintf(f, ", \"error\": \"%s\"}", c[i].err);
 		}
-		fprintf(f, "]}\n");
+		fprintf(f, "], \"fastest\": \"%s\"}\n", fast < 0 ? "" : fast ? c[fast].name : "as_compiled");
 		return 0;
 	}
-	fprintf(f, "comparison: %s, %s, batch %lld, %s %lld; target %s, machine %s; each rebuilt with "
-		"kv-cache,disaggregate\n", p->source.model, p->source.phase, (long long)(c[0].ok ? c[0].ph.batch : 0),
-		decode ? "past tokens" : "prompt tokens", (long long)p->source.context, p->target, p->machine);
-	fprintf(f, "  %-24s %14s %14s %14s\n", "", c[0].name, c[1].name, c[2].name);
-	row(f, "GPUs", c, 3, 6, g_gpus);
-	row(f, "LPUs", c, 3, 6, g_lpus);
-	row(f, "micro-batches", c, 3, 3, g_mb);
-	row(f, decode ? "TPOT ms" : "TTFT ms", c, 3, 4, g_step);
+	fprintf(f, "comparison: %s, %s, batch %lld, %s %lld; target %s, machine %s; the plan as compiled, then each "
+		"pool choice rebuilt with its passes (%s)\n", p->source.model, p->source.phase,
+		(long long)(c[0].ok ? c[0].ph.batch : 0), decode ? "past tokens" : "prompt tokens", (long long)p->source.context,
+		p->target, p->machine, passes);
+	fprintf(f, "  %-24s", "");
+	for (int i = 0; i < NC; i++)
+		fprintf(f, " %14s", c[i].name);
+	fputc('\n', f);
+	row(f, "GPUs", c, NC, 6, g_gpus);
+	row(f, "LPUs", c, NC, 6, g_lpus);
+	fprintf(f, "  %-24s", "micro-batches");
+	for (int i = 0; i < NC; i++)
+		if (c[i].ok && c[i].mb >= 0)
+			fprintf(f, " %14.3g", g_mb(&c[i]));
+		else
+			fprintf(f, " %14s", "-");
+	fputc('\n', f);
+	row(f, decode ? "TPOT ms" : "TTFT ms", c, NC, 4, g_step);
 	if (decode)
-		row(f, "tokens/s per user", c, 3, 4, g_user);
-	row(f, "tokens/s", c, 3, 4, g_tok);
-	row(f, "tokens/s per chip", c, 3, 4, g_chip);
-	row(f, "GPU pool busy ms", c, 3, 4, g_bg);
-	row(f, "LPU pool busy ms", c, 3, 4, g_bl);
-	row(f, "links busy ms", c, 3, 4, g_bk);
-	for (int i = 0; i < 3; i++)
+		row(f, "tokens/s per user", c, NC, 4, g_user);
+	row(f, "tokens/s", c, NC, 4, g_tok);
+	row(f, "tokens/s per chip", c, NC, 4, g_chip);
+	row(f, "GPU pool busy ms", c, NC, 4, g_bg);
+	row(f, "LPU pool busy ms", c, NC, 4, g_bl);
+	row(f, "links busy ms", c, NC, 4, g_bk);
+	for (int i = 0; i < NC; i++)
 		if (!c[i].ok)
 			fprintf(f, "  %s: not built: %s\n", c[i].name, c[i].err);
+	/* the verdict: the fastest column; when it needs more LPUs than the machine has (lpu-only
+	 * lifts the count), also the fastest the machine takes as it is; and the plan against it */
+	int fit = -1;
+	for (int i = 0; i < NC; i++)
+		if (c[i].ok && !overfull(&c[i]) && (fit < 0 || g_step(&c[i]) < g_step(&c[fit]) * (1 - 1e-9)))
+			fit = i;
+	if (fast >= 0) {
+		pools_str(&c[fast], pf, sizeof pf);
+		fprintf(f, "  fastest: %s, %.4g ms on %s", c[fast].name, g_step(&c[fast]), pf);
+		if (overfull(&c[fast]))
+			fprintf(f, ", more LPUs than the machine's %d (--pools lpu --set %s.count=%d)", c[fast].machine_lpus,
+				c[fast].lpu_id, c[fast].lpus);
+		else if (fast != 0 && c[fast].pools)
+			fprintf(f, " (--pools %s)", c[fast].pools);
+		if (fit >= 0 && fit != fast) {
+			pools_str(&c[fit], pf, sizeof pf);
+			fprintf(f, "; on the machine as it is: %s, %.4g ms on %s", fit == 0 ? "the plan as compiled" : c[fit].name,
+				g_step(&c[fit]), pf);
+		}
+		if (c[0].ok && fast != 0 && fit == 0)
+			fprintf(f, ", %.3gx the fastest", g_step(&c[0]) / g_step(&c[fast]));
+		else if (c[0].ok && fast != 0) {
+			pools_str(&c[0], pl, sizeof pl);
+			fprintf(f, "; the plan as compiled (%s) takes %.4g ms, %.3gx the fastest", pl, g_step(&c[0]),
+				g_step(&c[0]) / g_step(&c[fast]));
+		}
+		fputc('\n', f);
+	}
 	/* why a split can lose: its pools take turns per layer (one micro-batch: GPU, link, LPU, link
 	 * in series), so it pays the LPU time and the crossings where the GPUs alone stream the FFN */
-	if (c[0].ok && c[1].ok && g_step(&c[0]) > g_step(&c[1]))
+	if (c[1].ok && c[2].ok && g_step(&c[1]) > g_step(&c[2]))
 		fprintf(f, "  hybrid is %.3gx slower than gpu-only: per step its GPU pool is busy %.4g ms, its LPU pool %.4g ms "
 			"and its links %.4g ms (%g micro-batch(es) to overlap them), where %d GPUs alone take %.4g ms; "
 			"without --pools the disaggregate pass keeps the FFN on the GPUs when it predicts this\n",
-			g_step(&c[0]) / g_step(&c[1]), g_bg(&c[0]), g_bl(&c[0]), g_bk(&c[0]), g_mb(&c[0]), c[1].gpus, g_step(&c[1]));
+			g_step(&c[1]) / g_step(&c[2]), g_bg(&c[1]), g_bl(&c[1]), g_bk(&c[1]), g_mb(&c[1]), c[2].gpus, g_step(&c[2]));
 	return 0;
 }

@@ -36,8 +36,17 @@ static double mono_now(void)
 
 static double now(void) { return st.now ? st.now() : mono_now(); }
 
-/* Whether the line may be printed: not --quiet, and forced or stderr a terminal. */
-static int enabled(void) { return !st.quiet && (st.forced || isatty(STDERR_FILENO)); }
+/* Whether the line may be printed: not --quiet, and forced or stderr a terminal (asked once:
+ * isatty is a system call, and the interpreter reports every step). */
+static int enabled(void)
+{
+	static _Atomic int tty = -1;   /* the helper thread may ask too */
+	if (st.quiet)
+		return 0;
+	if (tty < 0 && !st.forced)
+		tty = isatty(STDERR_FILENO);
+	return st.forced || tty > 0;
+}
 
 static void emit(const char *s, size_t n)
 {

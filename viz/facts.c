@@ -264,6 +264,19 @@ const char *viz_bytes_str(double b, char *buf, size_t n)
 	return buf;
 }
 
+int viz_pool_chips(const Plan *p, int dev)
+{
+	int64_t c = 1;
+	for (int s = 0; s < p->nstreams; s++)
+		if (p->streams[s].device == dev)
+			for (int i = 0; i < p->streams[s].nins; i++) {
+				int64_t k = rt_attr_int(&p->streams[s].ins[i].attrs, "pool_size", 1);
+				if (k > c && k < 1 << 30)
+					c = k;
+			}
+	return (int)c;
+}
+
 const char *viz_time_str(double s, char *buf, size_t n)
 {
 	if (s < 0)

@@ -143,13 +143,8 @@ int viz_from_plan(const Plan *p, const RtTiming *t, VizGraph *g)
 	g->from_plan = 1;
 	for (int i = 0; i < p->ndevices; i++)   /* devices in plan order, used or not */
 		vz_device(g, p->devices[i].name, p->devices[i].kind);
-	for (int s = 0; s < p->nstreams; s++)   /* a pool (vera-rubin): its kernels' pool_size */
-		for (int i = 0; i < p->streams[s].nins; i++) {
-			int64_t c = rt_attr_int(&p->streams[s].ins[i].attrs, "pool_size", 1);
-			VizDevice *d = &g->devs[p->streams[s].device];
-			if (c > d->chips && c < 1 << 30)
-				d->chips = (int)c;
-		}
+	for (int i = 0; i < p->ndevices; i++)   /* a pool (vera-rubin): its kernels' pool_size */
+		g->devs[i].chips = viz_pool_chips(p, i);
 	for (int i = 0; i < p->ninputs; i++) {
 		snprintf(id, sizeof id, "input:%s", p->inputs[i].name);
 		int k = vz_node(g, VN_INPUT, id, p->inputs[i].name, -1);

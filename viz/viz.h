@@ -163,6 +163,9 @@ void viz_instance_of(const char *name, char *inst, char *callee, size_t n);
 /* FNV-1a of a string (the pictures' and explain's hash tables). */
 size_t viz_hash(const char *s);
 /* Bytes as "1.50 MiB"; seconds as "12.3 us". */
+/* A pool's chips (vera-rubin: one plan device stands for a pool of GPUs or LPUs): the largest
+ * `pool_size` the device's kernels record, else 1. */
+int viz_pool_chips(const Plan *p, int dev);
 const char *viz_bytes_str(double bytes, char *buf, size_t n);
 const char *viz_time_str(double s, char *buf, size_t n);
 

@@ -158,22 +158,49 @@ static int pointwise(const Win *w)
 	return 1;
 }
 
-/* Depthwise 2-D Conv (one input and one output channel per group) with unit width stride,
- * directly: per output row, acc := 0, then for each tap (kh, kw) in order
- * acc := fma(w[kh,kw], x_padded[...], acc) across the row, which is exactly the im2col product's
- * chain (padding taps included, as zeros), without the nine- or 25-fold im2col copy.  P is
- * scratch for one zero-padded input plane. */
+/* Depthwise 2-D Conv (one input and one output channel per group), directly: per output row,
+ * acc := 0, then for each tap (kh, kw) in order acc := fma(w[kh,kw], x_padded[...], acc) across
+ * the row, which is exactly the im2col product's chain (padding taps included, as zeros),
+ * without the nine- or 25-fold im2col copy.  P is scratch for one zero-padded input plane split
+ * into s column phases (s the width stride; phase q holds the padded columns q, q + s, ...), so
+ * that each tap of an output row reads consecutive elements: dw_scratch(w) floats. */
+enum { DW_TAPS = 256 };
+
+static int64_t dw_scratch(const Win *w)
+{
+	int64_t Hp = w->in[0] + w->pb[0] + w->pe[0], Wp = w->in[1] + w->pb[1] + w->pe[1], s = w->s[1];
+	return Hp * ((Wp + s - 1) / s) * s;
+}
+
 static void conv_dw2(KnDwRow row, const float *x, const float *wt, const Win *w, float *P, float *y)
 {
-	int64_t H = w->in[0], W = w->in[1], Wp = W + w->pb[1] + w->pe[1], Hp = H + w->pb[0] + w->pe[0];
-	const float *rows[64];
-	memset(P, 0, (size_t)(Hp * Wp) * sizeof *P);
-	for (int64_t h = 0; h < H; h++)
-		memcpy(P + (h + w->pb[0]) * Wp + w->pb[1], x + h * W, (size_t)W * sizeof *P);
+	int64_t H = w->in[0], W = w->in[1], s = w->s[1], Wp = W + w->pb[1] + w->pe[1], Hp = H + w->pb[0] + w->pe[0];
+	int64_t Wq = (Wp + s - 1) / s, plane = Hp * Wq;
+	int kh = (int)w->k[0], kw = (int)w->k[1];
+	const float *taps[DW_TAPS];
+	memset(P, 0, (size_t)(plane * s) * sizeof *P);
+	for (int64_t h = 0; h < H; h++) {
+		const float *src = x + h * W;
+		if (s == 1) {
+			memcpy(P + (h + w->pb[0]) * Wq + w->pb[1], src, (size_t)W * sizeof *P);
+			continue;
+		}
+		for (int64_t q = 0; q < s; q++) {   /* phase q: padded columns q + j*s, input column q + j*s - pb */
+			float *dst = P + q * plane + (h + w->pb[0]) * Wq;
+			for (int64_t j = 0, c = q - w->pb[1]; j < Wq; j++, c += s)
+				if (c >= 0 && c < W)
+					dst[j] = src[c];
+		}
+	}
+	for (int i = 0; i < kh; i++)   /* the taps of output row 0; each next row is s0 rows down */
+		for (int k = 0; k < kw; k++) {
+			int64_t c = k * w->d[1];
+			taps[i * kw + k] = P + c % s * plane + i * w->d[0] * Wq + c / s;
+		}
 	for (int64_t oh = 0; oh < w->out[0]; oh++) {
-		for (int64_t kh = 0; kh < w->k[0]; kh++)
-			rows[kh] = P + (oh * w->s[0] + kh * w->d[0]) * Wp;
-		row(w->out[1], wt, (int)w->k[0], (int)w->k[1], rows, w->d[1], y + oh * w->out[1]);
+		row(w->out[1], wt, kh * kw, taps, y + oh * w->out[1]);
+		for (int t = 0; oh + 1 < w->out[0] && t < kh * kw; t++)
+			taps[t] += w->s[0] * Wq;
 	}
 }
 
@@ -185,15 +212,15 @@ static int conv_f32(const RtKernelArgs *a, const Win *w, int64_t G, RtError *e)
 	int64_t N = x->dims[0], M = W->dims[0], Cg = W->dims[1], Mg = M / G, kn = prod(w->k, w->ns);
 	int64_t on = prod(w->out, w->ns), isz = prod(w->in, w->ns), dims[RT_MAX_RANK] = { N, M };
 	memcpy(dims + 2, w->out, (size_t)w->ns * sizeof *dims);
-	int pw = pointwise(w), dw = !pw && w->ns == 2 && Cg == 1 && Mg == 1 && w->s[1] == 1 && w->k[0] <= 64 &&
-				      w->k[1] <= 64 && kn_plain_f32(a->opts);
+	int pw = pointwise(w), dw = !pw && w->ns == 2 && Cg == 1 && Mg == 1 && w->k[0] * w->k[1] <= DW_TAPS &&
+				      kn_plain_f32(a->opts);
 	KnDwRow row = kn_dw_row();
 	/* 2-D im2col goes a chunk of output positions at a time, its rows (Cg*kn of them) about 2 MB
 	 * together, so that they stay in cache for the product and a large layer does not fault in a
 	 * fresh 100 MB buffer per call; the product of each column does not depend on the chunking */
 	int64_t K = Cg * kn, ch = w->ns == 2 && kn_plain_f32(a->opts) ? ((int64_t)(2 << 20) / 4 / (K ? K : 1)) / 64 * 64 : on;
 	ch = ch < 256 ? 256 : ch > on ? on : ch;
-	int64_t ncols = dw ? (w->in[0] + w->pb[0] + w->pe[0]) * (w->in[1] + w->pb[1] + w->pe[1]) : K * ch;
+	int64_t ncols = dw ? dw_scratch(w) : K * ch;
 	float *cols = NULL;
 	if (!pw && !(cols = rt_malloc((size_t)(ncols + 1) * sizeof *cols)))
 		return rt_errorf(e, RT_ENOMEM, "Conv: out of memory for im2col");
@@ -295,36 +322,63 @@ static int64_t col_major(int64_t r, const int64_t *in, int ns)
 	return c;
 }
 
-/* A 2-D pool on f32 storage without Indices: the same taps, comparisons and sequential f32
- * sums as the general path below, the mean rounded once from double. */
-static void pool2_f32(const float *x, const Win *w, int is_max, int incl, int64_t NC, float *y)
+/* The taps k < kn of one window axis whose position o*s - pb + k*d lies inside [0, n) form one
+ * run [*k0, *k1) (the position grows with k); returns how many lie before n + pe (the taps
+ * count_include_pad counts: the begin padding always counts). */
+static int64_t tap_run(int64_t o, int64_t s, int64_t pb, int64_t pe, int64_t d, int64_t kn, int64_t n, int64_t *k0,
+		       int64_t *k1)
 {
-	int64_t H = w->in[0], W = w->in[1];
+	int64_t lo = 0, hi = 0, pad = 0;
+	for (int64_t k = 0; k < kn; k++) {
+		int64_t p = o * s - pb + k * d;
+		lo += p < 0;
+		hi += p < n;
+		pad += p < n + pe;
+	}
+	*k0 = lo, *k1 = hi > lo ? hi : lo;
+	return pad;
+}
+
+/* A 2-D pool on f32 storage without Indices: the same taps, comparisons and sequential f32
+ * sums as the general path below, the mean rounded once from double.  Each window's taps
+ * inside the input are one rectangle [h0, h1) x [w0, w1) walked row by row, as the general
+ * path walks them (skipping the padding); a max takes the first tap, then v > acc ? v : acc. */
+static int pool2_f32(const float *x, const Win *w, int is_max, int incl, int64_t NC, float *y, RtError *e)
+{
+	int64_t H = w->in[0], W = w->in[1], OH = w->out[0], OW = w->out[1];
+	int64_t *cw = rt_malloc((size_t)(3 * OW + 1) * sizeof *cw);
+	if (!cw)
+		return rt_errorf(e, RT_ENOMEM, "pool: out of memory");
+	for (int64_t ow = 0; ow < OW; ow++)   /* per output column: its tap run and padded count */
+		cw[3 * ow + 2] = tap_run(ow, w->s[1], w->pb[1], w->pe[1], w->d[1], w->k[1], W, &cw[3 * ow], &cw[3 * ow + 1]);
 	for (int64_t nc = 0; nc < NC; nc++, x += H * W)
-		for (int64_t oh = 0; oh < w->out[0]; oh++)
-			for (int64_t ow = 0; ow < w->out[1]; ow++) {
+		for (int64_t oh = 0; oh < OH; oh++) {
+			int64_t h0, h1, ph = tap_run(oh, w->s[0], w->pb[0], w->pe[0], w->d[0], w->k[0], H, &h0, &h1);
+			int64_t ih0 = oh * w->s[0] - w->pb[0];
+			for (int64_t ow = 0; ow < OW; ow++) {
+				int64_t w0 = cw[3 * ow], w1 = cw[3 * ow + 1], iw0 = ow * w->s[1] - w->pb[1];
+				int64_t cnt = (h1 - h0) * (w1 - w0);
 				float acc = is_max ? -INFINITY : 0;
-				int64_t cnt = 0, padcnt = 0;
-				int any = 0;
-				for (int64_t kh = 0; kh < w->k[0]; kh++) {
-					int64_t ih = oh * w->s[0] - w->pb[0] + kh * w->d[0];
-					for (int64_t kw = 0; kw < w->k[1]; kw++) {
-						int64_t iw = ow * w->s[1] - w->pb[1] + kw * w->d[1];
-						padcnt += ih < H + w->pe[0] && iw < W + w->pe[1];
-						if (ih < 0 || ih >= H || iw < 0 || iw >= W)
-							continue;
-						float v = x[ih * W + iw];
-						cnt++;
-						if (is_max && (v > acc || !any)) {
-							acc = v;
-							any = 1;
-						} else if (!is_max) {
-							acc += v;
+				if (is_max && cnt) {
+					acc = x[(ih0 + h0 * w->d[0]) * W + iw0 + w0 * w->d[1]];
+					for (int64_t kh = h0; kh < h1; kh++) {
+						const float *r = x + (ih0 + kh * w->d[0]) * W + iw0;
+						for (int64_t kw = kh == h0 ? w0 + 1 : w0; kw < w1; kw++) {
+							float v = r[kw * w->d[1]];
+							acc = v > acc ? v : acc;
 						}
 					}
-				}
-				*y++ = is_max ? acc : (float)(acc / (double)(incl ? padcnt : cnt));
+				} else if (!is_max)
+					for (int64_t kh = h0; kh < h1; kh++) {
+						const float *r = x + (ih0 + kh * w->d[0]) * W + iw0;
+						for (int64_t kw = w0; kw < w1; kw++)
+							acc += r[kw * w->d[1]];
+					}
+				*y++ = is_max ? acc : (float)(acc / (double)(incl ? ph * cw[3 * ow + 2] : cnt));
 			}
+		}
+	rt_free(cw);
+	return 0;
 }
 
 static int pool(const RtKernelArgs *a, RtError *e, const char *op, int is_max)
@@ -345,7 +399,10 @@ static int pool(const RtKernelArgs *a, RtError *e, const char *op, int is_max)
 	if (w.ns == 2 && a->nout < 2 && !f64 && !kn_generic_only && rt_dtypes[x->dtype].storage == S_F32 && rt_dtypes[od].storage == S_F32) {
 		if (kn_out_raw(a, 0, x->dtype, x->rank, dims, e) < 0)
 			return -1;
-		pool2_f32(rt_f32(x), &w, is_max, incl, NC, rt_f32(&a->out[0]));
+		if (pool2_f32(rt_f32(x), &w, is_max, incl, NC, rt_f32(&a->out[0]), e) < 0) {
+			kn_free_outs(a);
+			return -1;
+		}
 		return kn_finish(&a->out[0], a->opts, e);
 	}
 	double *xv = kn_load(x, e), *y = xv ? kn_alloc(NC * on, e) : NULL, *ix = y ? kn_alloc(NC * on, e) : NULL;
@@ -395,6 +452,28 @@ fail:
 int rk_AveragePool(const RtKernelArgs *a, RtError *e) { return pool(a, e, "AveragePool", 0); }
 int rk_MaxPool(const RtKernelArgs *a, RtError *e) { return pool(a, e, "MaxPool", 1); }
 
+/* GlobalAveragePool rows in f32: each row's sequential f32 sum (j ascending), eight rows at a
+ * time so that their independent chains overlap, the mean rounded once from double. */
+static void gap_f32(const float *x, int64_t NC, int64_t sp, float *y)
+{
+	int64_t i = 0;
+	for (; i + 8 <= NC; i += 8) {
+		const float *r = x + i * sp;
+		float s[8] = { 0 };
+		for (int64_t j = 0; j < sp; j++)
+			for (int k = 0; k < 8; k++)
+				s[k] += r[k * sp + j];
+		for (int k = 0; k < 8; k++)
+			y[i + k] = (float)(s[k] / (double)sp);
+	}
+	for (; i < NC; i++) {
+		float s = 0;
+		for (int64_t j = 0; j < sp; j++)
+			s += x[i * sp + j];
+		y[i] = (float)(s / (double)sp);
+	}
+}
+
 int rk_GlobalAveragePool(const RtKernelArgs *a, RtError *e)
 {
 	const RtTensor *x = a->in[0];
@@ -409,13 +488,7 @@ int rk_GlobalAveragePool(const RtKernelArgs *a, RtError *e)
 		/* f32: the same sequential f32 sums, the mean rounded once from double */
 		if (kn_out_raw(a, 0, x->dtype, x->rank, dims, e) < 0)
 			return -1;
-		for (int64_t i = 0; i < NC; i++) {
-			const float *row = rt_f32(x) + i * sp;
-			float s = 0;
-			for (int64_t j = 0; j < sp; j++)
-				s += row[j];
-			rt_f32(&a->out[0])[i] = (float)(s / (double)sp);
-		}
+		gap_f32(rt_f32(x), NC, sp, rt_f32(&a->out[0]));
 		return kn_finish(&a->out[0], a->opts, e);
 	}
 	double *xv = kn_load(x, e), *y = xv ? kn_alloc(NC, e) : NULL;

@@ -484,6 +484,14 @@ int rk_Where(const RtKernelArgs *a, RtError *e)
 	return 0;
 }
 
+KN_VEC static void clip_f32(const float *x, float *y, int64_t n, float lo, float hi)
+{
+	for (int64_t i = 0; i < n; i++) {
+		float v = x[i];
+		y[i] = v < lo ? lo : v > hi ? hi : v;
+	}
+}
+
 /* Clip: bounds from inputs 1 and 2 (opset >= 11) or attributes min/max (older opsets). */
 int rk_Clip(const RtKernelArgs *a, RtError *e)
 {
@@ -507,10 +515,7 @@ int rk_Clip(const RtKernelArgs *a, RtError *e)
 		const float *xv = rt_f32(x);
 		float *yv = rt_f32(y), lf = (float)l, hf = (float)h;
 		if ((double)lf == l && (double)hf == h) {   /* f32 bounds: compare in f32 (NaN passes) */
-			for (int64_t i = 0; i < x->n; i++) {
-				float v = xv[i];
-				yv[i] = v < lf ? lf : v > hf ? hf : v;
-			}
+			clip_f32(xv, yv, x->n, lf, hf);
 			return 0;
 		}
 		for (int64_t i = 0; i < x->n; i++) {

@@ -291,6 +291,59 @@ static void tile(const Gk *g, int64_t mrr, int64_t nrr, int64_t kn, const char *
 		memcpy(c + r * ldc * g->es, t + r * g->nr * g->es, row);
 }
 
+/* ---- one column: C[i] := chain over k of fma(A[i,k], B[k]) for row-major A ----
+ * (a squeeze-and-excitation block's 1x1 Conv on a pooled vector, a matrix-vector product with
+ * N = 1).  Packing A for the register tiles would copy every element of A to use it once, so
+ * eight rows' chains run side by side instead, each k ascending from +0: the same bits. */
+#define GEMV1(name, T, FMA, attr)                                                                 \
+	attr static void name(int64_t M, int64_t K, const T *A, int64_t lda, const T *B, int64_t ldb, \
+			      T *C, int64_t ldc)                                                 \
+	{                                                                                        \
+		int64_t i = 0;                                                                   \
+		for (; i + 8 <= M; i += 8) {                                                     \
+			const T *a = A + i * lda;                                                \
+			T s[8] = { 0 };                                                          \
+			for (int64_t k = 0; k < K; k++) {                                        \
+				T b = B[k * ldb];                                                \
+				for (int r = 0; r < 8; r++)                                      \
+					s[r] = FMA(a[r * lda + k], b, s[r]);                     \
+			}                                                                        \
+			for (int r = 0; r < 8; r++)                                              \
+				C[(i + r) * ldc] = s[r];                                         \
+		}                                                                                \
+		for (; i < M; i++) {                                                             \
+			T s = 0;                                                                 \
+			for (int64_t k = 0; k < K; k++)                                          \
+				s = FMA(A[i * lda + k], B[k * ldb], s);                          \
+			C[i * ldc] = s;                                                          \
+		}                                                                                \
+	}
+GEMV1(gemv1_s, float, fmaf, )
+GEMV1(gemv1_d, double, fma, )
+#ifdef GEMM_X86
+/* the same C with the FMA instructions enabled, so that fmaf/fma compile to vfmadd (not a call) */
+GEMV1(gemv1_fma_s, float, fmaf, __attribute__((target("avx2,fma"))))
+GEMV1(gemv1_fma_d, double, fma, __attribute__((target("avx2,fma"))))
+#endif
+
+static void gemv1(const Gk *g, int64_t M, int64_t K, const char *A, int64_t lda, const char *B, int64_t ldb, char *C,
+		  int64_t ldc)
+{
+#ifdef GEMM_X86
+	if (strcmp(g->isa, "scalar") != 0) {   /* AVX2 and AVX-512 CPUs have FMA */
+		if (g->es == 4)
+			gemv1_fma_s(M, K, (const float *)A, lda, (const float *)B, ldb, (float *)C, ldc);
+		else
+			gemv1_fma_d(M, K, (const double *)A, lda, (const double *)B, ldb, (double *)C, ldc);
+		return;
+	}
+#endif
+	if (g->es == 4)
+		gemv1_s(M, K, (const float *)A, lda, (const float *)B, ldb, (float *)C, ldc);
+	else
+		gemv1_d(M, K, (const double *)A, lda, (const double *)B, ldb, (double *)C, ldc);
+}
+
 /* C[M,N] (row stride ldc) := op(A)[M,K] @ op(B)[K,N] by the rule of the file comment. */
 static int gemm(const Gk *g, int64_t M, int64_t N, int64_t K, const char *A, int64_t lda, int ta,
 		const char *B, int64_t ldb, int tb, char *C, int64_t ldc, RtError *e)
@@ -303,12 +356,19 @@ static int gemm(const Gk *g, int64_t M, int64_t N, int64_t K, const char *A, int
 			memset(C + i * ldc * es, 0, (size_t)(N * es));
 		return 0;
 	}
-	/* B is read in place (no packing) when it is row-major and at most 8 rows (one row panel)
-	 * use it; then K is cut into blocks of 8 so that each tile streams 8 rows of B at a time (a
-	 * matrix-vector product is bound by reading B: measured 2-3x faster than 256-row blocks).
-	 * M and K are cut into equal blocks (a thin last block would stream B for a few rows). */
-	int packb = tb || M > (g->mr < 8 ? g->mr : 8);
-	int64_t kcmax = packb ? g->kc : 8;
+	if (N == 1 && !ta) {   /* B's one column: k apart by ldb, or by 1 when B is transposed */
+		gemv1(g, M, K, A, lda, B, tb ? 1 : ldb, C, ldc);
+		return 0;
+	}
+	/* B is read in place (no packing) when it is row-major and at most 24 rows use it: packing
+	 * copies each element of B once, which costs about as much as a few tiles' uses of it
+	 * (measured on the OCR models' Conv shapes, e.g. 24x864x576: 1.2x faster in place).  With
+	 * at most 8 rows (one row panel) K is cut into blocks of 8 so that each tile streams 8 rows
+	 * of B at a time (a matrix-vector product is bound by reading B: measured 2-3x faster than
+	 * 256-row blocks).  M and K are cut into equal blocks (a thin last block would stream B for
+	 * a few rows). */
+	int packb = tb || M > 24;
+	int64_t kcmax = packb || M > 8 ? g->kc : 8;
 	int64_t nkb = (K + kcmax - 1) / kcmax, nmb = (M + g->mc - 1) / g->mc;
 	int64_t kc = (K + nkb - 1) / nkb, mc = roundup((M + nmb - 1) / nmb, g->mr);
 	int64_t nc = packb ? roundup(min64(N, g->nc), g->nr) : g->nr;
@@ -348,51 +408,75 @@ static int gemm(const Gk *g, int64_t M, int64_t N, int64_t K, const char *A, int
 	return 0;
 }
 
-/* ---- direct depthwise rows: out[i] := chain over taps t of fma(w[t], rows[t / kw][i + (t % kw) * dil]) ----
- * Each output element runs the taps in order from +0, exactly the im2col product's chain. */
+/* ---- direct depthwise rows: out[i] := chain over taps t of fma(w[t], taps[t][i]) ----
+ * Each output element runs the taps in order from +0, exactly the im2col product's chain.  The
+ * vector kernels keep four (AVX2) or two (AVX-512) vectors of outputs in flight, so that the
+ * chains of neighbouring outputs overlap (one chain alone waits out the fma latency per tap). */
 #ifdef GEMM_X86
-__attribute__((target("avx512f"))) static void dw512(int64_t n, const float *w, int kh, int kw, const float *const *rows,
-						      int64_t dil, float *out)
+__attribute__((target("avx512f"))) static void dw512(int64_t n, const float *w, int nt, const float *const *taps,
+						      float *out)
 {
-	for (int64_t i = 0; i < n; i += 16) {
+	int64_t i = 0;
+	for (; i + 32 <= n; i += 32) {
+		__m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
+		for (int t = 0; t < nt; t++) {
+			__m512 wv = _mm512_set1_ps(w[t]);
+			const float *p = taps[t] + i;
+			a0 = _mm512_fmadd_ps(wv, _mm512_loadu_ps(p), a0);
+			a1 = _mm512_fmadd_ps(wv, _mm512_loadu_ps(p + 16), a1);
+		}
+		_mm512_storeu_ps(out + i, a0);
+		_mm512_storeu_ps(out + i + 16, a1);
+	}
+	for (; i < n; i += 16) {
 		__mmask16 m = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
 		__m512 acc = _mm512_setzero_ps();
-		for (int h = 0; h < kh; h++)
-			for (int k = 0; k < kw; k++)
-				acc = _mm512_fmadd_ps(_mm512_set1_ps(w[h * kw + k]),
-						      _mm512_maskz_loadu_ps(m, rows[h] + i + k * dil), acc);
+		for (int t = 0; t < nt; t++)
+			acc = _mm512_fmadd_ps(_mm512_set1_ps(w[t]), _mm512_maskz_loadu_ps(m, taps[t] + i), acc);
 		_mm512_mask_storeu_ps(out + i, m, acc);
 	}
 }
 
-__attribute__((target("avx2,fma"))) static void dw256(int64_t n, const float *w, int kh, int kw, const float *const *rows,
-						      int64_t dil, float *out)
+__attribute__((target("avx2,fma"))) static void dw256(int64_t n, const float *w, int nt, const float *const *taps,
+						      float *out)
 {
 	int64_t i = 0;
+	for (; i + 32 <= n; i += 32) {
+		__m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
+		for (int t = 0; t < nt; t++) {
+			__m256 wv = _mm256_broadcast_ss(w + t);
+			const float *p = taps[t] + i;
+			a0 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(p), a0);
+			a1 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(p + 8), a1);
+			a2 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(p + 16), a2);
+			a3 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(p + 24), a3);
+		}
+		_mm256_storeu_ps(out + i, a0);
+		_mm256_storeu_ps(out + i + 8, a1);
+		_mm256_storeu_ps(out + i + 16, a2);
+		_mm256_storeu_ps(out + i + 24, a3);
+	}
 	for (; i + 8 <= n; i += 8) {
 		__m256 acc = _mm256_setzero_ps();
-		for (int h = 0; h < kh; h++)
-			for (int k = 0; k < kw; k++)
-				acc = _mm256_fmadd_ps(_mm256_set1_ps(w[h * kw + k]), _mm256_loadu_ps(rows[h] + i + k * dil), acc);
+		for (int t = 0; t < nt; t++)
+			acc = _mm256_fmadd_ps(_mm256_broadcast_ss(w + t), _mm256_loadu_ps(taps[t] + i), acc);
 		_mm256_storeu_ps(out + i, acc);
 	}
 	for (; i < n; i++) {
 		float acc = 0;
-		for (int h = 0; h < kh; h++)
-			for (int k = 0; k < kw; k++)
-				acc = fmaf(w[h * kw + k], rows[h][i + k * dil], acc);
+		for (int t = 0; t < nt; t++)
+			acc = fmaf(w[t], taps[t][i], acc);
 		out[i] = acc;
 	}
 }
 #endif
 
-static void dw_scalar(int64_t n, const float *w, int kh, int kw, const float *const *rows, int64_t dil, float *out)
+static void dw_scalar(int64_t n, const float *w, int nt, const float *const *taps, float *out)
 {
 	for (int64_t i = 0; i < n; i++) {
 		float acc = 0;
-		for (int h = 0; h < kh; h++)
-			for (int k = 0; k < kw; k++)
-				acc = fmaf(w[h * kw + k], rows[h][i + k * dil], acc);
+		for (int t = 0; t < nt; t++)
+			acc = fmaf(w[t], taps[t][i], acc);
 		out[i] = acc;
 	}
 }

@@ -130,10 +130,10 @@ int kn_sgemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, int t
 int kn_dgemm(int64_t M, int64_t N, int64_t K, const double *A, int64_t lda, int ta, const double *B, int64_t ldb,
 	     int tb, double *C, int64_t ldc, RtError *e);
 
-/* A depthwise-convolution row: out[i] := +0, then for each tap t = h*kw + k in order
- * out[i] := fma(w[t], rows[h][i + k*dil], out[i]): the same chain as kn_sgemm over an im2col
- * (the same bits on every ISA).  kn_dw_row returns the one for rt_isa(). */
-typedef void (*KnDwRow)(int64_t n, const float *w, int kh, int kw, const float *const *rows, int64_t dil, float *out);
+/* A depthwise-convolution row: out[i] := +0, then for each tap t < nt in order
+ * out[i] := fma(w[t], taps[t][i], out[i]): the same chain as kn_sgemm over an im2col (the same
+ * bits on every ISA).  kn_dw_row returns the one for rt_isa(). */
+typedef void (*KnDwRow)(int64_t n, const float *w, int nt, const float *const *taps, float *out);
 KnDwRow kn_dw_row(void);
 /* Whether o leaves f32 products plain (no operand format, no FP8 accumulation model). */
 int kn_plain_f32(const RtExecOpts *o);

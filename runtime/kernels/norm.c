@@ -126,6 +126,12 @@ fail:
 	return -1;
 }
 
+KN_VEC static void bn_row(const float *x, float *y, int64_t n, float m, float inv, float s, float b)
+{
+	for (int64_t i = 0; i < n; i++)
+		y[i] = (x[i] - m) / inv * s + b;
+}
+
 /* BatchNormalization on f32 storage: the per-channel terms once, then per element the same
  * f32-rounded steps as the double path ((x - mean) / inv * scale + B, each rounded). */
 static int batchnorm_f32(const RtKernelArgs *a, double eps, int64_t C, int64_t sp, RtError *e)
@@ -138,9 +144,7 @@ static int batchnorm_f32(const RtKernelArgs *a, double eps, int64_t C, int64_t s
 	for (int64_t i0 = 0; i0 < x->n; i0 += sp) {
 		int64_t c = (i0 / sp) % C;
 		float inv = (float)sqrt((double)(float)(rt_get(var, c) + eps));
-		float m = (float)rt_get(mean, c), s = (float)rt_get(sc, c), bb = (float)rt_get(b, c);
-		for (int64_t i = i0; i < i0 + sp; i++)
-			y[i] = (xv[i] - m) / inv * s + bb;
+		bn_row(xv + i0, y + i0, sp, (float)rt_get(mean, c), inv, (float)rt_get(sc, c), (float)rt_get(b, c));
 	}
 	return kn_finish(&a->out[0], a->opts, e);
 }

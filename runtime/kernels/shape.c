@@ -192,6 +192,13 @@ static void place(RtTensor *y, const RtTensor *x, int axis, int64_t at)
 {
 	int64_t outer = kn_numel(axis, x->dims), inner = kn_numel(x->rank - axis - 1, x->dims + axis + 1);
 	int64_t xa = x->dims[axis], ya = y->dims[axis];
+	if (rt_dtypes[y->dtype].storage == rt_dtypes[x->dtype].storage) {   /* one run of xa*inner per o */
+		size_t z = esz(x->dtype), run = (size_t)(xa * inner) * z;
+		for (int64_t o = 0; run && o < outer; o++)
+			memcpy((char *)y->data + (size_t)((o * ya + at) * inner) * z,
+			       (const char *)x->data + (size_t)(o * xa * inner) * z, run);
+		return;
+	}
 	for (int64_t o = 0; o < outer; o++)
 		for (int64_t j = 0; j < xa; j++)
 			for (int64_t i = 0; i < inner; i++)
@@ -216,7 +223,7 @@ int rk_Concat(const RtKernelArgs *a, RtError *e)
 				return rt_errorf(e, RT_EUSER, "Concat: input %d has a different shape", i);
 		dims[ax] += t->dims[ax];
 	}
-	if (kn_out(a, 0, x->dtype, x->rank, dims, e) < 0)
+	if (kn_out_raw(a, 0, x->dtype, x->rank, dims, e) < 0)   /* every element is written */
 		return -1;
 	int64_t at = 0;
 	for (int i = 0; i < a->nin; i++) {
@@ -231,6 +238,13 @@ static void take(RtTensor *y, const RtTensor *x, int axis, int64_t at)
 {
 	int64_t outer = kn_numel(axis, x->dims), inner = kn_numel(x->rank - axis - 1, x->dims + axis + 1);
 	int64_t xa = x->dims[axis], ya = y->dims[axis];
+	if (rt_dtypes[y->dtype].storage == rt_dtypes[x->dtype].storage) {   /* one run of ya*inner per o */
+		size_t z = esz(x->dtype), run = (size_t)(ya * inner) * z;
+		for (int64_t o = 0; run && o < outer; o++)
+			memcpy((char *)y->data + (size_t)(o * ya * inner) * z,
+			       (const char *)x->data + (size_t)((o * xa + at) * inner) * z, run);
+		return;
+	}
 	for (int64_t o = 0; o < outer; o++)
 		for (int64_t j = 0; j < ya; j++)
 			for (int64_t i = 0; i < inner; i++)
@@ -263,7 +277,7 @@ int rk_Split(const RtKernelArgs *a, RtError *e)
 	memcpy(dims, x->dims, sizeof dims);
 	for (int i = 0; i < n; i++) {
 		dims[ax] = sz[i];
-		if (kn_out(a, i, x->dtype, x->rank, dims, e) < 0) {
+		if (kn_out_raw(a, i, x->dtype, x->rank, dims, e) < 0) {   /* every element is written */
 			kn_free_outs(a);
 			return -1;
 		}

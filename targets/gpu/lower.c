@@ -70,15 +70,23 @@ static int tile_gemm(GpuLw *w, const GemmShape *s, GemmTile *t, char *why, size_
 	return m->ok;
 }
 
-static void put_cost(Ann *t, const GpuCost *c)
+/* The components as one GPU would spend them; time_us and bound as the node's pool_chips GPUs
+ * do (vera-rubin's pools: the cost hook divides the streaming and compute terms by the chips,
+ * launch and fill stay, so a pool's small kernel is bound by its fixed time). */
+static void put_cost(Ann *t, const GpuCost *one, const FlatNode *fn)
 {
-	tgt_ann_put(t, "mma_us", "%.4g", c->mma * 1e6);
-	tgt_ann_put(t, "smem_us", "%.4g", c->smem * 1e6);
-	tgt_ann_put(t, "hbm_us", "%.4g", c->hbm * 1e6);
-	if (c->l2 > 0)
-		tgt_ann_put(t, "l2_us", "%.4g", c->l2 * 1e6);
-	tgt_ann_put(t, "sfu_us", "%.4g", c->sfu * 1e6);
-	tgt_ann_put(t, "fma_us", "%.4g", c->fma * 1e6);
+	double pool = fn ? (double)rt_attr_int(&fn->n->attrs, "pool_chips", 1) : 1;
+	GpuCost d = *one;
+	const GpuCost *c = &d;
+	if (pool > 1)
+		d.mma /= pool, d.smem /= pool, d.hbm /= pool, d.l2 /= pool, d.sfu /= pool, d.fma /= pool;
+	tgt_ann_put(t, "mma_us", "%.4g", one->mma * 1e6);
+	tgt_ann_put(t, "smem_us", "%.4g", one->smem * 1e6);
+	tgt_ann_put(t, "hbm_us", "%.4g", one->hbm * 1e6);
+	if (one->l2 > 0)
+		tgt_ann_put(t, "l2_us", "%.4g", one->l2 * 1e6);
+	tgt_ann_put(t, "sfu_us", "%.4g", one->sfu * 1e6);
+	tgt_ann_put(t, "fma_us", "%.4g", one->fma * 1e6);
 	tgt_ann_put(t, "overlap", "%.4g", c->overlap);
 	tgt_ann_put(t, "fixed_us", "%.4g", c->fixed * 1e6);
 	if (c->floor > 0)
@@ -346,7 +354,7 @@ static int gemm_kernel(GpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 		    rt_dtype_name(s.in));
 	if (*why)
 		tgt_ann_put(t, "why", "%s", why);
-	put_cost(t, &tile.c);
+	put_cost(t, &tile.c, fn);
 	return 1;
 }
 
@@ -395,7 +403,7 @@ static int gmm_kernel(GpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 		tgt_ann_put(t, "split_k", "%d", tile.split);
 	if (*why)
 		tgt_ann_put(t, "why", "%s", why);
-	put_cost(t, &tile.c);
+	put_cost(t, &tile.c, fn);
 	return 1;
 }
 
@@ -443,7 +451,7 @@ static int attn_kernel(GpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 	if (!tile.decode)
 		tgt_ann_put(t, "l2", tile.kv_reload > 1 ? "K/V of the heads in flight exceed L2: read once per wave of a head's Q tiles, x%.0f"
 			  : "K/V of the heads in flight fit in L2: read once", tile.kv_reload);
-	put_cost(t, &tile.c);
+	put_cost(t, &tile.c, fn);
 	return 1;
 }
 
@@ -491,7 +499,7 @@ static void mem_kernel(GpuLw *w, int i, PlanInstr *pi, Ann *t)
 		tgt_ann_put(t, "load_us", "%.4g", gpu_cost_total(&c) * 1e6);
 		c = (GpuCost){ .overlap = 1 };
 	}
-	put_cost(t, &c);
+	put_cost(t, &c, fn);
 }
 
 /* The kernel hook: a node on a GPU gets its GEMM, grouped GEMM or attention tiling from the

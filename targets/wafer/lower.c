@@ -84,11 +84,17 @@ int wafer_arrange(TgtLower *l)
 	w->peak = dev_peak(d, fmt);
 	w->sram_cap = sram ? mem_total_capacity(d, sram) : 0;
 	w->sram_bw = sram && num_has(&sram->bandwidth) ? sram->bandwidth.v : 0;
-	for (int i = 0; i < d->nengines; i++)
-		if (strcmp(d->engines[i].name, "fabric") == 0 && num_has(&d->engines[i].bandwidth))
+	w->cycle = num_has(&d->clock) && d->clock.v > 0 ? 1 / d->clock.v : 0;
+	for (int i = 0; i < d->nengines; i++) {
+		if (strcmp(d->engines[i].name, "fabric") != 0)
+			continue;
+		if (num_has(&d->engines[i].bandwidth))
 			/* the aggregate over every core's four links; a cut across the wafer crosses
 			 * sqrt(cores) of them */
 			w->cut_bw = d->engines[i].bandwidth.v / (4 * w->cores) * sqrt(w->cores);
+		if (num_has(&d->engines[i].latency))
+			w->hop = d->engines[i].latency.v;   /* one core-to-core hop */
+	}
 	w->stream_bw = mx && num_has(&mx->bandwidth) ? mx->bandwidth.v : 0;
 	w->stream_cap = mx ? mem_total_capacity(d, mx) : 0;
 	const Link *lk = machine_link(m, d, d);
@@ -238,12 +244,37 @@ int wafer_kernel(TgtLower *l, int node, PlanInstr *pi, TgtAnn *t)
 	}
 	pi->opts.accum_f64 = 0;
 	int load = tgt_load_kernel(&l->f, l->gfirst, node);
-	double tc = pi->flops / (w->peak * f);
-	double ts = w->sram_bw > 0 ? (act + out + (w->mode == WAFER_RESIDENT ? wts : 0)) / (w->sram_bw * f) : 0;
+	/* the cores the kernel occupies: its region's, but no more than its largest operand has
+	 * elements (a 4096-element Add cannot spread over 28,000 cores); the region's share of the
+	 * peak and of the SRAM bandwidth is the share of the wafer's cores it occupies */
+	double region = f * w->cores, nel = 1;
+	for (int k = 0; k < fn->nin; k++)
+		if (fn->in[k] >= 0)
+			nel = fmax(nel, numel(&l->f.vals[fn->in[k]]));
+	for (int k = 0; k < fn->nout; k++)
+		if (fn->out[k] >= 0)
+			nel = fmax(nel, numel(&l->f.vals[fn->out[k]]));
+	/* (the hardwired chip's units are its layers' stages, not cores: the share is the region's) */
+	double used = w->mode == WAFER_HARDWIRED ? region : fmax(1, fmin(region, nel)), u = used / w->cores;
+	double tc = pi->flops / (w->peak * u);
+	double ts = w->sram_bw > 0 ? (act + out + (w->mode == WAFER_RESIDENT ? wts : 0)) / (w->sram_bw * u) : 0;
 	double tw = w->mode == WAFER_STREAM && wts > 0 ? wts / w->stream_bw : 0;
 	double tf = cross > 0 && w->cut_bw > 0 ? cross / w->cut_bw : 0;
-	double time = load ? 0 : fmax(tc, fmax(ts, tw)) + tf;
-	const char *bound = tc >= ts && tc >= tw ? "compute" : ts >= tw ? "memory" : "dma";   /* SRAM; MemoryX stream */
+	/* the mesh: a kernel whose outputs combine values held across its cores (a contraction, a
+	 * normalisation, a reduction, a lookup) broadcasts its input along one side of its patch of
+	 * cores and gathers the partial results along the other, 2 x sqrt(cores) hops in sequence;
+	 * a value handed to the next region travels sqrt(region) hops to reach it (the cores its
+	 * resident state fills, when that is fewer) */
+	const OpInfo *oi = &ir_ops[fn->n->op];
+	int gathers = fn->n->op == OP_MatMul || fn->n->op == OP_Gemm || fn->n->op == OP_GroupedMatMul ||
+		      fn->n->op == OP_Attention || fn->n->op == OP_Embedding || fn->n->op == OP_Gather ||
+		      (oi->flags & (F_REDUCE | F_NORM));
+	double held = w->state[g] / (w->sram_cap / w->cores);   /* cores its resident state fills */
+	double hops = (gathers ? 2 * sqrt(used) : 0) + (cross > 0 ? sqrt(fmax(1, fmin(region, held))) : 0);
+	double tl = hops * w->hop;
+	double body = fmax(fmax(tc, ts), fmax(tw, w->cycle));   /* at least one core cycle */
+	double time = load ? 0 : body + tf + tl;
+	const char *bound = tl > body || w->cycle >= fmax(tc, fmax(ts, tw)) ? "latency" : tc >= ts && tc >= tw ? "compute" : ts >= tw ? "memory" : "dma";   /* SRAM; MemoryX stream */
 	static const char *const modes[] = { "resident", "stream", "hardwired" };
 	tgt_ann_put(t, "kind", "%s", fn->n->op == OP_MatMul || fn->n->op == OP_Gemm || fn->n->op == OP_GroupedMatMul ? "gemm" : fn->n->op == OP_Attention ? "attention" : "memory");
 	tgt_ann_put(t, "mode", "%s", modes[w->mode]);
@@ -260,10 +291,14 @@ int wafer_kernel(TgtLower *l, int node, PlanInstr *pi, TgtAnn *t)
 		tgt_ann_put(t, "stream_us", "%.4g", tw * 1e6);
 	if (tf > 0)
 		tgt_ann_put(t, "fabric_us", "%.4g", tf * 1e6);
+	if (tl > 0) {
+		tgt_ann_put(t, "hops", "%.0f", hops);
+		tgt_ann_put(t, "mesh_us", "%.4g", tl * 1e6);
+	}
 	tgt_ann_put(t, "time_us", "%.4g", time * 1e6);
 	if (time > 0) {
 		tgt_ann_put(t, "bound", "%s", bound);
-		tgt_ann_put(t, "bound_us", "%.4g", fmax(tc, fmax(ts, tw)) * 1e6);
+		tgt_ann_put(t, "bound_us", "%.4g", fmax(body, tl) * 1e6);
 	}
 	tgt_ann_put(t, "why", "%s", w->mode == WAFER_HARDWIRED
 		    ? "hardwired weights: no weight traffic; the layer's stage has the share of the MACs its weights take"

@@ -24,6 +24,7 @@ typedef struct WaferLw {
 	const Device *dev;
 	double cores, peak, sram_cap, sram_bw;   /* per wafer; peak at the policy's matrix format */
 	double cut_bw;                           /* bytes/s across one region boundary */
+	double cycle, hop;                       /* seconds per core clock, per fabric hop (0: none) */
 	double stream_bw, stream_cap;            /* MemoryX (0: none) */
 	double link_bw, link_lat;                /* wafer-to-wafer, one way (0: none) */
 	int wafers;                              /* wafers holding the model */

@@ -136,7 +136,10 @@ static void test_conv(void **state)
 		{ { 1, 8, 7, 40 }, { 8, 1, 5, 5 }, 4, 8, 5, 1, 1, 1, 2 },   /* depthwise 5x5 */
 		{ { 1, 8, 12, 37 }, { 8, 1, 3, 3 }, 4, 8, 3, 2, 1, 1, 1 },  /* depthwise, height stride 2 */
 		{ { 1, 8, 12, 37 }, { 8, 1, 3, 3 }, 4, 8, 3, 1, 1, 2, 2 },  /* depthwise, dilation 2 */
-		{ { 1, 8, 12, 37 }, { 8, 1, 3, 3 }, 4, 8, 3, 1, 2, 1, 1 },  /* width stride 2: im2col */
+		{ { 1, 8, 12, 37 }, { 8, 1, 3, 3 }, 4, 8, 3, 1, 2, 1, 1 },  /* depthwise, width stride 2 (column phases) */
+		{ { 1, 4, 11, 90 }, { 4, 1, 3, 3 }, 4, 4, 3, 2, 2, 1, 1 },  /* depthwise 2x2 stride, 45-wide rows */
+		{ { 1, 4, 13, 77 }, { 4, 1, 5, 5 }, 4, 4, 5, 3, 3, 2, 2 },  /* depthwise stride 3, dilation 2 */
+		{ { 1, 3, 6, 64 }, { 3, 1, 3, 3 }, 4, 3, 3, 1, 1, 1, 1 },   /* depthwise, rows of exactly 64 */
 		{ { 2, 16, 5, 7 }, { 24, 16, 1, 1 }, 4, 1, 1, 1, 1, 1, 0 }, /* pointwise */
 		{ { 1, 4, 5, 6, 7 }, { 3, 4, 2, 3, 2 }, 5, 1, 0, 1, 1, 1, 1 },
 		/* im2col by chunks of output positions (K = 576: 896 a chunk), a chunk ending mid-row */
@@ -178,6 +181,11 @@ static void test_pool_norm_softmax(void **state)
 		}
 	}
 	same("GlobalAveragePool", in, 1, 1, NULL, 0, DT_INVALID);
+	RtTensor g = tensor(4, KT_DIMS(2, 11, 5, 7), 0);   /* 22 rows: eight at a time, then the rest */
+	RtTensor *gin[] = { &g };
+	same("GlobalAveragePool", gin, 1, 1, NULL, 0, DT_INVALID);
+	same("GlobalAveragePool", gin, 1, 1, NULL, 0, DT_BF16);
+	rt_tensor_free(&g);
 	RtTensor sc = tensor(1, KT_DIMS(3), 1), bb = tensor(1, KT_DIMS(3), 1), mu = tensor(1, KT_DIMS(3), 1);
 	RtTensor var = KT_T(DT_F32, 1, KT_DIMS(3), KT_VALS(0.5, 2, 0));
 	RtTensor *bn[] = { &x, &sc, &bb, &mu, &var };

@@ -43,6 +43,7 @@ static const int64_t shapes[][3] = {
 	{ 1, 1, 1 }, { 1, 33, 5 }, { 1, 100, 40 }, { 3, 17, 9 }, { 8, 64, 20 }, { 9, 31, 7 },
 	{ 13, 47, 300 }, { 14, 32, 16 }, { 15, 33, 391 }, { 29, 65, 129 }, { 64, 64, 64 },
 	{ 130, 70, 800 }, { 2, 2100, 3 }, { 140, 2100, 10 },
+	{ 50, 1, 200 }, { 17, 1, 33 }, { 24, 40, 300 }, { 21, 17, 600 },   /* one column; in-place B up to 24 rows */
 };
 
 /* Every supported instruction set, every shape, both transpositions: memcmp-equal to the rule. */
