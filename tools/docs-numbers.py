@@ -43,6 +43,9 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
+
+TIMES = {}   # command id -> wall seconds
 
 L70 = ('{aicc} compile examples/llama3.1-70b.aig --phase decode --batch 32 --context 4096 '
        '--passes=disaggregate --target vera-rubin --precision bf16+graph --emit plan -o {tmp}/l70.aip')
@@ -274,6 +277,121 @@ for pic in ('d8', 'tp8', 'vr'):
 for k in range(4):
     NUMBERS['pp4.peak%d' % k] = ('pp4.run', r'^memory\s+gpu%d\.hbm: .*?peak (\S+) GB' % k, 1, lambda x: '%.1f' % float(x), '')
 
+# docs/machines.md, docs/targets-tpu.md: validation rows (tools/validate.py --only TARGET) and what they show
+def valrow(nid, cmd, case):
+    """NUMBERS NID.pred, .pub, .err (signed, %), .abs ('22 %') of the validate row CASE in command CMD's output."""
+    rx = r'^\S+\s+\S+\s+' + re.escape(case) + r'\s+(\S+)\s+(\S+)\s+([-+]\S+)%'
+    NUMBERS[nid + '.pred'] = (cmd, rx, 1, asis, '')
+    NUMBERS[nid + '.pub'] = (cmd, rx, 2, asis, '')
+    NUMBERS[nid + '.err'] = (cmd, rx, 3, asis, ' %')
+    NUMBERS[nid + '.abs'] = (cmd, rx, 3, lambda x: '%.0f' % abs(float(x)), ' %')
+    NUMBERS[nid + '.pred1'] = (cmd, rx, 1, lambda x: '%.1f' % float(x), '')
+    NUMBERS[nid + '.pub1'] = (cmd, rx, 2, lambda x: '%.1f' % float(x), '')
+
+
+for tgt in ('tpu', 'hopper'):
+    COMMANDS['validate-' + tgt] = ['python3 tools/validate.py "$(dirname {aicc})" --only ' + tgt]
+COMMANDS['validate-hopper'] = ['python3 tools/validate.py "$(dirname {aicc})" --only "B=96 2048/128"']
+valrow('val.js-bf16', 'validate-tpu', 'jetstream-pt-168 32768x32768x32768 bf16')
+valrow('val.js-int8', 'validate-tpu', 'jetstream-pt-168 32768x32768x32768 int8')
+valrow('val.jax-4096', 'validate-tpu', 'jax-pallas-mm 4096x4096x4096 bf16')
+valrow('val.jax-8192', 'validate-tpu', 'jax-pallas-mm 8192x8192x8192 bf16')
+valrow('val.h100-70b-b96', 'validate-hopper', 'H100 llama2-70b B=96 2048/128 tp2')
+COMMANDS['validate-liger'] = ['python3 tools/validate.py "$(dirname {aicc})" --only liger-1380']
+for k in (256, 512, 1024, 2048):
+    valrow('val.liger-%d' % k, 'validate-liger', 'liger-1380 128256x4096x%d bf16' % k)
+for r in ('llama2-7b', 'llama2-70b', 'mixtral-8x7b'):
+    NUMBERS['layer-lpu.%s.pred.us' % r] = ('layer-lpu', r'^layer lpu ' + re.escape(r) + r': predicted (\S+) us', 1, whole, ' us')
+COMMANDS['b96'] = ['{aicc} compile examples/llama3.1-70b.aig --target hopper --machine dgx-h100 --phase prefill --batch 96 '
+                   '--context 2048 --precision fp8 --bind V=32000,CTX=4096 --kv-format fp8 '
+                   '--passes=canonicalize,place-precision,fuse,partition,schedule,plan-memory --tp 2 -o {tmp}/b96.aip',
+                   '{aicc} run {tmp}/b96.aip --timing-only']
+NUMBERS['b96.peak0'] = ('b96', r'^memory\s+gpu0\.hbm: .*?peak (\S+ GB)', 1, asis, '')
+
+# docs/targets-tpu.md (tools/tpu-doc-numbers.sh before): one compile and `aicc run --timing-only` per cell
+def tpu(cid, args, explain=False):
+    """Command CID: compile ARGS for the tpu target, then its timing (and with EXPLAIN its explain summary)."""
+    COMMANDS[cid] = ['{aicc} compile %s --target tpu -o {tmp}/p.aip' % args, '{aicc} run {tmp}/p.aip --timing-only' +
+                     (' && {aicc} explain {tmp}/p.aip' if explain else '')]
+    NUMBERS[cid] = (cid, r'^latency\s+(\S+ \S+)', 1, asis, '')
+
+
+for m in ('tpu-v5e', 'tpu-v6e', 'tpu-v7', 'tpu-8i'):
+    for sb in (1, 128):
+        tpu('tpu.%s.gpt2.s%d' % (m, sb), 'examples/gpt2-small.aig --machine %s --bind B=1,S=%d' % (m, sb))
+tpu('tpu.tpu-v7.l8.s1', 'examples/llama3.1-8b.aig --machine tpu-v7 --bind B=1,S=1')
+COMMANDS['tpu.v5e.l8.nofit'] = ['{aicc} compile examples/llama3.1-8b.aig --target tpu --machine tpu-v5e --bind B=1,S=1 '
+                                '-o {tmp}/p.aip 2>&1 | grep "does not fit" || true']
+NUMBERS['tpu.v5e.l8.nofit'] = ('tpu.v5e.l8.nofit', r'would end at byte (\d+)', 1, lambda x: '%.2f GB' % (int(x) / 1e9), '')
+for m, opt in (('tpu-v5e-256', ' --passes=canonicalize,partition --pp 2'), ('tpu-v5p', ''),
+               ('tpu-v5p-64', ' --passes=canonicalize,partition --pp 2'), ('tpu-v7', ''),
+               ('tpu-v7-64', ' --passes=canonicalize,partition --pp 2'), ('tpu-8i', ''),
+               ('tpu-8i-4', ' --passes=canonicalize,partition --pp 2')):
+    tpu('tpu.%s.tpot' % m, 'examples/llama3.1-8b.aig --machine %s%s --phase decode --batch 1 --context 8192' % (m, opt),
+        explain=bool(opt))
+    tpu('tpu.%s.ttft' % m, 'examples/llama3.1-8b.aig --machine %s%s --phase prefill --batch 1 --context 2048' % (m, opt))
+    if opt:
+        NUMBERS['tpu.%s.ici' % m] = ('tpu.%s.tpot' % m, r'^\s+op class .*?link \S+% \((\S+ \S+)\)', 1, asis, '')
+Q = '--passes=canonicalize,place-precision,fuse,partition,schedule,plan-memory'
+tpu('tpu.v5e256.pp2', 'examples/llama3.1-8b.aig --machine tpu-v5e-256 %s --pp 2 --phase decode --batch 1 --context 4096' % Q)
+tpu('tpu.v5e256.tp4', 'examples/llama3.1-8b.aig --machine tpu-v5e-256 %s --tp 4 --phase decode --batch 1 --context 4096' % Q)
+FFN = 'testsuite/tpu/Inputs/tp-ffn.aig --bind T=16,D=1024,F=4096'
+tpu('tpu.ffn.v5e', FFN + ' --machine tpu-v5e')
+for m in ('tpu-v5e-256', 'tpu-v5p-64', 'tpu-v7-64', 'tpu-8i-4'):
+    tpu('tpu.ffn.%s' % m, FFN + ' --machine %s --passes=partition --tp 4' % m, explain=True)
+    NUMBERS['tpu.ffn.%s.ar' % m] = ('tpu.ffn.%s' % m, r'^\s+allreduce\s+\d+\s+(\S+ \S+)', 1, asis, '')
+# the 8i's KV residency (testsuite/tpu/kv-sram.test's plan)
+COMMANDS['tpu.kvsram'] = ['{aicc} compile examples/llama3.1-8b.aig --target tpu --machine tpu-8i --phase decode --context 8192 '
+                          '--emit plan -o {tmp}/d.aip', 'grep -m1 -o \'t.kv_sram="[^"]*"\' {tmp}/d.aip && {aicc} explain {tmp}/d.aip']
+KVS = r'(\d+) of (\d+) blocks of (\d+) tokens in SRAM \((\S+ MB)\), (\d+) in HBM \((\S+) MB\)'
+NUMBERS['tpu.kvsram.sram'] = ('tpu.kvsram', KVS, 4, asis, '')
+NUMBERS['tpu.kvsram.hbm'] = ('tpu.kvsram', KVS, 6, asis, ' MB')
+NUMBERS['tpu.kvsram.hbm1'] = ('tpu.kvsram', KVS, 6, lambda x: '%.1f' % float(x), ' MB')
+NUMBERS['tpu.kvsram.xsram'] = ('tpu.kvsram', r'^\s+layer#1(?:\.\.\d+)?\s.*kv_cache sram (\S+ MiB) hbm (\S+ MiB)', 1, asis, '')
+NUMBERS['tpu.kvsram.xhbm'] = ('tpu.kvsram', r'^\s+layer#1(?:\.\.\d+)?\s.*kv_cache sram (\S+ MiB) hbm (\S+ MiB)', 2, asis, '')
+
+# docs/targets-lpu.md, docs/explain.md: llama3.1-70b decode on groq-pod-v1 and groq-lpx (testsuite/lpu/llama70b-pod.test)
+def lpu_plan(cid, model, machine, extra=''):
+    """Command CID: compile MODEL's batch-1 decode step for the lpu target on MACHINE, then timing,
+    explain's first line, the plan's size and its schedule attributes."""
+    COMMANDS[cid] = ['{aicc} compile examples/%s.aig --target lpu --machine %s --phase decode --batch 1 --context 4096%s '
+                     '-o {tmp}/p.aip' % (model, machine, extra),
+                     '{aicc} run {tmp}/p.aip --timing-only && {aicc} explain {tmp}/p.aip | head -1 && '
+                     'stat -c "size %s" {tmp}/p.aip && grep -m1 -o \'t.schedule_cycles="[0-9]*"\' {tmp}/p.aip && '
+                     'grep -m1 -o \'t.critical_c2c_cycles="[0-9]*"\' {tmp}/p.aip']
+    NUMBERS[cid + '.chips'] = (cid, r'on (\d+) lpu devices', 1, whole, ' chips')
+    NUMBERS[cid + '.lpus'] = (cid, r'on (\d+) lpu devices', 1, whole, ' LPUs')
+    NUMBERS[cid + '.fullest'] = (cid, r'fullest \S+: peak (\S+ MB)', 1, asis, '')
+    NUMBERS[cid + '.instr'] = (cid, r'(\d+) instructions, predicted', 1, lambda x: '{:,}'.format(int(x)), ' instructions')
+    NUMBERS[cid + '.tpot'] = (cid, r'^TPOT\s+(\S+ \S+)', 1, asis, '')
+    NUMBERS[cid + '.tps'] = (cid, r'^TPOT.*?: (\S+) tokens/s per user', 1, asis, ' tokens/s')
+    NUMBERS[cid + '.size'] = (cid, r'^size (\d+)', 1, lambda x: '%.1f MB' % (int(x) / 1e6), '')
+    NUMBERS[cid + '.c2c'] = (cid, r't.schedule_cycles="\d+"\s+t.critical_c2c_cycles="\d+"', 0,
+                             lambda x: '%.0f %%' % (100.0 * int(re.findall(r'\d+', x)[1]) / int(re.findall(r'\d+', x)[0])), '')
+
+
+lpu_plan('pod70', 'llama3.1-70b', 'groq-pod-v1')
+lpu_plan('lpx70', 'llama3.1-70b', 'groq-lpx')
+lpu_plan('pod405', 'llama3.1-405b', 'groq-pod-v1', ' --set lpu.count=5000')
+# gpt2-small on one chip and a rack (docs/targets-lpu.md "Reports"): schedule length and unit use
+COMMANDS['lpu.gpt2.tiny'] = ['{aicc} compile examples/gpt2-small.aig --bind L=2,H=2,HD=16,F=64,V=256,P=16,B=1,S=8 --target lpu '
+                             '--machine groq-lpu-v1 -o {tmp}/p.aip', '{aicc} run {tmp}/p.aip --timing-only && '
+                             '{aicc} explain {tmp}/p.aip | head -1 && grep -m1 -o \'t.util[^ ]*="[0-9.]*"\' {tmp}/p.aip | head -8']
+NUMBERS['lpu.gpt2.tiny.instr'] = ('lpu.gpt2.tiny', r'(\d+) instructions, predicted', 1, whole, ' instructions')
+NUMBERS['lpu.gpt2.tiny.lat'] = ('lpu.gpt2.tiny', r'^latency\s+(\S+ \S+)', 1, asis, '')
+for u in ('mxm.e', 'vxm.e', 'sxm.e', 'sxm.w'):
+    NUMBERS['lpu.gpt2.tiny.' + u] = ('lpu.gpt2.tiny', r't.util.' + re.escape(u) + r'="([0-9.]+)"', 1,
+                                     lambda x: '%.0f %%' % (100 * float(x)), '')
+COMMANDS['lpu.gpt2.lp30'] = ['{aicc} compile examples/gpt2-small.aig --bind L=2,H=2,HD=16,F=64,V=256,P=16,B=1,S=128 --target lpu '
+                             '--machine groq-lp30 -o {tmp}/p.aip', '{aicc} run {tmp}/p.aip --timing-only && '
+                             'grep -m1 -o \'t.util.mxm.e="[0-9.]*"\' {tmp}/p.aip']
+NUMBERS['lpu.gpt2.lp30.lat'] = ('lpu.gpt2.lp30', r'^latency\s+(\S+ \S+)', 1, asis, '')
+NUMBERS['lpu.gpt2.lp30.mxm'] = ('lpu.gpt2.lp30', r't.util.mxm.e="([0-9.]+)"', 1, lambda x: '%.0f %%' % (100 * float(x)), '')
+COMMANDS['lpu.gpt2.rack'] = ['{aicc} compile examples/gpt2-small.aig --bind B=1,S=128 --target lpu --machine groq-rack-v1 '
+                             '-o {tmp}/p.aip', '{aicc} run {tmp}/p.aip --timing-only']
+NUMBERS['lpu.gpt2.rack.chips'] = ('lpu.gpt2.rack', r'on (\d+) lpu devices', 1, whole, ' chips')
+NUMBERS['lpu.gpt2.rack.lat'] = ('lpu.gpt2.rack', r'^latency\s+(\S+ \S+)', 1, asis, '')
+
 # id -> (command id, start regex, end regex, literal tail lines[, literal head lines])
 BLOCKS = {
     'tp8.summary': ('tp8.explain', r'^summary \(', r'^\s+[0-9.]+%\s', ['     ...']),
@@ -308,7 +426,7 @@ XMARK = re.compile(r'<!--x:([^>]*)-->')
 UNITS = ('ms us µs ns s min h days GB GiB MB MiB KB KiB kB TB TiB PB TB/s GB/s MB/s PB/s Gb/s Tb/s GiB/s '
          'TFLOP/s PFLOP/s GFLOP/s EFLOP/s TOP/s POP/s FLOP/s TFLOPS PFLOPS TF PF GF W kW MW GHz MHz % x '
          'tokens/s tok/s tokens/s/GPU tokens/s/chip pt nodes chips GPUs LPUs TPUs instructions').split()
-FIGURE = re.compile(r'(?<![\w.\-/=+#^])(\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?)((?: ?(?:%s))|x)(?![\w/])' %
+FIGURE = re.compile(r'(?<![\w.\-/=+#^])([-+]?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?)((?: ?(?:%s))|x)(?![\w/])' %
                     '|'.join(re.escape(u) for u in sorted(UNITS, key=len, reverse=True) if u != 'x'))
 OUT = re.compile(r'^<!--out:([A-Za-z0-9_.-]+)-->\n```[^\n]*\n(.*?)^```$', re.M | re.S)
 
@@ -325,7 +443,7 @@ NUM = re.compile(r'(?<![\w.])-?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?')
 
 def quoted_number(text):
     """(value, decimals, unit) of a quoted figure '3.35 TB/s', '1,800 tokens/s', '90%'."""
-    m = re.match(r'\s*~?(-?\d[\d,]*)(?:\.(\d+))?(?:e([-+]?\d+))?\s*(\S*)', text)
+    m = re.match(r'\s*~?([-+]?\d[\d,]*)(?:\.(\d+))?(?:e([-+]?\d+))?\s*(\S*)', text)
     if not m:
         return None
     v = float(m.group(1).replace(',', '') + ('.' + m.group(2) if m.group(2) else '') +
@@ -461,11 +579,13 @@ def aicc_path(root, build):
 def run(root, build, cmd, tmp):
     aicc = aicc_path(root, build)
     out = ''
+    t0 = time.time()
     for line in COMMANDS[cmd]:
         r = subprocess.run(line.format(aicc=aicc, tmp=tmp), shell=True, cwd=root, capture_output=True, text=True)
         if r.returncode != 0:
             raise SystemExit('docs-numbers: %s failed (%d):\n%s%s' % (line, r.returncode, r.stdout, r.stderr))
         out = r.stdout
+    TIMES[cmd] = time.time() - t0
     return out
 
 
@@ -600,6 +720,9 @@ def main():
     print('docs-numbers: %d quoted figure(s), %d stale%s' % (n, len(changed), ', rewritten' if write and changed else ''))
     print('docs-numbers: %d published figure(s) checked against their records, %d left on tools/docs-numbers.todo'
           % (len(sourced), todo))
+    slow = sorted(TIMES.items(), key=lambda kv: -kv[1])[:3]
+    if slow:
+        print('docs-numbers: %d commands; slowest %s' % (len(TIMES), ', '.join('%s %.1f s' % kv for kv in slow)))
     if errors or (changed and not write):
         if changed and not write:
             print('docs-numbers: run `make docs-numbers` to regenerate them')
