@@ -43,6 +43,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 
 TIMES = {}   # command id -> wall seconds
@@ -357,17 +358,20 @@ def lpu_plan(cid, model, machine, extra=''):
     COMMANDS[cid] = ['{aicc} compile examples/%s.aig --target lpu --machine %s --phase decode --batch 1 --context 4096%s '
                      '-o {tmp}/p.aip' % (model, machine, extra),
                      '{aicc} run {tmp}/p.aip --timing-only && {aicc} explain {tmp}/p.aip | head -1 && '
-                     'stat -c "size %s" {tmp}/p.aip && grep -m1 -o \'t.schedule_cycles="[0-9]*"\' {tmp}/p.aip && '
-                     'grep -m1 -o \'t.critical_c2c_cycles="[0-9]*"\' {tmp}/p.aip']
-    NUMBERS[cid + '.chips'] = (cid, r'on (\d+) lpu devices', 1, whole, ' chips')
+                     'stat -c "size %s" {tmp}/p.aip && grep -m1 -o \'t\\.[a-z0-9_.]*="[0-9.]*"\' {tmp}/p.aip']
+    NUMBERS[cid + '.chips'] = (cid, r'on (\d+) lpu devices', 1, lambda x: '{:,}'.format(int(x)), ' chips')
     NUMBERS[cid + '.lpus'] = (cid, r'on (\d+) lpu devices', 1, whole, ' LPUs')
     NUMBERS[cid + '.fullest'] = (cid, r'fullest \S+: peak (\S+ MB)', 1, asis, '')
     NUMBERS[cid + '.instr'] = (cid, r'(\d+) instructions, predicted', 1, lambda x: '{:,}'.format(int(x)), ' instructions')
     NUMBERS[cid + '.tpot'] = (cid, r'^TPOT\s+(\S+ \S+)', 1, asis, '')
     NUMBERS[cid + '.tps'] = (cid, r'^TPOT.*?: (\S+) tokens/s per user', 1, asis, ' tokens/s')
     NUMBERS[cid + '.size'] = (cid, r'^size (\d+)', 1, lambda x: '%.1f MB' % (int(x) / 1e6), '')
-    NUMBERS[cid + '.c2c'] = (cid, r't.schedule_cycles="\d+"\s+t.critical_c2c_cycles="\d+"', 0,
-                             lambda x: '%.0f %%' % (100.0 * int(re.findall(r'\d+', x)[1]) / int(re.findall(r'\d+', x)[0])), '')
+    for a in ('schedule_cycles', 'c2c_copies', 'c2c_directions', 'critical_ops', 'critical_c2c'):
+        NUMBERS[cid + '.' + a] = (cid, r't\.' + a + r'="(\d+)"', 1, lambda x: '{:,}'.format(int(x)), '')
+    NUMBERS[cid + '.c2c_k'] = (cid, r't\.critical_c2c_cycles="(\d+)"', 1, lambda x: '%.0f k' % (int(x) / 1e3), '')
+    NUMBERS[cid + '.c2c'] = (cid, r't\.schedule_cycles="\d+"[\s\S]*?t\.critical_c2c_cycles="\d+"', 0,
+                             lambda x: '%.0f %%' % (100.0 * int(re.search(r'critical_c2c_cycles="(\d+)"', x).group(1)) /
+                                                       int(re.search(r'schedule_cycles="(\d+)"', x).group(1))), '')
 
 
 lpu_plan('pod70', 'llama3.1-70b', 'groq-pod-v1')
@@ -376,27 +380,99 @@ lpu_plan('pod405', 'llama3.1-405b', 'groq-pod-v1', ' --set lpu.count=5000')
 # gpt2-small on one chip and a rack (docs/targets-lpu.md "Reports"): schedule length and unit use
 COMMANDS['lpu.gpt2.tiny'] = ['{aicc} compile examples/gpt2-small.aig --bind L=2,H=2,HD=16,F=64,V=256,P=16,B=1,S=8 --target lpu '
                              '--machine groq-lpu-v1 -o {tmp}/p.aip', '{aicc} run {tmp}/p.aip --timing-only && '
-                             '{aicc} explain {tmp}/p.aip | head -1 && grep -m1 -o \'t.util[^ ]*="[0-9.]*"\' {tmp}/p.aip | head -8']
+                             '{aicc} explain {tmp}/p.aip | head -1 && grep -m1 -o \'t\\.[a-z0-9_.]*="[0-9.]*"\' {tmp}/p.aip']
+NUMBERS['lpu.gpt2.tiny.cycles'] = ('lpu.gpt2.tiny', r't\.schedule_cycles="(\d+)"', 1, whole, '')
 NUMBERS['lpu.gpt2.tiny.instr'] = ('lpu.gpt2.tiny', r'(\d+) instructions, predicted', 1, whole, ' instructions')
 NUMBERS['lpu.gpt2.tiny.lat'] = ('lpu.gpt2.tiny', r'^latency\s+(\S+ \S+)', 1, asis, '')
 for u in ('mxm.e', 'vxm.e', 'sxm.e', 'sxm.w'):
     NUMBERS['lpu.gpt2.tiny.' + u] = ('lpu.gpt2.tiny', r't.util.' + re.escape(u) + r'="([0-9.]+)"', 1,
                                      lambda x: '%.0f %%' % (100 * float(x)), '')
-COMMANDS['lpu.gpt2.lp30'] = ['{aicc} compile examples/gpt2-small.aig --bind L=2,H=2,HD=16,F=64,V=256,P=16,B=1,S=128 --target lpu '
+COMMANDS['lpu.gpt2.lp30'] = ['{aicc} compile examples/gpt2-small.aig --bind B=1,S=128 --target lpu '
                              '--machine groq-lp30 -o {tmp}/p.aip', '{aicc} run {tmp}/p.aip --timing-only && '
-                             'grep -m1 -o \'t.util.mxm.e="[0-9.]*"\' {tmp}/p.aip']
+                             'grep -m1 -o \'t\\.[a-z0-9_.]*="[0-9.]*"\' {tmp}/p.aip']
+NUMBERS['lpu.gpt2.lp30.cycles'] = ('lpu.gpt2.lp30', r't\.schedule_cycles="(\d+)"', 1, lambda x: '{:,}'.format(int(x)), '')
 NUMBERS['lpu.gpt2.lp30.lat'] = ('lpu.gpt2.lp30', r'^latency\s+(\S+ \S+)', 1, asis, '')
 NUMBERS['lpu.gpt2.lp30.mxm'] = ('lpu.gpt2.lp30', r't.util.mxm.e="([0-9.]+)"', 1, lambda x: '%.0f %%' % (100 * float(x)), '')
 COMMANDS['lpu.gpt2.rack'] = ['{aicc} compile examples/gpt2-small.aig --bind B=1,S=128 --target lpu --machine groq-rack-v1 '
-                             '-o {tmp}/p.aip', '{aicc} run {tmp}/p.aip --timing-only']
-NUMBERS['lpu.gpt2.rack.chips'] = ('lpu.gpt2.rack', r'on (\d+) lpu devices', 1, whole, ' chips')
+                             '-o {tmp}/p.aip', '{aicc} run {tmp}/p.aip --timing-only > {tmp}/r.txt && cat {tmp}/r.txt && '
+                             'printf "chips %s\\n" $(grep -c "^compute" {tmp}/r.txt) && grep -m1 -o \'t\\.[a-z0-9_.]*="[0-9.]*"\' {tmp}/p.aip']
+NUMBERS['lpu.gpt2.rack.cycles'] = ('lpu.gpt2.rack', r't\.schedule_cycles="(\d+)"', 1, lambda x: '{:,}'.format(int(x)), '')
+NUMBERS['lpu.gpt2.rack.chips'] = ('lpu.gpt2.rack', r'^chips (\d+)', 1, whole, ' chips')
 NUMBERS['lpu.gpt2.rack.lat'] = ('lpu.gpt2.rack', r'^latency\s+(\S+ \S+)', 1, asis, '')
 
-# id -> (command id, start regex, end regex, literal tail lines[, literal head lines])
+COMMANDS['lpu.rack70.err'] = ['{aicc} compile examples/llama3.1-70b.aig --target lpu --machine groq-rack-v1 --phase decode '
+                              '--batch 1 --context 4096 -o {tmp}/x.aip 2>&1 | grep error || true']
+COMMANDS['lpu.gpt2.err'] = ['{aicc} compile examples/gpt2-small.aig --target lpu --machine groq-lpu-v1 --bind B=1,S=128 '
+                            '-o {tmp}/x.aip 2>&1 | grep error || true']
+
+# docs/explain.md: the pictures' limits and the PP-OCR pictures (the real models, which tools/fetch-models.sh
+# fetches; without them those figures are reported unchecked)
+COMMANDS['pic.expand8'] = ['{aicc} compile examples/llama3.1-8b.aig --bind B=1,S=128 --expand --emit dot -o {tmp}/e.dot',
+                           'printf "nodes %s\\n" $(grep -cE "^\\s*n[0-9]+\\s+\\[" {tmp}/e.dot)']
+NUMBERS['pic.expand8.nodes'] = ('pic.expand8', r'^nodes (\d+)', 1, whole, ' nodes')
+OCR = '.cache/models/ocr-models-1.4.2/package/assets/'
+REQUIRES = {}
+for pic, (f, shape) in {'rec': ('ch_PP-OCRv4_rec_infer.onnx', '1,3,48,320'),
+                        'cls': ('ch_ppocr_mobile_v2.0_cls_infer.onnx', '1,3,48,192')}.items():
+    COMMANDS['pic.' + pic] = ['{aicc} compile %s%s --shape x=%s --target hopper -O1 --emit svg -o {tmp}/%s.svg'
+                              % (OCR, f, shape, pic), SVGSIZE.format(f=pic + '.svg')]
+    REQUIRES['pic.' + pic] = OCR + f
+    NUMBERS['pic.%s.size' % pic] = ('pic.' + pic, r'width="([0-9]+)pt" height="([0-9]+)pt"', 0,
+                                    lambda x: '%s x %s' % tuple(re.findall(r'[0-9]+', x)), ' pt')
+    NUMBERS['pic.%s.nodes' % pic] = ('pic.' + pic, r'^nodes (\d+)', 1, whole, ' nodes')
+
+# docs/targets-gpu.md: the alpha-beta all-reduce of testsuite/multi
+COMMANDS['ar16'] = ['{aicc} run testsuite/multi/gpu-allreduce-alpha-beta.aip --timing-only']
+NUMBERS['ar16.lat'] = ('ar16', r'^latency\s+(\S+ \S+)', 1, asis, '')
+
+# docs/onnx.md: the PP-OCRv4 recogniser's plan for `Hello World` on the reference target
+COMMANDS['ocr.hello'] = ['{aicc} compile %sch_PP-OCRv4_rec_infer.onnx --shape x=1,3,48,199 --emit plan -o {tmp}/h.aip' % OCR,
+                         'stat -c "weights %s" {tmp}/h.weights.safetensors && {aicc} run {tmp}/h.aip --timing-only']
+REQUIRES['ocr.hello'] = OCR + 'ch_PP-OCRv4_rec_infer.onnx'
+NUMBERS['ocr.hello.weights'] = ('ocr.hello', r'^weights (\d+)', 1, lambda x: '%.1f MB' % (int(x) / 1e6), '')
+NUMBERS['ocr.hello.lat'] = ('ocr.hello', r'^latency\s+(\S+ \S+)', 1, asis, '')
+NUMBERS['ocr.hello.flop'] = ('ocr.hello', r'^compute\s+(\S+ MFLOP)', 1, asis, '')
+
+# docs/targets-vera-rubin.md: the disaggregate pass's remarks (KV pages; a MoE stack too large for the LPX rack)
+COMMANDS['vr.remarks'] = ['(' + L70 + ' --remarks=placement' +
+                          ' && {aicc} compile examples/deepseek-v3.aig --phase decode --batch 32 --context 4096 --target vera-rubin '
+                          '--passes=disaggregate --pools hybrid --emit plan -o {tmp}/ds.aip --remarks=placement) 2>&1']
+PAGED = r'KV cache paged .*?-> (\d+) blocks .*? of (\S+ kB) = (\S+ GB) in'
+NUMBERS['vr.kv.blocks'] = ('vr.remarks', PAGED, 1, lambda x: '{:,}'.format(int(x)), '')
+NUMBERS['vr.kv.block'] = ('vr.remarks', PAGED, 2, lambda x: '%.1f kB' % float(x.split()[0]), '')
+NUMBERS['vr.kv.total'] = ('vr.remarks', PAGED, 3, lambda x: '%.1f GB' % float(x.split()[0]), '')
+DSV3 = r"FFN of 'moe_layer' stays on the GPU pool: \d+ layers x \d+ lpu = (\d+) LPUs to hold (\S+ GB) of weights"
+NUMBERS['vr.ds.lpus'] = ('vr.remarks', DSV3, 1, lambda x: '{:,}'.format(int(x)), ' LPUs')
+NUMBERS['vr.ds.gb'] = ('vr.remarks', DSV3, 2, asis, '')
+NUMBERS['vr70.gpu.gpus.u'] = ('vr70', three('GPUs'), 2, whole, ' GPUs')
+NUMBERS['vr70.hybrid.lpus.layer'] = ('vr70', three('LPUs'), 1, lambda x: '%.0f LPUs' % (float(x) / 80), '')
+
+# docs/passes.md: schedule and memory remarks, the partition pass's numbers
+COMMANDS['passes.sched'] = ['cd examples && ({aicc} compile llama3.1-8b.aig --bind B=1,S=128 -O1 --remarks=schedule -o {tmp}/a.aip 2>&1 '
+                            '| grep "graph .layer." ; {aicc} compile deepseek-v3.aig --bind B=1,S=128 -O1 --remarks=schedule '
+                            '-o {tmp}/b.aip 2>&1 | grep "graph .mla.")']
+COMMANDS['passes.mem8'] = ['{aicc} compile examples/llama3.1-8b.aig --bind B=1,S=4096 -O1 --remarks=memory -o {tmp}/a.aip 2>&1']
+NUMBERS['passes.mem8.layer'] = ('passes.mem8', r"graph 'layer': arena (\S+ \S+) \(", 1, asis, '')
+NUMBERS['passes.mem8.main'] = ('passes.mem8', r"graph 'main': arena (\S+ \S+) \(", 1, asis, '')
+COMMANDS['passes.405tp8'] = ['{aicc} compile examples/llama3.1-405b.aig --bind B=1,S=128 --target hopper --machine dgx-h100 '
+                             '--tp 8 --pp 1 -o {tmp}/a.aip 2>&1 | grep "on gpu1 " || true']
+NUMBERS['passes.405tp8.gb'] = ('passes.405tp8', r'gpu1 of machine dgx-h100: it needs (\d+) bytes', 1,
+                               lambda x: '%.1f GB' % (int(x) / 1e9), '')
+COMMANDS['passes.ep8'] = ['{aicc} compile examples/mixtral-8x7b.aig --bind B=1,S=128 --machine dgx-h100 --target hopper --ep 8 '
+                          '--remarks=placement -o {tmp}/a.aip 2>&1 | grep "expert parallel"']
+EP = r'\((\d+) bytes sent\), weighted partial sums added by an AllReduce \((\d+) bytes per device\).*?would move (\d+) bytes'
+for i, k in enumerate(('sent', 'ar', 'a2a'), 1):
+    NUMBERS['passes.ep8.' + k] = ('passes.ep8', EP, i, lambda x: '%.3g MB' % (int(x) / 1e6), '')
+
+# id -> (command id, start regex, end regex, literal tail lines[, literal head lines[, wrap width]])
 BLOCKS = {
     'tp8.summary': ('tp8.explain', r'^summary \(', r'^\s+[0-9.]+%\s', ['     ...']),
     'd8.run': ('d8.run', r'^latency', r'^TPOT', []),
     # docs/explain.md's `--compare` sample: the vr70 commands as a user types them, then the table
+    # docs/targets-lpu.md: the errors of a model larger than the machine
+    'lpu.rack70.err': ('lpu.rack70.err', r'^aicc: error:', r'', [], [], 100),
+    'lpu.gpt2.err': ('lpu.gpt2.err', r'^aicc: error:', r'', [], [], 100),
+    'passes.sched': ('passes.sched', r'^llama3.1-8b.aig:', r'^deepseek-v3.aig:', []),
     'vr70.compare': ('vr70', r'^\s+hybrid\s+gpu-only\s+lpu-only', r'^\s+links busy ms', [],
                      ['aicc compile examples/llama3.1-70b.aig --phase decode --batch 32 --context 4096 \\',
                       '     --passes=disaggregate --target vera-rubin --precision bf16+graph --emit plan -o l70.aip',
@@ -428,7 +504,7 @@ UNITS = ('ms us µs ns s min h days GB GiB MB MiB KB KiB kB TB TiB PB TB/s GB/s 
          'tokens/s tok/s tokens/s/GPU tokens/s/chip pt nodes chips GPUs LPUs TPUs instructions').split()
 FIGURE = re.compile(r'(?<![\w.\-/=+#^])([-+]?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?)((?: ?(?:%s))|x)(?![\w/])' %
                     '|'.join(re.escape(u) for u in sorted(UNITS, key=len, reverse=True) if u != 'x'))
-OUT = re.compile(r'^<!--out:([A-Za-z0-9_.-]+)-->\n```[^\n]*\n(.*?)^```$', re.M | re.S)
+OUT = re.compile(r'^(?P<ind> *)<!--out:(?P<id>[A-Za-z0-9_.-]+)-->\n(?P=ind)```[^\n]*\n(?P<body>.*?)^(?P=ind)```$', re.M | re.S)
 
 
 SI = {'': 1, '%': 0.01, 'x': 1, 'B': 1, 'KB': 1e3, 'kB': 1e3, 'MB': 1e6, 'GB': 1e9, 'TB': 1e12, 'PB': 1e15,
@@ -492,7 +568,7 @@ def check_sourced(root, build, sourced):
                         xml[path] = numbers_in(fh.read())
                 except OSError:
                     xml[path] = None
-            if xml[path] is None or not any(same(v, n) for n in xml[path]):
+            if xml[path] is None or not any(same(v, n) or (unit == '%' and same(v / 100, n)) for n in xml[path]):
                 errors.append(where + ': %s does not quote %s' % (path, text))
         elif kind == 'c':
             if cases is None:
@@ -645,7 +721,7 @@ def main():
     blocks = {}   # id -> [(file, text)]
     for f, text in texts.items():
         for m in OUT.finditer(text):
-            blocks.setdefault(m.group(1), []).append((f, m.group(2)))
+            blocks.setdefault(m.group('id'), []).append((f, m.group('body')))
     errors = []
     for u in sorted(set(blocks) - set(BLOCKS)):
         errors.append('%s: marker out:%s has no entry in tools/docs-numbers.py' % (blocks[u][0][0], u))
@@ -666,6 +742,10 @@ def main():
         # every command the quotes need, in parallel, each in a directory of its own
         need = sorted({NUMBERS[n][0] for n in set(quoted) & set(NUMBERS)} | {BLOCKS[b][0] for b in set(blocks) & set(BLOCKS)},
                       key=lambda c: -len(COMMANDS[c]))
+        missing = {c for c in need if c in REQUIRES and not os.path.exists(os.path.join(root, REQUIRES[c]))}
+        need = [c for c in need if c not in missing]
+        unchecked = sorted(nid for nid in quoted if nid in NUMBERS and NUMBERS[nid][0] in missing)
+        quoted = {nid: q for nid, q in quoted.items() if nid not in unchecked}
         for c in need:
             os.mkdir(os.path.join(tmp, c))
         with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 2) as pool:
@@ -691,6 +771,8 @@ def main():
             if not lines:
                 errors.append('out:%s: %r not in the output of %s' % (bid, start, ' && '.join(COMMANDS[cmd])))
                 continue
+            if len(BLOCKS[bid]) > 5:   # a message of one line, quoted wrapped at this width
+                lines = textwrap.wrap(' '.join(lines), BLOCKS[bid][5], break_long_words=False, break_on_hyphens=False)
             value['out:' + bid] = '\n'.join(head + lines + tail) + '\n'
     changed = []
     for f, text in texts.items():
@@ -702,11 +784,12 @@ def main():
                 return '<!--n:%s-->%s<!--/n-->' % (nid, value[nid])
             return m.group(0)
         def subout(m):
-            bid = 'out:' + m.group(1)
-            if bid in value and m.group(2) != value[bid]:
+            bid = 'out:' + m.group('id')
+            want = ''.join(m.group('ind') + ln + '\n' for ln in value.get(bid, '').splitlines())
+            if bid in value and m.group('body') != want:
                 changed.append('%s: the output quoted as %s differs from what the command prints now' %
                                (os.path.relpath(f, root), bid))
-                return m.group(0)[:m.start(2) - m.start(0)] + value[bid] + '```'
+                return m.group(0)[:m.start('body') - m.start(0)] + want + m.group('ind') + '```'
             return m.group(0)
         new = OUT.sub(subout, MARK.sub(sub, text))
         if write and new != text:
@@ -723,6 +806,9 @@ def main():
     slow = sorted(TIMES.items(), key=lambda kv: -kv[1])[:3]
     if slow:
         print('docs-numbers: %d commands; slowest %s' % (len(TIMES), ', '.join('%s %.1f s' % kv for kv in slow)))
+    if unchecked:
+        print('docs-numbers: %d figure(s) not checked: their inputs are missing (%s; tools/fetch-models.sh)'
+              % (len(unchecked), ', '.join(sorted({REQUIRES[NUMBERS[n][0]] for n in unchecked}))))
     if errors or (changed and not write):
         if changed and not write:
             print('docs-numbers: run `make docs-numbers` to regenerate them')
