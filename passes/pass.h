@@ -100,7 +100,7 @@ typedef struct PassCtx {
 	 * --tp/--pp they make the step a parallel one, priced per replica (train_step below) */
 	int dp, cp, vstages;        /* 0: not given */
 	int zero;                   /* --zero Z stored as Z + 1 (0: not given, ZeRO 1) */
-	int recompute;              /* --recompute none|selective|full: 0, 1, 2 (parallel step) */
+	int recompute;              /* --recompute: RECOMPUTE_* (parallel step) */
 	int train_search;           /* --train-search: the fastest configuration that fits */
 	struct TrainStep *train_step;   /* set by autodiff for a parallel step (owned; NULL: none) */
 	/* partition (passes/partition.c) */
@@ -240,9 +240,14 @@ int pass_mark_layers(Module *m, PassCtx *c);
  * A step of --dp D data-parallel replicas of a --tp T x --cp C x --pp P model-parallel replica
  * (ZeRO stage --zero Z, --pp-virtual V chunks per pipeline rank), --grad-accum M micro-batches
  * of --batch B sequences per replica.  Times in seconds, bytes per device. */
+/* --recompute none|selective|full|selective-ffn|layers (docs/passes.md), named in that order */
+enum { RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL, RECOMPUTE_SELECTIVE_FFN, RECOMPUTE_LAYERS };
+extern const char *const train_recompute_names[];
 typedef struct TrainStep {
 	int dp, tp, pp, cp, zero, vstages, micro;
-	int recompute;                /* 0 none, 1 selective, 2 full */
+	int recompute;                /* RECOMPUTE_* */
+	double recompute_frac;        /* of the layers, recomputed in full (RECOMPUTE_LAYERS: the
+					 fewest that fit; full: 1; else 0) */
 	int64_t devices;              /* dp x tp x pp x cp */
 	int layers;                   /* repeated layers in all */
 	int *stage_layers;            /* per pipeline rank: layers it holds (pp entries) */

@@ -70,6 +70,8 @@
 #include "passes/pass.h"
 #include "targets/target.h"
 
+const char *const train_recompute_names[] = { "none", "selective", "full", "selective-ffn", "layers", NULL };
+
 enum { SEC_PRE, SEC_POST, SEC_CALL0 };
 enum { PH_FWD, PH_BWD, PH_OPT };
 enum { MAXSEC = 66 };
@@ -83,6 +85,8 @@ typedef struct Sec {
 	double saved;                 /* activation bytes the backward pass reads */
 	double saved_mx;              /* of them, the matrix operators' results */
 	double fwd_vec, fflops_vec;   /* forward seconds and FLOP of the other operators */
+	double fwd_ffn, fflops_ffn;   /* forward seconds and FLOP of the FFN's input projections */
+	double saved_ffn;             /* their results (the MatMuls a gated activation reads) */
 	double input;                 /* bytes of the layer's first input (the pipeline's send) */
 	int64_t mult;                 /* instances (the call's repeat count) */
 } Sec;
@@ -159,16 +163,22 @@ static double send(const Net *n, double bytes, int64_t stride)
 	return (num_has(&l->latency) ? l->latency.v : 0) + bytes / bw;
 }
 
-/* Whether node n's output feeds only through a MatMul: the residual Add a row-parallel MatMul
- * adds into (the place of Megatron's all-reduce). */
+/* Whether v is a MatMul's result, directly or through the bias Add of one (GPT-2's linears). */
+static int matmul_result(const Value *v)
+{
+	const Node *d = v ? v->def : NULL;
+	if (d && d->op == OP_Add && d->nin == 2 && d->in[0] && d->in[1] && (d->in[0]->kind == V_PARAM || d->in[1]->kind == V_PARAM))
+		d = d->in[0]->kind == V_PARAM ? d->in[1]->def : d->in[0]->def;
+	return d && d->op == OP_MatMul;
+}
+
+/* Whether node n is the residual Add a row-parallel MatMul's result (or its bias sum) adds
+ * into: the place of Megatron's all-reduce.  A bias Add (one operand a parameter) is not. */
 static int tp_point(const Node *n)
 {
-	if (n->op != OP_Add)
+	if (n->op != OP_Add || n->nin != 2 || !n->in[0] || !n->in[1] || n->in[0]->kind == V_PARAM || n->in[1]->kind == V_PARAM)
 		return 0;
-	for (int i = 0; i < n->nin; i++)
-		if (n->in[i] && n->in[i]->def && n->in[i]->def->op == OP_MatMul)
-			return 1;
-	return 0;
+	return matmul_result(n->in[0]) || matmul_result(n->in[1]);
 }
 
 /* The smallest time bound T such that the units (in order) fit p contiguous ranks, rank 0
@@ -211,10 +221,32 @@ static void balance(const double *u, int nu, double pre, double post, int p, int
 	}
 }
 
+/* Node times already priced, per node (in graph order) and device count: the search prices
+ * the same nodes over a few tp x cp shares, and the GPU tile search is the costly part. */
+enum { MEMO_SLOTS = 8 };
+typedef struct Memo {
+	int chips[MEMO_SLOTS];
+	double secs[MEMO_SLOTS];
+} Memo;
+
+static double node_secs(const PassCtx *c, const Device *d, const TgtWork *w, Memo *mo)
+{
+	for (int i = 0; i < MEMO_SLOTS && mo->chips[i]; i++)
+		if (mo->chips[i] == w->chips)
+			return mo->secs[i];
+	double secs = pass_work_time(c, d, w);
+	for (int i = 0; i < MEMO_SLOTS; i++)
+		if (!mo->chips[i]) {
+			mo->chips[i] = w->chips, mo->secs[i] = secs;
+			break;
+		}
+	return secs;
+}
+
 /* One configuration's step (cfg: dp, tp, pp, cp, zero, vstages, micro, recompute set), or NULL
  * after reporting why through diag_error unless quiet. */
 static TrainStep *price(Graph *g, PassCtx *c, const Device *d, const TrainStep *cfg, const int64_t *repeats, int nrepeats,
-			double tokens_mb, const unsigned char *bwd_reads, int quiet)
+			double tokens_mb, const unsigned char *bwd_reads, Memo *memo, int quiet)
 {
 	const Machine *m = c->machine;
 	TrainStep *t = calloc(1, sizeof *t);
@@ -244,7 +276,9 @@ static TrainStep *price(Graph *g, PassCtx *c, const Device *d, const TrainStep *
 	/* the largest forward node's format: the peak MFU is quoted against */
 	DType fmt = DT_BF16;
 	double big = -1;
+	int ni = 0;
 	ir_foreach_node(g, n) {
+		Memo *mo = &memo[ni++];
 		if (!n->aux)
 			continue;
 		int s = tag_sec(n), ph = tag_ph(n);
@@ -252,8 +286,8 @@ static TrainStep *price(Graph *g, PassCtx *c, const Device *d, const TrainStep *
 			continue;
 		Sec *x = &sec[s];
 		double fl = ir_node_flops(n);
-		TgtWork w = { .node = n, .fmt = DT_INVALID, .chips = (int)(ph == PH_OPT ? t->tp * zshard : shard) };
-		double secs = pass_work_time(c, d, &w);
+		TgtWork w = { .node = n, .fmt = DT_INVALID, .chips = (int)(ph == PH_OPT ? t->tp * zshard : shard), .tiles = 1 };
+		double secs = node_secs(c, d, &w, mo);
 		if (ph == PH_FWD) {
 			x->fwd += secs, x->fflops += fl;
 			if (fl > big && n->nout)
@@ -275,7 +309,11 @@ static TrainStep *price(Graph *g, PassCtx *c, const Device *d, const TrainStep *
 					x->saved += vbytes(n->out[o]);
 				if (read && (ir_ops[n->op].cls == OC_matrix || (ir_ops[n->op].flags & F_ATTN)))
 					x->saved_mx += vbytes(n->out[o]);
+				if (read && n->op == OP_MatMul && (bwd_reads[n->out[o]->id] & 2))
+					x->saved_ffn += vbytes(n->out[o]);
 			}
+			if (n->op == OP_MatMul && n->nout && n->out[0]->id < g->nvalues && (bwd_reads[n->out[0]->id] & 2))
+				x->fwd_ffn += secs, x->fflops_ffn += fl;
 			if (ir_ops[n->op].cls != OC_matrix && !(ir_ops[n->op].flags & F_ATTN))
 				x->fwd_vec += secs, x->fflops_vec += fl;
 		} else if (ph == PH_BWD)
@@ -310,14 +348,24 @@ static TrainStep *price(Graph *g, PassCtx *c, const Device *d, const TrainStep *
 	/* activation recomputation of the layers (Korthikanti et al., MLSys 2023): full recomputes a
 	 * layer's forward pass (and its TP collectives) in the backward and keeps only its input;
 	 * selective keeps the matrix operators' results (and the input) and recomputes the others
-	 * from them */
+	 * from them; selective-ffn also recomputes the FFN's input projections (the MatMuls a gated
+	 * activation reads: MaxText's remat policy save_dot_except_mlpwi); layers recomputes a
+	 * fraction recompute_frac of the layers in full (Megatron's --recompute-method block) */
 	for (int s = SEC_CALL0; s < nsec; s++) {
 		Sec *x = &sec[s];
-		if (t->recompute == 2) {
+		double f = cfg->recompute_frac;
+		if (t->recompute == RECOMPUTE_FULL) {
 			x->bwd += x->fwd, x->tp *= 1.5, x->hflops += x->fflops, x->saved = x->input;
-		} else if (t->recompute == 1)
-			x->bwd += x->fwd_vec, x->hflops += x->fflops_vec, x->saved = x->saved_mx + x->input;
+		} else if (t->recompute == RECOMPUTE_SELECTIVE || t->recompute == RECOMPUTE_SELECTIVE_FFN) {
+			int ffn = t->recompute == RECOMPUTE_SELECTIVE_FFN;
+			x->bwd += x->fwd_vec + (ffn ? x->fwd_ffn : 0), x->hflops += x->fflops_vec + (ffn ? x->fflops_ffn : 0);
+			x->saved = x->saved_mx - (ffn ? x->saved_ffn : 0) + x->input;
+		} else if (t->recompute == RECOMPUTE_LAYERS) {
+			x->bwd += f * x->fwd, x->tp *= 1 + 0.5 * f, x->hflops += f * x->fflops;
+			x->saved = (1 - f) * x->saved + f * x->input;
+		}
 	}
+	t->recompute_frac = t->recompute == RECOMPUTE_LAYERS ? cfg->recompute_frac : t->recompute == RECOMPUTE_FULL;
 	/* pipeline ranks: whole layers, balanced by time */
 	int nu = 0;
 	for (int s = SEC_CALL0; s < nsec; s++)
@@ -464,15 +512,40 @@ int train_step_price(Graph *g, PassCtx *c, const int64_t *repeats, int nrepeats,
 	cfg.micro = c->grad_accum > 0 ? c->grad_accum : 1, cfg.recompute = c->recompute;
 	/* per value id: whether a backward node reads it (the activations kept for the backward) */
 	unsigned char *reads = calloc((size_t)g->nvalues + 1, 1);
-	if (!reads)
+	int nn = 0;
+	ir_foreach_node(g, n)
+		nn++;
+	Memo *memo = calloc((size_t)nn + 1, sizeof *memo);
+	if (!reads || !memo)
 		abort();
 	ir_foreach_node(g, n)
 		for (int i = 0; n->aux && tag_ph(n) == PH_BWD && i < n->nin; i++)
 			if (n->in[i] && n->in[i]->id < g->nvalues)
-				reads[n->in[i]->id] = 1;
+				reads[n->in[i]->id] |= 1;
+	/* bit 2: an input of a forward gated activation (the FFN's input projections feed it) */
+	ir_foreach_node(g, n)
+		for (int i = 0; n->aux && tag_ph(n) == PH_FWD && n->op == OP_SwiGLU && i < n->nin; i++)
+			if (n->in[i] && n->in[i]->id < g->nvalues)
+				reads[n->in[i]->id] |= 2;
 	TrainStep *t = NULL;
-	if (!c->train_search)
-		t = price(g, c, d, &cfg, repeats, nrepeats, tokens_mb, reads, 0);
+	if (!c->train_search && cfg.recompute == RECOMPUTE_LAYERS) {
+		/* the fewest layers per pipeline rank recomputed in full that fit rank 0's memory (all
+		 * of them when none does) */
+		int64_t nl = 0;
+		for (int i = 0; i < nrepeats; i++)
+			nl += repeats[i] > 0 ? repeats[i] : 0;
+		int per = (int)((nl + cfg.pp - 1) / cfg.pp);
+		for (int r = 0; r <= per; r++) {
+			cfg.recompute_frac = per > 0 ? (double)r / per : 1;
+			train_step_free(t);
+			t = price(g, c, d, &cfg, repeats, nrepeats, tokens_mb, reads, memo, r < per);
+			if (!t && r < per)
+				t = price(g, c, d, &cfg, repeats, nrepeats, tokens_mb, reads, memo, 0);
+			if (!t || t->fits)
+				break;
+		}
+	} else if (!c->train_search)
+		t = price(g, c, d, &cfg, repeats, nrepeats, tokens_mb, reads, memo, 0);
 	else {   /* the fastest configuration of the same devices and sequences per step that fits */
 		int64_t N = (int64_t)cfg.dp * cfg.tp * cfg.pp * cfg.cp, G = (int64_t)cfg.dp * cfg.micro;
 		const Link *up = machine_link(m, d, d);
@@ -491,7 +564,7 @@ int train_step_price(Graph *g, PassCtx *c, const int64_t *repeats, int nrepeats,
 							for (int rc = 0; rc <= 2; rc++) {
 								TrainStep k = { .dp = (int)dp, .tp = tp, .pp = (int)pp, .cp = cp, .zero = z,
 										.vstages = v, .micro = (int)(G / dp), .recompute = rc };
-								TrainStep *x = price(g, c, d, &k, repeats, nrepeats, tokens_mb, reads, 1);
+								TrainStep *x = price(g, c, d, &k, repeats, nrepeats, tokens_mb, reads, memo, 1);
 								if (!x)
 									continue;
 								ncand++, nfit += x->fits;
@@ -507,7 +580,7 @@ int train_step_price(Graph *g, PassCtx *c, const int64_t *repeats, int nrepeats,
 			diag_error(g->loc, "autodiff: --train-search found no configuration of %lld devices and %lld sequences "
 				   "per step", (long long)N, (long long)G);
 	}
-	free(reads);
+	free(reads), free(memo);
 	if (!t)
 		return 1;
 	train_step_free(c->train_step);

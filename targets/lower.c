@@ -212,3 +212,92 @@ double tgt_roofline_time(const Target *t, const Machine *m, const Device *d, con
 		time += ceil(log2(chips)) * link_time(machine_link(m, d, d), w->reduce);
 	return time;
 }
+
+/* A constant dimension of v, or -1. */
+static int64_t cdim(const Value *v, int i)
+{
+	if (!v || v->type.rank < 0 || i < 0 || i >= v->type.rank || !dim_isconst(v->type.dims[i]))
+		return -1;
+	return v->type.dims[i].k;
+}
+
+/* Splits `chips` over the extents x[0..n) one prime factor at a time, each to the largest
+ * extent it divides; returns the factor left over (1: all of it placed). */
+static int64_t share(int64_t *x, int n, int64_t chips)
+{
+	for (int64_t p = 2; chips > 1 && p <= chips; p++)
+		while (chips % p == 0) {
+			int best = -1;
+			for (int i = 0; i < n; i++)
+				if (x[i] % p == 0 && (best < 0 || x[i] > x[best]))
+					best = i;
+			if (best < 0)
+				return chips;
+			x[best] /= p, chips /= p;
+		}
+	return chips;
+}
+
+int tgt_work_gemm(const TgtWork *w, TgtGemmDims *g)
+{
+	const Node *n = w->node;
+	memset(g, 0, sizeof *g);
+	if (!n || (n->op != OP_MatMul && n->op != OP_Gemm) || n->nin < 2 || !n->in[0] || !n->in[1] || n->nout < 1)
+		return 0;
+	const Value *A = n->in[0], *B = n->in[1], *Y = n->out[0];
+	int ry = Y->type.rank, ra = A->type.rank, rb = B->type.rank;
+	if (ry < 1 || ra < 1 || rb < 1)
+		return 0;
+	g->in = A->type.dt, g->out = Y->type.dt;
+	g->N = cdim(Y, ry - 1);
+	g->M = ry >= 2 ? cdim(Y, ry - 2) : 1;
+	int ta = n->op == OP_Gemm && rt_attr_int(&n->attrs, "transA", 0);
+	g->K = cdim(A, ra >= 2 && ta ? ra - 2 : ra - 1);
+	g->batch = 1;
+	for (int i = 0; i + 2 < ry; i++)
+		g->batch *= cdim(Y, i) > 0 ? cdim(Y, i) : 0;
+	if (rb <= 2)   /* [B, S, K] x [K, N]: one product over B*S rows */
+		g->M *= g->batch, g->batch = 1;
+	if (g->M <= 0 || g->N <= 0 || g->K <= 0 || g->batch <= 0)
+		return 0;
+	int64_t x[4] = { g->M, g->N, g->K, g->batch };
+	if (share(x, 4, w->chips > 1 ? w->chips : 1) > 1)
+		return 0;
+	g->M = x[0], g->N = x[1], g->K = x[2], g->batch = x[3];
+	return 1;
+}
+
+int tgt_work_attn(const TgtWork *w, TgtAttnDims *a)
+{
+	const Node *n = w->node;
+	memset(a, 0, sizeof *a);
+	if (!n || (n->op != OP_Attention && n->op != OP_AttentionGrad))
+		return 0;
+	int o = n->op == OP_AttentionGrad;
+	if (n->nin < o + 3 || !n->in[o] || !n->in[o + 1] || !n->in[o + 2])
+		return 0;
+	if (!o && n->nin > 4 && n->in[4])   /* a KV cache: inference, not this shape */
+		return 0;
+	const Value *Q = n->in[o], *K = n->in[o + 1], *V = n->in[o + 2];
+	const Attrs *at = &n->attrs;
+	a->in = Q->type.dt;
+	a->causal = rt_attr_int(at, "is_causal", 0) != 0;
+	if (Q->type.rank == 4) {
+		a->B = cdim(Q, 0), a->qh = cdim(Q, 1), a->Sq = cdim(Q, 2), a->d = cdim(Q, 3);
+		a->kvh = cdim(K, 1), a->T = cdim(K, 2), a->dv = cdim(V, 3);
+	} else if (Q->type.rank == 3) {
+		a->qh = rt_attr_int(at, "q_num_heads", 1), a->kvh = rt_attr_int(at, "kv_num_heads", 1);
+		a->B = cdim(Q, 0), a->Sq = cdim(Q, 1), a->T = cdim(K, 1);
+		a->d = a->qh > 0 && cdim(Q, 2) > 0 ? cdim(Q, 2) / a->qh : -1;
+		a->dv = a->kvh > 0 && cdim(V, 2) > 0 ? cdim(V, 2) / a->kvh : -1;
+	} else
+		return 0;
+	if (a->B <= 0 || a->qh <= 0 || a->kvh <= 0 || a->Sq <= 0 || a->T <= 0 || a->d <= 0 || a->dv <= 0)
+		return 0;
+	int64_t chips = w->chips > 1 ? w->chips : 1;
+	int64_t x[1] = { a->kvh };
+	a->rest = share(x, 1, chips);   /* whole KV groups per device */
+	a->qh /= a->kvh / x[0], a->kvh = x[0];
+	a->grad = o ? (6.0 * (double)a->d + 4.0 * (double)a->dv + 8) / (2.0 * (double)a->d + 2.0 * (double)a->dv + 5) : 1;
+	return 1;
+}

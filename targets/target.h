@@ -346,11 +346,14 @@ void *tgt_lower_state(TgtLower *l, size_t size);
  *   chips   devices of the class sharing the work (tensor parallel); < 2: one
  *   fmt     the matrix format the FLOP run at (DT_INVALID: the node's result dtype)
  *   reduce  bytes all-reduced over the chips' link after the work (0: none)
- *   to      not NULL: a transfer of `bytes` from the device to `to` (nothing else counts) */
+ *   to      not NULL: a transfer of `bytes` from the device to `to` (nothing else counts)
+ *   tiles   1: a MatMul or Attention node as the target's own kernel model prices it (the GPU
+ *           tile search, the TPU's MXU folds: the training step's layer times); 0: the
+ *           roofline, as every other node (the partition pass balances like against like) */
 typedef struct TgtWork {
 	const Node *node;
 	double flops, bytes;
-	int kernels, chips;
+	int kernels, chips, tiles;
 	DType fmt;
 	double reduce;
 	const Device *to;
@@ -396,6 +399,30 @@ Plan *tgt_lower(const Target *t, const TgtInput *in, RtError *e);
  * / one-way bandwidth (backends.md §0).  Main memory is HBM, else DRAM, else SRAM; a device
  * without one (or a peak) prices only what it has; a missing link costs nothing. */
 double tgt_roofline_time(const Target *t, const Machine *m, const Device *d, const Precision *p, const TgtWork *w);
+
+/* The matrix product of work w's node (MatMul, Gemm) on one of w->chips devices: batch x
+ * ([M, K] @ [K, N]) of operand format `in` and result format `out`, the devices split one prime
+ * factor at a time to the largest extent each divides (Megatron's column- and row-parallel
+ * GEMMs split the weight's larger dimension, sequence and context parallelism the tokens); a
+ * weight without batch dimensions folds the batch into M.  1, or 0 when w has no such node,
+ * a symbolic dimension, or devices no extent divides. */
+typedef struct TgtGemmDims {
+	int64_t batch, M, N, K;
+	DType in, out;
+} TgtGemmDims;
+int tgt_work_gemm(const TgtWork *w, TgtGemmDims *g);
+/* The fused attention of work w's node (Attention without a KV cache; AttentionGrad: Q, K, V
+ * from its inputs 1-3) on one of w->chips devices: whole KV groups split over as many devices as
+ * divide them (Megatron splits heads), `rest` the devices left to share the tokens (context
+ * parallelism: a device's time is the whole sequence's / rest); `grad` the backward's FLOP per
+ * forward FLOP (ir/cost.c flops_attention_grad over flops_attention), 1 for Attention.  1, or 0. */
+typedef struct TgtAttnDims {
+	int64_t B, qh, kvh, Sq, T, d, dv, rest;
+	int causal;
+	double grad;
+	DType in;
+} TgtAttnDims;
+int tgt_work_attn(const TgtWork *w, TgtAttnDims *a);
 
 extern const Target *const tgt_targets[];
 extern const int tgt_ntargets;

@@ -118,7 +118,8 @@ static json_t *train_step_json(const TrainStep *t)
 	json_object_set_new(par, "zero", json_integer(t->zero));
 	json_object_set_new(par, "pp_virtual", json_integer(t->vstages));
 	json_object_set_new(par, "micro_batches", json_integer(t->micro));
-	json_object_set_new(par, "recompute", json_string(t->recompute == 2 ? "full" : t->recompute ? "selective" : "none"));
+	json_object_set_new(par, "recompute", json_string(train_recompute_names[t->recompute]));
+	json_object_set_new(par, "recomputed_layers", json_real(t->recompute_frac));
 	json_object_set_new(o, "parallel", par);
 	json_object_set_new(o, "layers", json_integer(t->layers));
 	for (int r = 0; r < t->pp; r++) {

@@ -173,6 +173,27 @@ def whole(x):
     return '%.0f' % float(x)
 
 
+# docs/passes.md: the training step's MFU anchors (testsuite/train/llama3-mfu*.test)
+TRAIN_ANCHORS = {   # id -> (compile options, published MFU)
+    'l3a': ('examples/llama3.1-405b.aig --phase train --batch 1 --context 8192 --grad-accum 32 --target hopper '
+            '--machine llama3-h100-roce --tp 8 --pp 16 --dp 64 --pp-virtual 2 --recompute selective', 0.43),
+    'l3b': ('examples/llama3.1-405b.aig --phase train --batch 1 --context 8192 --grad-accum 16 --target hopper '
+            '--machine llama3-h100-roce --tp 8 --pp 16 --dp 128 --pp-virtual 2 --recompute selective', 0.41),
+    'l3c': ('examples/llama3.1-405b.aig --phase train --batch 1 --context 131072 --grad-accum 16 --target hopper '
+            '--machine llama3-h100-roce --tp 8 --pp 16 --dp 8 --cp 16 --pp-virtual 2 --recompute selective', 0.38),
+    'mt70': ('examples/llama3.1-70b.aig --bind V=32000,CTX=4096 --phase train --batch 4 --context 4096 --target tpu '
+             '--machine tpu-v5p-8960 --dp 512 --zero 3 --recompute selective-ffn', 0.654),
+}
+for k, (opts, pub) in TRAIN_ANCHORS.items():
+    COMMANDS['train.' + k] = ['{aicc} compile ' + opts + ' --emit summary -o {tmp}/' + k + '.json',
+                              'python3 testsuite/train/Inputs/train_step.py anchor {tmp}/' + k + '.json %g 1' % pub]
+
+
+def pct1(x):
+    """A fraction as a percentage with one decimal."""
+    return '%.1f' % (100 * float(x))
+
+
 # id -> (command id, regex, group, format function, suffix)
 NUMBERS = {}
 for cmd in ('vr70', 'vr70-readme'):
@@ -240,6 +261,9 @@ for tgt, rows in (('lpu', ('llama2-7b', 'llama2-70b', 'mixtral-8x7b')),
                                                     r': .*?(?:then|,) ' + re.escape(o) + r' (\S+%)', 1, asis, '')
 NUMBERS['l7spread.chips'] = ('l7spread', r'^compute .* on (\d+) lpu devices', 1, whole, '')
 NUMBERS['l7spread.tps'] = ('l7spread', r'^TPOT .*?: (\S+) tokens/s per user', 1, whole, '')
+for k in TRAIN_ANCHORS:
+    NUMBERS['train.%s.mfu' % k] = ('train.' + k, r'MFU predicted (\S+), published \S+: (\S+)%', 1, pct1, ' %')
+    NUMBERS['train.%s.gap' % k] = ('train.' + k, r'MFU predicted (\S+), published \S+: (\S+)%', 2, asis, ' %')
 NUMBERS['hc1bound.compute'] = ('hc1bound', r'bound\s+compute (\S+%)', 1, asis, '')
 for label in DEMO:
     NUMBERS['demo.%s.tpot' % label] = ('demo-%s-decode' % label, r'^TPOT\s+(\S+ \S+) \(decode.*?: (\S+) tokens/s per user', 1, asis, '')

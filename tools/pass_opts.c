@@ -48,8 +48,10 @@ void pass_opts_help(void)
 	       "                        (--emit summary), not lowered (docs/passes.md)\n"
 	       "  --zero Z              phase train, parallel: ZeRO stage 0-3 (default 1)\n"
 	       "  --pp-virtual V        phase train, parallel: model chunks per pipeline rank (interleaved 1F1B)\n"
-	       "  --recompute none|selective|full  phase train, parallel: activation recomputation of\n"
-	       "                        the layers (selective keeps the matrix products' results)\n"
+	       "  --recompute none|selective|full|selective-ffn|layers  phase train, parallel: activation\n"
+	       "                        recomputation of the layers (selective keeps the matrix products'\n"
+	       "                        results; selective-ffn recomputes the FFN's input projections too;\n"
+	       "                        layers: the fewest layers recomputed in full that fit memory)\n"
 	       "  --train-search        phase train, parallel: the fastest tp, cp, pp, dp, --pp-virtual,\n"
 	       "                        ZeRO (1, 3) and recomputation that fit memory, for the devices\n"
 	       "                        (dp x tp x pp x cp) and sequences per step (dp x --grad-accum) given\n"
@@ -179,11 +181,14 @@ int pass_opts_parse(int argc, char **argv, int *i, PassOpts *po)
 	if ((r = opt_value(argc, argv, i, "--recompute", &v))) {   /* phase train, a parallel step */
 		if (r < 0)
 			return -1;
-		if (strcmp(v, "none") && strcmp(v, "selective") && strcmp(v, "full")) {
-			drv_error("--recompute expects none, selective or full, got '%s'", v);
+		int k = 0;
+		while (train_recompute_names[k] && strcmp(v, train_recompute_names[k]))
+			k++;
+		if (!train_recompute_names[k]) {
+			drv_error("--recompute expects none, selective, full, selective-ffn or layers, got '%s'", v);
 			return -1;
 		}
-		c->recompute = !strcmp(v, "full") ? 2 : !strcmp(v, "selective");
+		c->recompute = k;
 		return 1;
 	}
 	/* partition: --compress-collectives[=CODEC] */

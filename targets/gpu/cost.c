@@ -29,3 +29,37 @@ double gpu_cost(const Plan *p, int stream, const PlanInstr *in)
 		return rt_cost_roofline(p, stream, in) + t;
 	return t >= 0 ? t : rt_cost_roofline(p, stream, in);
 }
+
+double gpu_node_time(const Target *t, const Machine *m, const Device *d, const Precision *p, const TgtWork *w)
+{
+	const GpuHooks *h = t->family;
+	GpuArch a;
+	RtError e = { 0 };
+	TgtGemmDims g;
+	TgtAttnDims at;
+	if (!w->node || !w->tiles || w->to || w->reduce > 0 || !h || gpu_arch(d, &a, &e) < 0)
+		return tgt_roofline_time(t, m, d, p, w);
+	int graph = p && p->graph;
+	if (h->gemm && tgt_work_gemm(w, &g) && dev_supports(d, g.in) && num_has(&d->peak[g.in])) {
+		GemmShape s = { .batch = g.batch, .M = g.M, .N = g.N, .K = g.K, .in = g.in,
+				.out_bytes = rt_dtype_bytes(g.out, 1) };
+		GemmTile tile = { 0 };
+		char why[256];
+		if (h->gemm(&a, &s, &tile, why, sizeof why)) {
+			gpu_launch(&a, graph, &tile.c);
+			return gpu_cost_total(&tile.c);
+		}
+	}
+	if (h->attn && tgt_work_attn(w, &at) && dev_supports(d, at.in) && num_has(&d->peak[at.in])) {
+		double io = rt_dtype_bytes(at.in, 1);
+		AttnShape s = { .B = at.B, .qh = at.qh, .kvh = at.kvh, .Sq = at.Sq, .T = at.T, .d = at.d, .dv = at.dv,
+				.causal = at.causal, .in = at.in, .io_bytes = io, .kv_bytes = io };
+		AttnTile tile = { 0 };
+		h->attn(&a, &s, &tile);
+		gpu_launch(&a, graph, &tile.c);
+		/* the backward at the forward kernel's rate per FLOP (its recomputed Q K^T and softmax,
+		 * dP, dV, dQ and dK) */
+		return gpu_cost_total(&tile.c) * at.grad / (double)at.rest;
+	}
+	return tgt_roofline_time(t, m, d, p, w);
+}

@@ -166,7 +166,13 @@ double gpu_cost(const Plan *p, int stream, const PlanInstr *in);
 #define GPU_TARGET_FIELDS .kind = DEV_GPU, .space = "hbm", .align = 256, .formats = GPU_PRECISIONS, \
 	.default_precision = "bf16", .matrix_peak = 1, .dtype = gpu_value_dtype, .kernel = gpu_kernel, \
 	.collective = gpu_collective
-#define GPU_TARGET_COST .setup = gpu_setup, .node_time = tgt_roofline_time, .cost = gpu_cost
+#define GPU_TARGET_COST .setup = gpu_setup, .node_time = gpu_node_time, .cost = gpu_cost
+/* The GPU targets' node_time hook: with w->tiles, a MatMul (Gemm) as the target's best tile prices it, its
+ * shape split over w->chips devices one prime factor at a time on its largest extent (the
+ * column- and row-parallel GEMMs of Megatron); an Attention as the target's fused kernel with
+ * the KV groups split over the devices and the rest of them sharing the tokens; AttentionGrad
+ * at the forward kernel's rate per FLOP; anything else tgt_roofline_time. */
+double gpu_node_time(const Target *t, const Machine *m, const Device *d, const Precision *p, const TgtWork *w);
 /* Seconds of a GPU kernel from its t.* components with the parallel resources divided over
  * `pool` GPUs (vera-rubin's pooled kernels; fixed costs are not divided), -1 when `in` has
  * none; for a collective its t.base_us only. */

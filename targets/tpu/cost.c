@@ -76,3 +76,42 @@ double tpu_cost(const Plan *p, int stream, const PlanInstr *in)
 	double t = tpu_cost_total(&c) * 1e-6;
 	return t >= 0 && isfinite(t) ? t : 0;
 }
+
+double tpu_node_time(const Target *t, const Machine *m, const Device *d, const Precision *p, const TgtWork *w)
+{
+	TpuArch a;
+	RtError e = { 0 };
+	TgtGemmDims g;
+	TgtAttnDims at;
+	if (!w->node || !w->tiles || w->to || w->reduce > 0 || tpu_arch(d, &a, &e) < 0)
+		return tgt_roofline_time(t, m, d, p, w);
+	/* the MXU format: the operands' when the chip has it, else the policy's (bf16) */
+	DType mma = p && p->word ? p->word->mma : DT_BF16;
+	if (tgt_work_gemm(w, &g)) {
+		DType in = dev_supports(d, g.in) && num_has(&d->peak[g.in]) ? g.in : mma;
+		double eb = rt_dtypes[in].bits / 8.0;
+		MxuShape s = { .batch = g.batch, .M = g.M, .N = g.N, .K = g.K, .in = in, .in_bytes = eb, .w_bytes = eb,
+			       .out_bytes = rt_dtype_bytes(g.out, 1) };
+		MxuPlan pl;
+		if (tpu_mxu_plan(&a, &s, &pl)) {
+			TpuCost c = { .mxu = pl.core, .vmem = pl.vmem, .hbm = pl.hbm, .fixed = pl.fixed };
+			return tpu_cost_total(&c);
+		}
+	}
+	if (tgt_work_attn(w, &at)) {   /* as lower.c's attention kernel: Q K^T and P V on the MXUs, softmax on the VPU */
+		int64_t grp = at.qh / at.kvh > 0 ? at.qh / at.kvh : 1;
+		MxuShape s1 = { .batch = at.B * at.kvh, .M = at.Sq * grp, .N = at.T, .K = at.d, .in = DT_BF16, .in_bytes = 2, .w_bytes = 2,
+				.out_bytes = 4 };
+		MxuShape s2 = { .batch = at.B * at.kvh, .M = at.Sq * grp, .N = at.dv, .K = at.T, .in = DT_BF16, .in_bytes = 2, .w_bytes = 2,
+				.out_bytes = 2 };
+		MxuPlan m1, m2;
+		if (tpu_mxu_plan(&a, &s1, &m1) && tpu_mxu_plan(&a, &s2, &m2)) {
+			double padded = (double)(m1.Mp * m1.Np) * (double)s1.batch;
+			double bytes = ((double)(at.B * at.qh * at.Sq) + (double)(at.B * at.kvh * at.T)) * (double)(at.d + at.dv) * 2;
+			TpuCost c = { .mxu = m1.mxu + m2.mxu, .vmem = m1.vmem + m2.vmem, .hbm = bytes / a.hbm_bw,
+				      .vpu = padded * TPU_SOFTMAX_VPU_OPS / a.vpu, .fixed = a.fixed + a.dma_latency + a.t0 };
+			return tpu_cost_total(&c) * at.grad / (double)at.rest;
+		}
+	}
+	return tgt_roofline_time(t, m, d, p, w);
+}

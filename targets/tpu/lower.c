@@ -33,9 +33,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Vector-unit operations per attention score besides the products: scale, running max,
- * subtract, exp, row sum, and the rescale of the running output (the online softmax). */
-#define SOFTMAX_VPU_OPS 6.0
 
 typedef TgtAnn Ann;        /* the t.* attributes of one kernel */
 
@@ -361,7 +358,7 @@ static int attn_kernel(TpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 	double onchip = w->kv_dry ? 0 : fmin(kv_attrs(w, (int)(fn - w->l->f.nodes), t), bytes);
 	bytes -= onchip;
 	TpuCost c = { .mxu = m1.mxu + m2.mxu, .vmem = m1.vmem + m2.vmem + onchip / w->a.vmem_bw, .hbm = bytes / w->a.hbm_bw,
-		      .vpu = padded * SOFTMAX_VPU_OPS / w->a.vpu, .fixed = w->a.fixed + w->a.dma_latency + w->a.t0 };
+		      .vpu = padded * TPU_SOFTMAX_VPU_OPS / w->a.vpu, .fixed = w->a.fixed + w->a.dma_latency + w->a.t0 };
 	pi->opts.mma_in = DT_BF16;
 	tgt_ann_put(t, "kind", "attention");
 	tgt_ann_put(t, "mxu", "%dx%d x%d, QK^T then PV, bf16 in, f32 accumulate", w->a.R, w->a.C, w->a.nmxu);
@@ -371,7 +368,7 @@ static int attn_kernel(TpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 	    (long long)s2.batch, (long long)m2.Mp, (long long)m2.Np, (long long)m2.Kp);
 	double useful = 2 * scores * (d + dv), padmacs = 2.0 * (m1.Mp * m1.Np * m1.Kp * s1.batch + m2.Mp * m2.Np * m2.Kp * s2.batch);
 	tgt_ann_put(t, "pad_waste", "%.4f", padmacs > 0 ? 1 - useful / padmacs : 0);
-	tgt_ann_put(t, "softmax", "vector unit, f32, %.0f ops per padded score, scores kept in VMEM", SOFTMAX_VPU_OPS);
+	tgt_ann_put(t, "softmax", "vector unit, f32, %.0f ops per padded score, scores kept in VMEM", TPU_SOFTMAX_VPU_OPS);
 	tgt_ann_put(t, "why", "%s-bound", c.hbm >= fmax(c.mxu, c.vpu) ? "HBM" : c.vpu > c.mxu ? "vector-unit" : "MXU");
 	put_cost(t, &c);
 	return 1;

@@ -19,6 +19,6 @@ const Target tgt_tpu = {
 	.prepare = tpu_prepare,
 	.kernel = tpu_kernel,
 	.finish = tpu_finish,
-	.node_time = tgt_roofline_time,
+	.node_time = tpu_node_time,
 	.cost = tpu_cost,
 };

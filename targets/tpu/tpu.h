@@ -18,6 +18,9 @@
  * (16,128) for 16 bits, (32,128) for 8 bits, (64,128) for 4 bits. */
 #define TPU_LANES 128
 #define TPU_SUBLANES 8
+/* Vector-unit operations per attention score besides the products: scale, running max,
+ * subtract, exp, row sum, and the rescale of the running output (the online softmax). */
+#define TPU_SOFTMAX_VPU_OPS 6.0
 
 typedef struct TpuArch {
 	const Device *dev;
@@ -81,6 +84,11 @@ typedef struct TpuCost {
 } TpuCost;
 double tpu_cost_total(const TpuCost *c);
 double tpu_cost(const Plan *p, int stream, const PlanInstr *in);
+/* The tpu target's node_time hook: with w->tiles, a MatMul (Gemm) as its MXU fold plan prices it (tile.c), its
+ * shape split over w->chips chips (tgt_work_gemm); an Attention as the lowering's attention
+ * kernel (Q K^T and P V on the MXUs, the softmax on the vector unit), AttentionGrad at its rate
+ * per FLOP; anything else tgt_roofline_time. */
+double tpu_node_time(const Target *t, const Machine *m, const Device *d, const Precision *p, const TgtWork *w);
 /* The lowering hooks (lower.c; the walk is targets/lower.c). */
 int tpu_setup(TgtLower *l);
 DType tpu_value_dtype(const TgtLower *l, const FlatVal *v);

@@ -4,6 +4,9 @@
   train_step.py check FILE.json            the schedule's identities, exactly (rel 1e-12)
   train_step.py zero Z0.json Z1.json Z2.json Z3.json   ZeRO's sharding of the memory by kind
   train_step.py recompute NONE.json SELECTIVE.json FULL.json   memory down, time and HFU up
+  train_step.py ffn SELECTIVE.json SELECTIVE-FFN.json FULL.json   the FFN inputs recomputed: in between
+  train_step.py layers NONE.json LAYERS.json   --recompute layers: whole layers, until it fits
+  train_step.py tp A.json B.json   the same tensor-parallel collectives per layer
   train_step.py search GIVEN.json SEARCH.json   --train-search: as many devices and sequences, fits, no slower
   train_step.py anchor FILE.json PUBLISHED_MFU TOL     |predicted / published - 1| <= TOL
 Prints what it checked; exits 1 on the first failure."""
@@ -53,22 +56,22 @@ def zero(paths):
     print('ok: ZeRO over %d devices' % g)
 
 
-def recompute(paths):
-    n, sel, full = [step(q) for q in paths]
-    for t in (n, sel, full):
+def recompute(paths, names=('none', 'selective', 'full')):
+    ts = [step(q) for q in paths]
+    for t in ts:
         check(t)
-    near(n['model_flops'], full['model_flops'], 'recomputation does not change the model FLOP')
-    near(n['model_flops'], sel['model_flops'], 'recomputation does not change the model FLOP')
-    a = [t['memory_rank0']['activations'] for t in (n, sel, full)]
-    if not a[2] < a[1] < a[0]:
-        sys.exit('activations none > selective > full: %r' % a)
-    s = [t['step_s'] for t in (n, sel, full)]
-    if not s[0] < s[1] < s[2]:
-        sys.exit('step none < selective < full: %r' % s)
-    h = [t['hfu'] / t['mfu'] for t in (n, sel, full)]
-    if not h[0] < h[1] < h[2]:
-        sys.exit('HFU / MFU grows with recomputation: %r' % h)
-    print('ok: recomputation none, selective, full')
+        near(ts[0]['model_flops'], t['model_flops'], 'recomputation does not change the model FLOP')
+    order = ' < '.join(names)
+    a = [t['memory_rank0']['activations'] for t in ts]
+    if any(x <= y for x, y in zip(a, a[1:])):
+        sys.exit('activations fall along %s: %r' % (order, a))
+    s = [t['step_s'] for t in ts]
+    if any(x >= y for x, y in zip(s, s[1:])):
+        sys.exit('step grows along %s: %r' % (order, s))
+    h = [t['hfu'] / t['mfu'] for t in ts]
+    if any(x >= y for x, y in zip(h, h[1:])):
+        sys.exit('HFU / MFU grows along %s: %r' % (order, h))
+    print('ok: recomputation ' + ', '.join(names))
 
 
 def search(given, found):
@@ -83,6 +86,20 @@ def search(given, found):
         sys.exit('the search is slower than the given configuration: %r > %r' % (b['step_s'], a['step_s']))
     print('ok: searched %d configurations, %d fit; tp %d cp %d pp %d dp %d, step %.6g s <= %.6g s' % (
         b['search']['candidates'], b['search']['fitting'], pb['tp'], pb['cp'], pb['pp'], pb['dp'], b['step_s'], a['step_s']))
+
+
+def layers(none, lay):
+    n, l = step(none), step(lay)
+    check(l)
+    f = l['parallel']['recomputed_layers']
+    per = -(-l['layers'] // l['parallel']['pp'])
+    near(f * per, round(f * per), 'a whole number of layers per rank')
+    if n['memory_rank0']['fits']:
+        near(f, 0, 'nothing recomputed when the step fits')
+    else:
+        assert 0 < f <= 1 and l['memory_rank0']['fits'], 'recomputes layers until it fits'
+        assert l['step_s'] > n['step_s'], 'and pays for them'
+    print('ok: %d of %d layers per rank recomputed' % (round(f * per), per))
 
 
 def anchor(path, published, tol):
@@ -104,5 +121,13 @@ if __name__ == '__main__':
         search(a[1], a[2])
     elif a[0] == 'recompute':
         recompute(a[1:4])
+    elif a[0] == 'tp':
+        x, y = step(a[1]), step(a[2])
+        near(x['layer_tp_comm_s'], y['layer_tp_comm_s'], 'TP collectives per layer')
+        print('ok: the same TP collectives per layer')
+    elif a[0] == 'ffn':
+        recompute(a[1:4], ('selective', 'selective-ffn', 'full'))
+    elif a[0] == 'layers':
+        layers(a[1], a[2])
     else:
         anchor(a[1], float(a[2]), float(a[3]))
