@@ -121,8 +121,8 @@ int tgt_load_kernel(const Flat *f, const int *gfirst, int i)
 /* Annotation values are formatted here, not by printf: libquadmath (loaded with OpenBLAS)
  * registers printf hooks, which send every printf-family call through glibc's slow positional
  * path, and lowering writes a dozen of these per kernel (a 64-device plan: millions).  fmt_to
- * handles the conversions annotations use (%s %c %d %lld %% and %.Ng / %.Nf without flags or
- * width) with printf's exact output; anything else returns 0 and the caller uses vsnprintf. */
+ * handles the conversions annotations use (%s %c %d %ld %lld %% and %.Ng / %.Nf without flags
+ * or width) with printf's exact output; anything else returns 0 and the caller uses vsnprintf. */
 
 /* The digits of %.Ng / %.Nf of v: strfromd (ISO C23, glibc 2.25: printf's digits), through a
  * small cache, since TP replicas and layer instances price the same shapes to the same times.
@@ -205,6 +205,8 @@ static int fmt_to(char *out, size_t n, const char *fmt, va_list ap)
 			fmt_ll(&o, va_arg(ap, int)), c++;
 		} else if (c[0] == 'l' && c[1] == 'l' && c[2] == 'd') {
 			fmt_ll(&o, va_arg(ap, long long)), c += 3;
+		} else if (c[0] == 'l' && c[1] == 'd') {      /* PRId64 on LP64 */
+			fmt_ll(&o, va_arg(ap, long)), c += 2;
 		} else if (c[0] == '.' && c[1] >= '0' && c[1] <= '9' && (c[2] == 'g' || c[2] == 'f')) {
 			const char *v = fmt_double(c[1], c[2], va_arg(ap, double));
 			fmt_mem(&o, v, strlen(v)), c += 3;
@@ -214,6 +216,20 @@ static int fmt_to(char *out, size_t n, const char *fmt, va_list ap)
 	}
 	out[o.k] = 0;
 	return 1;
+}
+
+void tgt_fmt(char *out, size_t n, const char *fmt, ...)
+{
+	if (!n)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	if (!fmt_to(out, n, fmt, ap)) {
+		va_end(ap);
+		va_start(ap, fmt);
+		vsnprintf(out, n, fmt, ap);
+	}
+	va_end(ap);
 }
 
 void tgt_ann_put(TgtAnn *t, const char *key, const char *fmt, ...)

@@ -82,6 +82,9 @@ typedef struct TgtAnn {
 	int n;
 } TgtAnn;
 void tgt_ann_put(TgtAnn *t, const char *key, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* snprintf(out, n, fmt, ...) without its return value, through tgt_ann_put's printf-free
+ * conversions (the same output byte for byte): for the per-instruction texts of lowerings. */
+void tgt_fmt(char *out, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* ---- targets ---- */
 typedef struct TgtInput {

@@ -250,10 +250,10 @@ static int add_copy(Lw *w, const LpuOp *o, PlanKV *kv, int nkv)
 	const LpuLink *l = &w->pg.links[o->link];
 	int64_t busy = w->pg.busy[w->pg.nchips * LPU_UNITS + 2 * o->link + (from == l->a ? 0 : 1)];
 	/* this link direction's busy cycles / schedule length */
-	snprintf(util, sizeof util, "%.4f", (double)busy / (double)(w->pg.length > 0 ? w->pg.length : 1));
-	snprintf(link, sizeof link, "%s%d->%s%d", w->a.d->id, from, w->a.d->id, o->chip);
-	snprintf(bytes, sizeof bytes, "%" PRId64, storage_size(w, src));
-	snprintf(why, sizeof why, "C2C %s%d -> %s%d, cycles %" PRId64 "-%" PRId64 "%s", w->a.d->id, from, w->a.d->id,
+	tgt_fmt(util, sizeof util, "%.4f", (double)busy / (double)(w->pg.length > 0 ? w->pg.length : 1));
+	tgt_fmt(link, sizeof link, "%s%d->%s%d", w->a.d->id, from, w->a.d->id, o->chip);
+	tgt_fmt(bytes, sizeof bytes, "%" PRId64, storage_size(w, src));
+	tgt_fmt(why, sizeof why, "C2C %s%d -> %s%d, cycles %" PRId64 "-%" PRId64 "%s", w->a.d->id, from, w->a.d->id,
 		 o->chip, o->cycle, o->cycle + o->dur, o->critical ? ", critical path" : "");
 	PlanKV t[40];
 	int n = 0;
@@ -293,10 +293,10 @@ static int add_instr(Lw *w, int j, PlanKV *sum, int nsum)
 	for (int k = 0; k < o->nout; k++)
 		outs[k] = w->buf[oout[k]];
 	char slice[16], comp[32], strm[32], vec[32];
-	snprintf(slice, sizeof slice, "%s.%c", lpu_kind_names[o->kind], o->unit % LPU_HEMIS ? 'w' : 'e');
-	snprintf(comp, sizeof comp, "%" PRId64, o->compute);
-	snprintf(strm, sizeof strm, "%" PRId64, o->stream);
-	snprintf(vec, sizeof vec, "%" PRId64, o->vectors);
+	tgt_fmt(slice, sizeof slice, "%s.%c", lpu_kind_names[o->kind], o->unit % LPU_HEMIS ? 'w' : 'e');
+	tgt_fmt(comp, sizeof comp, "%" PRId64, o->compute);
+	tgt_fmt(strm, sizeof strm, "%" PRId64, o->stream);
+	tgt_fmt(vec, sizeof vec, "%" PRId64, o->vectors);
 	PlanKV kv[48];
 	int nkv = 0;
 	kv[nkv++] = (PlanKV){ "slice", slice };
@@ -309,7 +309,7 @@ static int add_instr(Lw *w, int j, PlanKV *sum, int nsum)
 			    o->compute >= o->stream ? "compute" : "memory";
 	kv[nkv++] = (PlanKV){ "bound", (char *)bound };
 	char why[160];
-	snprintf(why, sizeof why, "%s slice, %s hemisphere, cycles %" PRId64 "-%" PRId64 "%s%s",
+	tgt_fmt(why, sizeof why, "%s slice, %s hemisphere, cycles %" PRId64 "-%" PRId64 "%s%s",
 		 lpu_kind_names[o->kind], o->unit % LPU_HEMIS ? "west" : "east", o->cycle, o->cycle + o->dur,
 		 o->what == LW_SHARD ? ", column shard of a matrix split over chips" :
 		 o->what == LW_CONCAT ? ", joins the column shards" : "", o->critical ? ", critical path" : "");

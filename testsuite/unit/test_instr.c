@@ -1,6 +1,8 @@
-/* testsuite/unit/test_instr.c: tgt_ann_put (targets/instr.c), whose one-conversion values
- * ("%.4g", "%d", "%lld", "%s", "%.Nf") skip printf: each must read exactly as snprintf writes
- * it, truncation included; other formats go through vsnprintf. */
+/* testsuite/unit/test_instr.c: tgt_ann_put (targets/instr.c), whose values skip printf for the
+ * conversions annotations use (%s %c %d %lld %% and %.Ng / %.Nf, mixed with text, the digits of
+ * doubles through a cache keyed by conversion and bits): each must read exactly as snprintf
+ * writes it, truncation included; other formats go through vsnprintf. */
+#include <inttypes.h>
 #include <limits.h>
 #include <math.h>
 
@@ -63,11 +65,59 @@ static void test_strings_keys_and_other_formats(void **state)
 	assert_int_equal(t.n, 3);
 }
 
+/* Formats with several conversions and text, as the GPU lowering writes them; one value at
+ * several precisions in a row (the digit cache must tell them apart); and long outputs cut
+ * where snprintf cuts them. */
+static void test_compound_formats_match_snprintf(void **state)
+{
+	(void)state;
+	uint64_t x = 0x13198A2E03707344u;
+	char want[256], txt[300];
+	memset(txt, 'y', sizeof txt - 1);
+	txt[sizeof txt - 1] = 0;
+	for (int i = 0; i < 20000; i++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		double v = ldexp((double)(x >> 11), (int)(x % 90) - 60) * (x & 4 ? -1 : 1), w = (double)(x % 1000) / 8;
+		int a = (int)(x % 4096) - 100;
+		long long b = (long long)(x >> 3) * (x & 8 ? -1 : 1);
+		TgtAnn t = { 0 };
+		tgt_ann_put(&t, "a", "operands %.3g MB fit in %.3g MB: read once", v, w);
+		snprintf(want, sizeof want, "operands %.3g MB fit in %.3g MB: read once", v, w);
+		assert_string_equal(t.val[0], want);
+		tgt_ann_put(&t, "b", "raster along %c in groups of %d tile %s (wave %.4g MB): A x%.0f, %lld%%", 'M' + (i & 1), a,
+			    i & 1 ? "rows" : "cols", v, w, b);
+		snprintf(want, sizeof want, "raster along %c in groups of %d tile %s (wave %.4g MB): A x%.0f, %lld%%", 'M' + (i & 1),
+			 a, i & 1 ? "rows" : "cols", v, w, b);
+		assert_string_equal(t.val[1], want);
+		tgt_ann_put(&t, "c", "%.2g", v);
+		snprintf(want, sizeof want, "%.2g", v);
+		assert_string_equal(t.val[2], want);
+		tgt_ann_put(&t, "d", "%.6f", v);
+		snprintf(want, sizeof want, "%.6f", v);
+		assert_string_equal(t.val[3], want);
+		tgt_ann_put(&t, "e", "%s and %.9f", txt + (x % 200), v * 1e30);   /* past the value's 223 characters */
+		snprintf(want, sizeof want, "%s and %.9f", txt + (x % 200), v * 1e30);
+		want[sizeof t.val[0] - 1] = 0;
+		assert_string_equal(t.val[4], want);
+	}
+	TgtAnn t = { 0 };
+	tgt_ann_put(&t, "w", "%5.2f|%x", 3.14159, 255u);           /* flags, width, %x: vsnprintf */
+	assert_string_equal(t.val[0], " 3.14|ff");
+	char got[16];
+	static const int64_t i64s[] = { 0, -5, INT64_MAX, INT64_MIN, 1234567890123 };
+	for (size_t i = 0; i < sizeof i64s / sizeof i64s[0]; i++) {   /* tgt_fmt, PRId64, truncation */
+		tgt_fmt(got, sizeof got, "c%" PRId64 "-%s", i64s[i], "end");
+		snprintf(want, sizeof got, "c%" PRId64 "-%s", i64s[i], "end");
+		assert_string_equal(got, want);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_simple_formats_match_snprintf),
 		cmocka_unit_test(test_strings_keys_and_other_formats),
+		cmocka_unit_test(test_compound_formats_match_snprintf),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -602,6 +602,54 @@ static void shortest_double_matches_printf_loop(void **state)
 	assert_string_equal(buf, "1e+03");
 }
 
+/* plan_intern: one copy per distinct text (equal texts, equal pointers; distinct texts, distinct
+ * pointers) across the table's growth and long strings; instructions' target attributes and node
+ * names are interned, so replicas share them. */
+static void intern_one_copy_per_text(void **state)
+{
+	(void)state;
+	RtError e = { 0 };
+	Plan *p = plan_new("reference", "m", 0, &e);
+	assert_non_null(p);
+	assert_null(plan_intern(p, NULL));
+	enum { N = 20000 };
+	static char *first[N];
+	char buf[40000];
+	for (int i = 0; i < N; i++) {
+		snprintf(buf, sizeof buf, "s%d", i * 7919);
+		first[i] = plan_intern(p, buf);
+		assert_non_null(first[i]);
+		assert_string_equal(first[i], buf);
+	}
+	for (int i = 0; i < N; i++) {
+		snprintf(buf, sizeof buf, "s%d", i * 7919);
+		assert_ptr_equal(plan_intern(p, buf), first[i]);
+		if (i)
+			assert_ptr_not_equal(first[i], first[i - 1]);
+	}
+	memset(buf, 'z', sizeof buf - 1);   /* longer than a block */
+	buf[sizeof buf - 1] = 0;
+	char *big = plan_intern(p, buf);
+	assert_non_null(big);
+	assert_ptr_equal(plan_intern(p, buf), big);
+	assert_int_equal(strlen(big), sizeof buf - 1);
+	int d = plan_add_device(p, &(PlanDevice){ .name = "d0", .kind = "cpu" }, &e);
+	int st = plan_add_stream(p, "s", d, &e);
+	assert_true(d >= 0 && st >= 0);
+	char key[8] = "kind", val[8] = "gemm", node[8] = "x";
+	PlanKV kv = { key, val };
+	PlanInstr in;
+	plan_instr_init(&in, PI_RECORD);
+	in.tile = &kv, in.ntile = 1, in.node = node;
+	assert_true(plan_add_instr(p, st, &in, &e) >= 0 && plan_add_instr(p, st, &in, &e) >= 0);
+	const PlanInstr *a = &p->streams[st].ins[0], *b = &p->streams[st].ins[1];
+	assert_ptr_equal(a->tile[0].val, b->tile[0].val);
+	assert_ptr_equal(a->node, b->node);
+	assert_ptr_not_equal(a->tile[0].val, val);
+	assert_string_equal(a->tile[0].key, "kind");
+	plan_free(p);
+}
+
 /* rt_fput_quoted writes runs at once; the escapes are those of docs/plan-format.md. */
 static void fput_quoted_escapes(void **state)
 {
@@ -631,6 +679,7 @@ int main(void)
 		cmocka_unit_test(linearize_matches_oracle),
 		cmocka_unit_test(shortest_double_matches_printf_loop),
 		cmocka_unit_test(fput_quoted_escapes),
+		cmocka_unit_test(intern_one_copy_per_text),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
