@@ -10,6 +10,7 @@
  */
 #include "targets/target.h"
 
+#include <assert.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -238,6 +239,19 @@ static int64_t share(int64_t *x, int n, int64_t chips)
 	return chips;
 }
 
+void tgt_gemm_extents(const int64_t *y, int ry, const int64_t *a, int ra, int rb, int ta, TgtGemmDims *g)
+{
+	assert(ry >= 1 && ra >= 1 && rb >= 1);
+	g->N = y[ry - 1];
+	g->M = ry >= 2 ? y[ry - 2] : 1;
+	g->K = a[ra >= 2 && ta ? ra - 2 : ra - 1];
+	g->batch = 1;
+	for (int i = 0; i + 2 < ry; i++)
+		g->batch *= y[i];
+	if (rb <= 2)
+		g->M *= g->batch, g->batch = 1;
+}
+
 int tgt_work_gemm(const TgtWork *w, TgtGemmDims *g)
 {
 	const Node *n = w->node;
@@ -248,16 +262,15 @@ int tgt_work_gemm(const TgtWork *w, TgtGemmDims *g)
 	int ry = Y->type.rank, ra = A->type.rank, rb = B->type.rank;
 	if (ry < 1 || ra < 1 || rb < 1)
 		return 0;
+	if (ry > RT_MAX_RANK || ra > RT_MAX_RANK)
+		return 0;
 	g->in = A->type.dt, g->out = Y->type.dt;
-	g->N = cdim(Y, ry - 1);
-	g->M = ry >= 2 ? cdim(Y, ry - 2) : 1;
-	int ta = n->op == OP_Gemm && rt_attr_int(&n->attrs, "transA", 0);
-	g->K = cdim(A, ra >= 2 && ta ? ra - 2 : ra - 1);
-	g->batch = 1;
-	for (int i = 0; i + 2 < ry; i++)
-		g->batch *= cdim(Y, i) > 0 ? cdim(Y, i) : 0;
-	if (rb <= 2)   /* [B, S, K] x [K, N]: one product over B*S rows */
-		g->M *= g->batch, g->batch = 1;
+	int64_t y[RT_MAX_RANK], a[RT_MAX_RANK];   /* a symbolic dimension as 0: no product */
+	for (int i = 0; i < ry; i++)
+		y[i] = cdim(Y, i) > 0 ? cdim(Y, i) : 0;
+	for (int i = 0; i < ra; i++)
+		a[i] = cdim(A, i) > 0 ? cdim(A, i) : 0;
+	tgt_gemm_extents(y, ry, a, ra, rb, n->op == OP_Gemm && rt_attr_int(&n->attrs, "transA", 0), g);
 	if (g->M <= 0 || g->N <= 0 || g->K <= 0 || g->batch <= 0)
 		return 0;
 	int64_t x[4] = { g->M, g->N, g->K, g->batch };

@@ -417,6 +417,12 @@ typedef struct TgtGemmDims {
 	DType in, out;
 } TgtGemmDims;
 int tgt_work_gemm(const TgtWork *w, TgtGemmDims *g);
+/* The extents of a MatMul/Gemm Y[ry] = A[ra] x B (B of rank rb; ta: Gemm's transA):
+ * N = Y[-1], M = Y[-2] (1 for a vector), K = A's contracted dimension, batch = the product of
+ * Y's leading dimensions; a B of rank <= 2 (a weight without batch dimensions) folds the batch
+ * into M: one [batch*M, K] product, the weight read once.  Sets g's batch, M, N, K only; the
+ * caller checks them (an unknown or zero dimension gives a non-positive extent). */
+void tgt_gemm_extents(const int64_t *y, int ry, const int64_t *a, int ra, int rb, int ta, TgtGemmDims *g);
 /* The fused attention of work w's node (Attention without a KV cache; AttentionGrad: Q, K, V
  * from its inputs 1-3) on one of w->chips devices: whole KV groups split over as many devices as
  * divide them (Megatron splits heads), `rest` the devices left to share the tokens (context

@@ -299,15 +299,10 @@ static int gemm_kernel(GpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 			.nosplit = w->pol->nosplitk };
 	if (Y->rank < 1 || A->rank < 1 || B->rank < 1)
 		return 0;
-	s.N = Y->dims[Y->rank - 1];
-	s.M = Y->rank >= 2 ? Y->dims[Y->rank - 2] : 1;
-	int ta = fn->n->op == OP_Gemm && rt_attr_int(&fn->n->attrs, "transA", 0);
-	s.K = A->rank >= 2 && ta ? A->dims[A->rank - 2] : A->dims[A->rank - 1];
-	s.batch = 1;
-	for (int i = 0; i + 2 < Y->rank; i++)
-		s.batch *= Y->dims[i];
-	if (B->rank <= 2)     /* [B, S, K] x [K, N]: one GEMM over B*S rows, the weight read once */
-		s.M *= s.batch, s.batch = 1;
+	TgtGemmDims g;   /* [B, S, K] x [K, N]: one GEMM over B*S rows, the weight read once */
+	tgt_gemm_extents(Y->dims, Y->rank, A->dims, A->rank, B->rank,
+			 fn->n->op == OP_Gemm && rt_attr_int(&fn->n->attrs, "transA", 0), &g);
+	s.batch = g.batch, s.M = g.M, s.N = g.N, s.K = g.K;
 	s.b_bytes = load_weight_bytes(w, fn->in[1]);
 	if (s.b_bytes >= gpu_elem_bytes(s.in))
 		s.b_bytes = 0;   /* not narrower than the MMA operand: read as the MMA format */

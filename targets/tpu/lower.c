@@ -190,16 +190,12 @@ static int gemm_kernel(TpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 	MxuShape s = { .in = node_format(w, fn->n), .batch = 1 };
 	s.in_bytes = s.w_bytes = elem_bytes(s.in);
 	s.out_bytes = rt_dtype_bytes(tpu_dtype(w, Y), 1);
-	s.N = Y->dims[Y->rank - 1];
-	s.M = Y->rank >= 2 ? Y->dims[Y->rank - 2] : 1;
-	int ta = fn->n->op == OP_Gemm && rt_attr_int(&fn->n->attrs, "transA", 0);
-	s.K = A->rank >= 2 && ta ? A->dims[A->rank - 2] : A->dims[A->rank - 1];
 	/* A weight operand without batch dimensions stays latched across the batch: fold the batch
 	 * into the streamed rows (one [batch*M, K] product), as XLA does for dense layers. */
-	for (int i = 0; i + 2 < Y->rank; i++)
-		s.batch *= Y->dims[i];
-	if (B->rank <= 2)
-		s.M *= s.batch, s.batch = 1;
+	TgtGemmDims g;
+	tgt_gemm_extents(Y->dims, Y->rank, A->dims, A->rank, B->rank,
+			 fn->n->op == OP_Gemm && rt_attr_int(&fn->n->attrs, "transA", 0), &g);
+	s.batch = g.batch, s.M = g.M, s.N = g.N, s.K = g.K;
 	MxuPlan m;
 	if (s.M == 0 || s.N == 0 || s.K == 0 || !mxu_plan(w, &s, &m))
 		return 0;
