@@ -706,15 +706,15 @@ static int execute(Vm *m, const PlanStep *order, int n, const int *last, const i
 			t += len - 1;
 			continue;
 		}
-		if (rc < 0)
-			return at_line(m, in->line, m->e);
-		rc = 0;
-		switch (in->kind) {
-		case PI_KERNEL: rc = exec_kernel(m, in); break;
-		case PI_COPY: rc = copy_value(m, in->in[0], in->out[0]); break;
-		case PI_COLLECTIVE: rc = exec_collective(m, in); break;
-		case PI_RECORD: case PI_WAIT: case PI_COUNT: break;
-		}
+		if (len && rc > 0)   /* values unlike the plan: step by step */
+			rc = 0;
+		if (rc == 0)
+			switch (in->kind) {
+			case PI_KERNEL: rc = exec_kernel(m, in); break;
+			case PI_COPY: rc = copy_value(m, in->in[0], in->out[0]); break;
+			case PI_COLLECTIVE: rc = exec_collective(m, in); break;
+			case PI_RECORD: case PI_WAIT: case PI_COUNT: break;
+			}
 		if (rc < 0)
 			return at_line(m, in->line, m->e);
 		if (d)
