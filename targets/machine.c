@@ -1617,6 +1617,16 @@ double dev_efficiency(const Device *d, const char *name, double dflt)
 	return dflt;
 }
 
+double dev_gemm_efficiency(const Device *d, DType dt)
+{
+	double any = dev_efficiency(d, "gemm", 1);
+	if (dt <= DT_INVALID || dt >= DT_COUNT)
+		return any;
+	char name[48];
+	snprintf(name, sizeof name, "gemm-%s", rt_dtype_name(dt));
+	return dev_efficiency(d, name, any);
+}
+
 double dev_units(const Device *d)
 {
 	return d->nunits > 0 && d->units[0].count.v > 0 ? d->units[0].count.v : 1;

@@ -277,6 +277,9 @@ MemSpace *dev_mem_kind(const Device *d, MemKind kind);
 double mem_total_capacity(const Device *d, const MemSpace *s);   /* × units for SCOPE_UNIT */
 const MmaFamily *dev_mma(const Device *d, const char *family);
 double dev_efficiency(const Device *d, const char *name, double dflt);
+/* The measured GEMM efficiency for MMA operand format dt: the `gemm-FORMAT` row (gemm-bf16,
+ * gemm-f8e4m3, ...), else the `gemm` fallback, else 1. */
+double dev_gemm_efficiency(const Device *d, DType dt);
 double dev_units(const Device *d);                       /* primary compute units, or 1 */
 double link_oneway_bw(const Link *l);                     /* bytes/s each way per device */
 
