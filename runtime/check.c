@@ -70,6 +70,81 @@ static double coarsest(const Plan *p)
 	return u;
 }
 
+/* The formats behind one value (docs/plan-format.md §Tolerances): u, the largest unit roundoff
+ * among the formats the value passes through from the plan's inputs and constants (buffer
+ * dtypes, MMA operand formats, Quantize grids on its way), fmt that format, and what brings it
+ * in: the instruction `by` (its mma_in or Quantize `to`), else buffer `buf`'s dtype. */
+typedef struct Cone {
+	double u;
+	DType fmt;
+	int scaled;              /* fmt is an integer grid with a scale per group */
+	const PlanInstr *by;
+	int buf;
+} Cone;
+
+/* The cone of every buffer of p, by one walk in execution order (each instruction's outputs get
+ * the coarsest of its inputs' cones and its own formats), so that an output the coarse path does
+ * not reach keeps its own formats' tolerance (a decode step's first-layer KV cache on
+ * vera-rubin, ahead of the LPU's MXFP8 FFN).  NULL when p has no linear order or memory runs
+ * out (then every value gets coarsest(p)). */
+static Cone *format_cones(const Plan *p)
+{
+	PlanStep *order;
+	int n;
+	RtError e;
+	Cone *c = rt_calloc((size_t)p->nbuffers + 1, sizeof *c);
+	if (!c || plan_linearize(p, &order, &n, &e) < 0) {
+		rt_free(c);
+		return NULL;
+	}
+	for (int b = 0; b < p->nbuffers; b++) {
+		DType d = p->buffers[b].dtype;
+		int f = rt_dtype_isfloat(d);
+		c[b] = (Cone){ rt_unit_roundoff(f ? d : DT_F64, 0), f ? d : DT_F64, 0, NULL, b };
+	}
+	for (int t = 0; t < n; t++) {
+		const PlanInstr *in = &p->streams[order[t].stream].ins[order[t].index];
+		Cone m = { -1, DT_INVALID, 0, NULL, -1 };
+		for (int k = 0; k < in->nin; k++)
+			if (in->in[k] >= 0 && c[in->in[k]].u > m.u)
+				m = c[in->in[k]];
+		double um = in->opts.mma_in != DT_INVALID ? rt_unit_roundoff(in->opts.mma_in, 0) : -1;
+		if (um > m.u || (um == m.u && !m.by))   /* on a tie, name the product */
+			m = (Cone){ um, in->opts.mma_in, 0, in, -1 };
+		if (in->kind == PI_KERNEL && in->op == RT_OP_Quantize) {
+			DType to = rt_dtype_lookup(rt_attr_str(&in->attrs, "to", ""));
+			int g = rt_attr_find(&in->attrs, "group") != NULL;
+			if (to != DT_INVALID && rt_unit_roundoff(to, g) > m.u)
+				m = (Cone){ rt_unit_roundoff(to, g), to, g, in, -1 };
+		}
+		for (int k = 0; k < in->nout; k++)
+			if (in->out[k] >= 0 && m.u > c[in->out[k]].u)
+				c[in->out[k]] = m;
+	}
+	rt_free(order);
+	return c;
+}
+
+/* What drives buffer b's tolerance, when it is coarser than b's own dtype: "8u of mxfp8, the
+ * operands of MatMul 'layer#1/g'"; "" otherwise. */
+static void cone_why(const Plan *p, const Cone *c, int b, char *buf, size_t n)
+{
+	buf[0] = 0;
+	DType own = p->buffers[b].dtype;
+	if (!c || !rt_dtype_isfloat(own) || c[b].u <= rt_unit_roundoff(own, 0) || c[b].fmt == DT_INVALID)
+		return;
+	const Cone *k = &c[b];
+	const char *fmt = rt_dtype_name(k->fmt);
+	if (k->by && k->by->op == RT_OP_Quantize)
+		snprintf(buf, n, "8u of %s%s, the grid of Quantize '%s'", fmt, k->scaled ? " groups" : "",
+			 k->by->node ? k->by->node : "?");
+	else if (k->by)
+		snprintf(buf, n, "8u of %s, the operand format of %s '%s'", fmt, rt_op_name(k->by->op),
+			 k->by->node ? k->by->node : "?");
+	else if (k->buf >= 0)
+		snprintf(buf, n, "8u of %s, buffer '%s'", fmt, p->buffers[k->buf].name);
+}
+
 /* The kernel instruction of p that writes buffer b, or NULL. */
 static const PlanInstr *producer(const Plan *p, int b)
 {
@@ -349,8 +424,17 @@ static int node_buffer(const Plan *q, const char *name)
 	return -1;
 }
 
+/* The tolerance of --check before per-buffer allowances: 8u of each value's cone (whole, the
+ * plan's coarsest format, without cones), plus the row-split and codec allowances. */
+typedef struct Tol {
+	Cone *cones;
+	double whole, extra;
+} Tol;
+
+static double tol_of(const Tol *t, int b) { return (t->cones ? 8 * t->cones[b].u : t->whole) + t->extra; }
+
 /* The first node, in p's execution order, whose value is out of tolerance against the reference. */
-static void first_bad_node(const Plan *p, const RtRun *r, const Plan *ref, const RtRun *rr, double tol, RtCheck *c)
+static void first_bad_node(const Plan *p, const RtRun *r, const Plan *ref, const RtRun *rr, const Tol *tl, RtCheck *c)
 {
 	PlanStep *order;
 	int n;
@@ -366,7 +450,7 @@ static void first_bad_node(const Plan *p, const RtRun *r, const Plan *ref, const
 		if (rb < 0 || !g->data || !rr->values[rb].data || g->n != rr->values[rb].n)
 			continue;
 		RtCheckOut o;
-		compare_fn(g, &rr->values[rb], rt_dtype_isfloat(g->dtype) ? buffer_tol(p, in->out[0], &rr->values[rb], tol) : 0,
+		compare_fn(g, &rr->values[rb], rt_dtype_isfloat(g->dtype) ? buffer_tol(p, in->out[0], &rr->values[rb], tol_of(tl, in->out[0])) : 0,
 			   rt_dtype_isfloat(g->dtype) ? saturating(p, in->out[0]) : 0, &o);
 		if (!o.ok) {
 			c->first_bad_node = in->node;
@@ -378,7 +462,7 @@ static void first_bad_node(const Plan *p, const RtRun *r, const Plan *ref, const
 	rt_free(order);
 }
 
-static int compare_outputs(const Plan *p, const RtRun *r, const Plan *ref, const RtRun *rr, double tol,
+static int compare_outputs(const Plan *p, const RtRun *r, const Plan *ref, const RtRun *rr, const Tol *tl,
 			   RtCheck *c, RtError *e)
 {
 	c->outs = rt_calloc((size_t)p->noutputs + 1, sizeof *c->outs);
@@ -395,8 +479,11 @@ static int compare_outputs(const Plan *p, const RtRun *r, const Plan *ref, const
 		if (j == ref->noutputs)
 			return rt_errorf(e, RT_EUSER, "--check: the reference plan has no output '%s'", p->outputs[i].name);
 		const RtTensor *g = &r->outputs[i];
-		compare_fn(g, &rr->outputs[j], rt_dtype_isfloat(g->dtype) ? buffer_tol(p, p->outputs[i].buffer, &rr->outputs[j], tol) : 0,
-			   rt_dtype_isfloat(g->dtype) ? saturating(p, p->outputs[i].buffer) : 0, &c->outs[k]);
+		int ob = p->outputs[i].buffer;
+		compare_fn(g, &rr->outputs[j], rt_dtype_isfloat(g->dtype) ? buffer_tol(p, ob, &rr->outputs[j], tol_of(tl, ob)) : 0,
+			   rt_dtype_isfloat(g->dtype) ? saturating(p, ob) : 0, &c->outs[k]);
+		if (rt_dtype_isfloat(g->dtype))
+			cone_why(p, tl->cones, ob, c->outs[k].tol_why, sizeof c->outs[k].tol_why);
 		c->outs[k].name = p->outputs[i].name;
 		c->ok &= c->outs[k].ok;
 		c->nouts++;
@@ -442,11 +529,13 @@ int rt_check(const Plan *p, const RtRunOpts *o, int per_node, RtRun *r, RtCheck 
 		snprintf(msg, sizeof msg, "%s", e->msg);
 		rt_errorf(e, e->code, "--check: the reference run failed: %s", msg);
 	}
-	double tol = 8 * coarsest(p) + reassociation(p) + codec_allowance(p);   /* rt_tolerance's rule, row splits, codecs */
+	/* rt_tolerance's rule over each value's formats, row splits, codecs */
+	Tol tl = { rc == 0 ? format_cones(p) : NULL, 8 * coarsest(p), reassociation(p) + codec_allowance(p) };
 	if (rc == 0)
-		rc = compare_outputs(p, r, ref, &rr, tol, c, e);
+		rc = compare_outputs(p, r, ref, &rr, &tl, c, e);
 	if (rc == 0 && per_node)
-		first_bad_node(p, r, ref, &rr, tol, c);
+		first_bad_node(p, r, ref, &rr, &tl, c);
+	rt_free(tl.cones);
 	for (int i = 0; store && i < p->ninputs; i++)
 		rt_tensor_free(&store[i]);
 	rt_free(store);
