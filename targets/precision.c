@@ -174,10 +174,8 @@ static void why_unusable(const PrecWord *w, const Target *t, const Device *d, co
 	char note[160];
 	const char *fm = t && m && t->formats_note ? t->formats_note(m, note, sizeof note) : NULL;
 	if (t && !listed(t->formats, "", w->name))
-		snprintf(buf, n, "target %s does not take %s%s%s%s", t->name, w->name, fm ? " (on " : "",
-			 fm ? m->name : "", fm ? ": " : "");
-	if (t && !listed(t->formats, "", w->name) && fm)
-		snprintf(buf + strlen(buf), n - strlen(buf), "%s)", fm);
+		snprintf(buf, n, "target %s does not take %s%s%s%s%s%s", t->name, w->name, fm ? " (on " : "",
+			 fm ? m->name : "", fm ? ": " : "", fm ? fm : "", fm ? ")" : "");
 	else if (!d)
 		snprintf(buf, n, "machine %s has no %s device", m ? m->name : "?", t ? t->name : "accelerator");
 	else if (!dev_supports(d, w->needs))

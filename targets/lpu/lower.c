@@ -28,7 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ALIGN 320   /* one vector: SRAM is addressed in 320-byte words (hardware.md §2.15) */
+#define ALIGN LPU_WORD
 
 typedef struct Lw {
 	const TgtInput *in;

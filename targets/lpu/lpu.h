@@ -55,6 +55,8 @@ int lpu_arch(const Machine *m, const Device *d, LpuArch *a, RtError *e);
  * cache and MatMul operands at f16, activations at f32" (the MXM's format: f16 on TSP v1,
  * f8e4m3 on a part with an fp8 peak; lpu_arch). */
 const char *lpu_formats(const LpuArch *a, char *buf, size_t n);
+/* SRAM is addressed in 320-byte words (hardware.md §2.15): every buffer starts on one. */
+#define LPU_WORD 320
 /* Target.formats_note: lpu_formats of machine m's first LPU, or NULL. */
 const char *lpu_formats_note(const Machine *m, char *buf, size_t n);
 
