@@ -162,12 +162,15 @@ static const PlanInstr *producer(const Plan *p, int b)
  * a length-K product as one fma chain; a plan that splits K over p devices and AllReduces sums
  * p chains of K/p and then the p partials.  The first chunk is the same chain in both, so the
  * two results differ by the n = 2(K - K/p) + (p - 1) roundings that are not shared, each at
- * most u (the AllReduce buffer's format) of a partial sum.  With rounding errors modelled as
+ * most u_s of a partial sum, u_s the format the interpreter accumulates in (f32 for a bf16 or f16
+ * buffer: products sum in f32, the AllReduce adds in f32), plus, for a buffer narrower than that,
+ * the p + 2 roundings to the buffer's format u_r (each partial, the sum, the reference's result).  With rounding errors modelled as
  * independent and zero-mean (Higham & Mary, SIAM J. Sci. Comput. 41(5), 2019, Thm 2.4) their
  * sum exceeds lambda*sqrt(n)*u times the largest partial only with probability at most
- * 2 exp(-lambda^2/2); lambda = 6 makes that 3e-8 per element.  Partial sums are taken as no
- * larger than the output's largest magnitude (the normwise measure), so the allowance is
- * 6 sqrt(n) u, the largest over the plan's AllReduces.  An AllReduce not fed by a matrix
+ * 2 exp(-lambda^2/2); lambda = 6 makes that 3e-8 per element (Hoeffding over roundings of
+ * differing bounds: lambda sqrt(sum u_i^2)).  Partial sums are taken as no larger than the
+ * output's largest magnitude (the normwise measure), so the allowance is
+ * 6 sqrt(n u_s^2 + n_r u_r^2), the largest over the plan's AllReduces.  An AllReduce not fed by a matrix
  * product (K unknown) reorders only its p terms: n = 2(p - 1).  An AllReduce of Add trees over
  * products (a training step's gradient contributions, inner_length) takes K as their summed
  * lengths and adds the trees' own (leaves - 1) additions per member.  A ReduceScatter sums its
@@ -207,7 +210,14 @@ static double reassociation(const Plan *p)
 			double np = in->nin, n = 2 * (np - 1), kl = inner_length(p, in->in[0], 0, &leaves);
 			if (kl > 0)     /* the Add tree's own additions, on partial values: (leaves - 1) per member */
 				n = 2 * (kl * np - kl) + (np - 1) + (leaves - 1) * np;
-			tol = fmax(tol, 6 * sqrt(n) * rt_unit_roundoff(p->buffers[in->out[0]].dtype, 0));
+			/* the chains and the AllReduce's additions round at the format the interpreter
+			 * holds values in (f32 for bf16/f16 buffers); a narrower buffer adds the roundings
+			 * of the p partials and of the sum to it, where the reference rounds once */
+			DType bd = p->buffers[in->out[0]].dtype;
+			DType sd = rt_dtypes[bd].storage == S_F64 ? DT_F64 : rt_dtypes[bd].storage == S_F32 ? DT_F32 : bd;
+			double us = fmin(rt_unit_roundoff(sd, 0), rt_unit_roundoff(bd, 0)), ur = rt_unit_roundoff(bd, 0);
+			double nr = ur > us ? np + 2 : 0;
+			tol = fmax(tol, 6 * sqrt(n * us * us + nr * ur * ur));
 		}
 	return tol;
 }
