@@ -52,7 +52,12 @@
  *     updated weights, overlapped with the next step's first forward pass; ZeRO 3 (FSDP) an
  *     all-gather before every micro-batch's forward and backward and a reduce-scatter after
  *     it, each overlapped with that micro-batch's pass on the rank; only what does not fit
- *     under the compute is exposed.  Communication's own use of the SMs and HBM is not priced;
+ *     under the compute is exposed.  The compute units' own work on these collectives (the
+ *     reduce-scatter's additions and the all-gather's copies through HBM: NCCL's kernels on
+ *     the SMs, XLA's collective fusions on the TensorCores) is serial with compute, less the
+ *     share a collective engine offloads (<offload>: Ironwood's SparseCores), see units();
+ *     the TP and CP collectives' own unit work is not priced (it runs beside their wire time,
+ *     which they already expose);
  *   - the optimizer: the AdamW nodes on the rank's shard (/ T, and / (D x C) from ZeRO 1).
  * MFU = 3 x the forward pass's FLOP x micro-batches x replicas / (step x devices x the device's
  * peak at the format of the largest forward node; PaLM appendix B); HFU counts the FLOP as
@@ -123,6 +128,7 @@ typedef struct Net {
 	const Link *up, *out;     /* scale-up (first link from d to d), scale-out */
 	double base;              /* the collective engine's latency per call */
 	int64_t total;
+	double share;             /* of the collectives' compute-unit work, offloaded (units()) */
 } Net;
 
 static const Link *group_link(const Net *n, int64_t stride, int64_t k, double *bw)
@@ -151,6 +157,25 @@ static double ring(const Net *n, double bytes, int64_t k, int64_t stride, int ar
 		return 0;
 	double steps = (ar ? 2.0 : 1.0) * (double)(k - 1), alpha = num_has(&l->latency) ? l->latency.v : 0;
 	return n->base + steps * alpha + steps / (double)k * bytes / bw;
+}
+
+/* The compute units' time on a ring collective of `bytes` over k devices (ar = 1: all-reduce,
+ * 0: reduce-scatter, 2: all-gather): each of the k-1 steps of a reduce-scatter reads the local
+ * chunk and the received one and writes their sum (3 (k-1)/k of the bytes through HBM), each
+ * of an all-gather writes the received chunk into place and reads it to pass it on (2 (k-1)/k),
+ * an all-reduce does both.  The units do it (NCCL's kernels on the SMs; XLA's collective
+ * fusions on the TensorCores) unless a collective engine takes the share dev_collective_offload
+ * (Ironwood's SparseCores).  At the HBM's bandwidth times its efficiency. */
+static double units(const Net *n, double bytes, int64_t k, int ar)
+{
+	const MemSpace *hbm = dev_mem_kind(n->d, MEM_HBM);
+	double bw = hbm && num_has(&hbm->bandwidth) ? hbm->bandwidth.v : 0;
+	if (bw > 0 && hbm && num_has(&hbm->efficiency))
+		bw *= hbm->efficiency.v;
+	if (k < 2 || bw <= 0 || bytes <= 0)
+		return 0;
+	double passes = ar == 1 ? 5 : ar == 0 ? 3 : 2;
+	return (1 - n->share) * passes * (double)(k - 1) / (double)k * bytes / bw;
 }
 
 /* One point-to-point send between pipeline neighbours (stride apart). */
@@ -267,7 +292,8 @@ static TrainStep *price(Graph *g, PassCtx *c, const Device *d, const TrainStep *
 	memset(sec, 0, sizeof sec);
 	for (int s = 0; s < nsec; s++)
 		sec[s].mult = s >= SEC_CALL0 ? (repeats[s - SEC_CALL0] > 0 ? repeats[s - SEC_CALL0] : 0) : 1;
-	Net net = { m, d, machine_link(m, d, d), machine_scaleout_link(m, d), 0, t->devices };
+	Net net = { m, d, machine_link(m, d, d), machine_scaleout_link(m, d), 0, t->devices,
+		    cfg->offload >= 0 ? cfg->offload : dev_collective_offload(d) };
 	for (int i = 0; i < d->nengines; i++)
 		if (d->engines[i].kind && !strcmp(d->engines[i].kind, "collective") && num_has(&d->engines[i].latency))
 			net.base = d->engines[i].latency.v;
@@ -433,21 +459,26 @@ static TrainStep *price(Graph *g, PassCtx *c, const Device *d, const TrainStep *
 		t->fabric = l ? l->id : NULL;
 		t->dp_rs = ring(&net, gbytes, dpg, t->dp > 1 ? stride : t->tp, 0);
 		t->dp_ag = t->dp_rs;
+		double urs = units(&net, gbytes, dpg, 0), uag = units(&net, gbytes, dpg, 2);
 		if (t->zero == 0) {
 			double ar = ring(&net, gbytes, dpg, t->dp > 1 ? stride : t->tp, 1);
 			t->dp_rs = ar, t->dp_ag = 0;
 			t->dp_hidden = fmin(ar, b0);
-		} else if (t->zero <= 2)
+			t->dp_units = units(&net, gbytes, dpg, 1);
+		} else if (t->zero <= 2) {
 			t->dp_hidden = fmin(t->dp_rs, b0) + fmin(t->dp_ag, f0);
-		else {
+			t->dp_units = urs + uag;
+		} else {
 			double hid = fmin(t->dp_ag, f0) + fmin(t->dp_ag + t->dp_rs, b0);
 			t->dp_rs *= M, t->dp_ag *= 2 * M;
 			t->dp_hidden = hid * M;
+			t->dp_units = M * (urs + 2 * uag);
 		}
 		t->dp_exposed = t->dp_rs + t->dp_ag - t->dp_hidden;
 	}
+	t->offload = net.share;
 	t->optimizer = optmax;
-	t->step = t->pipeline + t->dp_exposed + t->optimizer;
+	t->step = t->pipeline + t->dp_exposed + t->dp_units + t->optimizer;
 	/* figures */
 	double fwd = 0, hw = 0, opt = 0;
 	for (int s = 0; s < nsec; s++) {
@@ -510,6 +541,7 @@ int train_step_price(Graph *g, PassCtx *c, const int64_t *repeats, int nrepeats,
 	cfg.dp = c->dp > 0 ? c->dp : 1, cfg.tp = c->tp > 0 ? c->tp : 1, cfg.pp = c->pp > 0 ? c->pp : 1;
 	cfg.cp = c->cp > 0 ? c->cp : 1, cfg.zero = c->zero > 0 ? c->zero - 1 : 1, cfg.vstages = c->vstages > 0 ? c->vstages : 1;
 	cfg.micro = c->grad_accum > 0 ? c->grad_accum : 1, cfg.recompute = c->recompute;
+	cfg.offload = -1;   /* the machine's collective offload */
 	/* per value id: whether a backward node reads it (the activations kept for the backward) */
 	unsigned char *reads = calloc((size_t)g->nvalues + 1, 1);
 	int nn = 0;
@@ -563,7 +595,8 @@ int train_step_price(Graph *g, PassCtx *c, const int64_t *repeats, int nrepeats,
 						for (int z = 1; z <= 3; z += 2)
 							for (int rc = 0; rc <= 2; rc++) {
 								TrainStep k = { .dp = (int)dp, .tp = tp, .pp = (int)pp, .cp = cp, .zero = z,
-										.vstages = v, .micro = (int)(G / dp), .recompute = rc };
+										.vstages = v, .micro = (int)(G / dp), .recompute = rc,
+										.offload = -1 };
 								TrainStep *x = price(g, c, d, &k, repeats, nrepeats, tokens_mb, reads, memo, 1);
 								if (!x)
 									continue;
@@ -579,6 +612,15 @@ int train_step_price(Graph *g, PassCtx *c, const int64_t *repeats, int nrepeats,
 		else
 			diag_error(g->loc, "autodiff: --train-search found no configuration of %lld devices and %lld sequences "
 				   "per step", (long long)N, (long long)G);
+	}
+	/* the same step with none and with all of the collectives' compute-unit work offloaded
+	 * (explain --compare on the summary) */
+	for (int k = 0; t && k < 2; k++) {
+		TrainStep v = *t;
+		v.offload = k;
+		TrainStep *x = price(g, c, d, &v, repeats, nrepeats, tokens_mb, reads, memo, 1);
+		t->alt_step[k] = x ? x->step : 0, t->alt_mfu[k] = x ? x->mfu : 0, t->alt_units[k] = x ? x->dp_units : 0;
+		train_step_free(x);
 	}
 	free(reads), free(memo);
 	if (!t)

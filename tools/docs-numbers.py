@@ -324,6 +324,8 @@ valrow('val.js-bf16', 'validate-tpu', 'jetstream-pt-168 32768x32768x32768 bf16')
 valrow('val.js-int8', 'validate-tpu', 'jetstream-pt-168 32768x32768x32768 int8')
 valrow('val.jax-4096', 'validate-tpu', 'jax-pallas-mm 4096x4096x4096 bf16')
 valrow('val.jax-8192', 'validate-tpu', 'jax-pallas-mm 8192x8192x8192 bf16')
+for k in (128, 256, 512, 1024, 2048, 4096, 16384, 32768):
+    valrow('val.iw-%d' % k, 'validate-tpu', 'ironwood-micro %dx%dx%d bf16' % (k, k, k))
 valrow('val.h100-70b-b96', 'validate-hopper', 'H100 llama2-70b B=96 2048/128 tp2')
 COMMANDS['validate-liger'] = ['python3 tools/validate.py "$(dirname {aicc})" --only liger-1380']
 for k in (256, 512, 1024, 2048):

@@ -27,6 +27,10 @@ Kinds of case and how each is predicted:
                TPOT(B, ISL+OSL/2) in ms; a group's `decode_precision` (e.g. bf16+graph: vLLM captures the
                decode step in CUDA graphs, its prefill runs eagerly) prices the decode steps
 
+A group's `set` list (machine overrides, `--set` of aicc) describes the part that was measured when
+it is not a whole machine file: Ironwood's per-JAX-device GEMMs run on one of the chip's two
+TensorCores, so that group halves tpu-v7.
+
 Prints one row per case (predicted, published, signed error), then per target: median and worst |error|
 over all cases, over the kernel rows and over the end-to-end rows, and the residuals per target and
 kernel class (gemm, attention, memory, collective, end-to-end).  --write-bands FILE regenerates the
@@ -97,6 +101,7 @@ def model_args(a, grp, row, phase, context, machine, precision=None):
         args += ["--bind", row["bind"]]
     if grp.get("kv") == "fp8" and a.kv_fp8:
         args += ["--kv-format", "fp8"]
+    args += set_args(grp)
     tp = row.get("tp", 1)
     if grp["target"] != "lpu":
         passes = "canonicalize,place-precision,fuse,%sschedule,plan-memory" % ("partition," if tp > 1 else "")
@@ -121,9 +126,14 @@ NO_LAUNCH = {"hopper": ["--set", "gpu.launch.latency=0", "--set", "gpu.graph.lat
 KERNEL_OPTS = ["-O0"]
 
 
+def set_args(grp):
+    """A group's `set` list: machine overrides of the measured part (e.g. one TensorCore of a two-core chip)."""
+    return [x for kv in grp.get("set", []) for x in ("--set", kv)]
+
+
 def predict(a, grp, row):
     kind, m = grp["kind"], machine_of(grp, row)
-    nl = NO_LAUNCH.get(grp["target"], []) + (KERNEL_OPTS if kind in ("gemm", "attn") else [])
+    nl = NO_LAUNCH.get(grp["target"], []) + (KERNEL_OPTS if kind in ("gemm", "attn") else []) + set_args(grp)
     if kind == "gemm":
         dt = GEMM_DT[grp["dtype"]]
         src = GEMM.format(dt=dt, out=dt)
