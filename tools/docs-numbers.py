@@ -186,9 +186,13 @@ TRAIN_ANCHORS = {   # id -> (compile options, published MFU)
             '--machine llama3-h100-roce --tp 8 --pp 16 --dp 8 --cp 16 --pp-virtual 2 --recompute selective', 0.38),
     'mt70': ('examples/llama3.1-70b.aig --bind V=32000,CTX=4096 --phase train --batch 4 --context 4096 --target tpu '
              '--machine tpu-v5p-8960 --dp 512 --zero 3 --recompute selective-ffn', 0.654),
+    'meg18': ('{tmp}/gpt-bf16.aig --bind H=48,HD=128,L=40,F=24576,V=51200,P=2048 --phase train --batch 8 --context 2048 '
+              '--grad-accum 4 --target ampere --machine selene-a100 --tp 8 --dp 32 --zero 0 --recompute full '
+              '--no-sequence-parallel --unfused-attention', 0.324),
 }
 for k, (opts, pub) in TRAIN_ANCHORS.items():
-    COMMANDS['train.' + k] = ['{aicc} compile ' + opts + ' --emit summary -o {tmp}/' + k + '.json',
+    COMMANDS['train.' + k] = (["sed 's/f32\\[/bf16[/g' examples/gpt2-small.aig > {tmp}/gpt-bf16.aig"] if k == 'meg18' else []) + [
+                              '{aicc} compile ' + opts + ' --emit summary -o {tmp}/' + k + '.json',
                               'python3 testsuite/train/Inputs/train_step.py anchor {tmp}/' + k + '.json %g 1' % pub]
 
 
