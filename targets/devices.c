@@ -793,6 +793,8 @@ static int value_on(TgtDevs *d, Plan *p, const Flat *f, int v, DType dt, int pl,
 	int b = tgt_add_buffer(p, &d->heap[pl], f, v, dt, fmt, d->space[pl], &end, e);
 	if (b < 0)
 		return -1;
+	if (d->is_dirty && !d->is_dirty[pl])
+		d->is_dirty[pl] = 1, d->dirty[d->ndirty++] = pl;
 	const PlanSpace *sp = &p->spaces[d->space[pl]];
 	if (end > sp->capacity) {       /* sizes a person reads, not byte offsets (newcomer finding 10) */
 		char cap[32], need[32], size[32];
@@ -888,20 +890,50 @@ int tgt_devs_values(TgtDevs *d, Plan *p, const Flat *f, TgtDtypeFn dtype, const 
 		    const char *dir, RtError *e)
 {
 	int *in0 = tgt_first_operand_lists(f), rc = in0 ? 0 : rt_errorf(e, RT_ENOMEM, "out of memory placing devices");
+	d->dirty = malloc(sizeof *d->dirty * ((size_t)d->n + 1));
+	d->is_dirty = calloc((size_t)d->n + 1, 1);
+	d->ndirty = 0;
+	if (rc == 0 && (!d->dirty || !d->is_dirty))
+		rc = rt_errorf(e, RT_ENOMEM, "out of memory placing devices");
 	for (int i = 0; rc == 0 && i < f->ninputs; i++)
 		rc = devs_value(d, p, f, in0, f->inputs[i], dtype(ctx, &f->vals[f->inputs[i]]), buf, dir, e);
 	for (int i = 0; rc == 0 && i < f->nparams; i++)
 		rc = devs_value(d, p, f, in0, f->params[i], dtype(ctx, &f->vals[f->params[i]]), buf, dir, e);
+	/* Releases before node i on the heaps where something is due (tgt_heap_due): those that took
+	 * a buffer since (dirty), and once i reaches next_due, the least queued death over every
+	 * heap (deaths are queued only by a release, so next_due follows each one), all of them:
+	 * not a scan of every instance's heap at every node. */
+	int next_due = INT_MAX;
 	for (int i = 0; rc == 0 && i < f->nnodes; i++) {
-		for (int h = 0; h < d->n; h++)
-			if (tgt_heap_due(&d->heap[h], i))
-				tgt_heap_release(&d->heap[h], f, i);
+		for (int q = 0; q < d->ndirty; q++) {
+			TgtHeap *h = &d->heap[d->dirty[q]];
+			d->is_dirty[d->dirty[q]] = 0;
+			if (tgt_heap_due(h, i))
+				tgt_heap_release(h, f, i);
+			if (h->scan)
+				next_due = i;
+			else if (h->dq.n > 0 && h->dq.a[0].key < next_due)
+				next_due = (int)h->dq.a[0].key;
+		}
+		d->ndirty = 0;
+		if (i >= next_due) {
+			next_due = INT_MAX;
+			for (int h = 0; h < d->n; h++) {
+				if (tgt_heap_due(&d->heap[h], i))
+					tgt_heap_release(&d->heap[h], f, i);
+				if (d->heap[h].scan)
+					next_due = i + 1;
+				else if (d->heap[h].dq.n > 0 && d->heap[h].dq.a[0].key < next_due)
+					next_due = (int)d->heap[h].dq.a[0].key;
+			}
+		}
 		for (int k = 0; rc == 0 && k < f->nodes[i].nout; k++) {
 			int v = f->nodes[i].out[k];
 			rc = devs_value(d, p, f, in0, v, dtype(ctx, &f->vals[v]), buf, dir, e);
 		}
 	}
-	free(in0);
+	free(in0), free(d->dirty), free(d->is_dirty);
+	d->dirty = NULL, d->is_dirty = NULL, d->ndirty = 0;
 	return rc < 0 ? -1 : 0;
 }
 

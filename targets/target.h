@@ -249,6 +249,8 @@ typedef struct TgtDevs {
 	int *until;          /* per flat value: TgtHeap.until (-1: the last-reader rule) */
 	int swapv[TGT_MAX_OPERANDS], swapb[TGT_MAX_OPERANDS], nswap;   /* tgt_devs_bufs */
 	struct TgtLinkMemo { int a, b, link; } *lmemo;   /* link_of's answers, direct-mapped (NULL: none yet) */
+	int *dirty, ndirty;  /* tgt_devs_values: the instances whose heap took a buffer since its last release */
+	unsigned char *is_dirty;
 	/* set by the target before tgt_devs_values, optional: the buffer format of value v (NULL:
 	 * "row"), e.g. a weight every reader of which encodes it to FP8 ("q.f8e4m3.128x128") */
 	const char *(*format)(const void *ctx, const FlatVal *v);

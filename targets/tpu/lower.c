@@ -504,13 +504,11 @@ static int set_tile(Plan *p, PlanInstr *in, const Ann *t, RtError *e)
 	return 0;
 }
 
-/* Prices one chip-to-chip copy or collective on the torus and records how. */
-static void ici_instr(const TpuLw *w, const PlanInstr *in, Ann *t)
+/* Prices one chip-to-chip copy or collective on the torus (topo: topo_str's) and records how. */
+static void ici_instr(const TpuLw *w, const PlanInstr *in, const char *topo, Ann *t)
 {
 	const TpuIci *ici = &w->ici;
 	TpuIciCost c;
-	char topo[96];
-	topo_str(ici, topo, sizeof topo);
 	if (in->kind == PI_COPY) {
 		int a = chip_of(w, in->in[0]), b = chip_of(w, in->out[0]);
 		double bytes = (double)w->l->p->buffers[in->in[0]].size;
@@ -546,13 +544,16 @@ static int ici_annotate(TpuLw *w)
 {
 	if (!w->ici.present || !w->l->devs.partitioned)
 		return 0;
+	char topo[96];
+	topo_str(&w->ici, topo, sizeof topo);
 	for (int s = 0; s < w->l->p->nstreams; s++)
 		for (int i = 0; i < w->l->p->streams[s].nins; i++) {
 			PlanInstr *in = &w->l->p->streams[s].ins[i];
 			if ((in->kind != PI_COPY && in->kind != PI_COLLECTIVE) || in->link < 0 || in->nin < 1)
 				continue;
-			Ann t = { .n = 0 };
-			ici_instr(w, in, &t);
+			Ann t;      /* not zeroed: tgt_ann_put fills entries [0, n) */
+			t.n = 0;
+			ici_instr(w, in, topo, &t);
 			if (set_tile(w->l->p, in, &t, w->l->e) < 0)
 				return -1;
 		}
@@ -566,7 +567,8 @@ static void plan_working_set(TpuLw *w)
 	for (int i = 0; i < w->l->f.nnodes; i++) {
 		const FlatNode *fn = &w->l->f.nodes[i];
 		PlanInstr pi;
-		Ann t = { .n = 0 };
+		Ann t;      /* not zeroed: 11 KB a node; tgt_ann_put fills entries [0, n) */
+		t.n = 0;
 		plan_instr_init(&pi, PI_KERNEL);
 		if ((fn->n->op == OP_MatMul || fn->n->op == OP_Gemm) && fn->nin >= 2)
 			gemm_kernel(w, fn, &pi, &t);
