@@ -303,40 +303,25 @@ int tgt_heap_intervals(const TgtHeap *h, int64_t *lo, int *owner, int max)
 	return intervals(h, h->root, lo, owner, max, 0);
 }
 
-/* 1 for the bytes a plan name cannot hold: controls, space, DEL and above, = , [ ] " */
-static int name_bad(unsigned char c)
-{
-	return c <= ' ' || c >= 0x7f || c == '=' || c == ',' || c == '[' || c == ']' || c == '"';
-}
-
-/* tgt_plan_name, and whether the name changed (a byte replaced or the name cut or empty). */
-static int plan_name(char *d, size_t n, const char *s)
+void tgt_plan_name(char *d, size_t n, const char *s)
 {
 	size_t i = 0;
-	int changed = 0;
 	for (; s[i] && i + 1 < n; i++) {
 		unsigned char c = (unsigned char)s[i];
-		int bad = name_bad(c);
-		changed |= bad;
-		d[i] = bad ? '_' : s[i];
+		d[i] = c <= ' ' || c >= 0x7f || c == '=' || c == ',' || c == '[' || c == ']' || c == '"' ? '_' : s[i];
 	}
 	d[i] = 0;
-	changed |= s[i] != 0;
-	if (strcmp(d, "_") == 0 || !*d) {
+	if (strcmp(d, "_") == 0 || !*d)
 		snprintf(d, n, "v_");
-		changed = 1;
-	}
-	return changed;
 }
-
-void tgt_plan_name(char *d, size_t n, const char *s) { plan_name(d, n, s); }
 
 int tgt_add_buffer(Plan *p, TgtHeap *h, const Flat *f, int v, DType dt, const char *format, int space, int64_t *end,
 		   RtError *e)
 {
 	const FlatVal *fv = &f->vals[v];
 	char name[256];
-	if (plan_name(name, sizeof name, fv->name) && strcmp(name, fv->name) && plan_find_buffer(p, name) >= 0) {
+	tgt_plan_name(name, sizeof name, fv->name);
+	if (strcmp(name, fv->name) && plan_find_buffer(p, name) >= 0) {
 		size_t n = strlen(name);
 		snprintf(name + (n > 200 ? 200 : n), 56, ".%d", v);
 	}
