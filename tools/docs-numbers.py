@@ -43,6 +43,10 @@ import re
 import subprocess
 import sys
 import tempfile
+import textwrap
+import time
+
+TIMES = {}   # command id -> wall seconds
 
 L70 = ('{aicc} compile examples/llama3.1-70b.aig --phase decode --batch 32 --context 4096 '
        '--passes=disaggregate --target vera-rubin --precision bf16+graph --emit plan -o {tmp}/l70.aip')
@@ -109,11 +113,6 @@ COMMANDS.update({
     'layer-wafer': ['python3 tools/validate.py "$(dirname {aicc})" --only wafer > {tmp}/vw.txt',
                     'python3 tools/docs-layer.py wafer llama3.1-8b=32 llama3.1-70b=80 llama3.1-405b=126 < {tmp}/vw.txt'],
     # docs/targets-lpu.md: the 7B spread over more chips than its weights need (a smaller SRAM per chip)
-    # docs/targets-lpu.md: the errors of a model larger than the machine's SRAM (the compile fails)
-    'lpu.cap': ['{aicc} compile examples/gpt2-small.aig --target lpu -O0 --bind B=1,S=128 --init-unbound normal '
-                '--emit plan -o {tmp}/g.aip 2>&1 || true'],
-    'lpu.rack70': ['{aicc} compile examples/llama3.1-70b.aig --target lpu -O0 --machine groq-rack-v1 --phase decode '
-                   '--batch 1 --context 4096 --emit plan -o {tmp}/r.aip 2>&1 || true'],
     'l7spread': ['{aicc} compile examples/llama3.1-8b.aig --bind KV=32,F=11008,V=32000,CTX=4096 --target lpu '
                  '--machine groq-pod-v1 --phase decode --batch 1 --context 625 --set lpu.sram.capacity=60MiB '
                  '-o {tmp}/l7s.aip', '{aicc} run {tmp}/l7s.aip --timing-only'],
@@ -279,13 +278,201 @@ for pic in ('d8', 'tp8', 'vr'):
 for k in range(4):
     NUMBERS['pp4.peak%d' % k] = ('pp4.run', r'^memory\s+gpu%d\.hbm: .*?peak (\S+) GB' % k, 1, lambda x: '%.1f' % float(x), '')
 
-# id -> (command id, start regex, end regex, literal tail lines[, literal head lines])
+# docs/machines.md, docs/targets-tpu.md: validation rows (tools/validate.py --only TARGET) and what they show
+def valrow(nid, cmd, case):
+    """NUMBERS NID.pred, .pub, .err (signed, %), .abs ('22 %') of the validate row CASE in command CMD's output."""
+    rx = r'^\S+\s+\S+\s+' + re.escape(case) + r'\s+(\S+)\s+(\S+)\s+([-+]\S+)%'
+    NUMBERS[nid + '.pred'] = (cmd, rx, 1, asis, '')
+    NUMBERS[nid + '.pub'] = (cmd, rx, 2, asis, '')
+    NUMBERS[nid + '.err'] = (cmd, rx, 3, asis, ' %')
+    NUMBERS[nid + '.abs'] = (cmd, rx, 3, lambda x: '%.0f' % abs(float(x)), ' %')
+    NUMBERS[nid + '.pred1'] = (cmd, rx, 1, lambda x: '%.1f' % float(x), '')
+    NUMBERS[nid + '.pub1'] = (cmd, rx, 2, lambda x: '%.1f' % float(x), '')
+
+
+for tgt in ('tpu', 'hopper'):
+    COMMANDS['validate-' + tgt] = ['python3 tools/validate.py "$(dirname {aicc})" --only ' + tgt]
+COMMANDS['validate-hopper'] = ['python3 tools/validate.py "$(dirname {aicc})" --only "B=96 2048/128"']
+valrow('val.js-bf16', 'validate-tpu', 'jetstream-pt-168 32768x32768x32768 bf16')
+valrow('val.js-int8', 'validate-tpu', 'jetstream-pt-168 32768x32768x32768 int8')
+valrow('val.jax-4096', 'validate-tpu', 'jax-pallas-mm 4096x4096x4096 bf16')
+valrow('val.jax-8192', 'validate-tpu', 'jax-pallas-mm 8192x8192x8192 bf16')
+valrow('val.h100-70b-b96', 'validate-hopper', 'H100 llama2-70b B=96 2048/128 tp2')
+COMMANDS['validate-liger'] = ['python3 tools/validate.py "$(dirname {aicc})" --only liger-1380']
+for k in (256, 512, 1024, 2048):
+    valrow('val.liger-%d' % k, 'validate-liger', 'liger-1380 128256x4096x%d bf16' % k)
+for r in ('llama2-7b', 'llama2-70b', 'mixtral-8x7b'):
+    NUMBERS['layer-lpu.%s.pred.us' % r] = ('layer-lpu', r'^layer lpu ' + re.escape(r) + r': predicted (\S+) us', 1, whole, ' us')
+COMMANDS['b96'] = ['{aicc} compile examples/llama3.1-70b.aig --target hopper --machine dgx-h100 --phase prefill --batch 96 '
+                   '--context 2048 --precision fp8 --bind V=32000,CTX=4096 --kv-format fp8 '
+                   '--passes=canonicalize,place-precision,fuse,partition,schedule,plan-memory --tp 2 -o {tmp}/b96.aip',
+                   '{aicc} run {tmp}/b96.aip --timing-only']
+NUMBERS['b96.peak0'] = ('b96', r'^memory\s+gpu0\.hbm: .*?peak (\S+ GB)', 1, asis, '')
+
+# docs/targets-tpu.md (tools/tpu-doc-numbers.sh before): one compile and `aicc run --timing-only` per cell
+def tpu(cid, args, explain=False):
+    """Command CID: compile ARGS for the tpu target, then its timing (and with EXPLAIN its explain summary)."""
+    COMMANDS[cid] = ['{aicc} compile %s --target tpu -o {tmp}/p.aip' % args, '{aicc} run {tmp}/p.aip --timing-only' +
+                     (' && {aicc} explain {tmp}/p.aip' if explain else '')]
+    NUMBERS[cid] = (cid, r'^latency\s+(\S+ \S+)', 1, asis, '')
+
+
+for m in ('tpu-v5e', 'tpu-v6e', 'tpu-v7', 'tpu-8i'):
+    for sb in (1, 128):
+        tpu('tpu.%s.gpt2.s%d' % (m, sb), 'examples/gpt2-small.aig --machine %s --bind B=1,S=%d' % (m, sb))
+tpu('tpu.tpu-v7.l8.s1', 'examples/llama3.1-8b.aig --machine tpu-v7 --bind B=1,S=1')
+COMMANDS['tpu.v5e.l8.nofit'] = ['{aicc} compile examples/llama3.1-8b.aig --target tpu --machine tpu-v5e --bind B=1,S=1 '
+                                '-o {tmp}/p.aip 2>&1 | grep "does not fit" || true']
+NUMBERS['tpu.v5e.l8.nofit'] = ('tpu.v5e.l8.nofit', r'would end at byte (\d+)', 1, lambda x: '%.2f GB' % (int(x) / 1e9), '')
+for m, opt in (('tpu-v5e-256', ' --passes=canonicalize,partition --pp 2'), ('tpu-v5p', ''),
+               ('tpu-v5p-64', ' --passes=canonicalize,partition --pp 2'), ('tpu-v7', ''),
+               ('tpu-v7-64', ' --passes=canonicalize,partition --pp 2'), ('tpu-8i', ''),
+               ('tpu-8i-4', ' --passes=canonicalize,partition --pp 2')):
+    tpu('tpu.%s.tpot' % m, 'examples/llama3.1-8b.aig --machine %s%s --phase decode --batch 1 --context 8192' % (m, opt),
+        explain=bool(opt))
+    tpu('tpu.%s.ttft' % m, 'examples/llama3.1-8b.aig --machine %s%s --phase prefill --batch 1 --context 2048' % (m, opt))
+    if opt:
+        NUMBERS['tpu.%s.ici' % m] = ('tpu.%s.tpot' % m, r'^\s+op class .*?link \S+% \((\S+ \S+)\)', 1, asis, '')
+Q = '--passes=canonicalize,place-precision,fuse,partition,schedule,plan-memory'
+tpu('tpu.v5e256.pp2', 'examples/llama3.1-8b.aig --machine tpu-v5e-256 %s --pp 2 --phase decode --batch 1 --context 4096' % Q)
+tpu('tpu.v5e256.tp4', 'examples/llama3.1-8b.aig --machine tpu-v5e-256 %s --tp 4 --phase decode --batch 1 --context 4096' % Q)
+FFN = 'testsuite/tpu/Inputs/tp-ffn.aig --bind T=16,D=1024,F=4096'
+tpu('tpu.ffn.v5e', FFN + ' --machine tpu-v5e')
+for m in ('tpu-v5e-256', 'tpu-v5p-64', 'tpu-v7-64', 'tpu-8i-4'):
+    tpu('tpu.ffn.%s' % m, FFN + ' --machine %s --passes=partition --tp 4' % m, explain=True)
+    NUMBERS['tpu.ffn.%s.ar' % m] = ('tpu.ffn.%s' % m, r'^\s+allreduce\s+\d+\s+(\S+ \S+)', 1, asis, '')
+# the 8i's KV residency (testsuite/tpu/kv-sram.test's plan)
+COMMANDS['tpu.kvsram'] = ['{aicc} compile examples/llama3.1-8b.aig --target tpu --machine tpu-8i --phase decode --context 8192 '
+                          '--emit plan -o {tmp}/d.aip', 'grep -m1 -o \'t.kv_sram="[^"]*"\' {tmp}/d.aip && {aicc} explain {tmp}/d.aip']
+KVS = r'(\d+) of (\d+) blocks of (\d+) tokens in SRAM \((\S+ MB)\), (\d+) in HBM \((\S+) MB\)'
+NUMBERS['tpu.kvsram.sram'] = ('tpu.kvsram', KVS, 4, asis, '')
+NUMBERS['tpu.kvsram.hbm'] = ('tpu.kvsram', KVS, 6, asis, ' MB')
+NUMBERS['tpu.kvsram.hbm1'] = ('tpu.kvsram', KVS, 6, lambda x: '%.1f' % float(x), ' MB')
+NUMBERS['tpu.kvsram.xsram'] = ('tpu.kvsram', r'^\s+layer#1(?:\.\.\d+)?\s.*kv_cache sram (\S+ MiB) hbm (\S+ MiB)', 1, asis, '')
+NUMBERS['tpu.kvsram.xhbm'] = ('tpu.kvsram', r'^\s+layer#1(?:\.\.\d+)?\s.*kv_cache sram (\S+ MiB) hbm (\S+ MiB)', 2, asis, '')
+
+# docs/targets-lpu.md, docs/explain.md: llama3.1-70b decode on groq-pod-v1 and groq-lpx (testsuite/lpu/llama70b-pod.test)
+def lpu_plan(cid, model, machine, extra=''):
+    """Command CID: compile MODEL's batch-1 decode step for the lpu target on MACHINE, then timing,
+    explain's first line, the plan's size and its schedule attributes."""
+    COMMANDS[cid] = ['{aicc} compile examples/%s.aig --target lpu --machine %s --phase decode --batch 1 --context 4096%s '
+                     '-o {tmp}/p.aip' % (model, machine, extra),
+                     '{aicc} run {tmp}/p.aip --timing-only && {aicc} explain {tmp}/p.aip | head -1 && '
+                     'stat -c "size %s" {tmp}/p.aip && grep -m1 -o \'t\\.[a-z0-9_.]*="[0-9.]*"\' {tmp}/p.aip']
+    NUMBERS[cid + '.chips'] = (cid, r'on (\d+) lpu devices', 1, lambda x: '{:,}'.format(int(x)), ' chips')
+    NUMBERS[cid + '.lpus'] = (cid, r'on (\d+) lpu devices', 1, whole, ' LPUs')
+    NUMBERS[cid + '.fullest'] = (cid, r'fullest \S+: peak (\S+ MB)', 1, asis, '')
+    NUMBERS[cid + '.instr'] = (cid, r'(\d+) instructions, predicted', 1, lambda x: '{:,}'.format(int(x)), ' instructions')
+    NUMBERS[cid + '.tpot'] = (cid, r'^TPOT\s+(\S+ \S+)', 1, asis, '')
+    NUMBERS[cid + '.tps'] = (cid, r'^TPOT.*?: (\S+) tokens/s per user', 1, asis, ' tokens/s')
+    NUMBERS[cid + '.size'] = (cid, r'^size (\d+)', 1, lambda x: '%.1f MB' % (int(x) / 1e6), '')
+    for a in ('schedule_cycles', 'c2c_copies', 'c2c_directions', 'critical_ops', 'critical_c2c'):
+        NUMBERS[cid + '.' + a] = (cid, r't\.' + a + r'="(\d+)"', 1, lambda x: '{:,}'.format(int(x)), '')
+    NUMBERS[cid + '.c2c_k'] = (cid, r't\.critical_c2c_cycles="(\d+)"', 1, lambda x: '%.0f k' % (int(x) / 1e3), '')
+    NUMBERS[cid + '.c2c'] = (cid, r't\.schedule_cycles="\d+"[\s\S]*?t\.critical_c2c_cycles="\d+"', 0,
+                             lambda x: '%.0f %%' % (100.0 * int(re.search(r'critical_c2c_cycles="(\d+)"', x).group(1)) /
+                                                       int(re.search(r'schedule_cycles="(\d+)"', x).group(1))), '')
+
+
+lpu_plan('pod70', 'llama3.1-70b', 'groq-pod-v1')
+lpu_plan('lpx70', 'llama3.1-70b', 'groq-lpx')
+lpu_plan('pod405', 'llama3.1-405b', 'groq-pod-v1', ' --set lpu.count=5000')
+# gpt2-small on one chip and a rack (docs/targets-lpu.md "Reports"): schedule length and unit use
+COMMANDS['lpu.gpt2.tiny'] = ['{aicc} compile examples/gpt2-small.aig --bind L=2,H=2,HD=16,F=64,V=256,P=16,B=1,S=8 --target lpu '
+                             '--machine groq-lpu-v1 -o {tmp}/p.aip', '{aicc} run {tmp}/p.aip --timing-only && '
+                             '{aicc} explain {tmp}/p.aip | head -1 && grep -m1 -o \'t\\.[a-z0-9_.]*="[0-9.]*"\' {tmp}/p.aip']
+NUMBERS['lpu.gpt2.tiny.cycles'] = ('lpu.gpt2.tiny', r't\.schedule_cycles="(\d+)"', 1, whole, '')
+NUMBERS['lpu.gpt2.tiny.instr'] = ('lpu.gpt2.tiny', r'(\d+) instructions, predicted', 1, whole, ' instructions')
+NUMBERS['lpu.gpt2.tiny.lat'] = ('lpu.gpt2.tiny', r'^latency\s+(\S+ \S+)', 1, asis, '')
+for u in ('mxm.e', 'vxm.e', 'sxm.e', 'sxm.w'):
+    NUMBERS['lpu.gpt2.tiny.' + u] = ('lpu.gpt2.tiny', r't.util.' + re.escape(u) + r'="([0-9.]+)"', 1,
+                                     lambda x: '%.0f %%' % (100 * float(x)), '')
+COMMANDS['lpu.gpt2.lp30'] = ['{aicc} compile examples/gpt2-small.aig --bind B=1,S=128 --target lpu '
+                             '--machine groq-lp30 -o {tmp}/p.aip', '{aicc} run {tmp}/p.aip --timing-only && '
+                             'grep -m1 -o \'t\\.[a-z0-9_.]*="[0-9.]*"\' {tmp}/p.aip']
+NUMBERS['lpu.gpt2.lp30.cycles'] = ('lpu.gpt2.lp30', r't\.schedule_cycles="(\d+)"', 1, lambda x: '{:,}'.format(int(x)), '')
+NUMBERS['lpu.gpt2.lp30.lat'] = ('lpu.gpt2.lp30', r'^latency\s+(\S+ \S+)', 1, asis, '')
+NUMBERS['lpu.gpt2.lp30.mxm'] = ('lpu.gpt2.lp30', r't.util.mxm.e="([0-9.]+)"', 1, lambda x: '%.0f %%' % (100 * float(x)), '')
+COMMANDS['lpu.gpt2.rack'] = ['{aicc} compile examples/gpt2-small.aig --bind B=1,S=128 --target lpu --machine groq-rack-v1 '
+                             '-o {tmp}/p.aip', '{aicc} run {tmp}/p.aip --timing-only > {tmp}/r.txt && cat {tmp}/r.txt && '
+                             'printf "chips %s\\n" $(grep -c "^compute" {tmp}/r.txt) && grep -m1 -o \'t\\.[a-z0-9_.]*="[0-9.]*"\' {tmp}/p.aip']
+NUMBERS['lpu.gpt2.rack.cycles'] = ('lpu.gpt2.rack', r't\.schedule_cycles="(\d+)"', 1, lambda x: '{:,}'.format(int(x)), '')
+NUMBERS['lpu.gpt2.rack.chips'] = ('lpu.gpt2.rack', r'^chips (\d+)', 1, whole, ' chips')
+NUMBERS['lpu.gpt2.rack.lat'] = ('lpu.gpt2.rack', r'^latency\s+(\S+ \S+)', 1, asis, '')
+
+COMMANDS['lpu.rack70.err'] = ['{aicc} compile examples/llama3.1-70b.aig --target lpu --machine groq-rack-v1 --phase decode '
+                              '--batch 1 --context 4096 -o {tmp}/x.aip 2>&1 | grep error || true']
+COMMANDS['lpu.gpt2.err'] = ['{aicc} compile examples/gpt2-small.aig --target lpu --machine groq-lpu-v1 --bind B=1,S=128 '
+                            '-o {tmp}/x.aip 2>&1 | grep error || true']
+
+# docs/explain.md: the pictures' limits and the PP-OCR pictures (the real models, which tools/fetch-models.sh
+# fetches; without them those figures are reported unchecked)
+COMMANDS['pic.expand8'] = ['{aicc} compile examples/llama3.1-8b.aig --bind B=1,S=128 --expand --emit dot -o {tmp}/e.dot',
+                           'printf "nodes %s\\n" $(grep -cE "^\\s*n[0-9]+\\s+\\[" {tmp}/e.dot)']
+NUMBERS['pic.expand8.nodes'] = ('pic.expand8', r'^nodes (\d+)', 1, whole, ' nodes')
+OCR = '.cache/models/ocr-models-1.4.2/package/assets/'
+REQUIRES = {}
+for pic, (f, shape) in {'rec': ('ch_PP-OCRv4_rec_infer.onnx', '1,3,48,320'),
+                        'cls': ('ch_ppocr_mobile_v2.0_cls_infer.onnx', '1,3,48,192')}.items():
+    COMMANDS['pic.' + pic] = ['{aicc} compile %s%s --shape x=%s --target hopper -O1 --emit svg -o {tmp}/%s.svg'
+                              % (OCR, f, shape, pic), SVGSIZE.format(f=pic + '.svg')]
+    REQUIRES['pic.' + pic] = OCR + f
+    NUMBERS['pic.%s.size' % pic] = ('pic.' + pic, r'width="([0-9]+)pt" height="([0-9]+)pt"', 0,
+                                    lambda x: '%s x %s' % tuple(re.findall(r'[0-9]+', x)), ' pt')
+    NUMBERS['pic.%s.nodes' % pic] = ('pic.' + pic, r'^nodes (\d+)', 1, whole, ' nodes')
+
+# docs/targets-gpu.md: the alpha-beta all-reduce of testsuite/multi
+COMMANDS['ar16'] = ['{aicc} run testsuite/multi/gpu-allreduce-alpha-beta.aip --timing-only']
+NUMBERS['ar16.lat'] = ('ar16', r'^latency\s+(\S+ \S+)', 1, asis, '')
+
+# docs/onnx.md: the PP-OCRv4 recogniser's plan for `Hello World` on the reference target
+COMMANDS['ocr.hello'] = ['{aicc} compile %sch_PP-OCRv4_rec_infer.onnx --shape x=1,3,48,199 --emit plan -o {tmp}/h.aip' % OCR,
+                         'stat -c "weights %s" {tmp}/h.weights.safetensors && {aicc} run {tmp}/h.aip --timing-only']
+REQUIRES['ocr.hello'] = OCR + 'ch_PP-OCRv4_rec_infer.onnx'
+NUMBERS['ocr.hello.weights'] = ('ocr.hello', r'^weights (\d+)', 1, lambda x: '%.1f MB' % (int(x) / 1e6), '')
+NUMBERS['ocr.hello.lat'] = ('ocr.hello', r'^latency\s+(\S+ \S+)', 1, asis, '')
+NUMBERS['ocr.hello.flop'] = ('ocr.hello', r'^compute\s+(\S+ MFLOP)', 1, asis, '')
+
+# docs/targets-vera-rubin.md: the disaggregate pass's remarks (KV pages; a MoE stack too large for the LPX rack)
+COMMANDS['vr.remarks'] = ['(' + L70 + ' --remarks=placement' +
+                          ' && {aicc} compile examples/deepseek-v3.aig --phase decode --batch 32 --context 4096 --target vera-rubin '
+                          '--passes=disaggregate --pools hybrid --emit plan -o {tmp}/ds.aip --remarks=placement) 2>&1']
+PAGED = r'KV cache paged .*?-> (\d+) blocks .*? of (\S+ kB) = (\S+ GB) in'
+NUMBERS['vr.kv.blocks'] = ('vr.remarks', PAGED, 1, lambda x: '{:,}'.format(int(x)), '')
+NUMBERS['vr.kv.block'] = ('vr.remarks', PAGED, 2, lambda x: '%.1f kB' % float(x.split()[0]), '')
+NUMBERS['vr.kv.total'] = ('vr.remarks', PAGED, 3, lambda x: '%.1f GB' % float(x.split()[0]), '')
+DSV3 = r"FFN of 'moe_layer' stays on the GPU pool: \d+ layers x \d+ lpu = (\d+) LPUs to hold (\S+ GB) of weights"
+NUMBERS['vr.ds.lpus'] = ('vr.remarks', DSV3, 1, lambda x: '{:,}'.format(int(x)), ' LPUs')
+NUMBERS['vr.ds.gb'] = ('vr.remarks', DSV3, 2, asis, '')
+NUMBERS['vr70.gpu.gpus.u'] = ('vr70', three('GPUs'), 2, whole, ' GPUs')
+NUMBERS['vr70.hybrid.lpus.layer'] = ('vr70', three('LPUs'), 1, lambda x: '%.0f LPUs' % (float(x) / 80), '')
+
+# docs/passes.md: schedule and memory remarks, the partition pass's numbers
+COMMANDS['passes.sched'] = ['cd examples && ({aicc} compile llama3.1-8b.aig --bind B=1,S=128 -O1 --remarks=schedule -o {tmp}/a.aip 2>&1 '
+                            '| grep "graph .layer." ; {aicc} compile deepseek-v3.aig --bind B=1,S=128 -O1 --remarks=schedule '
+                            '-o {tmp}/b.aip 2>&1 | grep "graph .mla.")']
+COMMANDS['passes.mem8'] = ['{aicc} compile examples/llama3.1-8b.aig --bind B=1,S=4096 -O1 --remarks=memory -o {tmp}/a.aip 2>&1']
+NUMBERS['passes.mem8.layer'] = ('passes.mem8', r"graph 'layer': arena (\S+ \S+) \(", 1, asis, '')
+NUMBERS['passes.mem8.main'] = ('passes.mem8', r"graph 'main': arena (\S+ \S+) \(", 1, asis, '')
+COMMANDS['passes.405tp8'] = ['{aicc} compile examples/llama3.1-405b.aig --bind B=1,S=128 --target hopper --machine dgx-h100 '
+                             '--tp 8 --pp 1 -o {tmp}/a.aip 2>&1 | grep "on gpu1 " || true']
+NUMBERS['passes.405tp8.gb'] = ('passes.405tp8', r'gpu1 of machine dgx-h100: it needs (\d+) bytes', 1,
+                               lambda x: '%.1f GB' % (int(x) / 1e9), '')
+COMMANDS['passes.ep8'] = ['{aicc} compile examples/mixtral-8x7b.aig --bind B=1,S=128 --machine dgx-h100 --target hopper --ep 8 '
+                          '--remarks=placement -o {tmp}/a.aip 2>&1 | grep "expert parallel"']
+EP = r'\((\d+) bytes sent\), weighted partial sums added by an AllReduce \((\d+) bytes per device\).*?would move (\d+) bytes'
+for i, k in enumerate(('sent', 'ar', 'a2a'), 1):
+    NUMBERS['passes.ep8.' + k] = ('passes.ep8', EP, i, lambda x: '%.3g MB' % (int(x) / 1e6), '')
+
+# id -> (command id, start regex, end regex, literal tail lines[, literal head lines[, wrap width]])
 BLOCKS = {
     'tp8.summary': ('tp8.explain', r'^summary \(', r'^\s+[0-9.]+%\s', ['     ...']),
     'd8.run': ('d8.run', r'^latency', r'^TPOT', []),
-    'lpu.cap': ('lpu.cap', r'^aicc: error: the model needs', r'^aicc: error', []),
-    'lpu.rack70': ('lpu.rack70', r'^aicc: error: the model needs', r'^aicc: error', []),
     # docs/explain.md's `--compare` sample: the vr70 commands as a user types them, then the table
+    # docs/targets-lpu.md: the errors of a model larger than the machine
+    'lpu.rack70.err': ('lpu.rack70.err', r'^aicc: error:', r'', [], [], 100),
+    'lpu.gpt2.err': ('lpu.gpt2.err', r'^aicc: error:', r'', [], [], 100),
+    'passes.sched': ('passes.sched', r'^llama3.1-8b.aig:', r'^deepseek-v3.aig:', []),
     'vr70.compare': ('vr70', r'^\s+hybrid\s+gpu-only\s+lpu-only', r'^\s+links busy ms', [],
                      ['aicc compile examples/llama3.1-70b.aig --phase decode --batch 32 --context 4096 \\',
                       '     --passes=disaggregate --target vera-rubin --precision bf16+graph --emit plan -o l70.aip',
@@ -315,9 +502,9 @@ XMARK = re.compile(r'<!--x:([^>]*)-->')
 UNITS = ('ms us µs ns s min h days GB GiB MB MiB KB KiB kB TB TiB PB TB/s GB/s MB/s PB/s Gb/s Tb/s GiB/s '
          'TFLOP/s PFLOP/s GFLOP/s EFLOP/s TOP/s POP/s FLOP/s TFLOPS PFLOPS TF PF GF W kW MW GHz MHz % x '
          'tokens/s tok/s tokens/s/GPU tokens/s/chip pt nodes chips GPUs LPUs TPUs instructions').split()
-FIGURE = re.compile(r'(?<![\w.\-/=+#^])(\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?)((?: ?(?:%s))|x)(?![\w/])' %
+FIGURE = re.compile(r'(?<![\w.\-/=+#^])([-+]?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?)((?: ?(?:%s))|x)(?![\w/])' %
                     '|'.join(re.escape(u) for u in sorted(UNITS, key=len, reverse=True) if u != 'x'))
-OUT = re.compile(r'^<!--out:([A-Za-z0-9_.-]+)-->\n```[^\n]*\n(.*?)^```$', re.M | re.S)
+OUT = re.compile(r'^(?P<ind> *)<!--out:(?P<id>[A-Za-z0-9_.-]+)-->\n(?P=ind)```[^\n]*\n(?P<body>.*?)^(?P=ind)```$', re.M | re.S)
 
 
 SI = {'': 1, '%': 0.01, 'x': 1, 'B': 1, 'KB': 1e3, 'kB': 1e3, 'MB': 1e6, 'GB': 1e9, 'TB': 1e12, 'PB': 1e15,
@@ -332,7 +519,7 @@ NUM = re.compile(r'(?<![\w.])-?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?')
 
 def quoted_number(text):
     """(value, decimals, unit) of a quoted figure '3.35 TB/s', '1,800 tokens/s', '90%'."""
-    m = re.match(r'\s*~?(-?\d[\d,]*)(?:\.(\d+))?(?:e([-+]?\d+))?\s*(\S*)', text)
+    m = re.match(r'\s*~?([-+]?\d[\d,]*)(?:\.(\d+))?(?:e([-+]?\d+))?\s*(\S*)', text)
     if not m:
         return None
     v = float(m.group(1).replace(',', '') + ('.' + m.group(2) if m.group(2) else '') +
@@ -381,7 +568,7 @@ def check_sourced(root, build, sourced):
                         xml[path] = numbers_in(fh.read())
                 except OSError:
                     xml[path] = None
-            if xml[path] is None or not any(same(v, n) for n in xml[path]):
+            if xml[path] is None or not any(same(v, n) or (unit == '%' and same(v / 100, n)) for n in xml[path]):
                 errors.append(where + ': %s does not quote %s' % (path, text))
         elif kind == 'c':
             if cases is None:
@@ -468,11 +655,13 @@ def aicc_path(root, build):
 def run(root, build, cmd, tmp):
     aicc = aicc_path(root, build)
     out = ''
+    t0 = time.time()
     for line in COMMANDS[cmd]:
         r = subprocess.run(line.format(aicc=aicc, tmp=tmp), shell=True, cwd=root, capture_output=True, text=True)
         if r.returncode != 0:
             raise SystemExit('docs-numbers: %s failed (%d):\n%s%s' % (line, r.returncode, r.stdout, r.stderr))
         out = r.stdout
+    TIMES[cmd] = time.time() - t0
     return out
 
 
@@ -532,7 +721,7 @@ def main():
     blocks = {}   # id -> [(file, text)]
     for f, text in texts.items():
         for m in OUT.finditer(text):
-            blocks.setdefault(m.group(1), []).append((f, m.group(2)))
+            blocks.setdefault(m.group('id'), []).append((f, m.group('body')))
     errors = []
     for u in sorted(set(blocks) - set(BLOCKS)):
         errors.append('%s: marker out:%s has no entry in tools/docs-numbers.py' % (blocks[u][0][0], u))
@@ -553,6 +742,10 @@ def main():
         # every command the quotes need, in parallel, each in a directory of its own
         need = sorted({NUMBERS[n][0] for n in set(quoted) & set(NUMBERS)} | {BLOCKS[b][0] for b in set(blocks) & set(BLOCKS)},
                       key=lambda c: -len(COMMANDS[c]))
+        missing = {c for c in need if c in REQUIRES and not os.path.exists(os.path.join(root, REQUIRES[c]))}
+        need = [c for c in need if c not in missing]
+        unchecked = sorted(nid for nid in quoted if nid in NUMBERS and NUMBERS[nid][0] in missing)
+        quoted = {nid: q for nid, q in quoted.items() if nid not in unchecked}
         for c in need:
             os.mkdir(os.path.join(tmp, c))
         with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 2) as pool:
@@ -578,6 +771,8 @@ def main():
             if not lines:
                 errors.append('out:%s: %r not in the output of %s' % (bid, start, ' && '.join(COMMANDS[cmd])))
                 continue
+            if len(BLOCKS[bid]) > 5:   # a message of one line, quoted wrapped at this width
+                lines = textwrap.wrap(' '.join(lines), BLOCKS[bid][5], break_long_words=False, break_on_hyphens=False)
             value['out:' + bid] = '\n'.join(head + lines + tail) + '\n'
     changed = []
     for f, text in texts.items():
@@ -589,11 +784,12 @@ def main():
                 return '<!--n:%s-->%s<!--/n-->' % (nid, value[nid])
             return m.group(0)
         def subout(m):
-            bid = 'out:' + m.group(1)
-            if bid in value and m.group(2) != value[bid]:
+            bid = 'out:' + m.group('id')
+            want = ''.join(m.group('ind') + ln + '\n' for ln in value.get(bid, '').splitlines())
+            if bid in value and m.group('body') != want:
                 changed.append('%s: the output quoted as %s differs from what the command prints now' %
                                (os.path.relpath(f, root), bid))
-                return m.group(0)[:m.start(2) - m.start(0)] + value[bid] + '```'
+                return m.group(0)[:m.start('body') - m.start(0)] + want + m.group('ind') + '```'
             return m.group(0)
         new = OUT.sub(subout, MARK.sub(sub, text))
         if write and new != text:
@@ -607,6 +803,12 @@ def main():
     print('docs-numbers: %d quoted figure(s), %d stale%s' % (n, len(changed), ', rewritten' if write and changed else ''))
     print('docs-numbers: %d published figure(s) checked against their records, %d left on tools/docs-numbers.todo'
           % (len(sourced), todo))
+    slow = sorted(TIMES.items(), key=lambda kv: -kv[1])[:3]
+    if slow:
+        print('docs-numbers: %d commands; slowest %s' % (len(TIMES), ', '.join('%s %.1f s' % kv for kv in slow)))
+    if unchecked:
+        print('docs-numbers: %d figure(s) not checked: their inputs are missing (%s; tools/fetch-models.sh)'
+              % (len(unchecked), ', '.join(sorted({REQUIRES[NUMBERS[n][0]] for n in unchecked}))))
     if errors or (changed and not write):
         if changed and not write:
             print('docs-numbers: run `make docs-numbers` to regenerate them')
