@@ -581,6 +581,49 @@ static int new_region(Part *p, char kind, int shards)
 	return p->nreg;
 }
 
+/* A lone MatMul whose result is only a graph output (the lm_head: logits = h W, W [D, V]) is
+ * split by columns, vocab-parallel as Megatron-LM does (Shoeybi et al. 2019, section 3): shard
+ * i computes logits[..., iV/tp, (i+1)V/tp) from its columns of W, and the shards are the plan
+ * output's, assembled by no instruction (a shard="output" Concat, targets/devices.c).  Before,
+ * it stayed whole on gpu0: the 405B's 1 GB lm_head read there alone (newcomer finding 4). */
+static int vocab_parallel(Part *p, Node *n)
+{
+	Value *w = n->in[1], *y = n->out[0];
+	if (n->op != OP_MatMul || n->aux || n->annot.device || !weight_2d(w) || !dim_isconst(w->type.dims[0]) ||
+	    !dim_isconst(w->type.dims[1]) || w->type.dims[1].k % p->tp || !pass_is_output(y) || y->nuses != 1 ||
+	    y->type.rank < 1 || p->nreg >= MAXREGIONS - 2 || !pass_bisect(p->c, n, "vocab-parallel split"))
+		return 0;
+	int rid = new_region(p, 'T', p->tp);
+	Value *parts[SHARDS];
+	for (int i = 0; i < p->tp; i++) {
+		char buf[256];
+		snprintf(buf, sizeof buf, "%s.tp%d", y->name, i);
+		const char *nm = ir_fresh_name(p->g, buf);
+		Value *in[2] = { n->in[0], chain_shard(p, n, w, 1, i, p->tp, rid * SHARDS + i + 1) };
+		Node *c = ir_insert_node(p->g, n, OP_MatMul, in, 2, &nm, 1, n->loc);
+		for (int a = 0; a < n->attrs.n; a++)
+			ir_set_attr(c, &n->attrs.a[a]);
+		c->aux = (void *)(intptr_t)(rid * SHARDS + i + 1);
+		parts[i] = c->out[0];
+	}
+	char buf[256];
+	snprintf(buf, sizeof buf, "%s.all", y->name);
+	const char *name = ir_fresh_name(p->g, buf);
+	Node *cat = ir_insert_node(p->g, n, OP_Concat, parts, p->tp, &name, 1, n->loc);
+	ir_set_attr_int(cat, "axis", y->type.rank - 1);
+	ir_set_attr_str(cat, "shard", "output");   /* a sharded plan output, no instruction */
+	cat->aux = (void *)OUTPUT_CONCAT;
+	ir_replace_uses(p->g, y, cat->out[0]);
+	cat->out[0]->name = y->name;
+	y->name = name;
+	ir_remove_node(p->g, n);
+	drop_chain(p, w);
+	pass_remark(p->c, REMARK_APPLIED, p->g, cat, "tensor parallel over %d devices: vocab-parallel MatMul, "
+		    "its weight cut by columns, each device computing its columns of the output, which is stored "
+		    "sharded (no gather)", p->tp);
+	return 1;
+}
+
 static int tensor_parallel(Part *p)
 {
 	int nreg = 0;
@@ -619,6 +662,13 @@ static int tensor_parallel(Part *p)
 				    "node(s) before this row-split MatMul, AllReduce of the partial products", p->tp, r.n - 1);
 		split_region(p, &r, rid);
 		pass_changed(p->c, "tensor-parallel regions");
+	}
+	for (Node *n = p->g->first, *next; n; n = next) {
+		next = n->next;
+		if (vocab_parallel(p, n)) {
+			nreg++;
+			pass_changed(p->c, "tensor-parallel regions");
+		}
 	}
 	ir_foreach_node(p->g, n) {
 		if (n->op != OP_MatMul || n->aux || !weight_2d(n->in[1]))
