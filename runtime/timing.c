@@ -115,6 +115,11 @@ static double copy_time(const Plan *p, const PlanInstr *in)
  * (pairwise exchange, as NCCL's and DeepEP's dispatch) sends (p-1)/p of each rank's input in
  * p-1 steps.  A compressed all-reduce (rt_collective_wire) moves its wire bytes instead, plus
  * its encode/decode time. */
+double rt_allreduce_ring_s(double ranks, double bytes, double latency_s, double bandwidth)
+{
+	return ranks < 2 ? 0 : 2 * (ranks - 1) * latency_s + 2 * (ranks - 1) / ranks * bytes / bandwidth;
+}
+
 static double collective_time(const Plan *p, const PlanInstr *in)
 {
 	double ranks = in->nin, n = (double)p->buffers[in->in[0]].size;
@@ -124,7 +129,7 @@ static double collective_time(const Plan *p, const PlanInstr *in)
 	if (in->coll == PC_ALLREDUCE) {
 		RtCollWire w;
 		rt_collective_wire(p, in, &w);
-		return 2 * (ranks - 1) * l->latency_s + 2 * (ranks - 1) / ranks * w.wire / l->bandwidth + w.codec_s;
+		return rt_allreduce_ring_s(ranks, w.wire, l->latency_s, l->bandwidth) + w.codec_s;
 	}
 	if (in->coll == PC_ALLTOALL || in->coll == PC_REDUCESCATTER)
 		return (ranks - 1) * l->latency_s + (ranks - 1) / ranks * n / l->bandwidth;

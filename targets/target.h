@@ -354,8 +354,12 @@ void *tgt_lower_state(TgtLower *l, size_t size);
  *   reduce  bytes all-reduced over the chips' link after the work (0: none)
  *   to      not NULL: a transfer of `bytes` from the device to `to` (nothing else counts)
  *   tiles   1: a MatMul or Attention node as the target's own kernel model prices it (the GPU
- *           tile search, the TPU's MXU folds: the training step's layer times); 0: the
- *           roofline, as every other node (the partition pass balances like against like) */
+ *           tile search, the TPU's MXU folds: the training step's layer times), every other
+ *           node by the roofline; 2: also every other node as the lowering prices its kernel
+ *           (the GPU's memory-bound kernel with its launch) and an all-reduce (node NULL,
+ *           reduce > 0) as the timing engine's ring plus the library's cost per call, where the
+ *           target has such models (the partition pass's estimate of a layout's step time);
+ *           0: the roofline, as every node (the pipeline stages balance like against like) */
 typedef struct TgtWork {
 	const Node *node;
 	double flops, bytes;

@@ -65,6 +65,11 @@ const char *gpu_cost_bound(const GpuCost *c, double *term);
  * dependent kernels (`graph` engine latency, the whole cost inside a CUDA graph). */
 void gpu_launch(const GpuArch *a, int graph, GpuCost *c);
 
+/* A memory-bound kernel (backends.md §0): `bytes` at HBM bandwidth, `flops` on the FMA pipe
+ * (an FMA is two), `trans` transcendental results on the SFU; no launch (gpu_launch adds it).
+ * The lowering's kernels without a model of their own and the passes' price of such a node. */
+void gpu_mem_cost(const GpuArch *a, double bytes, double flops, double trans, GpuCost *c);
+
 /* ---- GEMM ---- */
 typedef struct GemmShape {
 	int nosplit;                      /* search no K splits (policy +nosplitk) */

@@ -479,10 +479,7 @@ static void mem_kernel(GpuLw *w, int i, PlanInstr *pi, Ann *t)
 	if (ir_ops[fn->n->op].flags & F_VIEW) {
 		tgt_ann_put(t, "kind", "view");
 	} else {
-		c.hbm = bytes / w->a.hbm_bw;
-		c.fma = pi->flops / 2 / (w->a.fma * w->a.sms);
-		if (ir_ops[fn->n->op].flags & F_TRANS)
-			c.sfu = out / (w->a.sfu * w->a.sms);
+		gpu_mem_cost(&w->a, bytes, pi->flops, ir_ops[fn->n->op].flags & F_TRANS ? out : 0, &c);
 		if (lead)
 			gpu_launch(&w->a, w->pol->graph, &c);
 		tgt_ann_put(t, "kind", "memory");

@@ -131,6 +131,15 @@ void gpu_launch(const GpuArch *a, int graph, GpuCost *c)
 		c->floor = a->launch;
 }
 
+void gpu_mem_cost(const GpuArch *a, double bytes, double flops, double trans, GpuCost *c)
+{
+	*c = (GpuCost){ .overlap = 1 };
+	c->hbm = bytes / a->hbm_bw;
+	c->fma = flops / 2 / (a->fma * a->sms);
+	if (trans > 0)
+		c->sfu = trans / (a->sfu * a->sms);
+}
+
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 /* ---- GEMM (backends.md §1b) ---- */
