@@ -176,7 +176,10 @@ double gpu_cost(const Plan *p, int stream, const PlanInstr *in);
  * shape split over w->chips devices one prime factor at a time on its largest extent (the
  * column- and row-parallel GEMMs of Megatron); an Attention as the target's fused kernel with
  * the KV groups split over the devices and the rest of them sharing the tokens; AttentionGrad
- * at the forward kernel's rate per FLOP; anything else tgt_roofline_time. */
+ * at the forward kernel's rate per FLOP; with w->tiles 2 also any other node as the lowering's
+ * memory-bound kernel (gpu_mem_cost and its launch, shared by w->chips) and an all-reduce of
+ * w->reduce bytes as the timing engine's ring (rt_allreduce_ring_s) plus the collective
+ * engine's cost per call; anything else tgt_roofline_time. */
 double gpu_node_time(const Target *t, const Machine *m, const Device *d, const Precision *p, const TgtWork *w);
 /* Seconds of a GPU kernel from its t.* components with the parallel resources divided over
  * `pool` GPUs (vera-rubin's pooled kernels; fixed costs are not divided), -1 when `in` has
