@@ -31,7 +31,8 @@ double rt_allreduce_ring_s(double ranks, double bytes, double latency_s, double 
 /* Bytes instruction `in` moves through each space (reads + writes), added into bytes[nspaces]:
  * the sizes of its operands in the space, each once, but no more than the target's recorded time
  * in the space (t.hbm_us for a space "gpu.hbm") at the space's bandwidth (an Embedding reads
- * rows of its table, an Attention updates its KV cache in place). */
+ * rows of its table, an Attention updates its KV cache in place); a kernel's t.l2_us at the
+ * bandwidth of its device's "*.l2" space (the L2 traffic the GPU model charged). */
 void rt_instr_bytes(const Plan *p, const PlanInstr *in, double *bytes);
 
 /* ---- rebuilding the reference plan for --check ---- */

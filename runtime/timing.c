@@ -75,6 +75,25 @@ void rt_instr_bytes(const Plan *p, const PlanInstr *in, double *bytes)
 		double us = plan_instr_num(in, key, -1);
 		bytes[s] += us >= 0 ? fmin(ops, us * 1e-6 * p->spaces[s].bandwidth) : ops;
 	}
+	/* A cache no buffer lives in (a GPU's L2, which every load and store passes): the traffic
+	 * the target's cost model charged it, t.l2_us at its bandwidth, on the operands' device;
+	 * so a kernel explain calls l2-bound moves bytes there in `aicc run` too. */
+	double l2 = in->kind == PI_KERNEL ? plan_instr_num(in, "l2_us", 0) : 0;
+	int dev = -1;
+	for (int k = 0; k < in->nin + in->nout && dev < 0 && l2 > 0; k++) {
+		int b = k < in->nin ? in->in[k] : in->out[k - in->nin];
+		dev = b >= 0 ? p->spaces[p->buffers[b].space].device : -1;
+	}
+	for (int s = 0; dev >= 0 && s < p->nspaces; s++) {
+		const char *dot = strrchr(p->spaces[s].name, '.');
+		int held = 0;   /* a buffer there: counted above */
+		for (int k = 0; k < in->nin + in->nout && !held; k++) {
+			int b = k < in->nin ? in->in[k] : in->out[k - in->nin];
+			held = b >= 0 && p->buffers[b].space == s;
+		}
+		if (!held && p->spaces[s].device == dev && dot && !strcmp(dot, ".l2") && p->spaces[s].bandwidth > 0)
+			bytes[s] += l2 * 1e-6 * p->spaces[s].bandwidth;
+	}
 }
 
 /* Seconds to move the operands of a kernel: each space's bytes at that space's bandwidth; the

@@ -749,7 +749,7 @@ static void print_summary(FILE *f, const Plan *p, const RtTiming *tm, const Tota
 			first = 0;
 		}
 	fputc('\n', f);
-	fprintf(f, "  fixed costs  %s, %.1f%% (launch and per-instruction fixed time: the target's fixed_us, else the "
+	fprintf(f, "  fixed costs  %s, %.1f%% (launch and per-instruction fixed time: the target's fixed_us less its fill_us (HBM traffic: memory time), else the "
 		"device's overhead and the links' latency)\n", viz_time_str(t->fixed, a, sizeof a), pct(t->fixed, t->busy));
 	/* devices: runs of equal load, busiest first named */
 	double *busy = device_busy(p, tm, t);

@@ -50,6 +50,10 @@ typedef struct GpuCost {
 	double l2;                        /* L2-to-SM operand traffic (0 without an L2 bandwidth) */
 	double overlap;                   /* fraction of min(mma, max(sfu, fma)) hidden (1 for GEMM) */
 	double fixed;                     /* launch gap + pipeline fill + exposed epilogue */
+	double fill;                      /* of fixed, the HBM traffic at its bandwidth (the first
+					     stage's load, the exposed epilogue stores, a K split's
+					     partials, attention's first tile loads): memory time
+					     outside the overlapped main loop, not a fixed cost */
 	double floor;                     /* the host's issue interval of a stream launch: the kernel
 					     takes at least this long (0: launched from a CUDA graph) */
 } GpuCost;

@@ -89,6 +89,8 @@ static void put_cost(Ann *t, const GpuCost *one, const FlatNode *fn)
 	tgt_ann_put(t, "fma_us", "%.4g", one->fma * 1e6);
 	tgt_ann_put(t, "overlap", "%.4g", c->overlap);
 	tgt_ann_put(t, "fixed_us", "%.4g", c->fixed * 1e6);
+	if (c->fill > 0)   /* the part of fixed_us that is HBM traffic (explain's fixed costs leave it out) */
+		tgt_ann_put(t, "fill_us", "%.4g", c->fill * 1e6);
 	if (c->floor > 0)
 		tgt_ann_put(t, "floor_us", "%.4g", c->floor * 1e6);
 	tgt_ann_put(t, "time_us", "%.4g", gpu_cost_total(c) * 1e6);
