@@ -102,6 +102,9 @@ typedef struct PassCtx {
 	int zero;                   /* --zero Z stored as Z + 1 (0: not given, ZeRO 1) */
 	int recompute;              /* --recompute: RECOMPUTE_* (parallel step) */
 	int train_search;           /* --train-search: the fastest configuration that fits */
+	int no_seq_parallel;        /* --no-sequence-parallel: TP without sequence parallelism (the
+				     * layers' other operators replicated on the TP ranks) */
+	int unfused_attention;      /* --unfused-attention: the scores materialised in HBM */
 	struct TrainStep *train_step;   /* set by autodiff for a parallel step (owned; NULL: none) */
 	/* partition (passes/partition.c) */
 	int tp;                     /* --tp N: tensor-parallel group size (0 or 1: none) */
@@ -264,6 +267,12 @@ typedef struct TrainStep {
 	double bubble;                /* its idle part on the slowest rank */
 	double dp_rs, dp_ag;          /* the data-parallel gradient reduce-scatter, weight all-gather */
 	double dp_exposed, dp_hidden; /* of those, on the critical path / under compute */
+	double dp_units;              /* the compute units' own time on those collectives (their
+					 reductions and copies through HBM), less a collective engine's
+					 offload share; serial with compute */
+	double offload;               /* that share (dev_collective_offload), 0..1; as an input of
+					 the pricing, < 0: the machine's */
+	double alt_step[2], alt_mfu[2], alt_units[2];   /* the step with share 0 and share 1 */
 	double optimizer;             /* AdamW on the slowest rank's shard */
 	double step;                  /* the step */
 	double tokens;                /* per step */

@@ -52,7 +52,12 @@
  *     updated weights, overlapped with the next step's first forward pass; ZeRO 3 (FSDP) an
  *     all-gather before every micro-batch's forward and backward and a reduce-scatter after
  *     it, each overlapped with that micro-batch's pass on the rank; only what does not fit
- *     under the compute is exposed.  Communication's own use of the SMs and HBM is not priced;
+ *     under the compute is exposed.  The compute units' own work on these collectives (the
+ *     reduce-scatter's additions and the all-gather's copies through HBM: NCCL's kernels on
+ *     the SMs, XLA's collective fusions on the TensorCores) is serial with compute, less the
+ *     share a collective engine offloads (<offload>: Ironwood's SparseCores), see units();
+ *     the TP and CP collectives' own unit work is not priced (it runs beside their wire time,
+ *     which they already expose);
  *   - the optimizer: the AdamW nodes on the rank's shard (/ T, and / (D x C) from ZeRO 1).
  * MFU = 3 x the forward pass's FLOP x micro-batches x replicas / (step x devices x the device's
  * peak at the format of the largest forward node; PaLM appendix B); HFU counts the FLOP as
@@ -123,6 +128,7 @@ typedef struct Net {
 	const Link *up, *out;     /* scale-up (first link from d to d), scale-out */
 	double base;              /* the collective engine's latency per call */
 	int64_t total;
+	double share;             /* of the collectives' compute-unit work, offloaded (units()) */
 } Net;
 
 static const Link *group_link(const Net *n, int64_t stride, int64_t k, double *bw)
@@ -153,6 +159,30 @@ static double ring(const Net *n, double bytes, int64_t k, int64_t stride, int ar
 	return n->base + steps * alpha + steps / (double)k * bytes / bw;
 }
 
+/* The compute units' time on a ring collective of `bytes` over k devices (ar = 1: all-reduce,
+ * 0: reduce-scatter, 2: all-gather): each of the k-1 steps of a reduce-scatter reads the local
+ * chunk and the received one and writes their sum (3 (k-1)/k of the bytes through HBM), each
+ * of an all-gather writes the received chunk into place and reads it to pass it on (2 (k-1)/k),
+ * an all-reduce does both.  The units do it (NCCL's kernels on the SMs; XLA's collective
+ * fusions on the TensorCores) unless a collective engine takes the share dev_collective_offload
+ * (Ironwood's SparseCores).  At the HBM's bandwidth times its efficiency. */
+/* The device's HBM bandwidth times its efficiency (0: none described). */
+static double hbm_bw(const Device *d)
+{
+	const MemSpace *hbm = dev_mem_kind(d, MEM_HBM);
+	double bw = hbm && num_has(&hbm->bandwidth) ? hbm->bandwidth.v : 0;
+	return bw > 0 && num_has(&hbm->efficiency) ? bw * hbm->efficiency.v : bw;
+}
+
+static double units(const Net *n, double bytes, int64_t k, int ar)
+{
+	double bw = hbm_bw(n->d);
+	if (k < 2 || bw <= 0 || bytes <= 0)
+		return 0;
+	double passes = ar == 1 ? 5 : ar == 0 ? 3 : 2;
+	return (1 - n->share) * passes * (double)(k - 1) / (double)k * bytes / bw;
+}
+
 /* One point-to-point send between pipeline neighbours (stride apart). */
 static double send(const Net *n, double bytes, int64_t stride)
 {
@@ -161,6 +191,46 @@ static double send(const Net *n, double bytes, int64_t stride)
 	if (!l || bw <= 0)
 		return 0;
 	return (num_has(&l->latency) ? l->latency.v : 0) + bytes / bw;
+}
+
+/* --unfused-attention: attention as before FlashAttention (Megatron-LM of 2021: two batched
+ * GEMMs around a fused scale-mask-softmax kernel and a dropout of the probabilities, Narayanan
+ * et al. SC'21, Shoeybi et al. 2019): the node's kernel time for the GEMMs, over the whole
+ * square of scores when causal (the mask is applied to materialised scores), plus the scores'
+ * HBM traffic on one of the work's devices: forward, the QK^T GEMM writes them (one element
+ * size), softmax reads and writes (two), dropout reads, writes and stores a byte mask (two, and
+ * a byte), the PV GEMM reads (one); backward (AttentionGrad), the dP GEMM writes (one), dropout's
+ * backward reads dP and the mask and writes (two and a byte), softmax's reads P and dP and
+ * writes dS (three), the dQ and dK GEMMs read dS (two), the dV GEMM reads P (one). */
+static double unfused_attention(const Device *d, const TgtWork *w, double secs)
+{
+	TgtAttnDims a;
+	double bw = hbm_bw(d);
+	if (!tgt_work_attn(w, &a) || bw <= 0)
+		return secs;
+	double el = (double)a.B * (double)a.qh * (double)a.Sq * (double)a.T / (double)(a.rest > 0 ? a.rest : 1);
+	double es = (double)rt_dtype_bytes(a.in, 1), per = w->node->op == OP_AttentionGrad ? 9 * es + 1 : 6 * es + 1;
+	return secs * (a.causal ? 2 : 1) + el * per / bw;
+}
+
+/* --no-sequence-parallel (Megatron-LM before Korthikanti et al. 2022): the vector operators of a
+ * layer on the residual stream (its norms, residual adds, the row-parallel products' bias adds
+ * and their backward) run whole on each TP rank; those inside the TP regions (a column-parallel
+ * product's bias add, the activation) stay sharded.  Told apart by size: a vector node of layer
+ * section s whose every operand but the parameters has resid[s] elements, the layer input's. */
+static int replicated(const Node *n, int s, const int64_t *resid)
+{
+	if (s < SEC_CALL0 || ir_ops[n->op].cls != OC_vector || resid[s] <= 0)
+		return 0;
+	int any = 0;
+	for (int i = 0; i < n->nin; i++) {
+		if (!n->in[i] || n->in[i]->kind == V_PARAM)
+			continue;
+		if (ir_type_numel(n->in[i]->type) != resid[s])
+			return 0;
+		any = 1;
+	}
+	return any;
 }
 
 /* Whether v is a MatMul's result, directly or through the bias Add of one (GPT-2's linears). */
@@ -267,12 +337,24 @@ static TrainStep *price(Graph *g, PassCtx *c, const Device *d, const TrainStep *
 	memset(sec, 0, sizeof sec);
 	for (int s = 0; s < nsec; s++)
 		sec[s].mult = s >= SEC_CALL0 ? (repeats[s - SEC_CALL0] > 0 ? repeats[s - SEC_CALL0] : 0) : 1;
-	Net net = { m, d, machine_link(m, d, d), machine_scaleout_link(m, d), 0, t->devices };
+	Net net = { m, d, machine_link(m, d, d), machine_scaleout_link(m, d), 0, t->devices,
+		    cfg->offload >= 0 ? cfg->offload : dev_collective_offload(d) };
 	for (int i = 0; i < d->nengines; i++)
 		if (d->engines[i].kind && !strcmp(d->engines[i].kind, "collective") && num_has(&d->engines[i].latency))
 			net.base = d->engines[i].latency.v;
 	int64_t shard = (int64_t)t->tp * t->cp, dpg = (int64_t)t->dp * t->cp;
 	int64_t zshard = t->zero >= 1 ? dpg : 1;
+	/* the layers' first inputs: their elements (the residual stream's) */
+	int64_t resid[MAXSEC];
+	memset(resid, 0, sizeof resid);
+	ir_foreach_node(g, n)
+		if (n->aux && tag_ph(n) == PH_FWD && tag_sec(n) >= SEC_CALL0 && tag_sec(n) < nsec && !resid[tag_sec(n)])
+			for (int i = 0; i < n->nin; i++)
+				if (n->in[i] && n->in[i]->kind != V_PARAM && (!n->in[i]->def || !n->in[i]->def->aux ||
+									     tag_sec(n->in[i]->def) != tag_sec(n))) {
+					resid[tag_sec(n)] = ir_type_numel(n->in[i]->type);
+					break;
+				}
 	/* the largest forward node's format: the peak MFU is quoted against */
 	DType fmt = DT_BF16;
 	double big = -1;
@@ -286,8 +368,11 @@ static TrainStep *price(Graph *g, PassCtx *c, const Device *d, const TrainStep *
 			continue;
 		Sec *x = &sec[s];
 		double fl = ir_node_flops(n);
-		TgtWork w = { .node = n, .fmt = DT_INVALID, .chips = (int)(ph == PH_OPT ? t->tp * zshard : shard), .tiles = 1 };
+		int chips = (int)(ph == PH_OPT ? t->tp * zshard : c->no_seq_parallel && replicated(n, s, resid) ? t->cp : shard);
+		TgtWork w = { .node = n, .fmt = DT_INVALID, .chips = chips, .tiles = 1 };
 		double secs = node_secs(c, d, &w, mo);
+		if (c->unfused_attention && ph != PH_OPT)
+			secs = unfused_attention(d, &w, secs);
 		if (ph == PH_FWD) {
 			x->fwd += secs, x->fflops += fl;
 			if (fl > big && n->nout)
@@ -433,21 +518,26 @@ static TrainStep *price(Graph *g, PassCtx *c, const Device *d, const TrainStep *
 		t->fabric = l ? l->id : NULL;
 		t->dp_rs = ring(&net, gbytes, dpg, t->dp > 1 ? stride : t->tp, 0);
 		t->dp_ag = t->dp_rs;
+		double urs = units(&net, gbytes, dpg, 0), uag = units(&net, gbytes, dpg, 2);
 		if (t->zero == 0) {
 			double ar = ring(&net, gbytes, dpg, t->dp > 1 ? stride : t->tp, 1);
 			t->dp_rs = ar, t->dp_ag = 0;
 			t->dp_hidden = fmin(ar, b0);
-		} else if (t->zero <= 2)
+			t->dp_units = units(&net, gbytes, dpg, 1);
+		} else if (t->zero <= 2) {
 			t->dp_hidden = fmin(t->dp_rs, b0) + fmin(t->dp_ag, f0);
-		else {
+			t->dp_units = urs + uag;
+		} else {
 			double hid = fmin(t->dp_ag, f0) + fmin(t->dp_ag + t->dp_rs, b0);
 			t->dp_rs *= M, t->dp_ag *= 2 * M;
 			t->dp_hidden = hid * M;
+			t->dp_units = M * (urs + 2 * uag);
 		}
 		t->dp_exposed = t->dp_rs + t->dp_ag - t->dp_hidden;
 	}
+	t->offload = net.share;
 	t->optimizer = optmax;
-	t->step = t->pipeline + t->dp_exposed + t->optimizer;
+	t->step = t->pipeline + t->dp_exposed + t->dp_units + t->optimizer;
 	/* figures */
 	double fwd = 0, hw = 0, opt = 0;
 	for (int s = 0; s < nsec; s++) {
@@ -510,6 +600,7 @@ int train_step_price(Graph *g, PassCtx *c, const int64_t *repeats, int nrepeats,
 	cfg.dp = c->dp > 0 ? c->dp : 1, cfg.tp = c->tp > 0 ? c->tp : 1, cfg.pp = c->pp > 0 ? c->pp : 1;
 	cfg.cp = c->cp > 0 ? c->cp : 1, cfg.zero = c->zero > 0 ? c->zero - 1 : 1, cfg.vstages = c->vstages > 0 ? c->vstages : 1;
 	cfg.micro = c->grad_accum > 0 ? c->grad_accum : 1, cfg.recompute = c->recompute;
+	cfg.offload = -1;   /* the machine's collective offload */
 	/* per value id: whether a backward node reads it (the activations kept for the backward) */
 	unsigned char *reads = calloc((size_t)g->nvalues + 1, 1);
 	int nn = 0;
@@ -563,7 +654,8 @@ int train_step_price(Graph *g, PassCtx *c, const int64_t *repeats, int nrepeats,
 						for (int z = 1; z <= 3; z += 2)
 							for (int rc = 0; rc <= 2; rc++) {
 								TrainStep k = { .dp = (int)dp, .tp = tp, .pp = (int)pp, .cp = cp, .zero = z,
-										.vstages = v, .micro = (int)(G / dp), .recompute = rc };
+										.vstages = v, .micro = (int)(G / dp), .recompute = rc,
+										.offload = -1 };
 								TrainStep *x = price(g, c, d, &k, repeats, nrepeats, tokens_mb, reads, memo, 1);
 								if (!x)
 									continue;
@@ -579,6 +671,15 @@ int train_step_price(Graph *g, PassCtx *c, const int64_t *repeats, int nrepeats,
 		else
 			diag_error(g->loc, "autodiff: --train-search found no configuration of %lld devices and %lld sequences "
 				   "per step", (long long)N, (long long)G);
+	}
+	/* the same step with none and with all of the collectives' compute-unit work offloaded
+	 * (explain --compare on the summary) */
+	for (int k = 0; t && k < 2; k++) {
+		TrainStep v = *t;
+		v.offload = k;
+		TrainStep *x = price(g, c, d, &v, repeats, nrepeats, tokens_mb, reads, memo, 1);
+		t->alt_step[k] = x ? x->step : 0, t->alt_mfu[k] = x ? x->mfu : 0, t->alt_units[k] = x ? x->dp_units : 0;
+		train_step_free(x);
 	}
 	free(reads), free(memo);
 	if (!t)

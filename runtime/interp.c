@@ -12,6 +12,7 @@
  * Requires runtime/kernels.h, numerics.h, random.h, npy.h, safetensors.h. */
 #include "runtime/interp.h"
 #include "runtime/codec.h"
+#include "runtime/ewchain.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -39,6 +40,7 @@ struct RtSession {
 	 * the execution order and each buffer's first and last step */
 	RtTiming timing; int timed;
 	PlanStep *order; int norder, *first, *last;
+	int *chain;              /* per step: the length of the elementwise chain it starts, or NULL */
 };
 
 typedef struct Vm {
@@ -669,16 +671,43 @@ static int exec_collective(Vm *m, const PlanInstr *in)
 	return rc;
 }
 
-/* The dispatch loop. */
-static int execute(Vm *m, const PlanStep *order, int n, const int *last)
+/* Runs the elementwise chain of len steps from step t (runtime/ewchain.c) under the first
+ * step's memory budget; 0 when run, 1 when the values do not fit it (run the steps one by one). */
+static int exec_chain(Vm *m, const PlanStep *order, int t, int len, const int *last)
+{
+	if (m->room)
+		rt_alloc_budget_begin(m->room[t]);
+	int rc = rt_ew_chain_run(m->p, order, t, len, last, m->val, m->e);
+	int64_t held, refused = m->room ? rt_alloc_budget_end(&held) : 0;
+	if (rc < 0 && refused)
+		rc = rt_errorf(m->e, RT_EUSER, "an elementwise chain needs more host memory than the run has: it asked "
+			       "for %lld bytes (holding %lld), but the run's memory check leaves %lld bytes to it",
+			       (long long)refused, (long long)held, (long long)m->room[t]);
+	return rc < 0 ? -1 : rc == 0;
+}
+
+/* The dispatch loop; chain (or NULL): the elementwise chains' lengths by first step. */
+static int execute(Vm *m, const PlanStep *order, int n, const int *last, const int *chain)
 {
 	const RtDistHooks *d = m->o->dist;
 	for (int t = 0; t < n; t++) {
 		const PlanInstr *in = &m->p->streams[order[t].stream].ins[order[t].index];
-		int rc = d ? d->step(d->ctx, t, &order[t], m->val, m->e) : 0;
+		int rc = d ? d->step(d->ctx, t, &order[t], m->val, m->e) : 0, len = chain ? chain[t] : 0;
 		m->step = t;
 		if (m->o->progress)
 			m->o->progress(m->o->progress_ctx, "running the plan", t, n);
+		if (rc == 0 && len && (rc = exec_chain(m, order, t, len, last)) == 0) {
+			for (int u = t; u < t + len; u++) {   /* release what the chain read last */
+				const PlanInstr *q = &m->p->streams[order[u].stream].ins[order[u].index];
+				for (int k = 0; k < q->nin; k++)
+					if (q->in[k] >= 0 && last[q->in[k]] >= t && last[q->in[k]] < t + len)
+						rt_tensor_free(&m->val[q->in[k]]);
+			}
+			t += len - 1;
+			continue;
+		}
+		if (len && rc > 0)   /* values unlike the plan: step by step */
+			rc = 0;
 		if (rc == 0)
 			switch (in->kind) {
 			case PI_KERNEL: rc = exec_kernel(m, in); break;
@@ -775,6 +804,7 @@ static int run_values(Vm *m, RtRun *r)
 			return rc;
 		}
 		s->order = order, s->norder = n, s->first = first, s->last = last;
+		rc = rt_ew_chains(m->p, order, n, &s->chain, m->e);
 	}
 	const PlanStep *order = s->order;
 	const int n = s->norder, *first = s->first, *last = s->last;
@@ -785,7 +815,7 @@ static int run_values(Vm *m, RtRun *r)
 	for (int i = 0; rc == 0 && i < m->p->nconsts; i++)
 		rc = materialise(m, &m->p->consts[i]);
 	if (rc == 0)
-		rc = execute(m, order, n, last);
+		rc = execute(m, order, n, last, m->o->keep_all || m->o->dist ? NULL : s->chain);
 	int collect = 1;      /* distributed: the outputs come together in one process */
 	if (rc == 0 && m->o->dist && (collect = m->o->dist->finish(m->o->dist->ctx, m->val, m->e)) < 0)
 		rc = -1;
@@ -908,7 +938,7 @@ void rt_session_free(RtSession *s)
 	rt_free(s->files);
 	rt_free(s->consts);
 	rt_timing_free(&s->timing);
-	rt_free(s->order), rt_free(s->first), rt_free(s->last);
+	rt_free(s->order), rt_free(s->first), rt_free(s->last), rt_free(s->chain);
 	rt_free(s);
 }
 

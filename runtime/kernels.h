@@ -70,6 +70,20 @@ RtIsa rt_isa(void);
 /* Forces i (a negative value clears the forcing); -1 when this CPU cannot run i. */
 int rt_isa_set(RtIsa i);
 
+/* Elementwise f32 operators the interpreter may run block by block, a chain of them at a time
+ * (runtime/interp.c): unary operators with an f32 row, + - * / Pow SwiGLU, Clip.  rt_ew_block
+ * calls the kernel's own row function on n elements of each operand (scalar[k]: operand k is
+ * one value, used for every element; Clip's absent bounds are NULL), so a chain gives the
+ * kernels' bits. */
+typedef struct RtEwOp {
+	int kind;                /* 1 unary, 2 binary, 3 Clip */
+	void (*row)(void);       /* the kernel's row function */
+	double c[3];             /* unary constants (alpha, beta, tanh); Clip's attribute bounds */
+} RtEwOp;
+/* 1 and o set when op with these attributes and nin operands is such an operator on f32, else 0. */
+int rt_ew_op(RtOp op, const Attrs *attrs, int nin, RtEwOp *o);
+void rt_ew_block(const RtEwOp *o, const float *const *x, const int *scalar, float *y, int64_t n);
+
 /* The kernel of op (never NULL: operators without a standalone kernel, such as Call, get one
  * that returns an error). */
 RtKernelFn rt_kernel(RtOp op);

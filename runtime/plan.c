@@ -119,6 +119,7 @@ static int grow(void **v, int *cap, int n, size_t sz)
 
 /* ---- interned strings: an open-addressing set of pointers into 64 KB blocks ---- */
 #define STRS_BLOCK 65536
+#define STRS_MEMO 1024
 
 struct PlanStrs {
 	char **slot;             /* cap entries (a power of two), NULL where free */
@@ -127,6 +128,10 @@ struct PlanStrs {
 	size_t left;
 	void **blocks;           /* every block and every string too long for one */
 	size_t nblocks, capblocks;
+	/* the last answers by the caller's address: a hit whose text still matches is the answer
+	 * without hashing (callers pass the same IR attribute strings, literals and interned
+	 * strings over and over) */
+	struct { const char *src; char *dst; } memo[STRS_MEMO];
 };
 
 static void strs_free(struct PlanStrs *t)
@@ -190,17 +195,24 @@ char *plan_intern(Plan *p, const char *s)
 	if (!p->strs && !(p->strs = rt_calloc(1, sizeof *p->strs)))
 		return NULL;
 	struct PlanStrs *t = p->strs;
+	size_t m = ((uintptr_t)s >> 3) % STRS_MEMO;
+	if (t->memo[m].src == s && (t->memo[m].dst == s || !strcmp(t->memo[m].dst, s)))
+		return t->memo[m].dst;
 	if (2 * (t->n + 1) > t->cap && strs_grow(t) < 0)
 		return NULL;
 	size_t len = strlen(s), h = (size_t)rt_checksum(s, len) & (t->cap - 1);
 	for (; t->slot[h]; h = (h + 1) & (t->cap - 1))
-		if (!strcmp(t->slot[h], s))
+		if (!strcmp(t->slot[h], s)) {
+			t->memo[m].src = s, t->memo[m].dst = t->slot[h];
 			return t->slot[h];
+		}
 	char *d = strs_room(t, len + 1);
 	if (!d)
 		return NULL;
 	memcpy(d, s, len + 1);
 	t->n++;
+	t->memo[m].src = s, t->memo[m].dst = d;
+	t->memo[(((uintptr_t)d >> 3) % STRS_MEMO)].src = d, t->memo[(((uintptr_t)d >> 3) % STRS_MEMO)].dst = d;
 	return t->slot[h] = d;
 }
 

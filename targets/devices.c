@@ -253,11 +253,9 @@ static int add_instance(Ctx *c, int idx, const char *space)
 	return c->d->stream[idx] < 0 ? -1 : 0;
 }
 
-/* The plan link from instance a to instance b, created on first use. */
-static int link_of(TgtDevs *d, Plan *p, int a, int b, RtError *e)
+/* The plan link from instance a to instance b, created on first use (link_of). */
+static int link_find(TgtDevs *d, Plan *p, int a, int b, RtError *e)
 {
-	if (a == b)
-		return -1;
 	const PlanDevice *da = &p->devices[d->dev[a]], *db = &p->devices[d->dev[b]];
 	const Machine *m = d->m->m;
 	Inst xa, xb;
@@ -275,6 +273,26 @@ static int link_of(TgtDevs *d, Plan *p, int a, int b, RtError *e)
 	PlanLink pl = { .name = name, .src = d->dev[a], .dst = d->dev[b], .bandwidth = link_oneway_bw(l),
 			.latency_s = num_has(&l->latency) ? l->latency.v : 0 };
 	return plan_add_link(p, &pl, e);
+}
+
+/* link_find through a direct-mapped memo: a tensor-parallel plan asks for the same few hundred
+ * links tens of thousands of times, and each answer formatted the link's name and scanned the
+ * plan's links for it. */
+#define LINK_MEMO 4096
+static int link_of(TgtDevs *d, Plan *p, int a, int b, RtError *e)
+{
+	if (a == b)
+		return -1;
+	if (!d->lmemo && (d->lmemo = malloc(sizeof *d->lmemo * LINK_MEMO)))
+		for (int i = 0; i < LINK_MEMO; i++)
+			d->lmemo[i] = (struct TgtLinkMemo){ -1, -1, -1 };
+	size_t h = ((size_t)a * 40503u + (size_t)b * 2654435761u) % LINK_MEMO;
+	if (d->lmemo && d->lmemo[h].a == a && d->lmemo[h].b == b)
+		return d->lmemo[h].link;
+	int r = link_find(d, p, a, b, e);
+	if (r >= 0 && d->lmemo)
+		d->lmemo[h] = (struct TgtLinkMemo){ a, b, r };
+	return r;
 }
 
 /* ---- replicas: extra buffers of one value on other instances ---- */
@@ -387,7 +405,7 @@ static int place(Ctx *c)
 		const char *name = n->op == OP_Transfer ? rt_attr_str(&n->attrs, "device", f->nodes[i].device) : f->nodes[i].device;
 		ni[i] = (Inst){ -1, -1 };
 		if (name && (rc = node_inst(c, i, name, &ni[i])) == 0)
-			rc = inst_add(c, ni[i]);
+			rc = c->ninst && !inst_cmp(&c->inst[c->ninst - 1], &ni[i]) ? 0 : inst_add(c, ni[i]);   /* runs of one device */
 		int nm;
 		if (rc == 0 && ir_op_is_collective(n->op))
 			rc = members(c, i, 1, NULL, 1 << 20, &nm);
@@ -479,6 +497,42 @@ static int needs(Ctx *c)
 	return 0;
 }
 
+/* The streams' synchronisation front over the flat order (events): front[i][t], the least over
+ * every stream of the last node of stream t it is ordered after once node i has run, never
+ * falls as i grows, so each column is kept as the nodes where it rose (at[]) and its values
+ * from there (val[]), not as a node x stream table (64 streams x 110,000 nodes: 28 MB written). */
+typedef struct FrontCol {
+	int *at, *val, n, cap;
+} FrontCol;
+typedef struct Front {
+	FrontCol *col;
+	int ns;
+} Front;
+
+static int front_push(FrontCol *c, int at, int val)
+{
+	if (c->n && c->val[c->n - 1] == val)
+		return 0;
+	if (c->n == c->cap) {
+		int cap = c->cap * 2 + 8;
+		int *a = realloc(c->at, sizeof *a * (size_t)cap), *v = a ? realloc(c->val, sizeof *v * (size_t)cap) : NULL;
+		if (a)
+			c->at = a;
+		if (!a || !v)
+			return -1;
+		c->val = v, c->cap = cap;
+	}
+	c->at[c->n] = at, c->val[c->n++] = val;
+	return 0;
+}
+
+static void front_free(Front *fr)
+{
+	for (int t = 0; fr->col && t < fr->ns; t++)
+		free(fr->col[t].at), free(fr->col[t].val);
+	free(fr->col);
+}
+
 /* When value v, read or written on several streams, may give its memory up: the first node from
  * which every stream is ordered after every access to it (its producer and each reader, at their
  * streams' positions), by the waits the lowering emits (a node waits for the producer of each
@@ -486,32 +540,63 @@ static int needs(Ctx *c)
  * order: vc[s*ns + t] is the last node of stream t that stream s is ordered after, and front[i*ns
  * + t] the least of those over every stream s once node i has run.  INT_MAX when the streams
  * never all synchronise after the accesses (the value is then kept, as before). */
-static int sync_death(const Ctx *c, const int *front, int ns, int v)
+static int sync_death(const Ctx *c, const Front *front, const int *rd, int v)
 {
 	const TgtDevs *d = c->d;
 	const Flat *f = c->f;
 	int need = f->vals[v].def, from = need;   /* the earliest node that may be past every access */
-	int end = f->vals[v].last > need ? f->vals[v].last : need;
-	for (int i = need < 0 ? 0 : need; i <= end && i < f->nnodes; i++) {
-		const FlatNode *fn = &f->nodes[i];
-		int reads = 0;
-		for (int k = 0; k < fn->nin && !reads; k++)
-			reads = fn->in[k] == v;
-		if ((!reads && i != need) || d->node_pl[i] < 0)
+	/* its producer, then its readers in node order (rd: CSR lists, events) */
+	for (int j = need >= 0 ? -1 : 0, prev = -1; rd[v] + j < rd[v + 1]; j++) {
+		int i = j < 0 ? need : rd[f->nvals + 1 + rd[v] + j];
+		if (i == prev || i < need || d->node_pl[i] < 0)
 			continue;
-		int t = d->node_pl[i], lo = i > from ? i : from, hi = f->nnodes;   /* least k with front[k][t] >= i */
-		while (lo < hi) {
-			int mid = lo + (hi - lo) / 2;
-			if (front[(size_t)mid * (size_t)ns + (size_t)t] >= i)
-				hi = mid;
+		prev = i;
+		int t = d->node_pl[i], lo = i > from ? i : from;   /* least k >= lo with front[k][t] >= i */
+		const FrontCol *col = &front->col[t];
+		int a = 0, b = col->n;   /* the first change of column t to a value >= i */
+		while (a < b) {
+			int mid = a + (b - a) / 2;
+			if (col->val[mid] >= i)
+				b = mid;
 			else
-				lo = mid + 1;
+				a = mid + 1;
 		}
-		if (lo == f->nnodes)
+		if (a == col->n)
 			return INT_MAX;
-		from = lo;
+		from = col->at[a] > lo ? col->at[a] : lo;
+		if (from >= f->nnodes)
+			return INT_MAX;
 	}
 	return from + 1;
+}
+
+/* Every value's readers in node order, as CSR lists: r[v] .. r[v + 1] index r[nvals + 1 + k]. */
+static int *reader_lists(const Flat *f)
+{
+	size_t nv = (size_t)f->nvals, ne = 0;
+	for (int i = 0; i < f->nnodes; i++)
+		ne += (size_t)f->nodes[i].nin;
+	int *r = calloc(nv + 2 + ne, sizeof *r);
+	if (!r)
+		return NULL;
+	for (int i = 0; i < f->nnodes; i++)
+		for (int k = 0; k < f->nodes[i].nin; k++)
+			if (f->nodes[i].in[k] >= 0)
+				r[f->nodes[i].in[k] + 1]++;
+	for (size_t v = 0; v < nv; v++)
+		r[v + 1] += r[v];
+	int *fill = malloc(sizeof *fill * (nv + 1));
+	if (!fill) {
+		free(r);
+		return NULL;
+	}
+	memcpy(fill, r, sizeof *fill * (nv + 1));
+	for (int i = 0; i < f->nnodes; i++)
+		for (int k = 0; k < f->nodes[i].nin; k++)
+			if (f->nodes[i].in[k] >= 0)
+				r[nv + 1 + (size_t)fill[f->nodes[i].in[k]]++] = i;
+	free(fill);
+	return r;
 }
 
 /* Which nodes' results are read on another stream (they record an event), and when values
@@ -528,21 +613,42 @@ static int events(Ctx *c)
 	const Flat *f = c->f;
 	size_t ns = (size_t)(d->n > 0 ? d->n : 1), nn = (size_t)f->nnodes + 1;
 	unsigned char *shared = calloc((size_t)f->nvals + 1, 1);
-	int *vc = malloc(sizeof *vc * ns * ns), *snap = malloc(sizeof *snap * nn * ns), *front = malloc(sizeof *front * nn * ns);
+	/* xrow[i]: node i's row of snap (its stream's clock once it has run) when a node of another
+	 * stream reads its result, else -1: only those rows are ever read back */
+	int *xrow = malloc(sizeof *xrow * nn), nx = 0;
+	for (int i = 0; xrow && i < f->nnodes; i++)
+		xrow[i] = -1;
+	for (int i = 0; xrow && i < f->nnodes; i++) {
+		const FlatNode *fn = &f->nodes[i];
+		int s = d->node_pl[i];
+		for (int k = 0; s >= 0 && k < fn->nin; k++) {
+			int v = fn->in[k], def = v >= 0 ? f->vals[v].def : -1;
+			if (def >= 0 && d->node_pl[def] >= 0 && d->node_pl[def] != s && xrow[def] < 0)
+				xrow[def] = -2;
+		}
+	}
+	for (int i = 0; xrow && i < f->nnodes; i++)
+		if (xrow[i] == -2)
+			xrow[i] = nx++;
+	int *vc = malloc(sizeof *vc * ns * ns), *snap = malloc(sizeof *snap * ((size_t)nx + 1) * ns);
+	Front front = { calloc(ns, sizeof(FrontCol)), (int)ns };
 	/* colmin[t]: the least vc[r*ns + t] over the streams r, and colcnt[t] how many streams hold
 	 * it; a node changes only its own row, in the columns its waits raise (old: each one's value
 	 * before), and a column's least is scanned again only when its last holder moved up */
 	int *colmin = malloc(sizeof *colmin * ns), *colcnt = malloc(sizeof *colcnt * ns);
 	int *changed = malloc(sizeof *changed * ns), *old = malloc(sizeof *old * ns);
 	unsigned char *mark = calloc(ns, 1);
-	int rc = shared && vc && snap && front && colmin && colcnt && changed && old && mark ? 0 :
+	int rc = shared && xrow && vc && snap && front.col && colmin && colcnt && changed && old && mark ? 0 :
 		 rt_errorf(c->e, RT_ENOMEM, "out of memory placing devices");
 	for (int v = 0; rc == 0 && v < f->nvals; v++)
 		d->until[v] = -1;
 	for (size_t i = 0; rc == 0 && i < ns * ns; i++)
 		vc[i] = -1;
-	for (size_t t = 0; rc == 0 && t < ns; t++)
+	for (size_t t = 0; rc == 0 && t < ns; t++) {
 		colmin[t] = -1, colcnt[t] = (int)ns;
+		if (front_push(&front.col[t], 0, -1) < 0)
+			rc = rt_errorf(c->e, RT_ENOMEM, "out of memory placing devices");
+	}
 	for (int i = 0; rc == 0 && i < f->nnodes; i++) {
 		const FlatNode *fn = &f->nodes[i];
 		int s = d->node_pl[i];
@@ -558,11 +664,12 @@ static int events(Ctx *c)
 			int v = fn->in[k], def = v >= 0 ? f->vals[v].def : -1;
 			if (def >= 0 && d->node_pl[def] >= 0 && d->node_pl[def] != s) {
 				d->rec_event[def] = -2, shared[v] = 1;    /* the event is named when emitted */
+				const int *ds = &snap[(size_t)xrow[def] * ns];
 				for (size_t t = 0; t < ns; t++)          /* its wait: s is ordered after def */
-					if (snap[(size_t)def * ns + t] > mine[t]) {
+					if (ds[t] > mine[t]) {
 						if (!mark[t])
 							mark[t] = 1, old[nch] = mine[t], changed[nch++] = (int)t;
-						mine[t] = snap[(size_t)def * ns + t];
+						mine[t] = ds[t];
 					}
 			}
 		}
@@ -585,20 +692,26 @@ static int events(Ctx *c)
 					cnt++;
 			}
 			colmin[t] = lo, colcnt[t] = cnt;
+			if (front_push(&front.col[t], i, lo) < 0)
+				rc = rt_errorf(c->e, RT_ENOMEM, "out of memory placing devices");
 		}
-		for (size_t t = 0; t < ns; t++) {
-			snap[(size_t)i * ns + t] = s >= 0 ? mine[t] : -1;
-			front[(size_t)i * ns + t] = colmin[t];
-		}
+		if (xrow[i] >= 0)
+			for (size_t t = 0; t < ns; t++)
+				snap[(size_t)xrow[i] * ns + t] = s >= 0 ? mine[t] : -1;
 	}
+	int *rd = rc == 0 ? reader_lists(f) : NULL;
+	if (rc == 0 && !rd)
+		rc = rt_errorf(c->e, RT_ENOMEM, "out of memory placing devices");
 	for (int v = 0; rc == 0 && v < f->nvals; v++) {
 		const FlatVal *fv = &f->vals[v];
 		if (fv->def < 0 && d->rep_head[v] >= 0)
 			d->until[v] = INT_MAX;  /* an input copied to other instances at the start */
 		else if (shared[v] && d->until[v] < 0)
-			d->until[v] = sync_death(c, front, (int)ns, v);
+			d->until[v] = sync_death(c, &front, rd, v);
 	}
-	free(shared), free(vc), free(snap), free(front), free(colmin), free(colcnt), free(changed), free(old), free(mark);
+	free(rd);
+	front_free(&front);
+	free(shared), free(xrow), free(vc), free(snap), free(colmin), free(colcnt), free(changed), free(old), free(mark);
 	return rc;
 }
 
@@ -651,7 +764,7 @@ void tgt_devs_free(TgtDevs *d)
 	free(d->dev), free(d->space), free(d->stream), free(d->heap);
 	free(d->node_pl), free(d->val_pl), free(d->prim), free(d->rec_event), free(d->wait_seen);
 	free(d->rep_head), free(d->rep);
-	free(d->inst), free(d->first_reader), free(d->until);
+	free(d->inst), free(d->first_reader), free(d->until), free(d->lmemo);
 	memset(d, 0, sizeof *d);
 }
 
@@ -695,7 +808,7 @@ static int value_on(TgtDevs *d, Plan *p, const Flat *f, int v, DType dt, int pl,
 		char *name = rt_malloc(n);
 		if (!name)
 			return rt_errorf(e, RT_ENOMEM, "out of memory naming buffers");
-		snprintf(name, n, "%s@%s", pb->name, p->devices[d->dev[pl]].name);
+		tgt_fmt(name, n, "%s@%s", pb->name, p->devices[d->dev[pl]].name);
 		rt_free(pb->name);
 		pb->name = name;
 	}
@@ -849,7 +962,7 @@ static int emit(Plan *p, int s, PlanInstrKind k, int in, int out, int link, int 
 static const char *copy_why(char *buf, size_t n, const char *what, const char *v, const Plan *p, const TgtDevs *d,
 			    int from, int to)
 {
-	snprintf(buf, n, "%s '%s' copied from %s to %s, where it is read (lowering)", what, v,
+	tgt_fmt(buf, n, "%s '%s' copied from %s to %s, where it is read (lowering)", what, v,
 		 p->devices[d->dev[from]].name, p->devices[d->dev[to]].name);
 	return buf;
 }
@@ -979,7 +1092,7 @@ int tgt_devs_emit(TgtDevs *d, Plan *p, const Flat *f, int node, int *buf, PlanIn
 	unswap(d, buf);
 	if (rc == 0 && d->rec_event[node] == -2 && fn->nout > 0) {
 		char name[300];
-		snprintf(name, sizeof name, "%s.ready", p->buffers[d->prim[fn->out[0]] >= 0 ? d->prim[fn->out[0]] : buf[fn->out[0]]].name);
+		tgt_fmt(name, sizeof name, "%s.ready", p->buffers[d->prim[fn->out[0]] >= 0 ? d->prim[fn->out[0]] : buf[fn->out[0]]].name);
 		int ev = plan_add_event(p, name, e);
 		if (ev < 0)
 			return -1;

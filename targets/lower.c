@@ -202,9 +202,10 @@ double tgt_roofline_time(const Target *t, const Machine *m, const Device *d, con
 			fmt = w->node->nout ? w->node->out[0]->type.dt : DT_F32;
 	}
 	double peak = fmt != DT_INVALID ? dev_peak(d, fmt) : 0;
+	DType pf = fmt;
 	if (peak <= 0)
-		peak = dev_peak(d, DT_F32);
-	peak *= dev_efficiency(d, "gemm", 1);
+		peak = dev_peak(d, DT_F32), pf = DT_F32;
+	peak *= dev_gemm_efficiency(d, pf);
 	const MemSpace *mem = main_memory(d);
 	double bw = mem ? mem->bandwidth.v * (num_has(&mem->efficiency) ? mem->efficiency.v : 1) : 0;
 	double time = fmax(peak > 0 ? fl / (chips * peak) : 0, bw > 0 ? by / (chips * bw) : 0);

@@ -131,7 +131,7 @@ static const struct UnitDef *unit_find(const char *name)
 }
 
 /* Range rules per field. */
-typedef enum Rule { R_POS, R_NONNEG, R_COUNT, R_FRAC, R_GE1, R_DEVCOUNT } Rule;
+typedef enum Rule { R_POS, R_NONNEG, R_COUNT, R_FRAC, R_GE1, R_DEVCOUNT, R_SHARE } Rule;
 
 /* The range of a quantity as the targets and the timing engine use it, in SI units: wide enough
  * for any real machine, narrow enough that what is derived from it (bytes / bandwidth, flops /
@@ -337,6 +337,10 @@ static int rule_check(Rule rule, double x, char *err, size_t errlen)
 	case R_FRAC:
 		if (x <= 0 || x > 1)
 			return snprintf(err, errlen, "must be a fraction in (0, 1]"), -1;
+		break;
+	case R_SHARE:         /* a share that may be none: an engine's offload turned off */
+		if (!(x >= 0 && x <= 1))
+			return snprintf(err, errlen, "must be a fraction in [0, 1]"), -1;
 		break;
 	case R_GE1:
 		if (x < 1)
@@ -684,12 +688,8 @@ static void parse_engine(Ld *ld, Device *d, xmlNode *n, Names *ns)
 			qty(ld, k, &e->bandwidth, D_BW, R_POS, d, "%s.%s.bandwidth", d->id, e->name);
 		else if (is_elem(k, "latency"))
 			qty(ld, k, &e->latency, D_TIME, R_NONNEG, d, "%s.%s.latency", d->id, e->name);
-		else if (is_elem(k, "offload")) {
-			const char *src, *note;
-			Prov p;
-			read_prov(ld, k, &src, &p, &note);
-			e->offload = 1;
-		}
+		else if (is_elem(k, "offload"))   /* the share of a collective's compute-unit work it takes */
+			qty(ld, k, &e->offload, D_RATIO, R_SHARE, d, "%s.%s.offload", d->id, e->name);
 	}
 }
 
@@ -1554,6 +1554,15 @@ double dev_peak(const Device *d, DType dt)
 	return fmax(d->peak[dt].v, d->vpeak[dt].v);
 }
 
+double dev_collective_offload(const Device *d)
+{
+	double share = 0;
+	for (int i = 0; i < d->nengines; i++)
+		if (d->engines[i].kind && !strcmp(d->engines[i].kind, "collective") && num_has(&d->engines[i].offload))
+			share = fmax(share, d->engines[i].offload.v);
+	return share;
+}
+
 int dev_supports(const Device *d, DType dt)
 {
 	if ((unsigned)dt >= DT_COUNT)
@@ -1606,6 +1615,16 @@ double dev_efficiency(const Device *d, const char *name, double dflt)
 		if (strcmp(d->effs[i].name, name) == 0 && num_has(&d->effs[i].value))
 			return d->effs[i].value.v;
 	return dflt;
+}
+
+double dev_gemm_efficiency(const Device *d, DType dt)
+{
+	double any = dev_efficiency(d, "gemm", 1);
+	if (dt <= DT_INVALID || dt >= DT_COUNT)
+		return any;
+	char name[48];
+	snprintf(name, sizeof name, "gemm-%s", rt_dtype_name(dt));
+	return dev_efficiency(d, name, any);
 }
 
 double dev_units(const Device *d)

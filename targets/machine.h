@@ -114,7 +114,8 @@ typedef struct Engine {
 	const char *name;
 	const char *kind;       /* tma, dma, collective */
 	int multicast, reduce;
-	int offload;            /* <offload>: runs collectives without the device's compute units */
+	Num offload;            /* <offload>: the share (0..1) of a collective's work on the device's compute
+				 * units (its reductions and copies through HBM) the engine takes instead */
 	Num dims;               /* tensor dimensions an engine descriptor addresses (optional) */
 	Num bandwidth;          /* bytes/s (optional) */
 	Num latency;            /* seconds (optional) */
@@ -265,6 +266,9 @@ const Link *machine_scaleout_link(const Machine *m, const Device *d);
 const char *machine_source_url(const Machine *m, const char *key);
 double dev_peak(const Device *d, DType dt);              /* max of matrix and vector, FLOP/s */
 int dev_supports(const Device *d, DType dt);              /* element or block-scaled format */
+/* The share (0..1) of a collective's work on the compute units (its reductions and copies
+ * through HBM) that a collective engine of d takes instead (<offload>); 0 without one. */
+double dev_collective_offload(const Device *d);
 /* The narrowest scalar float format d lists a matrix peak for (how an LPU stores its weights),
  * or DT_INVALID when it lists none. */
 DType dev_matmul_format(const Device *d);
@@ -273,6 +277,9 @@ MemSpace *dev_mem_kind(const Device *d, MemKind kind);
 double mem_total_capacity(const Device *d, const MemSpace *s);   /* × units for SCOPE_UNIT */
 const MmaFamily *dev_mma(const Device *d, const char *family);
 double dev_efficiency(const Device *d, const char *name, double dflt);
+/* The measured GEMM efficiency for MMA operand format dt: the `gemm-FORMAT` row (gemm-bf16,
+ * gemm-f8e4m3, ...), else the `gemm` fallback, else 1. */
+double dev_gemm_efficiency(const Device *d, DType dt);
 double dev_units(const Device *d);                       /* primary compute units, or 1 */
 double link_oneway_bw(const Link *l);                     /* bytes/s each way per device */
 

@@ -248,6 +248,7 @@ typedef struct TgtDevs {
 	int *first_reader;   /* per flat value: first flat node reading it, or -1 */
 	int *until;          /* per flat value: TgtHeap.until (-1: the last-reader rule) */
 	int swapv[TGT_MAX_OPERANDS], swapb[TGT_MAX_OPERANDS], nswap;   /* tgt_devs_bufs */
+	struct TgtLinkMemo { int a, b, link; } *lmemo;   /* link_of's answers, direct-mapped (NULL: none yet) */
 	/* set by the target before tgt_devs_values, optional: the buffer format of value v (NULL:
 	 * "row"), e.g. a weight every reader of which encodes it to FP8 ("q.f8e4m3.128x128") */
 	const char *(*format)(const void *ctx, const FlatVal *v);
@@ -397,6 +398,10 @@ struct Target {
 	 * it: how passes (partition, disaggregate) price nodes, so they hold no hardware numbers */
 	double (*node_time)(const Target *t, const Machine *m, const Device *d, const Precision *p, const TgtWork *w);
 	RtCostFn cost;                   /* the timing engine's per-instruction hook */
+	/* optional: the formats it stores and computes in on machine m besides the --precision
+	 * word, written to buf ("weights, graph inputs (the KV cache) and MatMul operands at f16, activations at
+	 * f32"); aicc targets and --precision errors print it.  NULL when m does not say. */
+	const char *(*formats_note)(const Machine *m, char *buf, size_t n);
 };
 
 /* Lowers in->g for target t: its own `lower`, else the walk above.  The plan, or NULL with e set. */

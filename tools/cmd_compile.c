@@ -141,6 +141,19 @@ static json_t *train_step_json(const TrainStep *t)
 	json_object_set_new(o, "dp_all_gather_s", json_real(t->dp_ag));
 	json_object_set_new(o, "dp_hidden_s", json_real(t->dp_hidden));
 	json_object_set_new(o, "dp_exposed_s", json_real(t->dp_exposed));
+	json_object_set_new(o, "dp_units_s", json_real(t->dp_units));
+	json_object_set_new(o, "collective_offload", json_real(t->offload));
+	json_t *cmp = json_array();
+	for (int k = 0; k < 2; k++) {
+		json_t *e = json_object();
+		json_object_set_new(e, "collective_offload", json_real(k));
+		json_object_set_new(e, "step_s", json_real(t->alt_step[k]));
+		json_object_set_new(e, "tokens_per_s", json_real(t->alt_step[k] > 0 ? t->tokens / t->alt_step[k] : 0));
+		json_object_set_new(e, "mfu", json_real(t->alt_mfu[k]));
+		json_object_set_new(e, "dp_units_s", json_real(t->alt_units[k]));
+		json_array_append_new(cmp, e);
+	}
+	json_object_set_new(o, "offload_compare", cmp);
 	if (t->fabric)
 		json_object_set_new(o, "dp_link", json_string(t->fabric));
 	json_object_set_new(o, "optimizer_s", json_real(t->optimizer));

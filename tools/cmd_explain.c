@@ -96,7 +96,10 @@ static void explain_help(void)
 	       "  --compare OLD.aip      what changed from OLD.aip, a plan of the same model (a re-partition\n"
 	       "                         with compile --exclude-devices, say): devices left out and added,\n"
 	       "                         tp x pp, the layers that moved and from where to where, and the\n"
-	       "                         predicted step time before and after\n");
+	       "                         predicted step time before and after\n"
+	       "  STEP.json --compare    a parallel training step's summary (compile --phase train --dp ...\n"
+	       "                         --emit summary) as compiled, with none and with all of its\n"
+	       "                         collectives' compute-unit work offloaded (step, MFU)\n");
 	drv_picture_help();
 }
 
@@ -1386,6 +1389,22 @@ int cmd_explain(int argc, char **argv)
 	if (parse_opts(argc, argv, &o) < 0)
 		return EXIT_USER;
 	RtError e = { 0 };
+	size_t pl = strlen(o.plan);
+	if (pl > 5 && !strcmp(o.plan + pl - 5, ".json")) {   /* a training step's summary */
+		if (!o.compare || o.against || o.emit) {
+			drv_error("%s: a training step's summary is explained with --compare alone (with or without its "
+				  "collective offload)", o.plan);
+			return EXIT_USER;
+		}
+		OutFile f;
+		if (out_open(&f, o.output) < 0)
+			return EXIT_USER;
+		if (drv_explain_train(o.plan, o.json, f.f) < 0) {
+			out_abort(&f);
+			return EXIT_USER;
+		}
+		return out_commit(&f) < 0 ? EXIT_USER : EXIT_OK;
+	}
 	Plan *p = plan_read(o.plan, &e);
 	if (!p) {
 		fprintf(stderr, "%s\n", e.msg);

@@ -33,7 +33,10 @@ int cmd_targets(int argc, char **argv)
 		if (m)
 			prec_valid_words(t, m, words, sizeof words);
 		printf("%-12s machine %-12s %s\n", t->name, t->default_machine, t->help);
-		printf("%-12s --precision %s (default %s)\n%-12s -O1 %s%s\n", "", words, t->default_precision, "", t->pipeline,
+		char note[160];
+		const char *fm = m && t->formats_note ? t->formats_note(m, note, sizeof note) : NULL;
+		printf("%-12s --precision %s (default %s%s%s)\n%-12s -O1 %s%s\n", "", words, t->default_precision,
+		       fm ? ": " : "", fm ? fm : "", "", t->pipeline,
 		       strcmp(t->name, "reference") ? " (the default)" : " (default -O0: the unfused numerical reference)");
 		if (m)
 			machine_free(m);
@@ -152,10 +155,16 @@ static void print_device(const Machine *m, const Device *d)
 	if (d->sfu.present)
 		printf("  sfu functions: %s%s\n", d->sfu.functions,
 		       d->sfu.emulation ? " (exp2 may be emulated on the FMA pipes)" : "");
-	for (int i = 0; i < d->nengines; i++)
-		printf("  engine %s: %s%s%s%s\n", d->engines[i].name, d->engines[i].kind,
+	for (int i = 0; i < d->nengines; i++) {
+		const Num *o = &d->engines[i].offload;
+		char share[64] = "";
+		if (num_has(o) && o->v < 1)
+			snprintf(share, sizeof share, " (%.3g of their work)", o->v);
+		printf("  engine %s: %s%s%s%s%s\n", d->engines[i].name, d->engines[i].kind,
 		       d->engines[i].multicast ? ", multicast" : "", d->engines[i].reduce ? ", reduce" : "",
-		       d->engines[i].offload ? ", offloaded from the compute units" : "");
+		       num_has(o) && o->v > 0 ? ", offloaded from the compute units" : num_has(o) ? ", offload off" : "",
+		       num_has(o) && o->v > 0 ? share : "");
+	}
 	if (num_has(&d->cluster_portable))
 		printf("  clusters%s\n", d->dsmem ? " with distributed shared memory" : "");
 	if (d->formats) {

@@ -92,6 +92,9 @@ Plan *drv_build_plan(Module *m, const BuildOpts *o);
 /* `aicc explain PLAN --compare` (tools/explain_compare.c): the plan's model on both pools, the GPU
  * pool alone and the LPU pool alone, side by side (text, or JSON).  0, or -1 after a message. */
 int drv_explain_compare(const Plan *p, int json, FILE *f);
+/* explain STEP.json --compare: a parallel training step's summary with none and all of its
+ * collectives' compute-unit work offloaded (tools/explain_train.c); 0, or -1 after an error. */
+int drv_explain_train(const char *path, int json, FILE *f);
 /* `aicc explain NEW.aip --compare OLD.aip` (tools/explain_diff.c): the device set, shape,
  * placement moves and predicted step of two plans of one model and target (a re-partition on
  * the devices that survive, say), text or JSON.  0, or -1 after a message. */

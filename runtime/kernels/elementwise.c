@@ -141,57 +141,48 @@ static int unary(const RtKernelArgs *a, RtError *e, UFn f, UIFn fi, const UCtx *
 	return 0;
 }
 
+#define UNARY_OPS(X) X(Identity, u_id, i_id) X(Neg, u_neg, i_neg) X(Abs, u_abs, i_abs) X(Sign, u_sign, i_sign) \
+	X(Sqrt, u_sqrt, NULL) X(Reciprocal, u_recip, NULL) X(Exp, u_exp, NULL) X(Log, u_log, NULL)            \
+	X(Sin, u_sin, NULL) X(Cos, u_cos, NULL) X(Tanh, u_tanh, NULL) X(Erf, u_erf, NULL)                     \
+	X(Floor, u_floor, i_id) X(Ceil, u_ceil, i_id) X(Round, u_round, i_id) X(Sigmoid, u_sigmoid, NULL)     \
+	X(Relu, u_relu, i_relu) X(Silu, u_silu, NULL) X(Mish, u_mish, NULL) X(Softplus, u_softplus, NULL)     \
+	X(HardSwish, u_hswish, NULL) X(Not, u_not, i_not)
 #define UNARY(Name, f, fi) \
 	int rk_##Name(const RtKernelArgs *a, RtError *e) { return unary(a, e, f, fi, NULL); }
-UNARY(Identity, u_id, i_id)
-UNARY(Neg, u_neg, i_neg)
-UNARY(Abs, u_abs, i_abs)
-UNARY(Sign, u_sign, i_sign)
-UNARY(Sqrt, u_sqrt, NULL)
-UNARY(Reciprocal, u_recip, NULL)
-UNARY(Exp, u_exp, NULL)
-UNARY(Log, u_log, NULL)
-UNARY(Sin, u_sin, NULL)
-UNARY(Cos, u_cos, NULL)
-UNARY(Tanh, u_tanh, NULL)
-UNARY(Erf, u_erf, NULL)
-UNARY(Floor, u_floor, i_id)
-UNARY(Ceil, u_ceil, i_id)
-UNARY(Round, u_round, i_id)
-UNARY(Sigmoid, u_sigmoid, NULL)
-UNARY(Relu, u_relu, i_relu)
-UNARY(Silu, u_silu, NULL)
-UNARY(Mish, u_mish, NULL)
-UNARY(Softplus, u_softplus, NULL)
-UNARY(HardSwish, u_hswish, NULL)
-UNARY(Not, u_not, i_not)
+UNARY_OPS(UNARY)
 
-int rk_LeakyRelu(const RtKernelArgs *a, RtError *e)
+/* The function and constants of a unary operator with attributes; 0 when op is none of them,
+ * -1 with e set on a bad attribute. */
+static int unary_attrs(RtKernelFn op, const Attrs *at, UFn *f, UCtx *c, RtError *e)
 {
-	UCtx c = { rt_attr_float(a->attrs, "alpha", 0.01), 0, 0 };
-	return unary(a, e, u_leaky, NULL, &c);
+	*c = (UCtx){ 0 };
+	if (op == rk_LeakyRelu)
+		*f = u_leaky, c->alpha = rt_attr_float(at, "alpha", 0.01);
+	else if (op == rk_Swish)
+		*f = u_swish, c->alpha = rt_attr_float(at, "alpha", 1.0);
+	else if (op == rk_HardSigmoid)
+		*f = u_hsig, c->alpha = rt_attr_float(at, "alpha", 0.2), c->beta = rt_attr_float(at, "beta", 0.5);
+	else if (op == rk_Gelu) {
+		const char *ap = rt_attr_str(at, "approximate", "none");
+		if (strcmp(ap, "none") != 0 && strcmp(ap, "tanh") != 0)
+			return rt_errorf(e, RT_EUSER, "Gelu: approximate must be none or tanh, not '%s'", ap);
+		*f = u_gelu, c->tanh_approx = strcmp(ap, "tanh") == 0;
+	} else
+		return 0;
+	return 1;
 }
 
-int rk_Swish(const RtKernelArgs *a, RtError *e)
+static int unary_with_attrs(const RtKernelArgs *a, RtError *e, RtKernelFn op)
 {
-	UCtx c = { rt_attr_float(a->attrs, "alpha", 1.0), 0, 0 };
-	return unary(a, e, u_swish, NULL, &c);
+	UFn f;
+	UCtx c;
+	return unary_attrs(op, a->attrs, &f, &c, e) < 0 ? -1 : unary(a, e, f, NULL, &c);
 }
 
-int rk_HardSigmoid(const RtKernelArgs *a, RtError *e)
-{
-	UCtx c = { rt_attr_float(a->attrs, "alpha", 0.2), rt_attr_float(a->attrs, "beta", 0.5), 0 };
-	return unary(a, e, u_hsig, NULL, &c);
-}
-
-int rk_Gelu(const RtKernelArgs *a, RtError *e)
-{
-	const char *ap = rt_attr_str(a->attrs, "approximate", "none");
-	if (strcmp(ap, "none") != 0 && strcmp(ap, "tanh") != 0)
-		return rt_errorf(e, RT_EUSER, "Gelu: approximate must be none or tanh, not '%s'", ap);
-	UCtx c = { 0, 0, strcmp(ap, "tanh") == 0 };
-	return unary(a, e, u_gelu, NULL, &c);
-}
+int rk_LeakyRelu(const RtKernelArgs *a, RtError *e) { return unary_with_attrs(a, e, rk_LeakyRelu); }
+int rk_Swish(const RtKernelArgs *a, RtError *e) { return unary_with_attrs(a, e, rk_Swish); }
+int rk_HardSigmoid(const RtKernelArgs *a, RtError *e) { return unary_with_attrs(a, e, rk_HardSigmoid); }
+int rk_Gelu(const RtKernelArgs *a, RtError *e) { return unary_with_attrs(a, e, rk_Gelu); }
 
 /* ---- Cast ---- */
 /* The target dtype of Cast: the planned output dtype, else attribute `to` (name or code). */
@@ -403,19 +394,14 @@ static int binary(const RtKernelArgs *a, RtError *e, const char *op, BFn f, BIFn
 	return 0;
 }
 
+#define BINARY_OPS(X) X(Add, b_add, bi_add, a->in[0]->dtype) X(Sub, b_sub, bi_sub, a->in[0]->dtype) \
+	X(Mul, b_mul, bi_mul, a->in[0]->dtype) X(Div, b_div, bi_div, a->in[0]->dtype)                       \
+	X(Pow, pow, bi_pow, a->in[0]->dtype) X(Equal, b_eq, bi_eq, DT_BOOL) X(Less, b_lt, bi_lt, DT_BOOL)     \
+	X(Greater, b_gt, bi_gt, DT_BOOL) X(And, b_and, bi_and, DT_BOOL) X(Or, b_or, bi_or, DT_BOOL)           \
+	X(SwiGLU, b_swiglu, NULL, a->in[0]->dtype)
 #define BINARY(Name, f, fi, od) \
 	int rk_##Name(const RtKernelArgs *a, RtError *e) { return binary(a, e, #Name, f, fi, od); }
-BINARY(Add, b_add, bi_add, a->in[0]->dtype)
-BINARY(Sub, b_sub, bi_sub, a->in[0]->dtype)
-BINARY(Mul, b_mul, bi_mul, a->in[0]->dtype)
-BINARY(Div, b_div, bi_div, a->in[0]->dtype)
-BINARY(Pow, pow, bi_pow, a->in[0]->dtype)
-BINARY(Equal, b_eq, bi_eq, DT_BOOL)
-BINARY(Less, b_lt, bi_lt, DT_BOOL)
-BINARY(Greater, b_gt, bi_gt, DT_BOOL)
-BINARY(And, b_and, bi_and, DT_BOOL)
-BINARY(Or, b_or, bi_or, DT_BOOL)
-BINARY(SwiGLU, b_swiglu, NULL, a->in[0]->dtype)
+BINARY_OPS(BINARY)
 
 /* ---- variadic: Max, Min, Sum, Mean ---- */
 /* Folds f over all inputs left to right in the broadcast shape; Mean divides at the end. */
@@ -492,7 +478,27 @@ KN_VEC static void clip_f32(const float *x, float *y, int64_t n, float lo, float
 	}
 }
 
-/* Clip: bounds from inputs 1 and 2 (opset >= 11) or attributes min/max (older opsets). */
+/* Clip of f32 rows to the bounds [l, h]: compared in f32 when both are f32 values (NaN passes),
+ * else in double and rounded once. */
+static void clip_row(const float *x, float *y, int64_t n, double l, double h)
+{
+	float lf = (float)l, hf = (float)h;
+	if ((double)lf == l && (double)hf == h) {
+		clip_f32(x, y, n, lf, hf);
+		return;
+	}
+	for (int64_t i = 0; i < n; i++) {
+		double v = x[i];
+		y[i] = (float)(isnan(v) ? v : v < l ? l : v > h ? h : v);
+	}
+}
+
+/* Clip's bounds: inputs 1 and 2 (opset >= 11, scalars) or attributes min/max (older opsets). */
+static double clip_bound(const RtTensor *t, const Attrs *at, int hi)
+{
+	return t ? rt_get(t, 0) : rt_attr_float(at, hi ? "max" : "min", hi ? INFINITY : -INFINITY);
+}
+
 int rk_Clip(const RtKernelArgs *a, RtError *e)
 {
 	const RtTensor *x = a->in[0], *lo = kn_in(a, 1), *hi = kn_in(a, 2);
@@ -509,19 +515,9 @@ int rk_Clip(const RtKernelArgs *a, RtError *e)
 		}
 		return 0;
 	}
-	double l = lo ? rt_get(lo, 0) : rt_attr_float(a->attrs, "min", -INFINITY);
-	double h = hi ? rt_get(hi, 0) : rt_attr_float(a->attrs, "max", INFINITY);
+	double l = clip_bound(lo, a->attrs, 0), h = clip_bound(hi, a->attrs, 1);
 	if (!kn_generic_only && rt_dtypes[x->dtype].storage == S_F32 && rt_dtypes[y->dtype].storage == S_F32) {
-		const float *xv = rt_f32(x);
-		float *yv = rt_f32(y), lf = (float)l, hf = (float)h;
-		if ((double)lf == l && (double)hf == h) {   /* f32 bounds: compare in f32 (NaN passes) */
-			clip_f32(xv, yv, x->n, lf, hf);
-			return 0;
-		}
-		for (int64_t i = 0; i < x->n; i++) {
-			double v = xv[i];
-			yv[i] = (float)(isnan(v) ? v : v < l ? l : v > h ? h : v);
-		}
+		clip_row(rt_f32(x), rt_f32(y), x->n, l, h);
 		return 0;
 	}
 	for (int64_t i = 0; i < x->n; i++) {
@@ -549,4 +545,51 @@ int rk_Dropout(const RtKernelArgs *a, RtError *e)
 			rt_i64(&a->out[1])[i] = 1;
 	}
 	return 0;
+}
+
+/* ---- elementwise chains (runtime/kernels.h rt_ew_op) ---- */
+#define EW_UNARY(Name, f, fi) { rk_##Name, f },
+#define EW_BINARY(Name, f, fi, od) { rk_##Name, f },
+static const struct { RtKernelFn k; UFn f; } ew_unary[] = { UNARY_OPS(EW_UNARY) };
+static const struct { RtKernelFn k; BFn f; } ew_binary[] = { BINARY_OPS(EW_BINARY) };
+
+int rt_ew_op(RtOp op, const Attrs *attrs, int nin, RtEwOp *o)
+{
+	RtKernelFn k = rt_kernel(op);
+	UFn uf = NULL;
+	UCtx c = { 0 };
+	RtError e = { 0 };
+	memset(o, 0, sizeof *o);
+	if (kn_generic_only)
+		return 0;
+	if (k == rk_Clip && nin >= 1 && nin <= 3) {
+		o->kind = 3;
+		o->c[0] = clip_bound(NULL, attrs, 0), o->c[1] = clip_bound(NULL, attrs, 1);
+		return 1;
+	}
+	for (size_t i = 0; i < sizeof ew_binary / sizeof ew_binary[0]; i++)
+		if (ew_binary[i].k == k && brow_of(ew_binary[i].f) && nin == 2) {
+			o->kind = 2, o->row = (void (*)(void))brow_of(ew_binary[i].f);
+			return 1;
+		}
+	for (size_t i = 0; i < sizeof ew_unary / sizeof ew_unary[0]; i++)
+		if (ew_unary[i].k == k)
+			uf = ew_unary[i].f;
+	if ((uf || unary_attrs(k, attrs, &uf, &c, &e) > 0) && urow_of(uf) && nin == 1) {
+		o->kind = 1, o->row = (void (*)(void))urow_of(uf);
+		o->c[0] = c.alpha, o->c[1] = c.beta, o->c[2] = c.tanh_approx;
+		return 1;
+	}
+	return 0;
+}
+
+void rt_ew_block(const RtEwOp *o, const float *const *x, const int *scalar, float *y, int64_t n)
+{
+	if (o->kind == 1) {
+		UCtx c = { o->c[0], o->c[1], (int)o->c[2] };
+		((URow)o->row)(x[0], y, n, &c);
+	} else if (o->kind == 2)
+		((BRow)o->row)(x[0], !scalar[0], x[1], !scalar[1], y, n);
+	else
+		clip_row(x[0], y, n, x[1] ? (double)x[1][0] : o->c[0], x[2] ? (double)x[2][0] : o->c[1]);
 }

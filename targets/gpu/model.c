@@ -73,11 +73,8 @@ int gpu_arch(const Device *d, GpuArch *a, RtError *e)
 	a->graph_launch = g && num_has(&g->latency) ? g->latency.v : a->launch;
 	a->coll_base = co && num_has(&co->latency) ? co->latency.v : 0;
 	a->eff_gemm = dev_efficiency(d, "gemm", 1);
-	for (int dt = 0; dt < DT_COUNT; dt++) {
-		char name[48];
-		snprintf(name, sizeof name, "gemm-%s", rt_dtype_name((DType)dt));
-		a->eff_gemm_dt[dt] = dev_efficiency(d, name, a->eff_gemm);
-	}
+	for (int dt = 0; dt < DT_COUNT; dt++)
+		a->eff_gemm_dt[dt] = dev_gemm_efficiency(d, (DType)dt);
 	a->overlap_attn = dev_efficiency(d, "attention-overlap", 0);
 	a->cluster_max = num_has(&d->cluster_portable) ? (int)d->cluster_portable.v : 1;
 	return 0;

@@ -53,6 +53,7 @@ int tpu_arch(const Device *d, TpuArch *a, RtError *e)
 	a->dma_latency = dma && num_has(&dma->latency) ? dma->latency.v : 0;
 	a->sparsecores = sc ? (int)sc->count.v : 0;
 	a->step = sc1 && num_has(&sc1->latency) ? sc1->latency.v : 0;
+	a->gemm_eff = dev_efficiency(d, "gemm", 1);
 	if (a->R <= 0 || a->nmxu <= 0 || a->ncores <= 0)
 		return rt_errorf(e, RT_EUSER, "aicc: error: machine device '%s': MXU size and counts must be positive", d->id);
 	return 0;

@@ -28,7 +28,8 @@
  * and the last block's store are exposed (double buffering hides the rest).  Every grid step
  * (one block iteration) adds the machine's per-step time to the TensorCore's (the scalar unit's
  * latency: DMA issue and semaphore waits, issued from the same VLIW stream as the MXU pushes, so
- * serial with them, while the DMA engines keep streaming): core = MXU + steps x step, and the
+ * serial with them, while the DMA engines keep streaming; a chip's TensorCores each issue their
+ * share of the steps): core = MXU + steps x step / TensorCores, and the
  * time is fixed + max(core, VMEM, HBM).  Small blocks pay for their many steps: the JAX Pallas
  * guide's 128x128x128-block matmul on v5e runs at 0.35 us per step (6 % of peak; each step's DMA
  * takes 0.08 us), and its 512x1024x1024 blocks at 8192^3 lose about 0.4 us per step against the
@@ -77,7 +78,7 @@ static int try_blocks(const TpuArch *a, const MxuShape *s, MxuPlan *p, int64_t b
 	int64_t steps = s->batch * cdiv(p->Mp, bm) * cdiv(p->Np, bn) * cdiv(p->Kp, bk);
 	double fixed = a->fixed + a->dma_latency + ((double)bm * bk * ab + (double)bk * bn * bb + (double)bm * bn * ob) / a->hbm_bw
 		       + a->t0;
-	double core = p->mxu + (double)steps * a->step;
+	double core = p->mxu + (double)steps * a->step / a->ncores;   /* each TensorCore issues its share */
 	double t = fixed + fmax(fmax(core, p->vmem), hbm);
 	if (t < p->t || (t == p->t && foot > p->vmem_bytes)) {
 		p->t = t, p->hbm = hbm, p->fixed = fixed, p->vmem_bytes = foot, p->core = core;
@@ -109,7 +110,9 @@ int tpu_mxu_plan(const TpuArch *a, const MxuShape *s, MxuPlan *p)
 	double t0c = a->t0 * a->clock;
 	p->cycles = t0c + (double)p->per_mxu * fmax((double)p->T / p->rate, a->R);
 	p->scalesim_cycles = (double)p->per_mxu * (2.0 * a->R + a->C + (double)p->T / p->rate - 2) - 1;
-	p->mxu = (p->cycles - t0c) / a->clock;   /* T0 is charged with the fixed terms */
+	/* T0 is charged with the fixed terms; the streaming cycles run at the sustained fraction of
+	 * the peak a large product reaches (device efficiency `gemm`, docs/machines.md) */
+	p->mxu = (p->cycles - t0c) / a->clock / (a->gemm_eff > 0 ? a->gemm_eff : 1);
 	/* VMEM traffic: A streamed once per column fold, B latched once, the f32 accumulator read
 	 * and written once per output (partial sums stay in the result buffer across row folds). */
 	p->vmem = (double)s->batch * (s->in_bytes * p->Mp * p->Kp * p->nfold + s->w_bytes * p->Kp * p->Np + 8.0 * p->Mp * p->Np)

@@ -40,6 +40,9 @@ typedef struct TpuArch {
 	                            * latency: DMA issue and semaphore waits of one block
 	                            * iteration, serial with the MXUs); 0 when not given */
 	int sparsecores;           /* SparseCore units (0: none) */
+	double gemm_eff;           /* sustained fraction of the MXU peak on a large product (the
+	                            * device efficiency `gemm`, from a kernel measurement; 1 when
+	                            * absent) */
 } TpuArch;
 
 /* Reads a from TPU device d; -1 with e set when a number the model needs is missing. */

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "targets/machine.h"
+#include "targets/target.h"
 
 /* cmocka 1.1 has no floating-point assertion. */
 #define assert_near(a, b, eps) assert_true(fabs((double)(a) - (double)(b)) <= (eps))
@@ -78,6 +79,16 @@ static void test_h100_queries(void **state)
 	assert_true((w->shapes[2].dtypes >> DT_F8E4M3) & 1);
 	assert_near(dev_efficiency(g, "gemm", 1), 0.72, 1e-12);
 	assert_near(dev_efficiency(g, "nonesuch", 0.5), 0.5, 0);
+	/* the GEMM efficiency of an MMA format: its gemm-FORMAT row, else the `gemm` fallback */
+	assert_near(dev_gemm_efficiency(g, DT_BF16), 0.803, 1e-12);
+	assert_near(dev_gemm_efficiency(g, DT_F8E4M3), 0.709, 1e-12);
+	assert_near(dev_gemm_efficiency(g, DT_I8), 0.72, 1e-12);
+	assert_near(dev_gemm_efficiency(g, DT_INVALID), 0.72, 1e-12);
+	/* the roofline (partition's estimates, every target without a kernel model) prices FLOP at
+	 * the format's efficiency, not the fallback's */
+	TgtWork bw = { .flops = 1e15, .fmt = DT_BF16 }, fw = { .flops = 1e15, .fmt = DT_F8E4M3 };
+	assert_near(tgt_roofline_time(NULL, m, g, NULL, &bw), 1e15 / (989e12 * 0.803), 1e-12);
+	assert_near(tgt_roofline_time(NULL, m, g, NULL, &fw), 1e15 / (1979e12 * 0.709), 1e-12);
 	assert_non_null(m->host);
 	const Link *pcie = machine_link(m, m->host, g);
 	assert_non_null(pcie);

@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "runtime/ewchain.h"
 #include "runtime/interp.h"
 #include "runtime/npy.h"
 #include "runtime/plan.h"
@@ -478,6 +479,85 @@ static void linearize_matches_oracle(void **st)
 #undef RND
 }
 
+/* ---- elementwise chains ---- */
+/* PP-LCNet's activation (scale and shift, hard-swish as Add Clip Mul Div, scale and shift) and
+ * more unary operators over 5000 values (two blocks and a part): run as one chain (the
+ * interpreter's default) its outputs, one of them an intermediate the chain also reads, are bit
+ * for bit those of the steps one by one (keep_all runs no chain), on data with NaN, infinities,
+ * signed zeros and subnormals; an instruction that broadcasts a row ends the chain. */
+static const char chain_plan[] =
+	"aicc-plan 1\ntarget reference\nmachine unit hash=0000000000000000\n"
+	"device cpu kind=cpu peak=1e9 overhead=1e-6\nspace cpu.dram device=cpu capacity=1048576 bandwidth=1e10\n"
+	"unit cpu.core device=cpu kind=compute\n"
+	"buffer x space=cpu.dram offset=0 size=20000 dtype=f32 shape=[5,1000] format=row\n"
+	"buffer s space=cpu.dram offset=20480 size=4 dtype=f32 shape=[1] format=row\n"
+	"buffer t space=cpu.dram offset=20544 size=4 dtype=f32 shape=[1] format=row\n"
+	"buffer three space=cpu.dram offset=20608 size=4 dtype=f32 shape=[] format=row\n"
+	"buffer zero space=cpu.dram offset=20672 size=4 dtype=f32 shape=[] format=row\n"
+	"buffer six space=cpu.dram offset=20736 size=4 dtype=f32 shape=[] format=row\n"
+	"buffer row space=cpu.dram offset=20800 size=4000 dtype=f32 shape=[1000] format=row\n"
+	"buffer a space=cpu.dram offset=32768 size=20000 dtype=f32 shape=[5,1000] format=row\n"
+	"buffer b space=cpu.dram offset=65536 size=20000 dtype=f32 shape=[5,1000] format=row\n"
+	"buffer c space=cpu.dram offset=98304 size=20000 dtype=f32 shape=[5,1000] format=row\n"
+	"buffer d space=cpu.dram offset=131072 size=20000 dtype=f32 shape=[5,1000] format=row\n"
+	"buffer f space=cpu.dram offset=163840 size=20000 dtype=f32 shape=[5,1000] format=row\n"
+	"buffer g space=cpu.dram offset=196608 size=20000 dtype=f32 shape=[5,1000] format=row\n"
+	"buffer h space=cpu.dram offset=229376 size=20000 dtype=f32 shape=[5,1000] format=row\n"
+	"buffer k space=cpu.dram offset=262144 size=20000 dtype=f32 shape=[5,1000] format=row\n"
+	"buffer l space=cpu.dram offset=294912 size=20000 dtype=f32 shape=[5,1000] format=row\n"
+	"buffer y space=cpu.dram offset=327680 size=20000 dtype=f32 shape=[5,1000] format=row\n"
+	"const s init=inline values=[1.25]\nconst t init=inline values=[-0.375]\nconst three init=inline values=[3]\n"
+	"const zero init=inline values=[0]\nconst six init=inline values=[6]\n"
+	"const row init=normal mean=0 std=1 seed=3 instance=0\n"
+	"input x buffer=x\noutput f buffer=f\noutput y buffer=y\n"
+	"stream main device=cpu count=10\n"
+	"  kernel Mul in=[s,x] out=[a]\n"
+	"  kernel Add in=[a,t] out=[b]\n"
+	"  kernel Add in=[b,three] out=[c]\n"
+	"  kernel Clip in=[c,zero,six] out=[d]\n"
+	"  kernel Mul in=[b,d] out=[f]\n"
+	"  kernel Div in=[f,six] out=[g]\n"
+	"  kernel HardSigmoid in=[g] out=[h] a.alpha=0.3 a.beta=0.4\n"
+	"  kernel Sub in=[h,x] out=[k]\n"
+	"  kernel Sigmoid in=[k] out=[l]\n"
+	"  kernel Add in=[l,row] out=[y]\n"
+	"end\n";
+
+static void elementwise_chain_same_bits(void **st)
+{
+	(void)st;
+	RtError e = { 0 };
+	rt_cost_register("reference", unit_cost);
+	Plan *p = plan_parse("chain.aip", chain_plan, strlen(chain_plan), &e);
+	if (!p)
+		fail_msg("%s", e.msg);
+	PlanStep *order;
+	int n, *len;
+	assert_int_equal(plan_linearize(p, &order, &n, &e), 0);
+	assert_int_equal(rt_ew_chains(p, order, n, &len, &e), 0);
+	assert_non_null(len);
+	assert_int_equal(len[0], 9);   /* the broadcast row Add is not in it */
+	free(order), free(len);
+	int64_t dx[] = { 5, 1000 };
+	RtTensor x;
+	assert_int_equal(rt_tensor_alloc(&x, DT_F32, 2, dx, &e), 0);
+	static const float special[] = { NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1e-40f, -3.0f, 3.0f, 6.0f };
+	for (int64_t i = 0; i < x.n; i++)
+		rt_f32(&x)[i] = i % 17 < 9 ? special[i % 17] : ldexpf((float)(i * 7919 % 1000) / 500.0f - 1.0f, (int)(i % 9) - 3);
+	RtBinding b = { "x", &x };
+	RtRun r[2];
+	for (int keep = 0; keep < 2; keep++) {
+		RtRunOpts o = { .bind = &b, .nbind = 1, .keep_all = keep };
+		assert_int_equal(rt_run(p, &o, &r[keep], &e), 0);
+	}
+	for (int i = 0; i < p->noutputs; i++)
+		assert_memory_equal(r[0].outputs[i].data, r[1].outputs[i].data, (size_t)x.n * sizeof(float));
+	for (int keep = 0; keep < 2; keep++)
+		rt_run_free(p, &r[keep]);
+	rt_tensor_free(&x);
+	plan_free(p);
+}
+
 /* ---- sessions: weights bound once ---- */
 /* x + w with w from an .npy file: the session maps w in place (no copy), reuses it across runs,
  * and refuses the file when its recorded checksum no longer matches. */
@@ -676,6 +756,7 @@ int main(void)
 		cmocka_unit_test(timing_roofline_and_overlap),
 		cmocka_unit_test(timing_independent_streams_overlap),
 		cmocka_unit_test(session_binds_weights_once),
+		cmocka_unit_test(elementwise_chain_same_bits),
 		cmocka_unit_test(linearize_matches_oracle),
 		cmocka_unit_test(shortest_double_matches_printf_loop),
 		cmocka_unit_test(fput_quoted_escapes),

@@ -9,6 +9,10 @@
   train_step.py tp A.json B.json   the same tensor-parallel collectives per layer
   train_step.py search GIVEN.json SEARCH.json   --train-search: as many devices and sequences, fits, no slower
   train_step.py anchor FILE.json PUBLISHED_MFU TOL     |predicted / published - 1| <= TOL
+  train_step.py slower A.json B.json      B's layers slower forward and backward, same TP collectives
+  train_step.py same A.json B.json        the same step (rel 1e-12)
+  train_step.py offload OFF.json ON.json MFU_OFF MFU_ON FACTOR   collective offload: faster, the
+                                           gain within FACTOR of the published one (either way)
 Prints what it checked; exits 1 on the first failure."""
 import json
 import sys
@@ -35,10 +39,24 @@ def check(t):
     pipe = m * max(ts) + (sum(ts) - max(ts)) / v + 2 * (p['pp'] - 1) * t['pp_send_s']
     near(t['pipeline_s'], pipe, 'pipeline = M t_max + (sum t - t_max) / V + 2 (P-1) send')
     near(t['bubble_s'], t['pipeline_s'] - m * max(ts), 'bubble = pipeline - M t_max')
-    near(t['step_s'], t['pipeline_s'] + t['dp_exposed_s'] + t['optimizer_s'], 'step')
+    near(t['step_s'], t['pipeline_s'] + t['dp_exposed_s'] + t['dp_units_s'] + t['optimizer_s'], 'step')
     near(t['dp_exposed_s'] + t['dp_hidden_s'], t['dp_reduce_scatter_s'] + t['dp_all_gather_s'], 'DP hidden + exposed')
     near(t['mfu'], t['model_flops'] / (t['step_s'] * p['devices'] * t['peak_flops']), 'MFU')
     print('ok: %d devices, step %.6g s, bubble %.4f, MFU %.4f' % (p['devices'], t['step_s'], t['bubble_fraction'], t['mfu']))
+
+
+def offload(off, on, m0, m1, factor):
+    a, b = step(off), step(on)
+    assert a['collective_offload'] == 0 and b['collective_offload'] > 0, 'one without, one with the offload'
+    assert a['dp_units_s'] > 0 and b['dp_units_s'] < a['dp_units_s'], 'the offload takes the units\' collective work'
+    gain, pub = a['step_s'] / b['step_s'], m1 / m0
+    if not gain > 1:
+        sys.exit('the offload does not speed the step up: %r' % gain)
+    r = (gain - 1) / (pub - 1)
+    if not 1 / factor <= r <= factor:
+        sys.exit('gain %.4fx against the published %.4fx: %.3g of it, outside a factor %g' % (gain, pub, r, factor))
+    near(b['mfu'] / a['mfu'], gain, 'MFU in proportion to the step')
+    print('ok: offload MFU %.4f -> %.4f, step %.4fx as fast (published %.4fx)' % (a['mfu'], b['mfu'], gain, pub))
 
 
 def zero(paths):
@@ -129,5 +147,19 @@ if __name__ == '__main__':
         recompute(a[1:4], ('selective', 'selective-ffn', 'full'))
     elif a[0] == 'layers':
         layers(a[1], a[2])
+    elif a[0] == 'slower':
+        x, y = step(a[1]), step(a[2])
+        assert y['layer_forward_s'] > x['layer_forward_s'] and y['layer_backward_s'] > x['layer_backward_s'], (x, y)
+        assert y['step_s'] > x['step_s'], 'the step slower'
+        near(x['layer_tp_comm_s'], y['layer_tp_comm_s'], 'TP collectives per layer')
+        print('ok: layer forward %.4g -> %.4g, backward %.4g -> %.4g, the same TP collectives' % (
+            x['layer_forward_s'], y['layer_forward_s'], x['layer_backward_s'], y['layer_backward_s']))
+    elif a[0] == 'same':
+        x, y = step(a[1]), step(a[2])
+        for k in ('step_s', 'layer_forward_s', 'layer_backward_s', 'mfu'):
+            near(x[k], y[k], k)
+        print('ok: the same step')
+    elif a[0] == 'offload':
+        offload(a[1], a[2], float(a[3]), float(a[4]), float(a[5]))
     else:
         anchor(a[1], float(a[2]), float(a[3]))
