@@ -211,10 +211,18 @@ enum { IMP_TAPS = 1024 };
 static void pad_planes(const float *x, int64_t C, const Win *w, float *P)
 {
 	int64_t H = w->in[0], W = w->in[1], Hp = H + w->pb[0] + w->pe[0], Wp = W + w->pb[1] + w->pe[1];
-	memset(P, 0, (size_t)(C * Hp * Wp + 16) * sizeof *P);
-	for (int64_t c = 0; c < C; c++)
-		for (int64_t h = 0; h < H; h++)
-			memcpy(P + (c * Hp + h + w->pb[0]) * Wp + w->pb[1], x + (c * H + h) * W, (size_t)W * sizeof *P);
+	for (int64_t c = 0; c < C; c++) {   /* each plane: the top pad rows, rows with their side pads, the bottom */
+		float *q = P + c * Hp * Wp;
+		memset(q, 0, (size_t)(w->pb[0] * Wp) * sizeof *q);
+		for (int64_t h = 0; h < H; h++) {
+			float *r = q + (h + w->pb[0]) * Wp;
+			memset(r, 0, (size_t)w->pb[1] * sizeof *r);
+			memcpy(r + w->pb[1], x + (c * H + h) * W, (size_t)W * sizeof *r);
+			memset(r + w->pb[1] + W, 0, (size_t)w->pe[1] * sizeof *r);
+		}
+		memset(q + (H + w->pb[0]) * Wp, 0, (size_t)(w->pe[0] * Wp) * sizeof *q);
+	}
+	memset(P + C * Hp * Wp, 0, 16 * sizeof *P);
 }
 
 /* Conv of one image and group by kn_conv_implicit: the im2col product without the im2col. */
