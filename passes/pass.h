@@ -102,6 +102,9 @@ typedef struct PassCtx {
 	int zero;                   /* --zero Z stored as Z + 1 (0: not given, ZeRO 1) */
 	int recompute;              /* --recompute: RECOMPUTE_* (parallel step) */
 	int train_search;           /* --train-search: the fastest configuration that fits */
+	int no_seq_parallel;        /* --no-sequence-parallel: TP without sequence parallelism (the
+				     * layers' other operators replicated on the TP ranks) */
+	int unfused_attention;      /* --unfused-attention: the scores materialised in HBM */
 	struct TrainStep *train_step;   /* set by autodiff for a parallel step (owned; NULL: none) */
 	/* partition (passes/partition.c) */
 	int tp;                     /* --tp N: tensor-parallel group size (0 or 1: none) */

@@ -166,12 +166,17 @@ static double ring(const Net *n, double bytes, int64_t k, int64_t stride, int ar
  * an all-reduce does both.  The units do it (NCCL's kernels on the SMs; XLA's collective
  * fusions on the TensorCores) unless a collective engine takes the share dev_collective_offload
  * (Ironwood's SparseCores).  At the HBM's bandwidth times its efficiency. */
+/* The device's HBM bandwidth times its efficiency (0: none described). */
+static double hbm_bw(const Device *d)
+{
+	const MemSpace *hbm = dev_mem_kind(d, MEM_HBM);
+	double bw = hbm && num_has(&hbm->bandwidth) ? hbm->bandwidth.v : 0;
+	return bw > 0 && num_has(&hbm->efficiency) ? bw * hbm->efficiency.v : bw;
+}
+
 static double units(const Net *n, double bytes, int64_t k, int ar)
 {
-	const MemSpace *hbm = dev_mem_kind(n->d, MEM_HBM);
-	double bw = hbm && num_has(&hbm->bandwidth) ? hbm->bandwidth.v : 0;
-	if (bw > 0 && hbm && num_has(&hbm->efficiency))
-		bw *= hbm->efficiency.v;
+	double bw = hbm_bw(n->d);
 	if (k < 2 || bw <= 0 || bytes <= 0)
 		return 0;
 	double passes = ar == 1 ? 5 : ar == 0 ? 3 : 2;
@@ -186,6 +191,46 @@ static double send(const Net *n, double bytes, int64_t stride)
 	if (!l || bw <= 0)
 		return 0;
 	return (num_has(&l->latency) ? l->latency.v : 0) + bytes / bw;
+}
+
+/* --unfused-attention: attention as before FlashAttention (Megatron-LM of 2021: two batched
+ * GEMMs around a fused scale-mask-softmax kernel and a dropout of the probabilities, Narayanan
+ * et al. SC'21, Shoeybi et al. 2019): the node's kernel time for the GEMMs, over the whole
+ * square of scores when causal (the mask is applied to materialised scores), plus the scores'
+ * HBM traffic on one of the work's devices: forward, the QK^T GEMM writes them (one element
+ * size), softmax reads and writes (two), dropout reads, writes and stores a byte mask (two, and
+ * a byte), the PV GEMM reads (one); backward (AttentionGrad), the dP GEMM writes (one), dropout's
+ * backward reads dP and the mask and writes (two and a byte), softmax's reads P and dP and
+ * writes dS (three), the dQ and dK GEMMs read dS (two), the dV GEMM reads P (one). */
+static double unfused_attention(const Device *d, const TgtWork *w, double secs)
+{
+	TgtAttnDims a;
+	double bw = hbm_bw(d);
+	if (!tgt_work_attn(w, &a) || bw <= 0)
+		return secs;
+	double el = (double)a.B * (double)a.qh * (double)a.Sq * (double)a.T / (double)(a.rest > 0 ? a.rest : 1);
+	double es = (double)rt_dtype_bytes(a.in, 1), per = w->node->op == OP_AttentionGrad ? 9 * es + 1 : 6 * es + 1;
+	return secs * (a.causal ? 2 : 1) + el * per / bw;
+}
+
+/* --no-sequence-parallel (Megatron-LM before Korthikanti et al. 2022): the vector operators of a
+ * layer on the residual stream (its norms, residual adds, the row-parallel products' bias adds
+ * and their backward) run whole on each TP rank; those inside the TP regions (a column-parallel
+ * product's bias add, the activation) stay sharded.  Told apart by size: a vector node of layer
+ * section s whose every operand but the parameters has resid[s] elements, the layer input's. */
+static int replicated(const Node *n, int s, const int64_t *resid)
+{
+	if (s < SEC_CALL0 || ir_ops[n->op].cls != OC_vector || resid[s] <= 0)
+		return 0;
+	int any = 0;
+	for (int i = 0; i < n->nin; i++) {
+		if (!n->in[i] || n->in[i]->kind == V_PARAM)
+			continue;
+		if (ir_type_numel(n->in[i]->type) != resid[s])
+			return 0;
+		any = 1;
+	}
+	return any;
 }
 
 /* Whether v is a MatMul's result, directly or through the bias Add of one (GPT-2's linears). */
@@ -299,6 +344,17 @@ static TrainStep *price(Graph *g, PassCtx *c, const Device *d, const TrainStep *
 			net.base = d->engines[i].latency.v;
 	int64_t shard = (int64_t)t->tp * t->cp, dpg = (int64_t)t->dp * t->cp;
 	int64_t zshard = t->zero >= 1 ? dpg : 1;
+	/* the layers' first inputs: their elements (the residual stream's) */
+	int64_t resid[MAXSEC];
+	memset(resid, 0, sizeof resid);
+	ir_foreach_node(g, n)
+		if (n->aux && tag_ph(n) == PH_FWD && tag_sec(n) >= SEC_CALL0 && tag_sec(n) < nsec && !resid[tag_sec(n)])
+			for (int i = 0; i < n->nin; i++)
+				if (n->in[i] && n->in[i]->kind != V_PARAM && (!n->in[i]->def || !n->in[i]->def->aux ||
+									     tag_sec(n->in[i]->def) != tag_sec(n))) {
+					resid[tag_sec(n)] = ir_type_numel(n->in[i]->type);
+					break;
+				}
 	/* the largest forward node's format: the peak MFU is quoted against */
 	DType fmt = DT_BF16;
 	double big = -1;
@@ -312,8 +368,11 @@ static TrainStep *price(Graph *g, PassCtx *c, const Device *d, const TrainStep *
 			continue;
 		Sec *x = &sec[s];
 		double fl = ir_node_flops(n);
-		TgtWork w = { .node = n, .fmt = DT_INVALID, .chips = (int)(ph == PH_OPT ? t->tp * zshard : shard), .tiles = 1 };
+		int chips = (int)(ph == PH_OPT ? t->tp * zshard : c->no_seq_parallel && replicated(n, s, resid) ? t->cp : shard);
+		TgtWork w = { .node = n, .fmt = DT_INVALID, .chips = chips, .tiles = 1 };
 		double secs = node_secs(c, d, &w, mo);
+		if (c->unfused_attention && ph != PH_OPT)
+			secs = unfused_attention(d, &w, secs);
 		if (ph == PH_FWD) {
 			x->fwd += secs, x->fflops += fl;
 			if (fl > big && n->nout)

@@ -394,6 +394,10 @@ struct Target {
 	 * it: how passes (partition, disaggregate) price nodes, so they hold no hardware numbers */
 	double (*node_time)(const Target *t, const Machine *m, const Device *d, const Precision *p, const TgtWork *w);
 	RtCostFn cost;                   /* the timing engine's per-instruction hook */
+	/* optional: the formats it stores and computes in on machine m besides the --precision
+	 * word, written to buf ("weights, graph inputs (the KV cache) and MatMul operands at f16, activations at
+	 * f32"); aicc targets and --precision errors print it.  NULL when m does not say. */
+	const char *(*formats_note)(const Machine *m, char *buf, size_t n);
 };
 
 /* Lowers in->g for target t: its own `lower`, else the walk above.  The plan, or NULL with e set. */

@@ -186,9 +186,13 @@ TRAIN_ANCHORS = {   # id -> (compile options, published MFU)
             '--machine llama3-h100-roce --tp 8 --pp 16 --dp 8 --cp 16 --pp-virtual 2 --recompute selective', 0.38),
     'mt70': ('examples/llama3.1-70b.aig --bind V=32000,CTX=4096 --phase train --batch 4 --context 4096 --target tpu '
              '--machine tpu-v5p-8960 --dp 512 --zero 3 --recompute selective-ffn', 0.654),
+    'meg18': ('{tmp}/gpt-bf16.aig --bind H=48,HD=128,L=40,F=24576,V=51200,P=2048 --phase train --batch 8 --context 2048 '
+              '--grad-accum 4 --target ampere --machine selene-a100 --tp 8 --dp 32 --zero 0 --recompute full '
+              '--no-sequence-parallel --unfused-attention', 0.324),
 }
 for k, (opts, pub) in TRAIN_ANCHORS.items():
-    COMMANDS['train.' + k] = ['{aicc} compile ' + opts + ' --emit summary -o {tmp}/' + k + '.json',
+    COMMANDS['train.' + k] = (["sed 's/f32\\[/bf16[/g' examples/gpt2-small.aig > {tmp}/gpt-bf16.aig"] if k == 'meg18' else []) + [
+                              '{aicc} compile ' + opts + ' --emit summary -o {tmp}/' + k + '.json',
                               'python3 testsuite/train/Inputs/train_step.py anchor {tmp}/' + k + '.json %g 1' % pub]
 
 
@@ -327,6 +331,10 @@ valrow('val.jax-8192', 'validate-tpu', 'jax-pallas-mm 8192x8192x8192 bf16')
 for k in (128, 256, 512, 1024, 2048, 4096, 16384, 32768):
     valrow('val.iw-%d' % k, 'validate-tpu', 'ironwood-micro %dx%dx%d bf16' % (k, k, k))
 valrow('val.h100-70b-b96', 'validate-hopper', 'H100 llama2-70b B=96 2048/128 tp2')
+COMMANDS['validate-vllm'] = ['python3 tools/validate.py "$(dirname {aicc})" --only latency']
+for gpu in ('H200', 'A100'):
+    for r, tp in (('llama3.1-8b', ''), ('llama3-70b', ' tp4'), ('mixtral-8x7b', ' tp2')):
+        valrow('val.vllm-%s-%s' % (gpu.lower(), r), 'validate-vllm', '%s %s latency B=8 32/128%s' % (gpu, r, tp))
 COMMANDS['validate-liger'] = ['python3 tools/validate.py "$(dirname {aicc})" --only liger-1380']
 for k in (256, 512, 1024, 2048):
     valrow('val.liger-%d' % k, 'validate-liger', 'liger-1380 128256x4096x%d bf16' % k)
@@ -505,12 +513,14 @@ COMMANDS['serve.mixed'] = ['"$(dirname {aicc})"/unit/test_serve 2>&1 | grep "mix
 MIXED = r'mixed (\S+) ms, decode (\S+) ms \+ prefill (\S+) ms = (\S+) ms'
 for i, k in enumerate(('mixed', 'decode', 'prefill', 'sum'), 1):
     NUMBERS['serve.mixed.' + k] = ('serve.mixed', MIXED, i, asis, ' ms' if k in ('mixed', 'sum') else '')
-# docs/serving.md: the vera-rubin pool sizing at two contexts
+# docs/serving.md: the vera-rubin layout and pool sizing at two contexts
 for ctx in (256, 512):
     COMMANDS['serve.vr%d' % ctx] = ['{aicc} compile examples/llama3.1-70b.aig --phase decode --batch 32 --context %d '
                                     '--passes=disaggregate --target vera-rubin --remarks=placement -o {tmp}/v.aip 2>&1 | '
-                                    'grep -o "pools: [0-9]* gpu" && {aicc} run {tmp}/v.aip --timing-only' % ctx]
-    NUMBERS['serve.vr%d.gpus' % ctx] = ('serve.vr%d' % ctx, r'pools: (\d+) gpu', 1, whole, ' GPUs')
+                                    'grep -o "pools: [a-z-]*,\\|pools: [0-9]* gpu\\|whole model on [0-9]* lpu" && '
+                                    '{aicc} run {tmp}/v.aip --timing-only' % ctx]
+    NUMBERS['serve.vr%d.layout' % ctx] = ('serve.vr%d' % ctx, r'pools: ([a-z]+-only|hybrid),', 1, asis, '')
+    NUMBERS['serve.vr%d.chips' % ctx] = ('serve.vr%d' % ctx, r'(?:pools: |whole model on )(\d+) ([gl]pu)', 1, whole, '')
     NUMBERS['serve.vr%d.tpot' % ctx] = ('serve.vr%d' % ctx, r'^TPOT\s+(\S+ \S+)', 1, asis, '')
 
 # docs/serving.md: make demo's serving rows (tools/demo.sh serve_row): each deployment's capacity under the SLO

@@ -52,6 +52,11 @@ void pass_opts_help(void)
 	       "                        recomputation of the layers (selective keeps the matrix products'\n"
 	       "                        results; selective-ffn recomputes the FFN's input projections too;\n"
 	       "                        layers: the fewest layers recomputed in full that fit memory)\n"
+	       "  --no-sequence-parallel  phase train, parallel: tensor parallelism without sequence\n"
+	       "                        parallelism (Megatron-LM before 2022): norms, dropouts and residual\n"
+	       "                        adds run whole on every TP rank\n"
+	       "  --unfused-attention   phase train, parallel: attention without FlashAttention: two\n"
+	       "                        batched GEMMs and the softmax and dropout of the scores through HBM\n"
 	       "  --train-search        phase train, parallel: the fastest tp, cp, pp, dp, --pp-virtual,\n"
 	       "                        ZeRO (1, 3) and recomputation that fit memory, for the devices\n"
 	       "                        (dp x tp x pp x cp) and sequences per step (dp x --grad-accum) given\n"
@@ -178,6 +183,10 @@ int pass_opts_parse(int argc, char **argv, int *i, PassOpts *po)
 			*(int *)((char *)c + par[k].off) = (int)n + (par[k].lo == 0);   /* --zero: stored + 1 */
 			return 1;
 		}
+	if (!strcmp(argv[*i], "--no-sequence-parallel") || !strcmp(argv[*i], "--unfused-attention")) {
+		*(argv[*i][2] == 'n' ? &c->no_seq_parallel : &c->unfused_attention) = 1;
+		return 1;
+	}
 	if ((r = opt_value(argc, argv, i, "--recompute", &v))) {   /* phase train, a parallel step */
 		if (r < 0)
 			return -1;

@@ -9,6 +9,8 @@
   train_step.py tp A.json B.json   the same tensor-parallel collectives per layer
   train_step.py search GIVEN.json SEARCH.json   --train-search: as many devices and sequences, fits, no slower
   train_step.py anchor FILE.json PUBLISHED_MFU TOL     |predicted / published - 1| <= TOL
+  train_step.py slower A.json B.json      B's layers slower forward and backward, same TP collectives
+  train_step.py same A.json B.json        the same step (rel 1e-12)
   train_step.py offload OFF.json ON.json MFU_OFF MFU_ON FACTOR   collective offload: faster, the
                                            gain within FACTOR of the published one (either way)
 Prints what it checked; exits 1 on the first failure."""
@@ -145,6 +147,18 @@ if __name__ == '__main__':
         recompute(a[1:4], ('selective', 'selective-ffn', 'full'))
     elif a[0] == 'layers':
         layers(a[1], a[2])
+    elif a[0] == 'slower':
+        x, y = step(a[1]), step(a[2])
+        assert y['layer_forward_s'] > x['layer_forward_s'] and y['layer_backward_s'] > x['layer_backward_s'], (x, y)
+        assert y['step_s'] > x['step_s'], 'the step slower'
+        near(x['layer_tp_comm_s'], y['layer_tp_comm_s'], 'TP collectives per layer')
+        print('ok: layer forward %.4g -> %.4g, backward %.4g -> %.4g, the same TP collectives' % (
+            x['layer_forward_s'], y['layer_forward_s'], x['layer_backward_s'], y['layer_backward_s']))
+    elif a[0] == 'same':
+        x, y = step(a[1]), step(a[2])
+        for k in ('step_s', 'layer_forward_s', 'layer_backward_s', 'mfu'):
+            near(x[k], y[k], k)
+        print('ok: the same step')
     elif a[0] == 'offload':
         offload(a[1], a[2], float(a[3]), float(a[4]), float(a[5]))
     else:
