@@ -170,8 +170,10 @@ static int parse_opts(int argc, char **argv, RunOpts *o)
 			continue;
 		}
 		if ((r = opt_value(argc, argv, &i, "--max-host-memory", &v))) {
-			if (r < 0 || (o->max_host = drv_parse_size(v)) <= 0) {
-				drv_error("--max-host-memory expects a size such as 512MiB or 2GiB, got '%s'", r < 0 ? "" : v);
+			/* the unit is required: a bare "10" read as 10 bytes (newcomer31 finding 11) */
+			size_t len = r < 0 ? 0 : strlen(v);
+			if (r < 0 || !len || !strchr("BKMGTi", v[len - 1]) || (o->max_host = drv_parse_size(v)) <= 0) {
+				drv_error("--max-host-memory expects a size with its unit, such as 512MiB or 2GiB, got '%s'", r < 0 ? "" : v);
 				return -1;
 			}
 			continue;
