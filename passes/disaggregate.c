@@ -32,8 +32,10 @@
  *      KV concatenated back), GPU part of every slice first, then the LPU part, so each pool's
  *      stream ping-pongs between slices; the entry graph splits the activation before the first
  *      layer and concatenates it after the last;
- *   Without --pools, steps 2-3 are priced once more with every FFN on the GPU pool, and the
- *   split is kept only when it predicts the shorter step (hybrid_or_gpu);
+ *   Without --pools, steps 2-3 are priced once more with every FFN on the GPU pool and once with
+ *   every layer on the LPUs (lpu_step: the whole layer on the LPUs holding its weights and KV
+ *   cache), and the layout with the shortest predicted step is kept, the others' predictions in
+ *   its remark (choose_pools);
  *   5. inserts a Transfer wherever a value crosses pools, and records every decision as a
  *      "placement" remark and as statistics.  Every placed node carries `pool_chips`, the
  *      chips of its pool that work on it (targets price it with that many).
@@ -849,16 +851,18 @@ static void report(Dis *d)
 /* --pools lpu: the whole model on LPUs (KV cache and weights in SRAM), for comparison: each layer
  * on the LPUs that hold its weights at the LPU's format and its KV cache, the entry graph's
  * weights on their own; no crossings, no micro-batches. */
-static int lpu_only(Dis *d)
+/* The LPU-only pools: each layer's group (its weights at the LPU's format and its KV cache in
+ * SRAM) in Layer.group, the entry graph's LPUs in *gentry; returns the LPUs in all. */
+static int lpu_only_size(Dis *d, int *gentry)
 {
 	double use = sram_usable(d->lpu);
-	int lcount = num_has(&d->lpu->count) ? (int)d->lpu->count.v : 1;
 	double ew = 0;
 	ir_foreach_node(d->entry, n)
 		for (int i = 0; i < n->nin; i++)
 			if (is_weight(n->in[i]))
 				ew += velems(n->in[i]) * d->lpu_bytes;
-	int gentry = use > 0 ? (int)ceil(ew / use) : 1, total = gentry > 0 ? gentry : 1;
+	*gentry = use > 0 ? (int)ceil(ew / use) : 1;
+	int total = *gentry > 0 ? *gentry : 1;
 	for (int i = 0; i < d->nlay; i++) {
 		Layer *l = &d->lay[i];
 		double bytes = (l->e_gpu * d->lpu_bytes) + l->w_lpu + l->kv / 2;
@@ -867,12 +871,40 @@ static int lpu_only(Dis *d)
 			l->group = 1;
 		total += (int)(l->reps * l->group);
 	}
+	return total;
+}
+
+/* One decode step of the layers with every layer on its LPU group (lpu_only_size's groups): the
+ * whole layer's weights touched, KV cache and FLOP on the group, the row-split all-reduces of
+ * its two output projections over the group, and the activation's C2C hop to the next layer's
+ * LPUs; the same pricing as t_ffn (seconds). */
+static double lpu_step(const Dis *d)
+{
+	double t = 0;
+	for (int i = 0; i < d->nlay; i++) {
+		const Layer *l = &d->lay[i];
+		double touched = l->w_lpu - l->w_moe;
+		if (l->w_moe > 0 && l->experts > 0)
+			touched += l->w_moe * fmin(1, (double)l->tokens * l->topk / l->experts);
+		int g = l->group > 0 ? l->group : 1;
+		TgtWork w = { .bytes = l->e_gpu * d->lpu_bytes + touched + l->kv, .flops = l->fl_gpu + l->fl_lpu,
+			      .kernels = l->k_gpu + l->k_lpu, .chips = g, .fmt = DT_INVALID };
+		double hop = d->c2c ? price(d, d->lpu, (TgtWork){ .bytes = l->act, .to = d->lpu, .fmt = DT_INVALID }) : 0;
+		t += (double)l->reps * (price(d, d->lpu, w) + 2 * allreduce(d, d->lpu, g, l->act) + hop);
+	}
+	return t;
+}
+
+static int lpu_only(Dis *d)
+{
+	int lcount = num_has(&d->lpu->count) ? (int)d->lpu->count.v : 1;
+	int gentry, total = lpu_only_size(d, &gentry);
 	d->nlpu = total;
 	d->gname = d->lname;
 	if (total > lcount) {
 		fprintf(stderr, "aicc: error: disaggregate: --pools lpu needs %d %s (weights at %.0f byte(s) per element "
 			"and the KV cache in %.4g MB of SRAM each) but machine %s has %d (--set %s.count=%d)\n", total,
-			d->lpu->id, d->lpu_bytes, use / 1e6, d->c->machine->name, lcount, d->lpu->id, total);
+			d->lpu->id, d->lpu_bytes, sram_usable(d->lpu) / 1e6, d->c->machine->name, lcount, d->lpu->id, total);
 		return 1;
 	}
 	pass_remark(d->c, REMARK_ANALYSIS, d->entry, NULL, "--pools lpu: the whole model on %d %s (%d for the embedding "
@@ -906,39 +938,66 @@ static int lpu_only(Dis *d)
 	return 0;
 }
 
-/* Without --pools: both pools only when the split is predicted to pay.  The hybrid step (its
- * pools and micro-batch count chosen as above) and the GPU-only step (the FFN beside the
- * attention, the GPU pool sized again for all the weights) are priced by the same t_step; the
- * FFN goes to the LPUs only when that makes the step shorter (a batch whose FFN the GPUs'
- * HBM streams faster than the LPU group computes it, plus two link crossings per layer, would
- * otherwise run slower than on the GPUs alone: llama3.1-70b decode at batch 32 on vera-rubin,
- * 6.5 ms hybrid against 4.5 ms GPU-only).  A remark gives both predictions either way;
- * --pools hybrid keeps the split regardless. */
-static void hybrid_or_gpu(Dis *d)
+/* Without --pools (decode): the layout with the shortest predicted layer time per step among
+ * hybrid (FFN on the LPUs; its pools and micro-batch count chosen as above), GPU-only (the FFN
+ * beside the attention, the GPU pool sized again for all the weights) and LPU-only (every layer on
+ * the LPUs that hold its weights and KV cache, when the machine has that many: lpu_step), all
+ * priced by the target's node_time.  The FFN goes to the LPUs only when that makes the step
+ * shorter (llama3.1-70b decode at batch 32: a GPU HBM stream beats the LPU group plus two link
+ * crossings per layer), and the whole model goes to the LPUs when their SRAM bandwidth beats
+ * both (small batches, where every step streams all the weights).  One remark names the choice
+ * and gives the other two predictions; --pools hybrid|gpu|lpu keeps one regardless.  Returns 1
+ * when LPU-only is chosen (the caller runs lpu_only), else 0 with Layer.on_lpu set. */
+static int choose_pools(Dis *d)
 {
-	int keep[MAXLAYERS], any = 0;
+	int keep[MAXLAYERS], group[MAXLAYERS], any = 0;
 	for (int i = 0; i < d->nlay; i++)
-		any |= keep[i] = d->lay[i].on_lpu;
-	if (!any)
-		return;
-	size_pools(d, 1);
-	int m = choose_m(d), gh = d->ngpu, lh = d->nlpu;
-	double th = t_step(d, m, d->ngpu);
+		any |= keep[i] = d->lay[i].on_lpu, group[i] = d->lay[i].group;
+	int lcount = num_has(&d->lpu->count) ? (int)d->lpu->count.v : 1, gentry;
+	int ltotal = lpu_only_size(d, &gentry);
+	double tl = ltotal <= lcount ? lpu_step(d) : INFINITY;
+	for (int i = 0; i < d->nlay; i++)   /* the FFN groups again, for the hybrid */
+		d->lay[i].group = group[i];
+	int m = 1, gh = 0, lh = 0;
+	double th = INFINITY;
+	if (any) {
+		size_pools(d, 1);
+		m = choose_m(d), gh = d->ngpu, lh = d->nlpu;
+		th = t_step(d, m, d->ngpu);
+	}
 	for (int i = 0; i < d->nlay; i++)
 		d->lay[i].on_lpu = 0;
 	size_pools(d, 1);
 	double tg = t_step(d, 1, d->ngpu);
-	if (tg < th) {
-		pass_remark(d->c, REMARK_MISSED, d->entry, NULL, "FFN stays on the GPU pool: predicted layer time per step "
-			    "%.4g ms on %d %s alone, %.4g ms with the FFN on %d %s (%d %s, %d micro-batch(es)); --pools hybrid "
-			    "splits anyway", tg * 1e3, d->ngpu, d->gpu->id, th * 1e3, lh, d->lpu->id, gh, d->gpu->id, m);
-		return;
+	char hy[160], lo[160];
+	if (any)
+		snprintf(hy, sizeof hy, "hybrid %.4g ms (FFN on %d %s, attention on %d %s, %d micro-batch(es))", th * 1e3,
+			 lh, d->lpu->id, gh, d->gpu->id, m);
+	else
+		snprintf(hy, sizeof hy, "hybrid not possible (no layer's FFN fits the LPUs)");
+	if (isfinite(tl))
+		snprintf(lo, sizeof lo, "lpu-only %.4g ms (%d %s)", tl * 1e3, ltotal, d->lpu->id);
+	else
+		snprintf(lo, sizeof lo, "lpu-only not possible (needs %d %s, machine %s has %d)", ltotal, d->lpu->id,
+			 d->c->machine->name, lcount);
+	if (tl < th && tl < tg) {
+		pass_remark(d->c, REMARK_ANALYSIS, d->entry, NULL, "pools: lpu-only, the shortest predicted layer time per "
+			    "step: %s; %s; gpu-only %.4g ms (%d %s); --pools hybrid|gpu chooses another", lo, hy, tg * 1e3,
+			    d->ngpu, d->gpu->id);
+		return 1;
+	}
+	if (tg <= th) {
+		pass_remark(d->c, any ? REMARK_MISSED : REMARK_ANALYSIS, d->entry, NULL, "pools: gpu-only (FFN stays on "
+			    "the GPU pool), the shortest predicted layer time per step: gpu-only %.4g ms (%d %s); %s; %s; "
+			    "--pools hybrid|lpu chooses another", tg * 1e3, d->ngpu, d->gpu->id, hy, lo);
+		return 0;
 	}
 	for (int i = 0; i < d->nlay; i++)
 		d->lay[i].on_lpu = keep[i];
-	pass_remark(d->c, REMARK_ANALYSIS, d->entry, NULL, "FFN on the LPU pool: predicted layer time per step %.4g ms "
-		    "with %d %s and %d %s, %.4g ms on %d %s alone", th * 1e3, gh, d->gpu->id, lh, d->lpu->id, tg * 1e3,
-		    d->ngpu, d->gpu->id);
+	pass_remark(d->c, REMARK_ANALYSIS, d->entry, NULL, "pools: hybrid (FFN on the LPU pool), the shortest predicted "
+		    "layer time per step: %s; gpu-only %.4g ms (%d %s); %s; --pools gpu|lpu chooses another", hy, tg * 1e3,
+		    d->ngpu, d->gpu->id, lo);
+	return 0;
 }
 
 static const char *inst(Module *m, const Device *dv)
@@ -985,8 +1044,8 @@ int pass_disaggregate(Module *m, PassCtx *c)
 	if ((c->pools && !strcmp(c->pools, "gpu")) || prefill)
 		for (int i = 0; i < d.nlay; i++)
 			d.lay[i].on_lpu = 0;
-	else if (!c->pools)
-		hybrid_or_gpu(&d);
+	else if (!c->pools && choose_pools(&d))
+		return lpu_only(&d);
 	size_pools(&d, 0);
 	d.nmb = choose_m(&d);
 	report(&d);

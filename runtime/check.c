@@ -70,6 +70,81 @@ static double coarsest(const Plan *p)
 	return u;
 }
 
+/* The formats behind one value (docs/plan-format.md §Tolerances): u, the largest unit roundoff
+ * among the formats the value passes through from the plan's inputs and constants (buffer
+ * dtypes, MMA operand formats, Quantize grids on its way), fmt that format, and what brings it
+ * in: the instruction `by` (its mma_in or Quantize `to`), else buffer `buf`'s dtype. */
+typedef struct Cone {
+	double u;
+	DType fmt;
+	int scaled;              /* fmt is an integer grid with a scale per group */
+	const PlanInstr *by;
+	int buf;
+} Cone;
+
+/* The cone of every buffer of p, by one walk in execution order (each instruction's outputs get
+ * the coarsest of its inputs' cones and its own formats), so that an output the coarse path does
+ * not reach keeps its own formats' tolerance (a decode step's first-layer KV cache on
+ * vera-rubin, ahead of the LPU's MXFP8 FFN).  NULL when p has no linear order or memory runs
+ * out (then every value gets coarsest(p)). */
+static Cone *format_cones(const Plan *p)
+{
+	PlanStep *order;
+	int n;
+	RtError e;
+	Cone *c = rt_calloc((size_t)p->nbuffers + 1, sizeof *c);
+	if (!c || plan_linearize(p, &order, &n, &e) < 0) {
+		rt_free(c);
+		return NULL;
+	}
+	for (int b = 0; b < p->nbuffers; b++) {
+		DType d = p->buffers[b].dtype;
+		int f = rt_dtype_isfloat(d);
+		c[b] = (Cone){ rt_unit_roundoff(f ? d : DT_F64, 0), f ? d : DT_F64, 0, NULL, b };
+	}
+	for (int t = 0; t < n; t++) {
+		const PlanInstr *in = &p->streams[order[t].stream].ins[order[t].index];
+		Cone m = { -1, DT_INVALID, 0, NULL, -1 };
+		for (int k = 0; k < in->nin; k++)
+			if (in->in[k] >= 0 && c[in->in[k]].u > m.u)
+				m = c[in->in[k]];
+		double um = in->opts.mma_in != DT_INVALID ? rt_unit_roundoff(in->opts.mma_in, 0) : -1;
+		if (um > m.u || (um == m.u && !m.by))   /* on a tie, name the product */
+			m = (Cone){ um, in->opts.mma_in, 0, in, -1 };
+		if (in->kind == PI_KERNEL && in->op == RT_OP_Quantize) {
+			DType to = rt_dtype_lookup(rt_attr_str(&in->attrs, "to", ""));
+			int g = rt_attr_find(&in->attrs, "group") != NULL;
+			if (to != DT_INVALID && rt_unit_roundoff(to, g) > m.u)
+				m = (Cone){ rt_unit_roundoff(to, g), to, g, in, -1 };
+		}
+		for (int k = 0; k < in->nout; k++)
+			if (in->out[k] >= 0 && m.u > c[in->out[k]].u)
+				c[in->out[k]] = m;
+	}
+	rt_free(order);
+	return c;
+}
+
+/* What drives buffer b's tolerance, when it is coarser than b's own dtype: "8u of mxfp8, the
+ * operands of MatMul 'layer#1/g'"; "" otherwise. */
+static void cone_why(const Plan *p, const Cone *c, int b, char *buf, size_t n)
+{
+	buf[0] = 0;
+	DType own = p->buffers[b].dtype;
+	if (!c || !rt_dtype_isfloat(own) || c[b].u <= rt_unit_roundoff(own, 0) || c[b].fmt == DT_INVALID)
+		return;
+	const Cone *k = &c[b];
+	const char *fmt = rt_dtype_name(k->fmt);
+	if (k->by && k->by->op == RT_OP_Quantize)
+		snprintf(buf, n, "8u of %s%s, the grid of Quantize '%s'", fmt, k->scaled ? " groups" : "",
+			 k->by->node ? k->by->node : "?");
+	else if (k->by)
+		snprintf(buf, n, "8u of %s, the operand format of %s '%s'", fmt, rt_op_name(k->by->op),
+			 k->by->node ? k->by->node : "?");
+	else if (k->buf >= 0)
+		snprintf(buf, n, "8u of %s, buffer '%s'", fmt, p->buffers[k->buf].name);
+}
+
 /* The kernel instruction of p that writes buffer b, or NULL. */
 static const PlanInstr *producer(const Plan *p, int b)
 {
@@ -87,12 +162,15 @@ static const PlanInstr *producer(const Plan *p, int b)
  * a length-K product as one fma chain; a plan that splits K over p devices and AllReduces sums
  * p chains of K/p and then the p partials.  The first chunk is the same chain in both, so the
  * two results differ by the n = 2(K - K/p) + (p - 1) roundings that are not shared, each at
- * most u (the AllReduce buffer's format) of a partial sum.  With rounding errors modelled as
+ * most u_s of a partial sum, u_s the format the interpreter accumulates in (f32 for a bf16 or f16
+ * buffer: products sum in f32, the AllReduce adds in f32), plus, for a buffer narrower than that,
+ * the p + 2 roundings to the buffer's format u_r (each partial, the sum, the reference's result).  With rounding errors modelled as
  * independent and zero-mean (Higham & Mary, SIAM J. Sci. Comput. 41(5), 2019, Thm 2.4) their
  * sum exceeds lambda*sqrt(n)*u times the largest partial only with probability at most
- * 2 exp(-lambda^2/2); lambda = 6 makes that 3e-8 per element.  Partial sums are taken as no
- * larger than the output's largest magnitude (the normwise measure), so the allowance is
- * 6 sqrt(n) u, the largest over the plan's AllReduces.  An AllReduce not fed by a matrix
+ * 2 exp(-lambda^2/2); lambda = 6 makes that 3e-8 per element (Hoeffding over roundings of
+ * differing bounds: lambda sqrt(sum u_i^2)).  Partial sums are taken as no larger than the
+ * output's largest magnitude (the normwise measure), so the allowance is
+ * 6 sqrt(n u_s^2 + n_r u_r^2), the largest over the plan's AllReduces.  An AllReduce not fed by a matrix
  * product (K unknown) reorders only its p terms: n = 2(p - 1).  An AllReduce of Add trees over
  * products (a training step's gradient contributions, inner_length) takes K as their summed
  * lengths and adds the trees' own (leaves - 1) additions per member.  A ReduceScatter sums its
@@ -132,7 +210,14 @@ static double reassociation(const Plan *p)
 			double np = in->nin, n = 2 * (np - 1), kl = inner_length(p, in->in[0], 0, &leaves);
 			if (kl > 0)     /* the Add tree's own additions, on partial values: (leaves - 1) per member */
 				n = 2 * (kl * np - kl) + (np - 1) + (leaves - 1) * np;
-			tol = fmax(tol, 6 * sqrt(n) * rt_unit_roundoff(p->buffers[in->out[0]].dtype, 0));
+			/* the chains and the AllReduce's additions round at the format the interpreter
+			 * holds values in (f32 for bf16/f16 buffers); a narrower buffer adds the roundings
+			 * of the p partials and of the sum to it, where the reference rounds once */
+			DType bd = p->buffers[in->out[0]].dtype;
+			DType sd = rt_dtypes[bd].storage == S_F64 ? DT_F64 : rt_dtypes[bd].storage == S_F32 ? DT_F32 : bd;
+			double us = fmin(rt_unit_roundoff(sd, 0), rt_unit_roundoff(bd, 0)), ur = rt_unit_roundoff(bd, 0);
+			double nr = ur > us ? np + 2 : 0;
+			tol = fmax(tol, 6 * sqrt(n * us * us + nr * ur * ur));
 		}
 	return tol;
 }
@@ -349,8 +434,17 @@ static int node_buffer(const Plan *q, const char *name)
 	return -1;
 }
 
+/* The tolerance of --check before per-buffer allowances: 8u of each value's cone (whole, the
+ * plan's coarsest format, without cones), plus the row-split and codec allowances. */
+typedef struct Tol {
+	Cone *cones;
+	double whole, extra;
+} Tol;
+
+static double tol_of(const Tol *t, int b) { return (t->cones ? 8 * t->cones[b].u : t->whole) + t->extra; }
+
 /* The first node, in p's execution order, whose value is out of tolerance against the reference. */
-static void first_bad_node(const Plan *p, const RtRun *r, const Plan *ref, const RtRun *rr, double tol, RtCheck *c)
+static void first_bad_node(const Plan *p, const RtRun *r, const Plan *ref, const RtRun *rr, const Tol *tl, RtCheck *c)
 {
 	PlanStep *order;
 	int n;
@@ -366,7 +460,7 @@ static void first_bad_node(const Plan *p, const RtRun *r, const Plan *ref, const
 		if (rb < 0 || !g->data || !rr->values[rb].data || g->n != rr->values[rb].n)
 			continue;
 		RtCheckOut o;
-		compare_fn(g, &rr->values[rb], rt_dtype_isfloat(g->dtype) ? buffer_tol(p, in->out[0], &rr->values[rb], tol) : 0,
+		compare_fn(g, &rr->values[rb], rt_dtype_isfloat(g->dtype) ? buffer_tol(p, in->out[0], &rr->values[rb], tol_of(tl, in->out[0])) : 0,
 			   rt_dtype_isfloat(g->dtype) ? saturating(p, in->out[0]) : 0, &o);
 		if (!o.ok) {
 			c->first_bad_node = in->node;
@@ -378,7 +472,7 @@ static void first_bad_node(const Plan *p, const RtRun *r, const Plan *ref, const
 	rt_free(order);
 }
 
-static int compare_outputs(const Plan *p, const RtRun *r, const Plan *ref, const RtRun *rr, double tol,
+static int compare_outputs(const Plan *p, const RtRun *r, const Plan *ref, const RtRun *rr, const Tol *tl,
 			   RtCheck *c, RtError *e)
 {
 	c->outs = rt_calloc((size_t)p->noutputs + 1, sizeof *c->outs);
@@ -395,8 +489,11 @@ static int compare_outputs(const Plan *p, const RtRun *r, const Plan *ref, const
 		if (j == ref->noutputs)
 			return rt_errorf(e, RT_EUSER, "--check: the reference plan has no output '%s'", p->outputs[i].name);
 		const RtTensor *g = &r->outputs[i];
-		compare_fn(g, &rr->outputs[j], rt_dtype_isfloat(g->dtype) ? buffer_tol(p, p->outputs[i].buffer, &rr->outputs[j], tol) : 0,
-			   rt_dtype_isfloat(g->dtype) ? saturating(p, p->outputs[i].buffer) : 0, &c->outs[k]);
+		int ob = p->outputs[i].buffer;
+		compare_fn(g, &rr->outputs[j], rt_dtype_isfloat(g->dtype) ? buffer_tol(p, ob, &rr->outputs[j], tol_of(tl, ob)) : 0,
+			   rt_dtype_isfloat(g->dtype) ? saturating(p, ob) : 0, &c->outs[k]);
+		if (rt_dtype_isfloat(g->dtype))
+			cone_why(p, tl->cones, ob, c->outs[k].tol_why, sizeof c->outs[k].tol_why);
 		c->outs[k].name = p->outputs[i].name;
 		c->ok &= c->outs[k].ok;
 		c->nouts++;
@@ -442,11 +539,13 @@ int rt_check(const Plan *p, const RtRunOpts *o, int per_node, RtRun *r, RtCheck 
 		snprintf(msg, sizeof msg, "%s", e->msg);
 		rt_errorf(e, e->code, "--check: the reference run failed: %s", msg);
 	}
-	double tol = 8 * coarsest(p) + reassociation(p) + codec_allowance(p);   /* rt_tolerance's rule, row splits, codecs */
+	/* rt_tolerance's rule over each value's formats, row splits, codecs */
+	Tol tl = { rc == 0 ? format_cones(p) : NULL, 8 * coarsest(p), reassociation(p) + codec_allowance(p) };
 	if (rc == 0)
-		rc = compare_outputs(p, r, ref, &rr, tol, c, e);
+		rc = compare_outputs(p, r, ref, &rr, &tl, c, e);
 	if (rc == 0 && per_node)
-		first_bad_node(p, r, ref, &rr, tol, c);
+		first_bad_node(p, r, ref, &rr, &tl, c);
+	rt_free(tl.cones);
 	for (int i = 0; store && i < p->ninputs; i++)
 		rt_tensor_free(&store[i]);
 	rt_free(store);

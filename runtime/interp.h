@@ -209,6 +209,9 @@ typedef struct RtCheckOut {
 	double abs_allowance;            /* > 0: a Sigmoid/Tanh output's elements may be off by up to
 					    this much more (its input's allowance through f) */
 	const char *abs_through;         /* then "Sigmoid" or "Tanh" */
+	char tol_why[160];               /* what drives the tolerance when it is coarser than the
+					    output's own dtype ("8u of mxfp8, the operand format of
+					    MatMul 'layer#1/g'"), else "" */
 	int ok;
 } RtCheckOut;
 

@@ -19,6 +19,8 @@
  * per-call locking and generic xsputn path dominated writing them; pieces are copied here and
  * handed to fwrite 64 KiB at a time. */
 #define STR_CACHE 512
+#define PAIR_CACHE 8192
+#define PAIR_BYTES (16u << 20)   /* the pieces' text at most */
 typedef struct {
 	FILE *f;
 	size_t n;
@@ -31,6 +33,15 @@ typedef struct {
 		const char *s;
 		int64_t len;
 	} str[STR_CACHE];
+	/* put_pair's pieces by the addresses of their two strings (` t.KEY="VAL"`, ` a.NAME="S"`):
+	 * a 64-device plan writes a few thousand distinct pairs millions of times; the text of each
+	 * lies in pbuf at off, len bytes (len 0: an empty slot) */
+	struct {
+		const char *a, *b;
+		uint32_t off, len;
+	} pair[PAIR_CACHE];
+	char *pbuf;
+	size_t np, cp;
 } Out;
 
 static void out_flush(Out *o)
@@ -103,6 +114,37 @@ static void put_str(Out *f, const char *s)
 	rt_fput_quoted(f->f, s, '"');
 }
 
+/* pre (" t." or " a."), key, '=' and the quoted val, from the pair cache when val needs no
+ * escapes. */
+static void put_pair(Out *f, const char *pre, const char *key, const char *val)
+{
+	size_t h = (((uintptr_t)key >> 3) * 31u + ((uintptr_t)val >> 3)) % PAIR_CACHE;
+	if (f->pair[h].len && f->pair[h].a == key && f->pair[h].b == val) {
+		out_mem(f, f->pbuf + f->pair[h].off, f->pair[h].len);
+		return;
+	}
+	size_t k = strlen(key), n = f->n;
+	out_s(f, pre);
+	out_s(f, key);
+	out_c(f, '=');
+	put_str(f, val);
+	size_t hs = ((uintptr_t)val >> 3) % STR_CACHE, len = 3 + k + 1 + 2 + (size_t)f->str[hs].len;
+	if (f->str[hs].s != val || f->str[hs].len < 0 || f->n < n || f->n - n != len || f->np + len > PAIR_BYTES)
+		return;      /* escaped, or the buffer was flushed meanwhile: not kept */
+	if (f->np + len > f->cp) {
+		size_t cp = f->cp ? 2 * f->cp : 1 << 16;
+		while (cp < f->np + len)
+			cp *= 2;
+		char *b = rt_realloc(f->pbuf, cp);
+		if (!b)
+			return;
+		f->pbuf = b, f->cp = cp;
+	}
+	memcpy(f->pbuf + f->np, f->b + n, len);
+	f->pair[h].a = key, f->pair[h].b = val, f->pair[h].off = (uint32_t)f->np, f->pair[h].len = (uint32_t)len;
+	f->np += len;
+}
+
 /* An integer in decimal, without printf (whose format parsing dominated writing large plans). */
 static void put_i64(Out *f, int64_t v)
 {
@@ -158,6 +200,10 @@ static void put_bufs(Out *f, const Plan *p, const char *key, const int *b, int n
 
 static void put_attr(Out *f, const Attr *a)
 {
+	if (a->kind == ATTR_STRING) {
+		put_pair(f, " a.", a->name, a->s);
+		return;
+	}
 	out_s(f, " a.");
 	out_s(f, a->name);
 	out_c(f, '=');
@@ -224,12 +270,8 @@ static void put_instr(Out *f, const Plan *p, const PlanInstr *in)
 	put_opts(f, &in->opts);
 	for (int i = 0; i < in->attrs.n; i++)
 		put_attr(f, &in->attrs.a[i]);
-	for (int i = 0; i < in->ntile; i++) {
-		out_s(f, " t.");
-		out_s(f, in->tile[i].key);
-		out_c(f, '=');
-		put_str(f, in->tile[i].val);
-	}
+	for (int i = 0; i < in->ntile; i++)
+		put_pair(f, " t.", in->tile[i].key, in->tile[i].val);
 	if (in->node) {
 		out_s(f, " node=");
 		put_str(f, in->node);
@@ -416,6 +458,8 @@ int plan_write(const Plan *p, FILE *fp)
 		return -1;
 	f->f = fp, f->n = 0, f->err = 0;
 	memset(f->str, 0, sizeof f->str);
+	memset(f->pair, 0, sizeof f->pair);
+	f->pbuf = NULL, f->np = f->cp = 0;
 	put_header(f, p);
 	put_machine(f, p);
 	for (int i = 0; i < p->nbuffers; i++) {
@@ -455,6 +499,7 @@ int plan_write(const Plan *p, FILE *fp)
 	out_s(f, "end\n");
 	out_flush(f);
 	int err = f->err;
+	rt_free(f->pbuf);
 	rt_free(f);
 	return err || ferror(fp) ? -1 : 0;
 }

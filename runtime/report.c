@@ -52,6 +52,8 @@ static json_t *check_json(const RtCheck *c)
 		json_object_set_new(x, "max_abs_err", num(c->outs[i].max_abs));
 		json_object_set_new(x, "max_rel_err", num(c->outs[i].max_rel));
 		json_object_set_new(x, "tolerance", num(c->outs[i].tolerance));
+		if (c->outs[i].tol_why[0])
+			json_object_set_new(x, "tolerance_from", json_string(c->outs[i].tol_why));
 		json_object_set_new(x, "ok", json_boolean(c->outs[i].ok));
 		json_array_append_new(outs, x);
 	}

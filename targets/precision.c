@@ -171,8 +171,11 @@ static int fail(RtError *e, const char *spec, const Target *t, const Machine *m,
 /* What is wrong with word w on target t and device d (w known, not usable). */
 static void why_unusable(const PrecWord *w, const Target *t, const Device *d, const Machine *m, char *buf, size_t n)
 {
+	char note[160];
+	const char *fm = t && m && t->formats_note ? t->formats_note(m, note, sizeof note) : NULL;
 	if (t && !listed(t->formats, "", w->name))
-		snprintf(buf, n, "target %s does not take %s", t->name, w->name);
+		snprintf(buf, n, "target %s does not take %s%s%s%s%s%s", t->name, w->name, fm ? " (on " : "",
+			 fm ? m->name : "", fm ? ": " : "", fm ? fm : "", fm ? ")" : "");
 	else if (!d)
 		snprintf(buf, n, "machine %s has no %s device", m ? m->name : "?", t ? t->name : "accelerator");
 	else if (!dev_supports(d, w->needs))

@@ -181,6 +181,11 @@ unsigned char *tgt_exact_values(const Flat *f);
 /* Whether op is an explicit conversion of the model (Cast, CastLike, QuantizeLinear,
  * DequantizeLinear, DynamicQuantizeLinear): its operands and results keep their dtypes. */
 int tgt_explicit_conversion(Op op);
+/* The storage format a `@precision(X)` annotation on the node defining flat value v asks for
+ * (docs/language.md: annotations override the passes for one statement): X when it is a float
+ * format of 16 bits or more and the value is a float, else DT_INVALID (no annotation, or a
+ * narrow MMA format such as f8e4m3, which names the node's matrix format, not its result's). */
+DType tgt_forced_dtype(const Flat *f, const FlatVal *v);
 /* First and last flat node of every fusion group (attribute fusion_group, per call instance);
  * -1 for nodes outside a group.  gfirst and glast hold f->nnodes entries. */
 void tgt_fusion_groups(const Flat *f, int *gfirst, int *glast);
@@ -394,6 +399,10 @@ struct Target {
 	 * it: how passes (partition, disaggregate) price nodes, so they hold no hardware numbers */
 	double (*node_time)(const Target *t, const Machine *m, const Device *d, const Precision *p, const TgtWork *w);
 	RtCostFn cost;                   /* the timing engine's per-instruction hook */
+	/* optional: the formats it stores and computes in on machine m besides the --precision
+	 * word, written to buf ("weights, graph inputs (the KV cache) and MatMul operands at f16, activations at
+	 * f32"); aicc targets and --precision errors print it.  NULL when m does not say. */
+	const char *(*formats_note)(const Machine *m, char *buf, size_t n);
 };
 
 /* Lowers in->g for target t: its own `lower`, else the walk above.  The plan, or NULL with e set. */

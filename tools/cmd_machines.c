@@ -33,7 +33,10 @@ int cmd_targets(int argc, char **argv)
 		if (m)
 			prec_valid_words(t, m, words, sizeof words);
 		printf("%-12s machine %-12s %s\n", t->name, t->default_machine, t->help);
-		printf("%-12s --precision %s (default %s)\n%-12s -O1 %s%s\n", "", words, t->default_precision, "", t->pipeline,
+		char note[160];
+		const char *fm = m && t->formats_note ? t->formats_note(m, note, sizeof note) : NULL;
+		printf("%-12s --precision %s (default %s%s%s)\n%-12s -O1 %s%s\n", "", words, t->default_precision,
+		       fm ? ": " : "", fm ? fm : "", "", t->pipeline,
 		       strcmp(t->name, "reference") ? " (the default)" : " (default -O0: the unfused numerical reference)");
 		if (m)
 			machine_free(m);

@@ -653,8 +653,9 @@ static void summary(const Plan *p, const RtRun *r, const RtCheck *c, char **file
 		if (c->outs[i].abs_allowance > 0)
 			snprintf(extra, sizeof extra, " + %.3g abs (its input's allowance through %s)", c->outs[i].abs_allowance,
 				 c->outs[i].abs_through ? c->outs[i].abs_through : "f");
-		printf("check          %s: max_abs_err %.3g, max_rel_err %.3g, tolerance %.3g%s: %s\n", c->outs[i].name,
-		       c->outs[i].max_abs, c->outs[i].max_rel, c->outs[i].tolerance, extra, c->outs[i].ok ? "ok" : "FAIL");
+		printf("check          %s: max_abs_err %.3g, max_rel_err %.3g, tolerance %.3g%s%s%s%s: %s\n", c->outs[i].name,
+		       c->outs[i].max_abs, c->outs[i].max_rel, c->outs[i].tolerance, c->outs[i].tol_why[0] ? " (" : "",
+		       c->outs[i].tol_why, c->outs[i].tol_why[0] ? ")" : "", extra, c->outs[i].ok ? "ok" : "FAIL");
 	}
 	if (c && c->first_bad_node)
 		printf("first bad node %s (buffer %s): max_rel_err %.3g > tolerance %.3g\n", c->first_bad_node,

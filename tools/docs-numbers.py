@@ -331,6 +331,10 @@ valrow('val.jax-8192', 'validate-tpu', 'jax-pallas-mm 8192x8192x8192 bf16')
 for k in (128, 256, 512, 1024, 2048, 4096, 16384, 32768):
     valrow('val.iw-%d' % k, 'validate-tpu', 'ironwood-micro %dx%dx%d bf16' % (k, k, k))
 valrow('val.h100-70b-b96', 'validate-hopper', 'H100 llama2-70b B=96 2048/128 tp2')
+COMMANDS['validate-vllm'] = ['python3 tools/validate.py "$(dirname {aicc})" --only latency']
+for gpu in ('H200', 'A100'):
+    for r, tp in (('llama3.1-8b', ''), ('llama3-70b', ' tp4'), ('mixtral-8x7b', ' tp2')):
+        valrow('val.vllm-%s-%s' % (gpu.lower(), r), 'validate-vllm', '%s %s latency B=8 32/128%s' % (gpu, r, tp))
 COMMANDS['validate-liger'] = ['python3 tools/validate.py "$(dirname {aicc})" --only liger-1380']
 for k in (256, 512, 1024, 2048):
     valrow('val.liger-%d' % k, 'validate-liger', 'liger-1380 128256x4096x%d bf16' % k)
@@ -509,12 +513,14 @@ COMMANDS['serve.mixed'] = ['"$(dirname {aicc})"/unit/test_serve 2>&1 | grep "mix
 MIXED = r'mixed (\S+) ms, decode (\S+) ms \+ prefill (\S+) ms = (\S+) ms'
 for i, k in enumerate(('mixed', 'decode', 'prefill', 'sum'), 1):
     NUMBERS['serve.mixed.' + k] = ('serve.mixed', MIXED, i, asis, ' ms' if k in ('mixed', 'sum') else '')
-# docs/serving.md: the vera-rubin pool sizing at two contexts
+# docs/serving.md: the vera-rubin layout and pool sizing at two contexts
 for ctx in (256, 512):
     COMMANDS['serve.vr%d' % ctx] = ['{aicc} compile examples/llama3.1-70b.aig --phase decode --batch 32 --context %d '
                                     '--passes=disaggregate --target vera-rubin --remarks=placement -o {tmp}/v.aip 2>&1 | '
-                                    'grep -o "pools: [0-9]* gpu" && {aicc} run {tmp}/v.aip --timing-only' % ctx]
-    NUMBERS['serve.vr%d.gpus' % ctx] = ('serve.vr%d' % ctx, r'pools: (\d+) gpu', 1, whole, ' GPUs')
+                                    'grep -o "pools: [a-z-]*,\\|pools: [0-9]* gpu\\|whole model on [0-9]* lpu" && '
+                                    '{aicc} run {tmp}/v.aip --timing-only' % ctx]
+    NUMBERS['serve.vr%d.layout' % ctx] = ('serve.vr%d' % ctx, r'pools: ([a-z]+-only|hybrid),', 1, asis, '')
+    NUMBERS['serve.vr%d.chips' % ctx] = ('serve.vr%d' % ctx, r'(?:pools: |whole model on )(\d+) ([gl]pu)', 1, whole, '')
     NUMBERS['serve.vr%d.tpot' % ctx] = ('serve.vr%d' % ctx, r'^TPOT\s+(\S+ \S+)', 1, asis, '')
 
 # docs/serving.md: make demo's serving rows (tools/demo.sh serve_row): each deployment's capacity under the SLO

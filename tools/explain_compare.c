@@ -308,7 +308,7 @@ int drv_explain_compare(const Plan *p, int json, FILE *f)
 	if (c[1].ok && c[2].ok && g_step(&c[1]) > g_step(&c[2]))
 		fprintf(f, "  hybrid is %.3gx slower than gpu-only: per step its GPU pool is busy %.4g ms, its LPU pool %.4g ms "
 			"and its links %.4g ms (%g micro-batch(es) to overlap them), where %d GPUs alone take %.4g ms; "
-			"without --pools the disaggregate pass keeps the FFN on the GPUs when it predicts this\n",
+			"without --pools the disaggregate pass keeps the layout it predicts fastest of the three\n",
 			g_step(&c[1]) / g_step(&c[2]), g_bg(&c[1]), g_bl(&c[1]), g_bk(&c[1]), g_mb(&c[1]), c[2].gpus, g_step(&c[2]));
 	return 0;
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""tools/validate.py BUILD [--write-bands FILE] [--only SUBSTR]: the public validation set (`make validate`).
+"""tools/validate.py BUILD [--write-bands FILE] [--only SUBSTR] [--cases FILE]: the public validation set (`make validate`).
 
 Compares aicc's predictions with published measurements.  The cases are data, tools/validate/cases.json:
 every row gives the exact setup (model and its --bind, precision, KV-cache format, batch, prompt/output
@@ -27,6 +27,12 @@ Kinds of case and how each is predicted:
                TPOT(B, ISL+OSL/2) in ms; a group's `decode_precision` (e.g. bf16+graph: vLLM captures the
                decode step in CUDA graphs, its prefill runs eagerly) prices the decode steps
 
+A group measured through a serving framework names it (`framework`, a key of cases.json's
+`frameworks`): its CPU time per engine step (`step_cpu_ms`, with the source of that component
+measurement) is added once per step the measurement ran: OSL steps for batch_latency and
+throughput (the prefill step and OSL-1 decode steps), one for ttft.  It is the framework's term,
+not a machine's: the GPUs' time is what aicc predicts, the framework's host time is added beside it.
+
 A group's `set` list (machine overrides, `--set` of aicc) describes the part that was measured when
 it is not a whole machine file: Ironwood's per-JAX-device GEMMs run on one of the chip's two
 TensorCores, so that group halves tpu-v7.
@@ -50,6 +56,7 @@ GEMM = "graph main(a: {dt}[M, K], b: {dt}[K, N]) -> (y: {out}[M, N]) {{\n  y = M
 ATTN = ("graph main(q: {dt}[B, H, S, D], k: {dt}[B, H, S, D], v: {dt}[B, H, S, D]) -> (y: {dt}[B, H, S, D]) {{\n"
         "  y = Attention(q, k, v) {{is_causal={c}}}\n}}\n")
 CLASSES = ("gemm", "attention", "memory", "collective", "end-to-end")
+FRAMEWORKS = {}   # cases.json's `frameworks`: a serving framework's per-step CPU time and its source
 TARGETS = ("ampere", "hopper", "blackwell", "tpu", "lpu", "wafer", "hardwired")
 
 
@@ -131,6 +138,12 @@ def set_args(grp):
     return [x for kv in grp.get("set", []) for x in ("--set", kv)]
 
 
+def step_cpu(grp):
+    """Seconds of the group's serving framework's CPU time per engine step (0: none named)."""
+    fw = grp.get("framework")
+    return FRAMEWORKS[fw]["step_cpu_ms"] * 1e-3 if fw else 0.0
+
+
 def predict(a, grp, row):
     kind, m = grp["kind"], machine_of(grp, row)
     nl = NO_LAUNCH.get(grp["target"], []) + (KERNEL_OPTS if kind in ("gemm", "attn") else []) + set_args(grp)
@@ -152,15 +165,15 @@ def predict(a, grp, row):
                          "--bind", "B=%d,H=%d,S=%d,D=%d" % (row["B"], row["H"], row["S"], row["D"])] + nl, src)
         return 4.0 * row["B"] * row["H"] * row["S"] ** 2 * row["D"] * (0.5 if row["causal"] else 1) / lat / 1e12
     if kind == "ttft":
-        return a.latency(model_args(a, grp, row, "prefill", row["isl"], m)) * 1e3
+        return (a.latency(model_args(a, grp, row, "prefill", row["isl"], m)) + step_cpu(grp)) * 1e3
     if kind == "throughput":
         ttft = a.latency(model_args(a, grp, row, "prefill", row["isl"], m))
         tpot = a.latency(model_args(a, grp, row, "decode", row["isl"] + row["osl"] // 2, m))
-        return row["B"] * row["osl"] / (ttft + (row["osl"] - 1) * tpot) / row.get("tp", 1)
+        return row["B"] * row["osl"] / (ttft + (row["osl"] - 1) * tpot + row["osl"] * step_cpu(grp)) / row.get("tp", 1)
     if kind == "batch_latency":
         ttft = a.latency(model_args(a, grp, row, "prefill", row["isl"], m))
         tpot = a.latency(model_args(a, grp, row, "decode", row["isl"] + row["osl"] // 2, m, grp.get("decode_precision")))
-        return (ttft + (row["osl"] - 1) * tpot) * 1e3
+        return (ttft + (row["osl"] - 1) * tpot + row["osl"] * step_cpu(grp)) * 1e3
     if kind == "decode_rate":
         return 1.0 / a.latency(model_args(a, grp, row, "decode", row["context"], m))
     raise Fail("unknown case kind %s" % kind)
@@ -192,7 +205,12 @@ def main():
     build = argv[0] if argv and not argv[0].startswith("--") else "build"
     bands = argv[argv.index("--write-bands") + 1] if "--write-bands" in argv else None
     only = argv[argv.index("--only") + 1] if "--only" in argv else None
-    data = json.load(open(CASES))
+    cases = argv[argv.index("--cases") + 1] if "--cases" in argv else CASES   # another set (the tests')
+    data = json.load(open(cases))
+    FRAMEWORKS.update(data.get("frameworks", {}))
+    for grp in data["groups"]:
+        if grp.get("framework") and grp["framework"] not in FRAMEWORKS:
+            sys.exit("%s: group %s names framework %r, which `frameworks` does not define" % (cases, grp["source"], grp["framework"]))
     a = Aicc(build)
     t0 = time.time()
     jobs = []

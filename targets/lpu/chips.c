@@ -43,6 +43,8 @@ typedef struct Bx {
 	int *cut0;               /* from cut[cut0[i] + j] (j = 0 .. split[i]; the last is the width) */
 	int ncut, capcut;
 	int *tail;               /* per flat value: its last LpuVal */
+	int *nread;              /* per flat value: the nodes that read it */
+	unsigned char *fold;     /* per flat node: a tied Transpose placed with its MatMul (spread) */
 	int *lhash, caplhash;    /* open-addressing table of link indices (-1: empty), power of 2 */
 	RtError *e;
 } Bx;
@@ -243,29 +245,60 @@ static int outputs(Bx *x, int op, int i, int c)
 	return 0;
 }
 
-/* The operand a column split shards (the weight): 1 for MatMul, 0 for Embedding, 2 for
- * GroupedMatMul (the stacked expert weights [E, K, N], cut along N: every chip holds every
- * expert's slice of the columns, so any routing runs on all of them); -1 when node i cannot be
- * split. */
-static int split_operand(const Flat *f, int i)
+/* The Transpose node that makes MatMul i's weight when it is a tied weight: W^T of a 2-D parameter
+ * (Transpose {perm=[1,0]}: a tied lm_head, Transpose(embed), as Qwen2, Gemma and GPT-2 write it)
+ * that only node i reads.  A column split of i folds it in: each chip stores its rows of the
+ * parameter and transposes them itself (build_split), so the whole W^T is never on one chip.
+ * -1 when not.  (spread folds it only when the parameter does not fit a chip: tied_transpose.) */
+static int tied_candidate(const Bx *x, int i)
 {
+	const Flat *f = x->f;
+	const FlatNode *fn = &f->nodes[i];
+	if (fn->n->op != OP_MatMul || fn->nin < 2 || fn->in[1] < 0 || !x->nread)
+		return -1;
+	int u = fn->in[1], t = f->vals[u].def, np = 0;
+	if (t < 0 || f->vals[u].is_output || x->nread[u] != 1)
+		return -1;
+	const FlatNode *tn = &f->nodes[t];
+	const int64_t *perm = rt_attr_ints(&tn->n->attrs, "perm", &np);
+	if (tn->n->op != OP_Transpose || tn->nin != 1 || tn->nout != 1 || tn->in[0] < 0 || !is_param(f, tn->in[0]) ||
+	    f->vals[tn->in[0]].rank != 2 || !(np == 0 || (np == 2 && perm[0] == 1 && perm[1] == 0)))
+		return -1;
+	return t;
+}
+
+/* tied_candidate when spread chose to fold it (its weight does not fit a chip whole), else -1. */
+static int tied_transpose(const Bx *x, int i)
+{
+	int t = tied_candidate(x, i);
+	return t >= 0 && x->fold && x->fold[t] ? t : -1;
+}
+
+/* The operand a column split shards (the weight): 1 for MatMul (a parameter, or a tied
+ * Transpose of one: tied_transpose), 0 for Embedding, 2 for GroupedMatMul (the stacked expert
+ * weights [E, K, N], cut along N: every chip holds every expert's slice of the columns, so any
+ * routing runs on all of them); -1 when node i cannot be split. */
+static int split_operand(const Bx *x, int i)
+{
+	const Flat *f = x->f;
 	const FlatNode *fn = &f->nodes[i];
 	int k = fn->n->op == OP_MatMul ? 1 : fn->n->op == OP_Embedding ? 0 : fn->n->op == OP_GroupedMatMul ? 2 : -1;
-	if (k < 0 || fn->nin < 2 || fn->nout != 1 || fn->in[k] < 0 || !is_param(f, fn->in[k]) ||
+	if (k < 0 || fn->nin < 2 || fn->nout != 1 || fn->in[k] < 0 ||
+	    !(is_param(f, fn->in[k]) || (k == 1 && tied_transpose(x, i) >= 0)) ||
 	    f->vals[fn->in[k]].rank != (k == 2 ? 3 : 2) || f->vals[fn->out[0]].rank < 1)
 		return -1;
 	return k;
 }
 
 /* The weight axis a column split cuts: the last. */
-static int split_axis(const Flat *f, int i) { return f->vals[f->nodes[i].in[split_operand(f, i)]].rank - 1; }
+static int split_axis(const Bx *x, int i) { return x->f->vals[x->f->nodes[i].in[split_operand(x, i)]].rank - 1; }
 
 /* Node i split by columns over chips c .. c + g - 1 at the columns x->cut gives, joined on the
  * last of them (where the nodes after it run). */
 static int build_split(Bx *x, int i, int c, int g)
 {
 	const FlatNode *fn = &x->f->nodes[i];
-	int ws = split_operand(x->f, i), y = fn->out[0], wax = split_axis(x->f, i);
+	int ws = split_operand(x, i), y = fn->out[0], wax = split_axis(x, i), tt = tied_transpose(x, i);
 	int64_t n = x->f->vals[fn->in[ws]].dims[wax];
 	const int64_t *cut = x->cut + x->cut0[i];
 	int yaxis = x->f->vals[y].rank - 1, home = c + g - 1;
@@ -277,7 +310,17 @@ static int build_split(Bx *x, int i, int c, int g)
 		int cj = c + j;
 		int64_t off = cut[j], cols = cut[j + 1] - cut[j];
 		for (int k = 0; k < fn->nin; k++) {
-			if (k == ws) {
+			if (k == ws && tt >= 0) {   /* rows off.. of the tied parameter, transposed here */
+				int e = x->f->nodes[tt].in[0], ev = new_val(x, e, cj, -1);
+				int top = ev < 0 ? -1 : new_op(x, LW_SHARD, tt, cj, &ev, 1, 1);
+				ins[k] = top < 0 ? -1 : new_val(x, fn->in[k], cj, top);
+				if (ins[k] >= 0) {
+					LpuVal *r = &x->pg->vals[ev], *w = &x->pg->vals[ins[k]];
+					r->shard_axis = 0, r->shard_off = off, r->shard_full = n, r->dims[0] = cols;
+					w->shard_axis = wax, w->shard_off = off, w->shard_full = n, w->dims[wax] = cols;
+					x->pg->args[x->pg->ops[top].arg + 1] = ins[k];
+				}
+			} else if (k == ws) {
 				ins[k] = new_val(x, fn->in[k], cj, -1);
 				if (ins[k] >= 0) {
 					LpuVal *w = &x->pg->vals[ins[k]];
@@ -323,6 +366,31 @@ static int64_t plan_bytes(const Bx *x, int v)
 	return n * (lpu_at_mma(x->pg, x->f, v) ? x->a->elem_bytes : 4);
 }
 
+/* 1 when value v is the transpose of weights that one node reads (a tied lm_head's W^T): it takes
+ * SRAM like the weight it moves. */
+static int tied_shape(const Bx *x, int v)
+{
+	const FlatVal *fv = &x->f->vals[v];
+	if (fv->def < 0 || fv->is_output)
+		return 0;
+	const FlatNode *fn = &x->f->nodes[fv->def];
+	return fn->n->op == OP_Transpose && fn->nout == 1 && x->nread && x->nread[v] == 1 && lpu_weight_like(x->f, v);
+}
+
+/* 1 when v is a tied transpose spread folded into its MatMul: counted with its weight there. */
+static int tied_value(const Bx *x, int v)
+{
+	return x->f->vals[v].def >= 0 && x->fold && x->fold[x->f->vals[v].def];
+}
+
+/* 1 when value v takes SRAM for the whole step: a weight or graph input, a graph output, or a
+ * tied transpose (tied_shape). */
+static int stored(const Bx *x, int v)
+{
+	const FlatVal *fv = &x->f->vals[v];
+	return fv->def < 0 || fv->is_output || tied_shape(x, v);
+}
+
 /* Bytes node i adds to a chip whose resident values are marked on[v] == chip + 1: the weights
  * and graph inputs it reads that are not there yet, and its results that are graph outputs
  * (they stay to the end, like the KV cache a decode step writes). */
@@ -342,16 +410,17 @@ static int64_t node_bytes(const Bx *x, int i, const int *on, int chip)
 }
 
 /* The activation working set of node i: the produced values it reads and the values it writes
- * that are not graph outputs (those count with node_bytes), at plan width. */
+ * that are not graph outputs (those count with node_bytes) or tied transposes (counted as
+ * weights, spread), at plan width. */
 static int64_t act_bytes(const Bx *x, int i)
 {
 	const FlatNode *fn = &x->f->nodes[i];
 	int64_t b = 0;
 	for (int k = 0; k < fn->nin; k++)
-		if (fn->in[k] >= 0 && x->f->vals[fn->in[k]].def >= 0)
+		if (fn->in[k] >= 0 && x->f->vals[fn->in[k]].def >= 0 && !tied_value(x, fn->in[k]))
 			b += plan_bytes(x, fn->in[k]);
 	for (int k = 0; k < fn->nout; k++)
-		if (!x->f->vals[fn->out[k]].is_output)
+		if (!x->f->vals[fn->out[k]].is_output && !tied_value(x, fn->out[k]))
 			b += plan_bytes(x, fn->out[k]);
 	return b;
 }
@@ -366,16 +435,31 @@ static int spread(Bx *x)
 		return rt_errorf(x->e, RT_ENOMEM, "out of memory placing the model on chips");
 	int chip = 0, top = 0, rc = 0;
 	int64_t peak = 0;   /* the largest activation working set of a node on this chip */
+	unsigned char *tied = calloc((size_t)f->nnodes + 1, 1);   /* tied_candidate Transposes */
+	if (!tied) {
+		free(on);
+		return rt_errorf(x->e, RT_ENOMEM, "out of memory placing the model on chips");
+	}
+	for (int i = 0; i < f->nnodes; i++)
+		if (tied_candidate(x, i) >= 0)
+			tied[tied_candidate(x, i)] = 1;
 	for (int v = 0; v < f->nvals; v++)
-		if (f->vals[v].def < 0 || f->vals[v].is_output)
+		if (stored(x, v))
 			total += plan_bytes(x, v);
 	for (int i = 0; i < f->nnodes && rc == 0; i++) {
 		const FlatNode *fn = &f->nodes[i];
-		int ws = split_operand(f, i);
-		int64_t wb = ws >= 0 ? plan_bytes(x, fn->in[ws]) : 0;
+		if (tied[i] && 2 * plan_bytes(x, fn->out[0]) > budget) {
+			/* the weight and its transpose do not fit one chip's budget together: placed
+			 * (split) with its MatMul */
+			x->fold[i] = 1;
+			continue;
+		}
+		int ws = split_operand(x, i), tt = tied_transpose(x, i), e = tt >= 0 ? f->nodes[tt].in[0] : -1;
+		/* a tied weight: the parameter's rows and their transpose, both stored */
+		int64_t wb = ws >= 0 ? plan_bytes(x, fn->in[ws]) * (tt >= 0 ? 2 : 1) : 0;
 		if (ws >= 0 && used + wb > budget && wb > budget / 2) {
 			/* pour the weight's columns into the room left on this chip and the next ones */
-			int64_t n = f->vals[fn->in[ws]].dims[split_axis(f, i)], col = 0;
+			int64_t n = f->vals[fn->in[ws]].dims[split_axis(x, i)], col = 0;
 			double per = (double)wb / (double)n;   /* bytes per column */
 			if (grow((void **)&x->cut, &x->capcut, x->ncut + (int)(wb / (budget / 2)) + 4, sizeof *x->cut) < 0) {
 				rc = rt_errorf(x->e, RT_ENOMEM, "out of memory placing the model on chips");
@@ -385,10 +469,29 @@ static int spread(Bx *x)
 				chip++, used = 0;
 			int c0 = chip, g = 0;
 			x->cut0[i] = x->ncut;
+			/* at plan width each shard also holds its slice of the result and the other
+			 * operands (copied in); the chip that joins the slices (where the rest fits) also the
+			 * slices copied in and the result */
+			int64_t yb = plan_bytes(x, fn->out[0]), ain = 0;
+			for (int k = 0; k < fn->nin; k++)
+				if (k != ws && fn->in[k] >= 0 && f->vals[fn->in[k]].def >= 0)
+					ain += plan_bytes(x, fn->in[k]);
+			double pcol = per + (double)yb / (double)n;
+			int64_t words = (16 + g) * LPU_WORD;   /* each buffer starts on a word (lower.c) */
 			while (col < n) {
-				int64_t take = (int64_t)((double)(budget - used) / per);
-				if (take > n - col)
-					take = n - col;
+				int64_t take = (int64_t)fmin((double)(budget - used) / per,
+							    (double)(x->a->sram - used - ain - words) / pcol);
+				if (take >= n - col) {
+					int64_t join = yb * (g > 0 ? 2 : 1);
+					int64_t tj = (int64_t)((double)(x->a->sram - used - ain - join - words) / pcol);
+					take = tj < n - col ? tj : n - col;
+					if (take < 1 && used > 0) {   /* join on the next chip */
+						chip++, used = 0;
+						if (g == 0)
+							c0 = chip;
+						continue;
+					}
+				}
 				if (take < 1) {
 					rc = rt_errorf(x->e, RT_EUSER, "aicc: error: one column of '%s' does not fit a chip",
 						       f->vals[fn->in[ws]].name);
@@ -404,6 +507,8 @@ static int spread(Bx *x)
 				break;
 			x->cut[x->ncut++] = n;
 			x->chip[i] = c0, x->split[i] = g;
+			if (tt >= 0)   /* folded into the shards (build_split), or run whole beside i */
+				x->chip[tt] = c0, x->split[tt] = g > 1 ? 0 : 1;
 			if (chip + 1 > top)
 				top = chip + 1;
 			peak = 0;
@@ -413,21 +518,29 @@ static int spread(Bx *x)
 			for (int k = 0; k < fn->nin; k++)
 				if (fn->in[k] >= 0 && f->vals[fn->in[k]].def < 0)
 					on[fn->in[k]] = chip + 1;
+			if (tt >= 0)
+				x->chip[tt] = chip, on[e] = chip + 1;
 			continue;
 		}
-		int64_t w = node_bytes(x, i, on, chip), act = act_bytes(x, i);
+		/* a tied weight's Transpose runs whole beside its MatMul: the parameter (unless this chip
+		 * has it) and its transpose */
+#define TIED_BYTES(c) (tt >= 0 ? plan_bytes(x, fn->in[1]) * (on[e] == (c) + 1 ? 1 : 2) : 0)
+		int64_t w = node_bytes(x, i, on, chip) + TIED_BYTES(chip), act = act_bytes(x, i);
 		if (w > budget || w + act > x->a->sram) {
 			rc = rt_errorf(x->e, RT_EUSER, "aicc: error: node '%s' needs %s of weights and inputs "
 				       "(at most %.0f %% of a chip) and %s of activations, more than one %s chip's "
-				       "%s of SRAM, and this target splits only a MatMul, Embedding or GroupedMatMul weight across "
-				       "chips", f->vals[fn->out[0]].name, rt_si_str((double)w, "B", (char[32]){ 0 }, 32), FILL * 100,
+				       "%s of SRAM, and this target splits only a MatMul (its weight, or a Transpose of one), "
+				       "Embedding or GroupedMatMul weight across chips", f->vals[fn->out[0]].name, rt_si_str((double)w, "B", (char[32]){ 0 }, 32), FILL * 100,
 				       rt_si_str((double)act, "B", (char[32]){ 0 }, 32), x->a->d->name,
 				       rt_si_str((double)x->a->sram, "B", (char[32]){ 0 }, 32));
 			break;
 		}
 		if (used + w > budget || used + w + (act > peak ? act : peak) > x->a->sram)
-			chip++, used = 0, peak = 0, w = node_bytes(x, i, on, chip);
+			chip++, used = 0, peak = 0, w = node_bytes(x, i, on, chip) + TIED_BYTES(chip);
+#undef TIED_BYTES
 		x->chip[i] = chip;
+		if (tt >= 0)
+			x->chip[tt] = chip, on[e] = chip + 1;
 		used += w;
 		peak = act > peak ? act : peak;
 		if (chip + 1 > top)
@@ -437,6 +550,7 @@ static int spread(Bx *x)
 				on[fn->in[k]] = chip + 1;
 	}
 	free(on);
+	free(tied);
 	x->pg->nchips = top > 0 ? top : 1;
 	if (rc == 0 && x->pg->nchips > x->a->chips)
 		rc = rt_errorf(x->e, RT_EUSER, "aicc: error: the model needs %s of SRAM for its weights and "
@@ -494,7 +608,7 @@ static int build_node(Bx *x, int i)
 {
 	const FlatNode *fn = &x->f->nodes[i];
 	int c = x->chip[i];
-	if (is_shard_split(x->f, i))
+	if (is_shard_split(x->f, i) || x->split[i] == 0)   /* runs nowhere, or in its consumer's shards */
 		return 0;
 	if (x->split[i] > 1)
 		return build_split(x, i, c, x->split[i]);
@@ -531,10 +645,16 @@ int lpu_build(const LpuArch *a, const Flat *f, LpuProg *pg, RtError *e)
 	x.split = calloc(nn, sizeof *x.split);
 	x.cut0 = calloc(nn, sizeof *x.cut0);
 	x.tail = calloc(nv, sizeof *x.tail);
+	x.nread = calloc(nv, sizeof *x.nread);
+	x.fold = calloc(nn, 1);
+	for (int i = 0; x.nread && i < f->nnodes; i++)
+		for (int k = 0; k < f->nodes[i].nin; k++)
+			if (f->nodes[i].in[k] >= 0)
+				x.nread[f->nodes[i].in[k]]++;
 	pg->first = malloc(nv * sizeof *pg->first);
 	pg->home = malloc(nv * sizeof *pg->home);
 	pg->wide = lpu_wide_values(a, f);
-	int rc = x.chip && x.split && x.cut0 && x.tail && pg->first && pg->home && pg->wide ? 0 :
+	int rc = x.chip && x.split && x.cut0 && x.tail && x.nread && x.fold && pg->first && pg->home && pg->wide ? 0 :
 		 rt_errorf(e, RT_ENOMEM, "out of memory building the LPU program");
 	for (int v = 0; rc == 0 && v < f->nvals; v++)
 		pg->first[v] = pg->home[v] = -1;
@@ -546,7 +666,7 @@ int lpu_build(const LpuArch *a, const Flat *f, LpuProg *pg, RtError *e)
 	else if (placed == 0) {
 		int64_t total = 0;
 		for (int v = 0; v < f->nvals; v++)
-			if (f->vals[v].def < 0 || f->vals[v].is_output)
+			if (stored(&x, v))
 				total += plan_bytes(&x, v);
 		memset(x.chip, 0, nn * sizeof *x.chip);
 		pg->nchips = 1;
@@ -567,7 +687,7 @@ int lpu_build(const LpuArch *a, const Flat *f, LpuProg *pg, RtError *e)
 			if (v >= 0 && pg->home[f->outputs[i]] < 0)
 				pg->home[f->outputs[i]] = v;
 		}
-	free(x.chip), free(x.split), free(x.cut0), free(x.cut), free(x.tail), free(x.lhash);
+	free(x.chip), free(x.split), free(x.cut0), free(x.cut), free(x.tail), free(x.lhash), free(x.nread), free(x.fold);
 	return rc;
 }
 

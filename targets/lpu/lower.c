@@ -28,7 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ALIGN 320   /* one vector: SRAM is addressed in 320-byte words (hardware.md §2.15) */
+#define ALIGN LPU_WORD
 
 typedef struct Lw {
 	const TgtInput *in;
@@ -417,18 +417,18 @@ static int capacity(Lw *w, int64_t *off)
 		char nb[32], hb[32];
 		rt_si_str((double)need, "B", nb, sizeof nb);
 		rt_si_str((double)w->a.sram, "B", hb, sizeof hb);
+		char fm[128];
+		lpu_formats(&w->a, fm, sizeof fm);
 		if (w->pg.nchips == 1) {
 			int64_t chips = (need + w->a.sram - 1) / w->a.sram;
 			char alt[512];
-			return rt_errorf(w->e, RT_EUSER, "aicc: error: the model needs %s of SRAM (weights, "
-					 "activations and KV cache at %s), but one %s chip has %s and the LPU has "
-					 "no HBM: at least %" PRId64 " chips are needed, and machine '%s' has %d%s", nb,
-					 rt_dtype_name(w->a.mma), w->a.d->name, hb, chips, w->a.machine, w->a.chips,
-					 lpu_more_chips(&w->a, chips, alt, sizeof alt));
+			return rt_errorf(w->e, RT_EUSER, "aicc: error: the model needs %s of SRAM (%s), but one "
+					 "%s chip has %s and the LPU has no HBM: at least %" PRId64 " chips are needed, "
+					 "and machine '%s' has %d%s", nb, fm, w->a.d->name, hb, chips, w->a.machine,
+					 w->a.chips, lpu_more_chips(&w->a, chips, alt, sizeof alt));
 		}
-		return rt_errorf(w->e, RT_EUSER, "aicc: error: chip %s%d needs %s of SRAM (weights, "
-				 "activations and KV cache at %s) but has %s", w->a.d->id, c, nb,
-				 rt_dtype_name(w->a.mma), hb);
+		return rt_errorf(w->e, RT_EUSER, "aicc: error: chip %s%d needs %s of SRAM (%s) but has %s",
+				 w->a.d->id, c, nb, fm, hb);
 	}
 	return 0;
 }

@@ -51,6 +51,14 @@ const char *lpu_more_chips(const LpuArch *a, int64_t need, char *buf, size_t len
 
 /* Reads device d of machine m (m may be NULL: one chip, no links).  0, or -1 with e set. */
 int lpu_arch(const Machine *m, const Device *d, LpuArch *a, RtError *e);
+/* What the LPU holds and computes in (the one description every message uses): "weights, KV
+ * cache and MatMul operands at f16, activations at f32" (the MXM's format: f16 on TSP v1,
+ * f8e4m3 on a part with an fp8 peak; lpu_arch). */
+const char *lpu_formats(const LpuArch *a, char *buf, size_t n);
+/* SRAM is addressed in 320-byte words (hardware.md §2.15): every buffer starts on one. */
+#define LPU_WORD 320
+/* Target.formats_note: lpu_formats of machine m's first LPU, or NULL. */
+const char *lpu_formats_note(const Machine *m, char *buf, size_t n);
 
 /* The cost of one flat node on one LPU chip (used by this target and by composite targets
  * that put nodes on an LPU pool): its slice kind and cycles,

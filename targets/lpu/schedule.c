@@ -56,6 +56,20 @@ const char *lpu_more_chips(const LpuArch *a, int64_t need, char *buf, size_t len
 	return buf;
 }
 
+const char *lpu_formats(const LpuArch *a, char *buf, size_t n)
+{
+	snprintf(buf, n, "weights, graph inputs (the KV cache) and MatMul operands at %s, activations at f32", rt_dtype_name(a->mma));
+	return buf;
+}
+
+const char *lpu_formats_note(const Machine *m, char *buf, size_t n)
+{
+	const Device *d = m ? machine_first(m, DEV_LPU) : NULL;
+	LpuArch a;
+	RtError e;
+	return d && lpu_arch(m, d, &a, &e) == 0 ? lpu_formats(&a, buf, n) : NULL;
+}
+
 int lpu_arch(const Machine *m, const Device *d, LpuArch *a, RtError *e)
 {
 	memset(a, 0, sizeof *a);

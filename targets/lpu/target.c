@@ -1,6 +1,7 @@
 /* targets/lpu/target.c: the lpu target's data and hooks (targets/target.h).  The LPU keeps its
- * own cycle-scheduled walk (lower.c); matrix products run at the machine's matmul format (f16 on
- * v1, fp8 on the Groq 3 part), so the only word is f32, the plan's activations. */
+ * own cycle-scheduled walk (lower.c); weights, KV cache and matrix-product operands are at the
+ * machine's matmul format (f16 on v1, f8e4m3 on the Groq 3 part), activations at f32, so the only
+ * word is f32 (lpu_formats says the rest wherever the precision is printed). */
 #include "passes/pass.h"
 #include "targets/lpu/lpu.h"
 
@@ -15,4 +16,5 @@ const Target tgt_lpu = {
 	.default_precision = "f32",
 	.lower = lpu_lower,
 	.cost = lpu_cost,
+	.formats_note = lpu_formats_note,
 };

@@ -48,6 +48,13 @@ static int pool_size(const TgtInput *in, const Device *lpu, int want_lpu)
 	return n;
 }
 
+const char *vr_formats_note(const Machine *m, char *buf, size_t n)
+{
+	(void)m;
+	snprintf(buf, n, "the LPU pool's MatMul operands at %s, the rest at the --precision word", rt_dtype_name(DT_MXFP8));
+	return buf;
+}
+
 /* GpuHooks.foreign: an LPU-pool kernel's pricing, as tile attributes. */
 static int lpu_node(TgtLower *l, void *ctx, int device, int node, PlanInstr *pi, TgtAnn *t)
 {

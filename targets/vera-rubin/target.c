@@ -15,4 +15,5 @@ const Target tgt_vera_rubin = {
 	.setup = vr_setup,
 	.node_time = vr_node_time,
 	.cost = vr_cost,
+	.formats_note = vr_formats_note,
 };

@@ -32,6 +32,8 @@ extern const GpuHooks vr_gpu_hooks;
 int vr_setup(TgtLower *l);
 double vr_node_time(const Target *t, const Machine *m, const Device *d, const Precision *p, const TgtWork *w);
 double vr_cost(const Plan *p, int stream, const PlanInstr *in);
+/* Target.formats_note: what the LPU pool computes in (MXFP8 operands, lpu_node in lower.c). */
+const char *vr_formats_note(const Machine *m, char *buf, size_t n);
 /* The narrowest float format the LPU has a matrix peak for: how its SRAM stores weights. */
 DType vr_lpu_format(const Device *lpu);
 
