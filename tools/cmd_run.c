@@ -170,8 +170,10 @@ static int parse_opts(int argc, char **argv, RunOpts *o)
 			continue;
 		}
 		if ((r = opt_value(argc, argv, &i, "--max-host-memory", &v))) {
-			if (r < 0 || (o->max_host = drv_parse_size(v)) <= 0) {
-				drv_error("--max-host-memory expects a size such as 512MiB or 2GiB, got '%s'", r < 0 ? "" : v);
+			/* the unit is required: a bare "10" read as 10 bytes (newcomer31 finding 11) */
+			size_t len = r < 0 ? 0 : strlen(v);
+			if (r < 0 || !len || !strchr("BKMGTi", v[len - 1]) || (o->max_host = drv_parse_size(v)) <= 0) {
+				drv_error("--max-host-memory expects a size with its unit, such as 512MiB or 2GiB, got '%s'", r < 0 ? "" : v);
 				return -1;
 			}
 			continue;
@@ -470,16 +472,18 @@ static const char *seconds(double s, char *buf, size_t n)
  * space per space kind) with the busiest device and the fullest space named. */
 static void devices(const Plan *p, const RtTiming *t, int per_device)
 {
-	char a[64], b[64], d[64], f[64];
+	/* achieved FLOP/s is over the latency (the MFU convention), not over the busy time */
+	char a[64], b[64], d[64], f[64], lat[64];
+	seconds(t->latency_s, lat, sizeof lat);
 	for (int i = 0; (per_device || p->ndevices <= DEVICE_LINES) && i < p->ndevices; i++) {
 		double ach = t->latency_s > 0 ? t->dev_flops[i] / t->latency_s : 0;
 		char pool[64] = "";
 		int chips = viz_pool_chips(p, i);
 		if (chips > 1)
 			snprintf(pool, sizeof pool, " (a pool of %d %s)", chips, p->devices[i].kind);
-		printf("compute        %s in %s busy on %s%s: %s/s achieved, %.2f%% of peak %s/s\n",
+		printf("compute        %s in %s busy on %s%s: %s/s achieved over the %s latency, %.2f%% of peak %s/s\n",
 		       si(t->dev_flops[i], "FLOP", a, sizeof a), seconds(t->busy_s[i], d, sizeof d), p->devices[i].name, pool,
-		       si(ach, "FLOP", b, sizeof b), 100 * ach / p->devices[i].peak_flops,
+		       si(ach, "FLOP", b, sizeof b), lat, 100 * ach / p->devices[i].peak_flops,
 		       si(p->devices[i].peak_flops, "FLOP", f, sizeof f));
 	}
 	for (int s = 0; (per_device || p->ndevices <= DEVICE_LINES) && s < p->nspaces; s++) {
@@ -523,10 +527,10 @@ static void devices(const Plan *p, const RtTiming *t, int per_device)
 		if (!first)
 			continue;
 		double ach = t->latency_s > 0 ? flops / t->latency_s : 0, tach = t->latency_s > 0 ? t->dev_flops[top] / t->latency_s : 0;
-		printf("compute        %s on %d %s devices: %s/s achieved, %.2f%% of their peak %s/s; %s busy in all\n",
-		       si(flops, "FLOP", a, sizeof a), n, p->devices[k].kind, si(ach, "FLOP", b, sizeof b), peak > 0 ? 100 * ach / peak : 0,
+		printf("compute        %s on %d %s devices: %s/s achieved over the %s latency, %.2f%% of their peak %s/s; %s busy in all\n",
+		       si(flops, "FLOP", a, sizeof a), n, p->devices[k].kind, si(ach, "FLOP", b, sizeof b), lat, peak > 0 ? 100 * ach / peak : 0,
 		       si(peak, "FLOP", f, sizeof f), seconds(busy, d, sizeof d));
-		printf("busiest        %s: %s in %s busy, %.2f%% of peak\n", p->devices[top].name,
+		printf("busiest        %s: %s in %s busy, %.2f%% of peak over the latency\n", p->devices[top].name,
 		       si(t->dev_flops[top], "FLOP", a, sizeof a), seconds(t->busy_s[top], d, sizeof d),
 		       100 * tach / p->devices[top].peak_flops);
 	}
