@@ -237,9 +237,18 @@ static Summary summarize(Graph *g, int depth)
 	if (!g || depth > 64)
 		return s;
 	for (int i = 0; i < g->nparams; i++) {
-		int64_t k = ir_type_numel(g->params[i]->type);
+		Type t = g->params[i]->type;
+		int64_t k = ir_type_numel(t);
+		int konst = t.rank >= 0;
+		for (int d = 0; d < t.rank; d++)
+			konst &= dim_isconst(t.dims[d]);
+		if (k < 0 && konst && !s.overflow)
+			s.overflow = g->params[i];   /* constant dims whose product overflows */
 		if (k < 0)
 			continue;   /* symbolic or untyped: not counted */
+		int64_t b = rt_dtype_bytes(t.dt, k);
+		if (!s.overflow && (b == INT64_MAX || b < 0 || sat_add(s.parameter_bytes, b) == INT64_MAX))
+			s.overflow = g->params[i];
 		if (g->params[i]->init && g->params[i]->init->inline_lit) {  /* a constant, not a weight */
 			s.constant_bytes = sat_add(s.constant_bytes, rt_dtype_bytes(g->params[i]->type.dt, k));
 			continue;
@@ -254,6 +263,11 @@ static Summary summarize(Graph *g, int depth)
 			continue;
 		}
 		Summary cs = summarize(n->callee, depth + 1);
+		if (!s.overflow)
+			s.overflow = cs.overflow;
+		if (!s.overflow && n->callee && n->callee->nparams &&
+		    sat_add(s.parameter_bytes, sat_mul(cs.parameter_bytes, n->repeat)) == INT64_MAX)
+			s.overflow = n->callee->params[0];   /* repeat N of the callee's parameters */
 		s.nodes = sat_add(s.nodes, sat_mul(cs.nodes, n->repeat));
 		s.parameters = sat_add(s.parameters, sat_mul(cs.parameters, n->repeat));
 		s.parameter_bytes = sat_add(s.parameter_bytes, sat_mul(cs.parameter_bytes, n->repeat));

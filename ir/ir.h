@@ -315,6 +315,9 @@ typedef struct Summary {
 	int64_t parameter_bytes;  /* bytes of those in their dtypes (block scales included) */
 	int64_t constant_bytes;   /* bytes of the inline literal operands, calls expanded */
 	double flops;             /* one forward pass with the bound dims */
+	/* the first parameter whose element count or bytes, alone or added to the total, pass
+	 * 2^63 (the counts above then saturate at INT64_MAX), or NULL */
+	const Value *overflow;
 } Summary;
 /* Totals for graph g with every call expanded (repeat N counts N times). */
 Summary ir_summary(Graph *g);

@@ -48,6 +48,16 @@ static int64_t max_group(const Graph *g)
 	return k;
 }
 
+static int same_shape(Type a, Type b)
+{
+	if (a.rank != b.rank)
+		return 0;
+	for (int i = 0; i < a.rank; i++)
+		if (!dim_eq(a.dims[i], b.dims[i]))
+			return 0;
+	return 1;
+}
+
 /* Why `next` may not join the group of `prev`, whose result it reads; NULL when it may. */
 static const char *why_not(const Node *prev, const Node *next, char *buf, size_t n)
 {
@@ -59,8 +69,13 @@ static const char *why_not(const Node *prev, const Node *next, char *buf, size_t
 	else if (grouped(next))
 		snprintf(buf, n, "'%s' is already in fusion group %lld", pass_node_name(next),
 			 (long long)rt_attr_int(&next->attrs, "fusion_group", 0));
-	else if (next->nout != 1 || !ir_type_eq(next->out[0]->type, prev->out[0]->type))
+	else if (next->nout != 1)
+		snprintf(buf, n, "'%s' has %d results", pass_node_name(next), next->nout);
+	else if (!same_shape(next->out[0]->type, prev->out[0]->type))
 		snprintf(buf, n, "'%s' broadcasts '%s' to a larger shape", pass_node_name(next), pass_node_name(prev));
+	else if (next->out[0]->type.dt != prev->out[0]->type.dt)   /* same shape: only the dtype differs */
+		snprintf(buf, n, "'%s' changes the dtype of '%s' (%s to %s)", pass_node_name(next), pass_node_name(prev),
+			 rt_dtype_name(prev->out[0]->type.dt), rt_dtype_name(next->out[0]->type.dt));
 	else
 		return NULL;
 	return buf;

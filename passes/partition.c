@@ -63,6 +63,7 @@ typedef struct Part {
 	int width;               /* devices per pipeline stage: max(tp, ep) */
 	int base;                /* a layer graph: the first device of its stage; -1: the entry graph */
 	int nreg;                /* regions of g so far */
+	int nvocab;              /* of them, vocab-parallel output MatMuls (vocab_parallel) */
 	char regkind[MAXREGIONS];   /* per region id: 'T' tensor parallel, 'E' expert parallel */
 	int regn[MAXREGIONS];       /* per region id: its shards */
 	int64_t regel[MAXREGIONS];  /* per expert-parallel region id: experts per device */
@@ -104,9 +105,12 @@ static int64_t value_bytes(const Value *v)
 	return n < 0 || v->type.dt == DT_INVALID ? 0 : rt_dtype_bytes(v->type.dt, n);
 }
 
-/* Predicted seconds of one node on the device, as the target prices it (Target.node_time). */
+/* Predicted seconds of one node on the device, as the target prices it (Target.node_time); a
+ * shard Split of a weight or input, or the Concat of a sharded output, is no instruction: 0. */
 static double node_time(Part *p, const Node *n)
 {
+	if (n->aux == SHARD_SPLIT || n->aux == OUTPUT_CONCAT)
+		return 0;
 	TgtWork w = { .node = n, .fmt = DT_INVALID };
 	return pass_work_time(p->c, p->dev, &w);
 }
@@ -581,6 +585,49 @@ static int new_region(Part *p, char kind, int shards)
 	return p->nreg;
 }
 
+/* A lone MatMul whose result is only a graph output (the lm_head: logits = h W, W [D, V]) is
+ * split by columns, vocab-parallel as Megatron-LM does (Shoeybi et al. 2019, section 3): shard
+ * i computes logits[..., iV/tp, (i+1)V/tp) from its columns of W, and the shards are the plan
+ * output's, assembled by no instruction (a shard="output" Concat, targets/devices.c).  Before,
+ * it stayed whole on gpu0: the 405B's 1 GB lm_head read there alone (newcomer finding 4). */
+static int vocab_parallel(Part *p, Node *n)
+{
+	Value *w = n->in[1], *y = n->out[0];
+	if (n->op != OP_MatMul || n->aux || n->annot.device || !weight_2d(w) || !dim_isconst(w->type.dims[0]) ||
+	    !dim_isconst(w->type.dims[1]) || w->type.dims[1].k % p->tp || !pass_is_output(y) || y->nuses != 1 ||
+	    y->type.rank < 1 || p->nreg >= MAXREGIONS - 2 || !pass_bisect(p->c, n, "vocab-parallel split"))
+		return 0;
+	int rid = new_region(p, 'T', p->tp);
+	Value *parts[SHARDS];
+	for (int i = 0; i < p->tp; i++) {
+		char buf[256];
+		snprintf(buf, sizeof buf, "%s.tp%d", y->name, i);
+		const char *nm = ir_fresh_name(p->g, buf);
+		Value *in[2] = { n->in[0], chain_shard(p, n, w, 1, i, p->tp, rid * SHARDS + i + 1) };
+		Node *c = ir_insert_node(p->g, n, OP_MatMul, in, 2, &nm, 1, n->loc);
+		for (int a = 0; a < n->attrs.n; a++)
+			ir_set_attr(c, &n->attrs.a[a]);
+		c->aux = (void *)(intptr_t)(rid * SHARDS + i + 1);
+		parts[i] = c->out[0];
+	}
+	char buf[256];
+	snprintf(buf, sizeof buf, "%s.all", y->name);
+	const char *name = ir_fresh_name(p->g, buf);
+	Node *cat = ir_insert_node(p->g, n, OP_Concat, parts, p->tp, &name, 1, n->loc);
+	ir_set_attr_int(cat, "axis", y->type.rank - 1);
+	ir_set_attr_str(cat, "shard", "output");   /* a sharded plan output, no instruction */
+	cat->aux = (void *)OUTPUT_CONCAT;
+	ir_replace_uses(p->g, y, cat->out[0]);
+	cat->out[0]->name = y->name;
+	y->name = name;
+	ir_remove_node(p->g, n);
+	drop_chain(p, w);
+	pass_remark(p->c, REMARK_APPLIED, p->g, cat, "tensor parallel over %d devices: vocab-parallel MatMul, "
+		    "its weight cut by columns, each device computing its columns of the output, which is stored "
+		    "sharded (no gather)", p->tp);
+	return 1;
+}
+
 static int tensor_parallel(Part *p)
 {
 	int nreg = 0;
@@ -619,6 +666,13 @@ static int tensor_parallel(Part *p)
 				    "node(s) before this row-split MatMul, AllReduce of the partial products", p->tp, r.n - 1);
 		split_region(p, &r, rid);
 		pass_changed(p->c, "tensor-parallel regions");
+	}
+	for (Node *n = p->g->first, *next; n; n = next) {
+		next = n->next;
+		if (vocab_parallel(p, n)) {
+			nreg++, p->nvocab++;
+			pass_changed(p->c, "tensor-parallel regions");
+		}
 	}
 	ir_foreach_node(p->g, n) {
 		if (n->op != OP_MatMul || n->aux || !weight_2d(n->in[1]))
@@ -1255,8 +1309,8 @@ static int check_memory(Part *p, int ndev)
 				symbolic = 1;
 			a += value_bytes(n->out[i]);
 		}
-		for (int i = 0; i < n->nin; i++)
-			if (n->in[i] && n->in[i]->kind != V_PARAM)
+		for (int i = 0; i < n->nin; i++)   /* a weight's shard is counted with the weights */
+			if (n->in[i] && n->in[i]->kind != V_PARAM && !weight_like(n->in[i]))
 				a += value_bytes(n->in[i]);
 		if (n->op == OP_Attention)
 			for (int i = 4; i < n->nin && i < 6; i++)
@@ -1415,11 +1469,10 @@ static int compress_collectives(Module *m, PassCtx *c)
 
 /* ---- the -O1 choice of --tp and --pp (PassCtx.partition_auto) ---- */
 
-/* What the choice needs from the graph: attention layers (with repeats), the bytes one of them
- * writes (the hidden state an all-reduce sums), the KV cache they read, and whether tp devices
- * can split every attention by whole heads. */
+/* What the choice needs from the graph: the bytes an attention layer writes (the hidden state
+ * a pipeline stage hands over), the KV cache they read, and whether tp devices can split every
+ * attention by whole heads. */
 typedef struct AutoFacts {
-	int64_t nattn;
 	double hidden_bytes, kv_bytes;
 	int64_t heads_gcd;   /* gcd of every attention's query and KV head counts; 0: none */
 } AutoFacts;
@@ -1443,7 +1496,6 @@ static void auto_facts(const Graph *g, int64_t mult, AutoFacts *f, int depth)
 		if (n->op != OP_Attention || n->nout < 1)
 			continue;
 		int64_t qh = rt_attr_int(&n->attrs, "q_num_heads", 0), kvh = rt_attr_int(&n->attrs, "kv_num_heads", 0);
-		f->nattn += mult;
 		f->hidden_bytes = fmax(f->hidden_bytes, (double)value_bytes(n->out[0]));
 		for (int i = 4; i < n->nin && i < 6; i++)
 			if (n->in[i])
@@ -1452,20 +1504,61 @@ static void auto_facts(const Graph *g, int64_t mult, AutoFacts *f, int depth)
 	}
 }
 
-/* Predicted seconds of one step of g over tp x pp devices, as the target prices it: every node
- * with its work shared by tp devices, two all-reduces of the hidden state per attention layer
- * (Megatron: after attention and after the MLP), and pp - 1 hand-overs between stages. */
+/* Predicted seconds of one step of graph g (mult times; a Call: its callee x its repeat) on tp
+ * devices, laid out as tensor_parallel lays it out: a MatMul of a 2-D weight reading a
+ * replicated value is column-split (its result sharded), one reading a sharded value row-split
+ * (its partial products all-reduced, the result replicated), any other node reading a sharded
+ * value is split with it (RotaryEmbedding, Attention by heads, SwiGLU), and the rest (norms,
+ * residual Adds, the embedding) run whole on the stage's first device, which copies each
+ * replicated result a shard reads to the others (one link time: the copies run side by side).
+ * Every node is priced as the lowering prices its kernel (TgtWork.tiles 2: the GPU tile search,
+ * the fused attention, the memory-bound kernel with its launch) and an all-reduce as the timing
+ * engine's ring plus the library's cost per call, so the estimate is the plan's latency up to
+ * the fusions that follow (newcomer finding 4: the roofline gave 31 ms for a 44.7 ms plan). */
+static double auto_graph_time(Part *p, const Graph *g, int tp, double mult, int depth)
+{
+	int nv = g->nvalues;
+	unsigned char *sh = calloc((size_t)nv + 1, 2);   /* [id]: sharded; [nv + id]: copied to the shards */
+	if (!sh)
+		return INFINITY;
+	double t = 0;
+	ir_foreach_node(g, n) {
+		if (n->op == OP_Call && n->callee && depth < 16) {
+			t += auto_graph_time(p, n->callee, tp, mult * (double)(n->repeat > 0 ? n->repeat : 1), depth + 1);
+			continue;
+		}
+		int in_sh = 0;
+		for (int i = 0; i < n->nin; i++)
+			in_sh |= n->in[i] && n->in[i]->id < nv && sh[n->in[i]->id];
+		int mm = tp > 1 && n->op == OP_MatMul && n->nin >= 2 && weight_2d(n->in[1]), shard = mm || in_sh;
+		TgtWork w = { .node = n, .fmt = DT_INVALID, .chips = shard ? tp : 1, .tiles = 2 };
+		double s = pass_work_time(p->c, p->dev, &w);
+		for (int i = 0; shard && i < n->nin; i++) {
+			Value *v = n->in[i];
+			if (v && v->kind == V_NODE && v->id < nv && !sh[v->id] && !sh[nv + v->id]) {
+				TgtWork c = { .fmt = DT_INVALID, .bytes = (double)value_bytes(v), .to = p->dev };
+				sh[nv + v->id] = 1;
+				s += pass_work_time(p->c, p->dev, &c);
+			}
+		}
+		if (mm && in_sh) {
+			TgtWork r = { .fmt = DT_INVALID, .chips = tp, .reduce = (double)value_bytes(n->out[0]), .tiles = 2 };
+			s += pass_work_time(p->c, p->dev, &r);
+		} else if (shard)
+			for (int i = 0; i < n->nout; i++)
+				if (n->out[i] && n->out[i]->id < nv)
+					sh[n->out[i]->id] = 1;
+		t += mult * s;
+	}
+	free(sh);
+	return t;
+}
+
+/* Predicted seconds of one step of the graph over tp x pp devices (auto_graph_time) with the
+ * pp - 1 hand-overs of the hidden state between stages. */
 static double auto_time(Part *p, const AutoFacts *f, int tp, int pp)
 {
-	double t = 0;
-	ir_foreach_node(p->g, n) {
-		TgtWork w = { .node = n, .fmt = DT_INVALID, .chips = tp };
-		t += pass_work_time(p->c, p->dev, &w);
-	}
-	if (tp > 1 && f->nattn > 0) {
-		TgtWork w = { .fmt = DT_INVALID, .chips = tp, .reduce = f->hidden_bytes };
-		t += 2.0 * (double)f->nattn * pass_work_time(p->c, p->dev, &w);
-	}
+	double t = auto_graph_time(p, p->g, tp, 1, 0);
 	if (pp > 1) {
 		TgtWork w = { .fmt = DT_INVALID, .bytes = f->hidden_bytes, .to = p->dev };
 		t += (pp - 1) * pass_work_time(p->c, p->dev, &w);
@@ -1743,6 +1836,8 @@ int pass_partition(Module *m, PassCtx *c)
 		if (!n->annot.device && rt_attr_str(&n->attrs, "shard", NULL))
 			n->aux = (void *)(n->op == OP_Split ? SHARD_SPLIT : OUTPUT_CONCAT);
 	int nreg = tensor_parallel(&p) + expert_parallel(&p);
+	if (nreg && (ir_topo_sort(g) < 0 || ir_infer_shapes(m)))   /* the shards' shapes, which split_calls prices */
+		return 1;
 	split_calls(&p);
 	if (ir_topo_sort(g) < 0)
 		return 1;
@@ -1784,9 +1879,10 @@ int pass_partition(Module *m, PassCtx *c)
 		pass_remark(c, REMARK_ANALYSIS, g, NULL, "partitioned over %d %s device(s)%s%s%s: %d pipeline stage(s) x "
 			    "tensor parallel %d; %d tensor-parallel region(s); %lld weight bytes",
 			    p.pp * p.width, dev->id, used, p.phys ? ", survivors" : "", sv, p.pp, p.tp, nreg, (long long)weights);
-	if (c->tp > 1 && nreg == 0)   /* an explicit --tp that split nothing must not pass silently */
-		fprintf(stderr, "aicc: warning: --tp %d split no MatMul over %d devices, so each pipeline stage runs on "
-			"one device (--remarks=placement says why for each MatMul)\n", c->tp, c->tp);
+	if (c->tp > 1 && nreg == p.nvocab)   /* an explicit --tp that split no layer must not pass silently */
+		fprintf(stderr, "aicc: warning: --tp %d split no MatMul%s over %d devices, so each pipeline stage runs on "
+			"one device (--remarks=placement says why for each MatMul)\n", c->tp,
+			p.nvocab ? " pair (only the output MatMul, vocab-parallel)" : "", c->tp);
 	compress_collectives(m, c);
 	int e = check_memory(&p, p.ndev);
 	free(p.stage), free(p.devof), free(p.region), free(p.shard), free(p.phys);

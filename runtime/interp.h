@@ -24,10 +24,15 @@ RtCostFn rt_cost_lookup(const char *name);     /* NULL if none */
 /* The generic model of backends.md §0: overhead + max(flops/peak, bytes/bandwidth) for kernels,
  * latency + bytes/bandwidth for copies and collectives (ring all-reduce: 2(p-1)/p of the data). */
 double rt_cost_roofline(const Plan *p, int stream, const PlanInstr *in);
+/* Seconds of a ring all-reduce of `bytes` over `ranks` devices on a link of per-hop latency and
+ * one-way bandwidth: 2(p-1) hops and 2(p-1)/p of the data (0 for fewer than 2 ranks); the
+ * timing engine's collective time, and what passes price a TP all-reduce with (gpu_node_time). */
+double rt_allreduce_ring_s(double ranks, double bytes, double latency_s, double bandwidth);
 /* Bytes instruction `in` moves through each space (reads + writes), added into bytes[nspaces]:
  * the sizes of its operands in the space, each once, but no more than the target's recorded time
  * in the space (t.hbm_us for a space "gpu.hbm") at the space's bandwidth (an Embedding reads
- * rows of its table, an Attention updates its KV cache in place). */
+ * rows of its table, an Attention updates its KV cache in place); a kernel's t.l2_us at the
+ * bandwidth of its device's "*.l2" space (the L2 traffic the GPU model charged). */
 void rt_instr_bytes(const Plan *p, const PlanInstr *in, double *bytes);
 
 /* ---- rebuilding the reference plan for --check ---- */

@@ -5,6 +5,9 @@
  * (plan_free still frees everything).  Instruction strings (target attributes, attribute names
  * and values, node names) and buffer formats are interned (plan_intern). */
 #include "runtime/plan.h"
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -85,15 +88,36 @@ int plan_set_buffer_format(Plan *p, int buf, const char *format, RtError *e)
 	return 0;
 }
 
-uint64_t plan_hash(const void *data, size_t n)
+static uint64_t fnv_step(uint64_t h, const void *data, size_t n)
 {
 	const unsigned char *s = data;
-	uint64_t h = 1469598103934665603ull;
 	for (size_t i = 0; i < n; i++) {
 		h ^= s[i];
 		h *= 1099511628211ull;
 	}
 	return h;
+}
+
+uint64_t plan_hash(const void *data, size_t n) { return fnv_step(1469598103934665603ull, data, n); }
+
+int plan_hash_file(const char *path, char out[17])
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return -1;
+	uint64_t h = 1469598103934665603ull;
+	unsigned char buf[1 << 16];
+	size_t n;
+	while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+		h = fnv_step(h, buf, n);
+	int err = ferror(f);
+	fclose(f);
+	if (err) {
+		errno = EIO;
+		return -1;
+	}
+	snprintf(out, 17, "%016" PRIx64, h);
+	return 0;
 }
 
 static int nomem(RtError *e)

@@ -141,6 +141,7 @@ typedef struct PlanStream {
 
 typedef struct PlanSource {
 	char *model;             /* path of the graph the plan was compiled from, or NULL */
+	char model_hash[17];     /* FNV-1a 64 of that file's bytes (16 hex digits), "": not recorded */
 	char *binds;             /* "S=4,B=1" as given to --bind, or NULL */
 	char *precision;         /* the compile's precision policy, or NULL */
 	char *init;              /* --init-unbound spec ("normal:0.02:1"), or NULL */
@@ -266,6 +267,8 @@ RtOp plan_op_lookup(const char *name);                   /* RT_OP_COUNT if unkno
 
 /* 64-bit FNV-1a hash of n bytes (machine descriptions, plan identity). */
 uint64_t plan_hash(const void *data, size_t n);
+/* The same hash of a file's bytes as 16 hex digits in out; -1 (errno set) when unreadable. */
+int plan_hash_file(const char *path, char out[17]);
 
 /* ---- execution order ---- */
 typedef struct PlanStep {

@@ -944,8 +944,13 @@ static int rd_header_line(Rd *r, const char *kw)
 		return fail(r, "micro_batches must be at least 1");
 	if (!(mf >= 0 && mf < 1e30))
 		return fail(r, "model_flops must be a number >= 0");
+	const char *mh = NULL;
+	if ((t = field(r, "model_hash")) && (strlen(mh = t->val) != 16 || strspn(mh, "0123456789abcdef") != 16))
+		return fail(r, "model_hash must be 16 lowercase hex digits");
 	if (check_fields(r) < 0)
 		return -1;
+	if (mh)
+		memcpy(r->p->source.model_hash, mh, 17);
 	if (plan_set_source(r->p, model, binds, prec, r->e) < 0 || plan_set_source_init(r->p, init, r->e) < 0 ||
 	    plan_set_source_phase(r->p, phase, context, r->e) < 0 || plan_set_source_passes(r->p, passes, r->e) < 0)
 		return oom(r);

@@ -413,6 +413,8 @@ static void put_header(Out *f, const Plan *p)
 		out_s(f, "source");
 		if (p->source.model)
 			out_s(f, " model="), put_str(f, p->source.model);
+		if (p->source.model_hash[0])
+			put_field(f, "model_hash", p->source.model_hash);
 		if (p->source.binds)
 			out_s(f, " bind="), put_str(f, p->source.binds);
 		if (p->source.init)

@@ -36,14 +36,14 @@ DType rt_dtype_from_onnx(int64_t code)
 int64_t rt_dtype_bytes(DType d, int64_t nelem)
 {
 	const DTypeInfo *t = &rt_dtypes[d];
-	if (nelem > (INT64_MAX - 7) / 64)
+	int64_t bits, bytes;
+	if (nelem < 0 || __builtin_mul_overflow(nelem, (int64_t)t->bits, &bits) || bits > INT64_MAX - 7)
 		return INT64_MAX;     /* saturates: no buffer is that large, callers reject it */
-	int64_t bytes = (nelem * t->bits + 7) / 8;
+	bytes = (bits + 7) / 8;
 	if (t->kind == K_BLOCK) {
 		int64_t blocks = (nelem + t->block - 1) / t->block;
-		bytes += blocks * rt_dtypes[t->scale].bits / 8;
-		if (d == DT_NVFP4)
-			bytes += 4;
+		if (__builtin_add_overflow(bytes, blocks * rt_dtypes[t->scale].bits / 8 + (d == DT_NVFP4 ? 4 : 0), &bytes))
+			return INT64_MAX;
 	}
 	return bytes;
 }

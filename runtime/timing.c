@@ -75,6 +75,25 @@ void rt_instr_bytes(const Plan *p, const PlanInstr *in, double *bytes)
 		double us = plan_instr_num(in, key, -1);
 		bytes[s] += us >= 0 ? fmin(ops, us * 1e-6 * p->spaces[s].bandwidth) : ops;
 	}
+	/* A cache no buffer lives in (a GPU's L2, which every load and store passes): the traffic
+	 * the target's cost model charged it, t.l2_us at its bandwidth, on the operands' device;
+	 * so a kernel explain calls l2-bound moves bytes there in `aicc run` too. */
+	double l2 = in->kind == PI_KERNEL ? plan_instr_num(in, "l2_us", 0) : 0;
+	int dev = -1;
+	for (int k = 0; k < in->nin + in->nout && dev < 0 && l2 > 0; k++) {
+		int b = k < in->nin ? in->in[k] : in->out[k - in->nin];
+		dev = b >= 0 ? p->spaces[p->buffers[b].space].device : -1;
+	}
+	for (int s = 0; dev >= 0 && s < p->nspaces; s++) {
+		const char *dot = strrchr(p->spaces[s].name, '.');
+		int held = 0;   /* a buffer there: counted above */
+		for (int k = 0; k < in->nin + in->nout && !held; k++) {
+			int b = k < in->nin ? in->in[k] : in->out[k - in->nin];
+			held = b >= 0 && p->buffers[b].space == s;
+		}
+		if (!held && p->spaces[s].device == dev && dot && !strcmp(dot, ".l2") && p->spaces[s].bandwidth > 0)
+			bytes[s] += l2 * 1e-6 * p->spaces[s].bandwidth;
+	}
 }
 
 /* Seconds to move the operands of a kernel: each space's bytes at that space's bandwidth; the
@@ -115,6 +134,11 @@ static double copy_time(const Plan *p, const PlanInstr *in)
  * (pairwise exchange, as NCCL's and DeepEP's dispatch) sends (p-1)/p of each rank's input in
  * p-1 steps.  A compressed all-reduce (rt_collective_wire) moves its wire bytes instead, plus
  * its encode/decode time. */
+double rt_allreduce_ring_s(double ranks, double bytes, double latency_s, double bandwidth)
+{
+	return ranks < 2 ? 0 : 2 * (ranks - 1) * latency_s + 2 * (ranks - 1) / ranks * bytes / bandwidth;
+}
+
 static double collective_time(const Plan *p, const PlanInstr *in)
 {
 	double ranks = in->nin, n = (double)p->buffers[in->in[0]].size;
@@ -124,7 +148,7 @@ static double collective_time(const Plan *p, const PlanInstr *in)
 	if (in->coll == PC_ALLREDUCE) {
 		RtCollWire w;
 		rt_collective_wire(p, in, &w);
-		return 2 * (ranks - 1) * l->latency_s + 2 * (ranks - 1) / ranks * w.wire / l->bandwidth + w.codec_s;
+		return rt_allreduce_ring_s(ranks, w.wire, l->latency_s, l->bandwidth) + w.codec_s;
 	}
 	if (in->coll == PC_ALLTOALL || in->coll == PC_REDUCESCATTER)
 		return (ranks - 1) * l->latency_s + (ranks - 1) / ranks * n / l->bandwidth;

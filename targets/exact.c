@@ -18,6 +18,8 @@
  *     Softmax, LogSoftmax, ReduceLogSumExp, SoftmaxCrossEntropyLoss).  Rounding x to bf16 moves
  *     exp(x) by |x| u and tan(x) by (1 + tan^2 x) |x| u: softmax([10000, 10001, 10002, 10003])
  *     of the bf16 inputs is uniform (all four are 9984), and tan(1.533) moves by 2.7 of 26.3.
+ *     A statement annotated `@precision(f32)` (or f64) is treated the same way: its operands are
+ *     held in the model's dtype and its result as the annotation asks (tgt_forced_dtype);
  *     AMP's list also has operators that are well-conditioned and listed for f16's range
  *     (reciprocal, rsqrt, sum, the norms); their operands stay in the target's format.  Each
  *     operator's result is held in the target's format again;
@@ -51,6 +53,23 @@ int tgt_explicit_conversion(Op op)
 {
 	return op == OP_Cast || op == OP_CastLike || op == OP_QuantizeLinear || op == OP_DequantizeLinear ||
 	       op == OP_DynamicQuantizeLinear;
+}
+
+DType tgt_forced_dtype(const Flat *f, const FlatVal *v)
+{
+	if (v->def < 0 || !rt_dtype_isfloat(v->dt))
+		return DT_INVALID;
+	DType dt = f->nodes[v->def].n->annot.precision;
+	if (dt == DT_INVALID || !rt_dtype_isfloat(dt) || rt_dtypes[dt].kind != K_FLOAT || rt_dtypes[dt].bits < 16)
+		return DT_INVALID;
+	return dt;
+}
+
+/* Whether n carries @precision(f32) or @precision(f64). */
+static int forced_wide(const Node *n)
+{
+	DType dt = n->annot.precision;
+	return dt != DT_INVALID && rt_dtypes[dt].kind == K_FLOAT && rt_dtypes[dt].bits >= 32;
 }
 
 /* Whether op is one of AMP's float32 operators whose result is ill-conditioned in its input
@@ -111,8 +130,8 @@ unsigned char *tgt_exact_values(const Flat *f)
 			int mark = tgt_explicit_conversion(fn->n->op) || discrete(f, fn), ill = 0;
 			for (int k = 0; !mark && ir_ops[fn->n->op].cls != OC_matrix && k < fn->nout; k++)
 				mark = fn->out[k] >= 0 && x[fn->out[k]];
-			if (!mark)
-				mark = ill = ill_conditioned(fn->n->op);
+			if (!mark)   /* @precision(f32) asks for the statement in f32: its operands too */
+				mark = ill = ill_conditioned(fn->n->op) || forced_wide(fn->n);
 			if (fn->n->op == OP_Quantize || (ir_ops[fn->n->op].flags & F_ATTN))
 				mark = 0;   /* the quantization pass's own rounding; attention is a matrix operator */
 			if (fn->n->op == OP_AdamW) {   /* the optimizer's state: its results too */

@@ -181,6 +181,11 @@ unsigned char *tgt_exact_values(const Flat *f);
 /* Whether op is an explicit conversion of the model (Cast, CastLike, QuantizeLinear,
  * DequantizeLinear, DynamicQuantizeLinear): its operands and results keep their dtypes. */
 int tgt_explicit_conversion(Op op);
+/* The storage format a `@precision(X)` annotation on the node defining flat value v asks for
+ * (docs/language.md: annotations override the passes for one statement): X when it is a float
+ * format of 16 bits or more and the value is a float, else DT_INVALID (no annotation, or a
+ * narrow MMA format such as f8e4m3, which names the node's matrix format, not its result's). */
+DType tgt_forced_dtype(const Flat *f, const FlatVal *v);
 /* First and last flat node of every fusion group (attribute fusion_group, per call instance);
  * -1 for nodes outside a group.  gfirst and glast hold f->nnodes entries. */
 void tgt_fusion_groups(const Flat *f, int *gfirst, int *glast);
@@ -357,8 +362,12 @@ void *tgt_lower_state(TgtLower *l, size_t size);
  *   reduce  bytes all-reduced over the chips' link after the work (0: none)
  *   to      not NULL: a transfer of `bytes` from the device to `to` (nothing else counts)
  *   tiles   1: a MatMul or Attention node as the target's own kernel model prices it (the GPU
- *           tile search, the TPU's MXU folds: the training step's layer times); 0: the
- *           roofline, as every other node (the partition pass balances like against like) */
+ *           tile search, the TPU's MXU folds: the training step's layer times), every other
+ *           node by the roofline; 2: also every other node as the lowering prices its kernel
+ *           (the GPU's memory-bound kernel with its launch) and an all-reduce (node NULL,
+ *           reduce > 0) as the timing engine's ring plus the library's cost per call, where the
+ *           target has such models (the partition pass's estimate of a layout's step time);
+ *           0: the roofline, as every node (the pipeline stages balance like against like) */
 typedef struct TgtWork {
 	const Node *node;
 	double flops, bytes;

@@ -3,6 +3,7 @@
  * infer shapes, and emit the IR, a summary, or a target's plan (tools/plan_build.c) with its
  * large constants written to OUT.weights/ beside it. */
 #include <errno.h>
+#include <inttypes.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -179,6 +180,32 @@ static json_t *train_step_json(const TrainStep *t)
 		json_object_set_new(o, "search", se);
 	}
 	return o;
+}
+
+/* A summary whose parameter counts pass 2^63: a located user error naming the parameter and
+ * its largest dimension (by the `dim` constant of that value, when there is one); 0 if none. */
+static int summary_overflow(Module *m)
+{
+	Summary s = ir_summary(ir_entry(m));
+	const Value *v = s.overflow;
+	if (!v)
+		return 0;
+	int64_t big = 0;
+	for (int d = 0; d < v->type.rank; d++)
+		if (dim_isconst(v->type.dims[d]) && v->type.dims[d].k > big)
+			big = v->type.dims[d].k;
+	const char *dim = NULL;
+	for (const struct DimConst *c = m->dimconsts; c && !dim; c = c->next)
+		dim = c->v == big ? c->name : NULL;
+	char ty[256], why[160];
+	ir_type_str(m, v->type, ty, sizeof ty);
+	if (dim)
+		snprintf(why, sizeof why, "dimension %s = %" PRId64 " is too large", dim, big);
+	else
+		snprintf(why, sizeof why, "its dimension %" PRId64 " is too large", big);
+	diag_error(v->loc, "parameter '%s' (%s): the model's parameter bytes pass 2^63 and cannot be counted; %s",
+		   v->name, ty, why);
+	return -1;
 }
 
 /* The JSON summary; with a target's precision (c->precision), also the weights as that target
@@ -642,6 +669,8 @@ int cmd_compile(int argc, char **argv)
 		plan_free(plan);
 		goto out;
 	}
+	if (!plan && !picture && strcmp(o.emit, "ir") != 0 && summary_overflow(m) < 0)
+		goto out;
 	progress_begin("writing the output", 0);
 	OutFile *fp = nw ? f0 : wf;
 	if (out_open(fp, o.output) < 0) {
@@ -667,6 +696,9 @@ int cmd_compile(int argc, char **argv)
 				drv_report(e.msg);
 			free(bi), free(pr), free(abs);
 		}
+		/* and its bytes' hash: --check refuses to rebuild the reference from an edited source */
+		if (plan->source.model && plan_hash_file(plan->source.model, plan->source.model_hash) < 0)
+			plan->source.model_hash[0] = 0;
 		if (plan_write(plan, fp->f) < 0) {
 			drv_error("cannot write the plan to '%s'", o.output ? o.output : "-");
 			if (nw)

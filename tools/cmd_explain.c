@@ -711,6 +711,26 @@ static double *device_busy(const Plan *p, const RtTiming *tm, const Totals *t)
 	return busy;
 }
 
+/* Device d's instruction time outside its units (copies and collectives on the links): the
+ * instructions' time less the timing engine's busy time (0 below a millionth of it: the two sums'
+ * rounding); 0 without the timing engine's. */
+static double device_link(const Plan *p, const RtTiming *tm, const Totals *t, int d)
+{
+	double link = tm && tm->busy_s && d < p->ndevices ? t->dev[d].time_s - tm->busy_s[d] : 0;
+	return link > 1e-6 * t->dev[d].time_s ? link : 0;
+}
+
+/* " + 7.89 ms on links" for device d, or "" when it has no link time. */
+static const char *link_str(const Plan *p, const RtTiming *tm, const Totals *t, int d, char *buf, size_t n)
+{
+	char a[32];
+	double link = device_link(p, tm, t, d);
+	buf[0] = '\0';
+	if (link > 0)
+		snprintf(buf, n, " + %s on links", viz_time_str(link, a, sizeof a));
+	return buf;
+}
+
 static void print_summary(FILE *f, const Plan *p, const RtTiming *tm, const Totals *t, const Group *g, int ng,
 			  const Row *rows, int n, int all)
 {
@@ -732,17 +752,18 @@ static void print_summary(FILE *f, const Plan *p, const RtTiming *tm, const Tota
 			first = 0;
 		}
 	fputc('\n', f);
-	fprintf(f, "  fixed costs  %s, %.1f%% (launch and per-instruction fixed time: the target's fixed_us, else the "
+	fprintf(f, "  fixed costs  %s, %.1f%% (launch and per-instruction fixed time: the target's fixed_us less its fill_us (HBM traffic: memory time), else the "
 		"device's overhead and the links' latency)\n", viz_time_str(t->fixed, a, sizeof a), pct(t->fixed, t->busy));
 	/* devices: runs of equal load, busiest first named */
 	double *busy = device_busy(p, tm, t);
 	int *start = xcalloc((size_t)p->ndevices + 2, sizeof *start), nr = device_runs(p, t, busy, start), top = 0;
 	for (int d = 1; d < p->ndevices; d++)
 		top = busy[d] > busy[top] ? d : top;
-	fprintf(f, "  devices      busiest %s: %s busy%s", p->devices[top].name, viz_time_str(busy[top], a, sizeof a),
-		lat > 0 ? "" : "\n");
+	char ln[64];
+	fprintf(f, "  devices      busiest %s: %s busy%s%s", p->devices[top].name, viz_time_str(busy[top], a, sizeof a),
+		link_str(p, tm, t, top, ln, sizeof ln), lat > 0 ? "" : "\n");
 	if (lat > 0)
-		fprintf(f, ", %.0f%% of the latency\n", pct(busy[top], lat));
+		fprintf(f, ", %.0f%% of the latency\n", pct(busy[top] + device_link(p, tm, t, top), lat));
 	if (nr > 6)   /* many unequal devices (an LPU pod): per kind */
 		kind_lines(f, p, busy, t, "               ");
 	for (int k = 0; k < nr && nr <= 6 && p->ndevices > 1; k++) {
@@ -751,8 +772,9 @@ static void print_summary(FILE *f, const Plan *p, const RtTiming *tm, const Tota
 		char pool[48] = "";
 		if (chips > 1)
 			snprintf(pool, sizeof pool, " (pool of %d chips)", chips);
-		fprintf(f, "               %s%s: %s busy%s, %d instruction%s%s\n", name, pool, viz_time_str(busy[lo], a, sizeof a),
-			hi - lo > 1 ? " each" : "", t->dev[lo].count, t->dev[lo].count == 1 ? "" : "s", hi - lo > 1 ? " each" : "");
+		fprintf(f, "               %s%s: %s busy%s%s, %d instruction%s%s\n", name, pool, viz_time_str(busy[lo], a, sizeof a),
+			link_str(p, tm, t, lo, ln, sizeof ln), hi - lo > 1 ? " each" : "", t->dev[lo].count,
+			t->dev[lo].count == 1 ? "" : "s", hi - lo > 1 ? " each" : "");
 	}
 	free(start), free(busy);
 	/* the ten largest rows (groups unless --all) */
@@ -1033,10 +1055,32 @@ static void print_layers(FILE *f, const Totals *t, int all)
 	}
 }
 
+/* "by device" with every device on a line: its instructions' time, split into the time its
+ * units compute (the summary's "busy", the timing engine's) and the rest, its copies and
+ * collectives on the links; the two sections gave 43 and 35.1 ms for one gpu0 without saying
+ * why (newcomer finding 4). */
+static void print_each_device(FILE *f, const Plan *p, const RtTiming *tm, const Totals *t)
+{
+	char a[32], b[32], c[32];
+	int w = 24;
+	for (int i = 0; i < t->ndev; i++)
+		w = (int)strlen(t->dev[i].key) > w ? (int)strlen(t->dev[i].key) : w;
+	fprintf(f, "\nby device%s:\n", tm && tm->busy_s ? " (instruction time = busy computing, as in the summary, + "
+		"on links: copies and collectives)" : "");
+	for (int i = 0; i < t->ndev; i++) {     /* t->dev[i] is plan device i (totals) */
+		fprintf(f, "  %-*s %6d  %10s  %5.1f%%", w, t->dev[i].key, t->dev[i].count,
+			viz_time_str(t->dev[i].time_s, a, sizeof a), pct(t->dev[i].time_s, t->busy));
+		if (tm && tm->busy_s && i < p->ndevices)
+			fprintf(f, "  = %s busy + %s on links", viz_time_str(tm->busy_s[i], b, sizeof b),
+				viz_time_str(device_link(p, tm, t, i), c, sizeof c));
+		fprintf(f, "  %.4g FLOP\n", t->dev[i].flops);
+	}
+}
+
 static void print_devices(FILE *f, const Plan *p, const RtTiming *tm, const Totals *t, int all)
 {
 	if (all || p->ndevices <= 16) {
-		print_totals(f, "device", t->dev, t->ndev, t->busy);
+		print_each_device(f, p, tm, t);
 		return;
 	}
 	double *busy = device_busy(p, tm, t);

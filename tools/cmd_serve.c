@@ -163,6 +163,11 @@ static int parse_opts(int argc, char **argv, ServeOpts *o)
 			if ((r = opt_value(argc, argv, &i, dbls[k].name, &v))) {
 				if (r < 0 || parse_double(dbls[k].name, v, (double *)((char *)o + dbls[k].off)) < 0)
 					return -1;
+				/* -1 is "not given" (a CSV trace's own rate): a given rate must be positive */
+				if (!strcmp(dbls[k].name, "--rate") && !(o->rate > 0)) {
+					drv_error("--rate must be a positive number of requests per second, got %g", o->rate);
+					return -1;
+				}
 				done = 1;
 			}
 		if (done)

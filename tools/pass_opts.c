@@ -20,14 +20,33 @@ void pass_opts_init(PassOpts *po)
 	pass_ctx_init(&po->ctx);
 }
 
+/* The targets whose -O1 pipeline (Target.pipeline, as `aicc targets` prints it) has pass
+ * `pass`, as "a, b and c" in buf; the help and the targets list read one table. */
+static const char *targets_with(const char *pass, char *buf, size_t n)
+{
+	int k = 0, cnt = 0;
+	for (int i = 0; i < tgt_ntargets; i++)
+		cnt += tgt_targets[i]->pipeline && strstr(tgt_targets[i]->pipeline, pass) != NULL;
+	buf[0] = '\0';
+	for (int i = 0, j = 0; i < tgt_ntargets && (size_t)k < n; i++)
+		if (tgt_targets[i]->pipeline && strstr(tgt_targets[i]->pipeline, pass)) {
+			j++;
+			k += snprintf(buf + k, n - (size_t)k, "%s%s", j == 1 ? "" : j == cnt ? " and " : ", ", tgt_targets[i]->name);
+		}
+	return buf;
+}
+
 void pass_opts_help(void)
 {
+	char part[256], dis[256];
+	targets_with("partition", part, sizeof part);
+	targets_with("disaggregate", dis, sizeof dis);
 	printf("  --passes=a,b,c        run these passes (see --list-passes)\n"
 	       "  -O0 | -O1             no passes (for debugging) | the target's pipeline, the default\n"
 	       "                        with --target (except reference, the unfused numerical\n"
-	       "                        reference): %s; hopper, blackwell and tpu add\n"
+	       "                        reference): %s; %s add\n"
 	       "                        partition (a model too big for one device is spread over\n"
-	       "                        the machine, --tp/--pp chosen by the cost model), vera-rubin\n"
+	       "                        the machine, --tp/--pp chosen by the cost model), %s\n"
 	       "                        adds disaggregate; aicc targets lists each\n"
 	       "  --list-passes         list the passes and exit\n"
 	       "  --verify-each         verify the IR and re-infer shapes after every pass\n"
@@ -66,7 +85,7 @@ void pass_opts_help(void)
 	       "  --pools hybrid|gpu|lpu  disaggregate: both pools, or the model on one alone (default: both\n"
 	       "                        when the cost model predicts a shorter step than the GPUs alone)\n"
 	       "  --error-budget=E      auto: relative error allowed per node (default 1e-2)\n",
-	       PASS_DEFAULT_PIPELINE);
+	       PASS_DEFAULT_PIPELINE, part, dis);
 }
 
 /* "80GiB", "512MiB", "1.5e9", "4096": bytes; -1 when malformed. */

@@ -484,6 +484,18 @@ static Plan *rebuild_reference(const Plan *p, const char *precision, RtError *e)
 		rt_errorf(e, RT_EUSER, "--check: the plan's binds '%s' are malformed", p->source.binds);
 		return NULL;
 	}
+	char now[17];
+	if (p->source.model && plan_hash_file(p->source.model, now) < 0) {
+		drv_binds_free(&b);
+		rt_errorf(e, RT_EUSER, "--check: cannot rebuild the reference: cannot open '%s', the source the plan was "
+			  "compiled from: %s", p->source.model, strerror(errno));
+		return NULL;
+	}
+	if (p->source.model && p->source.model_hash[0] && strcmp(now, p->source.model_hash) != 0) {
+		drv_binds_free(&b);
+		rt_errorf(e, RT_EUSER, "--check: '%s' changed since the plan was compiled; recompile", p->source.model);
+		return NULL;
+	}
 	Module *m = drv_load_model_binds(p->source.model, &b);
 	drv_binds_free(&b);
 	if (!m) {

@@ -159,9 +159,11 @@ double viz_fixed_s(const Plan *p, int stream, const PlanInstr *in, double time_s
 	char buf[64];
 	const char *f = viz_attr(in, "fixed_us", buf, sizeof buf);
 	double fixed = 0;
-	if (f)
+	if (f) {   /* less its HBM traffic (t.fill_us: a pipeline's first load, its last stores) */
 		fixed = strtod(f, NULL) * 1e-6;
-	else if (in->kind == PI_KERNEL)
+		if ((f = viz_attr(in, "fill_us", buf, sizeof buf)) != NULL)
+			fixed -= strtod(f, NULL) * 1e-6;
+	} else if (in->kind == PI_KERNEL)
 		fixed = p->devices[p->streams[stream].device].overhead_s;
 	else if ((in->kind == PI_COPY || in->kind == PI_COLLECTIVE) && in->link >= 0 && in->link < p->nlinks)
 		fixed = p->links[in->link].latency_s;

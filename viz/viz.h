@@ -143,9 +143,10 @@ void viz_bound_shares(const Plan *p, const RtTiming *t, double *fam, const char 
  * tensor cores, MXU, MXM; "vector": CUDA cores, VPU, VXM; "move": data movement only), "link"
  * for copies and collectives, "-" for the rest. */
 const char *viz_op_class(const PlanInstr *in);
-/* The fixed part of an instruction's time_s seconds (launch, pipeline fill, link latency): the
- * target's `fixed_us` when recorded, else the device's overhead_s for a kernel and the link's
- * latency for a copy or collective; at most time_s when that is known (>= 0). */
+/* The fixed part of an instruction's time_s seconds (launch, pipeline latency, link latency): the
+ * target's `fixed_us` less its `fill_us` (the HBM traffic a pipeline does not overlap: memory
+ * time, which grows as bandwidth falls) when recorded, else the device's overhead_s for a kernel
+ * and the link's latency for a copy or collective; at most time_s when that is known (>= 0). */
 double viz_fixed_s(const Plan *p, int stream, const PlanInstr *in, double time_s);
 /* "gpu0..gpu7 (8 devices)", "gpu0, gpu3", "lpu19 ... lpu721 (79 devices)" (with gaps) for the
  * items i < n marked in in[], named names[i], in buf (len bytes). */

@@ -204,6 +204,40 @@ static void conv_dw2(KnDwRow row, const float *x, const float *wt, const Win *w,
 	}
 }
 
+/* The zero-padded plane of each of C channels of x into P (C * Hp * Wp floats, then 16 zeros),
+ * for kn_conv_implicit. */
+enum { IMP_TAPS = 1024 };
+
+static void pad_planes(const float *x, int64_t C, const Win *w, float *P)
+{
+	int64_t H = w->in[0], W = w->in[1], Hp = H + w->pb[0] + w->pe[0], Wp = W + w->pb[1] + w->pe[1];
+	for (int64_t c = 0; c < C; c++) {   /* each plane: the top pad rows, rows with their side pads, the bottom */
+		float *q = P + c * Hp * Wp;
+		memset(q, 0, (size_t)(w->pb[0] * Wp) * sizeof *q);
+		for (int64_t h = 0; h < H; h++) {
+			float *r = q + (h + w->pb[0]) * Wp;
+			memset(r, 0, (size_t)w->pb[1] * sizeof *r);
+			memcpy(r + w->pb[1], x + (c * H + h) * W, (size_t)W * sizeof *r);
+			memset(r + w->pb[1] + W, 0, (size_t)w->pe[1] * sizeof *r);
+		}
+		memset(q + (H + w->pb[0]) * Wp, 0, (size_t)(w->pe[0] * Wp) * sizeof *q);
+	}
+	memset(P + C * Hp * Wp, 0, 16 * sizeof *P);
+}
+
+/* Conv of one image and group by kn_conv_implicit: the im2col product without the im2col. */
+static int conv_implicit(const float *x, int64_t Cg, const Win *w, const float *Wt, int64_t Mg, float *P, float *y,
+			 const float *bias, RtError *e)
+{
+	int64_t Hp = w->in[0] + w->pb[0] + w->pe[0], Wp = w->in[1] + w->pb[1] + w->pe[1], off[IMP_TAPS];
+	int nt = (int)(w->k[0] * w->k[1]);
+	for (int64_t kh = 0; kh < w->k[0]; kh++)
+		for (int64_t kw = 0; kw < w->k[1]; kw++)
+			off[kh * w->k[1] + kw] = kh * w->d[0] * Wp + kw * w->d[1];
+	pad_planes(x, Cg, w, P);
+	return kn_conv_implicit(Mg, Cg, nt, off, Wt, P, Hp * Wp, w->s[0] * Wp, w->out[0], w->out[1], y, bias, e);
+}
+
 /* Conv on f32 storage (f32 accumulation): per image and group Y = W_g @ cols + B, then the
  * output's rounding.  Bit-identical to the double path: its operands are these floats. */
 static int conv_f32(const RtKernelArgs *a, const Win *w, int64_t G, RtError *e)
@@ -220,7 +254,10 @@ static int conv_f32(const RtKernelArgs *a, const Win *w, int64_t G, RtError *e)
 	 * fresh 100 MB buffer per call; the product of each column does not depend on the chunking */
 	int64_t K = Cg * kn, ch = w->ns == 2 && kn_plain_f32(a->opts) ? ((int64_t)(2 << 20) / 4 / (K ? K : 1)) / 64 * 64 : on;
 	ch = ch < 256 ? 256 : ch > on ? on : ch;
-	int64_t ncols = dw ? dw_scratch(w) : K * ch;
+	/* width stride 1 (not pointwise, not depthwise): the implicit product, on padded planes */
+	int imp = !pw && !dw && w->ns == 2 && w->s[1] == 1 && kn <= IMP_TAPS && kn_plain_f32(a->opts) && kn_conv_implicit_ok();
+	int64_t ncols = dw ? dw_scratch(w) : imp ? Cg * (w->in[0] + w->pb[0] + w->pe[0]) * (w->in[1] + w->pb[1] + w->pe[1]) + 16
+		       : K * ch;
 	float *cols = NULL;
 	if (!pw && !(cols = rt_malloc((size_t)(ncols + 1) * sizeof *cols)))
 		return rt_errorf(e, RT_ENOMEM, "Conv: out of memory for im2col");
@@ -229,12 +266,19 @@ static int conv_f32(const RtKernelArgs *a, const Win *w, int64_t G, RtError *e)
 		return -1;
 	}
 	float *y = rt_f32(&a->out[0]);
+	/* plain f32 products add an f32 bias on each finished tile (kn_sgemm_bias), not in a pass of
+	 * its own over the output */
+	int tb = !dw && kn_plain_f32(a->opts) && B && B->dtype == DT_F32 && (pw || w->ns == 2);
 	for (int64_t n = 0; n < N; n++)
 		for (int64_t g = 0; g < G; g++) {
-			const float *xg = rt_f32(x) + (n * x->dims[1] + g * Cg) * isz;
+			const float *xg = rt_f32(x) + (n * x->dims[1] + g * Cg) * isz, *bg = tb ? rt_f32(B) + g * Mg : NULL;
 			float *yo = y + (n * M + g * Mg) * on;
 			if (dw)
 				conv_dw2(row, xg, rt_f32(W) + g * kn, w, cols, yo);
+			else if (imp)
+				KN_TRY(conv_implicit(xg, Cg, w, rt_f32(W) + g * Mg * K, Mg, cols, yo, bg, e));
+			else if (pw && tb)
+				KN_TRY(kn_sgemm_bias(Mg, on, K, rt_f32(W) + g * Mg * K, K, 0, xg, on, 0, yo, on, bg, e));
 			else if (pw)
 				KN_TRY(kn_mm_f32(a->opts, Mg, on, K, rt_f32(W) + g * Mg * K, K, 0, xg, on, 0, yo, e));
 			else if (w->ns != 2) {
@@ -244,12 +288,14 @@ static int conv_f32(const RtKernelArgs *a, const Win *w, int64_t G, RtError *e)
 				for (int64_t o0 = 0; o0 < on; o0 += ch) {
 					int64_t cn = on - o0 < ch ? on - o0 : ch;
 					im2col2_f32(xg, Cg, w, o0, o0 + cn, cols);
-					if (cn == on)
+					if (cn == on && !tb)
 						KN_TRY(kn_mm_f32(a->opts, Mg, on, K, rt_f32(W) + g * Mg * K, K, 0, cols, on, 0, yo, e));
 					else   /* plain f32 (ch < on only then): C's rows on apart */
-						KN_TRY(kn_sgemm(Mg, cn, K, rt_f32(W) + g * Mg * K, K, 0, cols, cn, 0, yo + o0, on, e));
+						KN_TRY(kn_sgemm_bias(Mg, cn, K, rt_f32(W) + g * Mg * K, K, 0, cols, cn, 0, yo + o0, on,
+								     bg, e));
 				}
-			kn_bias_f32(yo, B, g * Mg, Mg, on);
+			if (!tb)
+				kn_bias_f32(yo, B, g * Mg, Mg, on);
 		}
 	rt_free(cols);
 	return kn_finish(&a->out[0], a->opts, e);

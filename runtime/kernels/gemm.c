@@ -344,9 +344,21 @@ static void gemv1(const Gk *g, int64_t M, int64_t K, const char *A, int64_t lda,
 		gemv1_d(M, K, (const double *)A, lda, (const double *)B, ldb, (double *)C, ldc);
 }
 
-/* C[M,N] (row stride ldc) := op(A)[M,K] @ op(B)[K,N] by the rule of the file comment. */
+/* C[i, 0..n) += bias[i] for i < m (f32; nothing when bias is NULL): a Conv's bias, added to
+ * each finished tile while it is in cache, as the same f32 addition after the product. */
+static void add_bias(char *c, int64_t ldc, int64_t m, int64_t n, const float *bias)
+{
+	for (int64_t i = 0; bias && i < m; i++) {
+		float *r = (float *)c + i * ldc, b = bias[i];
+		for (int64_t j = 0; j < n; j++)
+			r[j] += b;
+	}
+}
+
+/* C[M,N] (row stride ldc) := op(A)[M,K] @ op(B)[K,N] by the rule of the file comment, then
+ * + bias[i] per row when bias is given (f32 only). */
 static int gemm(const Gk *g, int64_t M, int64_t N, int64_t K, const char *A, int64_t lda, int ta,
-		const char *B, int64_t ldb, int tb, char *C, int64_t ldc, RtError *e)
+		const char *B, int64_t ldb, int tb, char *C, int64_t ldc, const float *bias, RtError *e)
 {
 	int64_t es = g->es;
 	if (M <= 0 || N <= 0)
@@ -354,10 +366,12 @@ static int gemm(const Gk *g, int64_t M, int64_t N, int64_t K, const char *A, int
 	if (K <= 0) {
 		for (int64_t i = 0; i < M; i++)
 			memset(C + i * ldc * es, 0, (size_t)(N * es));
+		add_bias(C, ldc, M, N, bias);
 		return 0;
 	}
 	if (N == 1 && !ta) {   /* B's one column: k apart by ldb, or by 1 when B is transposed */
 		gemv1(g, M, K, A, lda, B, tb ? 1 : ldb, C, ldc);
+		add_bias(C, ldc, M, 1, bias);
 		return 0;
 	}
 	/* B is read in place (no packing) when it is row-major and at most 24 rows use it: packing
@@ -397,9 +411,12 @@ static int gemm(const Gk *g, int64_t M, int64_t N, int64_t K, const char *A, int
 						pack_b(g, bp, B, ldb, 0, pc, kn, jc + jr, nrr);
 						bpan = bp;
 					}
-					for (int64_t ir = 0; ir < mn; ir += g->mr)
-						tile(g, min64(g->mr, mn - ir), nrr, kn, ap + ir * kn * es, bpan, ldbp,
-						     C + ((ic + ir) * ldc + jc + jr) * es, ldc, pc > 0);
+					for (int64_t ir = 0; ir < mn; ir += g->mr) {
+						char *ct = C + ((ic + ir) * ldc + jc + jr) * es;
+						tile(g, min64(g->mr, mn - ir), nrr, kn, ap + ir * kn * es, bpan, ldbp, ct, ldc, pc > 0);
+						if (bias && pc + kn == K)
+							add_bias(ct, ldc, min64(g->mr, mn - ir), nrr, bias + ic + ir);
+					}
 				}
 			}
 		}
@@ -481,6 +498,85 @@ static void dw_scalar(int64_t n, const float *w, int nt, const float *const *tap
 	}
 }
 
+/* ---- implicit-GEMM convolution: the product over an im2col that is never built ----
+ * A 2-D Conv with width stride 1 reads, for output row oh and reduction index k = (c, t) (channel
+ * c, tap t of the window), the padded input row segment P + c*cs + oh*rs + off[t] + ow: the im2col
+ * matrix's row k restricted to output row oh, in place.  The register tile is the AVX2 one above
+ * (6 rows of W by 16 output columns, one fma per k in k order from +0), so every output is the
+ * same chain as kn_sgemm over the im2col: the same bits. */
+#ifdef GEMM_X86
+/* koff[k]: where row k of the im2col starts, relative to b (k < K); the accumulators are twelve
+ * named vectors so that they stay in registers. */
+__attribute__((target("avx2,fma"))) static void ukc256(int64_t K, const int64_t *koff, const float *ap, const float *b,
+							float *c, int64_t ldc)
+{
+	__m256 x00 = _mm256_setzero_ps(), x01 = x00, x10 = x00, x11 = x00, x20 = x00, x21 = x00;
+	__m256 x30 = x00, x31 = x00, x40 = x00, x41 = x00, x50 = x00, x51 = x00;
+	for (int64_t k = 0; k < K; k++, ap += 6) {
+		const float *bt = b + koff[k];
+		__m256 b0 = _mm256_loadu_ps(bt), b1 = _mm256_loadu_ps(bt + 8), av;
+#define ROW(r) av = _mm256_broadcast_ss(ap + r), x##r##0 = _mm256_fmadd_ps(av, b0, x##r##0), \
+	       x##r##1 = _mm256_fmadd_ps(av, b1, x##r##1)
+		ROW(0), ROW(1), ROW(2), ROW(3), ROW(4), ROW(5);
+#undef ROW
+	}
+#define ST(r) _mm256_storeu_ps(c + r * ldc, x##r##0), _mm256_storeu_ps(c + r * ldc + 8, x##r##1)
+	ST(0), ST(1), ST(2), ST(3), ST(4), ST(5);
+#undef ST
+}
+#endif
+
+int kn_conv_implicit_ok(void)
+{
+#ifdef GEMM_X86
+	return rt_isa() == RT_ISA_AVX2;
+#else
+	return 0;
+#endif
+}
+
+int kn_conv_implicit(int64_t M, int64_t C, int nt, const int64_t *off, const float *W, const float *P, int64_t cs,
+		     int64_t rs, int64_t OH, int64_t OW, float *Y, const float *bias, RtError *e)
+{
+#ifdef GEMM_X86
+	const Gk *g = &kinds[RT_ISA_AVX2][0];
+	int64_t K = C * nt, np = (M + 5) / 6, on = OH * OW;
+	/* row panels a block at a time whose packed W stays in L2 (about 192 KiB) */
+	int64_t pb = (int64_t)(192 << 10) / (6 * K * (int64_t)sizeof(float));
+	pb = pb < 1 ? 1 : pb;
+	float *ap = rt_malloc((size_t)(np * 6 * K + 16) * sizeof *ap);
+	int64_t *koff = rt_malloc((size_t)(K + 1) * sizeof *koff);
+	if (!ap || !koff) {
+		rt_free(ap), rt_free(koff);
+		return rt_errorf(e, RT_ENOMEM, "Conv: out of memory for packed weights");
+	}
+	pack_a(g, ap, W, K, 0, 0, M, 0, K);   /* panels of 6 rows (zeros past M), k-major */
+	for (int64_t ch = 0; ch < C; ch++)
+		for (int t = 0; t < nt; t++)
+			koff[ch * nt + t] = ch * cs + off[t];
+	_Alignas(32) float t[6 * 16];
+	for (int64_t p0 = 0; p0 < np; p0 += pb)
+		for (int64_t oh = 0; oh < OH; oh++)
+			for (int64_t ow = 0; ow < OW; ow += 16)
+				for (int64_t p = p0; p < np && p < p0 + pb; p++) {
+					int64_t m0 = p * 6, mr = M - m0 < 6 ? M - m0 : 6, nr = OW - ow < 16 ? OW - ow : 16;
+					float *c = Y + m0 * on + oh * OW + ow;
+					if (mr == 6 && nr == 16) {
+						ukc256(K, koff, ap + p * 6 * K, P + oh * rs + ow, c, on);
+					} else {
+						ukc256(K, koff, ap + p * 6 * K, P + oh * rs + ow, t, 16);
+						for (int64_t r = 0; r < mr; r++)
+							memcpy(c + r * on, t + r * 16, (size_t)nr * sizeof *t);
+					}
+					add_bias((char *)c, on, mr, nr, bias ? bias + m0 : NULL);
+				}
+	rt_free(ap), rt_free(koff);
+	return 0;
+#else
+	return rt_errorf(e, RT_EINTERNAL, "Conv: implicit GEMM without x86 kernels");
+#endif
+}
+
 KnDwRow kn_dw_row(void)
 {
 #ifdef GEMM_X86
@@ -496,11 +592,19 @@ KnDwRow kn_dw_row(void)
 int kn_sgemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, int ta, const float *B, int64_t ldb,
 	     int tb, float *C, int64_t ldc, RtError *e)
 {
-	return gemm(&kinds[rt_isa()][0], M, N, K, (const char *)A, lda, ta, (const char *)B, ldb, tb, (char *)C, ldc, e);
+	return kn_sgemm_bias(M, N, K, A, lda, ta, B, ldb, tb, C, ldc, NULL, e);
+}
+
+int kn_sgemm_bias(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, int ta, const float *B, int64_t ldb,
+		  int tb, float *C, int64_t ldc, const float *bias, RtError *e)
+{
+	return gemm(&kinds[rt_isa()][0], M, N, K, (const char *)A, lda, ta, (const char *)B, ldb, tb, (char *)C, ldc,
+		    bias, e);
 }
 
 int kn_dgemm(int64_t M, int64_t N, int64_t K, const double *A, int64_t lda, int ta, const double *B, int64_t ldb,
 	     int tb, double *C, int64_t ldc, RtError *e)
 {
-	return gemm(&kinds[rt_isa()][1], M, N, K, (const char *)A, lda, ta, (const char *)B, ldb, tb, (char *)C, ldc, e);
+	return gemm(&kinds[rt_isa()][1], M, N, K, (const char *)A, lda, ta, (const char *)B, ldb, tb, (char *)C, ldc,
+		    NULL, e);
 }

@@ -199,10 +199,87 @@ void kn_softmax_row(const RtExecOpts *o, int f64, double *x, int64_t n, int logs
 		x[i] = logsm ? kn_acc(f64, x[i] - ls) : kn_acc(f64, x[i] / s);
 }
 
-/* kn_softmax_row in f32 storage: each step is the f32 rounding of the same double step. */
+/* e^x rounded to f32, for f32 x, in rows that vectorise: x = k ln2 + r with k = round(x/ln2)
+ * (Cody and Waite's two-part ln2, exact for |k| < 2^21), e^r by its Taylor polynomial to degree
+ * 13 (|r| <= ln2/2: truncation below 2e-17 relative), times 2^k from the exponent bits, all in
+ * double without fused operations (-ffp-contract=off), so the same bits on every CPU and vector
+ * width.  The double carries about 2 ulp of error, so its f32 rounding is libm's (float)exp(x)
+ * except where e^x lies within ~4e-16 relative of an f32 rounding midpoint (about 1 value in
+ * 10^8).  Below -104 the f32 result is 0 (e^x < 2^-150), above 89 it is +Inf; NaN passes. */
+KN_VEC __attribute__((optimize("no-trapping-math"))) static void exp_row_f32(const float *x, float *y, int64_t n)
+{
+	for (int64_t i = 0; i < n; i++) {   /* the coefficients 1/j! rounded to double */
+		float v = x[i];
+		double d = v < -104.0f ? -104.0 : v > 89.0f ? 89.0 : (double)v;
+		double t = d * 0x1.71547652b82fep+0 + 0x1.8p52, k = t - 0x1.8p52;   /* k = round(d/ln2) */
+		double r = (d - k * 0x1.62e42p-1) - k * 0x1.fdf473de6af28p-22, p = 0x1.6124613a86d09p-33;
+		p = p * r + 0x1.1eed8eff8d898p-29, p = p * r + 0x1.ae64567f544e4p-26, p = p * r + 0x1.27e4fb7789f5cp-22;
+		p = p * r + 0x1.71de3a556c734p-19, p = p * r + 0x1.a01a01a01a01ap-16, p = p * r + 0x1.a01a01a01a01ap-13;
+		p = p * r + 0x1.6c16c16c16c17p-10, p = p * r + 0x1.1111111111111p-7, p = p * r + 0x1.5555555555555p-5;
+		p = p * r + 0x1.5555555555555p-3, p = p * r + 0x1p-1, p = p * r + 1.0, p = p * r + 1.0;
+		uint64_t b;
+		memcpy(&b, &t, sizeof b);   /* t's low bits are k: 2^k's exponent field is k + 1023 */
+		b = (b + 1023) << 52;
+		double s;
+		memcpy(&s, &b, sizeof s);
+		float ex = (float)(p * s);
+		y[i] = v < -104.0f ? 0.0f : v != v ? v : ex;
+	}
+}
+
+/* The largest of x[0..n) (-Inf when empty), or the last NaN when there is one: the value the
+ * sequential scan "x > m || isnan(x)" keeps, up to the sign of a zero maximum (which softmax's
+ * exponentials do not see: e^(+0) = e^(-0)). */
+KN_VEC static float row_max_f32(const float *x, int64_t n)
+{
+	float mm[8] = { -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY };
+	int nan = 0;
+	int64_t i = 0;
+	for (; i + 8 <= n; i += 8)
+		for (int j = 0; j < 8; j++) {
+			float v = x[i + j];
+			mm[j] = v > mm[j] ? v : mm[j];
+			nan |= v != v;
+		}
+	float m = -INFINITY;
+	for (; i < n; i++) {
+		m = x[i] > m ? x[i] : m;
+		nan |= x[i] != x[i];
+	}
+	for (int j = 0; j < 8; j++)
+		m = mm[j] > m ? mm[j] : m;
+	for (i = n - 1; nan && i >= 0; i--)
+		if (x[i] != x[i])
+			return x[i];
+	return m;
+}
+
+KN_VEC static void sub_row_f32(const float *x, float m, float *y, int64_t n)
+{
+	for (int64_t i = 0; i < n; i++)
+		y[i] = x[i] - m;
+}
+
+KN_VEC static void div_row_f32(float *y, float s, int64_t n)
+{
+	for (int64_t i = 0; i < n; i++)
+		y[i] = y[i] / s;
+}
+
+/* kn_softmax_row in f32 storage: each step is the f32 rounding of the same double step.  With
+ * libm exponentials (no FA4 exp2) softmax runs in passes that vectorise (exp_row_f32); the sum
+ * stays one f32 chain in index order. */
 static void softmax_row_f32(const RtExecOpts *o, const float *x, float *y, int64_t n, int logsm)
 {
 	float m = -INFINITY, s = 0;
+	if (!logsm && (!o || o->exp2_poly <= 0)) {
+		sub_row_f32(x, row_max_f32(x, n), y, n);
+		exp_row_f32(y, y, n);
+		for (int64_t i = 0; i < n; i++)
+			s += y[i];
+		div_row_f32(y, s, n);
+		return;
+	}
 	for (int64_t i = 0; i < n; i++)
 		if (x[i] > m || isnan(x[i]))
 			m = x[i];

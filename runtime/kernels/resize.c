@@ -309,6 +309,14 @@ static void axis_pass(const Taps *t, const RzCfg *c, int f64, const double *x, i
 static void axis_pass_nearest_f32(const Taps *t, const RzCfg *c, const float *x, int64_t outer, int64_t in,
 				  int64_t inner, int64_t outn, float *y)
 {
+	if (inner == 1) {   /* the innermost axis: one element per output, gathered (no memcpy calls) */
+		for (int64_t a = 0; a < outer; a++, x += in, y += outn)
+			for (int64_t o = 0; o < outn; o++) {
+				int64_t i = t->idx[o * t->n];
+				y[o] = i < 0 ? (float)c->extrap : x[i];
+			}
+		return;
+	}
 	for (int64_t a = 0; a < outer; a++)
 		for (int64_t o = 0; o < outn; o++) {
 			const int64_t *ix = t->idx + o * t->n;

@@ -37,9 +37,18 @@ double gpu_node_time(const Target *t, const Machine *m, const Device *d, const P
 	RtError e = { 0 };
 	TgtGemmDims g;
 	TgtAttnDims at;
-	if (!w->node || !w->tiles || w->to || w->reduce > 0 || !h || gpu_arch(d, &a, &e) < 0)
+	if (!w->tiles || w->to || !h || gpu_arch(d, &a, &e) < 0)
 		return tgt_roofline_time(t, m, d, p, w);
 	int graph = p && p->graph;
+	if (!w->node && w->tiles >= 2) {   /* an all-reduce: the timing engine's ring and the library's cost per call */
+		const Link *l = machine_link(m, d, d);
+		double bw = l ? link_oneway_bw(l) : 0;
+		if (!(w->reduce > 0) || w->chips < 2 || !(bw > 0) || w->flops > 0 || w->bytes > 0 || w->kernels > 0)
+			return tgt_roofline_time(t, m, d, p, w);
+		return rt_allreduce_ring_s(w->chips, w->reduce, num_has(&l->latency) ? l->latency.v : 0, bw) + a.coll_base;
+	}
+	if (!w->node || w->reduce > 0)
+		return tgt_roofline_time(t, m, d, p, w);
 	if (h->gemm && tgt_work_gemm(w, &g) && dev_supports(d, g.in) && num_has(&d->peak[g.in])) {
 		GemmShape s = { .batch = g.batch, .M = g.M, .N = g.N, .K = g.K, .in = g.in,
 				.out_bytes = rt_dtype_bytes(g.out, 1) };
@@ -61,5 +70,27 @@ double gpu_node_time(const Target *t, const Machine *m, const Device *d, const P
 		 * dP, dV, dQ and dK) */
 		return gpu_cost_total(&tile.c) * at.grad / (double)at.rest;
 	}
-	return tgt_roofline_time(t, m, d, p, w);
+	const Node *n = w->node;
+	unsigned fl = ir_ops[n->op].flags;
+	if (w->tiles < 2 || n->op == OP_Call || (fl & F_MATMUL) || (fl & F_ATTN))   /* no model here: the roofline */
+		return tgt_roofline_time(t, m, d, p, w);
+	if (fl & F_VIEW)
+		return 0;
+	/* as the lowering's memory-bound kernel (mem_kernel): every operand and result once, a
+	 * table lookup reading no more of its table than it writes, shared by w->chips devices */
+	double out = 0, outn = 0, bytes = 0, chips = w->chips > 1 ? w->chips : 1;
+	for (int i = 0; i < n->nout; i++)
+		if (n->out[i] && ir_type_numel(n->out[i]->type) > 0) {
+			out += (double)rt_dtype_bytes(n->out[i]->type.dt, ir_type_numel(n->out[i]->type));
+			outn += (double)ir_type_numel(n->out[i]->type);
+		}
+	for (int i = 0; i < n->nin; i++)
+		if (n->in[i] && ir_type_numel(n->in[i]->type) > 0) {
+			double b = (double)rt_dtype_bytes(n->in[i]->type.dt, ir_type_numel(n->in[i]->type));
+			bytes += ir_op_is_lookup(n->op, i) && b > out ? out : b;
+		}
+	GpuCost c;
+	gpu_mem_cost(&a, (bytes + out) / chips, ir_node_flops(n) / chips, fl & F_TRANS ? outn / chips : 0, &c);
+	gpu_launch(&a, graph, &c);
+	return gpu_cost_total(&c);
 }

@@ -50,6 +50,10 @@ typedef struct GpuCost {
 	double l2;                        /* L2-to-SM operand traffic (0 without an L2 bandwidth) */
 	double overlap;                   /* fraction of min(mma, max(sfu, fma)) hidden (1 for GEMM) */
 	double fixed;                     /* launch gap + pipeline fill + exposed epilogue */
+	double fill;                      /* of fixed, the HBM traffic at its bandwidth (the first
+					     stage's load, the exposed epilogue stores, a K split's
+					     partials, attention's first tile loads): memory time
+					     outside the overlapped main loop, not a fixed cost */
 	double floor;                     /* the host's issue interval of a stream launch: the kernel
 					     takes at least this long (0: launched from a CUDA graph) */
 } GpuCost;
@@ -64,6 +68,11 @@ const char *gpu_cost_bound(const GpuCost *c, double *term);
  * shows when the kernel is shorter (c->floor); every kernel pays the GPU-side gap between
  * dependent kernels (`graph` engine latency, the whole cost inside a CUDA graph). */
 void gpu_launch(const GpuArch *a, int graph, GpuCost *c);
+
+/* A memory-bound kernel (backends.md §0): `bytes` at HBM bandwidth, `flops` on the FMA pipe
+ * (an FMA is two), `trans` transcendental results on the SFU; no launch (gpu_launch adds it).
+ * The lowering's kernels without a model of their own and the passes' price of such a node. */
+void gpu_mem_cost(const GpuArch *a, double bytes, double flops, double trans, GpuCost *c);
 
 /* ---- GEMM ---- */
 typedef struct GemmShape {
@@ -171,7 +180,10 @@ double gpu_cost(const Plan *p, int stream, const PlanInstr *in);
  * shape split over w->chips devices one prime factor at a time on its largest extent (the
  * column- and row-parallel GEMMs of Megatron); an Attention as the target's fused kernel with
  * the KV groups split over the devices and the rest of them sharing the tokens; AttentionGrad
- * at the forward kernel's rate per FLOP; anything else tgt_roofline_time. */
+ * at the forward kernel's rate per FLOP; with w->tiles 2 also any other node as the lowering's
+ * memory-bound kernel (gpu_mem_cost and its launch, shared by w->chips) and an all-reduce of
+ * w->reduce bytes as the timing engine's ring (rt_allreduce_ring_s) plus the collective
+ * engine's cost per call; anything else tgt_roofline_time. */
 double gpu_node_time(const Target *t, const Machine *m, const Device *d, const Precision *p, const TgtWork *w);
 /* Seconds of a GPU kernel from its t.* components with the parallel resources divided over
  * `pool` GPUs (vera-rubin's pooled kernels; fixed costs are not divided), -1 when `in` has

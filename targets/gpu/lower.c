@@ -93,6 +93,8 @@ static void put_cost(Ann *t, const GpuCost *one, const FlatNode *fn)
 	tgt_ann_put(t, "fma_us", "%.4g", one->fma * 1e6);
 	tgt_ann_put(t, "overlap", "%.4g", c->overlap);
 	tgt_ann_put(t, "fixed_us", "%.4g", c->fixed * 1e6);
+	if (c->fill > 0)   /* the part of fixed_us that is HBM traffic (explain's fixed costs leave it out) */
+		tgt_ann_put(t, "fill_us", "%.4g", c->fill * 1e6);
 	if (c->floor > 0)
 		tgt_ann_put(t, "floor_us", "%.4g", c->floor * 1e6);
 	tgt_ann_put(t, "time_us", "%.4g", gpu_cost_total(c) * 1e6);
@@ -109,6 +111,11 @@ static DType gpu_dtype(const GpuLw *w, const FlatVal *v)
 {
 	if (!rt_dtype_isfloat(v->dt) || (w->exact && w->exact[v - w->l->f.vals]))
 		return v->dt;
+	DType forced = tgt_forced_dtype(&w->l->f, v);
+	if (forced != DT_INVALID && forced != DT_F64)
+		return forced;   /* @precision(f32) on the statement: held as asked */
+	if (forced == DT_F64 && v->dt != DT_F64)
+		return DT_F32;   /* @precision(f64) on a narrower value: the widest the rule below keeps */
 	if (v->def >= 0) {
 		const Node *n = w->l->f.nodes[v->def].n;
 		/* Quantize {to} returns its values dequantized in its input's dtype (ir/ops.def) */
@@ -483,10 +490,7 @@ static void mem_kernel(GpuLw *w, int i, PlanInstr *pi, Ann *t)
 	if (ir_ops[fn->n->op].flags & F_VIEW) {
 		tgt_ann_put(t, "kind", "view");
 	} else {
-		c.hbm = bytes / w->a.hbm_bw;
-		c.fma = pi->flops / 2 / (w->a.fma * w->a.sms);
-		if (ir_ops[fn->n->op].flags & F_TRANS)
-			c.sfu = out / (w->a.sfu * w->a.sms);
+		gpu_mem_cost(&w->a, bytes, pi->flops, ir_ops[fn->n->op].flags & F_TRANS ? out : 0, &c);
 		if (lead)
 			gpu_launch(&w->a, w->pol->graph, &c);
 		tgt_ann_put(t, "kind", "memory");

@@ -128,6 +128,15 @@ void gpu_launch(const GpuArch *a, int graph, GpuCost *c)
 		c->floor = a->launch;
 }
 
+void gpu_mem_cost(const GpuArch *a, double bytes, double flops, double trans, GpuCost *c)
+{
+	*c = (GpuCost){ .overlap = 1 };
+	c->hbm = bytes / a->hbm_bw;
+	c->fma = flops / 2 / (a->fma * a->sms);
+	if (trans > 0)
+		c->sfu = trans / (a->sfu * a->sms);
+}
+
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 /* ---- GEMM (backends.md §1b) ---- */
@@ -258,6 +267,7 @@ int gpu_gemm_eval(const GpuArch *a, const GemmShape *s, GemmTile *t)
 	 * split the last tile's reduction of its tile's `split` f32 partials. */
 	t->c.fixed = stage / hbm_sm + (t->acc_stages >= 2 ? epi_t : t->waves * epi_t) +
 		     (split > 1 ? split * bm * t->bn * 4 / hbm_sm : 0);
+	t->c.fill = t->c.fixed;   /* all of it at the SM's share of HBM */
 	t->t = gpu_cost_total(&t->c);
 	return 1;
 }
@@ -385,7 +395,7 @@ void gpu_attn_eval(const GpuArch *a, const AttnShape *s, AttnTile *t)
 	 * the epilogue staging O through SMEM for its TMA store; an SM runs `waves` tiles in turn.
 	 * Plus, once: the first tile's Q and K/V loads at the SM's share of HBM. */
 	double pv = sc * 2 * s->dv / fsm, epi = (double)t->bm * s->dv * s->io_bytes / a->smem_bw;
-	t->c.fixed = ((t->bm * (double)s->d + t->bm * (double)s->dv) * s->io_bytes + t->bn * (double)(s->d + s->dv) * kvb) / hbm_sm +
-		     (double)t->waves * (fmax(sfu, fma) + pv + epi + gpu_attn_tile_fixed(a, s->in));
+	t->c.fill = ((t->bm * (double)s->d + t->bm * (double)s->dv) * s->io_bytes + t->bn * (double)(s->d + s->dv) * kvb) / hbm_sm;
+	t->c.fixed = t->c.fill + (double)t->waves * (fmax(sfu, fma) + pv + epi + gpu_attn_tile_fixed(a, s->in));
 	t->t = gpu_cost_total(&t->c);
 }

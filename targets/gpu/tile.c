@@ -87,7 +87,7 @@ int gpu_gemv(const GpuArch *a, const GemmShape *s, GemmTile *t)
 	t->reload_a = t->reload_b = 1;
 	t->c = (GpuCost){ .hbm = mats * (A + B + (double)s->M * s->N * s->out_bytes) / (a->hbm_bw * busy),
 			  .fma = mats * (double)s->N * s->K * (s->M + narrow) / (a->fma * a->sms * busy), .overlap = 1 };
-	t->c.fixed = A / (a->hbm_bw / a->sms);
+	t->c.fixed = t->c.fill = A / (a->hbm_bw / a->sms);
 	t->t = gpu_cost_total(&t->c);
 	return 1;
 }

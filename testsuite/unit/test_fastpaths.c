@@ -126,8 +126,8 @@ static void test_unary(void **state)
 	rt_tensor_free(&x), rt_tensor_free(&lo), rt_tensor_free(&hi);
 }
 
-/* Conv: every path of conv_f32 (im2col 2-D with strides and dilation, pointwise, direct depthwise,
- * N-D im2col) against the double path, with and without bias, on every instruction set. */
+/* Conv: every path of conv_f32 (im2col 2-D with strides and dilation, the implicit product,
+ * pointwise, direct depthwise, N-D im2col) against the double path, with and without bias, on every instruction set. */
 static void test_conv(void **state)
 {
 	struct { int64_t x[5], w[5]; int rank, group, k, s0, s1, d, pad; } cs[] = {
@@ -145,6 +145,9 @@ static void test_conv(void **state)
 		/* im2col by chunks of output positions (K = 576: 896 a chunk), a chunk ending mid-row */
 		{ { 1, 64, 30, 40 }, { 4, 64, 3, 3 }, 4, 1, 3, 1, 1, 1, 1 },
 		{ { 1, 64, 60, 81 }, { 4, 64, 3, 3 }, 4, 1, 3, 2, 2, 1, 1 },
+		/* width stride 1: the implicit product (AVX2), partial row panels and column tiles */
+		{ { 1, 5, 13, 37 }, { 7, 5, 3, 3 }, 4, 1, 3, 2, 1, 2, 2 },  /* height stride 2, dilation 2 */
+		{ { 2, 6, 9, 20 }, { 10, 3, 1, 3 }, 4, 2, 3, 1, 1, 1, 0 },  /* groups, a 1x3 window */
 	};
 	for (int isa = 0; isa <= (int)rt_isa_best(); isa++) {
 		rt_isa_set((RtIsa)isa);
@@ -196,6 +199,11 @@ static void test_pool_norm_softmax(void **state)
 	same("Softmax", in, 1, 1, ax, 1, DT_INVALID);
 	same("LogSoftmax", in, 1, 1, ax, 1, DT_INVALID);
 	same("Softmax", in, 1, 1, ax1, 1, DT_INVALID);
+	RtTensor wide = tensor(2, KT_DIMS(3, 700), 0);   /* vectorised exponentials: e^(x - max) down past -104 */
+	RtTensor *win[] = { &wide };
+	same("Softmax", win, 1, 1, ax, 1, DT_INVALID);
+	same("Softmax", win, 1, 1, ax, 1, DT_BF16);
+	rt_tensor_free(&wide);
 	rt_tensor_free(&x), rt_tensor_free(&sc), rt_tensor_free(&bb), rt_tensor_free(&mu), rt_tensor_free(&var);
 }
 
