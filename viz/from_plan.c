@@ -89,8 +89,14 @@ static void add_collective(Px *x, int s, int i)
 	char name[512], note[256], t[64];
 	int k = vz_node(x->g, VN_COLLECTIVE, viz_instr_name(x->p, s, i, name, sizeof name), plan_coll_names[in->coll],
 			device_of(x, s));
-	snprintf(note, sizeof note, "%s, %s", in->link >= 0 ? x->p->links[in->link].name : "no link",
-		 viz_time_str(x->dur[x->base[s] + i], t, sizeof t));
+	/* the group, not the one link the plan records it on ("nvlink.gpu0-gpu1" for an 8-way
+	 * all-reduce): the link's kind and the members, "nvlink x8" */
+	const char *ln = in->link >= 0 ? x->p->links[in->link].name : NULL, *dot = ln ? strchr(ln, '.') : NULL;
+	if (ln)
+		snprintf(note, sizeof note, "%.*s x%d, %s", dot ? (int)(dot - ln) : (int)strlen(ln), ln, in->nin,
+			 viz_time_str(x->dur[x->base[s] + i], t, sizeof t));
+	else
+		snprintf(note, sizeof note, "no link, %s", viz_time_str(x->dur[x->base[s] + i], t, sizeof t));
 	x->g->nodes[k].note = vz_strdup(note);
 	x->g->nodes[k].precision = vz_strdup(in->nin ? rt_dtype_name(x->p->buffers[in->in[0]].dtype) : "-");
 	for (int j = 0; j < in->nin; j++)
