@@ -184,11 +184,6 @@ static int parse_input(char *buf, size_t len, Input *in)
 				i - bol + 1, buf + i);
 			return -1;
 		}
-		if (errno == ERANGE && isinf(v)) {   /* strtof overflow: 1e400 is not an infinity */
-			fprintf(stderr, "<stdin>:%d:%zu: error: '%s' is beyond f32's range (largest finite "
-				"3.4028235e38); write inf for an infinity\n", line, i - bol + 1, buf + i);
-			return -1;
-		}
 		buf[j] = save;
 		if (push(in, v, line, (int)(i - bol + 1)) < 0) {
 			drv_error("out of memory");
