@@ -62,6 +62,8 @@ DType tgt_forced_dtype(const Flat *f, const FlatVal *v)
 	DType dt = f->nodes[v->def].n->annot.precision;
 	if (dt == DT_INVALID || !rt_dtype_isfloat(dt) || rt_dtypes[dt].kind != K_FLOAT || rt_dtypes[dt].bits < 16)
 		return DT_INVALID;
+	if (dt == DT_F64)   /* an f64 value: the target's own f64 rule; a narrower one: f32 at most */
+		return v->dt == DT_F64 ? DT_INVALID : DT_F32;
 	return dt;
 }
 

@@ -184,7 +184,9 @@ int tgt_explicit_conversion(Op op);
 /* The storage format a `@precision(X)` annotation on the node defining flat value v asks for
  * (docs/language.md: annotations override the passes for one statement): X when it is a float
  * format of 16 bits or more and the value is a float, else DT_INVALID (no annotation, or a
- * narrow MMA format such as f8e4m3, which names the node's matrix format, not its result's). */
+ * narrow MMA format such as f8e4m3, which names the node's matrix format, not its result's).
+ * @precision(f64) gives f32 on a narrower value and DT_INVALID on an f64 one (the target's own
+ * f64 rule then decides). */
 DType tgt_forced_dtype(const Flat *f, const FlatVal *v);
 /* First and last flat node of every fusion group (attribute fusion_group, per call instance);
  * -1 for nodes outside a group.  gfirst and glast hold f->nnodes entries. */

@@ -112,10 +112,8 @@ static DType gpu_dtype(const GpuLw *w, const FlatVal *v)
 	if (!rt_dtype_isfloat(v->dt) || (w->exact && w->exact[v - w->l->f.vals]))
 		return v->dt;
 	DType forced = tgt_forced_dtype(&w->l->f, v);
-	if (forced != DT_INVALID && forced != DT_F64)
+	if (forced != DT_INVALID)
 		return forced;   /* @precision(f32) on the statement: held as asked */
-	if (forced == DT_F64 && v->dt != DT_F64)
-		return DT_F32;   /* @precision(f64) on a narrower value: the widest the rule below keeps */
 	if (v->def >= 0) {
 		const Node *n = w->l->f.nodes[v->def].n;
 		/* Quantize {to} returns its values dequantized in its input's dtype (ir/ops.def) */
@@ -549,13 +547,7 @@ static int kernel_sig(const GpuLw *w, int i, int64_t *sig)
 	return n;
 }
 
-static uint64_t sig_hash(const int64_t *sig, int n)
-{
-	uint64_t h = 0x9e3779b97f4a7c15ull;
-	for (int k = 0; k < n; k++)
-		h = (h ^ (uint64_t)sig[k]) * 0x100000001b3ull, h ^= h >> 29;
-	return h;
-}
+static uint64_t sig_hash(const int64_t *sig, int n) { return rt_checksum(sig, sizeof *sig * (size_t)n); }
 
 /* The memo slot for sig: its entry, or the free slot it goes in (sig NULL there); NULL when the
  * table cannot grow. */

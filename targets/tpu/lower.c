@@ -107,10 +107,8 @@ static DType tpu_dtype(const TpuLw *w, const FlatVal *v)
 	if (!rt_dtype_isfloat(v->dt) || (w->exact && w->exact[v - w->l->f.vals]))
 		return v->dt;
 	DType forced = tgt_forced_dtype(&w->l->f, v);
-	if (forced != DT_INVALID && forced != DT_F64)
+	if (forced != DT_INVALID)
 		return forced;   /* @precision(f32) on the statement: held as asked */
-	if (forced == DT_F64 && v->dt != DT_F64)
-		return DT_F32;   /* @precision(f64) on a narrower value: the widest the rule below keeps */
 	if (v->def >= 0) {
 		const Node *n = w->l->f.nodes[v->def].n;
 		if (n->op == OP_Cast || n->op == OP_CastLike || (ir_ops[n->op].flags & F_QOP))
