@@ -1832,9 +1832,12 @@ int pass_partition(Module *m, PassCtx *c)
 		return e;
 	}
 	clear_aux(g);
-	ir_foreach_node(g, n)   /* the shards of a graph partitioned before (a training step's forward pass) */
-		if (!n->annot.device && rt_attr_str(&n->attrs, "shard", NULL))
+	int prior = 0;          /* nodes placed by an earlier run (a training step's forward pass) */
+	ir_foreach_node(g, n) {
+		if (!n->annot.device && rt_attr_str(&n->attrs, "shard", NULL))   /* its shards */
 			n->aux = (void *)(n->op == OP_Split ? SHARD_SPLIT : OUTPUT_CONCAT);
+		prior += n->annot.device && rt_attr_str(&n->attrs, "placement_reason", NULL);
+	}
 	int nreg = tensor_parallel(&p) + expert_parallel(&p);
 	if (nreg && (ir_topo_sort(g) < 0 || ir_infer_shapes(m)))   /* the shards' shapes, which split_calls prices */
 		return 1;
@@ -1879,7 +1882,9 @@ int pass_partition(Module *m, PassCtx *c)
 		pass_remark(c, REMARK_ANALYSIS, g, NULL, "partitioned over %d %s device(s)%s%s%s: %d pipeline stage(s) x "
 			    "tensor parallel %d; %d tensor-parallel region(s); %lld weight bytes",
 			    p.pp * p.width, dev->id, used, p.phys ? ", survivors" : "", sv, p.pp, p.tp, nreg, (long long)weights);
-	if (c->tp > 1 && nreg == p.nvocab)   /* an explicit --tp that split no layer must not pass silently */
+	/* an explicit --tp that split no layer must not pass silently; a graph placed before (the
+	 * forward pass of --phase train, placed again with its backward) was said of then */
+	if (c->tp > 1 && nreg == p.nvocab && !prior)
 		fprintf(stderr, "aicc: warning: --tp %d split no MatMul%s over %d devices, so each pipeline stage runs on "
 			"one device (--remarks=placement says why for each MatMul)\n", c->tp,
 			p.nvocab ? " pair (only the output MatMul, vocab-parallel)" : "", c->tp);
