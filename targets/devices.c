@@ -1069,6 +1069,8 @@ static int emit_collective(TgtDevs *d, Plan *p, const Flat *f, int node, const i
 		else {
 			int rr = rep_find(d, fn->out[0], m[r]);
 			outs[r] = d->val_pl[fn->out[0]] == m[r] ? d->prim[fn->out[0]] : rr >= 0 ? d->rep[rr].buf : -1;
+			if (rr >= 0)   /* written there by the collective: a reader there copies nothing */
+				d->rep[rr].done = 1;
 		}
 	}
 	PlanInstr pi;
