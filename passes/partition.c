@@ -1300,6 +1300,20 @@ static void layer_kv(Part *p, const Graph *g, int d, int64_t *kv, int ndev, int 
 	}
 }
 
+/* Whether operand or result v of call n lives on a device other than d: a tensor-parallel
+ * layer's copy of the residual stream on another shard (replicate), passed in by a Transfer
+ * there or computed there by the callee. */
+static int elsewhere(Part *p, const Node *n, const Value *v, int d)
+{
+	const Value *src = v;
+	if (n->op != OP_Call || !n->callee || v->kind != V_NODE)
+		return 0;
+	if (v->def == n && v->defidx < n->callee->nout)
+		src = n->callee->outputs[v->defidx];
+	int k = src->kind == V_NODE && src->def ? dev_index(p, src->def->annot.device) : -1;
+	return k >= 0 && k != d;
+}
+
 static int check_memory(Part *p, int ndev)
 {
 	int64_t *w = calloc((size_t)ndev, sizeof *w), *act = calloc((size_t)ndev, sizeof *act),
@@ -1330,10 +1344,11 @@ static int check_memory(Part *p, int ndev)
 		for (int i = 0; i < n->nout; i++) {
 			if (ir_type_numel(n->out[i]->type) < 0)
 				symbolic = 1;
-			a += value_bytes(n->out[i]);
+			if (!elsewhere(p, n, n->out[i], d))
+				a += value_bytes(n->out[i]);
 		}
 		for (int i = 0; i < n->nin; i++)   /* a weight's shard is counted with the weights */
-			if (n->in[i] && n->in[i]->kind != V_PARAM && !weight_like(n->in[i]))
+			if (n->in[i] && n->in[i]->kind != V_PARAM && !weight_like(n->in[i]) && !elsewhere(p, n, n->in[i], d))
 				a += value_bytes(n->in[i]);
 		if (n->op == OP_Attention)
 			for (int i = 4; i < n->nin && i < 6; i++)
@@ -1399,6 +1414,15 @@ static int aux_shard(const Node *n)
 	return n->aux == SHARD_SPLIT || n->aux == OUTPUT_CONCAT || a <= 0 ? -1 : (int)(a % SHARDS) - 1;
 }
 
+/* Names node n's result as copy 0 of a replicated op ("h" -> "h.tp0.N", as split_region names a
+ * shard), so explain and the pictures group it with its copies. */
+static void rename_copy0(Graph *g, Node *n)
+{
+	char buf[256];
+	snprintf(buf, sizeof buf, "%s.tp0", n->out[0]->name);
+	n->out[0]->name = ir_fresh_name(g, buf);
+}
+
 /* Shard k's copy of call argument a in the entry graph e: the replica a previous call made
  * (r[]: pairs of a value and its copies), else a Transfer of a to device dk (one per value and
  * device). */
@@ -1433,6 +1457,15 @@ static Value *arg_copy(Part *p, Graph *e, Value *a, int dk)
 	Value *c = rep_of(p->reps, a, dk);
 	if (c)
 		return c;
+	if (a->kind == V_NODE && a->def->op == OP_Transfer && a->def->in[0]->kind == V_NODE) {
+		/* the hand-over from the previous pipeline stage: shard k's copy there, sent to shard k
+		 * here side by side, not through this stage's first device */
+		Value *u = a->def->in[0];
+		int ub = dev_index(p, u->def->annot.device);
+		Value *ur = ub >= 0 ? rep_of(p->reps, u, ub - ub % p->width + dk % p->width) : NULL;
+		if (ur && ur != a)
+			a = ur;
+	}
 	ir_foreach_node(e, q)
 		if (q->op == OP_Transfer && q->in[0] == a && q->annot.device && !strcmp(q->annot.device, dn))
 			return q->out[0];
@@ -1444,6 +1477,9 @@ static Value *arg_copy(Part *p, Graph *e, Value *a, int dk)
 	ir_set_attr_str(t, "device", dn);
 	t->annot.device = dn;
 	const char *src = a->kind == V_NODE && a->def->annot.device ? a->def->annot.device : dev_name(p, 0);
+	for (int i = 0; p->reps && i < p->reps->n; i++)
+		if (p->reps->to[i] == a)
+			src = dev_name(p, p->reps->dev[i]);   /* a call's copy lives on its shard's device */
 	char why[400];
 	snprintf(why, sizeof why, "%s: '%s' is produced on %s and read by the copies of the replicated norms "
 		 "of the layers called here, once for every repetition (partition)", dn, a->name, src);
@@ -1565,7 +1601,7 @@ static int replicate(Part *p, Graph *e)
 		if (n->aux || !need[n->out[0]->id])
 			continue;
 		n->aux = (void *)(intptr_t)(rid * SHARDS + 1);
-		for (int k = w - 1; k >= 1; k--) {
+		for (int k = 1; k < w; k++) {
 			Value *in[16];
 			int nin = n->nin < 16 ? n->nin : 16;
 			for (int i = 0; i < nin; i++) {
@@ -1588,6 +1624,7 @@ static int replicate(Part *p, Graph *e)
 			c->aux = (void *)(intptr_t)(rid * SHARDS + k + 1);
 			map[(size_t)n->out[0]->id * (size_t)w + (size_t)k] = c->out[0];
 		}
+		rename_copy0(g, n);
 	}
 	/* the shards on device k read copy k */
 	ir_foreach_node(g, n) {
@@ -1697,8 +1734,11 @@ static int replicate_entry(Part *p)
 		const char *names[4];
 		int nout = n->nout < 4 ? n->nout : 4;
 		for (int i = 0; i < nout; i++) {
-			char buf[256];
-			snprintf(buf, sizeof buf, "%s.tp%d", n->out[i]->name, dk % p->width);
+			char buf[256], *t0;
+			snprintf(buf, sizeof buf, "%s", n->out[i]->name);
+			if ((t0 = strstr(buf, ".tp0.")))   /* renamed copy 0 (rename_copy0) */
+				*t0 = '\0';
+			snprintf(buf + strlen(buf), sizeof buf - strlen(buf), ".tp%d", dk % p->width);
 			names[i] = ir_fresh_name(p->g, buf);
 		}
 		Node *c = ir_insert_node(p->g, t, n->op, in, nin, names, nout, n->loc);
@@ -1715,6 +1755,8 @@ static int replicate_entry(Part *p)
 			    ir_ops[n->op].name, pass_node_name(n), c->annot.device);
 		ir_replace_uses(p->g, t->out[0], c->out[0]);
 		ir_remove_node(p->g, t);
+		if (!strstr(v->name, ".tp0."))
+			rename_copy0(p->g, n);
 		rep_add(p->reps, v, c->out[0], dk);
 		k++;
 	}
@@ -2251,8 +2293,8 @@ int pass_partition(Module *m, PassCtx *c)
 	if (p.width > 1) {
 		int k = place_layers(&p);
 		free(p.insts);
-		if (k >= 0)
-			replicate_entry(&p);
+		if (k >= 0 && replicate_entry(&p) && (ir_topo_sort(g) < 0 || ir_infer_shapes(m)))
+			k = -1;
 		free(reps.from), free(reps.to), free(reps.dev);
 		p.reps = NULL;
 		if (k < 0) {

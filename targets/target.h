@@ -254,6 +254,8 @@ typedef struct TgtDevs {
 	int *wait_seen;      /* per flat node: last stream that waited on its event */
 	int *first_reader;   /* per flat value: first flat node reading it, or -1 */
 	int *until;          /* per flat value: TgtHeap.until (-1: the last-reader rule) */
+	int **huntil;        /* per instance: its heap's own until where a collective's copy there is
+				released sooner (events), else NULL (until) */
 	int swapv[TGT_MAX_OPERANDS], swapb[TGT_MAX_OPERANDS], nswap;   /* tgt_devs_bufs */
 	struct TgtLinkMemo { int a, b, link; } *lmemo;   /* link_of's answers, direct-mapped (NULL: none yet) */
 	int *dirty, ndirty;  /* tgt_devs_values: the instances whose heap took a buffer since its last release */
