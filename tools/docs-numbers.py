@@ -268,6 +268,18 @@ for tgt, rows in (('lpu', ('llama2-7b', 'llama2-70b', 'mixtral-8x7b')),
                                                     r': .*?(?:then|,) ' + re.escape(o) + r' (\S+%)', 1, asis, '')
 NUMBERS['l7spread.chips'] = ('l7spread', r'^compute .* on (\d+) lpu devices', 1, whole, '')
 NUMBERS['l7spread.tps'] = ('l7spread', r'^TPOT .*?: (\S+) tokens/s per user', 1, whole, '')
+# docs/targets-lpu.md "Deployment": each LPU validation row's plan at batch 1 and at 5 (LLMPerf's 5
+# concurrent requests): the chips it fills and its per-user rate, beside Groq's reported chip counts
+LPUDEP = {'llama2-7b': ('llama3.1-8b', 'KV=32,F=11008,V=32000,CTX=4096'), 'llama2-70b': ('llama3.1-70b', 'V=32000,CTX=4096'),
+          'mixtral-8x7b': ('mixtral-8x7b', '')}
+for r, (model, bind) in LPUDEP.items():
+    for b in (1, 5):
+        cid = 'lpudep.%s.b%d' % (r, b)
+        COMMANDS[cid] = ['{aicc} compile examples/%s.aig %s--target lpu --machine groq-pod-v1 --phase decode --batch %d '
+                         '--context 625 -o {tmp}/d.aip' % (model, '--bind %s ' % bind if bind else '', b),
+                         '{aicc} run {tmp}/d.aip --timing-only']
+        NUMBERS[cid + '.chips'] = (cid, r'^compute .* on (\d+) lpu devices', 1, whole, '')
+        NUMBERS[cid + '.tps'] = (cid, r'^TPOT .*?: (\S+) tokens/s per user', 1, whole, '')
 for k in TRAIN_ANCHORS:
     NUMBERS['train.%s.mfu' % k] = ('train.' + k, r'MFU predicted (\S+), published \S+: (\S+)%', 1, pct1, ' %')
     NUMBERS['train.%s.gap' % k] = ('train.' + k, r'MFU predicted (\S+), published \S+: (\S+)%', 2, asis, ' %')
