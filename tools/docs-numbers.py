@@ -366,6 +366,13 @@ def tpu(cid, args, explain=False):
     NUMBERS[cid] = (cid, r'^latency\s+(\S+ \S+)', 1, asis, '')
 
 
+# docs/targets-tpu.md: the v5e 32768^3 bf16 GEMM row's block and its HBM and MXU terms (explain's t.* fields)
+COMMANDS['tpu.g32k'] = ["printf 'graph main(a: bf16[M, K], b: bf16[K, N]) -> (y: bf16[M, N]) {{\\n  y = MatMul(a, b)\\n}}\\n' "
+                        "> {tmp}/g.aig", '{aicc} compile {tmp}/g.aig --target tpu --machine tpu-v5e --precision bf16 -O0 '
+                        '--bind M=32768,N=32768,K=32768 -o {tmp}/g.aip', 'cat {tmp}/g.aip']
+NUMBERS['tpu.g32k.block'] = ('tpu.g32k', r't\.vmem_block="(\S+)"', 1, asis, '')
+NUMBERS['tpu.g32k.hbm'] = ('tpu.g32k', r't\.hbm_us="(\S+)"', 1, lambda x: '%.1f ms' % (float(x) / 1e3), '')
+NUMBERS['tpu.g32k.mxu'] = ('tpu.g32k', r't\.mxu_us="(\S+)"', 1, lambda x: '%.1f ms' % (float(x) / 1e3), '')
 for m in ('tpu-v5e', 'tpu-v6e', 'tpu-v7', 'tpu-8i'):
     for sb in (1, 128):
         tpu('tpu.%s.gpt2.s%d' % (m, sb), 'examples/gpt2-small.aig --machine %s --bind B=1,S=%d' % (m, sb))
