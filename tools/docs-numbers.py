@@ -280,6 +280,12 @@ for r, (model, bind) in LPUDEP.items():
                          '{aicc} run {tmp}/d.aip --timing-only']
         NUMBERS[cid + '.chips'] = (cid, r'^compute .* on (\d+) lpu devices', 1, whole, '')
         NUMBERS[cid + '.tps'] = (cid, r'^TPOT .*?: (\S+) tokens/s per user', 1, whole, '')
+# the 7B spread over about as many chips as Groq's 8-rack deployments (36 MiB chips: the fill's 90 % of them)
+COMMANDS['lpudep.llama2-7b.spread'] = ['{aicc} compile examples/llama3.1-8b.aig --bind KV=32,F=11008,V=32000,CTX=4096 --target lpu '
+                                       '--machine groq-pod-v1 --phase decode --batch 1 --context 625 --set lpu.sram.capacity=36MiB '
+                                       '-o {tmp}/d.aip', '{aicc} run {tmp}/d.aip --timing-only']
+NUMBERS['lpudep.llama2-7b.spread.chips'] = ('lpudep.llama2-7b.spread', r'^compute .* on (\d+) lpu devices', 1, whole, '')
+NUMBERS['lpudep.llama2-7b.spread.tps'] = ('lpudep.llama2-7b.spread', r'^TPOT .*?: (\S+) tokens/s per user', 1, whole, '')
 for k in TRAIN_ANCHORS:
     NUMBERS['train.%s.mfu' % k] = ('train.' + k, r'MFU predicted (\S+), published \S+: (\S+)%', 1, pct1, ' %')
     NUMBERS['train.%s.gap' % k] = ('train.' + k, r'MFU predicted (\S+), published \S+: (\S+)%', 2, asis, ' %')
