@@ -331,6 +331,9 @@ valrow('val.jax-8192', 'validate-tpu', 'jax-pallas-mm 8192x8192x8192 bf16')
 for k in (128, 256, 512, 1024, 2048, 4096, 16384, 32768):
     valrow('val.iw-%d' % k, 'validate-tpu', 'ironwood-micro %dx%dx%d bf16' % (k, k, k))
 valrow('val.h100-70b-b96', 'validate-hopper', 'H100 llama2-70b B=96 2048/128 tp2')
+COMMANDS['validate-b896'] = ['python3 tools/validate.py "$(dirname {aicc})" --only "B=896 128/128"']
+valrow('val.h100-7b-b896', 'validate-b896', 'H100 llama2-7b B=896 128/128')
+valrow('val.h200-7b-b896', 'validate-b896', 'H200 llama2-7b B=896 128/128')
 COMMANDS['validate-vllm'] = ['python3 tools/validate.py "$(dirname {aicc})" --only latency']
 for gpu in ('H200', 'A100'):
     for r, tp in (('llama3.1-8b', ''), ('llama3-70b', ' tp4'), ('mixtral-8x7b', ' tp2')):
