@@ -273,10 +273,12 @@ NUMBERS['l7spread.tps'] = ('l7spread', r'^TPOT .*?: (\S+) tokens/s per user', 1,
 LPUDEP = {'llama2-7b': ('llama3.1-8b', 'KV=32,F=11008,V=32000,CTX=4096'), 'llama2-70b': ('llama3.1-70b', 'V=32000,CTX=4096'),
           'mixtral-8x7b': ('mixtral-8x7b', '')}
 for r, (model, bind) in LPUDEP.items():
-    for b in (1, 5):
-        cid = 'lpudep.%s.b%d' % (r, b)
+    # b1, b5: batch 1 and 5; s16: batch 1 with each MXM fed by one direction's 32 stream registers
+    # (16 per direction, so mem_vec = 32) instead of both directions' 64, the what-if of the section
+    for b, cid, extra in ((1, 'lpudep.%s.b1' % r, ''), (5, 'lpudep.%s.b5' % r, ''),
+                          (1, 'lpudep.%s.s16' % r, '--set lpu.streams.count=16 ')):
         COMMANDS[cid] = ['{aicc} compile examples/%s.aig %s--target lpu --machine groq-pod-v1 --phase decode --batch %d '
-                         '--context 625 -o {tmp}/d.aip' % (model, '--bind %s ' % bind if bind else '', b),
+                         '--context 625 %s-o {tmp}/d.aip' % (model, '--bind %s ' % bind if bind else '', b, extra),
                          '{aicc} run {tmp}/d.aip --timing-only']
         NUMBERS[cid + '.chips'] = (cid, r'^compute .* on (\d+) lpu devices', 1, whole, '')
         NUMBERS[cid + '.tps'] = (cid, r'^TPOT .*?: (\S+) tokens/s per user', 1, whole, '')
