@@ -346,8 +346,11 @@ static int read_inputs(const RunOpts *o, const Plan *p, RtTensor *ts, RtBinding 
 		 * its grid, as the reference does), nothing is converted silently otherwise */
 		if (ts[i].dtype != want && !(ts[i].dtype == DT_F32 && rt_dtypes[want].storage == S_F32 &&
 					     rt_dtype_isfloat(want))) {
-			drv_error("--input %s: the data is %s, but the plan's '%.*s' is %s", o->inputs[i],
-				  rt_dtype_name(ts[i].dtype), (int)(eq - o->inputs[i]), o->inputs[i], rt_dtype_name(want));
+			int narrow = rt_dtypes[want].storage == S_F32 && rt_dtype_isfloat(want) && want != DT_F32;
+			drv_error("--input %s: the data is %s, but the plan's '%.*s' is %s%s%s%s", o->inputs[i],
+				  rt_dtype_name(ts[i].dtype), (int)(eq - o->inputs[i]), o->inputs[i], rt_dtype_name(want),
+				  narrow ? ": give it as " : "", narrow ? rt_dtype_name(want) : "",
+				  narrow ? " or f32 (rounded to its grid, as the reference does)" : "");
 			rt_tensor_free(&ts[i]);
 			return -1;
 		}
@@ -679,6 +682,13 @@ static void summary(const Plan *p, const RtRun *r, const RtCheck *c, char **file
 	if (c && c->first_bad_node)
 		printf("first bad node %s (buffer %s): max_rel_err %.3g > tolerance %.3g\n", c->first_bad_node,
 		       c->first_bad_buffer, c->first_bad_err, c->first_bad_tol);
+	else if (c && c->nodes_compared && c->closest_node)
+		printf("per-node       %d kernel%s compared with the reference, all within tolerance; nearest to it: %s "
+		       "(max_rel_err %.3g, tolerance %.3g)\n", c->nodes_compared, c->nodes_compared == 1 ? "" : "s",
+		       c->closest_node, c->closest_err, c->closest_tol);
+	else if (c && c->nodes_compared)
+		printf("per-node       %d kernel%s compared with the reference, all within tolerance\n", c->nodes_compared,
+		       c->nodes_compared == 1 ? "" : "s");
 }
 
 /* Writes the report (trace 0) or the trace (trace 1) of a run to f: 0, or -1 with a message. */
