@@ -239,7 +239,17 @@ static Agnode_t *draw_node(Draw *dr, int i)
 	return n;
 }
 
-static void draw_edge(Agraph_t *root, Agnode_t **nodes, const VizEdge *e)
+/* Edge labels.  A `label` is a node of dot's layout: dot gives it room between the ranks, so it
+ * never covers a node, a cluster's title or another label (testsuite/viz/label-overlap.py checks
+ * the pictures); an `xlabel` is placed after the layout, beside its edge, wherever there is room,
+ * and with forcelabels where there is none: over nodes and cluster titles (seen: 8B decode on
+ * hopper, 70B --tp 8).  Labels cost dot's spline routing steeply: Llama 8B --expand --focus of 4,
+ * 8, 10, 12 and 16 layers (64 .. 244 nodes) took 0.04, 1.1, 4.2, 8.0 and 34 s of CPU with labels
+ * and 0.2 s with xlabels for the 16.  Pictures of up to VIZ_LABEL_NODES nodes get labels; a
+ * larger one (an --expand, a --focus of many layers) gets xlabels. */
+enum { VIZ_LABEL_NODES = 120 };
+
+static void draw_edge(Agraph_t *root, Agnode_t **nodes, const VizEdge *e, int xlabel)
 {
 	char label[700], b[64], t[64];
 	Agedge_t *ed = agedge(root, nodes[e->src], nodes[e->dst], NULL, 1);
@@ -254,7 +264,7 @@ static void draw_edge(Agraph_t *root, Agnode_t **nodes, const VizEdge *e)
 		snprintf(label, sizeof label, "%s\\n%s\\n%s", e->link, b, viz_time_str(e->time_s, t, sizeof t));
 	else
 		snprintf(label, sizeof label, "%s", b);
-	set(ed, "xlabel", label);   /* xlabel: labels do not add ranks, so pictures stay short */
+	set(ed, xlabel ? "xlabel" : "label", label);
 	if (e->bold || e->link) {
 		set(ed, "style", "bold");
 		set(ed, "penwidth", "2.5");
@@ -406,7 +416,7 @@ static Agraph_t *build(const VizGraph *g)
 	set(root, "rankdir", "TB");
 	set(root, "labelloc", "t");
 	set(root, "fontname", "Helvetica");
-	set(root, "ranksep", "0.3");
+	set(root, "ranksep", "0.2");   /* dot halves it where edges have labels; 0.3 drew 8B decode 6 % taller */
 	set(root, "nodesep", "0.25");
 	set(root, "forcelabels", "true");
 	/* network simplex (ranking, then x coordinates in rank2) is what takes minutes on big
@@ -442,9 +452,11 @@ static Agraph_t *build(const VizGraph *g)
 				break;
 			}
 	}
+	int nn, ne;
+	viz_shown(g, &nn, &ne);
 	for (int i = 0; i < g->nedges; i++)
 		if (nodes[g->edges[i].src] && nodes[g->edges[i].dst])
-			draw_edge(root, nodes, &g->edges[i]);
+			draw_edge(root, nodes, &g->edges[i], nn > VIZ_LABEL_NODES);
 	caption(root, g, used);
 	for (int d = 0; dr.dev_label && d < g->ndevs; d++)
 		free(dr.dev_label[d]);
