@@ -10,7 +10,8 @@
  * tensor's bytes; transfers over a link and collectives are bold and red with the link and the
  * predicted time.  Graph inputs and outputs are ellipses outside the devices.  Nodes are named
  * n0, n1, ... in model order with their full name as tooltip, so the DOT text is deterministic
- * and small.  Both the graph and the gvc context are freed before returning. */
+ * and small.  Both the graph and the gvc context (made in the layout's child process) are freed
+ * before returning. */
 #include "viz/viz.h"
 
 #include <errno.h>
@@ -465,11 +466,17 @@ static Agraph_t *build(const VizGraph *g)
 	return root;
 }
 
-/* Lays out root with dot and renders it into f; 0, or -1. */
-static int render(GVC_t *gvc, Agraph_t *root, VizFormat fmt, FILE *f)
+/* Lays out root with dot and renders it into f, in a gvc context of its own; 0, or -1.  The
+ * context is made here, in the process that lays out (render_limited's child): gvContext reads
+ * Graphviz's plugin list into a buffer that libgvc never frees, not even in gvFreeContext
+ * (gvconfig, testsuite/lsan.supp), so the process that exits through LeakSanitizer makes none. */
+static int render(Agraph_t *root, VizFormat fmt, FILE *f)
 {
 	char *data = NULL;
 	unsigned int len = 0;
+	GVC_t *gvc = gvContext();
+	if (!gvc)
+		return -1;
 	int laid = gvLayout(gvc, root, "dot") == 0, rc = laid ? 0 : -1;
 	if (rc == 0 && gvRenderData(gvc, root, fmt == VIZ_SVG ? "svg" : "png", &data, &len) != 0)
 		rc = -1;
@@ -479,6 +486,7 @@ static int render(GVC_t *gvc, Agraph_t *root, VizFormat fmt, FILE *f)
 		gvFreeRenderData(data);
 	if (laid)
 		gvFreeLayout(gvc, root);
+	gvFreeContext(gvc);
 	return rc;
 }
 
@@ -491,15 +499,15 @@ static double mono(void)
 
 /* render() in a child process, so that a layout past the budget can be stopped (Graphviz has
  * no way to interrupt gvLayout); the child writes f's file.  0, -1, or -2 past the budget. */
-static int render_limited(GVC_t *gvc, Agraph_t *root, VizFormat fmt, FILE *f, const VizLayout *lay)
+static int render_limited(Agraph_t *root, VizFormat fmt, FILE *f, const VizLayout *lay)
 {
 	fflush(f);
 	fflush(stderr);
 	pid_t pid = fork();
 	if (pid < 0)
-		return render(gvc, root, fmt, f);   /* no process to spare: lay out here, unlimited */
+		return render(root, fmt, f);   /* no process to spare: lay out here, unlimited */
 	if (pid == 0) {
-		int rc = render(gvc, root, fmt, f);
+		int rc = render(root, fmt, f);
 		rc |= fflush(f) != 0;
 		_exit(rc ? 1 : 0);
 	}
@@ -533,15 +541,12 @@ static int render_limited(GVC_t *gvc, Agraph_t *root, VizFormat fmt, FILE *f, co
 
 int viz_write(const VizGraph *g, VizFormat fmt, FILE *f, const VizLayout *lay)
 {
-	GVC_t *gvc = fmt == VIZ_DOT ? NULL : gvContext();
 	Agraph_t *root = build(g);
 	int rc = root ? 0 : -1;
 	if (rc == 0 && fmt == VIZ_DOT)
 		rc = agwrite(root, f) == EOF ? -1 : 0;
-	else if (rc == 0 && !gvc)
-		rc = -1;
 	else if (rc == 0)
-		rc = lay && (lay->budget_s > 0 || lay->tick) ? render_limited(gvc, root, fmt, f, lay) : render(gvc, root, fmt, f);
+		rc = lay && (lay->budget_s > 0 || lay->tick) ? render_limited(root, fmt, f, lay) : render(root, fmt, f);
 	if (rc == -2) {
 		int nn, ne;
 		viz_shown(g, &nn, &ne);
@@ -551,7 +556,5 @@ int viz_write(const VizGraph *g, VizFormat fmt, FILE *f, const VizLayout *lay)
 		fprintf(stderr, "aicc: error: graphviz could not %s the picture\n", fmt == VIZ_DOT ? "write" : "lay out or render");
 	if (root)
 		agclose(root);
-	if (gvc)
-		gvFreeContext(gvc);
 	return rc == -2 ? -2 : rc < 0 ? -1 : 0;
 }
