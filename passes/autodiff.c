@@ -794,8 +794,23 @@ int pass_autodiff(Module *m, PassCtx *c)
 				n->aux = (void *)mktag(seen ? SEC_POST : SEC_PRE, PH_FWD);
 		}
 	}
+	if (c->seq_offsets) {   /* --pack: every attention block-diagonal over the packed sequences */
+		int na = 0;
+		ir_foreach_node(g, n)
+			if (n->op == OP_Attention) {
+				ir_set_attr_ints(n, "seq_offsets", c->seq_offsets, c->nseq_offsets);
+				na++;
+			}
+		if (!na) {
+			diag_error(g->loc, "autodiff: --pack needs an Attention in '%s' to pack sequences for", g->name);
+			return 1;
+		}
+		pass_stat(c, "packed sequences per row", c->nseq_offsets - 1);
+		inl = inl ? inl : -1;   /* shapes again: the offsets are checked against S */
+	}
 	if (inl) {
-		pass_stat(c, "calls inlined", inl);
+		if (inl > 0)
+			pass_stat(c, "calls inlined", inl);
 		if (ir_topo_sort(g) < 0 || ir_infer_shapes(m) > 0)
 			return 1;
 	}

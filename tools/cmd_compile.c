@@ -248,6 +248,12 @@ static int emit_summary(Module *m, const PassCtx *c, FILE *f)
 	free(used);
 	if (c->train_step)
 		json_object_set_new(o, "train_step", train_step_json(c->train_step));
+	RtPacking pk;   /* --pack: the padding it saves */
+	int causal = 0;
+	ir_foreach_node(g, n)
+		causal |= n->op == OP_Attention && rt_attr_int(&n->attrs, "is_causal", 0);
+	if (c->seq_offsets && rt_packing(c->seq_offsets, c->nseq_offsets, causal, &pk) == 0)
+		json_object_set_new(o, "packing", rt_packing_json(&pk));
 	int rc = json_dumpf(o, f, JSON_PRESERVE_ORDER | JSON_INDENT(2));
 	fputc('\n', f);
 	json_decref(o);
@@ -300,6 +306,10 @@ static int mixed_opts(CompileOpts *o)
  * --bind options so that they win, and tells the kv-cache pass the phase and the past length. */
 static int phase_opts(CompileOpts *o)
 {
+	if (o->passes.ctx.seq_offsets && (!o->phase || strcmp(o->phase, "train"))) {
+		drv_error("--pack goes with --phase train");
+		return -1;
+	}
 	if (!o->phase) {
 		if (o->batch || o->context || o->mix)
 			drv_error("--batch, --context and --mix go with --phase prefill|decode|mixed|train");
@@ -325,6 +335,16 @@ static int phase_opts(CompileOpts *o)
 	if (!decode && !train && strcmp(o->phase, "prefill")) {
 		drv_error("unknown --phase '%s' (expected prefill, decode, mixed or train)", o->phase);
 		return -1;
+	}
+	const PassCtx *pc = &o->passes.ctx;
+	if (pc->seq_offsets) {   /* the packed row's tokens are the sequence length */
+		long long sum = (long long)pc->seq_offsets[pc->nseq_offsets - 1];
+		if (!o->context)
+			o->context = sum;
+		if (o->context != sum) {
+			drv_error("--pack's lengths add up to %lld tokens, but --context is %lld", sum, (long long)o->context);
+			return -1;
+		}
 	}
 	if (!o->context) {
 		drv_error("--phase %s needs --context S (%s)", o->phase,
