@@ -112,11 +112,19 @@ static int ends_with(const char *s, const char *suffix)
 }
 
 /* The optimizer state among the constants: AdamW's master weights, moments and step counter
- * (passes/autodiff.c names them). */
+ * (passes/autodiff.c names them), also as a ZeRO shard ("P.exp_avg.zero1.57") or another
+ * device's copy ("adamw.step@gpu1"). */
 static int optimizer_state(const char *name)
 {
-	return ends_with(name, ".master") || ends_with(name, ".exp_avg") || ends_with(name, ".exp_avg_sq") ||
-	       strcmp(name, "adamw.step") == 0;
+	char base[512];
+	snprintf(base, sizeof base, "%s", name);
+	char *cut = strchr(base, '@');
+	if (cut)
+		*cut = 0;
+	if ((cut = strstr(base, ".zero")) && cut[5] >= '0' && cut[5] <= '9')
+		*cut = 0;
+	return ends_with(base, ".master") || ends_with(base, ".exp_avg") || ends_with(base, ".exp_avg_sq") ||
+	       strcmp(base, "adamw.step") == 0;
 }
 
 int rt_packing(const int64_t *off, int n, int causal, RtPacking *out)

@@ -526,8 +526,12 @@ static int parse_opts(int argc, char **argv, CompileOpts *o)
 	}
 	if (phase_opts(o) < 0)
 		return -1;
-	const PassCtx *pc = &o->passes.ctx;
+	PassCtx *wc = &o->passes.ctx;
 	int train = o->phase && !strcmp(o->phase, "train");
+	/* --dp alone (with --zero) and a plan: the data-parallel step plan that runs (autodiff) */
+	wc->dp_plan = train && wc->dp > 1 && !strcmp(o->emit, "plan") && !wc->cp && !wc->vstages && !wc->train_search &&
+		      !wc->recompute && wc->tp <= 1 && wc->pp <= 1 && wc->ep <= 1;
+	const PassCtx *pc = wc;
 	if (!train && (pc->dp || pc->cp || pc->zero || pc->vstages)) {
 		drv_error("--dp, --cp, --zero and --pp-virtual go with --phase train");
 		return -1;
@@ -619,7 +623,8 @@ static Plan *build(const CompileOpts *o, const Compile *c, Module *m, const DrvB
 	}
 	if (p && o->phase && !strcmp(o->phase, "train")) {
 		p->source.model_flops = o->passes.ctx.model_flops;
-		p->source.micro_batches = o->passes.ctx.grad_accum > 1 ? o->passes.ctx.grad_accum : 1;
+		p->source.micro_batches = (o->passes.ctx.grad_accum > 1 ? o->passes.ctx.grad_accum : 1) *
+					  (o->passes.ctx.dp_plan ? o->passes.ctx.dp : 1);   /* the replicas' too */
 	}
 	return p;
 }
