@@ -542,7 +542,7 @@ static int parse_opts(int argc, char **argv, CompileOpts *o)
 	}
 	if (pass_train_parallel(pc) && strcmp(o->emit, "summary") && strcmp(o->emit, "ir")) {
 		drv_error("a parallel training step (--phase train with --dp/--cp/--zero/--pp-virtual) is priced, not lowered: "
-			  "use --emit summary (its train_step); a plan of the step runs on one device without them");
+			  "use --emit summary (its train_step); --dp alone (with --zero) plans a data-parallel step that runs");
 		return -1;
 	}
 	return 0;
