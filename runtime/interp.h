@@ -225,6 +225,9 @@ typedef struct RtCheck {
 	const char *first_bad_node;      /* per-node: first node out of tolerance, or NULL */
 	const char *first_bad_buffer;
 	double first_bad_err, first_bad_tol;
+	int nodes_compared;              /* per-node: kernels compared with the reference */
+	const char *closest_node;        /* per-node: the compared kernel nearest its tolerance */
+	double closest_err, closest_tol;  /* its max_rel_err and tolerance */
 	int ok;
 } RtCheck;
 
