@@ -604,6 +604,13 @@ static void train_summary(const Plan *p, const RtTiming *t)
 		       si(m->weights, "B", w, sizeof w), si(m->gradients, "B", g, sizeof g), si(m->optimizer, "B", o, sizeof o),
 		       si(m->updated, "B", u, sizeof u), si(m->activations, "B", x, sizeof x), si(m->peak, "B", k, sizeof k));
 	}
+	const RtPacking *q = &tr.pack;
+	if (q->seqs)
+		printf("packing        %d sequences in %lld tokens per row (varlen attention); padded to the longest (%lld): "
+		       "%lld tokens, %.1f%% of them padding saved, attention pairs %.4g instead of %.4g (%.1f%% saved)\n",
+		       q->seqs, (long long)q->tokens, (long long)q->longest, (long long)q->padded_tokens,
+		       100.0 * (double)(q->padded_tokens - q->tokens) / (double)q->padded_tokens, q->pairs, q->padded_pairs,
+		       100.0 * (q->padded_pairs - q->pairs) / q->padded_pairs);
 	rt_train_free(&tr);
 }
 
