@@ -98,7 +98,7 @@ typedef struct Sec {
 
 int pass_train_parallel(const PassCtx *c)
 {
-	return c->phase && !strcmp(c->phase, "train") &&
+	return c->phase && !strcmp(c->phase, "train") && !c->dp_plan &&
 	       (c->dp > 0 || c->cp > 0 || c->zero > 0 || c->vstages > 0 || c->train_search);
 }
 
