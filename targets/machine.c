@@ -849,6 +849,8 @@ static void parse_link(Ld *ld, Link *l, xmlNode *n)
 			qty(ld, k, &l->oversub, D_RATIO, R_GE1, NULL, "%s.oversubscription", l->id);
 		else if (is_elem(k, "tiers"))
 			qty(ld, k, &l->tiers, D_COUNT, R_COUNT, NULL, "%s.tiers", l->id);
+		else if (is_elem(k, "efficiency"))
+			qty(ld, k, &l->efficiency, D_RATIO, R_FRAC, NULL, "%s.efficiency", l->id);
 	}
 }
 
