@@ -170,3 +170,56 @@ int tgt_machine_copy(const TgtMachine *m, Plan *p, RtError *e)
 			return -1;
 	return 0;
 }
+
+/* 1 when machines a and b have the same accelerators: their non-host devices' kinds and
+ * architectures, in file order. */
+static int same_accelerators(const Machine *a, const Machine *b)
+{
+	int i = 0, j = 0;
+	for (;;) {
+		while (i < a->ndevs && a->devs[i].is_host)
+			i++;
+		while (j < b->ndevs && b->devs[j].is_host)
+			j++;
+		if (i == a->ndevs || j == b->ndevs)
+			return i == a->ndevs && j == b->ndevs;
+		const Device *x = &a->devs[i++], *y = &b->devs[j++];
+		if (x->kind != y->kind || !x->arch || !y->arch || strcmp(x->arch, y->arch))
+			return 0;
+	}
+}
+
+const Target *tgt_for_machine(const Machine *m, char *why, size_t n)
+{
+	if (why && n)
+		why[0] = '\0';
+	for (int i = 0; i < tgt_ntargets; i++)   /* the machine a target is written for */
+		if (!strcmp(tgt_targets[i]->default_machine, m->name))
+			return tgt_targets[i];
+	const Device *d = NULL;
+	for (int i = 0; i < m->ndevs && !d; i++)
+		if (!m->devs[i].is_host)
+			d = &m->devs[i];
+	if (!d)
+		return NULL;
+	const Target *kind[16];
+	int nk = 0;
+	for (int i = 0; i < tgt_ntargets && nk < 16; i++)
+		if (tgt_targets[i]->kind == (int)d->kind)
+			kind[nk++] = tgt_targets[i];
+	const Target *pick = nk == 1 ? kind[0] : NULL;
+	for (int i = 0; i < nk && nk > 1; i++) {   /* several of the kind: the one whose machine it is */
+		Machine *dm = machine_load(kind[i]->default_machine, NULL);
+		int same = dm && same_accelerators(m, dm);
+		machine_free(dm);
+		if (same && pick) {
+			pick = NULL;
+			break;
+		}
+		if (same)
+			pick = kind[i];
+	}
+	if (pick && why)
+		snprintf(why, n, "its %s devices are %s", d->id, d->arch ? d->arch : devkind_name(d->kind));
+	return pick;
+}
