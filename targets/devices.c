@@ -792,10 +792,7 @@ static const char *nofit_advice(const TgtDevs *d, const Plan *p, int pl, char *b
 {
 	const char *id = p->devices[d->dev[pl]].name;
 	const Machine *m = d->m->m;
-	const Device *md = machine_device(m, id);
-	for (int i = 0; i < m->ndevs && !md; i++)   /* "gpu0": instance 0 of class "gpu" */
-		if (!m->devs[i].is_host && !strncmp(id, m->devs[i].id, strlen(m->devs[i].id)))
-			md = &m->devs[i];
+	const Device *md = tgt_plan_device(m, id);
 	if (!md || !num_has(&md->count) || md->count.v < 2)
 		return TGT_NOFIT_ADVICE;
 	const Target *t = tgt_for_machine(m, NULL, 0);

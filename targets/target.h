@@ -472,6 +472,12 @@ const Target *tgt_for_kind(DevKind k);
  * fit.  why (n > 0) receives the reason ("its gpu devices are sm_90a"), "" for a machine a
  * target is written for. */
 const Target *tgt_for_machine(const Machine *m, char *why, size_t n);
+/* The machine device a plan device instantiates ("gpu3": class "gpu"), or NULL. */
+const Device *tgt_plan_device(const Machine *m, const char *name);
+/* Sets each device's peak_work and peak_fmt (runtime/plan.h) from the formats its kernels run
+ * in (PlanInstr.opts.mma_in at the machine's peak for it), where that peak is not the device's
+ * bf16 peak: what `aicc run` compares an fp8 plan's achieved FLOP/s with. */
+void tgt_record_peaks(Plan *p, const Machine *m);
 /* Registers every target's cost hook with the runtime (the driver calls this once). */
 void tgt_register_costs(void);
 
