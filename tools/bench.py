@@ -23,7 +23,8 @@ getrusage) where the two sides are processes, and wall seconds where a side is t
 5. Against onnxruntime: the OCR models (tools/fetch-models.sh) in `aicc run --repeat N` and in
    onnxruntime-node (one thread, tools/ort-time.js), steady state; onnxruntime-node is installed
    from npm into BENCH_ORT_DIR (default $TMPDIR/aicc-bench-ort) with ONNXRUNTIME_NODE_INSTALL=skip
-   (the CPU library only); ratio = aicc / onnxruntime (goal <= 1.5).  Skipped, saying why,
+   (the CPU library only); ratio = aicc / onnxruntime (goal <= 1.5); then the first run apart
+   (plan load / session creation, and the first run, wall seconds).  Skipped, saying why,
    without npm or the models.
 6. Every tools/bench-*.sh script (the interpreter on a real layer, the lpu target, MPI).
 BENCH_BASELINE=PATH/aicc (e.g. the previous commit's build) adds "vs baseline" ratios to 1 and 2.
@@ -270,16 +271,25 @@ def plan_gemms(path):
     return out
 
 
-def steady(text, what="run"):
-    """The steady-state seconds `aicc run --repeat` prints on its "host run" (wall) or "host cpu" line."""
-    m = re.search(r"host %s .*steady state ([0-9.]+) (us|ms|s)" % what, text)
-    return float(m.group(1)) * {"us": 1e-6, "ms": 1e-3, "s": 1}[m.group(2)]
+UNIT = {"us": 1e-6, "ms": 1e-3, "s": 1}
 
 
-def aicc_steady(cmd, cpus):
-    """Runs `aicc run ... --repeat N`; returns its steady-state wall seconds, appends its cpu seconds to cpus."""
+def steady(text, what="run", which="steady state"):
+    """The steady-state (which="first": the first run's) seconds `aicc run --repeat` prints on its
+    "host run" (wall) or "host cpu" line."""
+    m = re.search(r"host %s .*%s ([0-9.]+) (us|ms|s)" % (what, which), text)
+    return float(m.group(1)) * UNIT[m.group(2)]
+
+
+def aicc_steady(cmd, cpus, first=None):
+    """Runs `aicc run ... --repeat N`; returns its steady-state wall seconds, appends its cpu seconds to
+    cpus and, given a dict first, its load and first-run wall seconds to first["load"], first["first"]."""
     out = run(cmd, quiet=True)[2]
     cpus.append(steady(out, "cpu"))
+    if first is not None:
+        m = re.search(r"host load +([0-9.]+) (us|ms|s)", out)
+        first["load"].append(float(m.group(1)) * UNIT[m.group(2)])
+        first["first"].append(steady(out, "run", "first"))
     return steady(out)
 
 
@@ -366,6 +376,7 @@ def vs_onnxruntime(build):
     print("%-34s %10s %10s %10s %8s   %s" % ("model", "aicc s", "ort s", "ratio", "goal",
                                            "cpu: aicc s, ort s, ratio (each side's process cpu per run)"))
     env = dict(ENV, NODE_PATH=nm)
+    firsts = []
     for name, file, shape, reps in (("PP-OCRv4 rec 1x3x48x320", "ch_PP-OCRv4_rec_infer.onnx", (1, 3, 48, 320), 10),
                                     ("PP-OCR cls 1x3x48x192", "ch_ppocr_mobile_v2.0_cls_infer.onnx", (1, 3, 48, 192), 50),
                                     ("PP-OCRv4 det 1x3x640x640", "ch_PP-OCRv4_det_infer.onnx", (1, 3, 640, 640), 4)):
@@ -382,18 +393,33 @@ def vs_onnxruntime(build):
                        check=True, env=ENV, stdout=subprocess.DEVNULL)
 
         cpu = {"aicc": [], "ort": []}
+        first = {"aicc": {"load": [], "first": []}, "ort": {"load": [], "first": []}}
 
         def ort():
             out = subprocess.run(["node", os.path.join(ROOT, "tools", "ort-time.js"), model, npy, str(reps + 1)],
                                  check=True, stdout=subprocess.PIPE, env=env, text=True).stdout
             cpu["ort"].append(float(re.search(r"cpu_steady ([0-9.e-]+)", out).group(1)))
+            for k in ("load", "first"):
+                first["ort"][k].append(float(re.search(r"%s ([0-9.e-]+)" % k, out).group(1)))
             return float(re.search(r" steady ([0-9.e-]+)", out).group(1))
 
         ta, tb, ratio, lo, hi = paired(lambda: aicc_steady([aicc, "run", plan, "--input", "x=" + pb, "--repeat",
-                                                            str(reps + 1)], cpu["aicc"]), ort)
+                                                            str(reps + 1)], cpu["aicc"], first["aicc"]), ort)
         ca, cb, cr = cpu_ratio(cpu["aicc"], cpu["ort"])
         print("%-34s %10.4f %10.4f %10.2f %8s   (pairs %.2f-%.2f)   cpu %.4f %.4f %.2f" % (
             name, ta, tb, ratio, "met" if ratio <= 1.5 else "MISSED", lo, hi, ca, cb, cr))
+        firsts.append((name, first))
+    # the first run apart, as onnxruntime users read it: session creation (onnxruntime: parsing and
+    # optimising the model; aicc: reading the compiled plan and binding its constants, the compile
+    # itself apart) and the first run, each side's median over the same pairs, wall seconds
+    print("%-34s %10s %10s %10s %10s %10s %10s" % ("first run (wall s, median)", "aicc load", "aicc 1st", "ort load",
+                                                 "ort 1st", "load ratio", "1st ratio"))
+    for name, f in firsts:
+        m = {side: {k: statistics.median(v) for k, v in f[side].items()} for side in f}
+        print("%-34s %10.4f %10.4f %10.4f %10.4f %10.2f %10.2f" % (
+            name, m["aicc"]["load"], m["aicc"]["first"], m["ort"]["load"], m["ort"]["first"],
+            statistics.median(x / y for x, y in zip(f["aicc"]["load"], f["ort"]["load"])),
+            statistics.median(x / y for x, y in zip(f["aicc"]["first"], f["ort"]["first"]))))
     print("   " + load())
     shutil.rmtree(tmp, ignore_errors=True)
 

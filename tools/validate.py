@@ -30,7 +30,9 @@ Kinds of case and how each is predicted:
 A group measured through a serving framework names it (`framework`, a key of cases.json's
 `frameworks`): its CPU time per engine step (`step_cpu_ms`, with the source of that component
 measurement) is added once per step the measurement ran: OSL steps for batch_latency and
-throughput (the prefill step and OSL-1 decode steps), one for ttft.  It is the framework's term,
+throughput (the prefill step and OSL-1 decode steps), one for ttft.  A later version of the framework
+that runs part of that CPU work beside the GPU's step names the part (`overlapped`: its measured ms
+at a few batch sizes, with its source), which is taken off at the row's batch.  It is the framework's term,
 not a machine's: the GPUs' time is what aicc predicts, the framework's host time is added beside it.
 
 A group's `set` list (machine overrides, `--set` of aicc) describes the part that was measured when
@@ -138,10 +140,23 @@ def set_args(grp):
     return [x for kv in grp.get("set", []) for x in ("--set", kv)]
 
 
-def step_cpu(grp):
-    """Seconds of the group's serving framework's CPU time per engine step (0: none named)."""
+def step_cpu(grp, batch):
+    """Seconds of the group's serving framework's CPU time per engine step at this batch (0: none
+    named).  A framework's `overlapped` part (a later version's CPU work that runs beside the GPU's
+    step, measured at a few batch sizes: `batch`, `ms`, linear between them, held at the ends) is
+    taken off its `step_cpu_ms`."""
     fw = grp.get("framework")
-    return FRAMEWORKS[fw]["step_cpu_ms"] * 1e-3 if fw else 0.0
+    if not fw:
+        return 0.0
+    f = FRAMEWORKS[fw]
+    ms = f["step_cpu_ms"]
+    ov = f.get("overlapped")
+    if ov:
+        bs, vs = ov["batch"], ov["ms"]
+        b = min(max(batch, bs[0]), bs[-1])
+        i = next(j for j in range(len(bs) - 1) if b <= bs[j + 1])
+        ms -= vs[i] + (vs[i + 1] - vs[i]) * (b - bs[i]) / (bs[i + 1] - bs[i])
+    return ms * 1e-3
 
 
 def predict(a, grp, row):
@@ -165,15 +180,15 @@ def predict(a, grp, row):
                          "--bind", "B=%d,H=%d,S=%d,D=%d" % (row["B"], row["H"], row["S"], row["D"])] + nl, src)
         return 4.0 * row["B"] * row["H"] * row["S"] ** 2 * row["D"] * (0.5 if row["causal"] else 1) / lat / 1e12
     if kind == "ttft":
-        return (a.latency(model_args(a, grp, row, "prefill", row["isl"], m)) + step_cpu(grp)) * 1e3
+        return (a.latency(model_args(a, grp, row, "prefill", row["isl"], m)) + step_cpu(grp, row["B"])) * 1e3
     if kind == "throughput":
         ttft = a.latency(model_args(a, grp, row, "prefill", row["isl"], m))
         tpot = a.latency(model_args(a, grp, row, "decode", row["isl"] + row["osl"] // 2, m))
-        return row["B"] * row["osl"] / (ttft + (row["osl"] - 1) * tpot + row["osl"] * step_cpu(grp)) / row.get("tp", 1)
+        return row["B"] * row["osl"] / (ttft + (row["osl"] - 1) * tpot + row["osl"] * step_cpu(grp, row["B"])) / row.get("tp", 1)
     if kind == "batch_latency":
         ttft = a.latency(model_args(a, grp, row, "prefill", row["isl"], m))
         tpot = a.latency(model_args(a, grp, row, "decode", row["isl"] + row["osl"] // 2, m, grp.get("decode_precision")))
-        return (ttft + (row["osl"] - 1) * tpot + row["osl"] * step_cpu(grp)) * 1e3
+        return (ttft + (row["osl"] - 1) * tpot + row["osl"] * step_cpu(grp, row["B"])) * 1e3
     if kind == "decode_rate":
         return 1.0 / a.latency(model_args(a, grp, row, "decode", row["context"], m))
     raise Fail("unknown case kind %s" % kind)
