@@ -99,7 +99,16 @@ static void put_cost(Ann *t, const GpuCost *one, const FlatNode *fn)
 	tgt_ann_put(t, "time_us", "%.4g", gpu_cost_total(c) * 1e6);
 	double term;
 	const char *b = gpu_cost_bound(c, &term);
-	if (gpu_cost_total(c) > 0) {
+	/* a vera-rubin pool's tensor-parallel all-reduce of this kernel's result over NVLink (the
+	 * disaggregate pass's comm_s, which the cost hook adds): link time, not launch or fixed
+	 * time (newcomer 32 item 3) */
+	double link = fn ? rt_attr_float(&fn->n->attrs, "comm_s", 0) : 0;
+	if (link > 0) {
+		tgt_ann_put(t, "link_us", "%.4g", link * 1e6);
+		if (link > term)
+			b = "nvlink", term = link;
+	}
+	if (gpu_cost_total(c) + link > 0) {
 		tgt_ann_put(t, "bound", "%s", b);
 		tgt_ann_put(t, "bound_us", "%.4g", term * 1e6);
 	}
