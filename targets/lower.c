@@ -371,6 +371,16 @@ int tgt_work_gemm(const TgtWork *w, TgtGemmDims *g)
 	return 1;
 }
 
+const int64_t *tgt_seq_offsets(const Attrs *at, int64_t Sq, int64_t T, int *n)
+{
+	const int64_t *off = rt_attr_ints(at, "seq_offsets", n);
+	if (!off || *n < 2 || Sq != T || off[0] != 0 || off[*n - 1] != Sq) {
+		*n = 0;
+		return NULL;
+	}
+	return off;
+}
+
 int tgt_work_attn(const TgtWork *w, TgtAttnDims *a)
 {
 	const Node *n = w->node;
@@ -398,6 +408,7 @@ int tgt_work_attn(const TgtWork *w, TgtAttnDims *a)
 		return 0;
 	if (a->B <= 0 || a->qh <= 0 || a->kvh <= 0 || a->Sq <= 0 || a->T <= 0 || a->d <= 0 || a->dv <= 0)
 		return 0;
+	a->off = tgt_seq_offsets(at, a->Sq, a->T, &a->noff);
 	int64_t chips = w->chips > 1 ? w->chips : 1;
 	int64_t x[1] = { a->kvh };
 	a->rest = share(x, 1, chips);   /* whole KV groups per device */

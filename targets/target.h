@@ -480,14 +480,21 @@ void tgt_gemm_extents(const int64_t *y, int ry, const int64_t *a, int ra, int rb
  * from its inputs 1-3) on one of w->chips devices: whole KV groups split over as many devices as
  * divide them (Megatron splits heads), `rest` the devices left to share the tokens (context
  * parallelism: a device's time is the whole sequence's / rest); `grad` the backward's FLOP per
- * forward FLOP (ir/cost.c flops_attention_grad over flops_attention), 1 for Attention.  1, or 0. */
+ * forward FLOP (ir/cost.c flops_attention_grad over flops_attention), 1 for Attention; `off`
+ * the packed sequences' offsets (seq_offsets, noff entries from 0 to Sq = T; NULL: one sequence
+ * per batch row), whose attention is block-diagonal.  1, or 0. */
 typedef struct TgtAttnDims {
 	int64_t B, qh, kvh, Sq, T, d, dv, rest;
+	const int64_t *off;
+	int noff;
 	int causal;
 	double grad;
 	DType in;
 } TgtAttnDims;
 int tgt_work_attn(const TgtWork *w, TgtAttnDims *a);
+/* Attention's packed-sequence offsets (seq_offsets) when they span Sq = T from 0 (the shape pass
+ * checked the rest), with *n their count; else NULL, *n = 0. */
+const int64_t *tgt_seq_offsets(const Attrs *at, int64_t Sq, int64_t T, int *n);
 
 extern const Target *const tgt_targets[];
 extern const int tgt_ntargets;

@@ -499,6 +499,8 @@ static int attn_kernel(GpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 	}
 	if (s.B == 0 || s.qh == 0 || s.kvh == 0 || s.Sq == 0 || s.T == 0)
 		return 0;
+	if (!s.P)
+		s.off = tgt_seq_offsets(at, s.Sq, s.T, &s.noff);
 	AttnTile tile = { 0 };
 	w->h->attn(&w->a, &s, &tile);
 	gpu_launch(&w->a, w->pol->graph, &tile.c);
