@@ -34,6 +34,7 @@ typedef struct SessFile {
 struct RtSession {
 	const Plan *p;
 	RtTensor *consts;        /* per buffer: a constant's bound value; data NULL until loaded */
+	RtPack *packs;           /* per buffer: a constant's packed copy for the matrix-product kernels */
 	SessFile *files; int nfiles;
 	RtLoadStats stats;
 	/* what every run of the plan computes alike, from the first run on: the simulated timing,
@@ -426,6 +427,7 @@ static int load_const(Vm *m, const PlanConst *c, RtTensor *dst)
 	else if ((rc = alloc_buffer(m->p, c->buffer, dst, m->e)) == 0 && (rc = fill_values(m, c, name, dst)) == 0)
 		round_to_dtype(dst);
 	if (rc == 0) {
+		dst->pack = &m->s->packs[c->buffer];
 		m->s->stats.nconsts++;
 		m->s->stats.bytes += (int64_t)dst->n * (rt_dtypes[dst->dtype].storage == S_F32 ? 4 : 8);
 	}
@@ -897,7 +899,10 @@ RtSession *rt_session_new(const Plan *p, const RtRunOpts *o, RtError *e)
 		return NULL;
 	}
 	RtSession *s = rt_calloc(1, sizeof *s);
-	if (!s || !(s->consts = rt_calloc((size_t)p->nbuffers + 1, sizeof *s->consts))) {
+	if (!s || !(s->consts = rt_calloc((size_t)p->nbuffers + 1, sizeof *s->consts)) ||
+	    !(s->packs = rt_calloc((size_t)p->nbuffers + 1, sizeof *s->packs))) {
+		if (s)
+			rt_free(s->consts);
 		rt_free(s);
 		rt_errorf(e, RT_ENOMEM, "out of memory loading the plan");
 		return NULL;
@@ -928,8 +933,10 @@ void rt_session_free(RtSession *s)
 {
 	if (!s)
 		return;
-	for (int b = 0; b < s->p->nbuffers; b++)
+	for (int b = 0; b < s->p->nbuffers; b++) {
 		rt_tensor_free(&s->consts[b]);
+		rt_pack_free(&s->packs[b]);
+	}
 	for (int i = 0; i < s->nfiles; i++) {
 		rt_st_close(s->files[i].st);
 		rt_file_unmap(&s->files[i].map);
@@ -937,6 +944,7 @@ void rt_session_free(RtSession *s)
 	}
 	rt_free(s->files);
 	rt_free(s->consts);
+	rt_free(s->packs);
 	rt_timing_free(&s->timing);
 	rt_free(s->order), rt_free(s->first), rt_free(s->last), rt_free(s->chain);
 	rt_free(s);

@@ -58,6 +58,19 @@ typedef struct RtKernelArgs {
 
 typedef int (*RtKernelFn)(const RtKernelArgs *a, RtError *e);
 
+/* A constant weight in the matrix-product kernels' packed layout (runtime/kernels/gemm.c), kept
+ * with the loaded plan (RtSession) so that every run after the first reads the packed panels
+ * instead of packing them again: what it was packed from (data pointer, ISA, shape, blocking) is
+ * recorded and checked at each use; a mismatch packs again.  Constants are never written, so
+ * the same data pointer means the same values.  rt_pack_free releases data. */
+typedef struct RtPack {
+	const void *src;
+	int isa;
+	int64_t groups, m, k, kc;
+	void *data;
+} RtPack;
+void rt_pack_free(RtPack *p);
+
 /* Instruction sets of the matrix-product kernels (runtime/kernels/gemm.c).  Every one gives the
  * same bits (one fma per k, k ascending); they differ only in speed. */
 typedef enum RtIsa { RT_ISA_SCALAR, RT_ISA_AVX2, RT_ISA_AVX512, RT_ISA_COUNT } RtIsa;

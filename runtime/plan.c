@@ -40,14 +40,14 @@ int plan_format_known(const char *format)
 
 int64_t plan_format_bytes(const char *format, DType dt, int rank, const int64_t *dims)
 {
-	PlanBuffer b = { .dtype = dt, .rank = rank };
-	if (rank < 0 || rank > RT_MAX_RANK || dt <= DT_INVALID || dt >= DT_COUNT)
+	if (rank < 0 || rank > RT_MAX_RANK || dt <= DT_INVALID || dt >= DT_COUNT || !format)
 		return -1;
-	for (int k = 0; k < rank; k++)
-		b.dims[k] = dims[k];
-	int64_t n = plan_buffer_numel(&b);
-	if (n < 0 || !format)
-		return -1;
+	int64_t n = 1;       /* plan_buffer_numel's product, without a PlanBuffer to fill */
+	for (int k = 0; k < rank; k++) {
+		if (dims[k] < 0 || (dims[k] && n > INT64_MAX / dims[k]))
+			return -1;
+		n *= dims[k];
+	}
 	for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++)
 		if (strcmp(formats[i], format) == 0)
 			return rt_dtype_bytes(dt, n);
@@ -143,7 +143,7 @@ static int grow(void **v, int *cap, int n, size_t sz)
 
 /* ---- interned strings: an open-addressing set of pointers into 64 KB blocks ---- */
 #define STRS_BLOCK 65536
-#define STRS_MEMO 1024
+#define STRS_MEMO 16384
 
 struct PlanStrs {
 	char **slot;             /* cap entries (a power of two), NULL where free */

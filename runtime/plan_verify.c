@@ -89,10 +89,10 @@ static int check_buffer(const Plan *p, const PlanBuffer *b, RtError *e)
 	int64_t n = plan_buffer_numel(b);
 	if (n < 0 || n > INT64_MAX / 64)
 		return verr(p, e, b->line, "buffer '%s': element count overflows", b->name);
-	if (!b->format || !plan_format_known(b->format) || plan_format_bytes(b->format, b->dtype, b->rank, b->dims) < 0)
+	int64_t want = b->format ? plan_format_bytes(b->format, b->dtype, b->rank, b->dims) : -1;
+	if (want < 0)        /* a size for a dtype implies a known format (plan_format_known's bf16 test) */
 		return verr(p, e, b->line, "buffer '%s': unknown format '%s'%s", b->name, b->format ? b->format : "",
 			    b->format && plan_format_known(b->format) ? " for its dtype" : "");
-	int64_t want = plan_format_bytes(b->format, b->dtype, b->rank, b->dims);
 	if (b->size != want) {
 		char in_fmt[80] = "";
 		if (strcmp(b->format, "row"))
@@ -531,7 +531,8 @@ static int check_types(const Plan *p, const PlanInstr *in, RtError *e)
 		const PlanBuffer *pb = &p->buffers[b];
 		DType d = pb->dtype, to = t.to ? attr_to(in) : DT_INVALID;
 		uint64_t allowed = t.allowed;
-		char why[300] = "", list[400];
+		char why[300], list[400];
+		why[0] = 0;
 		int by = t.var ? bound[t.var - 'A'] : -1, bo = 0, bj = 0;
 		const PlanBuffer *bb = NULL;
 		if (to != DT_INVALID) {
@@ -950,38 +951,48 @@ static int check_dataflow(const Plan *p, const PlanStep *order, int n, const uns
 /* A sweep in order of first use over one space's buffers: a segment tree over the space's
  * compressed byte addresses keeps, per range, the buffer with the latest last use among those
  * already placed; buffer x conflicts when one placed over its bytes is still live at x's first
- * use.  O(n log n) per space (memory reuse puts thousands of buffers at one offset). */
+ * use.  O(n log n) per space (memory reuse puts thousands of buffers at one offset).  The tree
+ * is walked bottom up (leaves at n + i): a range [a, b) is the usual O(log n) nodes between its
+ * two end leaves, and every node above one of them lies on the path from an end leaf to the
+ * root. */
 typedef struct Seg {
 	int64_t *tag, *sub;      /* last use, packed with the buffer: (last + 2) << 32 | buffer */
-	int n;
+	int n;                   /* leaves, a power of two */
 } Seg;
 
-static int64_t seg_query(const Seg *t, int node, int lo, int hi, int a, int b)
+static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+
+/* The latest value written over any byte of [a, b): the covering nodes' subtrees, and the
+ * values written whole over the nodes above the two end leaves. */
+static int64_t seg_query(const Seg *t, int a, int b)
 {
-	if (b <= lo || hi <= a)
-		return -1;
-	if (a <= lo && hi <= b)
-		return t->sub[node];
-	int mid = lo + (hi - lo) / 2;
-	int64_t l = seg_query(t, 2 * node, lo, mid, a, b), r = seg_query(t, 2 * node + 1, mid, hi, a, b);
-	int64_t m = l > r ? l : r;
-	return m > t->tag[node] ? m : t->tag[node];
+	int64_t r = -1;
+	for (int lo = a + t->n, hi = b + t->n; lo < hi; lo >>= 1, hi >>= 1) {
+		if (lo & 1)
+			r = max64(r, t->sub[lo++]);
+		if (hi & 1)
+			r = max64(r, t->sub[--hi]);
+	}
+	for (int x = (a + t->n) >> 1; x; x >>= 1)
+		r = max64(r, t->tag[x]);
+	for (int x = (b - 1 + t->n) >> 1; x; x >>= 1)
+		r = max64(r, t->tag[x]);
+	return r;
 }
 
-static void seg_update(Seg *t, int node, int lo, int hi, int a, int b, int64_t v)
+/* v written over [a, b): on the covering nodes whole, and into every subtree above them. */
+static void seg_update(Seg *t, int a, int b, int64_t v)
 {
-	if (b <= lo || hi <= a)
-		return;
-	if (t->sub[node] < v)
-		t->sub[node] = v;
-	if (a <= lo && hi <= b) {
-		if (t->tag[node] < v)
-			t->tag[node] = v;
-		return;
+	for (int lo = a + t->n, hi = b + t->n; lo < hi; lo >>= 1, hi >>= 1) {
+		if (lo & 1)
+			t->tag[lo] = max64(t->tag[lo], v), t->sub[lo] = max64(t->sub[lo], v), lo++;
+		if (hi & 1)
+			--hi, t->tag[hi] = max64(t->tag[hi], v), t->sub[hi] = max64(t->sub[hi], v);
 	}
-	int mid = lo + (hi - lo) / 2;
-	seg_update(t, 2 * node, lo, mid, a, b, v);
-	seg_update(t, 2 * node + 1, mid, hi, a, b, v);
+	for (int x = (a + t->n) >> 1; x; x >>= 1)
+		t->sub[x] = max64(t->sub[x], v);
+	for (int x = (b - 1 + t->n) >> 1; x; x >>= 1)
+		t->sub[x] = max64(t->sub[x], v);
 }
 
 /* Sorting without qsort's comparator calls (a 64-device plan has 180,000 buffers): idx[0..n),
@@ -1061,20 +1072,23 @@ static int overlap_space(const Plan *p, const int *idx, int n, const int *first,
 		if (!m || c[i] != c[m - 1])
 			c[m++] = c[i];
 	int segs = m > 1 ? m - 1 : 1;
-	for (int i = 0; i < 4 * segs; i++)
+	for (t->n = 1; t->n < segs; t->n *= 2)
+		;
+	for (int i = 0; i < 2 * t->n; i++)
 		t->tag[i] = t->sub[i] = -1;
 	for (int i = 0; i < n; i++) {
 		int x = idx[i];
 		const PlanBuffer *bx = &p->buffers[x];
 		int a = coord(c, m, bx->offset), b = coord(c, m, bx->offset + bx->size);
-		int64_t hit = seg_query(t, 1, 0, segs, a, b);
+		int64_t hit = a < b ? seg_query(t, a, b) : -1;
 		if (hit >= 0 && (hit >> 32) - 2 >= first[x]) {
 			int y = (int)(hit & 0xffffffff);
 			const PlanBuffer *late = x > y ? bx : &p->buffers[y], *early = x > y ? &p->buffers[y] : bx;
 			return verr(p, e, late->line, "buffer '%s' overlaps buffer '%s' (line %d) in space '%s' while both "
 				    "are live", late->name, early->name, early->line, p->spaces[bx->space].name);
 		}
-		seg_update(t, 1, 0, segs, a, b, ((int64_t)last[x] + 2) << 32 | x);
+		if (a < b)
+			seg_update(t, a, b, ((int64_t)last[x] + 2) << 32 | x);
 	}
 	return 0;
 }

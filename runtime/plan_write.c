@@ -51,21 +51,31 @@ static void out_flush(Out *o)
 	o->n = 0;
 }
 
-static void out_mem(Out *o, const char *s, size_t k)
+/* out_mem when the buffer cannot take k more bytes. */
+static void out_mem_slow(Out *o, const char *s, size_t k)
+{
+	out_flush(o);
+	if (k > sizeof o->b) {
+		if (fwrite(s, 1, k, o->f) != k)
+			o->err = 1;
+		return;
+	}
+	memcpy(o->b, s, k);
+	o->n = k;
+}
+
+/* Inlined: a plan is tens of millions of short pieces. */
+static inline void out_mem(Out *o, const char *s, size_t k)
 {
 	if (k > sizeof o->b - o->n) {
-		out_flush(o);
-		if (k > sizeof o->b) {
-			if (fwrite(s, 1, k, o->f) != k)
-				o->err = 1;
-			return;
-		}
+		out_mem_slow(o, s, k);
+		return;
 	}
 	memcpy(o->b + o->n, s, k);
 	o->n += k;
 }
 
-static void out_c(Out *o, char c)
+static inline void out_c(Out *o, char c)
 {
 	if (o->n == sizeof o->b)
 		out_flush(o);

@@ -135,6 +135,9 @@ typedef struct RtTensor {
 	void *data;         /* float (S_F32), double (S_F64) or int64_t (S_I64) by dtype's storage */
 	int owns;           /* data was allocated by rt_tensor_alloc and is freed by rt_tensor_free */
 	float tensor_scale; /* nvfp4: the f32 global decode scale; 1 otherwise */
+	struct RtPack *pack; /* a loaded plan's constant: its slot for the matrix-product kernels' packed
+				copy, made on first use and kept with the session (runtime/kernels.h); NULL
+				for every other value */
 } RtTensor;
 
 /* Allocate t's data for dtype d and the given dims (zero-filled).  Returns 0, or -1 with e set

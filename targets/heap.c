@@ -97,27 +97,6 @@ static void update(TgtHeap *h, int x)
 	n->maxgap = b > m ? b : m;
 }
 
-/* Tree x cut into the intervals starting below `key` (*a) and the others (*b). */
-static void split(TgtHeap *h, int x, int64_t key, int *a, int *b)
-{
-	if (x == NIL) {
-		*a = *b = NIL;
-		return;
-	}
-	if (h->t[x].lo < key) {
-		int r = h->t[x].r;
-		split(h, r, key, &r, b);
-		h->t[x].r = r;
-		*a = x;
-	} else {
-		int l = h->t[x].l;
-		split(h, l, key, a, &l);
-		h->t[x].l = l;
-		*b = x;
-	}
-	update(h, x);
-}
-
 /* Trees a and b joined, every interval of a below every one of b. */
 static int merge(TgtHeap *h, int a, int b)
 {
@@ -148,24 +127,75 @@ static int64_t end_of(const TgtHeap *h, int x)
 	return align_up(h, h->t[x].hi);
 }
 
-/* The first interval of tree x (not NIL) given the gap `gap` before it. */
-static void set_first_gap(TgtHeap *h, int x, int64_t gap)
+/* The interval of tree x (not NIL) starting at lo given the gap `gap` before it. */
+static void set_gap_at(TgtHeap *h, int x, int64_t lo, int64_t gap)
 {
-	if (h->t[x].l != NIL)
-		set_first_gap(h, h->t[x].l, gap);
-	else
+	if (h->t[x].lo == lo)
 		h->t[x].gap = gap;
+	else
+		set_gap_at(h, lo < h->t[x].lo ? h->t[x].l : h->t[x].r, lo, gap);
 	update(h, x);
 }
 
-/* The first interval of tree x (not NIL) with `end`, the aligned end of what lies before it, as its
- * gap's start. */
-static void set_first_after(TgtHeap *h, int x, int64_t end)
+/* Tree x with node k (a leaf, its interval apart from every other) inserted: down by offset,
+ * then rotated up while its priority exceeds its parent's (the shape merge would give). */
+static int insert(TgtHeap *h, int x, int k)
 {
-	int f = x;
-	while (h->t[f].l != NIL)
-		f = h->t[f].l;
-	set_first_gap(h, x, h->t[f].lo - end);
+	if (x == NIL)
+		return k;
+	TgtHeapNode *n = &h->t[x];
+	if (h->t[k].lo < n->lo) {
+		int c = insert(h, n->l, k);
+		n->l = c;
+		if (h->t[c].pri > n->pri) {
+			n->l = h->t[c].r;
+			update(h, x);
+			h->t[c].r = x;
+			update(h, c);
+			return c;
+		}
+	} else {
+		int c = insert(h, n->r, k);
+		n->r = c;
+		if (h->t[c].pri > n->pri) {
+			n->r = h->t[c].l;
+			update(h, x);
+			h->t[c].l = x;
+			update(h, c);
+			return c;
+		}
+	}
+	update(h, x);
+	return x;
+}
+
+/* Tree x without the interval starting at lo (which it holds). */
+static int erase(TgtHeap *h, int x, int64_t lo)
+{
+	TgtHeapNode *n = &h->t[x];
+	if (n->lo == lo)
+		return merge(h, n->l, n->r);
+	if (lo < n->lo) {
+		int c = erase(h, n->l, lo);
+		h->t[x].l = c;
+	} else {
+		int c = erase(h, n->r, lo);
+		h->t[x].r = c;
+	}
+	update(h, x);
+	return x;
+}
+
+/* The interval after the one starting at lo, or NIL. */
+static int successor(const TgtHeap *h, int64_t lo)
+{
+	int x = h->root, best = NIL;
+	while (x != NIL)
+		if (h->t[x].lo > lo)
+			best = x, x = h->t[x].l;
+		else
+			x = h->t[x].r;
+	return best;
 }
 
 /* The first interval (in offset order) with at least `size` bytes free before it, or NIL. */
@@ -199,15 +229,16 @@ int64_t tgt_heap_place(TgtHeap *h, int64_t size, int owner)
 		int k = node_new(h);
 		if (k == NIL)
 			return -1;
-		int s = first_fit(h, size), a, b;
+		/* at the start of the first gap that holds it (0 bytes after what precedes it), else
+		 * after the last interval; the interval after it, if any, keeps what is left of the gap */
+		int s = first_fit(h, size);
 		off = s != NIL ? h->t[s].lo - h->t[s].gap : end_of(h, h->root);
-		split(h, h->root, off, &a, &b);
-		h->t[k] = (TgtHeapNode){ .lo = off, .hi = off + size, .gap = off - end_of(h, a), .owner = owner,
-					 .l = NIL, .r = NIL, .pri = h->t[k].pri };
+		h->t[k] = (TgtHeapNode){ .lo = off, .hi = off + size, .gap = 0, .owner = owner, .l = NIL, .r = NIL,
+					 .pri = h->t[k].pri };
 		update(h, k);
-		if (b != NIL)
-			set_first_after(h, b, align_up(h, off + size));
-		h->root = merge(h, merge(h, a, k), b);
+		if (s != NIL)
+			set_gap_at(h, h->root, h->t[s].lo, h->t[s].lo - align_up(h, off + size));
+		h->root = insert(h, h->root, k);
 		h->n++;
 	}
 	if (!h->scan)      /* an empty value's record at offset -1: it has no interval to release */
@@ -229,16 +260,16 @@ static int heap_find(const TgtHeap *h, int64_t lo, int owner)
 /* Drops the interval at offset lo held by owner, when there is one. */
 static void heap_drop(TgtHeap *h, int64_t lo, int owner)
 {
-	if (heap_find(h, lo, owner) == NIL)
+	int m = heap_find(h, lo, owner);
+	if (m == NIL)
 		return;
-	int a, b, m, c;
-	split(h, h->root, lo, &a, &b);
-	split(h, b, lo + 1, &m, &c);   /* m: that one interval (non-empty intervals start apart) */
+	int64_t start = lo - h->t[m].gap;   /* the aligned end of what lies before it */
+	int c = successor(h, lo);
+	h->root = erase(h, h->root, lo);
 	node_del(h, m);
 	h->n--;
-	if (c != NIL)
-		set_first_after(h, c, end_of(h, a));
-	h->root = merge(h, a, c);
+	if (c != NIL)      /* its gap now reaches back to start */
+		set_gap_at(h, h->root, h->t[c].lo, h->t[c].lo - start);
 }
 
 void tgt_heap_rename(TgtHeap *h, int64_t lo, int from, int to)

@@ -226,8 +226,8 @@ static void pad_planes(const float *x, int64_t C, const Win *w, float *P)
 }
 
 /* Conv of one image and group by kn_conv_implicit: the im2col product without the im2col. */
-static int conv_implicit(const float *x, int64_t Cg, const Win *w, const float *Wt, int64_t Mg, float *P, float *y,
-			 const float *bias, RtError *e)
+static int conv_implicit(const float *x, int64_t Cg, const Win *w, const float *Wt, const float *pre, int64_t Mg,
+			 float *P, float *y, const float *bias, RtError *e)
 {
 	int64_t Hp = w->in[0] + w->pb[0] + w->pe[0], Wp = w->in[1] + w->pb[1] + w->pe[1], off[IMP_TAPS];
 	int nt = (int)(w->k[0] * w->k[1]);
@@ -235,7 +235,7 @@ static int conv_implicit(const float *x, int64_t Cg, const Win *w, const float *
 		for (int64_t kw = 0; kw < w->k[1]; kw++)
 			off[kh * w->k[1] + kw] = kh * w->d[0] * Wp + kw * w->d[1];
 	pad_planes(x, Cg, w, P);
-	return kn_conv_implicit(Mg, Cg, nt, off, Wt, P, Hp * Wp, w->s[0] * Wp, w->out[0], w->out[1], y, bias, e);
+	return kn_conv_implicit(Mg, Cg, nt, off, Wt, pre, P, Hp * Wp, w->s[0] * Wp, w->out[0], w->out[1], y, bias, e);
 }
 
 /* Conv on f32 storage (f32 accumulation): per image and group Y = W_g @ cols + B, then the
@@ -269,16 +269,20 @@ static int conv_f32(const RtKernelArgs *a, const Win *w, int64_t G, RtError *e)
 	/* plain f32 products add an f32 bias on each finished tile (kn_sgemm_bias), not in a pass of
 	 * its own over the output */
 	int tb = !dw && kn_plain_f32(a->opts) && B && B->dtype == DT_F32 && (pw || w->ns == 2);
+	/* a constant W's packed panels, made on the plan's first run and kept with it (RtPack) */
+	int64_t gs = 0;
+	const float *pre = dw || !kn_plain_f32(a->opts) ? NULL : kn_prepacked_a(W, G, Mg, K, imp, &gs);
 	for (int64_t n = 0; n < N; n++)
 		for (int64_t g = 0; g < G; g++) {
 			const float *xg = rt_f32(x) + (n * x->dims[1] + g * Cg) * isz, *bg = tb ? rt_f32(B) + g * Mg : NULL;
+			const float *pg = pre ? pre + g * gs : NULL;
 			float *yo = y + (n * M + g * Mg) * on;
 			if (dw)
 				conv_dw2(row, xg, rt_f32(W) + g * kn, w, cols, yo);
 			else if (imp)
-				KN_TRY(conv_implicit(xg, Cg, w, rt_f32(W) + g * Mg * K, Mg, cols, yo, bg, e));
-			else if (pw && tb)
-				KN_TRY(kn_sgemm_bias(Mg, on, K, rt_f32(W) + g * Mg * K, K, 0, xg, on, 0, yo, on, bg, e));
+				KN_TRY(conv_implicit(xg, Cg, w, rt_f32(W) + g * Mg * K, pg, Mg, cols, yo, bg, e));
+			else if (pw && (tb || pg))
+				KN_TRY(kn_sgemm_bias(Mg, on, K, rt_f32(W) + g * Mg * K, K, 0, xg, on, 0, yo, on, bg, pg, e));
 			else if (pw)
 				KN_TRY(kn_mm_f32(a->opts, Mg, on, K, rt_f32(W) + g * Mg * K, K, 0, xg, on, 0, yo, e));
 			else if (w->ns != 2) {
@@ -288,11 +292,11 @@ static int conv_f32(const RtKernelArgs *a, const Win *w, int64_t G, RtError *e)
 				for (int64_t o0 = 0; o0 < on; o0 += ch) {
 					int64_t cn = on - o0 < ch ? on - o0 : ch;
 					im2col2_f32(xg, Cg, w, o0, o0 + cn, cols);
-					if (cn == on && !tb)
+					if (cn == on && !tb && !pg)
 						KN_TRY(kn_mm_f32(a->opts, Mg, on, K, rt_f32(W) + g * Mg * K, K, 0, cols, on, 0, yo, e));
 					else   /* plain f32 (ch < on only then): C's rows on apart */
 						KN_TRY(kn_sgemm_bias(Mg, cn, K, rt_f32(W) + g * Mg * K, K, 0, cols, cn, 0, yo + o0, on,
-								     bg, e));
+								     bg, pg, e));
 				}
 			if (!tb)
 				kn_bias_f32(yo, B, g * Mg, Mg, on);

@@ -355,10 +355,21 @@ static void add_bias(char *c, int64_t ldc, int64_t m, int64_t n, const float *bi
 	}
 }
 
+/* The K block of gemm's product of M rows with B transposed or not (see gemm). */
+static int64_t k_block(const Gk *g, int64_t M, int64_t K, int tb)
+{
+	int64_t kcmax = tb || M > 8 ? g->kc : 8;
+	int64_t nkb = (K + kcmax - 1) / kcmax;
+	return (K + nkb - 1) / nkb;
+}
+
 /* C[M,N] (row stride ldc) := op(A)[M,K] @ op(B)[K,N] by the rule of the file comment, then
- * + bias[i] per row when bias is given (f32 only). */
+ * + bias[i] per row when bias is given (f32 only).  pre (or NULL): A already packed, K block by
+ * K block of k_block's size, each block all of A's rows in panels of mr (kn_prepacked_a); the
+ * block of rows ic.. in the K block at pc starts at pre + (pc * roundup(M, mr) + ic * kn) elements. */
 static int gemm(const Gk *g, int64_t M, int64_t N, int64_t K, const char *A, int64_t lda, int ta,
-		const char *B, int64_t ldb, int tb, char *C, int64_t ldc, const float *bias, RtError *e)
+		const char *B, int64_t ldb, int tb, char *C, int64_t ldc, const float *bias, const char *pre,
+		RtError *e)
 {
 	int64_t es = g->es;
 	if (M <= 0 || N <= 0)
@@ -382,9 +393,8 @@ static int gemm(const Gk *g, int64_t M, int64_t N, int64_t K, const char *A, int
 	 * 256-row blocks).  M and K are cut into equal blocks (a thin last block would stream B for
 	 * a few rows). */
 	int packb = tb || M > 24;
-	int64_t kcmax = packb || M > 8 ? g->kc : 8;
-	int64_t nkb = (K + kcmax - 1) / kcmax, nmb = (M + g->mc - 1) / g->mc;
-	int64_t kc = (K + nkb - 1) / nkb, mc = roundup((M + nmb - 1) / nmb, g->mr);
+	int64_t nmb = (M + g->mc - 1) / g->mc, Mr = roundup(M, g->mr);
+	int64_t kc = k_block(g, M, K, tb), mc = roundup((M + nmb - 1) / nmb, g->mr);
 	int64_t nc = packb ? roundup(min64(N, g->nc), g->nr) : g->nr;
 	char *buf = rt_malloc((size_t)((mc * kc + kc * nc) * es + 128));
 	if (!buf)
@@ -398,7 +408,9 @@ static int gemm(const Gk *g, int64_t M, int64_t N, int64_t K, const char *A, int
 			int64_t kn = min64(kc, K - pc);
 			for (int64_t ic = 0; ic < M; ic += mc) {
 				int64_t mn = min64(mc, M - ic);
-				pack_a(g, ap, A, lda, ta, ic, mn, pc, kn);
+				const char *apb = pre ? pre + (pc * Mr + ic * kn) * es : ap;
+				if (!pre)
+					pack_a(g, ap, A, lda, ta, ic, mn, pc, kn);
 				for (int64_t jr = 0; jr < jn; jr += g->nr) {
 					int64_t nrr = min64(g->nr, jn - jr), ldbp = g->nr;
 					const char *bpan = bp + jr * kn * es;
@@ -413,7 +425,7 @@ static int gemm(const Gk *g, int64_t M, int64_t N, int64_t K, const char *A, int
 					}
 					for (int64_t ir = 0; ir < mn; ir += g->mr) {
 						char *ct = C + ((ic + ir) * ldc + jc + jr) * es;
-						tile(g, min64(g->mr, mn - ir), nrr, kn, ap + ir * kn * es, bpan, ldbp, ct, ldc, pc > 0);
+						tile(g, min64(g->mr, mn - ir), nrr, kn, apb + ir * kn * es, bpan, ldbp, ct, ldc, pc > 0);
 						if (bias && pc + kn == K)
 							add_bias(ct, ldc, min64(g->mr, mn - ir), nrr, bias + ic + ir);
 					}
@@ -535,8 +547,8 @@ int kn_conv_implicit_ok(void)
 #endif
 }
 
-int kn_conv_implicit(int64_t M, int64_t C, int nt, const int64_t *off, const float *W, const float *P, int64_t cs,
-		     int64_t rs, int64_t OH, int64_t OW, float *Y, const float *bias, RtError *e)
+int kn_conv_implicit(int64_t M, int64_t C, int nt, const int64_t *off, const float *W, const float *pre,
+		     const float *P, int64_t cs, int64_t rs, int64_t OH, int64_t OW, float *Y, const float *bias, RtError *e)
 {
 #ifdef GEMM_X86
 	const Gk *g = &kinds[RT_ISA_AVX2][0];
@@ -544,13 +556,15 @@ int kn_conv_implicit(int64_t M, int64_t C, int nt, const int64_t *off, const flo
 	/* row panels a block at a time whose packed W stays in L2 (about 192 KiB) */
 	int64_t pb = (int64_t)(192 << 10) / (6 * K * (int64_t)sizeof(float));
 	pb = pb < 1 ? 1 : pb;
-	float *ap = rt_malloc((size_t)(np * 6 * K + 16) * sizeof *ap);
+	float *pk = pre ? NULL : rt_malloc((size_t)(np * 6 * K + 16) * sizeof *pk);
 	int64_t *koff = rt_malloc((size_t)(K + 1) * sizeof *koff);
-	if (!ap || !koff) {
-		rt_free(ap), rt_free(koff);
+	if ((!pre && !pk) || !koff) {
+		rt_free(pk), rt_free(koff);
 		return rt_errorf(e, RT_ENOMEM, "Conv: out of memory for packed weights");
 	}
-	pack_a(g, ap, W, K, 0, 0, M, 0, K);   /* panels of 6 rows (zeros past M), k-major */
+	if (!pre)
+		pack_a(g, pk, W, K, 0, 0, M, 0, K);   /* panels of 6 rows (zeros past M), k-major */
+	const float *ap = pre ? pre : pk;
 	for (int64_t ch = 0; ch < C; ch++)
 		for (int t = 0; t < nt; t++)
 			koff[ch * nt + t] = ch * cs + off[t];
@@ -570,7 +584,7 @@ int kn_conv_implicit(int64_t M, int64_t C, int nt, const int64_t *off, const flo
 					}
 					add_bias((char *)c, on, mr, nr, bias ? bias + m0 : NULL);
 				}
-	rt_free(ap), rt_free(koff);
+	rt_free(pk), rt_free(koff);
 	return 0;
 #else
 	return rt_errorf(e, RT_EINTERNAL, "Conv: implicit GEMM without x86 kernels");
@@ -592,19 +606,49 @@ KnDwRow kn_dw_row(void)
 int kn_sgemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, int ta, const float *B, int64_t ldb,
 	     int tb, float *C, int64_t ldc, RtError *e)
 {
-	return kn_sgemm_bias(M, N, K, A, lda, ta, B, ldb, tb, C, ldc, NULL, e);
+	return kn_sgemm_bias(M, N, K, A, lda, ta, B, ldb, tb, C, ldc, NULL, NULL, e);
 }
 
 int kn_sgemm_bias(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, int ta, const float *B, int64_t ldb,
-		  int tb, float *C, int64_t ldc, const float *bias, RtError *e)
+		  int tb, float *C, int64_t ldc, const float *bias, const float *pre, RtError *e)
 {
 	return gemm(&kinds[rt_isa()][0], M, N, K, (const char *)A, lda, ta, (const char *)B, ldb, tb, (char *)C, ldc,
-		    bias, e);
+		    bias, (const char *)pre, e);
+}
+
+void rt_pack_free(RtPack *p)
+{
+	if (p) {
+		rt_free(p->data);
+		*p = (RtPack){ 0 };
+	}
+}
+
+const float *kn_prepacked_a(const RtTensor *W, int64_t G, int64_t M, int64_t K, int whole, int64_t *gstride)
+{
+	RtPack *p = W->pack;
+	RtIsa isa = rt_isa();
+	const Gk *g = &kinds[isa][0];
+	if (!p || W->dtype != DT_F32 || G < 1 || M < 1 || K < 1 || W->n != G * M * K || (whole && isa != RT_ISA_AVX2))
+		return NULL;
+	int64_t kc = whole ? K : k_block(g, M, K, 0), Mr = roundup(M, g->mr);
+	*gstride = Mr * K;
+	if (p->data && p->src == W->data && p->isa == (int)isa && p->groups == G && p->m == M && p->k == K && p->kc == kc)
+		return p->data;
+	rt_pack_free(p);
+	float *d = rt_malloc((size_t)(G * Mr * K) * sizeof *d);
+	if (!d)
+		return NULL;   /* packed per call instead */
+	for (int64_t gi = 0; gi < G; gi++)
+		for (int64_t pc = 0; pc < K; pc += kc)
+			pack_a(g, d + gi * Mr * K + pc * Mr, rt_f32(W) + gi * M * K, K, 0, 0, M, pc, min64(kc, K - pc));
+	*p = (RtPack){ W->data, (int)isa, G, M, K, kc, d };
+	return d;
 }
 
 int kn_dgemm(int64_t M, int64_t N, int64_t K, const double *A, int64_t lda, int ta, const double *B, int64_t ldb,
 	     int tb, double *C, int64_t ldc, RtError *e)
 {
 	return gemm(&kinds[rt_isa()][1], M, N, K, (const char *)A, lda, ta, (const char *)B, ldb, tb, (char *)C, ldc,
-		    NULL, e);
+		    NULL, NULL, e);
 }

@@ -130,18 +130,26 @@ int kn_sgemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, int t
 int kn_dgemm(int64_t M, int64_t N, int64_t K, const double *A, int64_t lda, int ta, const double *B, int64_t ldb,
 	     int tb, double *C, int64_t ldc, RtError *e);
 /* kn_sgemm, then C[i, j] += bias[i] (f32) on each finished tile while it is in cache: the same
- * bits as the product followed by kn_bias_f32.  bias NULL: kn_sgemm. */
+ * bits as the product followed by kn_bias_f32.  bias NULL: kn_sgemm.  pre (or NULL): A (row-major,
+ * lda = K, not transposed) as kn_prepacked_a packed it. */
 int kn_sgemm_bias(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, int ta, const float *B, int64_t ldb,
-		  int tb, float *C, int64_t ldc, const float *bias, RtError *e);
+		  int tb, float *C, int64_t ldc, const float *bias, const float *pre, RtError *e);
+/* A constant f32 weight W of G groups of M x K row-major matrices, packed once for kn_sgemm_bias
+ * (whole = 0: B not transposed) or kn_conv_implicit (whole = 1) into W's session slot (RtPack)
+ * and reused while its data, the ISA and the shape stay the same; group g's panels at
+ * result + g * *gstride.  NULL (pack per call) when W has no slot, is not f32 of G*M*K values,
+ * or memory runs out.  The packed values are A's own: the same bits as packing per call. */
+const float *kn_prepacked_a(const RtTensor *W, int64_t G, int64_t M, int64_t K, int whole, int64_t *gstride);
 
 /* Implicit-GEMM 2-D convolution of one group (runtime/kernels/gemm.c), for width stride 1:
  * Y[m, oh*OW + ow] := +0, then for c < C, t < nt in order fma(W[m, c*nt + t],
  * P[c*cs + oh*rs + off[t] + ow], .), then + bias[m] (bias NULL: none): kn_sgemm's chain over the
- * im2col, in place on P (the zero-padded input; 16 floats past its end are read, never used).
+ * im2col, in place on P (the zero-padded input; 16 floats past its end are read, never used);
+ * pre (or NULL): W as kn_prepacked_a(.., whole = 1) packed it.
  * kn_conv_implicit_ok: 1 when rt_isa() has its kernel (AVX2). */
 int kn_conv_implicit_ok(void);
-int kn_conv_implicit(int64_t M, int64_t C, int nt, const int64_t *off, const float *W, const float *P, int64_t cs,
-		     int64_t rs, int64_t OH, int64_t OW, float *Y, const float *bias, RtError *e);
+int kn_conv_implicit(int64_t M, int64_t C, int nt, const int64_t *off, const float *W, const float *pre,
+		     const float *P, int64_t cs, int64_t rs, int64_t OH, int64_t OW, float *Y, const float *bias, RtError *e);
 
 /* A depthwise-convolution row: out[i] := +0, then for each tap t < nt in order
  * out[i] := fma(w[t], taps[t][i], out[i]): the same chain as kn_sgemm over an im2col (the same

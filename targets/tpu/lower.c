@@ -489,22 +489,14 @@ static void topo_str(const TpuIci *ici, char *buf, size_t n)
 		snprintf(buf + o, n - o, " %storus%s", ici->twist ? "twisted " : "", ici->wrap ? " with wraparound" : "");
 }
 
-/* Replaces instruction in's target attributes by t's (interned in plan p). */
-static int set_tile(Plan *p, PlanInstr *in, const Ann *t, RtError *e)
+/* Appends the n pairs add (interned in the plan) to instruction in's target attributes. */
+static int set_tile(PlanInstr *in, const PlanKV *add, int n, RtError *e)
 {
-	PlanKV *kv = rt_calloc((size_t)t->n + (size_t)in->ntile, sizeof *kv);
+	PlanKV *kv = rt_realloc(in->tile, sizeof *kv * ((size_t)n + (size_t)in->ntile));
 	if (!kv)
 		return rt_errorf(e, RT_ENOMEM, "out of memory annotating ICI transfers");
-	for (int i = 0; i < in->ntile; i++)
-		kv[i] = in->tile[i];
-	for (int i = 0; i < t->n; i++) {
-		kv[in->ntile + i].key = plan_intern(p, t->kv[i].key);
-		kv[in->ntile + i].val = plan_intern(p, t->kv[i].val);
-		if (!kv[in->ntile + i].key || !kv[in->ntile + i].val)
-			return rt_free(kv), rt_errorf(e, RT_ENOMEM, "out of memory annotating ICI transfers");
-	}
-	rt_free(in->tile);
-	in->tile = kv, in->ntile += t->n;
+	memcpy(kv + in->ntile, add, sizeof *kv * (size_t)n);
+	in->tile = kv, in->ntile += n;
 	return 0;
 }
 
@@ -555,10 +547,24 @@ static int ici_annotate(TpuLw *w)
 			PlanInstr *in = &w->l->p->streams[s].ins[i];
 			if ((in->kind != PI_COPY && in->kind != PI_COLLECTIVE) || in->link < 0 || in->nin < 1)
 				continue;
-			Ann t;      /* not zeroed: tgt_ann_put fills entries [0, n) */
-			t.n = 0;
-			ici_instr(w, in, topo, &t);
-			if (set_tile(w->l->p, in, &t, w->l->e) < 0)
+			/* a copy's pairs follow from its chips and bytes alone: a layer's instances and
+			 * tensor-parallel ranks repeat them, interned once (the kernel memo's table) */
+			int64_t sig[4] = { -2, in->kind == PI_COPY ? chip_of(w, in->in[0]) : -1, in->kind == PI_COPY ? chip_of(w, in->out[0]) : -1,
+					   w->l->p->buffers[in->in[0]].size };
+			TgtKernEntry *m = in->kind == PI_COPY ? tgt_memo_slot(w->l, &w->km, sig, 4) : NULL;
+			if (!m || !m->sig) {
+				Ann t;      /* not zeroed: tgt_ann_put fills entries [0, n) */
+				t.n = 0;
+				ici_instr(w, in, topo, &t);
+				PlanInstr none;
+				plan_instr_init(&none, PI_COPY);
+				TgtKernEntry one = { 0 };
+				if (tgt_memo_put(w->l, &w->km, m ? m : &one, sig, 4, &none, &t) < 0)
+					return -1;
+				if (!m)
+					m = &one;
+			}
+			if (set_tile(in, m->kv, m->n, w->l->e) < 0)
 				return -1;
 		}
 	return 0;

@@ -168,6 +168,44 @@ static void test_conv(void **state)
 	rt_isa_set((RtIsa)-1);
 }
 
+/* Conv with a constant's packed-weight slot (RtPack, as a loaded plan gives its constants): the
+ * first call packs W, the next ones reuse it; another ISA, or other weights in the same slot
+ * (another data pointer), pack again.  Every call is bit for bit the double path's. */
+static void test_conv_prepacked(void **state)
+{
+	struct { int64_t x[4], w[4]; int group, s1; } cs[] = {
+		{ { 1, 6, 9, 11 }, { 4, 6, 3, 3 }, 1, 1 },     /* implicit (AVX2: whole-K panels) */
+		{ { 1, 64, 9, 20 }, { 30, 64, 3, 3 }, 1, 2 },  /* im2col, K = 576: three K blocks */
+		{ { 2, 16, 5, 7 }, { 24, 16, 1, 1 }, 1, 1 },   /* pointwise */
+		{ { 1, 8, 5, 7 }, { 40, 2, 1, 1 }, 4, 1 },     /* pointwise, groups */
+	};
+	for (size_t c = 0; c < sizeof cs / sizeof cs[0]; c++) {
+		RtTensor x = tensor(4, cs[c].x, 0), w = tensor(4, cs[c].w, 1), w2 = tensor(4, cs[c].w, 1);
+		RtTensor b = tensor(1, cs[c].w, 1);
+		RtPack slot = { 0 };
+		w.pack = w2.pack = &slot;
+		int64_t st[2] = { 1, cs[c].s1 }, pd[4] = { 1, 1, 1, 1 };
+		if (cs[c].w[2] == 1)
+			pd[0] = pd[1] = pd[2] = pd[3] = 0;
+		Attr at[] = { kt_ai("group", cs[c].group), kt_ais("strides", 2, st), kt_ais("pads", 4, pd) };
+		for (int isa = 0; isa <= (int)rt_isa_best(); isa++) {
+			rt_isa_set((RtIsa)isa);
+			/* w (packed for the previous ISA: packs again), w2 and w (other data: pack
+			 * again), w (reuses) */
+			for (int k = 0; k < 4; k++) {
+				RtTensor *in[] = { &x, k == 1 ? &w2 : &w, &b };
+				same("Conv", in, 3, 1, at, 3, DT_INVALID);
+				assert_non_null(slot.data);
+				assert_ptr_equal(slot.src, k == 1 ? w2.data : w.data);
+				assert_int_equal(slot.isa, isa);
+			}
+		}
+		rt_pack_free(&slot);
+		rt_tensor_free(&x), rt_tensor_free(&w), rt_tensor_free(&w2), rt_tensor_free(&b);
+	}
+	rt_isa_set((RtIsa)-1);
+}
+
 static void test_pool_norm_softmax(void **state)
 {
 	RtTensor x = tensor(4, KT_DIMS(2, 3, 9, 10), 0);
@@ -260,7 +298,7 @@ static void test_resize(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_binary), cmocka_unit_test(test_unary), cmocka_unit_test(test_conv),
+		cmocka_unit_test(test_binary), cmocka_unit_test(test_unary), cmocka_unit_test(test_conv), cmocka_unit_test(test_conv_prepacked),
 		cmocka_unit_test(test_pool_norm_softmax), cmocka_unit_test(test_resize), cmocka_unit_test(test_convtranspose),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
