@@ -73,11 +73,13 @@ VrLpuTime vr_lpu_time(const Plan *p, const Device *lpu, const Link *c2c, const P
 		t.compute = (double)cyc->compute / clock / chips;
 		t.fixed = ((double)cyc->dur - busy) / clock + rt_attr_float(&in->attrs, "comm_s", 0);
 	}
+	t.link = rt_attr_float(&in->attrs, "comm_s", 0);
 	/* a projection that shrinks (K > N) is the row-split one: its partial sums are all-reduced */
 	if (chips > 1 && c2c && (in->op == RT_OP_MatMul || in->op == RT_OP_GroupedMatMul) && in->in[0] >= 0) {
 		const PlanBuffer *a = &p->buffers[in->in[0]], *y = &p->buffers[in->out[0]];
+		double ar = ceil(log2((double)chips)) * ((num_has(&c2c->latency) ? c2c->latency.v : 0) + out / link_oneway_bw(c2c));
 		if (a->rank >= 1 && y->rank >= 1 && a->dims[a->rank - 1] > y->dims[y->rank - 1])
-			t.fixed += ceil(log2((double)chips)) * ((num_has(&c2c->latency) ? c2c->latency.v : 0) + out / link_oneway_bw(c2c));
+			t.fixed += ar, t.link += ar;
 	}
 	return t;
 }
