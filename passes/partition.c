@@ -64,6 +64,7 @@ typedef struct Part {
 	int base;                /* a layer graph: the first device of its stage; -1: the entry graph */
 	int nreg;                /* regions of g so far */
 	int nvocab;              /* of them, vocab-parallel output MatMuls (vocab_parallel) */
+	int *attn_warned;        /* shared by the layer copies: the unsplit-attention warning was printed */
 	char regkind[MAXREGIONS];   /* per region id: 'T' tensor parallel, 'E' expert parallel */
 	int regn[MAXREGIONS];       /* per region id: its shards */
 	int64_t regel[MAXREGIONS];  /* per expert-parallel region id: experts per device */
@@ -637,6 +638,31 @@ static int vocab_parallel(Part *p, Node *n)
 	return 1;
 }
 
+/* An explicit --tp that leaves an Attention unsplit must not pass silently (newcomer 32 item 9:
+ * --tp 8 on 12 query / 2 KV heads kept attention, its projections and its KV cache on gpu0 with
+ * no message, where --tp 3, which splits nothing, warns): one warning per compile, naming the
+ * head counts and the --tp values that divide them. */
+static void warn_attention(Part *p, const Node *a, long long qh, long long kvh)
+{
+	if (p->c->tp < 2 || !p->attn_warned || *p->attn_warned)
+		return;
+	*p->attn_warned = 1;
+	char ok[160] = "";
+	size_t k = 0;
+	for (int t = 2; t <= p->ndev && k < sizeof ok - 16; t++)
+		if (qh > 0 && kvh > 0 && qh % t == 0 && kvh % t == 0)
+			k += (size_t)snprintf(ok + k, sizeof ok - k, "%s%d", k ? ", " : "", t);
+	char hint[200];
+	if (qh > 0 && kvh > 0 && (qh % p->tp || kvh % p->tp))
+		snprintf(hint, sizeof hint, "its %lld query / %lld KV heads do not divide by %d (a device holds whole KV "
+			 "groups); --tp %s divide%s them", qh, kvh, p->tp, k ? ok : "1", k && strchr(ok, ',') ? "" : "s");
+	else
+		snprintf(hint, sizeof hint, "it cannot be split by heads (--remarks=placement says why)");
+	fprintf(stderr, "aicc: warning: --tp %d: attention '%s' of graph '%s' is not split: %s; it, its projections and "
+		"its KV cache run on one device of each stage while the rest is split\n", p->tp, pass_node_name(a),
+		p->g->name ? p->g->name : "?", hint);
+}
+
 static int tensor_parallel(Part *p)
 {
 	int nreg = 0;
@@ -688,6 +714,8 @@ static int tensor_parallel(Part *p)
 			continue;
 		Node *a = n->in[0]->kind == V_NODE ? n->in[0]->def : NULL;
 		long long qh = a ? rt_attr_int(&a->attrs, "q_num_heads", 0) : 0, kvh = a ? rt_attr_int(&a->attrs, "kv_num_heads", 0) : 0;
+		if (a && a->op == OP_Attention && (kvh % (p->tp > 0 ? p->tp : 1) || !attention_splits(p, a)))
+			warn_attention(p, a, qh, kvh);
 		if (a && a->op == OP_Attention && kvh > 0 && qh % p->tp == 0 && kvh % p->tp && a->nin > 4)
 			pass_remark(p->c, REMARK_MISSED, p->g, n, "MatMul not split over %d devices: Attention '%s' "
 				    "has %lld KV heads, not divisible by %d: a device must hold whole KV groups (GQA), "
@@ -2198,7 +2226,8 @@ int pass_partition(Module *m, PassCtx *c)
 			dev = &mach->devs[i];
 	if (!dev)
 		return 0;
-	Part p = { .m = m, .g = g, .c = c, .dev = dev, .base = -1 };
+	int attn_warned = 0;
+	Part p = { .m = m, .g = g, .c = c, .dev = dev, .base = -1, .attn_warned = &attn_warned };
 	p.ndev = num_has(&dev->count) && dev->count.v >= 1 ? (int)dev->count.v : 1;
 	if (survivors(&p, p.ndev)) {
 		free(p.phys);

@@ -842,6 +842,27 @@ static void shard_of(const Flat *f, int v, int *axis, int64_t *off, int64_t *ful
 
 static const char *fv_name(const Flat *f, int v) { return f->vals[v].name; }
 
+/* The advice of an unpartitioned plan that does not fit its device: a machine with one device
+ * of the class needs more of them; one with several needs the plan spread over them (newcomer
+ * 32 item 1: "compile for a machine with several devices" on dgx-h100's 8 GPUs). */
+static const char *nofit_advice(const TgtDevs *d, const Plan *p, int pl, char *buf, size_t n)
+{
+	const char *id = p->devices[d->dev[pl]].name;
+	const Machine *m = d->m->m;
+	const Device *md = tgt_plan_device(m, id);
+	if (!md || !num_has(&md->count) || md->count.v < 2)
+		return TGT_NOFIT_ADVICE;
+	const Target *t = tgt_for_machine(m, NULL, 0);
+	char to[96] = "for a target of its devices, whose -O1 spreads the model over them";
+	if (t && p->target && !strcmp(t->name, p->target))   /* -O0, or passes without partition */
+		tgt_fmt(to, sizeof to, "with -O1 (the partition pass spreads the model over them)");
+	else if (t && strcmp(t->name, "reference"))
+		tgt_fmt(to, sizeof to, "with --target %s (its -O1 spreads the model over them)", t->name);
+	tgt_fmt(buf, n, "%s%s has %.0f %s devices and this plan uses one: compile %s, or give --tp N / --pp N",
+		TGT_NOFIT_MANY, m->name, md->count.v, md->id, to);
+	return buf;
+}
+
 /* One buffer of v on instance pl (and its constant when v is a parameter or a shard). */
 static int value_on(TgtDevs *d, Plan *p, const Flat *f, int v, DType dt, int pl, const char *dir, RtError *e)
 {
@@ -854,12 +875,12 @@ static int value_on(TgtDevs *d, Plan *p, const Flat *f, int v, DType dt, int pl,
 		d->is_dirty[pl] = 1, d->dirty[d->ndirty++] = pl;
 	const PlanSpace *sp = &p->spaces[d->space[pl]];
 	if (end > sp->capacity) {       /* sizes a person reads, not byte offsets (newcomer finding 10) */
-		char cap[32], need[32], size[32];
+		char cap[32], need[32], size[32], many[320];
 		return rt_errorf(e, RT_EUSER, "aicc: error: the plan does not fit in %s (%s): its buffers need at "
 				 "least %s (the first past the end is '%s', %s)%s", sp->name,
 				 rt_si_str((double)sp->capacity, "B", cap, sizeof cap), rt_si_str((double)end, "B", need, sizeof need),
 				 fv_name(f, v), rt_si_str((double)p->buffers[b].size, "B", size, sizeof size),
-				 d->partitioned ? TGT_NOFIT_ADVICE_SPLIT : TGT_NOFIT_ADVICE);
+				 d->partitioned ? TGT_NOFIT_ADVICE_SPLIT : nofit_advice(d, p, pl, many, sizeof many));
 	}
 	if (pl != d->val_pl[v]) {       /* another instance's copy: "x@gpu1" */
 		PlanBuffer *pb = &p->buffers[b];

@@ -60,8 +60,11 @@ static VrLpuTime vr_lpu_price(const Device *lpu, const Link *c2c, const VrLpuWor
 		t.compute = (double)cyc->compute / clock / chips;
 		t.fixed = ((double)cyc->dur - busy) / clock + w->comm_s;
 	}
-	if (chips > 1 && c2c && w->rowsplit)
-		t.fixed += ceil(log2((double)chips)) * ((num_has(&c2c->latency) ? c2c->latency.v : 0) + w->out / link_oneway_bw(c2c));
+	t.link = w->comm_s;
+	if (chips > 1 && c2c && w->rowsplit) {
+		double ar = ceil(log2((double)chips)) * ((num_has(&c2c->latency) ? c2c->latency.v : 0) + w->out / link_oneway_bw(c2c));
+		t.fixed += ar, t.link += ar;
+	}
 	return t;
 }
 
