@@ -652,7 +652,7 @@ static void warn_attention(Part *p, const Node *a, long long qh, long long kvh)
 	for (int t = 2; t <= p->ndev && k < sizeof ok - 16; t++)
 		if (qh > 0 && kvh > 0 && qh % t == 0 && kvh % t == 0)
 			k += (size_t)snprintf(ok + k, sizeof ok - k, "%s%d", k ? ", " : "", t);
-	char hint[200];
+	char hint[400];      /* room for ok[] whole: the -O1 sanitizer build checks the truncation */
 	if (qh > 0 && kvh > 0 && (qh % p->tp || kvh % p->tp))
 		snprintf(hint, sizeof hint, "its %lld query / %lld KV heads do not divide by %d (a device holds whole KV "
 			 "groups); --tp %s divide%s them", qh, kvh, p->tp, k ? ok : "1", k && strchr(ok, ',') ? "" : "s");
