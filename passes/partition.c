@@ -2304,6 +2304,7 @@ int pass_partition(Module *m, PassCtx *c)
 			n->aux = (void *)(n->op == OP_Split ? SHARD_SPLIT : OUTPUT_CONCAT);
 		prior += n->annot.device && rt_attr_str(&n->attrs, "placement_reason", NULL);
 	}
+	attn_warned = prior > 0;   /* a graph placed before had its unsplit attention said then */
 	int nreg = tensor_parallel(&p) + expert_parallel(&p);
 	if (nreg && (ir_topo_sort(g) < 0 || ir_infer_shapes(m)))   /* the shards' shapes, which split_calls prices */
 		return 1;
