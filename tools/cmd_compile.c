@@ -589,6 +589,7 @@ static int infer_target(CompileOpts *o)
 	} else if (!t)
 		fprintf(stderr, "aicc: remark: --machine %s without --target: no one target fits its devices; "
 			"compiling for the reference target (aicc targets lists the others)\n", o->machine);
+	machine_free(m);     /* t is the target table's; the machine is loaded again with the target */
 	return 0;
 }
 
