@@ -61,12 +61,13 @@ typedef int (*RtKernelFn)(const RtKernelArgs *a, RtError *e);
 /* A constant weight in the matrix-product kernels' packed layout (runtime/kernels/gemm.c), kept
  * with the loaded plan (RtSession) so that every run after the first reads the packed panels
  * instead of packing them again: what it was packed from (data pointer, ISA, shape, blocking) is
- * recorded and checked at each use; a mismatch packs again.  Constants are never written, so
+ * recorded and checked at each use; a mismatch packs again.  A Conv's W is an A operand
+ * (kn_prepacked_a), a MatMul's constant B a B operand (kn_prepacked_b).  Constants are never written, so
  * the same data pointer means the same values.  rt_pack_free releases data. */
 typedef struct RtPack {
 	const void *src;
 	int isa;
-	int64_t groups, m, k, kc;
+	int64_t groups, m, k, n, kc;   /* an A operand's M x K (n = 0) or a B operand's K x N (m = 0) */
 	void *data;
 } RtPack;
 void rt_pack_free(RtPack *p);

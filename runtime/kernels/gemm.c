@@ -366,10 +366,12 @@ static int64_t k_block(const Gk *g, int64_t M, int64_t K, int tb)
 /* C[M,N] (row stride ldc) := op(A)[M,K] @ op(B)[K,N] by the rule of the file comment, then
  * + bias[i] per row when bias is given (f32 only).  pre (or NULL): A already packed, K block by
  * K block of k_block's size, each block all of A's rows in panels of mr (kn_prepacked_a); the
- * block of rows ic.. in the K block at pc starts at pre + (pc * roundup(M, mr) + ic * kn) elements. */
+ * block of rows ic.. in the K block at pc starts at pre + (pc * roundup(M, mr) + ic * kn) elements.
+ * preb (or NULL; only where B is packed, M > 24, B not transposed): B packed the same way by
+ * kn_prepacked_b, its columns jc.. in the K block at pc at preb + (pc * roundup(N, nr) + jc * kn). */
 static int gemm(const Gk *g, int64_t M, int64_t N, int64_t K, const char *A, int64_t lda, int ta,
 		const char *B, int64_t ldb, int tb, char *C, int64_t ldc, const float *bias, const char *pre,
-		RtError *e)
+		const char *preb, RtError *e)
 {
 	int64_t es = g->es;
 	if (M <= 0 || N <= 0)
@@ -393,7 +395,9 @@ static int gemm(const Gk *g, int64_t M, int64_t N, int64_t K, const char *A, int
 	 * 256-row blocks).  M and K are cut into equal blocks (a thin last block would stream B for
 	 * a few rows). */
 	int packb = tb || M > 24;
-	int64_t nmb = (M + g->mc - 1) / g->mc, Mr = roundup(M, g->mr);
+	if (preb && (tb || !packb))
+		preb = NULL;
+	int64_t nmb = (M + g->mc - 1) / g->mc, Mr = roundup(M, g->mr), Nr = roundup(N, g->nr);
 	int64_t kc = k_block(g, M, K, tb), mc = roundup((M + nmb - 1) / nmb, g->mr);
 	int64_t nc = packb ? roundup(min64(N, g->nc), g->nr) : g->nr;
 	char *buf = rt_malloc((size_t)((mc * kc + kc * nc) * es + 128));
@@ -414,7 +418,9 @@ static int gemm(const Gk *g, int64_t M, int64_t N, int64_t K, const char *A, int
 				for (int64_t jr = 0; jr < jn; jr += g->nr) {
 					int64_t nrr = min64(g->nr, jn - jr), ldbp = g->nr;
 					const char *bpan = bp + jr * kn * es;
-					if (packb && ic == 0)   /* packed as first used: the copy overlaps the products */
+					if (preb)
+						bpan = preb + (pc * Nr + (jc + jr) * kn) * es;
+					else if (packb && ic == 0)   /* packed as first used: the copy overlaps the products */
 						pack_b(g, bp + jr * kn * es, B, ldb, tb, pc, kn, jc + jr, nrr);
 					else if (!packb && nrr == g->nr) {
 						bpan = B + (pc * ldb + jc + jr) * es;
@@ -613,7 +619,7 @@ int kn_sgemm_bias(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, 
 		  int tb, float *C, int64_t ldc, const float *bias, const float *pre, RtError *e)
 {
 	return gemm(&kinds[rt_isa()][0], M, N, K, (const char *)A, lda, ta, (const char *)B, ldb, tb, (char *)C, ldc,
-		    bias, (const char *)pre, e);
+		    bias, (const char *)pre, NULL, e);
 }
 
 void rt_pack_free(RtPack *p)
@@ -633,7 +639,8 @@ const float *kn_prepacked_a(const RtTensor *W, int64_t G, int64_t M, int64_t K, 
 		return NULL;
 	int64_t kc = whole ? K : k_block(g, M, K, 0), Mr = roundup(M, g->mr);
 	*gstride = Mr * K;
-	if (p->data && p->src == W->data && p->isa == (int)isa && p->groups == G && p->m == M && p->k == K && p->kc == kc)
+	if (p->data && p->src == W->data && p->isa == (int)isa && p->groups == G && p->m == M && p->k == K && p->n == 0 &&
+	    p->kc == kc)
 		return p->data;
 	rt_pack_free(p);
 	float *d = rt_malloc((size_t)(G * Mr * K) * sizeof *d);
@@ -642,7 +649,39 @@ const float *kn_prepacked_a(const RtTensor *W, int64_t G, int64_t M, int64_t K, 
 	for (int64_t gi = 0; gi < G; gi++)
 		for (int64_t pc = 0; pc < K; pc += kc)
 			pack_a(g, d + gi * Mr * K + pc * Mr, rt_f32(W) + gi * M * K, K, 0, 0, M, pc, min64(kc, K - pc));
-	*p = (RtPack){ W->data, (int)isa, G, M, K, kc, d };
+	*p = (RtPack){ W->data, (int)isa, G, M, K, 0, kc, d };
+	return d;
+}
+
+int kn_sgemm_preb(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B, int64_t ldb, float *C,
+		  int64_t ldc, const float *preb, RtError *e)
+{
+	return gemm(&kinds[rt_isa()][0], M, N, K, (const char *)A, lda, 0, (const char *)B, ldb, 0, (char *)C, ldc, NULL,
+		    NULL, (const char *)preb, e);
+}
+
+const float *kn_prepacked_b(const RtTensor *W, int64_t G, int64_t K, int64_t N, int64_t M, int64_t *gstride)
+{
+	RtPack *p = W->pack;
+	RtIsa isa = rt_isa();
+	const Gk *g = &kinds[isa][0];
+	if (!p || M <= 24 || W->dtype != DT_F32 || G < 1 || K < 1 || N < 2 || W->n != G * K * N)
+		return NULL;   /* M <= 24 or N = 1: gemm reads B in place */
+	int64_t kc = k_block(g, M, K, 0), Nr = roundup(N, g->nr);
+	*gstride = Nr * K;
+	if (p->data && p->src == W->data && p->isa == (int)isa && p->groups == G && p->m == 0 && p->k == K && p->n == N &&
+	    p->kc == kc)   /* m = 0: a B layout (kn_prepacked_a's has m >= 1) */
+		return p->data;
+	rt_pack_free(p);
+	float *d = rt_malloc((size_t)(G * Nr * K) * sizeof *d);
+	if (!d)
+		return NULL;   /* packed per call instead */
+	for (int64_t gi = 0; gi < G; gi++)
+		for (int64_t pc = 0; pc < K; pc += kc) {
+			int64_t kn = min64(kc, K - pc);
+			pack_b(g, d + gi * Nr * K + pc * Nr, rt_f32(W) + gi * K * N, N, 0, pc, kn, 0, N);
+		}
+	*p = (RtPack){ W->data, (int)isa, G, 0, K, N, kc, d };
 	return d;
 }
 
@@ -650,5 +689,5 @@ int kn_dgemm(int64_t M, int64_t N, int64_t K, const double *A, int64_t lda, int 
 	     int tb, double *C, int64_t ldc, RtError *e)
 {
 	return gemm(&kinds[rt_isa()][1], M, N, K, (const char *)A, lda, ta, (const char *)B, ldb, tb, (char *)C, ldc,
-		    NULL, NULL, e);
+		    NULL, NULL, NULL, e);
 }

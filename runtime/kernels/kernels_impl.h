@@ -140,6 +140,16 @@ int kn_sgemm_bias(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, 
  * result + g * *gstride.  NULL (pack per call) when W has no slot, is not f32 of G*M*K values,
  * or memory runs out.  The packed values are A's own: the same bits as packing per call. */
 const float *kn_prepacked_a(const RtTensor *W, int64_t G, int64_t M, int64_t K, int whole, int64_t *gstride);
+/* A constant f32 B operand W of G groups of K x N row-major matrices (a MatMul's weight), packed
+ * once into W's session slot (RtPack) for kn_sgemm_preb's products of M rows and reused while its
+ * data, the ISA and the shape stay the same; group g's panels at result + g * *gstride.  NULL
+ * where gemm reads B in place instead (M <= 24, N = 1), W has no slot, is not f32 of G*K*N values,
+ * or memory runs out.  The same bits as packing per call (the packed values are B's own). */
+const float *kn_prepacked_b(const RtTensor *W, int64_t G, int64_t K, int64_t N, int64_t M, int64_t *gstride);
+/* kn_sgemm of row-major A and B (neither transposed) with B's panels at preb (kn_prepacked_b for
+ * this M; NULL: packed per call). */
+int kn_sgemm_preb(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B, int64_t ldb, float *C,
+		  int64_t ldc, const float *preb, RtError *e);
 
 /* Implicit-GEMM 2-D convolution of one group (runtime/kernels/gemm.c), for width stride 1:
  * Y[m, oh*OW + ow] := +0, then for c < C, t < nt in order fma(W[m, c*nt + t],

@@ -324,7 +324,9 @@ static int mm_shape(const char *op, const RtTensor *A, const RtTensor *B, MmShap
 	return 0;
 }
 
-/* f32 storage fast path: sgemm per batch straight from the tensors' floats. */
+/* f32 storage fast path: sgemm per batch straight from the tensors' floats.  A 2-D B is shared
+ * by every batch, so A's batches are one (batch * M)-row product (each element's chain is its
+ * own: the same bits).  A constant B (a loaded plan's weight) is packed once (kn_prepacked_b). */
 static int matmul_f32(const RtKernelArgs *a, const MmShape *s, RtError *e)
 {
 	const RtTensor *A = a->in[0], *B = a->in[1];
@@ -332,11 +334,19 @@ static int matmul_f32(const RtKernelArgs *a, const MmShape *s, RtError *e)
 	KnIter it;
 	kn_iter_init(&it, s->brank, s->bdims, ts, 2);
 	float *C = rt_f32(&a->out[0]);
-	int64_t ldb = B->rank == 1 ? 1 : s->N;
-	for (int64_t b = 0; b < s->nbatch; b++, kn_iter_next(&it))
-		if (kn_mm_f32(a->opts, s->M, s->N, s->K, rt_f32(A) + it.off[0] * s->M * s->K, s->K, 0,
-			      rt_f32(B) + it.off[1] * s->K * s->N, ldb, 0, C + b * s->M * s->N, e) < 0)
+	int64_t ldb = B->rank == 1 ? 1 : s->N, M = s->M, nbatch = s->nbatch, gs = 0;
+	if (B->rank <= 2)
+		M *= nbatch, nbatch = 1;
+	int64_t kn = s->K * s->N;
+	int plain = kn_plain_f32(a->opts) && kn > 0 && M <= INT32_MAX && s->N <= INT32_MAX && s->K <= INT32_MAX;
+	const float *preb = plain && B->rank >= 2 ? kn_prepacked_b(B, B->n / kn, s->K, s->N, M, &gs) : NULL;
+	for (int64_t b = 0; b < nbatch; b++, kn_iter_next(&it)) {
+		const float *ab = rt_f32(A) + it.off[0] * s->M * s->K, *bb = rt_f32(B) + it.off[1] * s->K * s->N;
+		float *cb = C + b * M * s->N;
+		if (preb ? kn_sgemm_preb(M, s->N, s->K, ab, s->K, bb, ldb, cb, s->N, preb + it.off[1] * gs, e) < 0
+			 : kn_mm_f32(a->opts, M, s->N, s->K, ab, s->K, 0, bb, ldb, 0, cb, e) < 0)
 			return -1;
+	}
 	return 0;
 }
 

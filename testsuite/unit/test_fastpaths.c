@@ -1,6 +1,6 @@
 /* testsuite/unit/test_fastpaths.c: every f32 fast path of the reference kernels (contiguous and
  * broadcast elementwise rows, Clip, Conv through im2col, pointwise and direct depthwise, pools,
- * GlobalAveragePool, BatchNormalization, Softmax, Resize nearest, ConvTranspose) gives bit for bit what the general double path
+ * GlobalAveragePool, BatchNormalization, Softmax, Resize nearest, ConvTranspose; MatMul on a packed constant) gives bit for bit what the general double path
  * gives (kn_generic_only), on data with signed zeros, NaN, infinities, subnormals and values of
  * every magnitude, for f32 and bf16 outputs, and for each instruction set this CPU runs. */
 #include "testsuite/unit/kernel_test.h"
@@ -206,6 +206,57 @@ static void test_conv_prepacked(void **state)
 	rt_isa_set((RtIsa)-1);
 }
 
+/* MatMul with a constant B's packed-weight slot (RtPack): every element is the rule's chain
+ * c = +0, c = fmaf(a[i,k], b[k,j], c) for k ascending (checked against that loop), the slot
+ * holds B's packed panels after the first call and is reused, and other data or another ISA
+ * packs again.  Shapes: M > 24 (B packed), K over several K blocks, N not a multiple of any
+ * register tile, a batched A on a 2-D B (one product of batch * M rows), a batched B. */
+static void test_matmul_prepacked(void **state)
+{
+	struct { int ra, rb; int64_t a[3], b[3]; } cs[] = {
+		{ 2, 2, { 30, 600 }, { 600, 37 } },             /* three K blocks, N = 37 */
+		{ 3, 2, { 3, 11, 40 }, { 40, 50 } },            /* 3 x 11 rows on one B: 33 > 24 */
+		{ 3, 3, { 2, 27, 9 }, { 2, 9, 20 } },           /* two groups of B */
+		{ 2, 2, { 25, 1 }, { 1, 70 } },                 /* K = 1 */
+	};
+	for (size_t c = 0; c < sizeof cs / sizeof cs[0]; c++) {
+		RtTensor A = tensor(cs[c].ra, cs[c].a, 1), B = tensor(cs[c].rb, cs[c].b, 1), B2 = tensor(cs[c].rb, cs[c].b, 1);
+		int64_t K = cs[c].a[cs[c].ra - 1], N = cs[c].b[cs[c].rb - 1], M = cs[c].a[cs[c].ra - 2];
+		int64_t nb = cs[c].ra == 3 ? cs[c].a[0] : 1, gb = cs[c].rb == 3 ? cs[c].b[0] : 1;
+		RtPack slot = { 0 };
+		B.pack = B2.pack = &slot;
+		for (int isa = 0; isa <= (int)rt_isa_best(); isa++) {
+			rt_isa_set((RtIsa)isa);
+			for (int k = 0; k < 4; k++) {   /* B (other ISA: packs), B2 (other data), B, B (reuse) */
+				const RtTensor *Bk = k == 1 ? &B2 : &B;
+				RtTensor *in[] = { &A, (RtTensor *)Bk };
+				Kt r = kt_run("MatMul", in, 2, 1, NULL, NULL);
+				assert_int_equal(r.rc, 0);
+				assert_int_equal(r.out[0].n, nb * M * N);
+				for (int64_t b = 0; b < nb; b++)
+					for (int64_t i = 0; i < M; i++)
+						for (int64_t j = 0; j < N; j++) {
+							const float *a = rt_f32(&A) + (b * M + i) * K;
+							const float *bb = rt_f32(Bk) + (gb > 1 ? b : 0) * K * N;
+							float want = 0, got = rt_f32(&r.out[0])[(b * M + i) * N + j];
+							for (int64_t q = 0; q < K; q++)
+								want = fmaf(a[q], bb[q * N + j], want);
+							if (memcmp(&want, &got, sizeof got))
+								fail_msg("case %zu isa %d b %lld [%lld, %lld]: %a, the chain gives %a", c,
+									 isa, (long long)b, (long long)i, (long long)j, got, want);
+						}
+				kt_free(&r);
+				assert_non_null(slot.data);
+				assert_ptr_equal(slot.src, Bk->data);
+				assert_int_equal(slot.isa, isa);
+			}
+		}
+		rt_pack_free(&slot);
+		rt_tensor_free(&A), rt_tensor_free(&B), rt_tensor_free(&B2);
+	}
+	rt_isa_set((RtIsa)-1);
+}
+
 static void test_pool_norm_softmax(void **state)
 {
 	RtTensor x = tensor(4, KT_DIMS(2, 3, 9, 10), 0);
@@ -299,6 +350,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_binary), cmocka_unit_test(test_unary), cmocka_unit_test(test_conv), cmocka_unit_test(test_conv_prepacked),
+		cmocka_unit_test(test_matmul_prepacked),
 		cmocka_unit_test(test_pool_norm_softmax), cmocka_unit_test(test_resize), cmocka_unit_test(test_convtranspose),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
