@@ -142,7 +142,7 @@ int sh_eval(ShapeCtx *c, Node *n)
 		out[i].dtype = n->out[i]->type.rank >= 0 ? n->out[i]->type.dt : DT_INVALID;
 	RtExecOpts opts = { 0 };
 	RtError e = { 0 };
-	RtKernelArgs a = { in, n->nin, out, n->nout, &n->attrs, &opts };
+	RtKernelArgs a = { in, n->nin, out, n->nout, &n->attrs, &opts, NULL };
 	if (rt_kernel((RtOp)n->op)(&a, &e) < 0)
 		return -1;
 	int ok = 1;

@@ -121,7 +121,7 @@ static void fold_node(PassCtx *c, Graph *g, Node *n)
 	RtError e = { 0 };
 	for (int i = 0; i < n->nout && i < 8; i++)
 		out[i].dtype = n->out[i]->type.dt;
-	RtKernelArgs a = { in, n->nin, out, n->nout, &n->attrs, &opts };
+	RtKernelArgs a = { in, n->nin, out, n->nout, &n->attrs, &opts, NULL };
 	if (n->nout > 8 || rt_kernel((RtOp)n->op)(&a, &e) < 0) {
 		for (int i = 0; i < n->nout && i < 8; i++)
 			rt_tensor_free(&out[i]);

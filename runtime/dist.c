@@ -461,7 +461,7 @@ static int allgather(RtDist *d, int t, const PlanInstr *in, RtTensor *val, RtErr
 		RtTensor res;
 		memset(&res, 0, sizeof res);
 		res.dtype = p->buffers[in->out[0]].dtype;
-		RtKernelArgs a = { ins, np, &res, 1, &in->attrs, &in->opts };
+		RtKernelArgs a = { ins, np, &res, 1, &in->attrs, &in->opts, NULL };
 		rc = rt_kernel(RT_OP_Concat)(&a, e);
 		if (rc == 0 && (rc = check_result(p, "AllGather (Concat)", in->out[0], &res, e)) < 0)
 			rt_tensor_free(&res);

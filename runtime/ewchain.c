@@ -12,7 +12,7 @@
 
 #include "runtime/kernels.h"
 
-enum { EW_BLOCK = 2048, EW_MAX = 32, EW_IN = 3 };
+enum { EW_BLOCK = 2048, EW_MAX = 32, EW_IN = 3, EW_GATHER = 64 /* shorter rows: gathered */ };
 
 static int64_t buf_n(const PlanBuffer *b) { int64_t n = 1; for (int i = 0; i < b->rank; i++) n *= b->dims[i]; return n; }
 
@@ -78,6 +78,19 @@ int rt_ew_chains(const Plan *p, const PlanStep *order, int n, int **len, RtError
 	return 0;
 }
 
+/* Buffer b's value in val replaced by a whole f32 tensor of its shape; its floats, or NULL with e
+ * set when out of memory. */
+static float *alloc_whole(const Plan *p, int b, RtTensor *val, RtError *e)
+{
+	RtTensor t;
+	const PlanBuffer *pb = &p->buffers[b];
+	if (rt_tensor_alloc_raw(&t, DT_F32, pb->rank, pb->dims, e) < 0)
+		return NULL;
+	rt_tensor_free(&val[b]);
+	val[b] = t;
+	return rt_f32(&val[b]);
+}
+
 /* Where each operand of the chain's instructions comes from: a block of scratch (the output of
  * an earlier instruction of the chain that is not kept), one value, or a whole tensor. */
 typedef struct Src { const float *p; int scratch, scalar; } Src;
@@ -122,15 +135,10 @@ int rt_ew_chain_run(const Plan *p, const PlanStep *order, int t0, int len, const
 		out[k] = scr + (int64_t)k * EW_BLOCK;
 		if (!keep[k])
 			continue;
-		RtTensor t;
-		const PlanBuffer *pb = &p->buffers[b];
-		if (rt_tensor_alloc_raw(&t, DT_F32, pb->rank, pb->dims, e) < 0) {
+		if (!(out[k] = alloc_whole(p, b, val, e))) {
 			rt_free(scr);
 			return -1;
 		}
-		rt_tensor_free(&val[b]);
-		val[b] = t;
-		out[k] = rt_f32(&val[b]);
 	}
 	for (int64_t o = 0; o < N; o += EW_BLOCK) {
 		int64_t bn = N - o < EW_BLOCK ? N - o : EW_BLOCK;
@@ -148,4 +156,146 @@ int rt_ew_chain_run(const Plan *p, const PlanStep *order, int t0, int len, const
 	}
 	rt_free(scr);
 	return 1;
+}
+
+/* ---- a chain fused after the instruction that makes its input (RtEpilogue) ----
+ * The chain's operands: the producer's output (read in the producer's finished region), one
+ * value, a whole tensor, or an earlier step's result; each region's values pass through every
+ * step in a block of scratch, gathered into one run when the region's rows are apart. */
+enum { FS_NONE, FS_SCALAR, FS_WHOLE, FS_STEP, FS_PRODUCER };
+typedef struct FSrc { int kind, step; const float *p; } FSrc;   /* step: FS_STEP's, FS_WHOLE's gather block */
+
+struct RtEwFused {
+	int len;
+	RtEwOp op[EW_MAX];
+	int nin[EW_MAX];
+	FSrc src[EW_MAX][EW_IN];
+	float *whole[EW_MAX];   /* a result read after the chain: its whole tensor, else NULL */
+	float *scr;             /* len result blocks, the producer's gathered block, one per FS_WHOLE */
+};
+
+int rt_ew_fused_begin(const Plan *p, const PlanStep *order, const PlanInstr *prod, int t0, int len, const int *last,
+		      RtTensor *val, RtEwFused **out, RtError *e)
+{
+	*out = NULL;
+	int src = prod->nout == 1 ? prod->out[0] : -1;
+	if (src < 0 || p->buffers[src].dtype != DT_F32 || len > EW_MAX)
+		return 0;
+	int64_t N = buf_n(&p->buffers[step_instr(p, &order[t0])->out[0]]);
+	if (buf_n(&p->buffers[src]) != N)
+		return 0;
+	RtEwFused *f = rt_calloc(1, sizeof *f);
+	if (!f)
+		return rt_errorf(e, RT_ENOMEM, "out of memory fusing an elementwise chain");
+	f->len = len;
+	const PlanInstr *ins[EW_MAX];
+	int reads = 0, nwhole = 0;
+	for (int k = 0; k < len; k++) {
+		const PlanInstr *in = ins[k] = step_instr(p, &order[t0 + k]);
+		rt_ew_op(in->op, &in->attrs, in->nin, &f->op[k]);
+		f->nin[k] = in->nin;
+		for (int j = 0; j < prod->nin; j++)   /* the chain writes nothing the producer reads */
+			if (prod->in[j] == in->out[0])
+				goto no;
+		if (in->out[0] == src)
+			goto no;
+		for (int j = 0; j < in->nin; j++) {
+			int b = in->in[j], from = -1;
+			for (int q = 0; b >= 0 && q < k; q++)
+				from = ins[q]->out[0] == b ? q : from;
+			FSrc *s = &f->src[k][j];
+			*s = (FSrc){ FS_NONE, -1, NULL };
+			if (b < 0)
+				continue;
+			if (from >= 0)
+				*s = (FSrc){ FS_STEP, from, NULL };
+			else if (b == src)
+				*s = (FSrc){ FS_PRODUCER, -1, NULL }, reads = 1;
+			else if (!val[b].data || val[b].dtype != DT_F32 || (val[b].n != 1 && val[b].n != N))
+				goto no;
+			else if (val[b].n == 1)
+				*s = (FSrc){ FS_SCALAR, -1, rt_f32(&val[b]) };
+			else
+				*s = (FSrc){ FS_WHOLE, len + 1 + nwhole++, rt_f32(&val[b]) };
+		}
+	}
+	if (!reads || !(f->scr = rt_malloc((size_t)(len + 1 + nwhole) * EW_BLOCK * sizeof *f->scr))) {
+		if (reads)
+			rt_errorf(e, RT_ENOMEM, "out of memory fusing an elementwise chain");
+		rt_free(f);
+		return reads ? -1 : 0;
+	}
+	for (int k = 0; k < len; k++) {   /* results read after the chain, whole */
+		int b = ins[k]->out[0];
+		if (last[b] < t0 + len)
+			continue;
+		if (!(f->whole[k] = alloc_whole(p, b, val, e))) {
+			rt_ew_fused_end(f);
+			return -1;
+		}
+	}
+	*out = f;
+	return 1;
+no:
+	rt_free(f);
+	return 0;
+}
+
+void rt_ew_fused_end(RtEwFused *f)
+{
+	if (f)
+		rt_free(f->scr);
+	rt_free(f);
+}
+
+/* rows runs of n values ldc apart from x, one after another into d. */
+static const float *gather(float *d, const float *x, int64_t ldc, int64_t rows, int64_t n)
+{
+	for (int64_t r = 0; r < rows; r++)
+		memcpy(d + r * n, x + r * ldc, (size_t)n * sizeof *d);
+	return d;
+}
+
+/* One region of at most EW_BLOCK values through every step. */
+static void fused_block(RtEwFused *f, const float *y, const float *c, int64_t ldc, int64_t rows, int64_t n)
+{
+	int64_t off = c - y, bn = rows * n;
+	int run = rows == 1 || ldc == n;   /* the region is one run of values */
+	const float *cur[EW_MAX], *pv = run ? c : NULL;
+	for (int k = 0; k < f->len; k++) {
+		const float *x[EW_IN] = { NULL };
+		int scalar[EW_IN] = { 0 };
+		for (int j = 0; j < f->nin[k]; j++) {
+			const FSrc *s = &f->src[k][j];
+			if (s->kind == FS_PRODUCER)
+				x[j] = pv ? pv : (pv = gather(f->scr + (int64_t)f->len * EW_BLOCK, c, ldc, rows, n));
+			else if (s->kind == FS_WHOLE)
+				x[j] = run ? s->p + off : gather(f->scr + (int64_t)s->step * EW_BLOCK, s->p + off, ldc, rows, n);
+			else if (s->kind == FS_STEP)
+				x[j] = cur[s->step];
+			else if (s->kind == FS_SCALAR)
+				x[j] = s->p, scalar[j] = 1;
+		}
+		float *d = f->whole[k] && run ? f->whole[k] + off : f->scr + (int64_t)k * EW_BLOCK;
+		rt_ew_block(&f->op[k], x, scalar, d, bn);
+		for (int64_t r = 0; f->whole[k] && !run && r < rows; r++)
+			memcpy(f->whole[k] + off + r * ldc, d + r * n, (size_t)n * sizeof *d);
+		cur[k] = d;
+	}
+}
+
+void rt_ew_fused_region(void *ctx, const float *y, const float *c, int64_t ldc, int64_t rows, int64_t n)
+{
+	RtEwFused *f = ctx;
+	if (ldc == n && rows > 1)   /* one run */
+		n *= rows, rows = 1;
+	if (n > EW_BLOCK || n >= EW_GATHER) {   /* long rows: each row in pieces, in place */
+		for (int64_t r = 0; r < rows; r++)
+			for (int64_t j = 0; j < n; j += EW_BLOCK)
+				fused_block(f, y, c + r * ldc + j, ldc, 1, n - j < EW_BLOCK ? n - j : EW_BLOCK);
+		return;
+	}
+	int64_t rg = EW_BLOCK / n;
+	for (int64_t r = 0; r < rows; r += rg)
+		fused_block(f, y, c + r * ldc, ldc, rows - r < rg ? rows - r : rg, n);
 }

@@ -19,4 +19,17 @@ int rt_ew_chains(const Plan *p, const PlanStep *order, int n, int **len, RtError
 int rt_ew_chain_run(const Plan *p, const PlanStep *order, int t0, int len, const int *last, RtTensor *val,
 		    RtError *e);
 
+/* The chain of len steps from step t0 fused after instruction prod (a Conv, whose kernel takes an
+ * RtEpilogue: runtime/kernels.h): its results read after the chain are allocated whole into val
+ * as rt_ew_chain_run does; then rt_ew_fused_region (the epilogue's fn, *out its ctx) runs every
+ * step on each finished region of prod's output, with the kernels' own row functions: the
+ * steps' bits.  1 and *out set when fused; 0 when it cannot be (prod's output is not f32 of the
+ * chain's element count or not read by it, the chain writes what prod reads, val does not match
+ * the plan: run them apart); -1 with e set when out of memory.  rt_ew_fused_end frees *out. */
+typedef struct RtEwFused RtEwFused;
+int rt_ew_fused_begin(const Plan *p, const PlanStep *order, const PlanInstr *prod, int t0, int len, const int *last,
+		      RtTensor *val, RtEwFused **out, RtError *e);
+void rt_ew_fused_region(void *ctx, const float *y, const float *c, int64_t ldc, int64_t rows, int64_t n);
+void rt_ew_fused_end(RtEwFused *f);
+
 #endif

@@ -52,6 +52,8 @@ typedef struct Vm {
 	RtSession *s;
 	int64_t *room;           /* per step: host bytes its kernel may take (NULL: no budget) */
 	int step;
+	const RtEpilogue *epi;   /* the next kernel's epilogue (a fused elementwise chain), or NULL */
+	int nfused;              /* kernels run with their chain fused (RtRun.fused) */
 } Vm;
 
 static int at_line(const Vm *m, int line, RtError *e)
@@ -484,7 +486,7 @@ static int exec_kernel(Vm *m, const PlanInstr *in)
 	memset(outs, 0, sizeof outs[0] * (size_t)in->nout);
 	for (int k = 0; k < in->nout; k++)
 		outs[k].dtype = m->p->buffers[in->out[k]].dtype;
-	RtKernelArgs a = { ins, in->nin, outs, in->nout, &in->attrs, &in->opts };
+	RtKernelArgs a = { ins, in->nin, outs, in->nout, &in->attrs, &in->opts, m->epi };
 	if (m->room)
 		rt_alloc_budget_begin(m->room[m->step]);
 	int rc = rt_kernel(in->op)(&a, m->e);
@@ -688,7 +690,34 @@ static int exec_chain(Vm *m, const PlanStep *order, int t, int len, const int *l
 	return rc < 0 ? -1 : rc == 0;
 }
 
-/* The dispatch loop; chain (or NULL): the elementwise chains' lengths by first step. */
+/* Runs the Conv at step t with the elementwise chain of len steps after it fused on its output
+ * (rt_ew_fused_begin, under the chain's memory budget): 0 when run, 1 when not fused (run the
+ * steps one by one), -1 on error. */
+static int exec_fused(Vm *m, const PlanStep *order, int t, int len, const int *last)
+{
+	const PlanInstr *in = &m->p->streams[order[t].stream].ins[order[t].index];
+	if (in->kind != PI_KERNEL || in->op != RT_OP_Conv)
+		return 1;
+	RtEwFused *f;
+	if (m->room)
+		rt_alloc_budget_begin(m->room[t + 1]);
+	int rc = rt_ew_fused_begin(m->p, order, in, t + 1, len, last, m->val, &f, m->e);
+	int64_t held, refused = m->room ? rt_alloc_budget_end(&held) : 0;
+	if (rc < 0 && refused)
+		return 1;   /* beyond the chain's budget: the steps one by one */
+	if (rc <= 0)
+		return rc < 0 ? -1 : 1;
+	RtEpilogue ep = { rt_ew_fused_region, f };
+	m->epi = &ep;
+	rc = exec_kernel(m, in);
+	m->epi = NULL;
+	rt_ew_fused_end(f);
+	m->nfused += rc == 0;
+	return rc;
+}
+
+/* The dispatch loop; chain (or NULL): the elementwise chains' lengths by first step; a Conv just
+ * before a chain runs with the chain fused on its output (exec_fused). */
 static int execute(Vm *m, const PlanStep *order, int n, const int *last, const int *chain)
 {
 	const RtDistHooks *d = m->o->dist;
@@ -698,7 +727,14 @@ static int execute(Vm *m, const PlanStep *order, int n, const int *last, const i
 		m->step = t;
 		if (m->o->progress)
 			m->o->progress(m->o->progress_ctx, "running the plan", t, n);
-		if (rc == 0 && len && (rc = exec_chain(m, order, t, len, last)) == 0) {
+		int fused = 0, fl = chain && !len && t + 1 < n ? chain[t + 1] : 0;
+		if (rc == 0 && fl) {
+			if ((rc = exec_fused(m, order, t, fl, last)) < 0)
+				return at_line(m, in->line, m->e);
+			fused = rc == 0, rc = 0;
+			len = fused ? fl + 1 : 0;   /* the Conv and its chain ran: release as after a chain */
+		}
+		if (rc == 0 && len && (fused || (rc = exec_chain(m, order, t, len, last)) == 0)) {
 			for (int u = t; u < t + len; u++) {   /* release what the chain read last */
 				const PlanInstr *q = &m->p->streams[order[u].stream].ins[order[u].index];
 				for (int k = 0; k < q->nin; k++)
@@ -818,6 +854,7 @@ static int run_values(Vm *m, RtRun *r)
 		rc = materialise(m, &m->p->consts[i]);
 	if (rc == 0)
 		rc = execute(m, order, n, last, m->o->keep_all || m->o->dist ? NULL : s->chain);
+	r->fused = m->nfused;
 	int collect = 1;      /* distributed: the outputs come together in one process */
 	if (rc == 0 && m->o->dist && (collect = m->o->dist->finish(m->o->dist->ctx, m->val, m->e)) < 0)
 		rc = -1;
@@ -910,7 +947,7 @@ RtSession *rt_session_new(const Plan *p, const RtRunOpts *o, RtError *e)
 	s->p = p;
 	if (o->timing_only)
 		return s;
-	Vm m = { p, o, NULL, e, s, NULL, 0 };
+	Vm m = { p, o, NULL, e, s, NULL, 0, NULL, 0 };
 	for (int i = 0; i < p->nconsts; i++) {
 		const PlanConst *c = &p->consts[i];
 		if (o->progress)
@@ -961,7 +998,7 @@ int rt_session_run(RtSession *s, const RtRunOpts *o, RtRun *r, RtError *e)
 		return -1;
 	if (o->timing_only)
 		return 0;
-	Vm m = { p, o, rt_calloc((size_t)p->nbuffers + 1, sizeof(RtTensor)), e, s, NULL, 0 };
+	Vm m = { p, o, rt_calloc((size_t)p->nbuffers + 1, sizeof(RtTensor)), e, s, NULL, 0, NULL, 0 };
 	if (!m.val)
 		return rt_errorf(e, RT_ENOMEM, "out of memory starting the interpreter");
 	int rc = run_values(&m, r);

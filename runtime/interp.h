@@ -109,6 +109,8 @@ typedef struct RtRun {
 	                                  * other entries of its name are empty (data NULL) */
 	RtTensor *values;                /* keep_all: p->nbuffers tensors, data NULL if never set */
 	RtTiming timing;
+	int fused;                       /* Convs run with the elementwise chain after them fused
+	                                  * on their output (runtime/ewchain.h) */
 } RtRun;
 
 /* One run: rt_session_new, rt_session_run, rt_session_free (values of constants in r->values

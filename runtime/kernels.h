@@ -46,6 +46,15 @@ typedef struct RtExecOpts {
 	int fp8_scale;          /* RtFp8Scale of MatMul/Gemm operands when mma_in is an FP8 format */
 } RtExecOpts;
 
+/* Work applied to a kernel's f32 output while it is in cache (the interpreter's elementwise chain
+ * after a Conv, runtime/ewchain.c): fn(ctx, y, c, ldc, rows, n) once for every finished region
+ * of rows runs of n values ldc apart from c, y being output 0's first value (c - y: the region's
+ * flat index), every output value in exactly one region, each region final when passed. */
+typedef struct RtEpilogue {
+	void (*fn)(void *ctx, const float *y, const float *c, int64_t ldc, int64_t rows, int64_t n);
+	void *ctx;
+} RtEpilogue;
+
 typedef struct RtKernelArgs {
 	RtTensor **in;          /* nin inputs; an absent optional input is NULL */
 	int nin;
@@ -54,6 +63,7 @@ typedef struct RtKernelArgs {
 	int nout;
 	const Attrs *attrs;
 	const RtExecOpts *opts;
+	const RtEpilogue *epi;  /* or NULL; only Conv takes one (f32 output 0) */
 } RtKernelArgs;
 
 typedef int (*RtKernelFn)(const RtKernelArgs *a, RtError *e);

@@ -227,7 +227,7 @@ static void pad_planes(const float *x, int64_t C, const Win *w, float *P)
 
 /* Conv of one image and group by kn_conv_implicit: the im2col product without the im2col. */
 static int conv_implicit(const float *x, int64_t Cg, const Win *w, const float *Wt, const float *pre, int64_t Mg,
-			 float *P, float *y, const float *bias, RtError *e)
+			 float *P, float *y, const float *bias, const KnEpi *ep, RtError *e)
 {
 	int64_t Hp = w->in[0] + w->pb[0] + w->pe[0], Wp = w->in[1] + w->pb[1] + w->pe[1], off[IMP_TAPS];
 	int nt = (int)(w->k[0] * w->k[1]);
@@ -235,11 +235,13 @@ static int conv_implicit(const float *x, int64_t Cg, const Win *w, const float *
 		for (int64_t kw = 0; kw < w->k[1]; kw++)
 			off[kh * w->k[1] + kw] = kh * w->d[0] * Wp + kw * w->d[1];
 	pad_planes(x, Cg, w, P);
-	return kn_conv_implicit(Mg, Cg, nt, off, Wt, pre, P, Hp * Wp, w->s[0] * Wp, w->out[0], w->out[1], y, bias, e);
+	return kn_conv_implicit(Mg, Cg, nt, off, Wt, pre, P, Hp * Wp, w->s[0] * Wp, w->out[0], w->out[1], y, bias, ep, e);
 }
 
 /* Conv on f32 storage (f32 accumulation): per image and group Y = W_g @ cols + B, then the
- * output's rounding.  Bit-identical to the double path: its operands are these floats. */
+ * output's rounding.  Bit-identical to the double path: its operands are these floats.  An
+ * epilogue (a->epi, f32 output) runs on each finished tile block where the product adds the bias
+ * itself, else on each image and group's finished output. */
 static int conv_f32(const RtKernelArgs *a, const Win *w, int64_t G, RtError *e)
 {
 	const RtTensor *x = a->in[0], *W = a->in[1], *B = kn_in(a, 2);
@@ -272,17 +274,21 @@ static int conv_f32(const RtKernelArgs *a, const Win *w, int64_t G, RtError *e)
 	/* a constant W's packed panels, made on the plan's first run and kept with it (RtPack) */
 	int64_t gs = 0;
 	const float *pre = dw || !kn_plain_f32(a->opts) ? NULL : kn_prepacked_a(W, G, Mg, K, imp, &gs);
+	KnEpi epo = { a->epi, y };
+	const KnEpi *ep = a->epi && a->out[0].dtype == DT_F32 ? &epo : NULL, *epk = tb || !B ? ep : NULL;
 	for (int64_t n = 0; n < N; n++)
 		for (int64_t g = 0; g < G; g++) {
 			const float *xg = rt_f32(x) + (n * x->dims[1] + g * Cg) * isz, *bg = tb ? rt_f32(B) + g * Mg : NULL;
 			const float *pg = pre ? pre + g * gs : NULL;
 			float *yo = y + (n * M + g * Mg) * on;
+			/* the epilogue runs inside the product (in_k) where it adds the bias itself */
+			int in_k = imp || (pw && (tb || pg)) || (!dw && !pw && w->ns == 2 && (ch < on || tb || pg));
 			if (dw)
 				conv_dw2(row, xg, rt_f32(W) + g * kn, w, cols, yo);
 			else if (imp)
-				KN_TRY(conv_implicit(xg, Cg, w, rt_f32(W) + g * Mg * K, pg, Mg, cols, yo, bg, e));
+				KN_TRY(conv_implicit(xg, Cg, w, rt_f32(W) + g * Mg * K, pg, Mg, cols, yo, bg, epk, e));
 			else if (pw && (tb || pg))
-				KN_TRY(kn_sgemm_bias(Mg, on, K, rt_f32(W) + g * Mg * K, K, 0, xg, on, 0, yo, on, bg, pg, e));
+				KN_TRY(kn_sgemm_bias(Mg, on, K, rt_f32(W) + g * Mg * K, K, 0, xg, on, 0, yo, on, bg, pg, epk, e));
 			else if (pw)
 				KN_TRY(kn_mm_f32(a->opts, Mg, on, K, rt_f32(W) + g * Mg * K, K, 0, xg, on, 0, yo, e));
 			else if (w->ns != 2) {
@@ -296,13 +302,18 @@ static int conv_f32(const RtKernelArgs *a, const Win *w, int64_t G, RtError *e)
 						KN_TRY(kn_mm_f32(a->opts, Mg, on, K, rt_f32(W) + g * Mg * K, K, 0, cols, on, 0, yo, e));
 					else   /* plain f32 (ch < on only then): C's rows on apart */
 						KN_TRY(kn_sgemm_bias(Mg, cn, K, rt_f32(W) + g * Mg * K, K, 0, cols, cn, 0, yo + o0, on,
-								     bg, pg, e));
+								     bg, pg, epk, e));
 				}
 			if (!tb)
 				kn_bias_f32(yo, B, g * Mg, Mg, on);
+			if (!in_k || !epk)
+				kn_epi(ep, yo, on, Mg, on);
 		}
 	rt_free(cols);
-	return kn_finish(&a->out[0], a->opts, e);
+	KN_TRY(kn_finish(&a->out[0], a->opts, e));
+	if (a->epi && !ep && rt_dtypes[a->out[0].dtype].storage == S_F32)   /* not f32: after the rounding */
+		kn_epi(&epo, y, a->out[0].n, 1, a->out[0].n);
+	return 0;
 fail:
 	rt_free(cols);
 	kn_free_outs(a);
@@ -347,6 +358,10 @@ int rk_Conv(const RtKernelArgs *a, RtError *e)
 					yo[m * on + o] = kn_acc(f64, yo[m * on + o] + rt_get(B, g * Mg + m));
 		}
 	KN_TRY(kn_store(&a->out[0], y, a->opts, e));
+	if (a->epi && rt_dtypes[a->out[0].dtype].storage == S_F32) {   /* the whole output, finished */
+		KnEpi ep = { a->epi, rt_f32(&a->out[0]) };
+		kn_epi(&ep, ep.y, a->out[0].n, 1, a->out[0].n);
+	}
 	rt_free(xv), rt_free(wv), rt_free(y), rt_free(cols);
 	return 0;
 fail:

@@ -368,10 +368,12 @@ static int64_t k_block(const Gk *g, int64_t M, int64_t K, int tb)
  * K block of k_block's size, each block all of A's rows in panels of mr (kn_prepacked_a); the
  * block of rows ic.. in the K block at pc starts at pre + (pc * roundup(M, mr) + ic * kn) elements.
  * preb (or NULL; only where B is packed, M > 24, B not transposed): B packed the same way by
- * kn_prepacked_b, its columns jc.. in the K block at pc at preb + (pc * roundup(N, nr) + jc * kn). */
+ * kn_prepacked_b, its columns jc.. in the K block at pc at preb + (pc * roundup(N, nr) + jc * kn).
+ * ep (or NULL; f32): its epilogue on each finished block of mc rows by nc columns (in L2), after
+ * the bias. */
 static int gemm(const Gk *g, int64_t M, int64_t N, int64_t K, const char *A, int64_t lda, int ta,
 		const char *B, int64_t ldb, int tb, char *C, int64_t ldc, const float *bias, const char *pre,
-		const char *preb, RtError *e)
+		const char *preb, const KnEpi *ep, RtError *e)
 {
 	int64_t es = g->es;
 	if (M <= 0 || N <= 0)
@@ -380,11 +382,13 @@ static int gemm(const Gk *g, int64_t M, int64_t N, int64_t K, const char *A, int
 		for (int64_t i = 0; i < M; i++)
 			memset(C + i * ldc * es, 0, (size_t)(N * es));
 		add_bias(C, ldc, M, N, bias);
+		kn_epi(ep, (float *)C, ldc, M, N);
 		return 0;
 	}
 	if (N == 1 && !ta) {   /* B's one column: k apart by ldb, or by 1 when B is transposed */
 		gemv1(g, M, K, A, lda, B, tb ? 1 : ldb, C, ldc);
 		add_bias(C, ldc, M, 1, bias);
+		kn_epi(ep, (float *)C, ldc, M, 1);
 		return 0;
 	}
 	/* B is read in place (no packing) when it is row-major and at most 24 rows use it: packing
@@ -436,6 +440,8 @@ static int gemm(const Gk *g, int64_t M, int64_t N, int64_t K, const char *A, int
 							add_bias(ct, ldc, min64(g->mr, mn - ir), nrr, bias + ic + ir);
 					}
 				}
+				if (pc + kn == K)
+					kn_epi(ep, (float *)(C + (ic * ldc + jc) * es), ldc, mn, jn);
 			}
 		}
 	}
@@ -554,7 +560,8 @@ int kn_conv_implicit_ok(void)
 }
 
 int kn_conv_implicit(int64_t M, int64_t C, int nt, const int64_t *off, const float *W, const float *pre,
-		     const float *P, int64_t cs, int64_t rs, int64_t OH, int64_t OW, float *Y, const float *bias, RtError *e)
+		     const float *P, int64_t cs, int64_t rs, int64_t OH, int64_t OW, float *Y, const float *bias,
+		     const KnEpi *ep, RtError *e)
 {
 #ifdef GEMM_X86
 	const Gk *g = &kinds[RT_ISA_AVX2][0];
@@ -576,8 +583,8 @@ int kn_conv_implicit(int64_t M, int64_t C, int nt, const int64_t *off, const flo
 			koff[ch * nt + t] = ch * cs + off[t];
 	_Alignas(32) float t[6 * 16];
 	for (int64_t p0 = 0; p0 < np; p0 += pb)
-		for (int64_t oh = 0; oh < OH; oh++)
-			for (int64_t ow = 0; ow < OW; ow += 16)
+		for (int64_t oh = 0; oh < OH; oh++) {
+			for (int64_t ow = 0; ow < OW; ow += 16) {
 				for (int64_t p = p0; p < np && p < p0 + pb; p++) {
 					int64_t m0 = p * 6, mr = M - m0 < 6 ? M - m0 : 6, nr = OW - ow < 16 ? OW - ow : 16;
 					float *c = Y + m0 * on + oh * OW + ow;
@@ -590,6 +597,12 @@ int kn_conv_implicit(int64_t M, int64_t C, int nt, const int64_t *off, const flo
 					}
 					add_bias((char *)c, on, mr, nr, bias ? bias + m0 : NULL);
 				}
+			}
+			if (ep) {   /* the block's rows of output row oh, finished */
+				int64_t m0 = p0 * 6, m1 = min64(M, min64(np, p0 + pb) * 6);
+				kn_epi(ep, Y + m0 * on + oh * OW, on, m1 - m0, OW);
+			}
+		}
 	rt_free(pk), rt_free(koff);
 	return 0;
 #else
@@ -612,14 +625,14 @@ KnDwRow kn_dw_row(void)
 int kn_sgemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, int ta, const float *B, int64_t ldb,
 	     int tb, float *C, int64_t ldc, RtError *e)
 {
-	return kn_sgemm_bias(M, N, K, A, lda, ta, B, ldb, tb, C, ldc, NULL, NULL, e);
+	return kn_sgemm_bias(M, N, K, A, lda, ta, B, ldb, tb, C, ldc, NULL, NULL, NULL, e);
 }
 
 int kn_sgemm_bias(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, int ta, const float *B, int64_t ldb,
-		  int tb, float *C, int64_t ldc, const float *bias, const float *pre, RtError *e)
+		  int tb, float *C, int64_t ldc, const float *bias, const float *pre, const KnEpi *ep, RtError *e)
 {
 	return gemm(&kinds[rt_isa()][0], M, N, K, (const char *)A, lda, ta, (const char *)B, ldb, tb, (char *)C, ldc,
-		    bias, (const char *)pre, NULL, e);
+		    bias, (const char *)pre, NULL, ep, e);
 }
 
 void rt_pack_free(RtPack *p)
@@ -628,6 +641,23 @@ void rt_pack_free(RtPack *p)
 		rt_free(p->data);
 		*p = (RtPack){ 0 };
 	}
+}
+
+/* The packed data in slot p when it was packed as `want` says (*fresh = 0), else a fresh block of
+ * count floats recorded as want in p (*fresh = 1: the caller packs into it); NULL when memory
+ * runs out (the caller packs per call). */
+static float *slot(RtPack *p, RtPack want, int64_t count, int *fresh)
+{
+	*fresh = 0;
+	if (p->data && p->src == want.src && p->isa == want.isa && p->groups == want.groups && p->m == want.m &&
+	    p->k == want.k && p->n == want.n && p->kc == want.kc)
+		return p->data;
+	rt_pack_free(p);
+	if (!(want.data = rt_malloc((size_t)count * sizeof(float))))
+		return NULL;
+	*p = want;
+	*fresh = 1;
+	return p->data;
 }
 
 const float *kn_prepacked_a(const RtTensor *W, int64_t G, int64_t M, int64_t K, int whole, int64_t *gstride)
@@ -639,17 +669,11 @@ const float *kn_prepacked_a(const RtTensor *W, int64_t G, int64_t M, int64_t K, 
 		return NULL;
 	int64_t kc = whole ? K : k_block(g, M, K, 0), Mr = roundup(M, g->mr);
 	*gstride = Mr * K;
-	if (p->data && p->src == W->data && p->isa == (int)isa && p->groups == G && p->m == M && p->k == K && p->n == 0 &&
-	    p->kc == kc)
-		return p->data;
-	rt_pack_free(p);
-	float *d = rt_malloc((size_t)(G * Mr * K) * sizeof *d);
-	if (!d)
-		return NULL;   /* packed per call instead */
-	for (int64_t gi = 0; gi < G; gi++)
+	int fresh;
+	float *d = slot(p, (RtPack){ W->data, (int)isa, G, M, K, 0, kc, NULL }, G * Mr * K, &fresh);
+	for (int64_t gi = 0; d && fresh && gi < G; gi++)
 		for (int64_t pc = 0; pc < K; pc += kc)
 			pack_a(g, d + gi * Mr * K + pc * Mr, rt_f32(W) + gi * M * K, K, 0, 0, M, pc, min64(kc, K - pc));
-	*p = (RtPack){ W->data, (int)isa, G, M, K, 0, kc, d };
 	return d;
 }
 
@@ -657,7 +681,7 @@ int kn_sgemm_preb(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, 
 		  int64_t ldc, const float *preb, RtError *e)
 {
 	return gemm(&kinds[rt_isa()][0], M, N, K, (const char *)A, lda, 0, (const char *)B, ldb, 0, (char *)C, ldc, NULL,
-		    NULL, (const char *)preb, e);
+		    NULL, (const char *)preb, NULL, e);
 }
 
 const float *kn_prepacked_b(const RtTensor *W, int64_t G, int64_t K, int64_t N, int64_t M, int64_t *gstride)
@@ -669,19 +693,11 @@ const float *kn_prepacked_b(const RtTensor *W, int64_t G, int64_t K, int64_t N, 
 		return NULL;   /* M <= 24 or N = 1: gemm reads B in place */
 	int64_t kc = k_block(g, M, K, 0), Nr = roundup(N, g->nr);
 	*gstride = Nr * K;
-	if (p->data && p->src == W->data && p->isa == (int)isa && p->groups == G && p->m == 0 && p->k == K && p->n == N &&
-	    p->kc == kc)   /* m = 0: a B layout (kn_prepacked_a's has m >= 1) */
-		return p->data;
-	rt_pack_free(p);
-	float *d = rt_malloc((size_t)(G * Nr * K) * sizeof *d);
-	if (!d)
-		return NULL;   /* packed per call instead */
-	for (int64_t gi = 0; gi < G; gi++)
-		for (int64_t pc = 0; pc < K; pc += kc) {
-			int64_t kn = min64(kc, K - pc);
-			pack_b(g, d + gi * Nr * K + pc * Nr, rt_f32(W) + gi * K * N, N, 0, pc, kn, 0, N);
-		}
-	*p = (RtPack){ W->data, (int)isa, G, 0, K, N, kc, d };
+	int fresh;   /* m = 0: a B layout (kn_prepacked_a's has m >= 1) */
+	float *d = slot(p, (RtPack){ W->data, (int)isa, G, 0, K, N, kc, NULL }, G * Nr * K, &fresh);
+	for (int64_t gi = 0; d && fresh && gi < G; gi++)
+		for (int64_t pc = 0; pc < K; pc += kc)
+			pack_b(g, d + gi * Nr * K + pc * Nr, rt_f32(W) + gi * K * N, N, 0, pc, min64(kc, K - pc), 0, N);
 	return d;
 }
 
@@ -689,5 +705,5 @@ int kn_dgemm(int64_t M, int64_t N, int64_t K, const double *A, int64_t lda, int 
 	     int tb, double *C, int64_t ldc, RtError *e)
 {
 	return gemm(&kinds[rt_isa()][1], M, N, K, (const char *)A, lda, ta, (const char *)B, ldb, tb, (char *)C, ldc,
-		    NULL, NULL, NULL, e);
+		    NULL, NULL, NULL, NULL, e);
 }

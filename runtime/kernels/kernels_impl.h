@@ -129,11 +129,20 @@ int kn_sgemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, int t
 	     int tb, float *C, int64_t ldc, RtError *e);
 int kn_dgemm(int64_t M, int64_t N, int64_t K, const double *A, int64_t lda, int ta, const double *B, int64_t ldb,
 	     int tb, double *C, int64_t ldc, RtError *e);
+/* A kernel's epilogue (RtEpilogue) with its output's first value y; kn_epi runs it (ep NULL:
+ * nothing) on rows runs of n values ldc apart from c. */
+typedef struct KnEpi { const RtEpilogue *e; const float *y; } KnEpi;
+static inline void kn_epi(const KnEpi *ep, const float *c, int64_t ldc, int64_t rows, int64_t n)
+{
+	if (ep && rows > 0 && n > 0)
+		ep->e->fn(ep->e->ctx, ep->y, c, ldc, rows, n);
+}
 /* kn_sgemm, then C[i, j] += bias[i] (f32) on each finished tile while it is in cache: the same
  * bits as the product followed by kn_bias_f32.  bias NULL: kn_sgemm.  pre (or NULL): A (row-major,
- * lda = K, not transposed) as kn_prepacked_a packed it. */
+ * lda = K, not transposed) as kn_prepacked_a packed it.  ep (or NULL): its epilogue on each
+ * finished block of C, after the bias. */
 int kn_sgemm_bias(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, int ta, const float *B, int64_t ldb,
-		  int tb, float *C, int64_t ldc, const float *bias, const float *pre, RtError *e);
+		  int tb, float *C, int64_t ldc, const float *bias, const float *pre, const KnEpi *ep, RtError *e);
 /* A constant f32 weight W of G groups of M x K row-major matrices, packed once for kn_sgemm_bias
  * (whole = 0: B not transposed) or kn_conv_implicit (whole = 1) into W's session slot (RtPack)
  * and reused while its data, the ISA and the shape stay the same; group g's panels at
@@ -155,11 +164,13 @@ int kn_sgemm_preb(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, 
  * Y[m, oh*OW + ow] := +0, then for c < C, t < nt in order fma(W[m, c*nt + t],
  * P[c*cs + oh*rs + off[t] + ow], .), then + bias[m] (bias NULL: none): kn_sgemm's chain over the
  * im2col, in place on P (the zero-padded input; 16 floats past its end are read, never used);
- * pre (or NULL): W as kn_prepacked_a(.., whole = 1) packed it.
+ * pre (or NULL): W as kn_prepacked_a(.., whole = 1) packed it; ep (or NULL): its epilogue on
+ * each finished block of rows of one output row.
  * kn_conv_implicit_ok: 1 when rt_isa() has its kernel (AVX2). */
 int kn_conv_implicit_ok(void);
 int kn_conv_implicit(int64_t M, int64_t C, int nt, const int64_t *off, const float *W, const float *pre,
-		     const float *P, int64_t cs, int64_t rs, int64_t OH, int64_t OW, float *Y, const float *bias, RtError *e);
+		     const float *P, int64_t cs, int64_t rs, int64_t OH, int64_t OW, float *Y, const float *bias,
+		     const KnEpi *ep, RtError *e);
 
 /* A depthwise-convolution row: out[i] := +0, then for each tap t < nt in order
  * out[i] := fma(w[t], taps[t][i], out[i]): the same chain as kn_sgemm over an im2col (the same

@@ -55,7 +55,7 @@ static int bench(int64_t M, int64_t K, int64_t N, int pairs)
 			double t0 = now();
 			if ((r + k) % 2 == 0) {
 				C = (RtTensor){ .dtype = DT_INVALID };
-				RtKernelArgs a = { in, 2, &C, 1, NULL, &o };
+				RtKernelArgs a = { in, 2, &C, 1, NULL, &o, NULL };
 				if (rt_kernel(rt_op_lookup("MatMul"))(&a, &e) < 0)
 					return fprintf(stderr, "%s\n", e.msg), -1;
 				tk[r] = now() - t0;

@@ -43,7 +43,7 @@ static inline Kt kt_run(const char *op, RtTensor **in, int nin, int nout, const 
 	memset(&k, 0, sizeof k);
 	RtExecOpts o0 = { 0 };
 	o0.mma_in = DT_INVALID;
-	RtKernelArgs a = { in, nin, k.out, nout, attrs, opts ? opts : &o0 };
+	RtKernelArgs a = { in, nin, k.out, nout, attrs, opts ? opts : &o0, NULL };
 	RtOp id = rt_op_lookup(op);
 	assert_int_not_equal(id, RT_OP_COUNT);
 	k.nout = nout;

@@ -105,7 +105,7 @@ static void ev_run(Ev *e)
 			in[i] = n->in[i] ? e->val[n->in[i]->id] : NULL;
 		for (int i = 0; i < n->nout; i++)
 			out[i].dtype = n->out[i]->type.dt;
-		RtKernelArgs a = { in, n->nin, out, n->nout, &n->attrs, &opts };
+		RtKernelArgs a = { in, n->nin, out, n->nout, &n->attrs, &opts, NULL };
 		RtError err = { 0 };
 		if (rt_kernel((RtOp)n->op)(&a, &err) < 0)
 			fail_msg("node '%s' (%s): %s", n->out[0]->name, ir_ops[n->op].name, err.msg);

@@ -53,7 +53,7 @@ static void same(const char *op, RtTensor **in, int nin, int nout, const Attr *a
 		for (int i = 0; i < nout; i++)
 			got[pass][i].dtype = i == 0 ? od : DT_INVALID;
 		RtError e = { 0 };
-		RtKernelArgs a = { in, nin, got[pass], nout, &as, &o };
+		RtKernelArgs a = { in, nin, got[pass], nout, &as, &o, NULL };
 		kn_generic_only = pass;
 		int rc = rt_kernel(rt_op_lookup(op))(&a, &e);
 		kn_generic_only = 0;

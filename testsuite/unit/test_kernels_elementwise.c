@@ -331,7 +331,7 @@ static void test_narrow_formats(void **state)
 	RtKernelArgs args;
 	RtTensor out = { .dtype = DT_F16 };
 	RtError e = { 0 };
-	args = (RtKernelArgs){ ab, 2, &out, 1, NULL, &o };
+	args = (RtKernelArgs){ ab, 2, &out, 1, NULL, &o, NULL };
 	assert_int_equal(rt_kernel(rt_op_lookup("Add"))(&args, &e), 0);
 	assert_true(rt_f32(&out)[0] == 1.0f);
 	rt_tensor_free(&out);

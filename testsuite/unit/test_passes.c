@@ -241,7 +241,7 @@ static RtTensor **evaluate(Graph *g, uint64_t seed)
 			in[i] = n->in[i] ? env.val[n->in[i]->id] : NULL;
 		for (int i = 0; i < n->nout; i++)
 			out[i].dtype = n->out[i]->type.dt;
-		RtKernelArgs a = { in, n->nin, out, n->nout, &n->attrs, &opts };
+		RtKernelArgs a = { in, n->nin, out, n->nout, &n->attrs, &opts, NULL };
 		RtError e = { 0 };
 		if (rt_kernel((RtOp)n->op)(&a, &e) < 0)
 			fail_msg("node '%s' (%s): %s", n->out[0]->name, ir_ops[n->op].name, e.msg);

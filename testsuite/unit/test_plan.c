@@ -558,6 +558,119 @@ static void elementwise_chain_same_bits(void **st)
 	plan_free(p);
 }
 
+/* ---- elementwise chains fused after a Conv ----
+ * Convs of every kernel path (implicit 3x3, pointwise with bias, im2col with stride 2 and no
+ * bias, depthwise), each followed by an elementwise chain reading its output (hard-swish as
+ * Add Clip Mul Div, a residual Add of a whole tensor, the Conv's output read again late in the
+ * chain, a kept intermediate that is also an output): with the chains fused on the Conv's
+ * finished tiles (the default) every output is bit for bit that of the steps one by one
+ * (keep_all runs no chain and fuses nothing), for each instruction set this CPU runs. */
+static const char fused_plan[] =
+	"aicc-plan 1\ntarget reference\nmachine unit hash=0000000000000000\n"
+	"device cpu kind=cpu peak=1e9 overhead=1e-6\nspace cpu.dram device=cpu capacity=323840 bandwidth=1e10\n"
+	"unit cpu.core device=cpu kind=compute\n"
+	"buffer x space=cpu.dram offset=0 size=6720 dtype=f32 shape=[1,8,10,21] format=row\n"
+	"buffer res space=cpu.dram offset=6720 size=33600 dtype=f32 shape=[1,40,10,21] format=row\n"
+	"buffer s space=cpu.dram offset=40320 size=4 dtype=f32 shape=[1] format=row\n"
+	"buffer t space=cpu.dram offset=40384 size=4 dtype=f32 shape=[1] format=row\n"
+	"buffer three space=cpu.dram offset=40448 size=4 dtype=f32 shape=[] format=row\n"
+	"buffer zero space=cpu.dram offset=40512 size=4 dtype=f32 shape=[] format=row\n"
+	"buffer six space=cpu.dram offset=40576 size=4 dtype=f32 shape=[] format=row\n"
+	"buffer w1 space=cpu.dram offset=40640 size=4608 dtype=f32 shape=[16,8,3,3] format=row\n"
+	"buffer b1 space=cpu.dram offset=45248 size=64 dtype=f32 shape=[16] format=row\n"
+	"buffer w2 space=cpu.dram offset=45312 size=2560 dtype=f32 shape=[40,16,1,1] format=row\n"
+	"buffer b2 space=cpu.dram offset=47872 size=160 dtype=f32 shape=[40] format=row\n"
+	"buffer w3 space=cpu.dram offset=48064 size=34560 dtype=f32 shape=[24,40,3,3] format=row\n"
+	"buffer w4 space=cpu.dram offset=82624 size=864 dtype=f32 shape=[24,1,3,3] format=row\n"
+	"buffer b4 space=cpu.dram offset=83520 size=96 dtype=f32 shape=[24] format=row\n"
+	"buffer y1 space=cpu.dram offset=83648 size=13440 dtype=f32 shape=[1,16,10,21] format=row\n"
+	"buffer a1 space=cpu.dram offset=97088 size=13440 dtype=f32 shape=[1,16,10,21] format=row\n"
+	"buffer c1 space=cpu.dram offset=110528 size=13440 dtype=f32 shape=[1,16,10,21] format=row\n"
+	"buffer d1 space=cpu.dram offset=123968 size=13440 dtype=f32 shape=[1,16,10,21] format=row\n"
+	"buffer e1 space=cpu.dram offset=137408 size=13440 dtype=f32 shape=[1,16,10,21] format=row\n"
+	"buffer f1 space=cpu.dram offset=150848 size=13440 dtype=f32 shape=[1,16,10,21] format=row\n"
+	"buffer g1 space=cpu.dram offset=164288 size=13440 dtype=f32 shape=[1,16,10,21] format=row\n"
+	"buffer h1 space=cpu.dram offset=177728 size=13440 dtype=f32 shape=[1,16,10,21] format=row\n"
+	"buffer y2 space=cpu.dram offset=191168 size=33600 dtype=f32 shape=[1,40,10,21] format=row\n"
+	"buffer a2 space=cpu.dram offset=224768 size=33600 dtype=f32 shape=[1,40,10,21] format=row\n"
+	"buffer r2 space=cpu.dram offset=258368 size=33600 dtype=f32 shape=[1,40,10,21] format=row\n"
+	"buffer y3 space=cpu.dram offset=291968 size=5280 dtype=f32 shape=[1,24,5,11] format=row\n"
+	"buffer a3 space=cpu.dram offset=297280 size=5280 dtype=f32 shape=[1,24,5,11] format=row\n"
+	"buffer b3 space=cpu.dram offset=302592 size=5280 dtype=f32 shape=[1,24,5,11] format=row\n"
+	"buffer y4 space=cpu.dram offset=307904 size=5280 dtype=f32 shape=[1,24,5,11] format=row\n"
+	"buffer a4 space=cpu.dram offset=313216 size=5280 dtype=f32 shape=[1,24,5,11] format=row\n"
+	"buffer o4 space=cpu.dram offset=318528 size=5280 dtype=f32 shape=[1,24,5,11] format=row\n"
+	"const s init=inline values=[1.25]\nconst t init=inline values=[-0.375]\nconst three init=inline values=[3]\n"
+	"const zero init=inline values=[0]\nconst six init=inline values=[6]\n"
+	"const w1 init=normal mean=0 std=0.5 seed=3 instance=0\nconst b1 init=normal mean=0 std=1 seed=4 instance=0\n"
+	"const w2 init=normal mean=0 std=0.5 seed=5 instance=0\nconst b2 init=normal mean=0 std=1 seed=6 instance=0\n"
+	"const w3 init=normal mean=0 std=0.5 seed=7 instance=0\nconst w4 init=normal mean=0 std=0.5 seed=8 instance=0\n"
+	"const b4 init=normal mean=0 std=1 seed=9 instance=0\n"
+	"input x buffer=x\ninput res buffer=res\noutput f1 buffer=f1\noutput h1 buffer=h1\noutput r2 buffer=r2\n"
+	"output o4 buffer=o4\n"
+	"stream main device=cpu count=17\n"
+	"  kernel Conv in=[x,w1,b1] out=[y1] a.dilations=[1,1] a.kernel_shape=[3,3] a.strides=[1,1] a.group=1 a.pads=[1,1,1,1]\n"
+	"  kernel Mul in=[s,y1] out=[a1]\n"
+	"  kernel Add in=[a1,three] out=[c1]\n"
+	"  kernel Clip in=[c1,zero,six] out=[d1]\n"
+	"  kernel Mul in=[a1,d1] out=[e1]\n"
+	"  kernel Div in=[e1,six] out=[f1]\n"
+	"  kernel Add in=[f1,y1] out=[g1]\n"
+	"  kernel Sub in=[g1,t] out=[h1]\n"
+	"  kernel Conv in=[h1,w2,b2] out=[y2] a.dilations=[1,1] a.kernel_shape=[1,1] a.strides=[1,1] a.group=1 a.pads=[0,0,0,0]\n"
+	"  kernel Mul in=[y2,s] out=[a2]\n"
+	"  kernel Add in=[a2,res] out=[r2]\n"
+	"  kernel Conv in=[r2,w3] out=[y3] a.dilations=[1,1] a.kernel_shape=[3,3] a.strides=[2,2] a.group=1 a.pads=[1,1,1,1]\n"
+	"  kernel Clip in=[y3,zero,six] out=[a3]\n"
+	"  kernel Mul in=[a3,t] out=[b3]\n"
+	"  kernel Conv in=[b3,w4,b4] out=[y4] a.dilations=[1,1] a.kernel_shape=[3,3] a.strides=[1,1] a.group=24 a.pads=[1,1,1,1]\n"
+	"  kernel Sub in=[y4,t] out=[a4]\n"
+	"  kernel Sigmoid in=[a4] out=[o4]\n"
+	"end\n";
+
+static void fill(RtTensor *x, int64_t k0)
+{
+	static const float special[] = { NAN, INFINITY, -INFINITY, -0.0f, 1e-40f };
+	for (int64_t i = 0; i < x->n; i++)
+		rt_f32(x)[i] = (i + k0) % 211 < 5 ? special[(i + k0) % 211]
+			       : ldexpf((float)((i + k0) * 7919 % 1000) / 500.0f - 1.0f, (int)(i % 7) - 3);
+}
+
+static void chain_fused_after_conv(void **st)
+{
+	(void)st;
+	RtError e = { 0 };
+	rt_cost_register("reference", unit_cost);
+	Plan *p = plan_parse("fused.aip", fused_plan, strlen(fused_plan), &e);
+	if (!p)
+		fail_msg("%s", e.msg);
+	RtTensor x, res;
+	int64_t dx[] = { 1, 8, 10, 21 }, dr[] = { 1, 40, 10, 21 };
+	assert_int_equal(rt_tensor_alloc(&x, DT_F32, 4, dx, &e), 0);
+	assert_int_equal(rt_tensor_alloc(&res, DT_F32, 4, dr, &e), 0);
+	fill(&x, 0), fill(&res, 3);
+	RtBinding b[] = { { "x", &x }, { "res", &res } };
+	for (int isa = 0; isa <= (int)rt_isa_best(); isa++) {
+		rt_isa_set((RtIsa)isa);
+		RtRun r[2];
+		for (int keep = 0; keep < 2; keep++) {
+			RtRunOpts o = { .bind = b, .nbind = 2, .keep_all = keep };
+			assert_int_equal(rt_run(p, &o, &r[keep], &e), 0);
+		}
+		assert_int_equal(r[0].fused, 4);
+		assert_int_equal(r[1].fused, 0);
+		for (int i = 0; i < p->noutputs; i++) {
+			assert_int_equal(r[0].outputs[i].n, r[1].outputs[i].n);
+			assert_memory_equal(r[0].outputs[i].data, r[1].outputs[i].data, (size_t)r[0].outputs[i].n * sizeof(float));
+		}
+		for (int keep = 0; keep < 2; keep++)
+			rt_run_free(p, &r[keep]);
+	}
+	rt_isa_set((RtIsa)-1);
+	rt_tensor_free(&x), rt_tensor_free(&res);
+	plan_free(p);
+}
+
 /* ---- sessions: weights bound once ---- */
 /* x + w with w from an .npy file: the session maps w in place (no copy), reuses it across runs,
  * and refuses the file when its recorded checksum no longer matches. */
@@ -757,6 +870,7 @@ int main(void)
 		cmocka_unit_test(timing_independent_streams_overlap),
 		cmocka_unit_test(session_binds_weights_once),
 		cmocka_unit_test(elementwise_chain_same_bits),
+		cmocka_unit_test(chain_fused_after_conv),
 		cmocka_unit_test(linearize_matches_oracle),
 		cmocka_unit_test(shortest_double_matches_printf_loop),
 		cmocka_unit_test(fput_quoted_escapes),
