@@ -148,6 +148,34 @@ static inline float mx_dec(uint32_t c, int M, int emin, int bits)
 	return rt_bits_f32(rt_f32_bits(v) | ((c >> (bits - 1)) << 31));
 }
 
+/* enc_core(u, k, M, emin, maxmag, 0, 0, bits, 1) for the elements of a finite MX block with no
+ * float32 subnormal (mx_block checks), without branches so that the loop over a block
+ * vectorises: a normal u is sig * 2^(E - 150) with sig in [2^23, 2^24), as enc_core has it after
+ * normalising; a shift past 31 keeps q = 0 with rem < half, as its shift > 25 case; a zero
+ * keeps its sign only; enc_core's Inf/NaN and range guards cannot trigger (amax's scale). */
+static inline uint32_t mx_enc(uint32_t u, int k, int M, int emin, uint32_t maxmag, int bits)
+{
+	uint32_t sign = (u >> 31) << (bits - 1), a = u & 0x7FFFFFFFu;
+	int E = (int)(a >> 23) - 127 - k;
+	uint32_t sig = (a & 0x7FFFFFu) | 0x800000u;
+	int et = E > emin ? E : emin, shift = et - M - E + 23;
+	shift = shift < 31 ? shift : 31;
+	uint32_t q = sig >> shift, rem = sig & ((1u << shift) - 1), half = 1u << (shift - 1);
+	q += (rem > half) | ((rem == half) & q);
+	uint32_t mag = ((uint32_t)(et - emin) << M) + q;
+	mag = mag > maxmag ? maxmag : mag;
+	return a ? sign | mag : sign;
+}
+
+/* Whether some x[i] is a float32 subnormal (nonzero, exponent field 0). */
+static int any_subnormal(const float *x, int64_t len)
+{
+	uint32_t any = 0;
+	for (int64_t i = 0; i < len; i++)
+		any |= (rt_f32_bits(x[i]) & 0x7FFFFFFFu) - 1u < 0x7FFFFFu;
+	return any != 0;
+}
+
 /* One MX block: each chunk's codes first (ENC, an expression of the element's float32 bits u,
  * vectorisable: the descriptor fields are constants at each call site, so enc_core specialises),
  * then the codes and the dequantized values (DEC, an expression of the code c) * 2^k. */
@@ -167,8 +195,16 @@ static inline float mx_dec(uint32_t c, int M, int emin, int bits)
 		}                                                                        \
 	}
 
-static void mx_block(DType fmt, const MxElem *m, const float *x, int64_t len, ScaleRule rule,
-		     float *deq, uint8_t *codes, uint8_t *scale_code)
+/* The block loops are integer and exactly rounded float operations (no contraction, no
+ * reassociation), so the AVX2 clone computes the same bits as the baseline one, only wider. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define QUANT_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define QUANT_CLONES
+#endif
+
+QUANT_CLONES static void mx_block(DType fmt, const MxElem *m, const float *x, int64_t len, ScaleRule rule,
+				  float *deq, uint8_t *codes, uint8_t *scale_code)
 {
 	uint32_t sc = mx_scale_code(amax_bits(x, len), m, rule);
 	*scale_code = (uint8_t)sc;
@@ -183,13 +219,23 @@ static void mx_block(DType fmt, const MxElem *m, const float *x, int64_t len, Sc
 	}
 	int k = (int)sc - 127;
 	float scale = ldexpf(1.0f, k);
+	if (fmt != DT_MXINT8 && any_subnormal(x, len)) {   /* rare: enc_core normalises them */
+		switch (fmt) {
+		case DT_MXFP8: MX_BLOCK(enc_core(u, k, 3, -6, 0x7E, 0, 0x7F, 8, 1), mx_dec(c, 3, -6, 8)) break;
+		case DT_MXFP8E5M2:
+			MX_BLOCK(enc_core(u, k, 2, -14, 0x7B, 0x7C, 0x7F, 8, 1), mx_dec(c, 2, -14, 8)) break;
+		case DT_MXFP6: MX_BLOCK(enc_core(u, k, 2, -2, 0x1F, 0, 0, 6, 1), mx_dec(c, 2, -2, 6)) break;
+		case DT_MXFP6E2M3: MX_BLOCK(enc_core(u, k, 3, 0, 0x1F, 0, 0, 6, 1), mx_dec(c, 3, 0, 6)) break;
+		default: MX_BLOCK(enc_core(u, k, 1, 0, 0x7, 0, 0, 4, 1), mx_dec(c, 1, 0, 4)) break;   /* MXFP4 */
+		}
+		return;
+	}
 	switch (fmt) {
-	case DT_MXFP8: MX_BLOCK(enc_core(u, k, 3, -6, 0x7E, 0, 0x7F, 8, 1), mx_dec(c, 3, -6, 8)) break;
-	case DT_MXFP8E5M2:
-		MX_BLOCK(enc_core(u, k, 2, -14, 0x7B, 0x7C, 0x7F, 8, 1), mx_dec(c, 2, -14, 8)) break;
-	case DT_MXFP6: MX_BLOCK(enc_core(u, k, 2, -2, 0x1F, 0, 0, 6, 1), mx_dec(c, 2, -2, 6)) break;
-	case DT_MXFP6E2M3: MX_BLOCK(enc_core(u, k, 3, 0, 0x1F, 0, 0, 6, 1), mx_dec(c, 3, 0, 6)) break;
-	case DT_MXFP4: MX_BLOCK(enc_core(u, k, 1, 0, 0x7, 0, 0, 4, 1), mx_dec(c, 1, 0, 4)) break;
+	case DT_MXFP8: MX_BLOCK(mx_enc(u, k, 3, -6, 0x7E, 8), mx_dec(c, 3, -6, 8)) break;
+	case DT_MXFP8E5M2: MX_BLOCK(mx_enc(u, k, 2, -14, 0x7B, 8), mx_dec(c, 2, -14, 8)) break;
+	case DT_MXFP6: MX_BLOCK(mx_enc(u, k, 2, -2, 0x1F, 6), mx_dec(c, 2, -2, 6)) break;
+	case DT_MXFP6E2M3: MX_BLOCK(mx_enc(u, k, 3, 0, 0x1F, 6), mx_dec(c, 3, 0, 6)) break;
+	case DT_MXFP4: MX_BLOCK(mx_enc(u, k, 1, 0, 0x7, 4), mx_dec(c, 1, 0, 4)) break;
 	default:   /* MXINT8: the code is a two's-complement byte, its value code / 64 (exact) */
 		MX_BLOCK(int8_elem(u, k), (float)(int8_t)(uint8_t)c * 0.015625f)
 		break;
@@ -221,8 +267,8 @@ void rt_nvfp4_global_scale(float amax, float *s_enc, float *s_dec)
 	*s_dec = 1.0f / enc;
 }
 
-int rt_quantize_nvfp4(const float *x, int64_t n, int block, float s_enc, float s_dec,
-		      float *deq, uint8_t *codes, uint8_t *scales)
+QUANT_CLONES int rt_quantize_nvfp4(const float *x, int64_t n, int block, float s_enc, float s_dec,
+				   float *deq, uint8_t *codes, uint8_t *scales)
 {
 	init_tables();
 	if (block <= 0)

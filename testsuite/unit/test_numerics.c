@@ -272,6 +272,59 @@ static void test_random(void **s)
 	assert_true(a[0] == 0x1.27f6d2p-1f && a[1] == 0x1.85a65cp-1f);
 }
 
+/* MX element codes against enc_core, the one float32 -> format conversion, element by element
+ * at each block's own scale (k = scale code - 127), and the values against decode * 2^k: blocks
+ * of every magnitude (float32 subnormals in some, zeros, signed zeros), mantissas at and next to
+ * every rounding tie, both scale rules.  The block quantizer takes a branch-free copy of the
+ * conversion for blocks without float32 subnormals; this is what holds it to the same bits. */
+static void test_mx_codes_match_enc_core(void **state)
+{
+	enum { NB = 4096, BL = 32, N = NB * BL };
+	static float x[N], d[N];
+	static uint8_t c[N], sc[NB];
+	uint64_t r = 0x9E3779B97F4A7C15ull;
+#define NEXT() (r ^= r << 13, r ^= r >> 7, r ^= r << 17, r)
+	for (int b = 0; b < NB; b++) {
+		int base = (int)(NEXT() % 255), spread = b % 3 ? 12 : 40;   /* exponent field of the block's top */
+		for (int i = 0; i < BL; i++) {
+			uint64_t v = NEXT();
+			int e = base - (int)(v % (uint64_t)spread);
+			uint32_t man = (uint32_t)(v >> 8) & 0x7FFFFFu;
+			if (v % 4 == 0) {   /* a tie or a neighbour of one at bit j */
+				int j = (int)((v >> 40) % 23);
+				man = (man & ~((2u << j) - 1)) | (1u << j);
+				man += (uint32_t)((v >> 50) % 3) - 1;
+				man &= 0x7FFFFFu;
+			}
+			uint32_t u = ((uint32_t)(v >> 63) << 31) | ((uint32_t)(e < 0 ? 0 : e) << 23) | man;
+			if (v % 29 == 0)
+				u &= 0x80000000u;   /* a signed zero */
+			memcpy(&x[b * BL + i], &u, 4);
+		}
+	}
+	static const struct { DType dt; const FmtDesc *f; } fs[] = {
+		{ DT_MXFP8, &rt_fmt_e4m3 }, { DT_MXFP8E5M2, &rt_fmt_e5m2 }, { DT_MXFP6, &rt_fmt_e3m2 },
+		{ DT_MXFP6E2M3, &rt_fmt_e2m3 }, { DT_MXFP4, &rt_fmt_e2m1 },
+	};
+	for (size_t f = 0; f < sizeof fs / sizeof fs[0]; f++)
+		for (int rule = 0; rule < 2; rule++) {
+			QuantOpts o = { rule ? SCALE_RCEIL : SCALE_FLOOR, 1, BL };
+			assert_int_equal(rt_quantize_blocks(fs[f].dt, x, N, &o, d, c, sc, NULL), 0);
+			const FmtDesc *g = fs[f].f;
+			for (int i = 0; i < N; i++) {
+				if (sc[i / BL] == 0xFF)
+					continue;
+				int k = (int)sc[i / BL] - 127;
+				uint32_t want = enc_core(fbits(x[i]), k, g->M, g->emin, g->maxmag, g->infmag, g->nanmag, g->bits, 1);
+				float wd = rt_fmt_decode(g, want) * ldexpf(1.0f, k);
+				if (c[i] != want || fbits(d[i]) != fbits(wd))
+					fail_msg("format %zu rule %d element %d (%a, k %d): code 0x%x value %a, enc_core 0x%x %a", f,
+						 rule, i, x[i], k, c[i], d[i], want, wd);
+			}
+		}
+#undef NEXT
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -282,6 +335,7 @@ int main(void)
 		cmocka_unit_test(test_int_round),
 		cmocka_unit_test(test_blocks),
 		cmocka_unit_test(test_mx_values),
+		cmocka_unit_test(test_mx_codes_match_enc_core),
 		cmocka_unit_test(test_dtype_columns),
 		cmocka_unit_test(test_random),
 	};
