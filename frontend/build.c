@@ -677,13 +677,18 @@ void fe_stmt_op(Parser *p, const char *opname, FeLoc l)
  * uses do not add "undefined name" errors, and drop the rest of the line unless the offending
  * token (the last one scanned) begins its line.  Returns whether it does: then the parse is back
  * at a statement boundary. */
-int fe_stmt_error(Parser *p)
+void fe_stmt_abandon(Parser *p)
 {
 	if (p->g && p->lhs.n) {
 		p->ops.n = 0;
 		make_node(p, OP_Identity, p->lhs.a[0].loc, 1);
 	}
 	fe_recover(p);
+}
+
+int fe_stmt_error(Parser *p)
+{
+	fe_stmt_abandon(p);
 	if (p->tok_bol || p->ntok_eof)
 		return 1;
 	p->skip_line = p->tok_line;

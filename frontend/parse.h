@@ -113,6 +113,9 @@ static inline Loc fe_loc(const Parser *p, FeLoc l) { Loc r = { p->file, l.first_
 /* ---- semantic actions (frontend/build.c) ---- */
 void fe_recover(Parser *p);
 int fe_stmt_error(Parser *p);
+/* A statement given up on: its assigned names become placeholders (as fe_stmt_error), the
+ * scratch lists are cleared; the line is left alone. */
+void fe_stmt_abandon(Parser *p);
 void fe_def_dim(Parser *p, const char *name, FeLoc nl, Dim d);
 Dim fe_dim_int(Parser *p, uint64_t u, FeLoc l);
 Dim fe_dim_name(Parser *p, const char *name, FeLoc l);

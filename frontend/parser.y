@@ -121,11 +121,15 @@ snum:	  INT				{ $$ = fe_num_int(p, $1, 0, @1); }
 
 stmts:	  %empty
 	| stmts stmt
-	| stmts error			{ if (fe_stmt_error(p) && (yychar == IDENT || yychar == QNAME || yychar == ANNOT
+	| stmts error			{ int bol = fe_stmt_error(p);
+					  if (bol && (yychar == IDENT || yychar == QNAME || yychar == ANNOT
 					      || yychar == PARAM || yychar == '}'))
 						yyerrok;	/* at a statement boundary: report the next error */
+					  else if (!bol && yychar != AIGEMPTY && yychar != AIGEOF)
+						yyclearin;	/* the bad token, mid-line: never the start of a
+								   statement (the lexer drops the rest of its line) */
 					}
-	| stmts error RESYNC		{ yyerrok; }	/* the rest of the bad line was dropped */
+	| stmts error RESYNC		{ fe_stmt_abandon(p); yyerrok; }	/* the rest of the bad line was dropped */
 	;
 stmt:	  param | assign ;
 
@@ -170,6 +174,10 @@ rhs:	  IDENT '(' operands_opt ')' attrs_opt
 operands_opt: %empty | operands ;
 operands: operand | operands ',' operand ;
 operand:  name				{ fe_operand_name(p, $1, @1); }
+	| name '('			{ diag_error(fe_loc(p, @1), "operator calls cannot be nested: assign "
+					      "'%s(...)' to a name in a statement of its own and pass that name", $1);
+					  p->skip_line = p->tok_line;	/* resynchronise at the next line */
+					  YYERROR; }
 	| UNDERSCORE			{ fe_operand_absent(p, @1); }
 	| '[' lits_opt ']'		{ fe_operand_literal(p, @$); }
 	;

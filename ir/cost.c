@@ -21,6 +21,8 @@
  *     the softmax.  With is_causal=1 only the unmasked pairs count: query i of Sq (aligned to the
  *     end of the total sequence T = past + Sq) sees T - Sq + i + 1 keys, i.e. Sq*(T-Sq) +
  *     Sq*(Sq+1)/2 pairs instead of Sq*T (about half for prefill), as fused kernels skip masked tiles;
+ *     packed sequences (seq_offsets) count each sequence's own pairs, the block diagonal, as the
+ *     varlen kernels tile each sequence alone;
  *   - data movement (Reshape, Transpose, Gather, Concat, ...): 0;
  *   - Call: the callee's FLOP times the repeat count;
  *   - training operators: gradients of elementwise ops, EmbeddingGrad and AdamW 1 per output
@@ -192,7 +194,14 @@ static double attn_flops(const Node *n, int o, double fh, double fv, double fs)
 	}
 	if (b < 0 || sq < 0 || heads < 0 || dh < 0 || dv < 0 || skv < 0 || past < 0)
 		return 0;
-	double pairs = attn_pairs(sq, past + skv, rt_attr_int(&n->attrs, "is_causal", 0) != 0);
+	int causal = rt_attr_int(&n->attrs, "is_causal", 0) != 0, k;
+	const int64_t *off = rt_attr_ints(&n->attrs, "seq_offsets", &k);
+	double pairs = 0;
+	if (off && k >= 2 && !past)   /* packed sequences: only the block diagonal */
+		for (int i = 0; i + 1 < k; i++)
+			pairs += attn_pairs((double)(off[i + 1] - off[i]), (double)(off[i + 1] - off[i]), causal);
+	else
+		pairs = attn_pairs(sq, past + skv, causal);
 	return b * heads * pairs * (fh * dh + fv * dv + fs);
 }
 

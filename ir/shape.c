@@ -42,6 +42,22 @@ static char *ring_buf(void)
 }
 
 const char *sh_ty(ShapeCtx *c, Type t) { return ir_type_str(c->m, t, ring_buf(), 512); }
+
+const char *sh_bind_hint(ShapeCtx *c)
+{
+	char *b = ring_buf();
+	unsigned char *used = calloc((size_t)c->m->nsyms + 1, 1);
+	int len = snprintf(b, 512, "(bind the dimension"), n = 0;
+	for (int i = 0; used && c->g && i < c->g->nin; i++)
+		for (int k = 0; k < c->g->inputs[i]->type.rank; k++)
+			dim_mark_syms(c->g->inputs[i]->type.dims[k], used);
+	for (int s = 0; used && s < c->m->nsyms && len < 480; s++)
+		if (used[s] && !c->m->symbound[s])
+			len += snprintf(b + len, 512 - (size_t)len, "%s%s=N", n++ ? "," : ": --bind ", c->m->symnames[s]);
+	snprintf(b + len, 512 - (size_t)len, ")");
+	free(used);
+	return b;
+}
 const char *sh_dim(ShapeCtx *c, Dim d) { return dim_str(c->m, d, ring_buf(), 512); }
 
 const Type *sh_in(const Node *n, int i)

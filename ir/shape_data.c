@@ -282,8 +282,8 @@ int shape_slice(ShapeCtx *c, Node *n)
 			d[axes[i]] = dim_c(slice_len(dim.k, st[i].k, en[i].k, steps[i]));
 		else if (steps[i] != 1 || slice_sym(c, n, dim, st[i], en[i], &d[axes[i]]) < 0)
 			return sh_err(c, n, "cannot slice symbolic dimension %s from %s to %s with step %lld "
-				      "(bind the dimension)", sh_dim(c, dim), sh_dim(c, st[i]), sh_dim(c, en[i]),
-				      (long long)steps[i]);
+				      "%s", sh_dim(c, dim), sh_dim(c, st[i]), sh_dim(c, en[i]),
+				      (long long)steps[i], sh_bind_hint(c));
 	}
 	return sh_set(c, n, 0, x.dt, x.rank, d);
 }

@@ -34,6 +34,9 @@ int sh_err(ShapeCtx *c, const Node *n, const char *fmt, ...) __attribute__((form
 /* t in .aig syntax, in one of a few rotating static buffers (valid for a few calls). */
 const char *sh_ty(ShapeCtx *c, Type t);
 const char *sh_dim(ShapeCtx *c, Dim d);
+/* "(bind the dimension: --bind A=N,B=N)": every symbol the graph's inputs leave unbound, so one
+ * error names them all (a rotating buffer, as sh_ty). */
+const char *sh_bind_hint(ShapeCtx *c);
 /* The type of input i, or NULL when the input is absent (optional) or out of range. */
 const Type *sh_in(const Node *n, int i);
 /* Sets output i to dt[dims]; checks rank and the element count (< 2^63). */

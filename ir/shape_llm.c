@@ -130,6 +130,31 @@ static int attn_attrs(ShapeCtx *c, Node *n)
 	return 0;
 }
 
+/* seq_offsets = [0, l1, l1+l2, ..., S]: packed variable-length sequences (FlashAttention's
+ * cu_seqlens), each batch row's S positions holding sequences back to back, attention
+ * block-diagonal over them (runtime/kernels/attention.c); needs Q and K/V of one length, no past. */
+static int attn_packed(ShapeCtx *c, Node *n, const Attn *a)
+{
+	int k;
+	const int64_t *off = rt_attr_ints(&n->attrs, "seq_offsets", &k);
+	if (!off)
+		return 0;
+	if (n->nin > 4 && n->in[4])
+		return sh_err(c, n, "seq_offsets (packed sequences) does not go with past_key/past_value");
+	if (!dim_eq(a->sq, a->skv))
+		return sh_err(c, n, "seq_offsets needs Q and K/V of one sequence length, got %s and %s", sh_dim(c, a->sq),
+			      sh_dim(c, a->skv));
+	if (k < 2 || off[0] != 0)
+		return sh_err(c, n, "seq_offsets must start at 0 and hold at least one sequence");
+	for (int i = 1; i < k; i++)
+		if (off[i] <= off[i - 1])
+			return sh_err(c, n, "seq_offsets must increase: %lld after %lld", (long long)off[i], (long long)off[i - 1]);
+	if (dim_isconst(a->sq) && off[k - 1] != a->sq.k)
+		return sh_err(c, n, "seq_offsets ends at %lld, but the sequence length is %s", (long long)off[k - 1],
+			      sh_dim(c, a->sq));
+	return 0;
+}
+
 /* attn_mask: bool or Q's dtype, broadcastable to [B, q_heads, q_seq, total]. */
 static int attn_mask(ShapeCtx *c, Node *n, const Attn *a)
 {
@@ -186,7 +211,7 @@ int shape_attention(ShapeCtx *c, Node *n)
 	if (dim_div(c->m, a.qh, a.kvh, &g) < 0)
 		return sh_err(c, n, "grouped-query attention needs q_heads (%s) divisible by kv_heads (%s)",
 			      sh_dim(c, a.qh), sh_dim(c, a.kvh));
-	if (attn_past(c, n, &a) < 0 || attn_mask(c, n, &a) < 0)
+	if (attn_past(c, n, &a) < 0 || attn_mask(c, n, &a) < 0 || attn_packed(c, n, &a) < 0)
 		return -1;
 	return attn_outputs(c, n, &a);
 }

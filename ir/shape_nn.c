@@ -298,7 +298,7 @@ static int window_out(ShapeCtx *c, Node *n, const Window *w, int i, Dim in, Dim 
 	if (!dim_isconst(in)) {
 		if (s != 1)
 			return sh_err(c, n, "cannot compute the output size of symbolic axis %s with stride %lld "
-				      "(bind the dimension)", sh_dim(c, in), (long long)s);
+				      "%s", sh_dim(c, in), (long long)s, sh_bind_hint(c));
 		return dim_add(c->m, in, dim_c(same ? 0 : pad - eff + 1), out) < 0 ? sh_err(c, n, "overflow") : 0;
 	}
 	int64_t num = in.k + pad - eff;

@@ -133,7 +133,7 @@ int shape_resize(ShapeCtx *c, Node *n)
 			d[i] = sd[pos[i]];         /* sizes as given, symbolic ones included */
 		else if (sym || symsize)
 			return sh_err(c, n, "axis %d of X %s is resampled by %s: its length and the sizes must be constants "
-				      "(bind the dimension)", i, sh_ty(c, x), nsz ? "keep_aspect_ratio_policy" : "a scale");
+				      "%s", i, sh_ty(c, x), nsz ? "keep_aspect_ratio_policy" : "a scale", sh_bind_hint(c));
 		else
 			d[i] = dim_c(g.out[i]);
 	}

@@ -47,6 +47,7 @@
 
 #include "ir/diag.h"
 #include "passes/pass.h"
+#include "targets/machine.h"
 
 typedef struct Ad {
 	Module *m;
@@ -61,6 +62,10 @@ typedef struct Ad {
 	int split;               /* the forward pass is partitioned (--tp): gradients follow its devices */
 	const char *dev;         /* split: the device of the nodes node() adds (the forward node's) */
 	struct Parts **parts;    /* split: per primal value id, its gradient's partial sums by device */
+	/* a data-parallel step plan (zero_step): dp replicas on devices dpdev[0..dp) (their list
+	 * dplist), micro-batch mb on replica mb / mbr, ZeRO stage zero */
+	int dp, mbr, zero;
+	const char **dpdev, *dplist;
 } Ad;
 
 /* A value's gradient as one partial sum per device (a partitioned step, at most MAXPARTS
@@ -635,17 +640,177 @@ static void adamw(Ad *a, Value *p, Value *g, Value *step, Value **outs, int *nou
 	const char *names[3] = { cat(G, w->name, ".next"), cat(G, m1->name, ".next"), cat(G, m2->name, ".next") };
 	Node *o = ir_add_node(G, OP_AdamW, (Value *[]){ w, g, m1, m2, step }, 5, names, 3, p->loc);
 	o->aux = (void *)a->tag;
+	o->annot.device = a->dev;
 	ir_set_attr_float(o, "lr", a->c->lr > 0 ? a->c->lr : 1e-3);
 	ir_set_attr_float(o, "weight_decay", p->type.rank >= 2 ? 0.1 : 0.0);
 	if (narrow) {
 		const char *nm = cat(G, p->name, ".next");
 		Node *c = ir_add_node(G, OP_Cast, &o->out[0], 1, &nm, 1, p->loc);
 		c->aux = (void *)a->tag;
+		c->annot.device = a->dev;
 		ir_set_attr_str(c, "to", rt_dtype_name(p->type.dt));
 		outs[(*nout)++] = c->out[0];
 	}
 	for (int i = 0; i < 3; i++)
 		outs[(*nout)++] = o->out[i];
+}
+
+/* ---- a data-parallel step plan (--dp D, --zero Z, --emit plan): ZeRO in the interpreter ----
+ * Replica r (device dpdev[r]) runs its micro-batches' forward and backward; a parameter's
+ * gradient is one partial sum per replica (Parts).  ZeRO 0 all-reduces it and one AdamW
+ * updates the whole parameter (every replica would compute the same).  ZeRO 1 and 2
+ * (Rajbhandari et al., SC'20) reduce-scatter it along axis 0, replica r holding shard r; the
+ * optimizer state (f32 master weights, both moments) is stored as shards (Split {shard="weight"}:
+ * each replica's constants are its own 1/D), AdamW runs per shard on its replica, and the updated
+ * weights are all-gathered.  With one micro-batch per replica stages 1 and 2 are the same plan
+ * (stage 2 frees the full gradient at its reduce-scatter, which the memory plan does anyway).
+ * ZeRO 3 (FSDP) also stores the weights as shards and all-gathers them where the forward and
+ * backward passes read them.  The new moments and master weights are all-gathered too, only to
+ * be the step's outputs under the unpartitioned step's names (the next step would read the
+ * shards).  A parameter whose first axis does not divide by D keeps ZeRO 0's path. */
+static Node *dp_node(Ad *a, Op op, Value **in, int nin, const char **names, int nout, const char *dev)
+{
+	Node *n = ir_add_node(a->g, op, in, nin, names, nout, a->loc);
+	n->aux = (void *)a->tag;
+	n->annot.device = dev;
+	return n;
+}
+
+/* v cut into dp shards along axis 0, shard r a constant of replica r (names v.zero<r>). */
+static Value **zero_shards(Ad *a, Value *v)
+{
+	Value **s = arena_alloc(a->g->m->arena, (size_t)a->dp * sizeof *s);
+	const char **names = arena_alloc(a->g->m->arena, (size_t)a->dp * sizeof *names);
+	char suf[32];
+	for (int r = 0; r < a->dp; r++) {
+		snprintf(suf, sizeof suf, ".zero%d", r);
+		names[r] = ir_fresh_name(a->g, cat(a->g, v->name, suf));
+	}
+	Node *n = dp_node(a, OP_Split, &v, 1, names, a->dp, NULL);
+	ir_set_attr_int(n, "axis", 0);
+	ir_set_attr_int(n, "num_outputs", a->dp);
+	ir_set_attr_str(n, "shard", "weight");
+	for (int r = 0; r < a->dp; r++)
+		s[r] = n->out[r];
+	return s;
+}
+
+/* The all-gather of the replicas' shards along axis 0, named name (NULL: a fresh one). */
+static Value *zero_gather(Ad *a, Value **s, const char *name)
+{
+	const char *nm = name ? name : ir_fresh_name(a->g, "zero.gather");
+	Node *n = dp_node(a, OP_AllGather, s, a->dp, &nm, 1, a->dpdev[0]);
+	ir_set_attr_int(n, "axis", 0);
+	ir_set_attr_str(n, "devices", a->dplist);
+	pass_changed(a->c, "zero all-gathers");
+	return n->out[0];
+}
+
+/* The first dp accelerators of the machine (gpu0, gpu1, ...), or -1 with an error. */
+static int dp_devices(Ad *a, int dp)
+{
+	const Machine *mc = a->c->machine;
+	const Device *d = NULL;
+	for (int i = 0; mc && i < mc->ndevs && !d; i++)
+		d = mc->devs[i].is_host ? NULL : &mc->devs[i];
+	int have = d && num_has(&d->count) ? (int)d->count.v : d ? 1 : 0;
+	if (!d || have < dp) {
+		diag_error(a->g->loc, "autodiff: the data-parallel step plan needs %d devices (--dp %d); machine '%s' has %d",
+			   dp, dp, mc ? mc->name : "none", have);
+		return -1;
+	}
+	a->dp = dp;
+	a->dpdev = arena_alloc(a->g->m->arena, (size_t)dp * sizeof *a->dpdev);
+	char buf[64], *list = arena_alloc(a->g->m->arena, (size_t)dp * 24 + 1);
+	size_t o = 0;
+	for (int r = 0; r < dp; r++) {
+		snprintf(buf, sizeof buf, "%s%d", d->id, r);
+		a->dpdev[r] = arena_strdup(a->g->m->arena, buf);
+		o += (size_t)snprintf(list + o, 24, "%s%s", r ? "," : "", buf);
+	}
+	a->dplist = list;
+	return 0;
+}
+
+/* ZeRO 1-3's optimizer step of parameter p (see above); 0, or -1 for ZeRO 0's path. */
+static int zero_adamw(Ad *a, Value *p, Value *step, Value **outs, int *nout)
+{
+	Graph *G = a->g;
+	Parts *pt = a->parts[p->id];
+	if (a->zero < 1 || p->type.rank < 1 || !dim_isconst(p->type.dims[0]) || p->type.dims[0].k % a->dp || !pt ||
+	    pt->n != a->dp)
+		return -1;
+	Value **part = arena_alloc(G->m->arena, (size_t)a->dp * sizeof *part);
+	for (int r = 0; r < a->dp; r++) {   /* member order */
+		part[r] = NULL;
+		for (int i = 0; i < pt->n; i++)
+			if (same_dev(dev_of(pt->g[i]), a->dpdev[r]))
+				part[r] = pt->g[i];
+		if (!part[r])
+			return -1;
+	}
+	a->parts[p->id] = NULL;
+	free(pt);
+	Value **ws = NULL;
+	if (a->zero >= 3) {   /* FSDP: the weight stored as shards, gathered where it is read */
+		ws = zero_shards(a, p);
+		Node *split = ws[0]->def;
+		/* each replica contributes its own shard: an Identity pinned to it reads the shard
+		 * there (so the constant is stored there), and orders the all-gather after that
+		 * replica's stream (passes/simplify.c keeps it) */
+		Value **mine = arena_alloc(G->m->arena, (size_t)a->dp * sizeof *mine);
+		for (int r = 0; r < a->dp; r++)
+			mine[r] = dp_node(a, OP_Identity, &ws[r], 1, (const char *[]){ ir_fresh_name(G, "zero.own") }, 1,
+					  a->dpdev[r])->out[0];
+		Value *full = zero_gather(a, mine, NULL);
+		ir_foreach_node(G, n)
+			for (int i = 0; n != split && i < n->nin; i++)
+				if (n->in[i] == p) {
+					n->in[i] = full;
+					p->nuses--, full->nuses++;
+				}
+	}
+	const char **gn = arena_alloc(G->m->arena, (size_t)a->dp * sizeof *gn);
+	for (int r = 0; r < a->dp; r++)
+		gn[r] = ir_fresh_name(G, "grad.zero");
+	Node *rs = dp_node(a, OP_ReduceScatter, part, a->dp, gn, a->dp, a->dpdev[0]);
+	ir_set_attr_int(rs, "axis", 0);
+	ir_set_attr_str(rs, "devices", a->dplist);
+	pass_changed(a->c, "zero reduce-scatters");
+	Type f = p->type;
+	int narrow = p->type.dt != DT_F32 && p->type.dt != DT_F64;
+	f.dt = narrow ? DT_F32 : p->type.dt;
+	Value *w = narrow ? ir_add_param(G, cat(G, p->name, ".master"), f, p->init, p->loc) : p;
+	Value *m1 = ir_add_param(G, cat(G, p->name, ".exp_avg"), f, fill(G->m, 0), p->loc);
+	Value *m2 = ir_add_param(G, cat(G, p->name, ".exp_avg_sq"), f, fill(G->m, 0), p->loc);
+	Value **wsh = narrow || !ws ? zero_shards(a, w) : ws, **s1 = zero_shards(a, m1), **s2 = zero_shards(a, m2);
+	Value **nw = arena_alloc(G->m->arena, 4 * (size_t)a->dp * sizeof *nw), **n1 = nw + a->dp, **n2 = n1 + a->dp;
+	Value **nc = n2 + a->dp;
+	for (int r = 0; r < a->dp; r++) {
+		const char *dev = a->dpdev[r];
+		Value *g = rs->out[r];
+		if (narrow) {
+			Node *c = dp_node(a, OP_Cast, &g, 1, (const char *[]){ ir_fresh_name(G, "grad") }, 1, dev);
+			ir_set_attr_str(c, "to", "f32");
+			g = c->out[0];
+		}
+		const char *names[3] = { ir_fresh_name(G, "zero.w"), ir_fresh_name(G, "zero.m"), ir_fresh_name(G, "zero.v") };
+		Node *o = dp_node(a, OP_AdamW, (Value *[]){ wsh[r], g, s1[r], s2[r], step }, 5, names, 3, dev);
+		ir_set_attr_float(o, "lr", a->c->lr > 0 ? a->c->lr : 1e-3);
+		ir_set_attr_float(o, "weight_decay", p->type.rank >= 2 ? 0.1 : 0.0);
+		nw[r] = o->out[0], n1[r] = o->out[1], n2[r] = o->out[2];
+		if (narrow) {
+			Node *c = dp_node(a, OP_Cast, &nw[r], 1, (const char *[]){ ir_fresh_name(G, "zero.cast") }, 1, dev);
+			ir_set_attr_str(c, "to", rt_dtype_name(p->type.dt));
+			nc[r] = c->out[0];
+		}
+	}
+	if (narrow)
+		outs[(*nout)++] = zero_gather(a, nc, cat(G, p->name, ".next"));
+	outs[(*nout)++] = zero_gather(a, nw, cat(G, w->name, ".next"));
+	outs[(*nout)++] = zero_gather(a, n1, cat(G, m1->name, ".next"));
+	outs[(*nout)++] = zero_gather(a, n2, cat(G, m2->name, ".next"));
+	return 0;
 }
 
 static int trainable(const Value *v)
@@ -740,12 +905,13 @@ static Value *loss_and_backward(Ad *a, Node **fw, int nf, Value *logits, int mb,
 	Value *labels = ir_add_input(g, arena_strdup(g->m->arena, lb), ir_type(g->m, DT_I64, r - 1, dl), g->loc);
 	if (a->tag)
 		a->tag = mktag(SEC_POST, PH_FWD);
-	a->dev = NULL;   /* the loss: placed by the partition pass */
+	a->dev = a->dp ? a->dpdev[mb / a->mbr] : NULL;   /* the loss: the replica's (dp), else placed by the partition pass */
 	Value *s2 = op2(a, OP_Reshape, logits, ints(g, d2, 2), "scores");
 	Value *t1 = op2(a, OP_Reshape, labels, ints(g, &N, 1), "targets");
 	const char *lname = arena_strdup(g->m->arena, ln);
 	Node *loss = ir_add_node(g, OP_SoftmaxCrossEntropyLoss, (Value *[]){ s2, t1 }, 2, &lname, 1, g->loc);
 	loss->aux = (void *)a->tag;
+	loss->annot.device = a->dev;
 	ir_set_attr_str(loss, "reduction", "mean");
 	if (a->tag)
 		a->tag = mktag(SEC_POST, PH_BWD);
@@ -794,8 +960,23 @@ int pass_autodiff(Module *m, PassCtx *c)
 				n->aux = (void *)mktag(seen ? SEC_POST : SEC_PRE, PH_FWD);
 		}
 	}
+	if (c->seq_offsets) {   /* --pack: every attention block-diagonal over the packed sequences */
+		int na = 0;
+		ir_foreach_node(g, n)
+			if (n->op == OP_Attention) {
+				ir_set_attr_ints(n, "seq_offsets", c->seq_offsets, c->nseq_offsets);
+				na++;
+			}
+		if (!na) {
+			diag_error(g->loc, "autodiff: --pack needs an Attention in '%s' to pack sequences for", g->name);
+			return 1;
+		}
+		pass_stat(c, "packed sequences per row", c->nseq_offsets - 1);
+		inl = inl ? inl : -1;   /* shapes again: the offsets are checked against S */
+	}
 	if (inl) {
-		pass_stat(c, "calls inlined", inl);
+		if (inl > 0)
+			pass_stat(c, "calls inlined", inl);
 		if (ir_topo_sort(g) < 0 || ir_infer_shapes(m) > 0)
 			return 1;
 	}
@@ -810,7 +991,15 @@ int pass_autodiff(Module *m, PassCtx *c)
 		return 1;
 	}
 	int mbs = c->grad_accum > 1 && !cs.scale ? c->grad_accum : 1;   /* a parallel step: priced M times */
-	Ad a = { m, g, c, NULL, NULL, 0, g->loc, 0, cs.scale ? mktag(SEC_PRE, PH_FWD) : 0, 0, NULL, NULL };
+	Ad a = { m, g, c, NULL, NULL, 0, g->loc, 0, cs.scale ? mktag(SEC_PRE, PH_FWD) : 0, 0, NULL, NULL, 0, 0, 0, NULL, NULL };
+	if (c->dp_plan && c->dp > 1 && dp_devices(&a, c->dp) < 0)
+		return 1;
+	if (a.dp) {   /* a data-parallel step plan: --grad-accum micro-batches on each replica */
+		a.mbr = mbs;
+		mbs *= a.dp;
+		a.zero = c->zero ? c->zero - 1 : 1;
+		a.split = 1;
+	}
 	double fwd = 0;
 	int nn = 0, nin0 = g->nin;
 	ir_foreach_node(g, n)
@@ -836,14 +1025,19 @@ int pass_autodiff(Module *m, PassCtx *c)
 	if (!order || !copy || !losses)
 		abort();
 	nn = 0;
-	ir_foreach_node(g, n)
+	ir_foreach_node(g, n) {
 		order[nn++] = n;
+		if (a.dp)
+			n->annot.device = a.dpdev[0];
+	}
 	/* 2-3. per micro-batch: forward (a copy after the first), loss, backward */
 	for (int mb = 0; mb < mbs && !a.errors; mb++) {
 		Node **fw = order;
 		Value *lg = logits;
 		if (mb > 0) {
 			clone_forward(&a, order, nn, nin0, mb, copy, &lg);
+			for (int k = 0; a.dp && k < nn; k++)
+				copy[k]->annot.device = a.dpdev[mb / a.mbr];
 			if (ir_infer_shapes(m) > 0) {
 				a.errors++;
 				break;
@@ -856,7 +1050,16 @@ int pass_autodiff(Module *m, PassCtx *c)
 	Value *loss = losses[0];
 	if (mbs > 1 && !a.errors) {
 		const char *lname = "loss";
-		loss = ir_add_node(g, OP_Mean, losses, mbs, &lname, 1, g->loc)->out[0];
+		for (int k = 0; a.dp && k < mbs; k++)   /* the replicas' losses to the first */
+			if (k >= a.mbr) {
+				const char *tn = ir_fresh_name(g, "loss.to");
+				Node *t = dp_node(&a, OP_Transfer, &losses[k], 1, &tn, 1, a.dpdev[0]);
+				ir_set_attr_str(t, "device", a.dpdev[0]);
+				losses[k] = t->out[0];
+			}
+		Node *mean = ir_add_node(g, OP_Mean, losses, mbs, &lname, 1, g->loc);
+		mean->annot.device = a.dp ? a.dpdev[0] : NULL;
+		loss = mean->out[0];
 	}
 	/* 4. AdamW on every parameter a gradient reached */
 	Value **outs = calloc((size_t)g->nparams * 4 + 4, sizeof *outs);
@@ -873,9 +1076,14 @@ int pass_autodiff(Module *m, PassCtx *c)
 		for (int i = 0; i < order[k]->nin; i++)
 			if (order[k]->in[i] && order[k]->in[i]->kind == V_PARAM)
 				psec[order[k]->in[i]->id] = tag_sec((intptr_t)order[k]->aux);
-	a.dev = NULL;
+	a.dev = a.dp ? a.dpdev[0] : NULL;
 	for (int i = 0; i < np && !a.errors; i++) {
 		Value *p = g->params[i];
+		if (a.dp && p->id < a.nprimal && trainable(p) && a.grad[p->id] && zero_adamw(&a, p, step, outs, &no) == 0) {
+			trained++;
+			continue;
+		}
+		a.dev = a.dp ? a.dpdev[0] : NULL;
 		if (p->id < a.nprimal && trainable(p) && a.grad[p->id] && grad_of(&a, p)) {
 			if (psec)
 				a.tag = mktag(psec[p->id], PH_OPT);
@@ -884,7 +1092,9 @@ int pass_autodiff(Module *m, PassCtx *c)
 		}
 	}
 	const char *sn = "adamw.step.next";
-	outs[no++] = ir_add_node(g, OP_Add, (Value *[]){ step, scalar(g, DT_F32, 1.0) }, 2, &sn, 1, g->loc)->out[0];
+	Node *inc = ir_add_node(g, OP_Add, (Value *[]){ step, scalar(g, DT_F32, 1.0) }, 2, &sn, 1, g->loc);
+	inc->annot.device = a.dp ? a.dpdev[0] : NULL;
+	outs[no++] = inc->out[0];
 	if (!a.errors) {
 		for (int i = 0; i < g->nout; i++)
 			g->outputs[i]->nuses--;
@@ -894,6 +1104,8 @@ int pass_autodiff(Module *m, PassCtx *c)
 			ir_add_output(g, outs[i]);
 		int64_t N = ir_type_numel(logits->type) / ld[logits->type.rank - 1];
 		pass_stat(c, "parameters trained", trained);
+		if (a.dp && ir_topo_sort(g) < 0)   /* ZeRO 3's gathers come before their readers */
+			a.errors++;
 		if (cs.scale)   /* priced with the gradients' shapes */
 			a.errors += ir_infer_shapes(m) > 0 ? 1 : train_step_price(g, c, cs.rep, cs.n, (double)N);
 		pass_remark(c, REMARK_APPLIED, g, NULL, "training step: loss over %d micro-batch%s of %" PRId64 " tokens, %d "

@@ -105,6 +105,13 @@ typedef struct PassCtx {
 	int no_seq_parallel;        /* --no-sequence-parallel: TP without sequence parallelism (the
 				     * layers' other operators replicated on the TP ranks) */
 	int unfused_attention;      /* --unfused-attention: the scores materialised in HBM */
+	int dp_plan;                /* --dp with --emit plan (no --cp/--pp-virtual/--train-search/
+				     * --recompute, --tp/--pp 1): a data-parallel step plan that runs,
+				     * ZeRO's sharding lowered (autodiff zero_adamw), not a priced step */
+	/* phase train: --pack L1,L2,...: packed sequences' offsets 0, L1, L1+L2, ..., S (owned;
+	 * NULL: none), set on every Attention as seq_offsets by autodiff */
+	int64_t *seq_offsets;
+	int nseq_offsets;
 	struct TrainStep *train_step;   /* set by autodiff for a parallel step (owned; NULL: none) */
 	/* partition (passes/partition.c) */
 	int tp;                     /* --tp N: tensor-parallel group size (0 or 1: none) */

@@ -50,6 +50,8 @@ void pass_ctx_free(PassCtx *c)
 	free(c->seconds);
 	train_step_free(c->train_step);
 	c->train_step = NULL;
+	free(c->seq_offsets);
+	c->seq_offsets = NULL;
 	c->remarks = c->last_remark = NULL;
 	c->plans = NULL;
 	c->statv = NULL;

@@ -192,7 +192,25 @@ typedef struct Ctx {
 	const char *mname;
 	const Policy *policy;    /* NULL: auto */
 	int quantized, kept;
+	int quantized_run;       /* of quantized: those in a graph that runs (graph_runs) */
+	const Graph *running;    /* a graph known to run, for the quick path of graph_runs */
 } Ctx;
+
+/* Whether the entry graph runs g: g is the entry, or a graph that runs calls it (repeat >= 1).
+ * A layer body whose every repetition is its .first/.last copy is called by no one. */
+static int graph_runs(const Module *m, const Graph *g, int depth)
+{
+	const Graph *entry = ir_entry((Module *)m);
+	if (g == entry)
+		return 1;
+	if (depth > m->ngraphs)
+		return 0;     /* calls form a DAG; this bounds a malformed one */
+	for (const Graph *h = m->graphs; h; h = h->next)
+		ir_foreach_node((Graph *)h, c)
+			if (c->op == OP_Call && c->callee == g && c->repeat != 0 && graph_runs(m, h, depth + 1))
+				return 1;
+	return 0;
+}
 
 static int supported(const Ctx *x, DType d)
 {
@@ -547,6 +565,8 @@ static void record(Ctx *x, Graph *g, Node *n, const Choice *ch)
 			    "bound: each operand's unit roundoff and block-scale error in quadrature, docs/passes.md)",
 			    ir_ops[n->op].name, pass_node_name(n), ch->name, ch->reason, layout, ch->est);
 		x->quantized++;
+		if (x->running == g || graph_runs(g->m, g, 0))
+			x->quantized_run++, x->running = g;
 		pass_changed(x->c, "nodes quantized");
 	} else {
 		pass_remark(x->c, REMARK_MISSED, g, n, "kept %s '%s' at %s: %s; estimated relative error %.3g",
@@ -630,5 +650,10 @@ int pass_place_precision(Module *m, PassCtx *c)
 	pass_remark(c, REMARK_ANALYSIS, ir_entry(m), NULL, "precision %s on %s: %d node%s quantized, %d kept (each node of "
 		    "a graph once, however often the graph is called)", c->precision->spec, x.mname, x.quantized,
 		    x.quantized == 1 ? "" : "s", x.kept);
+	if (x.quantized && !x.quantized_run)    /* e.g. --bind L=2: both layers are the kept .first/.last copies */
+		fprintf(stderr, "aicc: warning: --precision %s quantizes no node that runs: the %d node%s it quantized "
+			"%s in graphs the model never calls (a layer body whose every repetition is its first or last "
+			"copy, kept wide); with more layers the others follow the policy (--remarks=quant lists each)\n",
+			c->precision->spec, x.quantized, x.quantized == 1 ? "" : "s", x.quantized == 1 ? "is" : "are");
 	return 0;
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "passes/pass.h"
+#include "ir/suggest.h"
 
 /* The index of category `name` among the distinct categories of the pass table, or -1. */
 static int category_index(const char *name)
@@ -60,7 +61,21 @@ int pass_parse_remarks(const char *list, unsigned *mask)
 	for (char *t = strtok_r(s, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
 		unsigned b = pass_remark_category(t);
 		if (!b) {
-			fprintf(stderr, "aicc: error: unknown remark category '%s' (expected ", t);
+			/* a pass's name gets its category; else the nearest category */
+			const char *cats[64], *near = NULL;
+			int nc = 0;
+			for (int i = 0; i < pass_count && !near; i++)
+				if (strcmp(pass_table[i].name, t) == 0)
+					near = pass_table[i].category;
+			for (int i = 0; i < pass_count && nc < 64; i++)
+				if (category_index(pass_table[i].category) == nc)
+					cats[nc++] = pass_table[i].category;
+			if (!near)
+				near = diag_nearest(t, cats, nc);
+			fprintf(stderr, "aicc: error: unknown remark category '%s' (", t);
+			if (near)
+				fprintf(stderr, "did you mean '%s'?; ", near);
+			fprintf(stderr, "expected ");
 			print_categories(stderr);
 			fprintf(stderr, ")\n");
 			rc = -1;

@@ -71,7 +71,11 @@ static Value *forwarded(Node *n)
 	if (!x || n->nout < 1)
 		return NULL;
 	switch (n->op) {
-	case OP_Identity: r = x; break;
+	case OP_Identity:   /* kept: a weight shard staged on the device it is pinned to (ZeRO 3's
+			     * all-gather of the replicas' own shards, passes/autodiff.c) */
+		r = n->annot.device && x->kind == V_NODE && x->def->op == OP_Split &&
+		    rt_attr_str(&x->def->attrs, "shard", NULL) ? NULL : x;
+		break;
 	case OP_Dropout: r = n->nout == 1 || n->out[1]->nuses == 0 ? x : NULL; break;
 	case OP_Cast:
 	case OP_Expand: r = x; break;

@@ -443,7 +443,8 @@ typedef struct Tol {
 
 static double tol_of(const Tol *t, int b) { return (t->cones ? 8 * t->cones[b].u : t->whole) + t->extra; }
 
-/* The first node, in p's execution order, whose value is out of tolerance against the reference. */
+/* The first node, in p's execution order, whose value is out of tolerance against the reference;
+ * counts the kernels compared until then and keeps the one nearest its tolerance. */
 static void first_bad_node(const Plan *p, const RtRun *r, const Plan *ref, const RtRun *rr, const Tol *tl, RtCheck *c)
 {
 	PlanStep *order;
@@ -462,6 +463,11 @@ static void first_bad_node(const Plan *p, const RtRun *r, const Plan *ref, const
 		RtCheckOut o;
 		compare_fn(g, &rr->values[rb], rt_dtype_isfloat(g->dtype) ? buffer_tol(p, in->out[0], &rr->values[rb], tol_of(tl, in->out[0])) : 0,
 			   rt_dtype_isfloat(g->dtype) ? saturating(p, in->out[0]) : 0, &o);
+		c->nodes_compared++;
+		if (o.tolerance > 0 && (!c->closest_node || o.max_rel / o.tolerance > c->closest_err / c->closest_tol)) {
+			c->closest_node = in->node;
+			c->closest_err = o.max_rel, c->closest_tol = o.tolerance;
+		}
 		if (!o.ok) {
 			c->first_bad_node = in->node;
 			c->first_bad_buffer = p->buffers[in->out[0]].name;

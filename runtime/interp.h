@@ -225,6 +225,9 @@ typedef struct RtCheck {
 	const char *first_bad_node;      /* per-node: first node out of tolerance, or NULL */
 	const char *first_bad_buffer;
 	double first_bad_err, first_bad_tol;
+	int nodes_compared;              /* per-node: kernels compared with the reference */
+	const char *closest_node;        /* per-node: the compared kernel nearest its tolerance */
+	double closest_err, closest_tol;  /* its max_rel_err and tolerance */
 	int ok;
 } RtCheck;
 
@@ -275,11 +278,30 @@ int rt_phase_metrics(const Plan *p, double latency_s, RtPhase *out);
 typedef struct RtTrainMem {
 	double weights, gradients, optimizer, updated, activations, peak;
 } RtTrainMem;
+/* Packed variable-length sequences (Attention's seq_offsets, n entries from 0 to the tokens of a
+ * row): against padding every sequence to the longest (a padded batch of `seqs` rows), the
+ * tokens each layer's linear operators process and the (query, key) pairs attention scores
+ * (causal: each sequence's triangle; padded, the longest's triangle per row), per batch row.
+ * rt_packing returns 0, or -1 when the offsets do not increase from 0. */
+typedef struct RtPacking {
+	int seqs;
+	int64_t tokens, longest, padded_tokens;
+	double pairs, padded_pairs;
+} RtPacking;
+int rt_packing(const int64_t *off, int n, int causal, RtPacking *out);
+/* The packing as a JSON object (sequences, tokens, padded_tokens, attention_pairs,
+ * padded_attention_pairs), a new reference. */
+struct json_t;
+struct json_t *rt_packing_json(const RtPacking *k);
+/* The seq_offsets of the plan's first Attention kernel that has them (*n entries, *causal its
+ * is_causal), or NULL. */
+const int64_t *rt_plan_seq_offsets(const Plan *p, int *n, int *causal);
 typedef struct RtTrain {
 	double step_s, tokens, tokens_per_s;
 	double model_flops, hw_flops, peak_flops_per_s, mfu, hfu;
 	RtTrainMem *dev;
 	int ndev;
+	RtPacking pack;      /* the plan's first Attention with seq_offsets (pack.seqs 0: none) */
 } RtTrain;
 int rt_train_metrics(const Plan *p, const RtTiming *t, RtTrain *out);
 void rt_train_free(RtTrain *t);

@@ -112,11 +112,67 @@ static int ends_with(const char *s, const char *suffix)
 }
 
 /* The optimizer state among the constants: AdamW's master weights, moments and step counter
- * (passes/autodiff.c names them). */
+ * (passes/autodiff.c names them), also as a ZeRO shard ("P.exp_avg.zero1.57") or another
+ * device's copy ("adamw.step@gpu1"). */
 static int optimizer_state(const char *name)
 {
-	return ends_with(name, ".master") || ends_with(name, ".exp_avg") || ends_with(name, ".exp_avg_sq") ||
-	       strcmp(name, "adamw.step") == 0;
+	char base[512];
+	snprintf(base, sizeof base, "%s", name);
+	char *cut = strchr(base, '@');
+	if (cut)
+		*cut = 0;
+	if ((cut = strstr(base, ".zero")) && cut[5] >= '0' && cut[5] <= '9')
+		*cut = 0;
+	return ends_with(base, ".master") || ends_with(base, ".exp_avg") || ends_with(base, ".exp_avg_sq") ||
+	       strcmp(base, "adamw.step") == 0;
+}
+
+int rt_packing(const int64_t *off, int n, int causal, RtPacking *out)
+{
+	memset(out, 0, sizeof *out);
+	if (!off || n < 2 || off[0] != 0)
+		return -1;
+	for (int k = 0; k + 1 < n; k++) {
+		double l = (double)(off[k + 1] - off[k]);
+		if (l <= 0)
+			return -1;
+		out->pairs += causal ? l * (l + 1) / 2 : l * l;
+		if (off[k + 1] - off[k] > out->longest)
+			out->longest = off[k + 1] - off[k];
+	}
+	double m = (double)out->longest;
+	out->seqs = n - 1;
+	out->tokens = off[n - 1];
+	out->padded_tokens = (int64_t)out->seqs * out->longest;
+	out->padded_pairs = out->seqs * (causal ? m * (m + 1) / 2 : m * m);
+	return 0;
+}
+
+const int64_t *rt_plan_seq_offsets(const Plan *p, int *n, int *causal)
+{
+	for (int s = 0; s < p->nstreams; s++)
+		for (int i = 0; i < p->streams[s].nins; i++) {
+			const PlanInstr *in = &p->streams[s].ins[i];
+			const int64_t *off = in->kind == PI_KERNEL && in->op == RT_OP_Attention ?
+					     rt_attr_ints(&in->attrs, "seq_offsets", n) : NULL;
+			if (off) {
+				*causal = rt_attr_int(&in->attrs, "is_causal", 0) != 0;
+				return off;
+			}
+		}
+	*n = 0;
+	return NULL;
+}
+
+json_t *rt_packing_json(const RtPacking *k)
+{
+	json_t *o = json_object();
+	json_object_set_new(o, "sequences", json_integer(k->seqs));
+	json_object_set_new(o, "tokens", json_integer(k->tokens));
+	json_object_set_new(o, "padded_tokens", json_integer(k->padded_tokens));
+	json_object_set_new(o, "attention_pairs", json_real(k->pairs));
+	json_object_set_new(o, "padded_attention_pairs", json_real(k->padded_pairs));
+	return o;
 }
 
 int rt_train_metrics(const Plan *p, const RtTiming *t, RtTrain *out)
@@ -143,6 +199,10 @@ int rt_train_metrics(const Plan *p, const RtTiming *t, RtTrain *out)
 	double denom = out->step_s * out->peak_flops_per_s;
 	out->mfu = denom > 0 ? out->model_flops / denom : 0;
 	out->hfu = denom > 0 ? out->hw_flops / denom : 0;
+	int noff, causal;
+	const int64_t *off = rt_plan_seq_offsets(p, &noff, &causal);
+	if (!off || rt_packing(off, noff, causal, &out->pack) < 0)
+		memset(&out->pack, 0, sizeof out->pack);
 	for (int i = 0; i < p->nconsts; i++)     /* inline literals (shapes, scalars) are not weights */
 		if (p->consts[i].kind != PINIT_INLINE)
 			cls[p->consts[i].buffer] = optimizer_state(p->buffers[p->consts[i].buffer].name) ? 2 : 1;
@@ -195,6 +255,8 @@ static json_t *train_json(const Plan *p, const RtTrain *tr)
 		json_object_set_new(devs, p->devices[d].name, x);
 	}
 	json_object_set_new(o, "memory", devs);
+	if (tr->pack.seqs)
+		json_object_set_new(o, "packing", rt_packing_json(&tr->pack));
 	return o;
 }
 

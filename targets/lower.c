@@ -36,6 +36,94 @@ void *tgt_lower_alloc(TgtLower *l, size_t n, size_t size)
 
 void *tgt_lower_state(TgtLower *l, size_t size) { return l->ctx = tgt_lower_alloc(l, 1, size); }
 
+/* ---- kernels already lowered (contract in targets/target.h) ---- */
+int tgt_kernel_sig(const TgtLower *l, int i, int64_t *sig, int max)
+{
+	const FlatNode *fn = &l->f.nodes[i];
+	int n = 0, g = l->gfirst[i];
+	if (2 + (fn->nin + fn->nout) * (4 + RT_MAX_RANK) + 1 > max)
+		return -1;
+	sig[n++] = (int64_t)(uintptr_t)fn->n;
+	sig[n++] = (int64_t)l->devs.node_pl[i] << 32 | (int64_t)fn->nin << 16 | fn->nout;
+	for (int k = 0; k < fn->nin + fn->nout; k++) {
+		int v = k < fn->nin ? fn->in[k] : fn->out[k - fn->nin];
+		if (v < 0) {
+			sig[n++] = -1;
+			continue;
+		}
+		const FlatVal *fv = &l->f.vals[v];
+		if (l->buf[v] < 0)
+			return -1;
+		const PlanBuffer *b = &l->p->buffers[l->buf[v]];
+		int def = fv->def, ingrp = g >= 0 && def >= 0 && l->gfirst[def] == g;
+		sig[n++] = (int64_t)b->dtype | (int64_t)fv->dt << 8 | (int64_t)fv->rank << 16 | (int64_t)fv->is_output << 24 |
+			   (int64_t)ingrp << 25;
+		sig[n++] = b->size;
+		sig[n++] = (int64_t)(uintptr_t)b->format;
+		for (int r = 0; r < fv->rank; r++)
+			sig[n++] = fv->dims[r];
+	}
+	sig[n++] = (g < 0 ? 0 : g == i ? 1 : 2) | (g >= 0 && l->glast[g] == i) << 2 | tgt_load_kernel(&l->f, l->gfirst, i) << 3;
+	return n;
+}
+
+static uint64_t sig_hash(const int64_t *sig, int n) { return rt_checksum(sig, sizeof *sig * (size_t)n); }
+
+TgtKernEntry *tgt_memo_slot(TgtLower *l, TgtKernMemo *m, const int64_t *sig, int n)
+{
+	if (2 * (m->nkm + 1) > m->capkm) {
+		size_t cap = m->capkm ? 2 * m->capkm : 1024;
+		TgtKernEntry *t = tgt_lower_alloc(l, cap, sizeof *t);
+		if (!t)
+			return NULL;
+		for (size_t j = 0; j < m->capkm; j++)
+			if (m->km[j].sig) {
+				size_t h = (size_t)sig_hash(m->km[j].sig, m->km[j].nsig) & (cap - 1);
+				while (t[h].sig)
+					h = (h + 1) & (cap - 1);
+				t[h] = m->km[j];
+			}
+		m->km = t, m->capkm = cap;   /* the old table is freed with the walk */
+	}
+	size_t h = (size_t)sig_hash(sig, n) & (m->capkm - 1);
+	for (; m->km[h].sig; h = (h + 1) & (m->capkm - 1))
+		if (m->km[h].nsig == n && !memcmp(m->km[h].sig, sig, sizeof *sig * (size_t)n))
+			break;
+	return &m->km[h];
+}
+
+int tgt_memo_put(TgtLower *l, TgtKernMemo *m, TgtKernEntry *k, const int64_t *sig, int n, const PlanInstr *pi,
+		 const TgtAnn *t)
+{
+	int64_t *s = tgt_lower_alloc(l, (size_t)n, sizeof *s);
+	PlanKV *kv = tgt_lower_alloc(l, (size_t)t->n, sizeof *kv);
+	if (!s || !kv)
+		return -1;
+	memcpy(s, sig, sizeof *s * (size_t)n);
+	int fused = -1;
+	for (int j = 0; j < t->n; j++) {
+		if (!(kv[j].key = plan_intern(l->p, t->kv[j].key)) || !(kv[j].val = plan_intern(l->p, t->kv[j].val)))
+			return rt_errorf(l->e, RT_ENOMEM, "out of memory lowering the graph");
+		if (!strcmp(t->kv[j].key, "fused"))
+			fused = j;
+	}
+	*k = (TgtKernEntry){ s, n, t->n, fused, pi->unit, kv, pi->opts };
+	m->nkm++;
+	return 0;
+}
+
+void tgt_memo_get(const TgtLower *l, const TgtKernEntry *k, int i, PlanInstr *pi, TgtAnn *t)
+{
+	t->n = k->n;
+	memcpy(t->kv, k->kv, sizeof *t->kv * (size_t)k->n);
+	pi->opts = k->opts;
+	pi->unit = k->unit;
+	if (k->fused >= 0) {
+		tgt_fmt(t->val[k->fused], sizeof t->val[0], "into %s", l->p->buffers[l->buf[l->f.nodes[l->gfirst[i]].out[0]]].name);
+		t->kv[k->fused].val = t->val[k->fused];
+	}
+}
+
 static DType dtype_of(const void *l, const FlatVal *v)
 {
 	const TgtLower *w = l;
@@ -281,6 +369,16 @@ int tgt_work_gemm(const TgtWork *w, TgtGemmDims *g)
 	return 1;
 }
 
+const int64_t *tgt_seq_offsets(const Attrs *at, int64_t Sq, int64_t T, int *n)
+{
+	const int64_t *off = rt_attr_ints(at, "seq_offsets", n);
+	if (!off || *n < 2 || Sq != T || off[0] != 0 || off[*n - 1] != Sq) {
+		*n = 0;
+		return NULL;
+	}
+	return off;
+}
+
 int tgt_work_attn(const TgtWork *w, TgtAttnDims *a)
 {
 	const Node *n = w->node;
@@ -308,6 +406,7 @@ int tgt_work_attn(const TgtWork *w, TgtAttnDims *a)
 		return 0;
 	if (a->B <= 0 || a->qh <= 0 || a->kvh <= 0 || a->Sq <= 0 || a->T <= 0 || a->d <= 0 || a->dv <= 0)
 		return 0;
+	a->off = tgt_seq_offsets(at, a->Sq, a->T, &a->noff);
 	int64_t chips = w->chips > 1 ? w->chips : 1;
 	int64_t x[1] = { a->kvh };
 	a->rest = share(x, 1, chips);   /* whole KV groups per device */

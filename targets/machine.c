@@ -849,6 +849,8 @@ static void parse_link(Ld *ld, Link *l, xmlNode *n)
 			qty(ld, k, &l->oversub, D_RATIO, R_GE1, NULL, "%s.oversubscription", l->id);
 		else if (is_elem(k, "tiers"))
 			qty(ld, k, &l->tiers, D_COUNT, R_COUNT, NULL, "%s.tiers", l->id);
+		else if (is_elem(k, "efficiency"))
+			qty(ld, k, &l->efficiency, D_RATIO, R_FRAC, NULL, "%s.efficiency", l->id);
 	}
 }
 
@@ -1434,8 +1436,26 @@ int machine_set(Machine *m, const char *path, const char *value, char *err, size
 		f = hit;
 	}
 	if (!f) {
-		snprintf(err, errlen, "unknown machine field '%s' in machine '%s' ('aicc machines %s "
-			 "--fields' lists them)", path, m->name, m->name);
+		/* did-you-mean over every field's path, and each device field's path without its device */
+		const char **names = malloc(2 * (size_t)(m->nfields + 1) * sizeof *names);
+		const char *near = NULL;
+		int nn = 0;
+		for (int i = 0; names && i < m->nfields; i++) {
+			names[nn++] = m->fields[i].path;
+			for (int d = 0; d < m->ndevs; d++) {
+				size_t il = strlen(m->devs[d].id);
+				if (!strncmp(m->fields[i].path, m->devs[d].id, il) && m->fields[i].path[il] == '.') {
+					names[nn++] = m->fields[i].path + il + 1;
+					break;
+				}
+			}
+		}
+		if (names)
+			near = diag_nearest(path, names, nn);
+		snprintf(err, errlen, "unknown machine field '%s' in machine '%s' (%s%s%s'aicc machines %s "
+			 "--fields' lists them)", path, m->name, near ? "did you mean '" : "", near ? near : "",
+			 near ? "'?; " : "", m->name);
+		free(names);
 		return -1;
 	}
 	Num n = *f->num;

@@ -190,6 +190,9 @@ typedef struct Link {
 	Num pod;                /* a scale-out fabric: devices under one non-blocking tier (optional) */
 	Num oversub;            /* its taper above the pods: uplink demand / capacity (optional, >= 1) */
 	Num tiers;              /* its switch tiers (a 3-tier Clos: 3) (optional) */
+	Num efficiency;         /* the share of the bandwidth a collective library's ring gets (the
+				   protocol's overhead; optional: 1); the training step's collectives
+				   use it (passes/train_step.c), the plan's timing engine does not */
 	const char *source;
 	Prov prov;
 	int line;

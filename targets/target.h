@@ -353,6 +353,38 @@ int tgt_param_beyond(const Value *v, DType fmt);
  * of memory. */
 void *tgt_lower_state(TgtLower *l, size_t size);
 
+/* ---- kernels already lowered (targets/lower.c) ----
+ * A layer repeated N times lowers the same IR nodes N times to the same t.* attributes and
+ * numerics.  What a target's kernel hook reads of a flat node is its IR node (op, attributes),
+ * its device, its operands' buffers (dtype, format, size, shape), its FLOP, its fusion-group
+ * position and whether it runs at load; the one instance-specific text is the name a fused node
+ * is fused into ("fused"="into NAME").  tgt_kernel_sig writes those into sig (at most max
+ * words) and returns their count, -1 when they do not fit; a target appends what else its hook
+ * reads.  A node whose signature was lowered before reuses that result (tgt_memo_get), its
+ * strings already interned in the plan, with only the fused-into name formatted again. */
+#define TGT_SIG_MAX 768
+typedef struct TgtKernEntry {
+	int64_t *sig;
+	int nsig, n, fused, unit;
+	PlanKV *kv;
+	RtExecOpts opts;
+} TgtKernEntry;
+typedef struct TgtKernMemo {
+	TgtKernEntry *km;
+	size_t nkm, capkm;
+} TgtKernMemo;
+int tgt_kernel_sig(const TgtLower *l, int i, int64_t *sig, int max);
+/* The memo entry for sig: the one remembered (its sig set), or the free entry it goes in (sig
+ * NULL); NULL when the table cannot grow. */
+TgtKernEntry *tgt_memo_slot(TgtLower *l, TgtKernMemo *m, const int64_t *sig, int n);
+/* Remembers in entry k (tgt_memo_slot's free one) the kernel just lowered: t, pi's numerics and
+ * unit, its strings interned.  0, or -1 with l->e set. */
+int tgt_memo_put(TgtLower *l, TgtKernMemo *m, TgtKernEntry *k, const int64_t *sig, int n, const PlanInstr *pi,
+		 const TgtAnn *t);
+/* Remembered entry k as node i's: its pairs into t (the fused-into name of i's group), pi's
+ * numerics and unit. */
+void tgt_memo_get(const TgtLower *l, const TgtKernEntry *k, int i, PlanInstr *pi, TgtAnn *t);
+
 /* What a pass asks a target to price (Target.node_time): an IR node, or an aggregate of nodes
  * (disaggregate's attention and FFN sides), or a transfer between two devices.
  *   node    one IR node: its FLOP and the bytes of its operands and results (a Call: its
@@ -445,14 +477,21 @@ void tgt_gemm_extents(const int64_t *y, int ry, const int64_t *a, int ra, int rb
  * from its inputs 1-3) on one of w->chips devices: whole KV groups split over as many devices as
  * divide them (Megatron splits heads), `rest` the devices left to share the tokens (context
  * parallelism: a device's time is the whole sequence's / rest); `grad` the backward's FLOP per
- * forward FLOP (ir/cost.c flops_attention_grad over flops_attention), 1 for Attention.  1, or 0. */
+ * forward FLOP (ir/cost.c flops_attention_grad over flops_attention), 1 for Attention; `off`
+ * the packed sequences' offsets (seq_offsets, noff entries from 0 to Sq = T; NULL: one sequence
+ * per batch row), whose attention is block-diagonal.  1, or 0. */
 typedef struct TgtAttnDims {
 	int64_t B, qh, kvh, Sq, T, d, dv, rest;
+	const int64_t *off;
+	int noff;
 	int causal;
 	double grad;
 	DType in;
 } TgtAttnDims;
 int tgt_work_attn(const TgtWork *w, TgtAttnDims *a);
+/* Attention's packed-sequence offsets (seq_offsets) when they span Sq = T from 0 (the shape pass
+ * checked the rest), with *n their count; else NULL, *n = 0. */
+const int64_t *tgt_seq_offsets(const Attrs *at, int64_t Sq, int64_t T, int *n);
 
 extern const Target *const tgt_targets[];
 extern const int tgt_ntargets;

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ir/suggest.h"
 #include "runtime/blas.h"
 #include "tools/driver.h"
 #include "tools/progress.h"
@@ -111,6 +112,16 @@ int main(int argc, char **argv)
 		}
 	if (argv[1][0] == '-') {
 		drv_error("unknown option '%s' (see aicc --help)", argv[1]);
+		return EXIT_USER;
+	}
+	/* a word that is no file and has no extension is a mistyped command, not a model */
+	if (!strchr(argv[1], '.') && !strchr(argv[1], '/') && access(argv[1], F_OK) != 0) {
+		const char *names[sizeof commands / sizeof commands[0]];
+		char sug[512];
+		for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+			names[i] = commands[i].name;
+		diag_suggest(sug, sizeof sug, argv[1], names, (int)(sizeof commands / sizeof commands[0]));
+		drv_error("'%s' is neither a command nor a model file%s", argv[1], sug);
 		return EXIT_USER;
 	}
 	int rc = cmd_compile(argc, argv);  /* argv[0] stands in for "compile" */

@@ -248,6 +248,12 @@ static int emit_summary(Module *m, const PassCtx *c, FILE *f)
 	free(used);
 	if (c->train_step)
 		json_object_set_new(o, "train_step", train_step_json(c->train_step));
+	RtPacking pk;   /* --pack: the padding it saves */
+	int causal = 0;
+	ir_foreach_node(g, n)
+		causal |= n->op == OP_Attention && rt_attr_int(&n->attrs, "is_causal", 0);
+	if (c->seq_offsets && rt_packing(c->seq_offsets, c->nseq_offsets, causal, &pk) == 0)
+		json_object_set_new(o, "packing", rt_packing_json(&pk));
 	int rc = json_dumpf(o, f, JSON_PRESERVE_ORDER | JSON_INDENT(2));
 	fputc('\n', f);
 	json_decref(o);
@@ -300,6 +306,10 @@ static int mixed_opts(CompileOpts *o)
  * --bind options so that they win, and tells the kv-cache pass the phase and the past length. */
 static int phase_opts(CompileOpts *o)
 {
+	if (o->passes.ctx.seq_offsets && (!o->phase || strcmp(o->phase, "train"))) {
+		drv_error("--pack goes with --phase train");
+		return -1;
+	}
 	if (!o->phase) {
 		if (o->batch || o->context || o->mix)
 			drv_error("--batch, --context and --mix go with --phase prefill|decode|mixed|train");
@@ -325,6 +335,16 @@ static int phase_opts(CompileOpts *o)
 	if (!decode && !train && strcmp(o->phase, "prefill")) {
 		drv_error("unknown --phase '%s' (expected prefill, decode, mixed or train)", o->phase);
 		return -1;
+	}
+	const PassCtx *pc = &o->passes.ctx;
+	if (pc->seq_offsets) {   /* the packed row's tokens are the sequence length */
+		long long sum = (long long)pc->seq_offsets[pc->nseq_offsets - 1];
+		if (!o->context)
+			o->context = sum;
+		if (o->context != sum) {
+			drv_error("--pack's lengths add up to %lld tokens, but --context is %lld", sum, (long long)o->context);
+			return -1;
+		}
 	}
 	if (!o->context) {
 		drv_error("--phase %s needs --context S (%s)", o->phase,
@@ -506,8 +526,12 @@ static int parse_opts(int argc, char **argv, CompileOpts *o)
 	}
 	if (phase_opts(o) < 0)
 		return -1;
-	const PassCtx *pc = &o->passes.ctx;
+	PassCtx *wc = &o->passes.ctx;
 	int train = o->phase && !strcmp(o->phase, "train");
+	/* --dp alone (with --zero) and a plan: the data-parallel step plan that runs (autodiff) */
+	wc->dp_plan = train && wc->dp > 1 && !strcmp(o->emit, "plan") && !wc->cp && !wc->vstages && !wc->train_search &&
+		      !wc->recompute && wc->tp <= 1 && wc->pp <= 1 && wc->ep <= 1;
+	const PassCtx *pc = wc;
 	if (!train && (pc->dp || pc->cp || pc->zero || pc->vstages)) {
 		drv_error("--dp, --cp, --zero and --pp-virtual go with --phase train");
 		return -1;
@@ -518,7 +542,7 @@ static int parse_opts(int argc, char **argv, CompileOpts *o)
 	}
 	if (pass_train_parallel(pc) && strcmp(o->emit, "summary") && strcmp(o->emit, "ir")) {
 		drv_error("a parallel training step (--phase train with --dp/--cp/--zero/--pp-virtual) is priced, not lowered: "
-			  "use --emit summary (its train_step); a plan of the step runs on one device without them");
+			  "use --emit summary (its train_step); --dp alone (with --zero) plans a data-parallel step that runs");
 		return -1;
 	}
 	return 0;
@@ -599,7 +623,8 @@ static Plan *build(const CompileOpts *o, const Compile *c, Module *m, const DrvB
 	}
 	if (p && o->phase && !strcmp(o->phase, "train")) {
 		p->source.model_flops = o->passes.ctx.model_flops;
-		p->source.micro_batches = o->passes.ctx.grad_accum > 1 ? o->passes.ctx.grad_accum : 1;
+		p->source.micro_batches = (o->passes.ctx.grad_accum > 1 ? o->passes.ctx.grad_accum : 1) *
+					  (o->passes.ctx.dp_plan ? o->passes.ctx.dp : 1);   /* the replicas' too */
 	}
 	return p;
 }

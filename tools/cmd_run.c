@@ -346,8 +346,11 @@ static int read_inputs(const RunOpts *o, const Plan *p, RtTensor *ts, RtBinding 
 		 * its grid, as the reference does), nothing is converted silently otherwise */
 		if (ts[i].dtype != want && !(ts[i].dtype == DT_F32 && rt_dtypes[want].storage == S_F32 &&
 					     rt_dtype_isfloat(want))) {
-			drv_error("--input %s: the data is %s, but the plan's '%.*s' is %s", o->inputs[i],
-				  rt_dtype_name(ts[i].dtype), (int)(eq - o->inputs[i]), o->inputs[i], rt_dtype_name(want));
+			int narrow = rt_dtypes[want].storage == S_F32 && rt_dtype_isfloat(want) && want != DT_F32;
+			drv_error("--input %s: the data is %s, but the plan's '%.*s' is %s%s%s%s", o->inputs[i],
+				  rt_dtype_name(ts[i].dtype), (int)(eq - o->inputs[i]), o->inputs[i], rt_dtype_name(want),
+				  narrow ? ": give it as " : "", narrow ? rt_dtype_name(want) : "",
+				  narrow ? " or f32 (rounded to its grid, as the reference does)" : "");
 			rt_tensor_free(&ts[i]);
 			return -1;
 		}
@@ -601,6 +604,13 @@ static void train_summary(const Plan *p, const RtTiming *t)
 		       si(m->weights, "B", w, sizeof w), si(m->gradients, "B", g, sizeof g), si(m->optimizer, "B", o, sizeof o),
 		       si(m->updated, "B", u, sizeof u), si(m->activations, "B", x, sizeof x), si(m->peak, "B", k, sizeof k));
 	}
+	const RtPacking *q = &tr.pack;
+	if (q->seqs)
+		printf("packing        %d sequences in %lld tokens per row (varlen attention); padded to the longest (%lld): "
+		       "%lld tokens, %.1f%% of them padding saved, attention pairs %.4g instead of %.4g (%.1f%% saved)\n",
+		       q->seqs, (long long)q->tokens, (long long)q->longest, (long long)q->padded_tokens,
+		       100.0 * (double)(q->padded_tokens - q->tokens) / (double)q->padded_tokens, q->pairs, q->padded_pairs,
+		       100.0 * (q->padded_pairs - q->pairs) / q->padded_pairs);
 	rt_train_free(&tr);
 }
 
@@ -679,6 +689,13 @@ static void summary(const Plan *p, const RtRun *r, const RtCheck *c, char **file
 	if (c && c->first_bad_node)
 		printf("first bad node %s (buffer %s): max_rel_err %.3g > tolerance %.3g\n", c->first_bad_node,
 		       c->first_bad_buffer, c->first_bad_err, c->first_bad_tol);
+	else if (c && c->nodes_compared && c->closest_node)
+		printf("per-node       %d kernel%s compared with the reference, all within tolerance; nearest to it: %s "
+		       "(max_rel_err %.3g, tolerance %.3g)\n", c->nodes_compared, c->nodes_compared == 1 ? "" : "s",
+		       c->closest_node, c->closest_err, c->closest_tol);
+	else if (c && c->nodes_compared)
+		printf("per-node       %d kernel%s compared with the reference, all within tolerance\n", c->nodes_compared,
+		       c->nodes_compared == 1 ? "" : "s");
 }
 
 /* Writes the report (trace 0) or the trace (trace 1) of a run to f: 0, or -1 with a message. */
@@ -883,7 +900,8 @@ static int run_mpi(const RunOpts *o)
 typedef struct RankInfo {
 	int rank, node, steps, nsteps, sent_msgs, recv_msgs;
 	char host[64], devs[192];
-	double load_s, first_s, run_s, comm_s;     /* run and comm: median of the steady-state runs */
+	double load_s, first_s, run_s, comm_s;     /* run and comm: median of the steady-state runs; load_s < 0:
+						    * not measured apart (--check loads inside the checked run) */
 	int64_t sent_bytes, recv_bytes, peak_rss;   /* bytes */
 } RankInfo;
 
@@ -973,7 +991,7 @@ static json_t *ranks_json(RankInfo **ri, int nr)
 		json_object_set_new(o, "host", json_string(ri[r]->host));
 		json_object_set_new(o, "node", json_integer(ri[r]->node));
 		json_object_set_new(o, "devices", devs);
-		json_object_set_new(o, "load_s", json_real(ri[r]->load_s));
+		json_object_set_new(o, "load_s", ri[r]->load_s < 0 ? json_null() : json_real(ri[r]->load_s));
 		json_object_set_new(o, "run_s", json_real(ri[r]->run_s));
 		json_object_set_new(o, "comm_s", json_real(ri[r]->comm_s));
 		json_object_set_new(o, "sent_bytes", json_integer(ri[r]->sent_bytes));
@@ -1088,7 +1106,8 @@ static void rank_summary(RankInfo **ri, int nr)
 	char a[64], b[64], c[64], d[64], f[64], g[64];
 	for (int r = 0; r < nr; r++)
 		printf("rank %-9d %s on %s (node %d): load %s, run %s, waiting for messages %s, sent %s in %d messages, "
-		       "received %s, peak RSS %s\n", r, ri[r]->devs, ri[r]->host, ri[r]->node, seconds(ri[r]->load_s, a, sizeof a),
+		       "received %s, peak RSS %s\n", r, ri[r]->devs, ri[r]->host, ri[r]->node,
+		       ri[r]->load_s < 0 ? "inside the run (--check)" : seconds(ri[r]->load_s, a, sizeof a),
 		       seconds(ri[r]->run_s, b, sizeof b), seconds(ri[r]->comm_s, c, sizeof c),
 		       si((double)ri[r]->sent_bytes, "B", d, sizeof d), ri[r]->sent_msgs,
 		       si((double)ri[r]->recv_bytes, "B", f, sizeof f), si((double)ri[r]->peak_rss, "B", g, sizeof g));
@@ -1328,7 +1347,8 @@ static int run_mpi(const RunOpts *o)
 		mine->rank = me, mine->node = node, mine->steps = ds->steps, mine->nsteps = nsteps;
 		snprintf(mine->host, sizeof mine->host, "%s", dmpi_host(m));
 		snprintf(mine->devs, sizeof mine->devs, "%s", devs);
-		mine->load_s = load, mine->first_s = runs[0];
+		mine->load_s = o->check ? -1 : load;     /* --check loads inside rt_check: not measured apart */
+		mine->first_s = runs[0];
 		mine->run_s = n > 1 ? median(runs + 1, (int)n - 1) : runs[0];
 		mine->comm_s = n > 1 ? median(comms + 1, (int)n - 1) : comms[0];
 		mine->sent_bytes = ds->sent_bytes, mine->recv_bytes = ds->recv_bytes;

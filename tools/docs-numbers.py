@@ -268,6 +268,26 @@ for tgt, rows in (('lpu', ('llama2-7b', 'llama2-70b', 'mixtral-8x7b')),
                                                     r': .*?(?:then|,) ' + re.escape(o) + r' (\S+%)', 1, asis, '')
 NUMBERS['l7spread.chips'] = ('l7spread', r'^compute .* on (\d+) lpu devices', 1, whole, '')
 NUMBERS['l7spread.tps'] = ('l7spread', r'^TPOT .*?: (\S+) tokens/s per user', 1, whole, '')
+# docs/targets-lpu.md "Deployment": each LPU validation row's plan at batch 1 and at 5 (LLMPerf's 5
+# concurrent requests): the chips it fills and its per-user rate, beside Groq's reported chip counts
+LPUDEP = {'llama2-7b': ('llama3.1-8b', 'KV=32,F=11008,V=32000,CTX=4096'), 'llama2-70b': ('llama3.1-70b', 'V=32000,CTX=4096'),
+          'mixtral-8x7b': ('mixtral-8x7b', '')}
+for r, (model, bind) in LPUDEP.items():
+    # b1, b5: batch 1 and 5; s16: batch 1 with each MXM fed by one direction's 32 stream registers
+    # (16 per direction, so mem_vec = 32) instead of both directions' 64, the what-if of the section
+    for b, cid, extra in ((1, 'lpudep.%s.b1' % r, ''), (5, 'lpudep.%s.b5' % r, ''),
+                          (1, 'lpudep.%s.s16' % r, '--set lpu.streams.count=16 ')):
+        COMMANDS[cid] = ['{aicc} compile examples/%s.aig %s--target lpu --machine groq-pod-v1 --phase decode --batch %d '
+                         '--context 625 %s-o {tmp}/d.aip' % (model, '--bind %s ' % bind if bind else '', b, extra),
+                         '{aicc} run {tmp}/d.aip --timing-only']
+        NUMBERS[cid + '.chips'] = (cid, r'^compute .* on (\d+) lpu devices', 1, whole, '')
+        NUMBERS[cid + '.tps'] = (cid, r'^TPOT .*?: (\S+) tokens/s per user', 1, whole, '')
+# the 7B spread over about as many chips as Groq's 8-rack deployments (36 MiB chips: the fill's 90 % of them)
+COMMANDS['lpudep.llama2-7b.spread'] = ['{aicc} compile examples/llama3.1-8b.aig --bind KV=32,F=11008,V=32000,CTX=4096 --target lpu '
+                                       '--machine groq-pod-v1 --phase decode --batch 1 --context 625 --set lpu.sram.capacity=36MiB '
+                                       '-o {tmp}/d.aip', '{aicc} run {tmp}/d.aip --timing-only']
+NUMBERS['lpudep.llama2-7b.spread.chips'] = ('lpudep.llama2-7b.spread', r'^compute .* on (\d+) lpu devices', 1, whole, '')
+NUMBERS['lpudep.llama2-7b.spread.tps'] = ('lpudep.llama2-7b.spread', r'^TPOT .*?: (\S+) tokens/s per user', 1, whole, '')
 for k in TRAIN_ANCHORS:
     NUMBERS['train.%s.mfu' % k] = ('train.' + k, r'MFU predicted (\S+), published \S+: (\S+)%', 1, pct1, ' %')
     NUMBERS['train.%s.gap' % k] = ('train.' + k, r'MFU predicted (\S+), published \S+: (\S+)%', 2, asis, ' %')
@@ -357,6 +377,13 @@ def tpu(cid, args, explain=False):
     NUMBERS[cid] = (cid, r'^latency\s+(\S+ \S+)', 1, asis, '')
 
 
+# docs/targets-tpu.md: the v5e 32768^3 bf16 GEMM row's block and its HBM and MXU terms (explain's t.* fields)
+COMMANDS['tpu.g32k'] = ["printf 'graph main(a: bf16[M, K], b: bf16[K, N]) -> (y: bf16[M, N]) {{\\n  y = MatMul(a, b)\\n}}\\n' "
+                        "> {tmp}/g.aig", '{aicc} compile {tmp}/g.aig --target tpu --machine tpu-v5e --precision bf16 -O0 '
+                        '--bind M=32768,N=32768,K=32768 -o {tmp}/g.aip', 'cat {tmp}/g.aip']
+NUMBERS['tpu.g32k.block'] = ('tpu.g32k', r't\.vmem_block="(\S+)"', 1, asis, '')
+NUMBERS['tpu.g32k.hbm'] = ('tpu.g32k', r't\.hbm_us="(\S+)"', 1, lambda x: '%.1f ms' % (float(x) / 1e3), '')
+NUMBERS['tpu.g32k.mxu'] = ('tpu.g32k', r't\.mxu_us="(\S+)"', 1, lambda x: '%.1f ms' % (float(x) / 1e3), '')
 for m in ('tpu-v5e', 'tpu-v6e', 'tpu-v7', 'tpu-8i'):
     for sb in (1, 128):
         tpu('tpu.%s.gpt2.s%d' % (m, sb), 'examples/gpt2-small.aig --machine %s --bind B=1,S=%d' % (m, sb))

@@ -41,7 +41,7 @@ void drv_install_signals(void);
  * returns 1; returns -1 (with a message) when the value is missing; 0 when not this option. */
 int opt_value(int argc, char **argv, int *i, const char *name, const char **val);
 /* A command's non-option argument: `arg` starting with '-' (not "-" alone) is an unknown option
- * ("see aicc CMD --help"); otherwise it fills *slot, and a second one is an error naming both
+ * ("see aicc CMD --help"; -O2, -O3, ... name the two levels there are); otherwise it fills *slot, and a second one is an error naming both
  * ("more than one WHAT given").  Returns 0, or -1 after printing the error. */
 int drv_operand(const char *arg, const char **slot, const char *what, const char *cmd);
 /* Prints "aicc: error: ..." to stderr. */

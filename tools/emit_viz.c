@@ -68,10 +68,12 @@ int drv_picture_opt(int argc, char **argv, int *i, PictureOpts *o)
 	return 0;
 }
 
-/* Above this many nodes an --expand picture without --focus gets a note pointing at --focus:
- * dot puts ranks about 0.5 in + a node's height apart, so a chain of 200 nodes is some 10,000 px
- * tall at 96 dpi, ten screens (a 24-layer decoder's --expand was 2785 x 23092 px, issue 17). */
-enum { VIZ_EXPAND_NOTE_NODES = 200 };
+/* An --expand picture without --focus is laid out (svg, png) only up to this many nodes: dot
+ * puts ranks about 0.5 in + a node's height apart, so a chain of 200 nodes is some 10,000 px tall
+ * at 96 dpi, ten screens (a 24-layer decoder's --expand was 2785 x 23092 px, Llama 8B's 486
+ * nodes 3651 x 23983 px, issue 17).  Past it the picture is refused with the --focus that draws
+ * the part wanted; --emit dot still writes it all (no layout). */
+enum { VIZ_EXPAND_MAX_NODES = 200 };
 
 /* The size caps; -1 after an error that says how to draw less. */
 static int check_size(const VizGraph *g, int layout, const PictureOpts *o)
@@ -113,6 +115,18 @@ int drv_emit_picture(const Module *m, const Plan *plan, const char *emit, const 
 		viz_attach_io(&g);
 	if (rc == 0)
 		rc = check_size(&g, fmt != VIZ_DOT, o);
+	if (rc == 0 && o->expand && !o->focus && fmt != VIZ_DOT) {
+		int nn, ne;
+		viz_shown(&g, &nn, &ne);
+		if (nn > VIZ_EXPAND_MAX_NODES) {
+			drv_error("--expand would draw all %d nodes (every instance of a repeated layer and every shard); "
+				  "an --expand picture without --focus is drawn up to %d", nn, VIZ_EXPAND_MAX_NODES);
+			fprintf(stderr, "aicc: note: draw part of it: --expand --focus layer#3 (one layer), --expand --focus gpu0 "
+				"(one device), or without --expand (repeated layers and shards collapse); --emit dot writes "
+				"it all without a layout\n");
+			rc = -1;
+		}
+	}
 	if (rc == 0) {
 		int nn, ne;
 		char what[128];
@@ -124,13 +138,6 @@ int drv_emit_picture(const Module *m, const Plan *plan, const char *emit, const 
 		if (rc == -2)
 			fprintf(stderr, "aicc: note: draw part of it: --focus layer#3 (one layer), --focus gpu0 (one device)%s, "
 				"or allow more time with --layout-time S\n", o->expand ? ", or without --expand" : "");
-	}
-	if (rc == 0 && o->expand && !o->focus && fmt != VIZ_DOT) {
-		int nn, ne;
-		viz_shown(&g, &nn, &ne);
-		if (nn > VIZ_EXPAND_NOTE_NODES)
-			fprintf(stderr, "aicc: note: --expand drew all %d nodes (every instance of a repeated layer and "
-				"every shard); --focus layer#3 draws one layer, --focus gpu0 one device\n", nn);
 	}
 	viz_free(&g);
 	if (timed)

@@ -66,6 +66,9 @@ void pass_opts_help(void)
 	       "                        with them (and --tp/--pp) the step is a parallel one: priced per replica\n"
 	       "                        (--emit summary), not lowered (docs/passes.md)\n"
 	       "  --zero Z              phase train, parallel: ZeRO stage 0-3 (default 1)\n"
+	       "  --pack L1,L2,...      phase train: each batch row packs sequences of these lengths back to\n"
+	       "                        back (--context defaults to their sum); attention is block-diagonal\n"
+	       "                        over them (varlen, seq_offsets), and run reports the padding it saves\n"
 	       "  --pp-virtual V        phase train, parallel: model chunks per pipeline rank (interleaved 1F1B)\n"
 	       "  --recompute none|selective|full|selective-ffn|layers  phase train, parallel: activation\n"
 	       "                        recomputation of the layers (selective keeps the matrix products'\n"
@@ -204,6 +207,33 @@ int pass_opts_parse(int argc, char **argv, int *i, PassOpts *po)
 		}
 	if (!strcmp(argv[*i], "--no-sequence-parallel") || !strcmp(argv[*i], "--unfused-attention")) {
 		*(argv[*i][2] == 'n' ? &c->no_seq_parallel : &c->unfused_attention) = 1;
+		return 1;
+	}
+	if ((r = opt_value(argc, argv, i, "--pack", &v))) {   /* phase train: packed sequences */
+		if (r < 0)
+			return -1;
+		int cnt = 1;
+		for (const char *s = v; *s; s++)
+			cnt += *s == ',';
+		int64_t *off = calloc((size_t)cnt + 1, sizeof *off);
+		if (!off)
+			abort();
+		const char *s = v;
+		for (int k = 0; k < cnt; k++) {
+			char *end;
+			errno = 0;
+			long long l = strtoll(s, &end, 10);
+			if (end == s || (*end && *end != ',') || errno || l < 1 || l > (1LL << 40) || off[k] > (1LL << 50)) {
+				drv_error("--pack expects sequence lengths >= 1 separated by commas, got '%s'", v);
+				free(off);
+				return -1;
+			}
+			off[k + 1] = off[k] + l;
+			s = end + 1;
+		}
+		free(c->seq_offsets);
+		c->seq_offsets = off;
+		c->nseq_offsets = cnt + 1;
 		return 1;
 	}
 	if ((r = opt_value(argc, argv, i, "--recompute", &v))) {   /* phase train, a parallel step */

@@ -436,7 +436,8 @@ Plan *drv_build_plan(Module *m, const BuildOpts *o)
 
 /* phases: a plan of a serving phase is checked against the same phase of the model: the
  * kv-cache pass (only) runs again with the recorded phase and context; a training step's
- * autodiff pass with the learning rate its AdamW instructions carry. */
+ * autodiff pass with the learning rate its AdamW instructions carry and the packed sequences
+ * (--pack) its Attention instructions carry. */
 static int rebuild_phase(const Plan *p, Module *m)
 {
 	if (!p->source.phase)
@@ -450,6 +451,12 @@ static int rebuild_phase(const Plan *p, Module *m)
 		for (int i = 0; i < p->streams[s].nins && c.lr == 0; i++)
 			if (p->streams[s].ins[i].kind == PI_KERNEL && p->streams[s].ins[i].op == RT_OP_AdamW)
 				c.lr = rt_attr_float(&p->streams[s].ins[i].attrs, "lr", 0);
+	int noff, causal;
+	const int64_t *off = train ? rt_plan_seq_offsets(p, &noff, &causal) : NULL;
+	if (off && (c.seq_offsets = malloc((size_t)noff * sizeof *off))) {
+		memcpy(c.seq_offsets, off, (size_t)noff * sizeof *off);
+		c.nseq_offsets = noff;
+	}
 	c.grad_accum = train ? (int)p->source.micro_batches : 0;
 	int e = pass_run_pipeline(m, &c, train ? "autodiff" : "kv-cache");
 	pass_ctx_free(&c);

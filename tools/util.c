@@ -35,6 +35,11 @@ int drv_debug_internal(const char *where, RtError *e)
 
 int drv_operand(const char *arg, const char **slot, const char *what, const char *cmd)
 {
+	if (arg[0] == '-' && arg[1] == 'O' && arg[2]) {
+		drv_error("unknown option '%s': the levels are -O0 (no passes, for debugging) and -O1 (the "
+			  "target's pipeline, the default); --passes=... names passes", arg);
+		return -1;
+	}
 	if (arg[0] == '-' && arg[1]) {
 		drv_error("unknown option '%s' (see aicc %s --help)", arg, cmd);
 		return -1;

@@ -22,7 +22,9 @@ Kinds of case and how each is predicted:
   ttft         `--phase prefill --batch B --context ISL` of the model: TTFT = the step's latency
   throughput   static batching: B*OSL / (TTFT(B, ISL) + (OSL-1)*TPOT(B, ISL+OSL/2)) / TP, TPOT from
                `--phase decode --context ISL+OSL/2` (TPOT is linear in the context)
-  decode_rate  per-user tokens/s = 1 / TPOT(B, context)
+  decode_rate  per-user tokens/s = 1 / TPOT(B, context); an LPU row also prints the chips its plan fills
+               beside the measured deployment's (a row's `deployment`: `chips` and `what`, its source; else "not
+               published"), so a plan on fewer chips than the deployment that is faster still shows
   batch_latency  one static batch's end-to-end time (vLLM benchmark_latency): TTFT(B, ISL) + (OSL-1) *
                TPOT(B, ISL+OSL/2) in ms; a group's `decode_precision` (e.g. bf16+graph: vLLM captures the
                decode step in CUDA graphs, its prefill runs eagerly) prices the decode steps
@@ -46,7 +48,7 @@ error-band table the compiler prints beside every predicted time (targets/bands.
 class, the median and the worst |error| of that class's rows and their count.  A case that does not
 compile is listed with aicc's reason and counted as a failure.
 """
-import concurrent.futures, json, os, statistics, subprocess, sys, tempfile, time
+import concurrent.futures, json, os, re, statistics, subprocess, sys, tempfile, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CASES = os.path.join(ROOT, "tools", "validate", "cases.json")
@@ -82,14 +84,19 @@ class Aicc:
         self.kv_fp8 = "--kv-format" in subprocess.run([self.exe, "compile", "--help"], capture_output=True,
                                                         text=True).stdout
 
-    def latency(self, args, src=None):
-        """Compiles (a source text, or a model given in args) and returns the predicted step latency in s."""
+    def latency(self, args, src=None, facts=None):
+        """Compiles (a source text, or a model given in args) and returns the predicted step latency in s.
+        With FACTS (a dict), also records the plan's chip count there (`chips`, an LPU plan's t.chips)."""
         self.n += 1
         base = os.path.join(self.tmp, "c%d" % self.n)
         if src is not None:
             open(base + ".aig", "w").write(src)
             args = [base + ".aig"] + args
         run([self.exe, "compile"] + args + ["--emit", "plan", "-o", base + ".aip"])
+        if facts is not None:
+            with open(base + ".aip") as f:
+                m = re.search(r't\.chips="(\d+)"', f.read())
+            facts["chips"] = int(m.group(1)) if m else 1
         run([self.exe, "run", base + ".aip", "--timing-only", "--report", base + ".json"])
         lat = json.load(open(base + ".json"))["latency_s"]
         for f in (".aig", ".aip", ".json"):
@@ -190,7 +197,13 @@ def predict(a, grp, row):
         tpot = a.latency(model_args(a, grp, row, "decode", row["isl"] + row["osl"] // 2, m, grp.get("decode_precision")))
         return (ttft + (row["osl"] - 1) * tpot + row["osl"] * step_cpu(grp, row["B"])) * 1e3
     if kind == "decode_rate":
-        return 1.0 / a.latency(model_args(a, grp, row, "decode", row["context"], m))
+        if grp["target"] != "lpu":
+            return 1.0 / a.latency(model_args(a, grp, row, "decode", row["context"], m))
+        facts = {}   # an LPU plan's chips, printed beside the chips the measured deployment used
+        rate = 1.0 / a.latency(model_args(a, grp, row, "decode", row["context"], m), facts=facts)
+        dep = row.get("deployment")
+        return rate, "plan: %d chips; deployment: %s" % (facts["chips"], "%d chips (reported)" % dep["chips"] if dep
+                                                           else "chip count not published")
     raise Fail("unknown case kind %s" % kind)
 
 
@@ -238,15 +251,16 @@ def main():
     def one(job):
         grp, row = job
         try:
-            return predict(a, grp, row), None
+            p = predict(a, grp, row)
+            return (p if isinstance(p, tuple) else (p, None)), None
         except Fail as e:
-            return None, str(e)
+            return (None, None), str(e)
     with concurrent.futures.ThreadPoolExecutor(max_workers=2) as ex:
         results = list(ex.map(one, jobs))
     print("%-10s %-10s %-44s %11s %11s %8s  %s" % ("target", "section", "case", "predicted", "published", "error", "unit"))
     per = {}
     fails = []
-    for (grp, row), (pred, why) in zip(jobs, results):
+    for (grp, row), ((pred, note), why) in zip(jobs, results):
         name = describe(grp, row)
         if pred is None:
             print("%-10s %-10s %-44s %11s %11.5g %8s  %s  (%s)" % (grp["target"], grp["section"], name, "n/a", row["value"],
@@ -255,8 +269,8 @@ def main():
             continue
         err = (pred - row["value"]) / row["value"]
         per.setdefault(grp["target"], []).append((grp["section"], grp["cls"], err))
-        print("%-10s %-10s %-44s %11.5g %11.5g %+7.1f%%  %s" % (grp["target"], grp["section"], name, pred, row["value"],
-                                                             100 * err, grp["unit"]))
+        print("%-10s %-10s %-44s %11.5g %11.5g %+7.1f%%  %s%s" % (grp["target"], grp["section"], name, pred, row["value"],
+                                                               100 * err, grp["unit"], "  (%s)" % note if note else ""))
     print()
     print("%-10s %6s %6s %9s %9s   %-20s %-20s" % ("target", "cases", "failed", "median", "worst", "kernel med/worst",
                                                    "end-to-end med/worst"))

@@ -10,7 +10,8 @@
  * tensor's bytes; transfers over a link and collectives are bold and red with the link and the
  * predicted time.  Graph inputs and outputs are ellipses outside the devices.  Nodes are named
  * n0, n1, ... in model order with their full name as tooltip, so the DOT text is deterministic
- * and small.  Both the graph and the gvc context are freed before returning. */
+ * and small.  Both the graph and the gvc context (made in the layout's child process) are freed
+ * before returning. */
 #include "viz/viz.h"
 
 #include <errno.h>
@@ -239,7 +240,17 @@ static Agnode_t *draw_node(Draw *dr, int i)
 	return n;
 }
 
-static void draw_edge(Agraph_t *root, Agnode_t **nodes, const VizEdge *e)
+/* Edge labels.  A `label` is a node of dot's layout: dot gives it room between the ranks, so it
+ * never covers a node, a cluster's title or another label (testsuite/viz/label-overlap.py checks
+ * the pictures); an `xlabel` is placed after the layout, beside its edge, wherever there is room,
+ * and with forcelabels where there is none: over nodes and cluster titles (seen: 8B decode on
+ * hopper, 70B --tp 8).  Labels cost dot's spline routing steeply: Llama 8B --expand --focus of 4,
+ * 8, 10, 12 and 16 layers (64 .. 244 nodes) took 0.04, 1.1, 4.2, 8.0 and 34 s of CPU with labels
+ * and 0.2 s with xlabels for the 16.  Pictures of up to VIZ_LABEL_NODES nodes get labels; a
+ * larger one (an --expand, a --focus of many layers) gets xlabels. */
+enum { VIZ_LABEL_NODES = 120 };
+
+static void draw_edge(Agraph_t *root, Agnode_t **nodes, const VizEdge *e, int xlabel)
 {
 	char label[700], b[64], t[64];
 	Agedge_t *ed = agedge(root, nodes[e->src], nodes[e->dst], NULL, 1);
@@ -254,7 +265,7 @@ static void draw_edge(Agraph_t *root, Agnode_t **nodes, const VizEdge *e)
 		snprintf(label, sizeof label, "%s\\n%s\\n%s", e->link, b, viz_time_str(e->time_s, t, sizeof t));
 	else
 		snprintf(label, sizeof label, "%s", b);
-	set(ed, "xlabel", label);   /* xlabel: labels do not add ranks, so pictures stay short */
+	set(ed, xlabel ? "xlabel" : "label", label);
 	if (e->bold || e->link) {
 		set(ed, "style", "bold");
 		set(ed, "penwidth", "2.5");
@@ -406,7 +417,7 @@ static Agraph_t *build(const VizGraph *g)
 	set(root, "rankdir", "TB");
 	set(root, "labelloc", "t");
 	set(root, "fontname", "Helvetica");
-	set(root, "ranksep", "0.3");
+	set(root, "ranksep", "0.2");   /* dot halves it where edges have labels; 0.3 drew 8B decode 6 % taller */
 	set(root, "nodesep", "0.25");
 	set(root, "forcelabels", "true");
 	/* network simplex (ranking, then x coordinates in rank2) is what takes minutes on big
@@ -442,9 +453,11 @@ static Agraph_t *build(const VizGraph *g)
 				break;
 			}
 	}
+	int nn, ne;
+	viz_shown(g, &nn, &ne);
 	for (int i = 0; i < g->nedges; i++)
 		if (nodes[g->edges[i].src] && nodes[g->edges[i].dst])
-			draw_edge(root, nodes, &g->edges[i]);
+			draw_edge(root, nodes, &g->edges[i], nn > VIZ_LABEL_NODES);
 	caption(root, g, used);
 	for (int d = 0; dr.dev_label && d < g->ndevs; d++)
 		free(dr.dev_label[d]);
@@ -453,11 +466,17 @@ static Agraph_t *build(const VizGraph *g)
 	return root;
 }
 
-/* Lays out root with dot and renders it into f; 0, or -1. */
-static int render(GVC_t *gvc, Agraph_t *root, VizFormat fmt, FILE *f)
+/* Lays out root with dot and renders it into f, in a gvc context of its own; 0, or -1.  The
+ * context is made here, in the process that lays out (render_limited's child): gvContext reads
+ * Graphviz's plugin list into a buffer that libgvc never frees, not even in gvFreeContext
+ * (gvconfig, testsuite/lsan.supp), so the process that exits through LeakSanitizer makes none. */
+static int render(Agraph_t *root, VizFormat fmt, FILE *f)
 {
 	char *data = NULL;
 	unsigned int len = 0;
+	GVC_t *gvc = gvContext();
+	if (!gvc)
+		return -1;
 	int laid = gvLayout(gvc, root, "dot") == 0, rc = laid ? 0 : -1;
 	if (rc == 0 && gvRenderData(gvc, root, fmt == VIZ_SVG ? "svg" : "png", &data, &len) != 0)
 		rc = -1;
@@ -467,6 +486,7 @@ static int render(GVC_t *gvc, Agraph_t *root, VizFormat fmt, FILE *f)
 		gvFreeRenderData(data);
 	if (laid)
 		gvFreeLayout(gvc, root);
+	gvFreeContext(gvc);
 	return rc;
 }
 
@@ -479,15 +499,15 @@ static double mono(void)
 
 /* render() in a child process, so that a layout past the budget can be stopped (Graphviz has
  * no way to interrupt gvLayout); the child writes f's file.  0, -1, or -2 past the budget. */
-static int render_limited(GVC_t *gvc, Agraph_t *root, VizFormat fmt, FILE *f, const VizLayout *lay)
+static int render_limited(Agraph_t *root, VizFormat fmt, FILE *f, const VizLayout *lay)
 {
 	fflush(f);
 	fflush(stderr);
 	pid_t pid = fork();
 	if (pid < 0)
-		return render(gvc, root, fmt, f);   /* no process to spare: lay out here, unlimited */
+		return render(root, fmt, f);   /* no process to spare: lay out here, unlimited */
 	if (pid == 0) {
-		int rc = render(gvc, root, fmt, f);
+		int rc = render(root, fmt, f);
 		rc |= fflush(f) != 0;
 		_exit(rc ? 1 : 0);
 	}
@@ -521,15 +541,12 @@ static int render_limited(GVC_t *gvc, Agraph_t *root, VizFormat fmt, FILE *f, co
 
 int viz_write(const VizGraph *g, VizFormat fmt, FILE *f, const VizLayout *lay)
 {
-	GVC_t *gvc = fmt == VIZ_DOT ? NULL : gvContext();
 	Agraph_t *root = build(g);
 	int rc = root ? 0 : -1;
 	if (rc == 0 && fmt == VIZ_DOT)
 		rc = agwrite(root, f) == EOF ? -1 : 0;
-	else if (rc == 0 && !gvc)
-		rc = -1;
 	else if (rc == 0)
-		rc = lay && (lay->budget_s > 0 || lay->tick) ? render_limited(gvc, root, fmt, f, lay) : render(gvc, root, fmt, f);
+		rc = lay && (lay->budget_s > 0 || lay->tick) ? render_limited(root, fmt, f, lay) : render(root, fmt, f);
 	if (rc == -2) {
 		int nn, ne;
 		viz_shown(g, &nn, &ne);
@@ -539,7 +556,5 @@ int viz_write(const VizGraph *g, VizFormat fmt, FILE *f, const VizLayout *lay)
 		fprintf(stderr, "aicc: error: graphviz could not %s the picture\n", fmt == VIZ_DOT ? "write" : "lay out or render");
 	if (root)
 		agclose(root);
-	if (gvc)
-		gvFreeContext(gvc);
 	return rc == -2 ? -2 : rc < 0 ? -1 : 0;
 }

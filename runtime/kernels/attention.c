@@ -7,7 +7,8 @@
  * scores = (Q*sqrt(scale)) @ (K*sqrt(scale))^T, scale defaulting to 1/sqrt(head_size); softcap
  * c > 0 maps scores to c*tanh(scores/c) before the mask; the mask (bool: true attends; float:
  * added) broadcasts to (B, q_heads, S_q, T) and is padded with -inf/false when its last axis is
- * shorter than T; is_causal lets query i see key j iff j <= i + P.  qk_matmul_output modes: 0
+ * shorter than T; is_causal lets query i see key j iff j <= i + P; seq_offsets (packed sequences,
+ * att_segments) only the keys of its own sequence.  qk_matmul_output modes: 0
  * the scaled Q@K^T, 1 after softcap, 2 after the mask, 3 the softmax.
  * A fully masked row (every score -inf) has no defined softmax; this kernel returns
  * probabilities 0 for it, so its output row is 0 (never NaN).
@@ -21,7 +22,44 @@ typedef struct Att {
 	int64_t B, qh, kvh, Sq, Skv, P, T, hs, vhs;
 	int in3d, causal, mode;
 	double scale, softcap;
+	const int64_t *off;   /* seq_offsets: packed sequences' cumulative offsets (NULL: none) */
+	int noff;
+	int64_t *seg;         /* with off: per position its sequence's first and end position */
 } Att;
+
+/* Packed variable-length sequences (attribute seq_offsets = [0, l1, l1+l2, ..., S], FlashAttention's
+ * cu_seqlens): each batch row holds several sequences back to back and a query sees only the keys
+ * of its own sequence (block-diagonal; causal within it with is_causal).  Needs Q and K/V of one
+ * length S and no past.  Sets t->seg (2 S entries: first, end) or returns -1. */
+static int att_segments(const RtKernelArgs *a, Att *t, RtError *e)
+{
+	t->off = rt_attr_ints(a->attrs, "seq_offsets", &t->noff);
+	if (!t->off)
+		return 0;
+	if (t->P || t->Sq != t->Skv || t->noff < 2 || t->off[0] != 0 || t->off[t->noff - 1] != t->Sq)
+		return rt_errorf(e, RT_EUSER, "Attention: seq_offsets must run from 0 to the sequence length %lld "
+				 "(Q and K/V of one length, no past)", (long long)t->Sq);
+	if (!(t->seg = rt_malloc((size_t)(2 * t->Sq) * sizeof *t->seg)))
+		return rt_errorf(e, RT_ENOMEM, "Attention: out of memory");
+	for (int k = 0; k + 1 < t->noff; k++) {
+		if (t->off[k + 1] <= t->off[k]) {
+			rt_free(t->seg);
+			t->seg = NULL;
+			return rt_errorf(e, RT_EUSER, "Attention: seq_offsets must increase");
+		}
+		for (int64_t i = t->off[k]; i < t->off[k + 1]; i++)
+			t->seg[2 * i] = t->off[k], t->seg[2 * i + 1] = t->off[k + 1];
+	}
+	return 0;
+}
+
+/* Whether query i may see key j (the causal rule and the packed sequences). */
+static int att_sees(const Att *t, int64_t i, int64_t j)
+{
+	if (t->causal && j > i + t->P)
+		return 0;
+	return !t->seg || (j >= t->seg[2 * i] && j < t->seg[2 * i + 1]);
+}
 
 /* Shapes and attributes; checks that the heads and sizes agree. */
 static int att_setup(const RtKernelArgs *a, Att *t, RtError *e)
@@ -64,7 +102,7 @@ static int att_setup(const RtKernelArgs *a, Att *t, RtError *e)
 	if (!rt_attr_find(a->attrs, "scale") || t->scale == 0)
 		t->scale = 1.0 / sqrt((double)t->hs);
 	t->softcap = rt_attr_float(a->attrs, "softcap", 0);
-	return 0;
+	return att_segments(a, t, e);
 }
 
 /* x as (B, heads, S, d) doubles: 3-D (B, S, heads*d) is split and transposed. */
@@ -112,7 +150,7 @@ static double *concat_kv(const RtTensor *past, const double *cur, const Att *t, 
 static double mask_bias(const RtTensor *m, const int64_t *mstr, const Att *t, int64_t b, int64_t h,
 			int64_t i, int64_t j)
 {
-	if (t->causal && j > i + t->P)
+	if (!att_sees(t, i, j))
 		return -INFINITY;
 	if (!m)
 		return 0;
@@ -205,8 +243,12 @@ int rk_Attention(const RtKernelArgs *a, RtError *e)
 	Att t;
 	AttBuf w = { 0 };
 	int64_t mstr[4];
-	if (att_setup(a, &t, e) < 0 || mask_strides(kn_in(a, 3), &t, mstr, e) < 0)
+	if (att_setup(a, &t, e) < 0)
 		return -1;
+	if (mask_strides(kn_in(a, 3), &t, mstr, e) < 0) {
+		rt_free(t.seg);
+		return -1;
+	}
 	int f64 = kn_acc64(a);
 	DType dt = a->in[0]->dtype;
 	w.q = heads4(a->in[0], t.in3d, t.qh, e);
@@ -262,9 +304,11 @@ int rk_Attention(const RtKernelArgs *a, RtError *e)
 	if (a->nout > 3)
 		KN_TRY(kn_out(a, 3, dt, 4, qd, e) < 0 ? -1 : kn_store(&a->out[3], w.qk, a->opts, e));
 	att_free(&w);
+	rt_free(t.seg);
 	return 0;
 fail:
 	att_free(&w);
+	rt_free(t.seg);
 	kn_free_outs(a);
 	return -1;
 }
@@ -273,7 +317,7 @@ fail:
  * AttentionGrad(dY, Q, K, V) {Attention's attributes} -> dQ, dK, dV, without past, mask or
  * softcap.  The probabilities are recomputed from Q and K per (batch, head) instead of being
  * stored (the recomputation that makes the backward O(S) in memory): S = scale Q K^T (+ causal
- * -inf), P = softmax(S), dV = P^T dY, dP = dY V^T, D_i = sum_j P_ij dP_ij (= rowsum(dY o Y)),
+ * -inf, and -inf across packed sequences), P = softmax(S), dV = P^T dY, dP = dY V^T, D_i = sum_j P_ij dP_ij (= rowsum(dY o Y)),
  * dS = P o (dP - D), dQ = scale dS K, dK = scale dS^T Q; a grouped KV head adds the dK, dV of
  * every query head that reads it, in head order.  In double, rounded once at the end. */
 int rk_AttentionGrad(const RtKernelArgs *a, RtError *e)
@@ -285,8 +329,10 @@ int rk_AttentionGrad(const RtKernelArgs *a, RtError *e)
 	Att t;
 	if (att_setup(&f, &t, e) < 0)
 		return -1;
-	if (t.softcap > 0)
+	if (t.softcap > 0) {
+		rt_free(t.seg);
 		return rt_errorf(e, RT_EUSER, "AttentionGrad: softcap is not supported");
+	}
 	double *dy = heads4(a->in[0], t.in3d, t.qh, e), *q = dy ? heads4(a->in[1], t.in3d, t.qh, e) : NULL;
 	double *k = q ? heads4(a->in[2], t.in3d, t.kvh, e) : NULL, *v = k ? heads4(a->in[3], t.in3d, t.kvh, e) : NULL;
 	int64_t nq = t.B * t.qh * t.Sq * t.hs, nk = t.B * t.kvh * t.T * t.hs, nv = t.B * t.kvh * t.T * t.vhs;
@@ -309,7 +355,7 @@ int rk_AttentionGrad(const RtKernelArgs *a, RtError *e)
 					double s = 0;
 					for (int64_t d = 0; d < t.hs; d++)
 						s += qh[i * t.hs + d] * kh[j * t.hs + d];
-					p[j] = t.causal && j > i + t.P ? -INFINITY : t.scale * s;
+					p[j] = att_sees(&t, i, j) ? t.scale * s : -INFINITY;
 					mx = p[j] > mx ? p[j] : mx;
 				}
 				for (int64_t j = 0; j < t.T; j++)
@@ -355,7 +401,7 @@ int rk_AttentionGrad(const RtKernelArgs *a, RtError *e)
 out:
 	if (rc < 0)
 		kn_free_outs(a);
-	rt_free(dy), rt_free(q), rt_free(k), rt_free(v), rt_free(g);
+	rt_free(dy), rt_free(q), rt_free(k), rt_free(v), rt_free(g), rt_free(t.seg);
 	return rc;
 }
 

@@ -62,7 +62,7 @@ double gpu_node_time(const Target *t, const Machine *m, const Device *d, const P
 	if (h->attn && tgt_work_attn(w, &at) && dev_supports(d, at.in) && num_has(&d->peak[at.in])) {
 		double io = rt_dtype_bytes(at.in, 1);
 		AttnShape s = { .B = at.B, .qh = at.qh, .kvh = at.kvh, .Sq = at.Sq, .T = at.T, .d = at.d, .dv = at.dv,
-				.causal = at.causal, .in = at.in, .io_bytes = io, .kv_bytes = io };
+				.causal = at.causal, .in = at.in, .io_bytes = io, .kv_bytes = io, .off = at.off, .noff = at.noff };
 		AttnTile tile = { 0 };
 		h->attn(&a, &s, &tile);
 		gpu_launch(&a, graph, &tile.c);

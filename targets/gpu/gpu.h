@@ -113,6 +113,9 @@ int gpu_gemm_eval(const GpuArch *a, const GemmShape *s, GemmTile *t);
 /* ---- attention ---- */
 typedef struct AttnShape {
 	int64_t B, qh, kvh, Sq, T, P, d, dv;
+	const int64_t *off;               /* packed sequences' offsets (seq_offsets; NULL: none): the
+					     varlen kernel tiles each sequence alone */
+	int noff;
 	int causal;
 	DType in;
 	double io_bytes;                  /* bytes per element of Q and O in memory */

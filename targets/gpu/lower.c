@@ -38,10 +38,9 @@ struct GpuLw {
 	 * pure function of the shape on this arch), the oldest replaced when full. */
 	struct GemmMemo { GemmShape s; GemmTile t; int ok; char why[256]; } memo[32];
 	int nmemo, next_memo;
-	/* The kernels lowered so far by what decides their t.* and numerics (kernel_sig): the IR
-	 * node, its device and its operands' buffers; layer instances repeat them (kernel_memo). */
-	struct KernMemo { int64_t *sig; int nsig, n, fused; PlanKV *kv; RtExecOpts opts; } *km;
-	size_t nkm, capkm;
+	/* The kernels lowered so far by what decides their t.* and numerics (kernel_sig); layer
+	 * instances repeat them. */
+	TgtKernMemo km;
 };
 
 static int same_gemm(const GemmShape *a, const GemmShape *b)
@@ -437,6 +436,8 @@ static int attn_kernel(GpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 	}
 	if (s.B == 0 || s.qh == 0 || s.kvh == 0 || s.Sq == 0 || s.T == 0)
 		return 0;
+	if (!s.P)
+		s.off = tgt_seq_offsets(at, s.Sq, s.T, &s.noff);
 	AttnTile tile = { 0 };
 	w->h->attn(&w->a, &s, &tile);
 	gpu_launch(&w->a, w->pol->graph, &tile.c);
@@ -503,108 +504,17 @@ static void mem_kernel(GpuLw *w, int i, PlanInstr *pi, Ann *t)
 	put_cost(t, &c, fn);
 }
 
-/* ---- kernels already lowered ----
- * A layer repeated N times lowers the same IR nodes N times to the same t.* attributes and
- * numerics: what the hooks above read of a flat node is its IR node (op, attributes), its
- * device, its operands' buffers (dtype, format, size, shape), its fusion-group position, whether
- * it runs at load and, for a GEMM, its weight's stored bytes; the one instance-specific text is
- * the name a fused node is fused into.  kernel_sig writes those into sig (at most max words;
- * -1 when they do not fit), and a node whose signature was lowered before reuses that result,
- * its strings already interned in the plan, with only the fused-into name formatted again. */
-#define SIG_MAX 768
+/* ---- kernels already lowered (tgt_kernel_sig) ----
+ * Besides what every target's hook reads, a GEMM's weight's stored bytes. */
 static int kernel_sig(const GpuLw *w, int i, int64_t *sig)
 {
-	const TgtLower *l = w->l;
-	const FlatNode *fn = &l->f.nodes[i];
-	int n = 0, g = l->gfirst[i];
-	if (2 + (fn->nin + fn->nout) * (4 + RT_MAX_RANK) + 4 > SIG_MAX)
-		return -1;
-	sig[n++] = (int64_t)(uintptr_t)fn->n;
-	sig[n++] = (int64_t)l->devs.node_pl[i] << 32 | (int64_t)fn->nin << 16 | fn->nout;
-	for (int k = 0; k < fn->nin + fn->nout; k++) {
-		int v = k < fn->nin ? fn->in[k] : fn->out[k - fn->nin];
-		if (v < 0) {
-			sig[n++] = -1;
-			continue;
-		}
-		const FlatVal *fv = &l->f.vals[v];
-		if (l->buf[v] < 0)
-			return -1;
-		const PlanBuffer *b = &l->p->buffers[l->buf[v]];
-		int def = fv->def, ingrp = g >= 0 && def >= 0 && l->gfirst[def] == g;
-		sig[n++] = (int64_t)b->dtype | (int64_t)fv->dt << 8 | (int64_t)fv->rank << 16 | (int64_t)fv->is_output << 24 |
-			   (int64_t)ingrp << 25;
-		sig[n++] = b->size;
-		sig[n++] = (int64_t)(uintptr_t)b->format;
-		for (int r = 0; r < fv->rank; r++)
-			sig[n++] = fv->dims[r];
-	}
-	sig[n++] = (g < 0 ? 0 : g == i ? 1 : 2) | (g >= 0 && l->glast[g] == i) << 2 | tgt_load_kernel(&l->f, l->gfirst, i) << 3;
-	if (gemm_node(fn) && fn->n->op != OP_GroupedMatMul) {
+	const FlatNode *fn = &w->l->f.nodes[i];
+	int n = tgt_kernel_sig(w->l, i, sig, TGT_SIG_MAX - 1);
+	if (n > 0 && gemm_node(fn) && fn->n->op != OP_GroupedMatMul) {
 		double wb = load_weight_bytes(w, fn->in[1]);
 		memcpy(&sig[n++], &wb, sizeof wb);
 	}
 	return n;
-}
-
-static uint64_t sig_hash(const int64_t *sig, int n) { return rt_checksum(sig, sizeof *sig * (size_t)n); }
-
-/* The memo slot for sig: its entry, or the free slot it goes in (sig NULL there); NULL when the
- * table cannot grow. */
-static struct KernMemo *memo_slot(TgtLower *l, GpuLw *w, const int64_t *sig, int n)
-{
-	if (2 * (w->nkm + 1) > w->capkm) {
-		size_t cap = w->capkm ? 2 * w->capkm : 1024;
-		struct KernMemo *t = tgt_lower_alloc(l, cap, sizeof *t);
-		if (!t)
-			return NULL;
-		for (size_t j = 0; j < w->capkm; j++)
-			if (w->km[j].sig) {
-				size_t h = (size_t)sig_hash(w->km[j].sig, w->km[j].nsig) & (cap - 1);
-				while (t[h].sig)
-					h = (h + 1) & (cap - 1);
-				t[h] = w->km[j];
-			}
-		w->km = t, w->capkm = cap;   /* the old table is freed with the walk */
-	}
-	size_t h = (size_t)sig_hash(sig, n) & (w->capkm - 1);
-	for (; w->km[h].sig; h = (h + 1) & (w->capkm - 1))
-		if (w->km[h].nsig == n && !memcmp(w->km[h].sig, sig, sizeof *sig * (size_t)n))
-			break;
-	return &w->km[h];
-}
-
-/* Remembers the kernel just lowered (t, pi's numerics) under sig, its strings interned. */
-static int memo_put(TgtLower *l, GpuLw *w, struct KernMemo *m, const int64_t *sig, int n, PlanInstr *pi, TgtAnn *t)
-{
-	int64_t *s = tgt_lower_alloc(l, (size_t)n, sizeof *s);
-	PlanKV *kv = tgt_lower_alloc(l, (size_t)t->n, sizeof *kv);
-	if (!s || !kv)
-		return -1;
-	memcpy(s, sig, sizeof *s * (size_t)n);
-	int fused = -1;
-	for (int j = 0; j < t->n; j++) {
-		if (!(kv[j].key = plan_intern(l->p, t->kv[j].key)) || !(kv[j].val = plan_intern(l->p, t->kv[j].val)))
-			return rt_errorf(l->e, RT_ENOMEM, "out of memory lowering the graph");
-		if (!strcmp(t->kv[j].key, "fused"))
-			fused = j;
-	}
-	*m = (struct KernMemo){ s, n, t->n, fused, kv, pi->opts };
-	w->nkm++;
-	return 0;
-}
-
-/* A remembered kernel as node i's: its pairs (the fused-into name of node i's group), numerics. */
-static void memo_get(const GpuLw *w, const struct KernMemo *m, int i, PlanInstr *pi, TgtAnn *t)
-{
-	t->n = m->n;
-	memcpy(t->kv, m->kv, sizeof *t->kv * (size_t)m->n);
-	pi->opts = m->opts;
-	if (m->fused >= 0) {
-		const TgtLower *l = w->l;
-		tgt_fmt(t->val[m->fused], sizeof t->val[0], "into %s", l->p->buffers[l->buf[l->f.nodes[l->gfirst[i]].out[0]]].name);
-		t->kv[m->fused].val = t->val[m->fused];
-	}
 }
 
 static int kernel(GpuLw *w, int i, PlanInstr *pi, TgtAnn *t);
@@ -635,16 +545,16 @@ int gpu_kernel(TgtLower *l, int i, PlanInstr *pi, TgtAnn *t)
 			l->f.vals[fn->out[0]].name, want, l->in->machine->m->name, w->a.dev->arch ? w->a.dev->arch : "?");
 		return kernel(w, i, pi, t);
 	}
-	int64_t sig[SIG_MAX];
+	int64_t sig[TGT_SIG_MAX];
 	int nsig = kernel_sig(w, i, sig);
-	struct KernMemo *m = nsig > 0 ? memo_slot(l, w, sig, nsig) : NULL;
+	TgtKernEntry *m = nsig > 0 ? tgt_memo_slot(l, &w->km, sig, nsig) : NULL;
 	if (m && m->sig) {
-		memo_get(w, m, i, pi, t);
+		tgt_memo_get(l, m, i, pi, t);
 		return 0;
 	}
 	if (kernel(w, i, pi, t) < 0)
 		return -1;
-	return m ? memo_put(l, w, m, sig, nsig, pi, t) : 0;
+	return m ? tgt_memo_put(l, &w->km, m, sig, nsig, pi, t) : 0;
 }
 
 /* gpu_kernel's GPU kernel, lowered. */

@@ -273,37 +273,56 @@ int gpu_gemm_eval(const GpuArch *a, const GemmShape *s, GemmTile *t)
 }
 
 /* ---- attention ---- */
-/* Keys visible to Q tile i (rows i*bm .. ) under the causal mask with P cached positions. */
-static int64_t visible(const AttnShape *s, int64_t i, int bm)
+/* Keys visible to Q tile i (rows i*bm .. ) of a sequence of sq queries and t keys under the
+ * causal mask with p cached positions. */
+static int64_t visible(int causal, int64_t sq, int64_t t, int64_t p, int64_t i, int bm)
 {
-	if (!s->causal)
-		return s->T;
-	int64_t last = (i + 1) * bm < s->Sq ? (i + 1) * bm : s->Sq;
-	return s->P + last < s->T ? s->P + last : s->T;
+	if (!causal)
+		return t;
+	int64_t last = (i + 1) * bm < sq ? (i + 1) * bm : sq;
+	return p + last < t ? p + last : t;
+}
+
+static int by_length_desc(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? 1 : x > y ? -1 : 0;
 }
 
 /* Longest-first list scheduling of the tiles (blocks each) on `units` SMs: the makespan in
- * blocks.  Tiles of one Q-tile index come B*qh at a time. */
+ * blocks.  Tiles of one Q-tile index come B*qh at a time.  Packed sequences (s->off: the varlen
+ * kernel, FlashAttention's cu_seqlens) tile each sequence alone: its own Q tiles over its own keys. */
 static double makespan(const AttnShape *s, int bm, int bn, int units, int64_t *ntiles)
 {
-	int64_t nq = cdiv(s->Sq, bm), copies = s->B * s->qh;
-	double *load = calloc((size_t)units, sizeof *load), worst = 0;
+	int nseg = s->off ? s->noff - 1 : 1;
+	int64_t nq = 0, copies = s->B * s->qh;
+	for (int k = 0; k < nseg; k++)
+		nq += cdiv(s->off ? s->off[k + 1] - s->off[k] : s->Sq, bm);
+	double *load = calloc((size_t)units, sizeof *load), *len = malloc((size_t)nq * sizeof *len), worst = 0;
 	*ntiles = nq * copies;
-	if (!load)
+	if (!load || !len) {
+		free(load), free(len);
 		return (double)cdiv(s->T, bn) * cdiv(*ntiles, units);
-	for (int64_t i = nq - 1; i >= 0; i--) {    /* longest first under the causal mask */
-		double len = (double)cdiv(visible(s, i, bm), bn);
+	}
+	int64_t q = 0;
+	for (int k = 0; k < nseg; k++) {
+		int64_t sq = s->off ? s->off[k + 1] - s->off[k] : s->Sq, t = s->off ? sq : s->T;
+		for (int64_t i = 0; i < cdiv(sq, bm); i++)
+			len[q++] = (double)cdiv(visible(s->causal, sq, t, s->off ? 0 : s->P, i, bm), bn);
+	}
+	qsort(len, (size_t)nq, sizeof *len, by_length_desc);   /* longest first under the causal mask */
+	for (int64_t i = 0; i < nq; i++)
 		for (int64_t c = 0; c < copies; c++) {
 			int best = 0;
 			for (int u = 1; u < units; u++)
 				if (load[u] < load[best])
 					best = u;
-			load[best] += len;
+			load[best] += len[i];
 			if (load[best] > worst)
 				worst = load[best];
 		}
-	}
 	free(load);
+	free(len);
 	return worst;
 }
 

@@ -2,7 +2,7 @@
  * Any shape-inferred graph becomes a one-device plan: one kernel instruction per node, no
  * fusion, every computed float value in f32 (f64 with --precision f64, which also accumulates in
  * f64; values the graph types f64 stay f64); explicit conversions (Cast, CastLike, quantize/dequantize) keep the dtype the graph asks
- * for, integers stay integers.  Buffers live in the device's first memory space (offsets aligned
+ * for, collectives and transfers their operands', integers stay integers.  Buffers live in the device's first memory space (offsets aligned
  * to 64 bytes).  Parameters become constants by reference (seeded initialiser with its call
  * instance, .npy/.safetensors path, small inline data, in-memory `data` for larger ONNX
  * initialisers and integers a double cannot hold, which the driver writes beside the plan) or
@@ -20,6 +20,11 @@ DType ref_dtype(const TgtLower *l, const FlatVal *v)
 		const Node *n = l->f.nodes[v->def].n;
 		if (n->op == OP_Cast || n->op == OP_CastLike || (ir_ops[n->op].flags & F_QOP))
 			return v->dt;
+		/* a collective or a transfer moves its operands' values: their dtype (ZeRO's all-gather
+		 * of the bf16 weights cast from the updated master shards, passes/autodiff.c) */
+		const FlatNode *fn = &l->f.nodes[v->def];
+		if ((ir_op_is_collective(n->op) || n->op == OP_Transfer) && fn->nin > 0 && fn->in[0] >= 0)
+			return ref_dtype(l, &l->f.vals[fn->in[0]]);
 	}
 	return ref_float(l);
 }

@@ -101,16 +101,25 @@ double tpu_node_time(const Target *t, const Machine *m, const Device *d, const P
 	}
 	if (tgt_work_attn(w, &at)) {   /* as lower.c's attention kernel: Q K^T and P V on the MXUs, softmax on the VPU */
 		int64_t grp = at.qh / at.kvh > 0 ? at.qh / at.kvh : 1;
-		MxuShape s1 = { .batch = at.B * at.kvh, .M = at.Sq * grp, .N = at.T, .K = at.d, .in = DT_BF16, .in_bytes = 2, .w_bytes = 2,
-				.out_bytes = 4 };
-		MxuShape s2 = { .batch = at.B * at.kvh, .M = at.Sq * grp, .N = at.dv, .K = at.T, .in = DT_BF16, .in_bytes = 2, .w_bytes = 2,
-				.out_bytes = 2 };
-		MxuPlan m1, m2;
-		if (tpu_mxu_plan(&a, &s1, &m1) && tpu_mxu_plan(&a, &s2, &m2)) {
-			double padded = (double)(m1.Mp * m1.Np) * (double)s1.batch;
+		/* packed sequences (at.off): each sequence's own block of the scores, one after another */
+		int nseg = at.off ? at.noff - 1 : 1, ok = 1;
+		TpuCost c = { .fixed = a.fixed + a.dma_latency + a.t0 };
+		for (int k = 0; k < nseg && ok; k++) {
+			int64_t sq = at.off ? at.off[k + 1] - at.off[k] : at.Sq, tk = at.off ? sq : at.T;
+			MxuShape s1 = { .batch = at.B * at.kvh, .M = sq * grp, .N = tk, .K = at.d, .in = DT_BF16, .in_bytes = 2,
+					.w_bytes = 2, .out_bytes = 4 };
+			MxuShape s2 = { .batch = at.B * at.kvh, .M = sq * grp, .N = at.dv, .K = tk, .in = DT_BF16, .in_bytes = 2,
+					.w_bytes = 2, .out_bytes = 2 };
+			MxuPlan m1, m2;
+			ok = tpu_mxu_plan(&a, &s1, &m1) && tpu_mxu_plan(&a, &s2, &m2);
+			if (ok) {
+				c.mxu += m1.mxu + m2.mxu, c.vmem += m1.vmem + m2.vmem;
+				c.vpu += (double)(m1.Mp * m1.Np) * (double)s1.batch * TPU_SOFTMAX_VPU_OPS / a.vpu;
+			}
+		}
+		if (ok) {
 			double bytes = ((double)(at.B * at.qh * at.Sq) + (double)(at.B * at.kvh * at.T)) * (double)(at.d + at.dv) * 2;
-			TpuCost c = { .mxu = m1.mxu + m2.mxu, .vmem = m1.vmem + m2.vmem, .hbm = bytes / a.hbm_bw,
-				      .vpu = padded * TPU_SOFTMAX_VPU_OPS / a.vpu, .fixed = a.fixed + a.dma_latency + a.t0 };
+			c.hbm = bytes / a.hbm_bw;
 			return tpu_cost_total(&c) * at.grad / (double)at.rest;
 		}
 	}

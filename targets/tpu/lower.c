@@ -52,6 +52,7 @@ typedef struct TpuLw {
 	 * a few shapes, and the block search is the lowering's largest cost without it */
 	struct { MxuShape s; MxuPlan m; int ok; } memo[32];
 	int nmemo, next_memo;
+	TgtKernMemo km;      /* the kernels lowered so far (kernel_sig): layer instances repeat them */
 } TpuLw;
 
 /* tpu_mxu_plan(&w->a, s, m), remembered per shape for this lowering (the arch is fixed). */
@@ -583,11 +584,48 @@ static void plan_working_set(TpuLw *w)
 	w->kv_dry = 0;
 }
 
-/* The kernel hook: MXU products and convolutions, attention, else a vector-unit kernel. */
+/* What decides node i's kernel (tgt_kernel_sig), with what the hooks above read besides: the
+ * node's FLOP, its past tokens kept in SRAM (kv_plan) and the dtype every operand is held in
+ * (tpu_dtype: the f64 emulation and an MXU product's output bytes). */
+static int kernel_sig(const TpuLw *w, int i, const PlanInstr *pi, int64_t *sig)
+{
+	const FlatNode *fn = &w->l->f.nodes[i];
+	int n = tgt_kernel_sig(w->l, i, sig, TGT_SIG_MAX - 3 - fn->nin - fn->nout);
+	if (n < 0)
+		return -1;
+	memcpy(&sig[n++], &pi->flops, sizeof pi->flops);
+	sig[n++] = w->kv_tok[i];
+	sig[n++] = pi->unit;
+	for (int k = 0; k < fn->nin + fn->nout; k++) {
+		int v = k < fn->nin ? fn->in[k] : fn->out[k - fn->nin];
+		sig[n++] = v < 0 ? -1 : (int64_t)tpu_dtype(w, &w->l->f.vals[v]);
+	}
+	return n;
+}
+
+static int kernel(TpuLw *w, int i, PlanInstr *pi, TgtAnn *t);
+
+/* The kernel hook: MXU products and convolutions, attention, else a vector-unit kernel; a node
+ * lowered before by what decides it (kernel_sig) takes that result. */
 int tpu_kernel(TgtLower *l, int i, PlanInstr *pi, TgtAnn *t)
 {
 	TpuLw *w = l->ctx;
-	const FlatNode *fn = &l->f.nodes[i];
+	int64_t sig[TGT_SIG_MAX];
+	int nsig = kernel_sig(w, i, pi, sig);
+	TgtKernEntry *m = nsig > 0 ? tgt_memo_slot(l, &w->km, sig, nsig) : NULL;
+	if (m && m->sig) {
+		tgt_memo_get(l, m, i, pi, t);
+		return 0;
+	}
+	if (kernel(w, i, pi, t) < 0)
+		return -1;
+	return m ? tgt_memo_put(l, &w->km, m, sig, nsig, pi, t) : 0;
+}
+
+/* tpu_kernel's kernel, lowered. */
+static int kernel(TpuLw *w, int i, PlanInstr *pi, TgtAnn *t)
+{
+	const FlatNode *fn = &w->l->f.nodes[i];
 	int done = 0;
 	if ((fn->n->op == OP_MatMul || fn->n->op == OP_Gemm) && fn->nin >= 2)
 		done = gemm_kernel(w, fn, pi, t);

@@ -165,6 +165,8 @@ static char *bind_dims(const char *text, const char *binds[], int nb)
 }
 
 static int accum = 1;    /* --grad-accum of train_graph */
+static const int64_t *pack;   /* --pack of train_graph: the packed sequences' offsets (NULL: none) */
+static int npack;
 
 /* The train graph of `text` (dtypes rewritten to f64 when f64), with --bind `binds`. */
 static Module *train_graph(const char *text, const char *binds[], int nb, int f64, double lr)
@@ -192,6 +194,11 @@ static Module *train_graph(const char *text, const char *binds[], int nb, int f6
 	c.phase = "train";
 	c.lr = lr;
 	c.grad_accum = accum;
+	if (pack) {
+		c.seq_offsets = malloc((size_t)npack * sizeof *pack);
+		memcpy(c.seq_offsets, pack, (size_t)npack * sizeof *pack);
+		c.nseq_offsets = npack;
+	}
 	assert_int_equal(pass_run_pipeline(m, &c, "autodiff"), 0);
 	fclose(c.out);
 	pass_ctx_free(&c);
@@ -393,6 +400,32 @@ static void test_llama(void **st)
 	free(s);
 }
 
+/* Llama with two packed sequences of 2 and 3 tokens per row (--pack 2,3: every Attention
+ * block-diagonal, seq_offsets [0, 2, 5]); B = 2 rows.  The attention's own semantics against one
+ * call per sequence: test_kernels_attention.c. */
+static void test_llama_packed(void **st)
+{
+	(void)st;
+	char *s = slurp("examples/llama3.1-8b.aig");
+	const char *binds[] = { "B=2", "S=5", "L=2", "H=4", "KV=2", "HD=4", "D=16", "F=24", "V=11", "CTX=5" };
+	static const int64_t off[] = { 0, 2, 5 };
+	pack = off, npack = 3;
+	Module *m = train_graph(s, binds, 10, 1, 0);
+	pack = NULL, npack = 0;
+	int na = 0;
+	ir_foreach_node(ir_entry(m), n) {
+		int k = 0;
+		const int64_t *o = (n->op == OP_Attention || n->op == OP_AttentionGrad) ? rt_attr_ints(&n->attrs, "seq_offsets", &k) : NULL;
+		na += o && k == 3 && o[1] == 2 && o[2] == 5;
+	}
+	assert_int_equal(na, 4);   /* two layers' Attention and AttentionGrad */
+	ir_module_free(m);
+	pack = off, npack = 3;
+	check_text(s, binds, 10, 12);
+	pack = NULL, npack = 0;
+	free(s);
+}
+
 /* ---- a tiny model learns a fixed batch ----
  * labels = (3 id + 1) mod 16 on 8 distinct ids, so the labels' own distribution is uniform over
  * 8 values: a model that ignores its input can reach no lower loss than their entropy ln 8
@@ -494,6 +527,7 @@ int main(void)
 		cmocka_unit_test(test_gpt2),
 		cmocka_unit_test(test_llama),
 		cmocka_unit_test(test_mixtral),
+		cmocka_unit_test(test_llama_packed),
 		cmocka_unit_test(test_loss_decreases),
 		cmocka_unit_test(test_grad_accum),
 		cmocka_unit_test(test_no_rule),

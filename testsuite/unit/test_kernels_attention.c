@@ -1,5 +1,5 @@
 /* testsuite/unit/test_kernels_attention.c: Attention (GQA, causal, past KV, masks, a fully
- * masked row, softcap, 3-D inputs, qk output modes), RotaryEmbedding and the normalisations,
+ * masked row, softcap, 3-D inputs, qk output modes, packed sequences), RotaryEmbedding and the normalisations,
  * against values computed by hand (e = exp(1)). */
 #include "testsuite/unit/kernel_test.h"
 
@@ -124,6 +124,70 @@ static void test_attention_exp2_poly(void **state)
 	free_qkv(&t);
 }
 
+/* Rows a..b of the sequence axis (2) of x (1, h, S, d). */
+static RtTensor rows(const RtTensor *x, int64_t a, int64_t b)
+{
+	int64_t h = x->dims[1], S = x->dims[2], d = x->dims[3];
+	RtTensor y = KT_T(x->dtype, 4, KT_DIMS(1, h, b - a, d), NULL);
+	for (int64_t k = 0; k < h; k++)
+		for (int64_t i = a; i < b; i++)
+			for (int64_t j = 0; j < d; j++)
+				rt_set(&y, (k * (b - a) + i - a) * d + j, rt_get(x, (k * S + i) * d + j));
+	return y;
+}
+
+/* Packed variable-length sequences (seq_offsets [0, 2, 5]: two sequences of 2 and 3 tokens in one
+ * row of 5), causal, grouped-query (2 query heads over 1 KV head): the packed Attention and
+ * AttentionGrad give, row for row, what each sequence gives alone (FlashAttention's varlen
+ * kernels against one call per sequence).  In f64: the packed call's softmax and P V sums add
+ * exact zeros for the other sequence's keys, so at most the 5-term sums' reassociation differs,
+ * 5 u |y| with u = 2^-53 (< 1e-15); the tolerance 1e-13 is that with room. */
+static void test_attention_packed(void **state)
+{
+	double qv[20], kv[10], vv[10], gv[20];
+	for (int i = 0; i < 20; i++)
+		qv[i] = sin(1.0 + i), gv[i] = cos(0.5 * i);
+	for (int i = 0; i < 10; i++)
+		kv[i] = cos(2.0 + 0.7 * i), vv[i] = 1 + 0.1 * i * i;
+	RtTensor q = KT_T(DT_F64, 4, KT_DIMS(1, 2, 5, 2), qv), k = KT_T(DT_F64, 4, KT_DIMS(1, 1, 5, 2), kv);
+	RtTensor v = KT_T(DT_F64, 4, KT_DIMS(1, 1, 5, 2), vv), dy = KT_T(DT_F64, 4, KT_DIMS(1, 2, 5, 2), gv);
+	int64_t off[3] = { 0, 2, 5 };
+	Attr at[] = { kt_ai("is_causal", 1), kt_ais("seq_offsets", 3, off) };
+	Attrs packed = { 2, at }, causal = { 1, at };
+	RtTensor *in[] = { &q, &k, &v }, *gin[] = { &dy, &q, &k, &v };
+	Kt y = kt_run("Attention", in, 3, 1, &packed, NULL), g = kt_run("AttentionGrad", gin, 4, 3, &packed, NULL);
+	assert_int_equal(y.rc, 0);
+	assert_int_equal(g.rc, 0);
+	for (int s = 0; s < 2; s++) {
+		int64_t a = off[s], b = off[s + 1], n = b - a;
+		RtTensor qs = rows(&q, a, b), ks = rows(&k, a, b), vs = rows(&v, a, b), ds = rows(&dy, a, b);
+		RtTensor *si[] = { &qs, &ks, &vs }, *sg[] = { &ds, &qs, &ks, &vs };
+		Kt y1 = kt_run("Attention", si, 3, 1, &causal, NULL), g1 = kt_run("AttentionGrad", sg, 4, 3, &causal, NULL);
+		RtTensor yp = rows(&y.out[0], a, b), gq = rows(&g.out[0], a, b), gk = rows(&g.out[1], a, b);
+		RtTensor gw = rows(&g.out[2], a, b);
+		double want[4][12];
+		const RtTensor *ws[4] = { &y1.out[0], &g1.out[0], &g1.out[1], &g1.out[2] }, *got[4] = { &yp, &gq, &gk, &gw };
+		for (int o = 0; o < 4; o++) {
+			for (int64_t i = 0; i < ws[o]->n; i++)
+				want[o][i] = rt_get(ws[o], i);
+			kt_expect(got[o], 4, KT_DIMS(1, o == 0 || o == 1 ? 2 : 1, n, 2), want[o], 1e-13);
+		}
+		kt_free(&y1), kt_free(&g1);
+		rt_tensor_free(&qs), rt_tensor_free(&ks), rt_tensor_free(&vs), rt_tensor_free(&ds);
+		rt_tensor_free(&yp), rt_tensor_free(&gq), rt_tensor_free(&gk), rt_tensor_free(&gw);
+	}
+	kt_free(&y), kt_free(&g);
+	/* offsets that do not end at the sequence length: a user error, no outputs */
+	int64_t bad[3] = { 0, 2, 4 };
+	Attr bt[] = { kt_ais("seq_offsets", 3, bad) };
+	Attrs bs = { 1, bt };
+	y = kt_run("Attention", in, 3, 1, &bs, NULL);
+	assert_int_equal(y.rc, -1);
+	assert_int_equal(y.err.code, RT_EUSER);
+	assert_non_null(strstr(y.err.msg, "seq_offsets"));
+	rt_tensor_free(&q), rt_tensor_free(&k), rt_tensor_free(&v), rt_tensor_free(&dy);
+}
+
 static void test_rotary(void **state)
 {
 	RtTensor x = KT_T(DT_F32, 4, KT_DIMS(1, 1, 1, 4), KT_VALS(1, 2, 3, 4));
@@ -192,7 +256,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_attention_gqa), cmocka_unit_test(test_attention_past),
 		cmocka_unit_test(test_attention_masks), cmocka_unit_test(test_attention_3d_softcap_scale),
-		cmocka_unit_test(test_attention_exp2_poly), cmocka_unit_test(test_rotary),
+		cmocka_unit_test(test_attention_exp2_poly), cmocka_unit_test(test_attention_packed),
+		cmocka_unit_test(test_rotary),
 		cmocka_unit_test(test_norms),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

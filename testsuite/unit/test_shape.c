@@ -478,7 +478,7 @@ static void test_slice_symbolic(void **st)
 	expect_ok(m, a, "f32[B, S-1, 64]");
 	assert_type(b->out[0], "f32[B, S-1, 64]");
 	node(g, OP_Slice, 1, 5, x, ints(g, 1, 0LL), ints(g, 1, -1LL), ints(g, 1, 1LL), ints(g, 1, 2LL));
-	expect_err(m, "Slice: cannot slice symbolic dimension S from 0 to -1 with step 2 (bind the dimension)");
+	expect_err(m, "Slice: cannot slice symbolic dimension S from 0 to -1 with step 2 (bind the dimension: --bind B=N,S=N)");
 	END;
 }
 

@@ -146,7 +146,7 @@ static void test_conv_errors(void **st)
 	assert_diag("Conv: the window (3 with dilation 1) is larger than the padded input (2) on spatial axis 0");
 	assert_diag("Conv: output channels 6 are not divisible by group 4");
 	assert_diag("Conv: strides and dilations must be >= 1 (axis 0: stride 0, dilation 1)");
-	assert_diag("Conv: cannot compute the output size of symbolic axis S with stride 2 (bind the dimension)");
+	assert_diag("Conv: cannot compute the output size of symbolic axis S with stride 2 (bind the dimension: --bind S=N)");
 	END;
 }
 

@@ -11,6 +11,10 @@
   train_step.py anchor FILE.json PUBLISHED_MFU TOL     |predicted / published - 1| <= TOL
   train_step.py slower A.json B.json      B's layers slower forward and backward, same TP collectives
   train_step.py same A.json B.json        the same step (rel 1e-12)
+  train_step.py zeromem Z0.json Z1.json Z2.json Z3.json   run --report of a ZeRO step plan
+                                           (zero-step.test): the memory sharded by stage
+  train_step.py packed UNPACKED.json ONE.json PACKED.json   --pack: one sequence per row is the
+                                           unpacked step; several price less attention
   train_step.py offload OFF.json ON.json MFU_OFF MFU_ON FACTOR   collective offload: faster, the
                                            gain within FACTOR of the published one (either way)
 Prints what it checked; exits 1 on the first failure."""
@@ -159,6 +163,38 @@ if __name__ == '__main__':
         for k in ('step_s', 'layer_forward_s', 'layer_backward_s', 'mfu'):
             near(x[k], y[k], k)
         print('ok: the same step')
+    elif a[0] == 'zeromem':
+        mem = []
+        for path in a[1:5]:
+            with open(path) as f:
+                mem.append(json.load(f)['train']['memory'])
+        d = len(mem[0])
+        step = 4   # adamw.step, f32, on every replica that runs AdamW
+        full_opt = mem[0]['gpu0']['optimizer_state_bytes'] - step
+        full_w = mem[0]['gpu0']['weights_bytes']
+        assert all(m['optimizer_state_bytes'] == 0 for k, m in mem[0].items() if k != 'gpu0'), mem[0]
+        for z in (1, 2, 3):
+            for k, m in mem[z].items():
+                near(m['optimizer_state_bytes'], full_opt / d + step, 'ZeRO %d %s optimizer state' % (z, k))
+        for k, m in mem[3].items():   # the weight shards (f32: also AdamW's) and the gradient shards;
+            # parameters not trained (the rotary tables) stay whole: at most 1 % of the weights here
+            assert full_w / d <= m['weights_bytes'] <= full_w / d + 0.01 * full_w, ('ZeRO 3 weights', k, m, full_w)
+            near(m['gradients_bytes'], mem[0]['gpu0']['gradients_bytes'] / d, 'ZeRO 3 %s gradients' % k)
+        print('ok: ZeRO sharding over %d replicas: optimizer state %d -> %d B per replica, weights %d -> %d B' % (
+            d, full_opt + step, full_opt / d + step, full_w, mem[3]['gpu0']['weights_bytes']))
+    elif a[0] == 'packed':
+        with open(a[3]) as f:
+            k = json.load(f)['packing']
+        x, one, y = step(a[1]), step(a[2]), step(a[3])
+        for key in ('step_s', 'layer_forward_s', 'layer_backward_s', 'mfu', 'model_flops'):
+            near(x[key], one[key], key)
+        check(y)
+        for key in ('layer_forward_s', 'layer_backward_s', 'step_s', 'model_flops'):
+            assert y[key] < one[key], (key, one[key], y[key])
+        assert k['attention_pairs'] < k['padded_attention_pairs'] or k['tokens'] == k['padded_tokens'], k
+        print('ok: packed %d sequences: layer forward %.4g -> %.4g, backward %.4g -> %.4g, model FLOP %.4g -> %.4g' % (
+            k['sequences'], one['layer_forward_s'], y['layer_forward_s'], one['layer_backward_s'], y['layer_backward_s'],
+            one['model_flops'], y['model_flops']))
     elif a[0] == 'offload':
         offload(a[1], a[2], float(a[3]), float(a[4]), float(a[5]))
     else:
