@@ -64,6 +64,7 @@ typedef struct Part {
 	int base;                /* a layer graph: the first device of its stage; -1: the entry graph */
 	int nreg;                /* regions of g so far */
 	int nvocab;              /* of them, vocab-parallel output MatMuls (vocab_parallel) */
+	int *attn_warned;        /* shared by the layer copies: the unsplit-attention warning was printed */
 	char regkind[MAXREGIONS];   /* per region id: 'T' tensor parallel, 'E' expert parallel */
 	int regn[MAXREGIONS];       /* per region id: its shards */
 	int64_t regel[MAXREGIONS];  /* per expert-parallel region id: experts per device */
@@ -76,7 +77,16 @@ typedef struct Part {
 	int *region;             /* per node id: tensor-parallel region + 1, shard in shard[] */
 	int *shard;
 	int nids;
+	Value **repin;           /* a layer graph's replica inputs (replicate): repin[i] lives on device */
+	int *repdev, nrepin;     /* index repdev[i], not on the call's device */
+	struct Reps *reps;       /* the entry graph's values with copies on other devices (replicate) */
 } Part;
+
+/* Entry-graph values and their copies on other devices: a call's carried outputs (replicate). */
+typedef struct Reps {
+	Value **from, **to;
+	int *dev, n, cap;        /* to[i]: from[i] on device index dev[i] */
+} Reps;
 
 static const char SHARD_SPLIT[] = "weight shard";   /* also a KV-cache input's shards */
 static const char OUTPUT_CONCAT[] = "output shards"; /* a KV-cache output assembled from shards */
@@ -628,6 +638,31 @@ static int vocab_parallel(Part *p, Node *n)
 	return 1;
 }
 
+/* An explicit --tp that leaves an Attention unsplit must not pass silently (newcomer 32 item 9:
+ * --tp 8 on 12 query / 2 KV heads kept attention, its projections and its KV cache on gpu0 with
+ * no message, where --tp 3, which splits nothing, warns): one warning per compile, naming the
+ * head counts and the --tp values that divide them. */
+static void warn_attention(Part *p, const Node *a, long long qh, long long kvh)
+{
+	if (p->c->tp < 2 || !p->attn_warned || *p->attn_warned)
+		return;
+	*p->attn_warned = 1;
+	char ok[160] = "";
+	size_t k = 0;
+	for (int t = 2; t <= p->ndev && k < sizeof ok - 16; t++)
+		if (qh > 0 && kvh > 0 && qh % t == 0 && kvh % t == 0)
+			k += (size_t)snprintf(ok + k, sizeof ok - k, "%s%d", k ? ", " : "", t);
+	char hint[400];      /* room for ok[] whole: the -O1 sanitizer build checks the truncation */
+	if (qh > 0 && kvh > 0 && (qh % p->tp || kvh % p->tp))
+		snprintf(hint, sizeof hint, "its %lld query / %lld KV heads do not divide by %d (a device holds whole KV "
+			 "groups); --tp %s divide%s them", qh, kvh, p->tp, k ? ok : "1", k && strchr(ok, ',') ? "" : "s");
+	else
+		snprintf(hint, sizeof hint, "it cannot be split by heads (--remarks=placement says why)");
+	fprintf(stderr, "aicc: warning: --tp %d: attention '%s' of graph '%s' is not split: %s; it, its projections and "
+		"its KV cache run on one device of each stage while the rest is split\n", p->tp, pass_node_name(a),
+		p->g->name ? p->g->name : "?", hint);
+}
+
 static int tensor_parallel(Part *p)
 {
 	int nreg = 0;
@@ -679,6 +714,8 @@ static int tensor_parallel(Part *p)
 			continue;
 		Node *a = n->in[0]->kind == V_NODE ? n->in[0]->def : NULL;
 		long long qh = a ? rt_attr_int(&a->attrs, "q_num_heads", 0) : 0, kvh = a ? rt_attr_int(&a->attrs, "kv_num_heads", 0) : 0;
+		if (a && a->op == OP_Attention && (kvh % (p->tp > 0 ? p->tp : 1) || !attention_splits(p, a)))
+			warn_attention(p, a, qh, kvh);
 		if (a && a->op == OP_Attention && kvh > 0 && qh % p->tp == 0 && kvh % p->tp && a->nin > 4)
 			pass_remark(p->c, REMARK_MISSED, p->g, n, "MatMul not split over %d devices: Attention '%s' "
 				    "has %lld KV heads, not divisible by %d: a device must hold whole KV groups (GQA), "
@@ -1003,6 +1040,10 @@ static const char *region_reason(Part *p, const Node *n, int rg, int stage, char
 	else if (p->regkind[rg] == 'E')
 		snprintf(buf, size, "expert-parallel shard %d of %d: experts %lld..%lld and their weights live here, "
 			 "stage %d", k, w, (long long)(k * p->regel[rg]), (long long)(k * p->regel[rg] + p->regel[rg] - 1), stage);
+	else if (p->regkind[rg] == 'R')
+		snprintf(buf, size, "replicated on each of the %d devices of its tensor-parallel group (copy %d; "
+			 "a norm or elementwise op of values every device holds, recomputed there instead of "
+			 "copied, as Megatron-LM does), stage %d", w, k, stage);
 	else if (n->op == OP_AllReduce)
 		snprintf(buf, size, "tensor-parallel AllReduce over %d devices, stage %d", w, stage);
 	else
@@ -1125,6 +1166,15 @@ static int static_input(Part *p, const Value *v)
 	return calls > 0;
 }
 
+/* The device index layer-graph input v lives on: its call's (p->base), or a replica input's own. */
+static int input_dev(const Part *p, const Value *v)
+{
+	for (int i = 0; i < p->nrepin; i++)
+		if (p->repin[i] == v)
+			return p->repdev[i];
+	return p->base;
+}
+
 /* Clears the pass's scratch (aux) on g's nodes, parameters and inputs. */
 static void clear_aux(Graph *g)
 {
@@ -1155,7 +1205,7 @@ static void transfers(Part *p)
 			if (v && v->kind == V_INPUT && p->base >= 0 && static_input(p, v))
 				continue;
 			else if (v && v->kind == V_INPUT && p->base >= 0)
-				from = dev_name(p, p->base);   /* a layer graph's inputs are on its call's device */
+				from = dev_name(p, input_dev(p, v));   /* a layer graph's inputs are on its call's device */
 			else if (!v || v->kind != V_NODE || v->def->aux == SHARD_SPLIT || !v->def->annot.device)
 				continue;
 			else
@@ -1163,7 +1213,8 @@ static void transfers(Part *p)
 			if (!strcmp(from, n->annot.device))
 				continue;
 			if (v->kind == V_NODE && v->def->op == OP_AllReduce && p->region[v->def->id] &&
-			    p->region[n->id] == 0 && p->stage[v->def->id] == p->stage[n->id])
+			    (p->region[n->id] == 0 || p->regkind[p->region[n->id]] == 'R') &&
+			    p->stage[v->def->id] == p->stage[n->id])
 				continue;   /* every member of the group holds the sum */
 			Node *t = NULL;
 			for (Node *q = v->kind == V_NODE ? v->def->next : p->g->first; q && q != n; q = q->next)
@@ -1277,6 +1328,20 @@ static void layer_kv(Part *p, const Graph *g, int d, int64_t *kv, int ndev, int 
 	}
 }
 
+/* Whether operand or result v of call n lives on a device other than d: a tensor-parallel
+ * layer's copy of the residual stream on another shard (replicate), passed in by a Transfer
+ * there or computed there by the callee. */
+static int elsewhere(Part *p, const Node *n, const Value *v, int d)
+{
+	const Value *src = v;
+	if (n->op != OP_Call || !n->callee || v->kind != V_NODE)
+		return 0;
+	if (v->def == n && v->defidx < n->callee->nout)
+		src = n->callee->outputs[v->defidx];
+	int k = src->kind == V_NODE && src->def ? dev_index(p, src->def->annot.device) : -1;
+	return k >= 0 && k != d;
+}
+
 static int check_memory(Part *p, int ndev)
 {
 	int64_t *w = calloc((size_t)ndev, sizeof *w), *act = calloc((size_t)ndev, sizeof *act),
@@ -1307,10 +1372,11 @@ static int check_memory(Part *p, int ndev)
 		for (int i = 0; i < n->nout; i++) {
 			if (ir_type_numel(n->out[i]->type) < 0)
 				symbolic = 1;
-			a += value_bytes(n->out[i]);
+			if (!elsewhere(p, n, n->out[i], d))
+				a += value_bytes(n->out[i]);
 		}
 		for (int i = 0; i < n->nin; i++)   /* a weight's shard is counted with the weights */
-			if (n->in[i] && n->in[i]->kind != V_PARAM && !weight_like(n->in[i]))
+			if (n->in[i] && n->in[i]->kind != V_PARAM && !weight_like(n->in[i]) && !elsewhere(p, n, n->in[i], d))
 				a += value_bytes(n->in[i]);
 		if (n->op == OP_Attention)
 			for (int i = 4; i < n->nin && i < 6; i++)
@@ -1339,6 +1405,392 @@ static int check_memory(Part *p, int ndev)
 	free(act);
 	free(kv);
 	return errors;
+}
+
+/* ---- replicated norms and elementwise ops (Megatron-style) ---- */
+
+/* Whether n may run on every device of a tensor-parallel group: a norm or an elementwise op
+ * (not Dropout: its mask is drawn), with one used result. */
+static int replicable_op(const Node *n)
+{
+	if (n->nout < 1 || n->op == OP_Dropout || n->annot.device)
+		return 0;
+	for (int i = 1; i < n->nout; i++)
+		if (n->out[i]->nuses || pass_is_output(n->out[i]))
+			return 0;
+	if (n->op == OP_RMSNormalization || n->op == OP_LayerNormalization)
+		return 1;
+	return (ir_ops[n->op].flags & F_ELEM) && n->nout == 1;
+}
+
+/* Whether operand v is held by every device of the group without a copy (ok[]: the values found
+ * so): a vector or inline parameter (a norm's weight, a bias: stored on each device that reads
+ * it), a value ok[] marks. */
+static int rep_held(const Value *v, const unsigned char *ok)
+{
+	if (!v)
+		return 1;
+	if (v->kind == V_PARAM)
+		return v->type.rank <= 1 || (v->init && v->init->inline_lit);
+	return ok[v->id];
+}
+
+/* The shard (0..) of a tensor-parallel node from its region code (Node.aux), or -1. */
+static int aux_shard(const Node *n)
+{
+	intptr_t a = (intptr_t)n->aux;
+	return n->aux == SHARD_SPLIT || n->aux == OUTPUT_CONCAT || a <= 0 ? -1 : (int)(a % SHARDS) - 1;
+}
+
+/* Names node n's result as copy 0 of a replicated op ("h" -> "h.tp0.N", as split_region names a
+ * shard), so explain and the pictures group it with its copies. */
+static void rename_copy0(Graph *g, Node *n)
+{
+	char buf[256];
+	snprintf(buf, sizeof buf, "%s.tp0", n->out[0]->name);
+	n->out[0]->name = ir_fresh_name(g, buf);
+}
+
+/* Shard k's copy of call argument a in the entry graph e: the replica a previous call made
+ * (r[]: pairs of a value and its copies), else a Transfer of a to device dk (one per value and
+ * device). */
+static Value *rep_of(const Reps *r, const Value *a, int dk)
+{
+	for (int i = 0; r && i < r->n; i++)
+		if (r->from[i] == a && r->dev[i] == dk)
+			return r->to[i];
+	return NULL;
+}
+
+static void rep_add(Reps *r, Value *a, Value *c, int dk)
+{
+	if (!r)
+		return;
+	if (r->n == r->cap) {
+		r->cap = r->cap ? 2 * r->cap : 64;
+		r->from = realloc(r->from, (size_t)r->cap * sizeof *r->from);
+		r->to = realloc(r->to, (size_t)r->cap * sizeof *r->to);
+		r->dev = realloc(r->dev, (size_t)r->cap * sizeof *r->dev);
+		if (!r->from || !r->to || !r->dev)
+			abort();
+	}
+	r->from[r->n] = a;
+	r->dev[r->n] = dk;
+	r->to[r->n++] = c;
+}
+
+static Value *arg_copy(Part *p, Graph *e, Value *a, int dk)
+{
+	const char *dn = dev_name(p, dk);
+	Value *c = rep_of(p->reps, a, dk);
+	if (c)
+		return c;
+	if (a->kind == V_NODE && a->def->op == OP_Transfer && a->def->in[0]->kind == V_NODE) {
+		/* the hand-over from the previous pipeline stage: shard k's copy there, sent to shard k
+		 * here side by side, not through this stage's first device */
+		Value *u = a->def->in[0];
+		int ub = dev_index(p, u->def->annot.device);
+		Value *ur = ub >= 0 ? rep_of(p->reps, u, ub - ub % p->width + dk % p->width) : NULL;
+		if (ur && ur != a)
+			a = ur;
+	}
+	ir_foreach_node(e, q)
+		if (q->op == OP_Transfer && q->in[0] == a && q->annot.device && !strcmp(q->annot.device, dn))
+			return q->out[0];
+	char buf[256];
+	snprintf(buf, sizeof buf, "%s.to.%s", a->name, dn);
+	const char *name = ir_fresh_name(e, buf);
+	Node *t = ir_insert_node(e, a->kind == V_NODE ? a->def->next : e->first, OP_Transfer, &a, 1, &name, 1,
+				 a->kind == V_NODE ? a->def->loc : a->loc);
+	ir_set_attr_str(t, "device", dn);
+	t->annot.device = dn;
+	const char *src = a->kind == V_NODE && a->def->annot.device ? a->def->annot.device : dev_name(p, 0);
+	for (int i = 0; p->reps && i < p->reps->n; i++)
+		if (p->reps->to[i] == a)
+			src = dev_name(p, p->reps->dev[i]);   /* a call's copy lives on its shard's device */
+	char why[400];
+	snprintf(why, sizeof why, "%s: '%s' is produced on %s and read by the copies of the replicated norms "
+		 "of the layers called here, once for every repetition (partition)", dn, a->name, src);
+	ir_set_attr_str(t, "placement_reason", why);
+	pass_changed(p->c, "transfers inserted");
+	return t->out[0];
+}
+
+/* Tensor-parallel layer graph g (stage base p->base of width w): every norm and elementwise op
+ * whose operands each device of the group holds (an AllReduce's sum, a vector parameter, an
+ * input that is the same everywhere, another such op) and whose result a shard on another
+ * device reads runs on every device, as Megatron-LM runs its LayerNorms and residual Adds,
+ * instead of on the first device with its result copied to the others (405B TP8 prefill: 2
+ * copies of [S, D] a layer on the critical path, 2.5 ms a step).  The residual stream a
+ * `repeat N` carries gets a copy per device: input j and output j (the carried hidden state)
+ * get one more pair per device, j-major after the first nout, and every call of g in the entry
+ * graph e passes shard k's copy (the previous call's, else one Transfer for all repetitions).
+ * The copies carry region code 'R' (place: device base + k).  Returns the ops replicated. */
+static int replicate(Part *p, Graph *e)
+{
+	Graph *g = p->g;
+	int w = p->width, nv = g->nvalues, nout0 = g->nout, nin0 = g->nin, ncalls = 0;
+	if (w < 2 || p->base < 0 || !p->nreg || (p->c->phase && !strcmp(p->c->phase, "train")))
+		return 0;
+	for (int r = 1; r <= p->nreg; r++)
+		if (p->regn[r] != w)
+			return 0;   /* a group narrower than the stage (--tp 2 --ep 4): its sums are not everywhere */
+	for (const Graph *h = p->m->graphs; h; h = h->next)
+		ir_foreach_node(h, n)
+			if (n->op == OP_Call && n->callee == g) {
+				if (h != e)
+					return 0;   /* a layer graph called from a layer graph: its callers not rebuilt */
+				ncalls++;
+			}
+	if (!ncalls || nout0 > nin0)
+		return 0;
+	unsigned char *ok = calloc((size_t)nv + 1, 1), *need = calloc((size_t)nv + 1, 1),
+		      *cand = calloc((size_t)nout0 + 1, 1), *isst = calloc((size_t)nin0 + 1, 1);
+	Value **map = calloc(((size_t)nv + 1) * (size_t)w, sizeof *map);
+	if (!ok || !need || !cand || !isst || !map) {
+		free(ok), free(need), free(cand), free(isst), free(map);
+		return 0;
+	}
+	for (int i = 0; i < nin0; i++)
+		isst[i] = static_input(p, g->inputs[i]);
+	for (int j = 0; j < nout0; j++)   /* carried: its output computed by replicable ops */
+		cand[j] = !isst[j] && g->outputs[j]->kind == V_NODE && g->outputs[j]->type.dt == g->inputs[j]->type.dt;
+	/* ok[]: held by every device, with the carried candidates assumed held, until every carried
+	 * candidate's output is held itself */
+	for (int changed = 1; changed; ) {
+		memset(ok, 0, (size_t)nv + 1);
+		for (int i = 0; i < nin0; i++)
+			ok[g->inputs[i]->id] = isst[i] || (i < nout0 && cand[i]);
+		ir_foreach_node(g, n) {
+			int held = n->op == OP_AllReduce && aux_shard(n) >= 0;
+			if (!held && !n->aux && replicable_op(n)) {
+				held = 1;
+				for (int i = 0; i < n->nin && held; i++)
+					held = rep_held(n->in[i], ok);
+			}
+			if (held)
+				ok[n->out[0]->id] = 1;
+		}
+		changed = 0;
+		for (int j = 0; j < nout0; j++)
+			if (cand[j] && !ok[g->outputs[j]->id])
+				cand[j] = 0, changed = 1;
+	}
+	/* need[]: read by a shard on another device, or by a needed op; a needed carried input needs
+	 * its output */
+	ir_foreach_node(g, n)
+		if (aux_shard(n) > 0 && n->op != OP_AllReduce)
+			for (int i = 0; i < n->nin; i++)
+				if (n->in[i] && n->in[i]->kind != V_PARAM && ok[n->in[i]->id])
+					need[n->in[i]->id] = 1;
+	for (int changed = 1; changed; ) {
+		changed = 0;
+		for (Node *n = g->last; n; n = n->prev)
+			if (!n->aux && need[n->out[0]->id])
+				for (int i = 0; i < n->nin; i++)
+					if (n->in[i] && n->in[i]->kind != V_PARAM && ok[n->in[i]->id] && !need[n->in[i]->id])
+						need[n->in[i]->id] = 1, changed = 1;
+		for (int j = 0; j < nout0; j++)
+			if (cand[j] && need[g->inputs[j]->id] && !need[g->outputs[j]->id])
+				need[g->outputs[j]->id] = 1, changed = 1;
+	}
+	for (int i = 0; i < nin0; i++)   /* a held input that is not carried is the same everywhere */
+		if (need[g->inputs[i]->id] && (isst[i] || i >= nout0 || !cand[i]))
+			need[g->inputs[i]->id] = 0;
+	int nrep = 0, npairs = 0, rid = 0;
+	ir_foreach_node(g, n)
+		nrep += !n->aux && need[n->out[0]->id];
+	for (int j = 0; j < nout0; j++)
+		npairs += cand[j] && need[g->inputs[j]->id];
+	if (nrep && !(rid = new_region(p, 'R', w)))
+		nrep = 0;
+	if (!nrep) {
+		free(ok), free(need), free(cand), free(isst), free(map);
+		return 0;
+	}
+	/* the carried copies: input j.tpk (on device base + k), output: its op's copy k */
+	p->nrepin = npairs * (w - 1);
+	p->repin = arena_alloc(p->m->arena, (size_t)(p->nrepin + 1) * sizeof *p->repin);
+	p->repdev = arena_alloc(p->m->arena, (size_t)(p->nrepin + 1) * sizeof *p->repdev);
+	int r = 0;
+	for (int j = 0; j < nout0; j++)
+		for (int k = 1; k < w && cand[j] && need[g->inputs[j]->id]; k++) {
+			Value *x = g->inputs[j];
+			char buf[256];
+			snprintf(buf, sizeof buf, "%s.tp%d", x->name, k);
+			Value *c = ir_add_input(g, ir_fresh_name(g, buf), x->type, x->loc);
+			map[(size_t)x->id * (size_t)w + (size_t)k] = c;
+			p->repin[r] = c;
+			p->repdev[r++] = p->base + k;
+		}
+	/* the ops' copies, each right after its op */
+	for (Node *n = g->first, *next; n; n = next) {
+		next = n->next;
+		if (n->aux || !need[n->out[0]->id])
+			continue;
+		n->aux = (void *)(intptr_t)(rid * SHARDS + 1);
+		for (int k = 1; k < w; k++) {
+			Value *in[16];
+			int nin = n->nin < 16 ? n->nin : 16;
+			for (int i = 0; i < nin; i++) {
+				Value *v = n->in[i];
+				Value *c = v && v->kind != V_PARAM ? map[(size_t)v->id * (size_t)w + (size_t)k] : NULL;
+				in[i] = c ? c : v;
+			}
+			const char *names[4];
+			int nout = n->nout < 4 ? n->nout : 4;
+			for (int i = 0; i < nout; i++) {
+				char buf[256];
+				snprintf(buf, sizeof buf, "%s.tp%d", n->out[i]->name, k);
+				names[i] = ir_fresh_name(g, buf);
+			}
+			Node *c = ir_insert_node(g, next, n->op, in, nin, names, nout, n->loc);
+			for (int a = 0; a < n->attrs.n; a++)
+				ir_set_attr(c, &n->attrs.a[a]);
+			c->annot.precision = n->annot.precision;
+			c->annot.nofuse = n->annot.nofuse;
+			c->aux = (void *)(intptr_t)(rid * SHARDS + k + 1);
+			map[(size_t)n->out[0]->id * (size_t)w + (size_t)k] = c->out[0];
+		}
+		rename_copy0(g, n);
+	}
+	/* the shards on device k read copy k */
+	ir_foreach_node(g, n) {
+		int k = aux_shard(n);
+		if (k <= 0 || n->op == OP_AllReduce || (intptr_t)n->aux / SHARDS == rid)
+			continue;
+		for (int i = 0; i < n->nin; i++) {
+			Value *v = n->in[i], *c = v && v->kind != V_PARAM && need[v->id] ? map[(size_t)v->id * (size_t)w + (size_t)k] : NULL;
+			if (c)
+				ir_set_input(n, i, c);
+		}
+	}
+	/* the carried copies as outputs, paired with their inputs: both after the first nout0 */
+	if (npairs) {
+		Value **ins = arena_alloc(p->m->arena, (size_t)g->nin * sizeof *ins);
+		int o = 0;
+		for (int i = 0; i < nout0; i++)
+			ins[o++] = g->inputs[i];
+		for (int i = nin0; i < g->nin; i++)
+			ins[o++] = g->inputs[i];
+		for (int i = nout0; i < nin0; i++)
+			ins[o++] = g->inputs[i];
+		memcpy(g->inputs, ins, (size_t)g->nin * sizeof *ins);
+		Type *decl = g->out_decl ? arena_alloc(p->m->arena, (size_t)(nout0 + p->nrepin) * sizeof *decl) : NULL;
+		for (int j = 0; j < nout0; j++) {
+			if (decl)
+				decl[j] = g->out_decl[j];
+			for (int k = 1; k < w && cand[j] && need[g->inputs[j]->id]; k++)
+				ir_add_output(g, map[(size_t)g->outputs[j]->id * (size_t)w + (size_t)k]);
+		}
+		for (int j = 0, q = nout0; decl && j < nout0; j++)
+			for (int k = 1; k < w && cand[j] && need[g->inputs[j]->id]; k++)
+				decl[q++] = g->out_decl[j];
+		g->out_decl = decl;
+		/* every call: shard k's copy of each carried argument, and the copies it returns (the
+		 * call's outputs are placed with it: the copies say where they live by their producer) */
+		for (Node *c = e->first, *next; c; c = next) {
+			next = c->next;
+			if (c->op != OP_Call || c->callee != g || c->nin != nin0 || c->nout != nout0)
+				continue;
+			Value **a = arena_alloc(p->m->arena, (size_t)g->nin * sizeof *a);
+			const char **names = arena_alloc(p->m->arena, (size_t)g->nout * sizeof *names);
+			int q = 0, ro = nout0;
+			for (int i = 0; i < nout0; i++)
+				a[q++] = c->in[i], names[i] = c->out[i]->name;
+			for (int j = 0; j < nout0; j++)
+				for (int k = 1; k < w && cand[j] && need[g->inputs[j]->id]; k++) {
+					a[q++] = arg_copy(p, e, c->in[j], p->base + k);
+					char buf[256];
+					snprintf(buf, sizeof buf, "%s.tp%d", c->out[j]->name, k);
+					names[ro++] = ir_fresh_name(e, buf);
+				}
+			for (int i = nout0; i < nin0; i++)
+				a[q++] = c->in[i];
+			Node *nc = ir_insert_node(e, c, OP_Call, a, q, names, ro, c->loc);
+			nc->callee = g;
+			nc->repeat = c->repeat;
+			nc->annot = c->annot;
+			for (int i = 0; i < c->attrs.n; i++)
+				ir_set_attr(nc, &c->attrs.a[i]);
+			for (int i = 0; i < nout0; i++)
+				ir_replace_uses(e, c->out[i], nc->out[i]);
+			ir_remove_node(e, c);
+			ro = nout0;
+			for (int j = 0; j < nout0; j++)
+				for (int k = 1; k < w && cand[j] && need[g->inputs[j]->id]; k++, ro++)
+					rep_add(p->reps, nc->out[j], nc->out[ro], p->base + k);
+		}
+	}
+	pass_stat(p->c, "ops replicated per tensor-parallel device", nrep);
+	pass_changed(p->c, "replicated ops");
+	free(ok), free(need), free(cand), free(isst), free(map);
+	return nrep;
+}
+
+/* The entry graph after its layers are replicated (replicate): a Transfer of a norm's or an
+ * elementwise op's result to a device where each of its operands has a copy (a call's carried
+ * output, an earlier such op) or is a vector parameter becomes the op run there (the final norm
+ * before a vocab-parallel lm_head: one copy of [S, D] to every shard, on the critical path).
+ * Returns the ops replicated. */
+static int replicate_entry(Part *p)
+{
+	int k = 0;
+	if (!p->reps || !p->reps->n)
+		return 0;
+	for (Node *t = p->g->first, *next; t; t = next) {
+		next = t->next;
+		Value *v = t->op == OP_Transfer ? t->in[0] : NULL;
+		int dk = t->op == OP_Transfer ? dev_index(p, t->annot.device) : -1;
+		Node *n = v && v->kind == V_NODE ? v->def : NULL;
+		if (!n || dk < 0 || n->op == OP_Transfer || !n->annot.device || rt_attr_str(&n->attrs, "shard", NULL) ||
+		    (n->id < p->nids && p->region[n->id]))
+			continue;
+		Node probe = *n;
+		probe.annot.device = NULL;   /* placed by this pass, not pinned */
+		if (!replicable_op(&probe) || (n->id < p->nids && p->devof[n->id] != dk - dk % p->width))
+			continue;   /* on the first device of the Transfer's stage only */
+		Value *in[16];
+		int nin = n->nin < 16 ? n->nin : 16, ok = n->nin <= 16;
+		for (int i = 0; i < nin && ok; i++) {
+			Value *u = n->in[i];
+			in[i] = !u || (u->kind == V_PARAM && rep_held(u, NULL)) ? u : rep_of(p->reps, u, dk);
+			ok = !u || in[i];
+		}
+		if (!ok)
+			continue;
+		const char *names[4];
+		int nout = n->nout < 4 ? n->nout : 4;
+		for (int i = 0; i < nout; i++) {
+			char buf[256], *t0;
+			snprintf(buf, sizeof buf, "%s", n->out[i]->name);
+			if ((t0 = strstr(buf, ".tp0.")))   /* renamed copy 0 (rename_copy0) */
+				*t0 = '\0';
+			snprintf(buf + strlen(buf), sizeof buf - strlen(buf), ".tp%d", dk % p->width);
+			names[i] = ir_fresh_name(p->g, buf);
+		}
+		Node *c = ir_insert_node(p->g, t, n->op, in, nin, names, nout, n->loc);
+		for (int a = 0; a < n->attrs.n; a++)
+			ir_set_attr(c, &n->attrs.a[a]);
+		c->annot = n->annot;
+		c->annot.device = t->annot.device;
+		char why[400];
+		snprintf(why, sizeof why, "%s: replicated on each device that reads it (copy %d; a norm or elementwise "
+			 "op of values every device holds, recomputed there instead of copied, as Megatron-LM does) "
+			 "(partition)", c->annot.device, dk % p->width);
+		ir_set_attr_str(c, "placement_reason", why);
+		pass_remark(p->c, REMARK_APPLIED, p->g, n, "%s '%s' recomputed on %s instead of copied there",
+			    ir_ops[n->op].name, pass_node_name(n), c->annot.device);
+		ir_replace_uses(p->g, t->out[0], c->out[0]);
+		ir_remove_node(p->g, t);
+		if (!strstr(v->name, ".tp0."))
+			rename_copy0(p->g, n);
+		rep_add(p->reps, v, c->out[0], dk);
+		k++;
+	}
+	if (k)
+		pass_changed(p->c, "replicated ops");
+	return k;
 }
 
 /* ---- layer graphs: one instance per pipeline stage ---- */
@@ -1373,9 +1825,11 @@ static int place_layer(Part *p, Graph *g, int s)
 	q.g = g;
 	q.base = s * p->width;
 	q.nreg = 0;
+	q.nrepin = 0;
 	clear_aux(g);
 	int nreg = tensor_parallel(&q) + expert_parallel(&q);
-	if (ir_topo_sort(g) < 0 || ir_infer_shapes(p->m) || grow(&q) < 0) {
+	replicate(&q, p->g);
+	if (ir_topo_sort(g) < 0 || ir_topo_sort(p->g) < 0 || ir_infer_shapes(p->m) || grow(&q) < 0) {
 		free(q.stage), free(q.devof), free(q.region), free(q.shard);
 		return -1;
 	}
@@ -1508,9 +1962,10 @@ static void auto_facts(const Graph *g, int64_t mult, AutoFacts *f, int depth)
  * devices, laid out as tensor_parallel lays it out: a MatMul of a 2-D weight reading a
  * replicated value is column-split (its result sharded), one reading a sharded value row-split
  * (its partial products all-reduced, the result replicated), any other node reading a sharded
- * value is split with it (RotaryEmbedding, Attention by heads, SwiGLU), and the rest (norms,
- * residual Adds, the embedding) run whole on the stage's first device, which copies each
- * replicated result a shard reads to the others (one link time: the copies run side by side).
+ * value is split with it (RotaryEmbedding, Attention by heads, SwiGLU), norms and elementwise ops
+ * of values every device holds (the sums, the inputs) run on every device (replicate), and the
+ * rest (the embedding) run whole on the stage's first device, which copies each result a shard
+ * reads to the others (one link time: the copies run side by side).
  * Every node is priced as the lowering prices its kernel (TgtWork.tiles 2: the GPU tile search,
  * the fused attention, the memory-bound kernel with its launch) and an all-reduce as the timing
  * engine's ring plus the library's cost per call, so the estimate is the plan's latency up to
@@ -1518,9 +1973,14 @@ static void auto_facts(const Graph *g, int64_t mult, AutoFacts *f, int depth)
 static double auto_graph_time(Part *p, const Graph *g, int tp, double mult, int depth)
 {
 	int nv = g->nvalues;
-	unsigned char *sh = calloc((size_t)nv + 1, 2);   /* [id]: sharded; [nv + id]: copied to the shards */
+	/* [id]: sharded; [nv + id]: copied to the shards; [2 nv + id]: held by every device (an
+	 * all-reduced sum, an input, a replicated norm or elementwise op of such values: replicate) */
+	unsigned char *sh = calloc((size_t)nv + 1, 3), *all = sh ? sh + 2 * nv : NULL;
 	if (!sh)
 		return INFINITY;
+	for (int i = 0; i < g->nin; i++)
+		if (g->inputs[i]->id < nv)
+			all[g->inputs[i]->id] = 1;
 	double t = 0;
 	ir_foreach_node(g, n) {
 		if (n->op == OP_Call && n->callee && depth < 16) {
@@ -1535,12 +1995,17 @@ static double auto_graph_time(Part *p, const Graph *g, int tp, double mult, int 
 		double s = pass_work_time(p->c, p->dev, &w);
 		for (int i = 0; shard && i < n->nin; i++) {
 			Value *v = n->in[i];
-			if (v && v->kind == V_NODE && v->id < nv && !sh[v->id] && !sh[nv + v->id]) {
+			if (v && v->kind == V_NODE && v->id < nv && !sh[v->id] && !sh[nv + v->id] && !all[v->id]) {
 				TgtWork c = { .fmt = DT_INVALID, .bytes = (double)value_bytes(v), .to = p->dev };
 				sh[nv + v->id] = 1;
 				s += pass_work_time(p->c, p->dev, &c);
 			}
 		}
+		int held = !shard && replicable_op(n);
+		for (int i = 0; i < n->nin && held; i++)
+			held = !n->in[i] || (n->in[i]->kind == V_PARAM ? rep_held(n->in[i], NULL) : n->in[i]->id < nv && all[n->in[i]->id]);
+		if (held || (mm && in_sh))
+			all[n->out[0]->id] = n->out[0]->id < nv;
 		if (mm && in_sh) {
 			TgtWork r = { .fmt = DT_INVALID, .chips = tp, .reduce = (double)value_bytes(n->out[0]), .tiles = 2 };
 			s += pass_work_time(p->c, p->dev, &r);
@@ -1761,7 +2226,8 @@ int pass_partition(Module *m, PassCtx *c)
 			dev = &mach->devs[i];
 	if (!dev)
 		return 0;
-	Part p = { .m = m, .g = g, .c = c, .dev = dev, .base = -1 };
+	int attn_warned = 0;
+	Part p = { .m = m, .g = g, .c = c, .dev = dev, .base = -1, .attn_warned = &attn_warned };
 	p.ndev = num_has(&dev->count) && dev->count.v >= 1 ? (int)dev->count.v : 1;
 	if (survivors(&p, p.ndev)) {
 		free(p.phys);
@@ -1832,9 +2298,13 @@ int pass_partition(Module *m, PassCtx *c)
 		return e;
 	}
 	clear_aux(g);
-	ir_foreach_node(g, n)   /* the shards of a graph partitioned before (a training step's forward pass) */
-		if (!n->annot.device && rt_attr_str(&n->attrs, "shard", NULL))
+	int prior = 0;          /* nodes placed by an earlier run (a training step's forward pass) */
+	ir_foreach_node(g, n) {
+		if (!n->annot.device && rt_attr_str(&n->attrs, "shard", NULL))   /* its shards */
 			n->aux = (void *)(n->op == OP_Split ? SHARD_SPLIT : OUTPUT_CONCAT);
+		prior += n->annot.device && rt_attr_str(&n->attrs, "placement_reason", NULL);
+	}
+	attn_warned = prior > 0;   /* a graph placed before had its unsplit attention said then */
 	int nreg = tensor_parallel(&p) + expert_parallel(&p);
 	if (nreg && (ir_topo_sort(g) < 0 || ir_infer_shapes(m)))   /* the shards' shapes, which split_calls prices */
 		return 1;
@@ -1848,9 +2318,15 @@ int pass_partition(Module *m, PassCtx *c)
 	place(&p);
 	transfers(&p);
 	clear_aux(g);
+	Reps reps = { 0 };
+	p.reps = &reps;
 	if (p.width > 1) {
 		int k = place_layers(&p);
 		free(p.insts);
+		if (k >= 0 && replicate_entry(&p) && (ir_topo_sort(g) < 0 || ir_infer_shapes(m)))
+			k = -1;
+		free(reps.from), free(reps.to), free(reps.dev);
+		p.reps = NULL;
 		if (k < 0) {
 			free(p.stage), free(p.devof), free(p.region), free(p.shard), free(p.phys);
 			return 1;
@@ -1879,7 +2355,9 @@ int pass_partition(Module *m, PassCtx *c)
 		pass_remark(c, REMARK_ANALYSIS, g, NULL, "partitioned over %d %s device(s)%s%s%s: %d pipeline stage(s) x "
 			    "tensor parallel %d; %d tensor-parallel region(s); %lld weight bytes",
 			    p.pp * p.width, dev->id, used, p.phys ? ", survivors" : "", sv, p.pp, p.tp, nreg, (long long)weights);
-	if (c->tp > 1 && nreg == p.nvocab)   /* an explicit --tp that split no layer must not pass silently */
+	/* an explicit --tp that split no layer must not pass silently; a graph placed before (the
+	 * forward pass of --phase train, placed again with its backward) was said of then */
+	if (c->tp > 1 && nreg == p.nvocab && !prior)
 		fprintf(stderr, "aicc: warning: --tp %d split no MatMul%s over %d devices, so each pipeline stage runs on "
 			"one device (--remarks=placement says why for each MatMul)\n", c->tp,
 			p.nvocab ? " pair (only the output MatMul, vocab-parallel)" : "", c->tp);

@@ -582,6 +582,13 @@ static const char *slot_device(const Live *l, int b)
 	if (b >= l->nvalues)
 		return l->order[b - l->nvalues]->annot.device;
 	const Value *v = l->val[b];
+	if (v->kind == V_NODE && v->def && v->def->op == OP_Call && v->def->callee && v->defidx < v->def->callee->nout) {
+		/* a call's result lives where its callee computes it (a tensor-parallel layer's copy of
+		 * the residual stream on each device: passes/partition.c replicate) */
+		const Value *o = v->def->callee->outputs[v->defidx];
+		if (o->kind == V_NODE && o->def && o->def->annot.device)
+			return o->def->annot.device;
+	}
 	if (v->kind == V_NODE && v->def && v->def->annot.device)
 		return v->def->annot.device;
 	return l->rdev[b];

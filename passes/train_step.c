@@ -92,6 +92,8 @@ typedef struct Sec {
 	double fwd_vec, fflops_vec;   /* forward seconds and FLOP of the other operators */
 	double fwd_ffn, fflops_ffn;   /* forward seconds and FLOP of the FFN's input projections */
 	double saved_ffn;             /* their results (the MatMuls a gated activation reads) */
+	double fwd_attn, fflops_attn; /* forward seconds and FLOP of the attention operators */
+	double saved_attn;            /* their results */
 	double input;                 /* bytes of the layer's first input (the pipeline's send) */
 	int64_t mult;                 /* instances (the call's repeat count) */
 } Sec;
@@ -396,7 +398,11 @@ static TrainStep *price(Graph *g, PassCtx *c, const Device *d, const TrainStep *
 					x->saved_mx += vbytes(n->out[o]);
 				if (read && n->op == OP_MatMul && (bwd_reads[n->out[o]->id] & 2))
 					x->saved_ffn += vbytes(n->out[o]);
+				if (read && (ir_ops[n->op].flags & F_ATTN))
+					x->saved_attn += vbytes(n->out[o]);
 			}
+			if (ir_ops[n->op].flags & F_ATTN)
+				x->fwd_attn += secs, x->fflops_attn += fl;
 			if (n->op == OP_MatMul && n->nout && n->out[0]->id < g->nvalues && (bwd_reads[n->out[0]->id] & 2))
 				x->fwd_ffn += secs, x->fflops_ffn += fl;
 			if (ir_ops[n->op].cls != OC_matrix && !(ir_ops[n->op].flags & F_ATTN))
@@ -433,8 +439,12 @@ static TrainStep *price(Graph *g, PassCtx *c, const Device *d, const TrainStep *
 	/* activation recomputation of the layers (Korthikanti et al., MLSys 2023): full recomputes a
 	 * layer's forward pass (and its TP collectives) in the backward and keeps only its input;
 	 * selective keeps the matrix operators' results (and the input) and recomputes the others
-	 * from them; selective-ffn also recomputes the FFN's input projections (the MatMuls a gated
-	 * activation reads: MaxText's remat policy save_dot_except_mlpwi); layers recomputes a
+	 * from them; selective-ffn is MaxText's remat policy save_dot_except_mlpwi, which saves only
+	 * the results named query_proj, key_proj, value_proj, out_proj and mlpwo (MaxText's
+	 * decoders.py, get_remat_policy; "context", the attention's result, is saved only by
+	 * save_dot_with_context_except_mlp): it also recomputes the FFN's input projections (the
+	 * MatMuls a gated activation reads) and the attention operators (and, under context
+	 * parallelism, their K/V all-gather: the fourth of four CP rings); layers recomputes a
 	 * fraction recompute_frac of the layers in full (Megatron's --recompute-method block) */
 	for (int s = SEC_CALL0; s < nsec; s++) {
 		Sec *x = &sec[s];
@@ -443,8 +453,11 @@ static TrainStep *price(Graph *g, PassCtx *c, const Device *d, const TrainStep *
 			x->bwd += x->fwd, x->tp *= 1.5, x->hflops += x->fflops, x->saved = x->input;
 		} else if (t->recompute == RECOMPUTE_SELECTIVE || t->recompute == RECOMPUTE_SELECTIVE_FFN) {
 			int ffn = t->recompute == RECOMPUTE_SELECTIVE_FFN;
-			x->bwd += x->fwd_vec + (ffn ? x->fwd_ffn : 0), x->hflops += x->fflops_vec + (ffn ? x->fflops_ffn : 0);
-			x->saved = x->saved_mx - (ffn ? x->saved_ffn : 0) + x->input;
+			x->bwd += x->fwd_vec + (ffn ? x->fwd_ffn + x->fwd_attn : 0);
+			x->hflops += x->fflops_vec + (ffn ? x->fflops_ffn + x->fflops_attn : 0);
+			x->saved = x->saved_mx - (ffn ? x->saved_ffn + x->saved_attn : 0) + x->input;
+			if (ffn)
+				x->cp *= 4.0 / 3.0;
 		} else if (t->recompute == RECOMPUTE_LAYERS) {
 			x->bwd += f * x->fwd, x->tp *= 1 + 0.5 * f, x->hflops += f * x->fflops;
 			x->saved = (1 - f) * x->saved + f * x->input;

@@ -29,6 +29,11 @@ typedef struct PlanDevice {
 	double peak_flops_f64;   /* FLOP/s in f64 (0: same as peak_flops) */
 	double overhead_s;       /* fixed cost per instruction (launch, pipeline fill) */
 	double clock_hz;         /* static targets: cycle length; 0 if unused */
+	/* the peak of the formats its kernels' FLOP run in (FLOP-weighted: total FLOP over the
+	 * time each format's FLOP take at its peak), where that is not peak_flops (an fp8 plan),
+	 * and what they are ("f8e4m3", "f8e4m3 97%, bf16 3%"); 0 and "": peak_flops */
+	double peak_work;
+	char peak_fmt[48];
 	int line;
 } PlanDevice;
 

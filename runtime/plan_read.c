@@ -375,12 +375,20 @@ static int rd_device(Rd *r)
 {
 	PlanDevice d = { 0 };
 	const char *name = new_name(r, NS_DEVICE), *kind;
+	Tok *pf = field(r, "peak_fmt");
 	if (!name || !(kind = req(r, "kind")) || req_f64(r, "peak", &d.peak_flops) ||
 	    opt_f64(r, "peak_f64", &d.peak_flops_f64) || req_f64(r, "overhead", &d.overhead_s) ||
-	    opt_f64(r, "clock", &d.clock_hz) || check_fields(r))
+	    opt_f64(r, "clock", &d.clock_hz) || opt_f64(r, "peak_work", &d.peak_work) || check_fields(r))
 		return -1;
 	if (!name_ok(kind))
 		return fail(r, "'%.40s' is not a valid device kind", kind);
+	if (d.peak_work < 0 || !isfinite(d.peak_work))
+		return fail(r, "peak_work must be a positive rate");
+	const char *pfs = pf ? (is_quoted(pf->val) ? pf->val + 1 : pf->val) : NULL;
+	if (pfs && strlen(pfs) >= sizeof d.peak_fmt)
+		return fail(r, "peak_fmt '%.40s' is longer than %zu characters", pfs, sizeof d.peak_fmt - 1);
+	if (pfs)
+		memcpy(d.peak_fmt, pfs, strlen(pfs) + 1);
 	d.name = (char *)name;
 	d.kind = (char *)kind;
 	d.line = r->line;

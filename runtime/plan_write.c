@@ -374,6 +374,12 @@ static void put_machine(Out *f, const Plan *p)
 			out_s(f, " clock=");
 			put_num(f, d->clock_hz, 0);
 		}
+		if (d->peak_work > 0) {
+			out_s(f, " peak_work=");
+			put_num(f, d->peak_work, 0);
+			out_s(f, " peak_fmt=");
+			put_str(f, d->peak_fmt);
+		}
 		out_c(f, '\n');
 	}
 	for (int i = 0; i < p->nspaces; i++) {

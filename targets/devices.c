@@ -599,6 +599,57 @@ static int *reader_lists(const Flat *f)
 	return r;
 }
 
+/* A collective's result on member m (not the collective's stream), read there by m's stream,
+ * which so waits for the write: its memory in m's heap is free once m's last read of it is done,
+ * when every collective of another stream that writes into m's memory before the value's shared
+ * release (TgtDevs.until) is ordered after that read (snap: the stream clocks of the nodes read
+ * across streams; a copy into m runs on m's stream).  A tensor-parallel layer's norms, replicated
+ * on every device (the partition pass), read the all-reduced sum on each member: held until the
+ * next all-reduce ordered gpu0 after them, each member kept [S, D] more through the FFN
+ * (llama-70B FP8 prefill 96 x 2048 at TP2 did not fit gpu1). */
+static int member_deaths(Ctx *c, const int *rd, const int *xrow, const int *snap, size_t ns)
+{
+	TgtDevs *d = c->d;
+	const Flat *f = c->f;
+	for (int j = 0; j < f->nnodes; j++) {
+		const FlatNode *fn = &f->nodes[j];
+		int v = fn->nout > 0 ? fn->out[0] : -1;
+		if (d->node_pl[j] < 0 || !ir_op_is_collective(fn->n->op) || per_member(fn->n->op) || v < 0 ||
+		    d->until[v] < 0 || d->until[v] == INT_MAX || f->vals[v].is_output)
+			continue;
+		for (int r = d->rep_head[v]; r >= 0; r = d->rep[r].next) {
+			int m = d->rep[r].pl, q = j, ok = 1;
+			if (m == d->node_pl[j])
+				continue;
+			for (int k = rd[v]; k < rd[v + 1]; k++) {
+				int i = rd[f->nvals + 1 + k];
+				if (d->node_pl[i] == m && i > q)
+					q = i;
+			}
+			for (int k = q + 1; ok && k < d->until[v] && k < f->nnodes; k++) {
+				int mm[TGT_MAX_OPERANDS], nm = 0;
+				if (d->node_pl[k] < 0 || d->node_pl[k] == m || !ir_op_is_collective(f->nodes[k].n->op))
+					continue;
+				if (members(c, k, 0, mm, TGT_MAX_OPERANDS, &nm) < 0)
+					return -1;
+				for (int x = 0; x < nm && ok; x++)
+					if (mm[x] == m)
+						ok = xrow[k] >= 0 && snap[(size_t)xrow[k] * ns + (size_t)m] >= q;
+			}
+			if (!ok || q == j || q + 1 >= d->until[v])
+				continue;   /* unread on m: m never waits for the write, a later node there may run first */
+			if (!d->huntil[m]) {
+				if (!(d->huntil[m] = malloc(sizeof *d->huntil[m] * ((size_t)f->nvals + 1))))
+					return rt_errorf(c->e, RT_ENOMEM, "out of memory placing devices");
+				memcpy(d->huntil[m], d->until, sizeof *d->until * ((size_t)f->nvals + 1));
+				d->heap[m].until = d->huntil[m];
+			}
+			d->huntil[m][v] = q + 1;
+		}
+	}
+	return 0;
+}
+
 /* Which nodes' results are read on another stream (they record an event), and when values
  * shared between streams are released (TgtDevs.until): a value read by another stream (that
  * stream may read it after this one has moved on) and a collective's results (written into
@@ -709,6 +760,8 @@ static int events(Ctx *c)
 		else if (shared[v] && d->until[v] < 0)
 			d->until[v] = sync_death(c, &front, rd, v);
 	}
+	if (rc == 0)
+		rc = member_deaths(c, rd, xrow, snap, ns);
 	free(rd);
 	front_free(&front);
 	free(shared), free(xrow), free(vc), free(snap), free(colmin), free(colcnt), free(changed), free(old), free(mark);
@@ -743,7 +796,8 @@ int tgt_devs_init(TgtDevs *d, Plan *p, const TgtMachine *m, const Flat *f, DevKi
 	}
 	Ctx c = { d, p, f, e, NULL, 0, 0 };
 	int rc = place(&c);
-	if (rc == 0 && (alloc_arrays(d, f, c.ninst) < 0 || !(d->until = malloc(sizeof *d->until * nv))))
+	if (rc == 0 && (alloc_arrays(d, f, c.ninst) < 0 || !(d->until = malloc(sizeof *d->until * nv)) ||
+			!(d->huntil = calloc((size_t)(d->n > 0 ? d->n : 1), sizeof *d->huntil))))
 		rc = rt_errorf(e, RT_ENOMEM, "out of memory placing devices");
 	for (int i = 0; rc == 0 && i < d->n; i++)
 		d->heap[i].until = d->until;
@@ -761,6 +815,9 @@ void tgt_devs_free(TgtDevs *d)
 {
 	for (int i = 0; d->heap && i < d->n; i++)
 		tgt_heap_free(&d->heap[i]);
+	for (int i = 0; d->huntil && i < d->n; i++)
+		free(d->huntil[i]);
+	free(d->huntil);
 	free(d->dev), free(d->space), free(d->stream), free(d->heap);
 	free(d->node_pl), free(d->val_pl), free(d->prim), free(d->rec_event), free(d->wait_seen);
 	free(d->rep_head), free(d->rep);
@@ -785,6 +842,27 @@ static void shard_of(const Flat *f, int v, int *axis, int64_t *off, int64_t *ful
 
 static const char *fv_name(const Flat *f, int v) { return f->vals[v].name; }
 
+/* The advice of an unpartitioned plan that does not fit its device: a machine with one device
+ * of the class needs more of them; one with several needs the plan spread over them (newcomer
+ * 32 item 1: "compile for a machine with several devices" on dgx-h100's 8 GPUs). */
+static const char *nofit_advice(const TgtDevs *d, const Plan *p, int pl, char *buf, size_t n)
+{
+	const char *id = p->devices[d->dev[pl]].name;
+	const Machine *m = d->m->m;
+	const Device *md = tgt_plan_device(m, id);
+	if (!md || !num_has(&md->count) || md->count.v < 2)
+		return TGT_NOFIT_ADVICE;
+	const Target *t = tgt_for_machine(m, NULL, 0);
+	char to[96] = "for a target of its devices, whose -O1 spreads the model over them";
+	if (t && p->target && !strcmp(t->name, p->target))   /* -O0, or passes without partition */
+		tgt_fmt(to, sizeof to, "with -O1 (the partition pass spreads the model over them)");
+	else if (t && strcmp(t->name, "reference"))
+		tgt_fmt(to, sizeof to, "with --target %s (its -O1 spreads the model over them)", t->name);
+	tgt_fmt(buf, n, "%s%s has %.0f %s devices and this plan uses one: compile %s, or give --tp N / --pp N",
+		TGT_NOFIT_MANY, m->name, md->count.v, md->id, to);
+	return buf;
+}
+
 /* One buffer of v on instance pl (and its constant when v is a parameter or a shard). */
 static int value_on(TgtDevs *d, Plan *p, const Flat *f, int v, DType dt, int pl, const char *dir, RtError *e)
 {
@@ -797,12 +875,12 @@ static int value_on(TgtDevs *d, Plan *p, const Flat *f, int v, DType dt, int pl,
 		d->is_dirty[pl] = 1, d->dirty[d->ndirty++] = pl;
 	const PlanSpace *sp = &p->spaces[d->space[pl]];
 	if (end > sp->capacity) {       /* sizes a person reads, not byte offsets (newcomer finding 10) */
-		char cap[32], need[32], size[32];
+		char cap[32], need[32], size[32], many[320];
 		return rt_errorf(e, RT_EUSER, "aicc: error: the plan does not fit in %s (%s): its buffers need at "
 				 "least %s (the first past the end is '%s', %s)%s", sp->name,
 				 rt_si_str((double)sp->capacity, "B", cap, sizeof cap), rt_si_str((double)end, "B", need, sizeof need),
 				 fv_name(f, v), rt_si_str((double)p->buffers[b].size, "B", size, sizeof size),
-				 d->partitioned ? TGT_NOFIT_ADVICE_SPLIT : TGT_NOFIT_ADVICE);
+				 d->partitioned ? TGT_NOFIT_ADVICE_SPLIT : nofit_advice(d, p, pl, many, sizeof many));
 	}
 	if (pl != d->val_pl[v]) {       /* another instance's copy: "x@gpu1" */
 		PlanBuffer *pb = &p->buffers[b];
@@ -1069,6 +1147,8 @@ static int emit_collective(TgtDevs *d, Plan *p, const Flat *f, int node, const i
 		else {
 			int rr = rep_find(d, fn->out[0], m[r]);
 			outs[r] = d->val_pl[fn->out[0]] == m[r] ? d->prim[fn->out[0]] : rr >= 0 ? d->rep[rr].buf : -1;
+			if (rr >= 0)   /* written there by the collective: a reader there copies nothing */
+				d->rep[rr].done = 1;
 		}
 	}
 	PlanInstr pi;

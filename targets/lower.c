@@ -215,6 +215,8 @@ Plan *tgt_lower(const Target *t, const TgtInput *in, RtError *e)
 		return t->lower(in, e);
 	TgtLower l = { .t = t, .in = in, .e = e };
 	int rc = walk(&l);
+	if (rc == 0)
+		tgt_record_peaks(l.p, in->machine->m);
 	tgt_flat_free(&l.f);
 	tgt_devs_free(&l.devs);
 	for (int i = 0; i < l.nallocs; i++)

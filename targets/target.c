@@ -170,3 +170,115 @@ int tgt_machine_copy(const TgtMachine *m, Plan *p, RtError *e)
 			return -1;
 	return 0;
 }
+
+/* 1 when machines a and b have the same accelerators: their non-host devices' kinds and
+ * architectures, in file order. */
+static int same_accelerators(const Machine *a, const Machine *b)
+{
+	int i = 0, j = 0;
+	for (;;) {
+		while (i < a->ndevs && a->devs[i].is_host)
+			i++;
+		while (j < b->ndevs && b->devs[j].is_host)
+			j++;
+		if (i == a->ndevs || j == b->ndevs)
+			return i == a->ndevs && j == b->ndevs;
+		const Device *x = &a->devs[i++], *y = &b->devs[j++];
+		if (x->kind != y->kind || !x->arch || !y->arch || strcmp(x->arch, y->arch))
+			return 0;
+	}
+}
+
+const Target *tgt_for_machine(const Machine *m, char *why, size_t n)
+{
+	if (why && n)
+		why[0] = '\0';
+	for (int i = 0; i < tgt_ntargets; i++)   /* the machine a target is written for */
+		if (!strcmp(tgt_targets[i]->default_machine, m->name))
+			return tgt_targets[i];
+	const Device *d = NULL;
+	for (int i = 0; i < m->ndevs && !d; i++)
+		if (!m->devs[i].is_host)
+			d = &m->devs[i];
+	if (!d)
+		return NULL;
+	const Target *kind[16];
+	int nk = 0;
+	for (int i = 0; i < tgt_ntargets && nk < 16; i++)
+		if (tgt_targets[i]->kind == (int)d->kind)
+			kind[nk++] = tgt_targets[i];
+	const Target *pick = nk == 1 ? kind[0] : NULL;
+	for (int i = 0; i < nk && nk > 1; i++) {   /* several of the kind: the one whose machine it is */
+		Machine *dm = machine_load(kind[i]->default_machine, NULL);
+		int same = dm && same_accelerators(m, dm);
+		machine_free(dm);
+		if (same && pick) {
+			pick = NULL;
+			break;
+		}
+		if (same)
+			pick = kind[i];
+	}
+	if (pick && why)
+		snprintf(why, n, "its %s devices are %s", d->id, d->arch ? d->arch : devkind_name(d->kind));
+	return pick;
+}
+
+const Device *tgt_plan_device(const Machine *m, const char *name)
+{
+	const Device *md = machine_device(m, name);
+	for (int i = 0; i < m->ndevs && !md; i++) {   /* "gpu0": instance 0 of class "gpu" */
+		size_t n = m->devs[i].id ? strlen(m->devs[i].id) : 0;
+		if (!m->devs[i].is_host && n && !strncmp(name, m->devs[i].id, n) &&
+		    strspn(name + n, "0123456789") == strlen(name + n))
+			md = &m->devs[i];
+	}
+	return md;
+}
+
+void tgt_record_peaks(Plan *p, const Machine *m)
+{
+	for (int i = 0; i < p->ndevices; i++) {
+		PlanDevice *pd = &p->devices[i];
+		const Device *d = tgt_plan_device(m, pd->name);
+		double own = d ? fmax(dev_peak(d, DT_BF16), dev_peak(d, DT_F32)) : 0;
+		if (!d || own <= 0 || fabs(pd->peak_flops - own) > 1e-9 * own)
+			continue;   /* a pool's peak (vera-rubin), already the pool's format */
+		double fl[DT_COUNT + 1] = { 0 }, total = 0, time = 0;   /* [DT_COUNT]: no MMA format */
+		for (int k = 0; k < p->nstreams; k++)
+			for (int j = 0; p->streams[k].device == i && j < p->streams[k].nins; j++) {
+				const PlanInstr *in = &p->streams[k].ins[j];
+				if (in->kind != PI_KERNEL || !(in->flops > 0))
+					continue;
+				DType dt = in->opts.mma_in;
+				double pk = dt > DT_INVALID && dt < DT_COUNT && num_has(&d->peak[dt]) ? d->peak[dt].v : 0;
+				fl[pk > 0 ? dt : DT_COUNT] += in->flops;
+				total += in->flops;
+				time += in->flops / (pk > 0 ? pk : pd->peak_flops);
+			}
+		if (!(total > 0) || fabs(total / time - pd->peak_flops) <= 1e-6 * pd->peak_flops)
+			continue;
+		pd->peak_work = total / time;
+		int top[3] = { -1, -1, -1 };
+		for (int k = 0; k <= DT_COUNT; k++)
+			for (int r = 0; r < 3; r++)
+				if (fl[k] > 0 && (top[r] < 0 || fl[k] > fl[top[r]])) {
+					for (int q = 2; q > r; q--)
+						top[q] = top[q - 1];
+					top[r] = k;
+					break;
+				}
+		size_t n = 0;
+		for (int r = 0; r < 3 && top[r] >= 0 && n < sizeof pd->peak_fmt; r++) {
+			const char *nm = top[r] == DT_COUNT ? "other" : rt_dtype_name((DType)top[r]);
+			double share = 100 * fl[top[r]] / total;
+			if (r == 0 && share >= 99.5) {
+				snprintf(pd->peak_fmt, sizeof pd->peak_fmt, "%s", nm);
+				break;
+			}
+			if (share < 0.5)
+				break;
+			n += (size_t)snprintf(pd->peak_fmt + n, sizeof pd->peak_fmt - n, "%s%s %.0f%%", r ? ", " : "", nm, share);
+		}
+	}
+}

@@ -233,6 +233,9 @@ int tgt_load_kernel(const Flat *f, const int *gfirst, int i);
  * builder (tools/plan_build.c) replaces it with its own, since a --tp plan's one-device
  * reference cannot be fixed by --tp. */
 #define TGT_NOFIT_ADVICE "; compile for a machine with several devices (-O1 spreads the model over them, or give --tp N / --pp N) or use a larger machine"
+/* ... an unpartitioned plan on a machine with several devices of the class: "; machine M has N
+ * gpu devices and this plan uses one: compile with --target T (-O1 spreads ...)" */
+#define TGT_NOFIT_MANY "; machine "
 #define TGT_NOFIT_ADVICE_SPLIT "; give a larger --tp N / --pp N, or a machine with more devices or memory"
 
 typedef struct TgtDevs {
@@ -254,6 +257,8 @@ typedef struct TgtDevs {
 	int *wait_seen;      /* per flat node: last stream that waited on its event */
 	int *first_reader;   /* per flat value: first flat node reading it, or -1 */
 	int *until;          /* per flat value: TgtHeap.until (-1: the last-reader rule) */
+	int **huntil;        /* per instance: its heap's own until where a collective's copy there is
+				released sooner (events), else NULL (until) */
 	int swapv[TGT_MAX_OPERANDS], swapb[TGT_MAX_OPERANDS], nswap;   /* tgt_devs_bufs */
 	struct TgtLinkMemo { int a, b, link; } *lmemo;   /* link_of's answers, direct-mapped (NULL: none yet) */
 	int *dirty, ndirty;  /* tgt_devs_values: the instances whose heap took a buffer since its last release */
@@ -501,6 +506,19 @@ void tgt_suggest(const char *name, char *buf, size_t n);
 /* The first target that lowers to devices of kind k (reference when none): how work on a device
  * is priced when the compile names no target. */
 const Target *tgt_for_kind(DevKind k);
+/* The target a compile that names --machine m but no --target builds for: the target whose
+ * default machine m is, else the one target lowering to m's first accelerator's kind, else the
+ * one of several of that kind whose default machine has m's accelerators (kinds and
+ * architectures: dgx-h100's sm_90a GPUs are h100-sxm's, hopper).  NULL when none or several
+ * fit.  why (n > 0) receives the reason ("its gpu devices are sm_90a"), "" for a machine a
+ * target is written for. */
+const Target *tgt_for_machine(const Machine *m, char *why, size_t n);
+/* The machine device a plan device instantiates ("gpu3": class "gpu"), or NULL. */
+const Device *tgt_plan_device(const Machine *m, const char *name);
+/* Sets each device's peak_work and peak_fmt (runtime/plan.h) from the formats its kernels run
+ * in (PlanInstr.opts.mma_in at the machine's peak for it), where that peak is not the device's
+ * bf16 peak: what `aicc run` compares an fp8 plan's achieved FLOP/s with. */
+void tgt_record_peaks(Plan *p, const Machine *m);
 /* Registers every target's cost hook with the runtime (the driver calls this once). */
 void tgt_register_costs(void);
 

@@ -52,7 +52,8 @@ static void compile_help(void)
 	       "  --emit ir|summary|plan|dot|svg|png  what to write (default: the kind -o's extension\n"
 	       "                        names, .aip .aig .json .dot .svg .png, else summary); pictures\n"
 	       "                        show the plan's placement when --target is given, else the IR\n"
-	       "  --target T            target of --emit plan (default: reference; see aicc targets)\n"
+	       "  --target T            target of --emit plan (default: the target of --machine's\n"
+	       "                        devices, e.g. hopper for dgx-h100, else reference; aicc targets)\n"
 	       "  --machine NAME|FILE   machine description (default: the target's)\n"
 	       "  --set key=value       override a machine field (repeatable)\n"
 	       "  --precision W[+OPT]   numeric formats, one word of:%s\n"
@@ -570,10 +571,34 @@ typedef struct Compile {
 	char pipeline[1024]; /* the passes that ran ("" for none): the plan's source records them */
 } Compile;
 
+/* A plan for --machine without --target: the target the machine's devices are
+ * (tgt_for_machine), said in a remark; the reference target when several or none fit (and for
+ * the reference machine).  0, or -1 after the loader's message. */
+static int infer_target(CompileOpts *o)
+{
+	Machine *m = machine_load(o->machine, NULL);
+	if (!m)
+		return -1;
+	char why[160];
+	const Target *t = tgt_for_machine(m, why, sizeof why);
+	if (t && strcmp(t->name, "reference")) {
+		o->target = t->name;
+		fprintf(stderr, "aicc: remark: --machine %s without --target: compiling for target %s (%s); --target "
+			"reference gives the unfused numerical reference\n", o->machine, t->name,
+			*why ? why : "the machine it is written for");
+	} else if (!t)
+		fprintf(stderr, "aicc: remark: --machine %s without --target: no one target fits its devices; "
+			"compiling for the reference target (aicc targets lists the others)\n", o->machine);
+	machine_free(m);     /* t is the target table's; the machine is loaded again with the target */
+	return 0;
+}
+
 /* Resolves the target, loads the machine and parses --precision when the passes, the lowering
  * or --precision need them, and hands both to the passes.  0, or -1 after a message. */
 static int prepare(CompileOpts *o, Compile *c)
 {
+	if (!o->target && o->machine && strcmp(o->emit, "plan") == 0 && infer_target(o) < 0)
+		return -1;
 	c->t = tgt_find(o->target ? o->target : "reference");
 	if (!c->t) {
 		char sug[512];

@@ -471,6 +471,10 @@ static const char *seconds(double s, char *buf, size_t n)
 	return buf;
 }
 
+/* The peak a device's achieved FLOP/s is a share of: that of the formats its kernels ran in
+ * (peak_work: an fp8 plan's fp8 peak), else its bf16 peak. */
+static double work_peak(const PlanDevice *d) { return d->peak_work > 0 ? d->peak_work : d->peak_flops; }
+
 /* viz: compute and memory per device, or past DEVICE_LINES devices per device kind (a pool's
  * space per space kind) with the busiest device and the fullest space named. */
 static void devices(const Plan *p, const RtTiming *t, int per_device)
@@ -479,15 +483,17 @@ static void devices(const Plan *p, const RtTiming *t, int per_device)
 	char a[64], b[64], d[64], f[64], lat[64];
 	seconds(t->latency_s, lat, sizeof lat);
 	for (int i = 0; (per_device || p->ndevices <= DEVICE_LINES) && i < p->ndevices; i++) {
-		double ach = t->latency_s > 0 ? t->dev_flops[i] / t->latency_s : 0;
-		char pool[64] = "";
+		double ach = t->latency_s > 0 ? t->dev_flops[i] / t->latency_s : 0, pk = work_peak(&p->devices[i]);
+		char pool[64] = "", fmt[80] = "";
 		int chips = viz_pool_chips(p, i);
 		if (chips > 1)
 			snprintf(pool, sizeof pool, " (a pool of %d %s)", chips, p->devices[i].kind);
-		printf("compute        %s in %s busy on %s%s: %s/s achieved over the %s latency, %.2f%% of peak %s/s\n",
+		if (p->devices[i].peak_work > 0)   /* an fp8 plan: the peak of the formats its FLOP ran in */
+			snprintf(fmt, sizeof fmt, " (%s%s)", strchr(p->devices[i].peak_fmt, '%') ? "FLOP-weighted: " : "",
+				 p->devices[i].peak_fmt);
+		printf("compute        %s in %s busy on %s%s: %s/s achieved over the %s latency, %.2f%% of peak %s/s%s\n",
 		       si(t->dev_flops[i], "FLOP", a, sizeof a), seconds(t->busy_s[i], d, sizeof d), p->devices[i].name, pool,
-		       si(ach, "FLOP", b, sizeof b), lat, 100 * ach / p->devices[i].peak_flops,
-		       si(p->devices[i].peak_flops, "FLOP", f, sizeof f));
+		       si(ach, "FLOP", b, sizeof b), lat, 100 * ach / pk, si(pk, "FLOP", f, sizeof f), fmt);
 	}
 	for (int s = 0; (per_device || p->ndevices <= DEVICE_LINES) && s < p->nspaces; s++) {
 		/* a pool's space (vera-rubin) holds its chips' memories and each chip streams its own
@@ -524,7 +530,7 @@ static void devices(const Plan *p, const RtTiming *t, int per_device)
 		double flops = 0, busy = 0, peak = 0;
 		for (int j = k; first && j < p->ndevices; j++)
 			if (!strcmp(p->devices[j].kind, p->devices[k].kind)) {
-				n++, flops += t->dev_flops[j], busy += t->busy_s[j], peak += p->devices[j].peak_flops;
+				n++, flops += t->dev_flops[j], busy += t->busy_s[j], peak += work_peak(&p->devices[j]);
 				top = t->busy_s[j] > t->busy_s[top] ? j : top;
 			}
 		if (!first)
@@ -535,7 +541,7 @@ static void devices(const Plan *p, const RtTiming *t, int per_device)
 		       si(peak, "FLOP", f, sizeof f), seconds(busy, d, sizeof d));
 		printf("busiest        %s: %s in %s busy, %.2f%% of peak over the latency\n", p->devices[top].name,
 		       si(t->dev_flops[top], "FLOP", a, sizeof a), seconds(t->busy_s[top], d, sizeof d),
-		       100 * tach / p->devices[top].peak_flops);
+		       100 * tach / work_peak(&p->devices[top]));
 	}
 	for (int s = 0; s < p->nspaces; s++) {   /* one memory line per kind of space ("lpu" "sram") */
 		const char *kind = p->devices[p->spaces[s].device].kind, *suf = strchr(p->spaces[s].name, '.');

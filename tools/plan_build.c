@@ -469,6 +469,8 @@ static void reference_nofit(const Plan *p, RtError *e)
 {
 	static const char pre[] = "aicc: error: the plan does not fit in ";
 	char *cut = strstr(e->msg, TGT_NOFIT_ADVICE);
+	if (!cut)
+		cut = strstr(e->msg, TGT_NOFIT_MANY);
 	if (e->code != RT_EUSER || !cut || strncmp(e->msg, pre, sizeof pre - 1) != 0)
 		return;
 	char fact[sizeof e->msg];

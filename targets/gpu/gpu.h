@@ -85,6 +85,9 @@ typedef struct GemmShape {
 	int promote;
 	double b_bytes;                   /* HBM bytes per element of B when stored narrower than
 					     `in` (weights quantized at load, w4a16); 0: as `in` */
+	double a_bytes;                   /* HBM bytes of one batch matrix's A when it is gathered
+					     rather than stored (an implicit-GEMM Conv: the image,
+					     whose im2col view is M x K); 0: M x K elements */
 } GemmShape;
 
 typedef struct GemmTile {

@@ -47,7 +47,7 @@ static int same_gemm(const GemmShape *a, const GemmShape *b)
 {
 	return a->nosplit == b->nosplit && a->batch == b->batch && a->M == b->M && a->N == b->N && a->K == b->K &&
 	       a->in == b->in && a->out_bytes == b->out_bytes && a->scale == b->scale && a->promote == b->promote &&
-	       a->b_bytes == b->b_bytes;
+	       a->b_bytes == b->b_bytes && a->a_bytes == b->a_bytes;
 }
 
 /* w->h->gemm(&w->a, s, t, why, nwhy) for a zeroed t, each distinct shape searched once. */
@@ -99,7 +99,16 @@ static void put_cost(Ann *t, const GpuCost *one, const FlatNode *fn)
 	tgt_ann_put(t, "time_us", "%.4g", gpu_cost_total(c) * 1e6);
 	double term;
 	const char *b = gpu_cost_bound(c, &term);
-	if (gpu_cost_total(c) > 0) {
+	/* a vera-rubin pool's tensor-parallel all-reduce of this kernel's result over NVLink (the
+	 * disaggregate pass's comm_s, which the cost hook adds): link time, not launch or fixed
+	 * time (newcomer 32 item 3) */
+	double link = fn ? rt_attr_float(&fn->n->attrs, "comm_s", 0) : 0;
+	if (link > 0) {
+		tgt_ann_put(t, "link_us", "%.4g", link * 1e6);
+		if (link > term)
+			b = "nvlink", term = link;
+	}
+	if (gpu_cost_total(c) + link > 0) {
 		tgt_ann_put(t, "bound", "%s", b);
 		tgt_ann_put(t, "bound_us", "%.4g", term * 1e6);
 	}
@@ -361,6 +370,60 @@ static int gemm_kernel(GpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 	return 1;
 }
 
+/* A Conv as cuDNN runs it on the tensor cores: an implicit GEMM (its im2col view gathered by
+ * the TMA's im2col mode, never written out) of M = N x OH x OW output pixels, N = Cout / group
+ * filters and K = Cin / group x KH x KW taps, one GEMM per group, priced by the target's tile
+ * search with its GEMM efficiency; the image is read from HBM once per group (a_bytes), the
+ * overlapping windows come from L2 and SMEM.  A depthwise or thin grouped Conv (K under one
+ * MMA k-step of 16, or fewer than 8 filters per group: the MMA's smallest N) runs on the
+ * CUDA cores, the memory-bound kernel being its model (returns 2); operands the tensor cores do
+ * not take (f32, f64 values held exact) have no model (0).  Bias and activation ride in the
+ * epilogue. */
+static int conv_kernel(GpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
+{
+	const FlatVal *X = &w->l->f.vals[fn->in[0]], *W = &w->l->f.vals[fn->in[1]], *Y = &w->l->f.vals[fn->out[0]];
+	if (Y->rank < 3 || W->rank != Y->rank || X->rank != Y->rank)
+		return 0;
+	DType op = gpu_dtype(w, X);
+	if ((op != DT_BF16 && op != DT_F16) || gpu_dtype(w, W) != op)
+		return 0;
+	int64_t g = rt_attr_int(&fn->n->attrs, "group", 1);
+	GemmShape s = { .in = op, .out_bytes = rt_dtype_bytes(gpu_dtype(w, Y), 1), .nosplit = w->pol->nosplitk,
+			.batch = g > 0 ? g : 1 };
+	s.M = Y->dims[0], s.K = W->dims[1], s.N = W->dims[0] / s.batch;
+	for (int i = 2; i < Y->rank; i++)
+		s.M *= Y->dims[i], s.K *= W->dims[i];
+	if (s.M <= 0)
+		return 0;
+	if (s.K < 16 || s.N < 8)
+		return 2;   /* depthwise or thin groups: the CUDA cores' direct kernel */
+	s.a_bytes = numel(X) / (double)s.batch * gpu_elem_bytes(op);
+	GemmTile tile = { 0 };
+	char why[256] = "";
+	if (!tile_gemm(w, &s, &tile, why, sizeof why))
+		return 0;
+	gpu_launch(&w->a, w->pol->graph, &tile.c);
+	tgt_ann_put(t, "kind", "gemm");
+	tgt_ann_put(t, "algo", "implicit GEMM %lldx%lldx%lld%s", (long long)s.M, (long long)s.N, (long long)s.K,
+		    s.batch > 1 ? " per group" : "");
+	if (s.batch > 1)
+		tgt_ann_put(t, "groups", "%lld", (long long)s.batch);
+	tgt_ann_put(t, "mma", "%s.m%dn%dk%d.%s", tile.family, tile.im, tile.in, tile.ik, rt_dtype_name(s.in));
+	tgt_ann_put(t, "tile", "%dx%dx%d", tile.bm, tile.bn, tile.bk);
+	tgt_ann_put(t, "cta", "%d", tile.cta2 ? 2 : 1);
+	tgt_ann_put(t, "stages", "%d", tile.stages);
+	tgt_ann_put(t, "waves", "%lld", (long long)tile.waves);
+	tgt_ann_put(t, "tiles", "%lld on %lld units", (long long)tile.tiles, (long long)tile.units);
+	if (tile.split > 1)
+		tgt_ann_put(t, "split_k", "%d", tile.split);
+	put_l2(t, &w->a, &tile);
+	if (*why)
+		tgt_ann_put(t, "why", "%s", why);
+	put_cost(t, &tile.c, fn);
+	(void)pi;   /* numerics as before: the operands are already the MMA's format */
+	return 1;
+}
+
 /* A grouped GEMM (MoE experts: GroupedMatMul Y[r] = Xs[r] @ W[e] over each expert's rows): R
  * routed rows spread over E experts.  Routing is data-dependent; with uniform routing the
  * expected number of experts that receive rows is E (1 - (1 - 1/E)^R) (each row picks one of E
@@ -567,9 +630,15 @@ static int kernel(GpuLw *w, int i, PlanInstr *pi, TgtAnn *t)
 		done = gemm_kernel(w, fn, pi, t);
 	else if (fn->n->op == OP_GroupedMatMul && fn->nin >= 3)
 		done = gmm_kernel(w, fn, pi, t);
+	else if (fn->n->op == OP_Conv && fn->nin >= 2)
+		done = conv_kernel(w, fn, pi, t);
 	else if ((fl_op & F_ATTN) && fn->nin >= 3)
 		done = attn_kernel(w, fn, pi, t);
-	if (!done) {
+	if (done == 2) {   /* a depthwise Conv: the CUDA cores' direct kernel is the model */
+		t->n = 0;
+		mem_kernel(w, i, pi, t);
+		tgt_ann_put(t, "algo", "direct on the CUDA cores (depthwise or under 16 taps / 8 filters per group)");
+	} else if (!done) {
 		t->n = 0;
 		mem_kernel(w, i, pi, t);
 		/* no kernel model of its own: a matrix-unit op (or attention) priced as a memory-bound

@@ -158,7 +158,7 @@ static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 static double gemm_l2(const GpuArch *a, const GemmShape *s, GemmTile *t, double sa, double sbw)
 {
 	int64_t mt = cdiv(s->M, t->bm), nt = cdiv(s->N, t->bn), tiles = mt * nt, U = t->units < tiles ? t->units : tiles;
-	double A = (double)s->M * s->K * sa, B = (double)s->N * s->K * sbw;
+	double A = s->a_bytes > 0 ? s->a_bytes : (double)s->M * s->K * sa, B = (double)s->N * s->K * sbw;
 	double pa = (double)t->bm * s->K * sa, pb = (double)t->bn * s->K * sbw;
 	t->raster = 0, t->group = 0, t->reload_a = t->reload_b = 1, t->l2_foot = A + B;
 	if (a->l2 <= 0 || A + B <= a->l2)

@@ -69,6 +69,9 @@ typedef struct LpuCost {
 	int64_t dur, compute, stream, vectors;
 } LpuCost;
 void lpu_node_cycles(const LpuArch *a, const Flat *f, int node, LpuCost *c);
+/* The same for IR node n before lowering (its values' inferred types; how passes price a node
+ * as the lowering will): 0, or -1 when a shape is not known. */
+int lpu_ir_node_cycles(const LpuArch *a, const Node *n, LpuCost *c);
 
 /* Hops a copy from chip `from` to chip `to` takes: 1 within a scale-up domain (the link's
  * <domain>, a Dragonfly node), 3 between domains (local, global, local; ISCA 2022). */

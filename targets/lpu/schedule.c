@@ -208,22 +208,49 @@ static void cost_core(const LpuArch *a, LpuKind kind, int64_t vectors, double fl
 		c->dur = 1;
 }
 
+/* One operand (out 0) or result (out 1) of n, dtype dt, n elements, into the vectors it streams
+ * and the elements it writes; a lookup table (ops.def `lookup`) is read only at the rows
+ * selected: as many vectors as the node writes. */
+static void cycles_val(const LpuArch *a, const Node *n, int k, int out, DType dt, int64_t ne, int64_t *v, int64_t *outn)
+{
+	if (!out && ir_op_is_lookup(n->op, k))
+		return;
+	*v += vecs(a, bytes_of(a, dt, ne));
+	if (out)
+		*outn += ne;
+}
+
 void lpu_node_cycles(const LpuArch *a, const Flat *f, int node, LpuCost *c)
 {
 	const FlatNode *fn = &f->nodes[node];
 	int64_t v = 0, outn = 0;
-	/* a lookup table (ops.def `lookup`) is read only at the rows selected: as many vectors as
-	 * the node writes */
 	for (int k = 0; k < fn->nin; k++)
-		if (fn->in[k] >= 0 && !ir_op_is_lookup(fn->n->op, k))
-			v += vecs(a, bytes_of(a, f->vals[fn->in[k]].dt, numel_of(f->vals[fn->in[k]].rank, f->vals[fn->in[k]].dims)));
-	for (int k = 0; k < fn->nout; k++) {
-		int64_t n = numel_of(f->vals[fn->out[k]].rank, f->vals[fn->out[k]].dims);
-		v += vecs(a, bytes_of(a, f->vals[fn->out[k]].dt, n));
-		outn += n;
-	}
+		if (fn->in[k] >= 0)
+			cycles_val(a, fn->n, k, 0, f->vals[fn->in[k]].dt, numel_of(f->vals[fn->in[k]].rank, f->vals[fn->in[k]].dims), &v, &outn);
+	for (int k = 0; k < fn->nout; k++)
+		cycles_val(a, fn->n, k, 1, f->vals[fn->out[k]].dt, numel_of(f->vals[fn->out[k]].rank, f->vals[fn->out[k]].dims), &v, &outn);
 	double fl = ir_node_flops(fn->n), slow = f64_factor(a, f, fn);
 	cost_core(a, kind_of(fn->n->op), v, fl > 0 ? fl * slow : 0, (int64_t)(outn * slow), c);
+}
+
+int lpu_ir_node_cycles(const LpuArch *a, const Node *n, LpuCost *c)
+{
+	int64_t v = 0, outn = 0;
+	double slow = 1;
+	for (int k = 0; k < n->nin + n->nout; k++) {
+		const Value *x = k < n->nin ? n->in[k] : n->out[k - n->nin];
+		int64_t ne = x ? ir_type_numel(x->type) : 0;
+		if (!x)
+			continue;
+		if (ne < 0 || x->type.dt == DT_INVALID)
+			return -1;
+		if (x->type.dt == DT_F64 && a->f64_slow > 0)
+			slow = a->f64_slow;
+		cycles_val(a, n, k < n->nin ? k : k - n->nin, k >= n->nin, x->type.dt, ne, &v, &outn);
+	}
+	double fl = ir_node_flops(n);
+	cost_core(a, kind_of(n->op), v, fl > 0 ? fl * slow : 0, (int64_t)(outn * slow), c);
+	return 0;
 }
 
 int lpu_hops(const LpuArch *a, int from, int to)

@@ -552,13 +552,13 @@ static int ici_annotate(TpuLw *w)
 			int64_t sig[4] = { -2, in->kind == PI_COPY ? chip_of(w, in->in[0]) : -1, in->kind == PI_COPY ? chip_of(w, in->out[0]) : -1,
 					   w->l->p->buffers[in->in[0]].size };
 			TgtKernEntry *m = in->kind == PI_COPY ? tgt_memo_slot(w->l, &w->km, sig, 4) : NULL;
+			TgtKernEntry one = { 0 };   /* a collective's entry, used after the block below */
 			if (!m || !m->sig) {
 				Ann t;      /* not zeroed: tgt_ann_put fills entries [0, n) */
 				t.n = 0;
 				ici_instr(w, in, topo, &t);
 				PlanInstr none;
 				plan_instr_init(&none, PI_COPY);
-				TgtKernEntry one = { 0 };
 				if (tgt_memo_put(w->l, &w->km, m ? m : &one, sig, 4, &none, &t) < 0)
 					return -1;
 				if (!m)

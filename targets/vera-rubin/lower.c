@@ -20,6 +20,7 @@
  * one-GPU plan. */
 #include "targets/vera-rubin/vr.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -76,7 +77,10 @@ static int lpu_node(TgtLower *l, void *ctx, int device, int node, PlanInstr *pi,
 	tgt_ann_put(t, "mxm_us", "%.4g", lt.compute * 1e6);
 	tgt_ann_put(t, "fixed_us", "%.4g", lt.fixed * 1e6);
 	tgt_ann_put(t, "time_us", "%.4g", vr_lpu_total(&lt) * 1e6);
-	tgt_ann_put(t, "bound", "%s", lt.stream >= lt.compute ? "sram" : "mxm");
+	/* the C2C hop and all-reduce inside fixed_us are link time (newcomer 32 item 4) */
+	if (lt.link > 0)
+		tgt_ann_put(t, "link_us", "%.4g", lt.link * 1e6);
+	tgt_ann_put(t, "bound", "%s", lt.link > fmax(lt.stream, lt.compute) ? "c2c" : lt.stream >= lt.compute ? "sram" : "mxm");
 	pi->unit = -1;
 	return 0;
 }

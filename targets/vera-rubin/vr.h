@@ -17,6 +17,7 @@ typedef struct VrLpuTime {
 	double stream;     /* seconds streaming operands from SRAM */
 	double compute;    /* seconds on the MXM at the FP8 peak */
 	double fixed;      /* pipeline latency + chip-to-chip all-reduce */
+	double link;       /* of fixed: the C2C time (the hop to the layer's chips, the all-reduce) */
 } VrLpuTime;
 
 /* The time of kernel `in` of plan p on `chips` LPUs of device class lpu.  With cyc (the LPU
