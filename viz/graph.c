@@ -242,15 +242,17 @@ static Agnode_t *draw_node(Draw *dr, int i)
 
 /* Edge labels.  A `label` is a node of dot's layout: dot gives it room between the ranks, so it
  * never covers a node, a cluster's title or another label (testsuite/viz/label-overlap.py checks
- * the pictures); an `xlabel` is placed after the layout, beside its edge, wherever there is room,
- * and with forcelabels where there is none: over nodes and cluster titles (seen: 8B decode on
- * hopper, 70B --tp 8).  Labels cost dot's spline routing steeply: Llama 8B --expand --focus of 4,
- * 8, 10, 12 and 16 layers (64 .. 244 nodes) took 0.04, 1.1, 4.2, 8.0 and 34 s of CPU with labels
- * and 0.2 s with xlabels for the 16.  Pictures of up to VIZ_LABEL_NODES nodes get labels; a
- * larger one (an --expand, a --focus of many layers) gets xlabels. */
+ * the pictures); an `xlabel`, placed after the layout wherever there is room, and with forcelabels
+ * where there is none, lands over nodes and cluster titles (seen: 8B decode on hopper, 70B --tp 8),
+ * so none is drawn.  Labels cost dot's spline routing steeply: Llama 8B --expand --focus of 4, 8,
+ * 10, 12 and 16 layers (64 .. 244 nodes) took 0.04, 1.1, 4.2, 8.0 and 34 s of CPU with labels and
+ * 0.2 s without.  Pictures of up to VIZ_LABEL_NODES nodes label every edge; a larger one (an
+ * --expand, a --focus of many layers) labels only transfers and collectives (a few per layer) and
+ * gives a plain edge's bytes as its tooltip: they are its source's output type, which the source
+ * node's label shows. */
 enum { VIZ_LABEL_NODES = 120 };
 
-static void draw_edge(Agraph_t *root, Agnode_t **nodes, const VizEdge *e, int xlabel)
+static void draw_edge(Agraph_t *root, Agnode_t **nodes, const VizEdge *e, int big)
 {
 	char label[700], b[64], t[64];
 	Agedge_t *ed = agedge(root, nodes[e->src], nodes[e->dst], NULL, 1);
@@ -265,7 +267,7 @@ static void draw_edge(Agraph_t *root, Agnode_t **nodes, const VizEdge *e, int xl
 		snprintf(label, sizeof label, "%s\\n%s\\n%s", e->link, b, viz_time_str(e->time_s, t, sizeof t));
 	else
 		snprintf(label, sizeof label, "%s", b);
-	set(ed, xlabel ? "xlabel" : "label", label);
+	set(ed, big && !e->link && !e->bold ? "tooltip" : "label", label);
 	if (e->bold || e->link) {
 		set(ed, "style", "bold");
 		set(ed, "penwidth", "2.5");
@@ -274,7 +276,7 @@ static void draw_edge(Agraph_t *root, Agnode_t **nodes, const VizEdge *e, int xl
 }
 
 /* The graph's caption: the title and how to read the colours. */
-static void caption(Agraph_t *root, const VizGraph *g, const unsigned char *used)
+static void caption(Agraph_t *root, const VizGraph *g, const unsigned char *used, int big)
 {
 	char s[2048];
 	size_t n = (size_t)snprintf(s, sizeof s, "%s\\nfill: device; border: precision (", g->title ? g->title : "graph");
@@ -285,7 +287,8 @@ static void caption(Agraph_t *root, const VizGraph *g, const unsigned char *used
 					      prec_color[i].name);
 			first = 0;
 		}
-	snprintf(s + n, sizeof s - n, ")%s", g->from_plan ? "; bold red: transfers and collectives" : "");
+	snprintf(s + n, sizeof s - n, ")%s%s", g->from_plan ? "; bold red: transfers and collectives" : "",
+		 big ? "\\nedges without a label carry their source's output (bytes: the edge's tooltip)" : "");
 	set(root, "label", s);
 }
 
@@ -419,7 +422,6 @@ static Agraph_t *build(const VizGraph *g)
 	set(root, "fontname", "Helvetica");
 	set(root, "ranksep", "0.2");   /* dot halves it where edges have labels; 0.3 drew 8B decode 6 % taller */
 	set(root, "nodesep", "0.25");
-	set(root, "forcelabels", "true");
 	/* network simplex (ranking, then x coordinates in rank2) is what takes minutes on big
 	 * graphs: bound its iterations to a few per node; small graphs converge before the limit */
 	set(root, "nslimit", "2");
@@ -458,7 +460,7 @@ static Agraph_t *build(const VizGraph *g)
 	for (int i = 0; i < g->nedges; i++)
 		if (nodes[g->edges[i].src] && nodes[g->edges[i].dst])
 			draw_edge(root, nodes, &g->edges[i], nn > VIZ_LABEL_NODES);
-	caption(root, g, used);
+	caption(root, g, used, nn > VIZ_LABEL_NODES);
 	for (int d = 0; dr.dev_label && d < g->ndevs; d++)
 		free(dr.dev_label[d]);
 	free(dr.dev_label);
