@@ -528,8 +528,8 @@ out:
 /* The columns in order, left to right, where dot's crossing minimisation allows: an invisible node
  * per column on one rank above the columns (flat edges between top-level nodes keep their
  * order, those between clusters do not), each with an invisible edge to its column's first
- * operator.  An input that many columns read can still pull a column out of order (8B --expand
- * of 8 layers: columns 1, 3, 2), hence the numbered column titles. */
+ * operator.  Crossings can still pull a column out of order (8B --expand of 8 layers: columns 1,
+ * 3, 2; the PP-OCR recogniser: 1, 2, 4, 3), hence the numbered column titles. */
 static void align_columns(Agraph_t *root, Agnode_t **nodes, const int *head, int k)
 {
 	Agraph_t *s = agsubg(root, "columns", 1);
