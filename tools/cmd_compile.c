@@ -747,7 +747,7 @@ int cmd_compile(int argc, char **argv)
 			free(bi), free(pr), free(abs);
 		}
 		/* and its bytes' hash: --check refuses to rebuild the reference from an edited source */
-		if (plan->source.model && plan_hash_file(plan->source.model, plan->source.model_hash) < 0)
+		if (plan->source.model && drv_model_hash(plan->source.model, plan->source.model_hash) < 0)
 			plan->source.model_hash[0] = 0;
 		if (plan_write(plan, fp->f) < 0) {
 			drv_error("cannot write the plan to '%s'", o.output ? o.output : "-");
