@@ -28,6 +28,10 @@ double rt_cost_roofline(const Plan *p, int stream, const PlanInstr *in);
  * one-way bandwidth: 2(p-1) hops and 2(p-1)/p of the data (0 for fewer than 2 ranks); the
  * timing engine's collective time, and what passes price a TP all-reduce with (gpu_node_time). */
 double rt_allreduce_ring_s(double ranks, double bytes, double latency_s, double bandwidth);
+/* The bytes/s each way a collective gets of its link: the link's bandwidth x t.link_eff (the
+ * machine link's `<efficiency>`, the collective library's protocol overhead; 1 when absent);
+ * 0 without a link. */
+double rt_collective_bw(const Plan *p, const PlanInstr *in);
 /* Bytes instruction `in` moves through each space (reads + writes), added into bytes[nspaces]:
  * the sizes of its operands in the space, each once, but no more than the target's recorded time
  * in the space (t.hbm_us for a space "gpu.hbm") at the space's bandwidth (an Embedding reads

@@ -42,7 +42,7 @@ double gpu_node_time(const Target *t, const Machine *m, const Device *d, const P
 	int graph = p && p->graph;
 	if (!w->node && w->tiles >= 2) {   /* an all-reduce: the timing engine's ring and the library's cost per call */
 		const Link *l = machine_link(m, d, d);
-		double bw = l ? link_oneway_bw(l) : 0;
+		double bw = l ? link_coll_bw(l) : 0;
 		if (!(w->reduce > 0) || w->chips < 2 || !(bw > 0) || w->flops > 0 || w->bytes > 0 || w->kernels > 0)
 			return tgt_roofline_time(t, m, d, p, w);
 		return rt_allreduce_ring_s(w->chips, w->reduce, num_has(&l->latency) ? l->latency.v : 0, bw) + a.coll_base;
