@@ -269,10 +269,14 @@ typedef struct RtPhase {
 	double tokens_per_s_user;   /* decode: per user; prefill: 0 */
 } RtPhase;
 int rt_phase_metrics(const Plan *p, double latency_s, RtPhase *out);
+/* The peak a device's achieved FLOP/s is a share of: that of the formats its kernels ran in
+ * (PlanDevice.peak_work: an fp8 plan's fp8 peak, FLOP-weighted), else its peak_flops. */
+double rt_work_peak(const PlanDevice *d);
 /* A training step's figures (plan of --phase train; docs/passes.md "Training step"):
  * MFU = model FLOP (the plan's source.model_flops: 3 x forward) / (step x peak), HFU = the FLOP
  * the plan executes (recomputation, e.g. AttentionGrad's softmax, and the optimizer included) /
- * (step x peak), peak = the sum of the devices' peak_flops; and per device the bytes of its
+ * (step x peak), peak = the sum of the devices' rt_work_peak (an fp8 plan's fp8 peak, as `aicc
+ * run`'s compute lines); and per device the bytes of its
  * weights (constants that are parameters), gradients (buffers AdamW reads as G), optimizer state
  * (master weights P.master, moments P.exp_avg/P.exp_avg_sq, adamw.step), their updated copies
  * (AdamW's outputs), and activations (every other buffer: activations, gradients before their
