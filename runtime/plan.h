@@ -128,6 +128,8 @@ typedef struct PlanInstr {
 	Attrs attrs;             /* operator attributes (ONNX semantics) */
 	RtExecOpts opts;         /* numerics: accumulation, MMA format, FP8 promotion, exp2 */
 	PlanKV *tile; int ntile; /* target attributes */
+	int tile_interned;       /* to plan_add_instr: every tile key and value is already one of the plan's
+				    interned strings (plan_intern), so they are copied as they are; 0 in a plan */
 	double flops;            /* work of this instruction, from the target */
 	char *node;              /* the source node it came from, or NULL */
 	int event;               /* PI_RECORD / PI_WAIT */
@@ -274,6 +276,9 @@ RtOp plan_op_lookup(const char *name);                   /* RT_OP_COUNT if unkno
 uint64_t plan_hash(const void *data, size_t n);
 /* The same hash of a file's bytes as 16 hex digits in out; -1 (errno set) when unreadable. */
 int plan_hash_file(const char *path, char out[17]);
+/* The same over several files in order, each after the first preceded by its path (the source's
+ * external data: one hash for the model); n = 1 is plan_hash_file. */
+int plan_hash_files(const char *const *paths, int npaths, char out[17]);
 
 /* ---- execution order ---- */
 typedef struct PlanStep {
