@@ -118,9 +118,12 @@ void tgt_memo_get(const TgtLower *l, const TgtKernEntry *k, int i, PlanInstr *pi
 	memcpy(t->kv, k->kv, sizeof *t->kv * (size_t)k->n);
 	pi->opts = k->opts;
 	pi->unit = k->unit;
+	pi->tile_interned = 1;     /* the remembered pairs are interned; so is the fused-into name */
 	if (k->fused >= 0) {
 		tgt_fmt(t->val[k->fused], sizeof t->val[0], "into %s", l->p->buffers[l->buf[l->f.nodes[l->gfirst[i]].out[0]]].name);
-		t->kv[k->fused].val = t->val[k->fused];
+		char *v = plan_intern(l->p, t->val[k->fused]);
+		t->kv[k->fused].val = v ? v : t->val[k->fused];
+		pi->tile_interned = v != NULL;
 	}
 }
 
