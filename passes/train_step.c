@@ -137,7 +137,7 @@ static const Link *group_link(const Net *n, int64_t stride, int64_t k, double *b
 {
 	double dom = n->up && num_has(&n->up->domain) ? n->up->domain.v : (double)n->total;
 	const Link *l = (double)(stride * k) <= dom || !n->out ? n->up : n->out;
-	*bw = l ? link_oneway_bw(l) * (num_has(&l->efficiency) ? l->efficiency.v : 1) : 0;
+	*bw = l ? link_coll_bw(l) : 0;
 	if (l && l == n->out && num_has(&l->pod) && num_has(&l->oversub) && l->pod.v > 0) {
 		double span = fmin((double)(stride * k), (double)n->total);
 		if (span > l->pod.v) {   /* members per pod, then the groups sharing a pod's uplinks */

@@ -28,6 +28,10 @@ double rt_cost_roofline(const Plan *p, int stream, const PlanInstr *in);
  * one-way bandwidth: 2(p-1) hops and 2(p-1)/p of the data (0 for fewer than 2 ranks); the
  * timing engine's collective time, and what passes price a TP all-reduce with (gpu_node_time). */
 double rt_allreduce_ring_s(double ranks, double bytes, double latency_s, double bandwidth);
+/* The bytes/s each way a collective gets of its link: the link's bandwidth x t.link_eff (the
+ * machine link's `<efficiency>`, the collective library's protocol overhead; 1 when absent);
+ * 0 without a link. */
+double rt_collective_bw(const Plan *p, const PlanInstr *in);
 /* Bytes instruction `in` moves through each space (reads + writes), added into bytes[nspaces]:
  * the sizes of its operands in the space, each once, but no more than the target's recorded time
  * in the space (t.hbm_us for a space "gpu.hbm") at the space's bandwidth (an Embedding reads
@@ -267,10 +271,14 @@ typedef struct RtPhase {
 	double tokens_per_s_user;   /* decode: per user; prefill: 0 */
 } RtPhase;
 int rt_phase_metrics(const Plan *p, double latency_s, RtPhase *out);
+/* The peak a device's achieved FLOP/s is a share of: that of the formats its kernels ran in
+ * (PlanDevice.peak_work: an fp8 plan's fp8 peak, FLOP-weighted), else its peak_flops. */
+double rt_work_peak(const PlanDevice *d);
 /* A training step's figures (plan of --phase train; docs/passes.md "Training step"):
  * MFU = model FLOP (the plan's source.model_flops: 3 x forward) / (step x peak), HFU = the FLOP
  * the plan executes (recomputation, e.g. AttentionGrad's softmax, and the optimizer included) /
- * (step x peak), peak = the sum of the devices' peak_flops; and per device the bytes of its
+ * (step x peak), peak = the sum of the devices' rt_work_peak (an fp8 plan's fp8 peak, as `aicc
+ * run`'s compute lines); and per device the bytes of its
  * weights (constants that are parameters), gradients (buffers AdamW reads as G), optimizer state
  * (master weights P.master, moments P.exp_avg/P.exp_avg_sq, adamw.step), their updated copies
  * (AdamW's outputs), and activations (every other buffer: activations, gradients before their

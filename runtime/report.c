@@ -30,6 +30,10 @@ static json_t *devices_json(const Plan *p, const RtTiming *t)
 		json_object_set_new(o, "id", json_string(p->devices[d].name));
 		json_object_set_new(o, "kind", json_string(p->devices[d].kind));
 		json_object_set_new(o, "peak_flops", num(p->devices[d].peak_flops));
+		if (p->devices[d].peak_work > 0) {   /* the peak of the formats its FLOP ran in */
+			json_object_set_new(o, "peak_work_flops", num(p->devices[d].peak_work));
+			json_object_set_new(o, "peak_format", json_string(p->devices[d].peak_fmt));
+		}
 		json_object_set_new(o, "busy_s", num(t->busy_s ? t->busy_s[d] : 0));
 		json_object_set_new(o, "load_s", num(t->dev_load_s ? t->dev_load_s[d] : 0));
 		json_object_set_new(o, "flops", num(t->dev_flops ? t->dev_flops[d] : 0));
@@ -175,6 +179,8 @@ json_t *rt_packing_json(const RtPacking *k)
 	return o;
 }
 
+double rt_work_peak(const PlanDevice *d) { return d->peak_work > 0 ? d->peak_work : d->peak_flops; }
+
 int rt_train_metrics(const Plan *p, const RtTiming *t, RtTrain *out)
 {
 	memset(out, 0, sizeof *out);
@@ -195,7 +201,7 @@ int rt_train_metrics(const Plan *p, const RtTiming *t, RtTrain *out)
 	out->model_flops = p->source.model_flops;
 	out->hw_flops = t->flops;
 	for (int d = 0; d < p->ndevices; d++)
-		out->peak_flops_per_s += p->devices[d].peak_flops;
+		out->peak_flops_per_s += rt_work_peak(&p->devices[d]);
 	double denom = out->step_s * out->peak_flops_per_s;
 	out->mfu = denom > 0 ? out->model_flops / denom : 0;
 	out->hfu = denom > 0 ? out->hw_flops / denom : 0;

@@ -139,20 +139,27 @@ double rt_allreduce_ring_s(double ranks, double bytes, double latency_s, double 
 	return ranks < 2 ? 0 : 2 * (ranks - 1) * latency_s + 2 * (ranks - 1) / ranks * bytes / bandwidth;
 }
 
+double rt_collective_bw(const Plan *p, const PlanInstr *in)
+{
+	double eff = plan_instr_num(in, "link_eff", 1);
+	return in->link < 0 ? 0 : p->links[in->link].bandwidth * (eff > 0 && eff <= 1 ? eff : 1);
+}
+
 static double collective_time(const Plan *p, const PlanInstr *in)
 {
 	double ranks = in->nin, n = (double)p->buffers[in->in[0]].size;
 	if (ranks < 2 || in->link < 0)
 		return 0;
 	const PlanLink *l = &p->links[in->link];
+	double bw = rt_collective_bw(p, in);
 	if (in->coll == PC_ALLREDUCE) {
 		RtCollWire w;
 		rt_collective_wire(p, in, &w);
-		return rt_allreduce_ring_s(ranks, w.wire, l->latency_s, l->bandwidth) + w.codec_s;
+		return rt_allreduce_ring_s(ranks, w.wire, l->latency_s, bw) + w.codec_s;
 	}
 	if (in->coll == PC_ALLTOALL || in->coll == PC_REDUCESCATTER)
-		return (ranks - 1) * l->latency_s + (ranks - 1) / ranks * n / l->bandwidth;
-	return (ranks - 1) * l->latency_s + (ranks - 1) * n / l->bandwidth;
+		return (ranks - 1) * l->latency_s + (ranks - 1) / ranks * n / bw;
+	return (ranks - 1) * l->latency_s + (ranks - 1) * n / bw;
 }
 
 void rt_codec_work(const RtCodec *c, int64_t n, int ranks, double elem_bytes, RtCodecWork *w)

@@ -248,10 +248,11 @@ Plan *tgt_lower(const Target *t, const TgtInput *in, RtError *e)
 
 static double lat(const Link *l) { return l && num_has(&l->latency) ? l->latency.v : 0; }
 
-/* alpha + bytes / one-way bandwidth over link l (0 without a link). */
-static double link_time(const Link *l, double bytes)
+/* alpha + bytes / one-way bandwidth over link l (0 without a link); a collective's step (coll)
+ * at the bandwidth its library gets (link_coll_bw). */
+static double link_time(const Link *l, double bytes, int coll)
 {
-	double bw = l ? link_oneway_bw(l) : 0;
+	double bw = l ? coll ? link_coll_bw(l) : link_oneway_bw(l) : 0;
 	return l && bw > 0 ? lat(l) + bytes / bw : 0;
 }
 
@@ -301,7 +302,7 @@ double tgt_roofline_time(const Target *t, const Machine *m, const Device *d, con
 {
 	(void)t;
 	if (w->to)
-		return link_time(machine_link(m, d, w->to), w->bytes);
+		return link_time(machine_link(m, d, w->to), w->bytes, 0);
 	double fl = w->flops, by = w->bytes, chips = w->chips > 1 ? w->chips : 1;
 	DType fmt = w->fmt;
 	if (w->node) {
@@ -319,7 +320,7 @@ double tgt_roofline_time(const Target *t, const Machine *m, const Device *d, con
 	double time = fmax(peak > 0 ? fl / (chips * peak) : 0, bw > 0 ? by / (chips * bw) : 0);
 	time += w->kernels * launch(d, p);
 	if (w->reduce > 0 && chips > 1)
-		time += ceil(log2(chips)) * link_time(machine_link(m, d, d), w->reduce);
+		time += ceil(log2(chips)) * link_time(machine_link(m, d, d), w->reduce, 1);
 	return time;
 }
 

@@ -1656,3 +1656,13 @@ double link_oneway_bw(const Link *l)
 {
 	return l->bidi ? l->bandwidth.v / 2 : l->bandwidth.v;
 }
+
+double link_coll_eff(const Link *l)
+{
+	return l && num_has(&l->efficiency) && l->efficiency.v > 0 && l->efficiency.v <= 1 ? l->efficiency.v : 1;
+}
+
+double link_coll_bw(const Link *l)
+{
+	return link_oneway_bw(l) * link_coll_eff(l);
+}

@@ -191,8 +191,9 @@ typedef struct Link {
 	Num oversub;            /* its taper above the pods: uplink demand / capacity (optional, >= 1) */
 	Num tiers;              /* its switch tiers (a 3-tier Clos: 3) (optional) */
 	Num efficiency;         /* the share of the bandwidth a collective library's ring gets (the
-				   protocol's overhead; optional: 1); the training step's collectives
-				   use it (passes/train_step.c), the plan's timing engine does not */
+				   protocol's overhead; optional: 1): link_coll_bw, which the
+				   training step's collectives (passes/train_step.c) and the plan's
+				   collectives (t.link_eff, runtime/timing.c) use; copies do not */
 	const char *source;
 	Prov prov;
 	int line;
@@ -285,6 +286,10 @@ double dev_efficiency(const Device *d, const char *name, double dflt);
 double dev_gemm_efficiency(const Device *d, DType dt);
 double dev_units(const Device *d);                       /* primary compute units, or 1 */
 double link_oneway_bw(const Link *l);                     /* bytes/s each way per device */
+/* What a collective library's ring gets of l: its `<efficiency>` (1 without one). */
+double link_coll_eff(const Link *l);
+/* A collective's bytes/s each way per device: link_oneway_bw x link_coll_eff. */
+double link_coll_bw(const Link *l);
 
 const char *prov_name(Prov p);
 const char *devkind_name(DevKind k);

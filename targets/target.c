@@ -242,8 +242,12 @@ void tgt_record_peaks(Plan *p, const Machine *m)
 		PlanDevice *pd = &p->devices[i];
 		const Device *d = tgt_plan_device(m, pd->name);
 		double own = d ? fmax(dev_peak(d, DT_BF16), dev_peak(d, DT_F32)) : 0;
-		if (!d || own <= 0 || fabs(pd->peak_flops - own) > 1e-9 * own)
-			continue;   /* a pool's peak (vera-rubin), already the pool's format */
+		/* a pool (vera-rubin's GPU pool: one plan device for n chips) has n x the chip's
+		 * peak, and n x each format's; a peak already at another format (the LPU pool's,
+		 * at its FP8) is left as it is */
+		double chips = own > 0 ? round(pd->peak_flops / own) : 0;
+		if (!d || !(chips >= 1) || fabs(pd->peak_flops - chips * own) > 1e-9 * pd->peak_flops)
+			continue;
 		double fl[DT_COUNT + 1] = { 0 }, total = 0, time = 0;   /* [DT_COUNT]: no MMA format */
 		for (int k = 0; k < p->nstreams; k++)
 			for (int j = 0; p->streams[k].device == i && j < p->streams[k].nins; j++) {
@@ -251,7 +255,7 @@ void tgt_record_peaks(Plan *p, const Machine *m)
 				if (in->kind != PI_KERNEL || !(in->flops > 0))
 					continue;
 				DType dt = in->opts.mma_in;
-				double pk = dt > DT_INVALID && dt < DT_COUNT && num_has(&d->peak[dt]) ? d->peak[dt].v : 0;
+				double pk = dt > DT_INVALID && dt < DT_COUNT && num_has(&d->peak[dt]) ? chips * d->peak[dt].v : 0;
 				fl[pk > 0 ? dt : DT_COUNT] += in->flops;
 				total += in->flops;
 				time += in->flops / (pk > 0 ? pk : pd->peak_flops);

@@ -519,8 +519,9 @@ const Target *tgt_for_machine(const Machine *m, char *why, size_t n);
 /* The machine device a plan device instantiates ("gpu3": class "gpu"), or NULL. */
 const Device *tgt_plan_device(const Machine *m, const char *name);
 /* Sets each device's peak_work and peak_fmt (runtime/plan.h) from the formats its kernels run
- * in (PlanInstr.opts.mma_in at the machine's peak for it), where that peak is not the device's
- * bf16 peak: what `aicc run` compares an fp8 plan's achieved FLOP/s with. */
+ * in (PlanInstr.opts.mma_in at the machine's peak for it, x the chips of a pool whose peak is
+ * that many chips' bf16 peak), where that peak is not the device's bf16 peak: what `aicc run`
+ * and the report's MFU compare an fp8 plan's achieved FLOP/s with. */
 void tgt_record_peaks(Plan *p, const Machine *m);
 /* Registers every target's cost hook with the runtime (the driver calls this once). */
 void tgt_register_costs(void);

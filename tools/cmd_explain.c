@@ -1151,8 +1151,8 @@ static CompRow *compressed_rows(const Plan *p, int *n)
 			r[k].raw += share * w.raw;
 			r[k].wire += share * w.wire;
 			r[k].codec_s += w.codec_s;
-			if (in->link >= 0 && p->links[in->link].bandwidth > 0)
-				r[k].link_saved_s += share * (w.raw - w.wire) / p->links[in->link].bandwidth;
+			if (rt_collective_bw(p, in) > 0)
+				r[k].link_saved_s += share * (w.raw - w.wire) / rt_collective_bw(p, in);
 		}
 	return r;
 }

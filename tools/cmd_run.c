@@ -471,9 +471,16 @@ static const char *seconds(double s, char *buf, size_t n)
 	return buf;
 }
 
-/* The peak a device's achieved FLOP/s is a share of: that of the formats its kernels ran in
- * (peak_work: an fp8 plan's fp8 peak), else its bf16 peak. */
-static double work_peak(const PlanDevice *d) { return d->peak_work > 0 ? d->peak_work : d->peak_flops; }
+
+/* 1 when a buffer of the plan lives in space s (0: a cache, such as a GPU's L2, which the
+ * timing charges traffic to but nothing is allocated in). */
+static int holds_buffers(const Plan *p, int s)
+{
+	for (int b = 0; b < p->nbuffers; b++)
+		if (p->buffers[b].space == s)
+			return 1;
+	return 0;
+}
 
 /* viz: compute and memory per device, or past DEVICE_LINES devices per device kind (a pool's
  * space per space kind) with the busiest device and the fullest space named. */
@@ -483,7 +490,7 @@ static void devices(const Plan *p, const RtTiming *t, int per_device)
 	char a[64], b[64], d[64], f[64], lat[64];
 	seconds(t->latency_s, lat, sizeof lat);
 	for (int i = 0; (per_device || p->ndevices <= DEVICE_LINES) && i < p->ndevices; i++) {
-		double ach = t->latency_s > 0 ? t->dev_flops[i] / t->latency_s : 0, pk = work_peak(&p->devices[i]);
+		double ach = t->latency_s > 0 ? t->dev_flops[i] / t->latency_s : 0, pk = rt_work_peak(&p->devices[i]);
 		char pool[64] = "", fmt[80] = "";
 		int chips = viz_pool_chips(p, i);
 		if (chips > 1)
@@ -518,8 +525,12 @@ static void devices(const Plan *p, const RtTiming *t, int per_device)
 			snprintf(at, sizeof at, " (%s at %s/s%s)", seconds(t->bytes[s] / p->spaces[s].bandwidth, g, sizeof g),
 				 si(p->spaces[s].bandwidth, "B", h, sizeof h), e);
 		}
-		printf("memory         %s: %s moved%s, peak %s of %s\n", p->spaces[s].name, si(t->bytes[s], "B", a, sizeof a), at,
-		       si((double)t->peak_bytes[s], "B", b, sizeof b), si((double)p->spaces[s].capacity, "B", d, sizeof d));
+		if (!holds_buffers(p, s))   /* a cache (a GPU's L2): traffic, no allocation to have a peak */
+			printf("memory         %s: %s moved%s, a cache of %s (holds no buffers)\n", p->spaces[s].name,
+			       si(t->bytes[s], "B", a, sizeof a), at, si((double)p->spaces[s].capacity, "B", d, sizeof d));
+		else
+			printf("memory         %s: %s moved%s, peak %s of %s\n", p->spaces[s].name, si(t->bytes[s], "B", a, sizeof a), at,
+			       si((double)t->peak_bytes[s], "B", b, sizeof b), si((double)p->spaces[s].capacity, "B", d, sizeof d));
 	}
 	if (per_device || p->ndevices <= DEVICE_LINES)
 		return;
@@ -530,7 +541,7 @@ static void devices(const Plan *p, const RtTiming *t, int per_device)
 		double flops = 0, busy = 0, peak = 0;
 		for (int j = k; first && j < p->ndevices; j++)
 			if (!strcmp(p->devices[j].kind, p->devices[k].kind)) {
-				n++, flops += t->dev_flops[j], busy += t->busy_s[j], peak += work_peak(&p->devices[j]);
+				n++, flops += t->dev_flops[j], busy += t->busy_s[j], peak += rt_work_peak(&p->devices[j]);
 				top = t->busy_s[j] > t->busy_s[top] ? j : top;
 			}
 		if (!first)
@@ -541,7 +552,7 @@ static void devices(const Plan *p, const RtTiming *t, int per_device)
 		       si(peak, "FLOP", f, sizeof f), seconds(busy, d, sizeof d));
 		printf("busiest        %s: %s in %s busy, %.2f%% of peak over the latency\n", p->devices[top].name,
 		       si(t->dev_flops[top], "FLOP", a, sizeof a), seconds(t->busy_s[top], d, sizeof d),
-		       100 * tach / work_peak(&p->devices[top]));
+		       100 * tach / rt_work_peak(&p->devices[top]));
 	}
 	for (int s = 0; s < p->nspaces; s++) {   /* one memory line per kind of space ("lpu" "sram") */
 		const char *kind = p->devices[p->spaces[s].device].kind, *suf = strchr(p->spaces[s].name, '.');
@@ -552,15 +563,19 @@ static void devices(const Plan *p, const RtTiming *t, int per_device)
 			first = strcmp(p->devices[p->spaces[j].device].kind, kind) || strcmp(sj ? sj + 1 : p->spaces[j].name, suf);
 		}
 		double moved = 0;
+		int held = 0;
 		for (int j = s; first && j < p->nspaces; j++) {
 			const char *sj = strchr(p->spaces[j].name, '.');
 			if (strcmp(p->devices[p->spaces[j].device].kind, kind) || strcmp(sj ? sj + 1 : p->spaces[j].name, suf))
 				continue;
-			n++, moved += t->bytes[j];
+			n++, moved += t->bytes[j], held |= holds_buffers(p, j);
 			top = (double)t->peak_bytes[j] / (double)p->spaces[j].capacity >
 			      (double)t->peak_bytes[top] / (double)p->spaces[top].capacity ? j : top;
 		}
-		if (first)
+		if (first && !held)
+			printf("memory         %s %s (%d spaces): %s moved in all; caches of %s each (they hold no buffers)\n", kind,
+			       suf, n, si(moved, "B", a, sizeof a), si((double)p->spaces[s].capacity, "B", d, sizeof d));
+		else if (first)
 			printf("memory         %s %s (%d spaces): %s moved in all; fullest %s: peak %s of %s\n", kind, suf, n,
 			       si(moved, "B", a, sizeof a), p->spaces[top].name, si((double)t->peak_bytes[top], "B", b, sizeof b),
 			       si((double)p->spaces[top].capacity, "B", d, sizeof d));

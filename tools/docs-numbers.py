@@ -492,7 +492,8 @@ NUMBERS['pic.expand8.nodes'] = ('pic.expand8', r'^nodes (\d+)', 1, whole, ' node
 OCR = '.cache/models/ocr-models-1.4.2/package/assets/'
 REQUIRES = {}
 for pic, (f, shape) in {'rec': ('ch_PP-OCRv4_rec_infer.onnx', '1,3,48,320'),
-                        'cls': ('ch_ppocr_mobile_v2.0_cls_infer.onnx', '1,3,48,192')}.items():
+                        'cls': ('ch_ppocr_mobile_v2.0_cls_infer.onnx', '1,3,48,192'),
+                        'det': ('ch_PP-OCRv4_det_infer.onnx', '1,3,640,640')}.items():
     COMMANDS['pic.' + pic] = ['{aicc} compile %s%s --shape x=%s --target hopper -O1 --emit svg -o {tmp}/%s.svg'
                               % (OCR, f, shape, pic), SVGSIZE.format(f=pic + '.svg')]
     REQUIRES['pic.' + pic] = OCR + f

@@ -269,8 +269,15 @@ def main():
             continue
         err = (pred - row["value"]) / row["value"]
         per.setdefault(grp["target"], []).append((grp["section"], grp["cls"], err))
+        # a row whose published setup the model cannot match says why (`unmatched`), or what is
+        # unknown of it (`caveat`); it stays in the statistics
+        notes = [note] if note else []
+        for key, say in (("unmatched", "setup not matched: "), ("caveat", "caveat: ")):
+            why = row.get(key, grp.get(key))
+            if why:
+                notes.append(say + why)
         print("%-10s %-10s %-44s %11.5g %11.5g %+7.1f%%  %s%s" % (grp["target"], grp["section"], name, pred, row["value"],
-                                                               100 * err, grp["unit"], "  (%s)" % note if note else ""))
+                                                               100 * err, grp["unit"], "".join("  (%s)" % n for n in notes)))
     print()
     print("%-10s %6s %6s %9s %9s   %-20s %-20s" % ("target", "cases", "failed", "median", "worst", "kernel med/worst",
                                                    "end-to-end med/worst"))

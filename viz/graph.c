@@ -15,6 +15,7 @@
 #include "viz/viz.h"
 
 #include <errno.h>
+#include <math.h>
 #include <graphviz/cgraph.h>
 #include <graphviz/gvc.h>
 #include <signal.h>
@@ -78,6 +79,8 @@ typedef struct Draw {
 	Agraph_t *root;
 	char **dev_label;
 	int stages;          /* pipeline stages: the most ".stageN" + 1 among the layer graphs */
+	const int *col;      /* per node: its column (wrap_columns), when ncols > 1 */
+	int ncols;
 } Draw;
 
 /* "gpu0..gpu7 (8 devices)" for the devices marked in in[] (plan order), in buf (n bytes). */
@@ -169,6 +172,16 @@ static Agraph_t *cluster_of(Draw *dr, const VizNode *v)
 	}
 	snprintf(name, sizeof name, "cluster_dev_%d", v->device);
 	c = sub(c, name, dr->dev_label && dr->dev_label[v->device] ? dr->dev_label[v->device] : d->name, "rounded,bold");
+	if (dr->ncols > 1) {   /* a column of a wrapped picture: a cluster without a border, numbered */
+		snprintf(name, sizeof name, "cluster_dev_%d_col_%d", v->device, dr->col[v - g->nodes]);
+		snprintf(label, sizeof label, "column %d of %d", dr->col[v - g->nodes] + 1, dr->ncols);
+		if (!agsubg(c, name, 0)) {
+			c = sub(c, name, label, "solid");
+			set(c, "peripheries", "0");
+			set(c, "fontcolor", "#555555");
+		} else
+			c = agsubg(c, name, 0);
+	}
 	if (*v->instance) {
 		snprintf(name, sizeof name, "cluster_dev_%d_%s", v->device, v->instance);
 		instance_label(v, v->shards, dr->stages, label, sizeof label);
@@ -242,15 +255,17 @@ static Agnode_t *draw_node(Draw *dr, int i)
 
 /* Edge labels.  A `label` is a node of dot's layout: dot gives it room between the ranks, so it
  * never covers a node, a cluster's title or another label (testsuite/viz/label-overlap.py checks
- * the pictures); an `xlabel` is placed after the layout, beside its edge, wherever there is room,
- * and with forcelabels where there is none: over nodes and cluster titles (seen: 8B decode on
- * hopper, 70B --tp 8).  Labels cost dot's spline routing steeply: Llama 8B --expand --focus of 4,
- * 8, 10, 12 and 16 layers (64 .. 244 nodes) took 0.04, 1.1, 4.2, 8.0 and 34 s of CPU with labels
- * and 0.2 s with xlabels for the 16.  Pictures of up to VIZ_LABEL_NODES nodes get labels; a
- * larger one (an --expand, a --focus of many layers) gets xlabels. */
+ * the pictures); an `xlabel`, placed after the layout wherever there is room, and with forcelabels
+ * where there is none, lands over nodes and cluster titles (seen: 8B decode on hopper, 70B --tp 8),
+ * so none is drawn.  Labels cost dot's spline routing steeply: Llama 8B --expand --focus of 4, 8,
+ * 10, 12 and 16 layers (64 .. 244 nodes) took 0.04, 1.1, 4.2, 8.0 and 34 s of CPU with labels and
+ * 0.2 s without.  Pictures of up to VIZ_LABEL_NODES nodes label every edge; a larger one (an
+ * --expand, a --focus of many layers) labels only transfers and collectives (a few per layer) and
+ * gives a plain edge's bytes as its tooltip: they are its source's output type, which the source
+ * node's label shows. */
 enum { VIZ_LABEL_NODES = 120 };
 
-static void draw_edge(Agraph_t *root, Agnode_t **nodes, const VizEdge *e, int xlabel)
+static void draw_edge(Agraph_t *root, Agnode_t **nodes, const VizEdge *e, int big, int between_columns)
 {
 	char label[700], b[64], t[64];
 	Agedge_t *ed = agedge(root, nodes[e->src], nodes[e->dst], NULL, 1);
@@ -265,7 +280,11 @@ static void draw_edge(Agraph_t *root, Agnode_t **nodes, const VizEdge *e, int xl
 		snprintf(label, sizeof label, "%s\\n%s\\n%s", e->link, b, viz_time_str(e->time_s, t, sizeof t));
 	else
 		snprintf(label, sizeof label, "%s", b);
-	set(ed, xlabel ? "xlabel" : "label", label);
+	/* an edge between two columns of a wrapped picture: no rank constraint, and no label (dot
+	 * 2.42 double-frees a labelled constraint=false edge's label node in gvFreeLayout: PP-OCR det) */
+	set(ed, between_columns || (big && !e->link && !e->bold) ? "tooltip" : "label", label);
+	if (between_columns)
+		set(ed, "constraint", "false");
 	if (e->bold || e->link) {
 		set(ed, "style", "bold");
 		set(ed, "penwidth", "2.5");
@@ -273,8 +292,268 @@ static void draw_edge(Agraph_t *root, Agnode_t **nodes, const VizEdge *e, int xl
 	}
 }
 
+/* ---- columns ----
+ * A CNN on one device is a long chain: dot stacks its ranks, PP-OCR's detector was 743 x 9885 px
+ * and its classifier 832 x 7445.  Such a picture is wrapped into columns, numbered, read from
+ * column 1 on: a node's rank is its longest path from the sources (over edges forward in model
+ * order); the clusters directly inside the device (call instances, fusion groups: units) go
+ * whole, in model order, into a column until one would make it taller than t ranks; an edge
+ * between two columns does not constrain the ranking (constraint=false); the columns are
+ * clusters without a border, their first operators under invisible nodes on one rank
+ * (newrank) that keep them in order where dot can.  A picture wraps when its estimated height
+ * passes COL_TALL_PT (3200 px at 96 dpi), and t is the one whose columns make the estimated
+ * picture's longer side least: height = the tallest column's ranks x COL_RANK_PT (measured:
+ * 65-69 pt a rank with edge labels in 8B decode, 70B --tp 8, PP-OCR cls and det; 45 pt without
+ * labels, 8B --expand of 16 layers), width = columns x (COL_WIDTH_FACTOR x the widest rank's
+ * operators + COL_PAD_PT), an operator being its longest label line at COL_CHAR_PT a character
+ * (Helvetica 10 pt digits and capitals: 5.6-6.7 pt) plus margins; the drawn column is 1.5-2.9
+ * times that (cluster margins and titles, edge labels and skip edges beside the chain: the
+ * same six pictures).  Only pictures whose operators are on one device wrap (the clusters of
+ * several devices would cross the columns). */
+enum { COL_MAX = 8, COL_MIN_RANKS = 8 };
+#define COL_RANK_PT 82.0
+#define COL_RANK_NOLABEL_PT 45.0
+#define COL_TALL_PT 2400.0
+#define COL_CHAR_PT 5.6
+#define COL_WIDTH_FACTOR 1.5
+#define COL_PAD_PT 60.0
+
+/* The estimated width in points of node v's label (its longest line, as draw_node writes it). */
+static double label_width(const VizNode *v)
+{
+	size_t w = strlen(v->op) + (v->precision ? strlen(v->precision) : 1) + 3 + (v->shards > 1 ? 4 : 0);
+	if (v->kind == VN_INPUT || v->kind == VN_OUTPUT)
+		w = strlen(v->op) + 7 + (v->op_last ? strlen(v->op_last) : 0);
+	if (v->shape && strlen(v->shape) > w)
+		w = strlen(v->shape);
+	if (v->note && strlen(v->note) > w)
+		w = strlen(v->note);
+	return (double)w * COL_CHAR_PT + 12.0 + 18.0;   /* margins 2 x 0.08 in, nodesep 0.25 in */
+}
+
+/* The key of the cluster that node v belongs to directly inside its device ("" for none). */
+static void unit_key(const VizNode *v, int i, char *buf, size_t n)
+{
+	if (*v->instance)
+		snprintf(buf, n, "i %s", v->instance);
+	else if (v->group >= 0 && v->fusion)
+		snprintf(buf, n, "g %lld", (long long)v->group);
+	else
+		snprintf(buf, n, "n %d", i);
+}
+
+/* A picture's operators for wrapping: per node its predecessors earlier in model order (CSR), its
+ * unit (the cluster directly inside the device; -1: an input, an output or hidden) and per unit
+ * the longest path inside it. */
+typedef struct Wrap {
+	int n, nunits;
+	int *start, *pred, *unit, *depth;
+	int *ucol, *r;       /* pack_columns' scratch: per unit its column, per node its rank in its column */
+	double *lw;          /* per node: its label's estimated width (label_width) */
+	double *cw;          /* pack_columns' scratch: per column and rank the widths, COL_MAX x (n + 1) */
+} Wrap;
+
+static int is_op(const VizNode *v) { return !v->hidden && v->kind != VN_INPUT && v->kind != VN_OUTPUT; }
+
+/* Puts the units into columns in model order, a new column when a unit would make the current one
+ * taller than t ranks and that one is half full (a unit is never split); col[] per node, head[] per column its first node of
+ * rank 0, *tallest the most ranks of a column, *width the estimated width of the columns side
+ * by side (each: COL_WIDTH_FACTOR x its widest rank + COL_PAD_PT).  Returns the number of
+ * columns. */
+static int pack_columns(Wrap *w, int t, int *col, int *head, int *tallest, double *width)
+{
+	int c = 0, height = 0;
+	*tallest = 0;
+	for (size_t x = 0; x < (size_t)COL_MAX * (size_t)(w->n + 1); x++)
+		w->cw[x] = 0;
+	for (int u = 0; u < w->nunits; u++)
+		w->ucol[u] = -1;
+	for (int k = 0; k < COL_MAX; k++)
+		head[k] = -1;
+	for (int i = 0; i < w->n; i++) {
+		if (w->unit[i] < 0)
+			continue;
+		int u = w->unit[i];
+		if (w->ucol[u] < 0) {
+			int ri = 0;
+			for (int j = w->start[i]; j < w->start[i + 1]; j++)
+				if (w->unit[w->pred[j]] >= 0 && col[w->pred[j]] == c && w->r[w->pred[j]] + 1 > ri)
+					ri = w->r[w->pred[j]] + 1;
+			if (ri > 0 && 2 * height >= t && ri + w->depth[u] > t && c + 1 < COL_MAX)
+				c++, height = 0;
+			w->ucol[u] = c;
+		}
+		col[i] = w->ucol[u];
+		w->r[i] = 0;
+		for (int j = w->start[i]; j < w->start[i + 1]; j++)
+			if (w->unit[w->pred[j]] >= 0 && col[w->pred[j]] == col[i] && w->r[w->pred[j]] + 1 > w->r[i])
+				w->r[i] = w->r[w->pred[j]] + 1;
+		if (col[i] == c && w->r[i] + 1 > height)
+			height = w->r[i] + 1;
+		if (w->r[i] + 1 > *tallest)
+			*tallest = w->r[i] + 1;
+		if (head[col[i]] < 0 || w->r[i] < w->r[head[col[i]]])
+			head[col[i]] = i;
+		w->cw[(size_t)col[i] * (size_t)(w->n + 1) + (size_t)w->r[i]] += w->lw[i];
+	}
+	*width = 0;
+	for (int k = 0; k <= c; k++) {
+		double m = 0;
+		for (int r = 0; r <= w->n; r++)
+			m = fmax(m, w->cw[(size_t)k * (size_t)(w->n + 1) + (size_t)r]);
+		*width += COL_WIDTH_FACTOR * m + COL_PAD_PT;
+	}
+	return c + 1;
+}
+
+/* The column of each shown node in col[] and the first operator of each column in head[];
+ * returns K, 1 for none. */
+static int wrap_columns(const VizGraph *g, int big, int *col, int *head)
+{
+	int dev = -2, n = g->nnodes, k = 1;
+	for (int i = 0; i < n; i++) {
+		const VizNode *v = &g->nodes[i];
+		col[i] = 0;
+		if (!is_op(v))
+			continue;
+		if (dev != -2 && v->device != dev)
+			return 1;
+		dev = v->device;
+	}
+	if (dev == -2)
+		return 1;
+	Wrap w = { n, 0, calloc((size_t)n + 2, sizeof(int)), calloc((size_t)g->nedges + 1, sizeof(int)),
+		   calloc((size_t)n + 1, sizeof(int)), calloc((size_t)n + 1, sizeof(int)), calloc((size_t)n + 1, sizeof(int)),
+		   calloc((size_t)n + 1, sizeof(int)), calloc((size_t)n + 1, sizeof(double)),
+		   calloc((size_t)COL_MAX * (size_t)(n + 1), sizeof(double)) };
+	int *rank = calloc((size_t)n + 1, sizeof *rank), *fill = calloc((size_t)n + 1, sizeof *fill), *d = calloc((size_t)n + 1, sizeof *d);
+	double *width = calloc((size_t)n + 1, sizeof *width);
+	int cap = 1;
+	while (cap < 2 * n + 2)
+		cap *= 2;
+	int *slot = calloc((size_t)cap, sizeof *slot);
+	char **key = calloc((size_t)n + 1, sizeof *key);
+	if (!w.start || !w.pred || !w.unit || !w.depth || !w.ucol || !w.r || !w.lw || !w.cw || !rank || !fill || !d || !width || !slot || !key)
+		goto out;
+	for (int e = 0; e < g->nedges; e++) {   /* predecessors: the edges forward in model order */
+		const VizEdge *ed = &g->edges[e];
+		if (!g->nodes[ed->src].hidden && !g->nodes[ed->dst].hidden && ed->src < ed->dst)
+			w.start[ed->dst + 1]++;
+	}
+	for (int i = 0; i < n; i++)
+		w.start[i + 1] += w.start[i];
+	for (int e = 0; e < g->nedges; e++) {
+		const VizEdge *ed = &g->edges[e];
+		if (!g->nodes[ed->src].hidden && !g->nodes[ed->dst].hidden && ed->src < ed->dst)
+			w.pred[w.start[ed->dst] + fill[ed->dst]++] = ed->src;
+	}
+	for (int i = 0; i < cap; i++)
+		slot[i] = -1;
+	int nranks = 0;
+	for (int i = 0; i < n; i++) {   /* ranks of the unwrapped picture, units and their depths */
+		const VizNode *v = &g->nodes[i];
+		w.unit[i] = -1;
+		if (v->hidden)
+			continue;
+		for (int j = w.start[i]; j < w.start[i + 1]; j++)
+			rank[i] = rank[w.pred[j]] + 1 > rank[i] ? rank[w.pred[j]] + 1 : rank[i];
+		nranks = rank[i] + 1 > nranks ? rank[i] + 1 : nranks;
+		if (!is_op(v))
+			continue;   /* dot ranks an input just above its reader: no width of rank 0 */
+		w.lw[i] = label_width(v);
+		width[rank[i]] += w.lw[i];
+		char kb[300];
+		unit_key(v, i, kb, sizeof kb);
+		int s = (int)(viz_hash(kb) & (size_t)(cap - 1));
+		while (slot[s] >= 0 && strcmp(key[slot[s]], kb) != 0)
+			s = (s + 1) & (cap - 1);
+		if (slot[s] < 0) {
+			slot[s] = w.nunits;
+			key[w.nunits++] = strdup(kb);
+		}
+		int u = w.unit[i] = slot[s];
+		for (int j = w.start[i]; j < w.start[i + 1]; j++)
+			if (w.unit[w.pred[j]] == u && d[w.pred[j]] + 1 > d[i])
+				d[i] = d[w.pred[j]] + 1;
+		w.depth[u] = d[i] + 1 > w.depth[u] ? d[i] + 1 : w.depth[u];
+	}
+	double wmax = 0;
+	for (int r = 0; r < nranks; r++)
+		wmax = width[r] > wmax ? width[r] : wmax;
+	double rank_pt = big ? COL_RANK_NOLABEL_PT : COL_RANK_PT, wcol = COL_WIDTH_FACTOR * wmax + COL_PAD_PT;
+	if (nranks < 2 * COL_MIN_RANKS || (double)nranks * rank_pt <= COL_TALL_PT)
+		goto out;
+	/* the column height t whose packing makes the picture's longer side least (the unwrapped
+	 * picture: t = nranks); the least t of equal ones */
+	int best_t = nranks, tallest, cols[COL_MAX + 1] = { 0 };
+	double best = fmax((double)nranks * rank_pt, wcol), wide, side[COL_MAX + 1];
+	for (int c = 0; c <= COL_MAX; c++)   /* per number of columns: the least longer side */
+		side[c] = 0;
+	for (int t = COL_MIN_RANKS; t < nranks; t++) {
+		int nc = pack_columns(&w, t, col, head, &tallest, &wide);
+		double s = fmax((double)tallest * rank_pt, wide);
+		if (nc > 1 && (!side[nc] || s < side[nc]))
+			side[nc] = s, cols[nc] = t;
+		best = nc > 1 && s < best ? s : best;
+	}
+	/* the fewest columns within 10 % of the best (a unit taller than a column's share sets the
+	 * height whatever the number of columns) */
+	for (int c = 2; c <= COL_MAX && best_t == nranks; c++)
+		if (side[c] && side[c] <= 1.1 * best && side[c] < fmax((double)nranks * rank_pt, wcol))
+			best_t = cols[c];
+	if (best_t == nranks)
+		goto out;
+	k = pack_columns(&w, best_t, col, head, &tallest, &wide);
+	for (int e = 0; e < g->nedges; e++) {   /* an input or output: the column of its operator */
+		const VizEdge *ed = &g->edges[e];
+		const VizNode *a = &g->nodes[ed->src], *b = &g->nodes[ed->dst];
+		if (a->hidden || b->hidden)
+			continue;
+		if (a->kind == VN_INPUT && is_op(b))
+			col[ed->src] = col[ed->dst] < col[ed->src] || col[ed->src] == 0 ? col[ed->dst] : col[ed->src];
+		if (b->kind == VN_OUTPUT && is_op(a))
+			col[ed->dst] = col[ed->src];
+	}
+out:
+	if (k <= 1)
+		for (int i = 0; i < n; i++)
+			col[i] = 0;
+	for (int i = 0; key && i < w.nunits; i++)
+		free(key[i]);
+	free(key), free(slot), free(width), free(d), free(fill), free(rank);
+	free(w.start), free(w.pred), free(w.unit), free(w.depth), free(w.ucol), free(w.r), free(w.lw), free(w.cw);
+	return k;
+}
+
+/* The columns in order, left to right, where dot's crossing minimisation allows: an invisible node
+ * per column on one rank above the columns (flat edges between top-level nodes keep their
+ * order, those between clusters do not), each with an invisible edge to its column's first
+ * operator.  Crossings can still pull a column out of order (8B --expand of 8 layers: columns 1,
+ * 3, 2; the PP-OCR recogniser: 1, 2, 4, 3), hence the numbered column titles. */
+static void align_columns(Agraph_t *root, Agnode_t **nodes, const int *head, int k)
+{
+	Agraph_t *s = agsubg(root, "columns", 1);
+	set(s, "rank", "same");
+	Agnode_t *prev = NULL;
+	for (int c = 0; c < k; c++) {
+		char name[32];
+		snprintf(name, sizeof name, "col%d", c);
+		Agnode_t *top = agnode(s, name, 1);
+		set(top, "style", "invis");
+		set(top, "shape", "point");
+		set(top, "width", "0");
+		set(top, "height", "0");
+		set(top, "label", "");
+		if (prev)
+			set(agedge(s, prev, top, NULL, 1), "style", "invis");
+		if (head[c] >= 0)
+			set(agedge(root, top, nodes[head[c]], NULL, 1), "style", "invis");
+		prev = top;
+	}
+}
+
 /* The graph's caption: the title and how to read the colours. */
-static void caption(Agraph_t *root, const VizGraph *g, const unsigned char *used)
+static void caption(Agraph_t *root, const VizGraph *g, const unsigned char *used, int big, int columns)
 {
 	char s[2048];
 	size_t n = (size_t)snprintf(s, sizeof s, "%s\\nfill: device; border: precision (", g->title ? g->title : "graph");
@@ -285,7 +564,10 @@ static void caption(Agraph_t *root, const VizGraph *g, const unsigned char *used
 					      prec_color[i].name);
 			first = 0;
 		}
-	snprintf(s + n, sizeof s - n, ")%s", g->from_plan ? "; bold red: transfers and collectives" : "");
+	n += (size_t)snprintf(s + n, sizeof s - n, ")%s%s", g->from_plan ? "; bold red: transfers and collectives" : "",
+			      big ? "\\nedges without a label carry their source's output (bytes: the edge's tooltip)" : "");
+	if (columns > 1 && n < sizeof s)
+		snprintf(s + n, sizeof s - n, "\\nin %d columns: read each top to bottom, from column 1 on", columns);
 	set(root, "label", s);
 }
 
@@ -419,7 +701,6 @@ static Agraph_t *build(const VizGraph *g)
 	set(root, "fontname", "Helvetica");
 	set(root, "ranksep", "0.2");   /* dot halves it where edges have labels; 0.3 drew 8B decode 6 % taller */
 	set(root, "nodesep", "0.25");
-	set(root, "forcelabels", "true");
 	/* network simplex (ranking, then x coordinates in rank2) is what takes minutes on big
 	 * graphs: bound its iterations to a few per node; small graphs converge before the limit */
 	set(root, "nslimit", "2");
@@ -437,7 +718,13 @@ static Agraph_t *build(const VizGraph *g)
 		agclose(root);
 		return NULL;
 	}
-	Draw dr = { g, root, device_labels(g), 1 };
+	int nn, ne, head[COL_MAX];
+	viz_shown(g, &nn, &ne);
+	for (int c = 0; c < COL_MAX; c++)
+		head[c] = -1;
+	int *col = calloc((size_t)g->nnodes + 1, sizeof *col);
+	int k = col ? wrap_columns(g, nn > VIZ_LABEL_NODES, col, head) : 1;
+	Draw dr = { g, root, device_labels(g), 1, col, k };
 	for (int i = 0; i < g->nnodes; i++) {
 		const char *st = strstr(g->nodes[i].callee, ".stage");
 		if (st && atoi(st + 6) + 1 > dr.stages)
@@ -453,12 +740,15 @@ static Agraph_t *build(const VizGraph *g)
 				break;
 			}
 	}
-	int nn, ne;
-	viz_shown(g, &nn, &ne);
 	for (int i = 0; i < g->nedges; i++)
 		if (nodes[g->edges[i].src] && nodes[g->edges[i].dst])
-			draw_edge(root, nodes, &g->edges[i], nn > VIZ_LABEL_NODES);
-	caption(root, g, used);
+			draw_edge(root, nodes, &g->edges[i], nn > VIZ_LABEL_NODES, col && col[g->edges[i].src] != col[g->edges[i].dst]);
+	if (k > 1) {
+		set(root, "newrank", "true");
+		align_columns(root, nodes, head, k);
+	}
+	caption(root, g, used, nn > VIZ_LABEL_NODES || k > 1, k);
+	free(col);
 	for (int d = 0; dr.dev_label && d < g->ndevs; d++)
 		free(dr.dev_label[d]);
 	free(dr.dev_label);

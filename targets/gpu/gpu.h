@@ -191,6 +191,13 @@ double gpu_cost(const Plan *p, int stream, const PlanInstr *in);
  * w->reduce bytes as the timing engine's ring (rt_allreduce_ring_s) plus the collective
  * engine's cost per call; anything else tgt_roofline_time. */
 double gpu_node_time(const Target *t, const Machine *m, const Device *d, const Precision *p, const TgtWork *w);
+/* gpu_node_time's kernel of w->node (w->tiles set): its cost's terms in *c and 1, or 0 where
+ * gpu_node_time prices it by the roofline (no node, a collective, a transfer, no model). */
+int gpu_node_cost(const Target *t, const Machine *m, const Device *d, const Precision *p, const TgtWork *w, GpuCost *c);
+/* Seconds of kernel cost c run by a pool of `pool` GPUs as one plan device (vera-rubin): its
+ * parallel resources (mma, smem, hbm, l2, sfu, fma) divided by pool, its fixed costs and
+ * launch floor not; what gpu_instr_cost gives the plan's kernel and vr_node_time the passes. */
+double gpu_cost_pooled(const GpuCost *c, double pool);
 /* Seconds of a GPU kernel from its t.* components with the parallel resources divided over
  * `pool` GPUs (vera-rubin's pooled kernels; fixed costs are not divided), -1 when `in` has
  * none; for a collective its t.base_us only. */

@@ -34,6 +34,7 @@ struct GpuLw {
 	unsigned char *exact;        /* flat value -> 1: held in its model dtype (tgt_exact_values) */
 	const char **fmt;            /* flat value -> its buffer format (NULL: row), weight_formats */
 	void *foreign_ctx;           /* GpuHooks.foreign's state (gpu_set_foreign_ctx) */
+	double link_eff;             /* the GPU-to-GPU link's link_coll_eff: what collectives get */
 	/* The tile searches done so far (a model repeats its layers' GEMM shapes; the search is a
 	 * pure function of the shape on this arch), the oldest replaced when full. */
 	struct GemmMemo { GemmShape s; GemmTile t; int ok; char why[256]; } memo[32];
@@ -657,6 +658,8 @@ int gpu_collective(TgtLower *l, int node, TgtAnn *t)
 	const FlatNode *fn = &l->f.nodes[node];
 	tgt_ann_put(t, "kind", "collective");
 	tgt_ann_put(t, "base_us", "%.4g", w->a.coll_base * 1e6);
+	if (w->link_eff < 1)   /* the ring's share of the line rate (NCCL's protocol overhead) */
+		tgt_ann_put(t, "link_eff", "%.4g", w->link_eff);
 	tgt_ann_put(t, "bound", "link");
 	const char *spec = fn->n->op == OP_AllReduce ? rt_attr_str(&fn->n->attrs, "compress", NULL) : NULL;
 	RtCodec c;
@@ -698,6 +701,7 @@ int gpu_setup(TgtLower *l)
 				 tm->m->name, d->arch ? d->arch : "?", w->h->mma_family, l->t->name);
 	if (gpu_arch(d, &w->a, l->e) < 0)
 		return -1;
+	w->link_eff = link_coll_eff(machine_link(tm->m, d, d));
 	if (strcmp(l->p->spaces[l->devs.space[0]].name + strlen(l->p->devices[l->devs.dev[0]].name), ".hbm") &&
 	    !strcmp(l->p->devices[l->devs.dev[0]].kind, "gpu"))
 		return rt_errorf(l->e, RT_EUSER, "aicc: error: machine '%s' has no HBM space on '%s'", tm->m->name,

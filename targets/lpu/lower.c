@@ -308,6 +308,11 @@ static int add_instr(Lw *w, int j, PlanKV *sum, int nsum)
 	const char *bound = fixed >= o->compute && fixed >= o->stream ? "latency" :
 			    o->compute >= o->stream ? "compute" : "memory";
 	kv[nkv++] = (PlanKV){ "bound", (char *)bound };
+	char attn[96];
+	if (o->qk || o->softmax || o->pv) {   /* Attention in its parts (schedule.c lpu_attn) */
+		tgt_fmt(attn, sizeof attn, "qk=%" PRId64 " softmax=%" PRId64 " pv=%" PRId64, o->qk, o->softmax, o->pv);
+		kv[nkv++] = (PlanKV){ "attn_cycles", attn };
+	}
 	char why[160];
 	tgt_fmt(why, sizeof why, "%s slice, %s hemisphere, cycles %" PRId64 "-%" PRId64 "%s%s",
 		 lpu_kind_names[o->kind], o->unit % LPU_HEMIS ? "west" : "east", o->cycle, o->cycle + o->dur,

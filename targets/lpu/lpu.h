@@ -67,6 +67,10 @@ const char *lpu_formats_note(const Machine *m, char *buf, size_t n);
 typedef struct LpuCost {
 	LpuKind kind;
 	int64_t dur, compute, stream, vectors;
+	/* Attention only (0 otherwise): the cycles of its parts, each on its own units (lpu_attn in
+	 * schedule.c, docs/targets-lpu.md §Attention): Q K^T on the MXM with the keys installed as
+	 * its weights, the softmax's passes on the VXM, P V on the MXM with the values installed */
+	int64_t qk, softmax, pv;
 } LpuCost;
 void lpu_node_cycles(const LpuArch *a, const Flat *f, int node, LpuCost *c);
 /* The same for IR node n before lowering (its values' inferred types; how passes price a node
@@ -110,6 +114,7 @@ typedef struct LpuOp {
 	int64_t cycle, dur;      /* issue cycle, occupancy */
 	int64_t compute, stream; /* cycles of the compute term and the SRAM streaming term */
 	int64_t vectors;         /* 320-byte vectors read and written */
+	int64_t qk, softmax, pv; /* Attention: its parts' cycles (LpuCost) */
 	int critical;            /* on the critical path */
 } LpuOp;
 

@@ -220,10 +220,77 @@ static void cycles_val(const LpuArch *a, const Node *n, int k, int out, DType dt
 		*outn += ne;
 }
 
+/* A dim of IR value x as a double; -1 when absent or not constant. */
+static double xdim(const Value *x, int d)
+{
+	return x && d < x->type.rank && dim_isconst(x->type.dims[d]) ? (double)x->type.dims[d].k : -1;
+}
+
+/* Attention in its parts (docs/targets-lpu.md §Attention), vin[k] / vout[k] the 320-byte
+ * vectors of its operands (0: absent):
+ *   Q K^T  on the MXM: the keys (past and new) are installed as the array's weights, streamed
+ *          from SRAM with the queries (and the mask): max(MACs / rate, vectors / mem_vec);
+ *   softmax on the VXM: 5 passes over the scores (scale and mask, max, subtract and exp, sum,
+ *          divide: ir/cost.c's 5 FLOP per pair), ceil(5 scores / ALUs), each pass a VXM latency;
+ *   P V    on the MXM: the values installed, the output and the new K/V rows written back
+ *          (the KV cache is resident in SRAM and appended in place, as on the GPU target:
+ *          present = past + the new rows costs the new rows' writes, not a copy of the cache).
+ * The heads (B x query heads of them) pipeline through the MXM and the VXM, so the unit with
+ * more work bounds it and the other adds one head's share:
+ *   dur = mem_lat + 2 lat(MXM) + 5 lat(VXM) + max(M, V) + ceil(min(M, V) / heads)
+ * with M the MXM's two parts and V the softmax's ALU cycles.  0, or -1 when n's shape is not
+ * known (the caller prices it whole). */
+static int lpu_attn(const LpuArch *a, const Node *n, const int64_t *vin, const int64_t *vout, LpuCost *c)
+{
+	if (n->op != OP_Attention || n->nin < 3 || !n->in[0] || !n->in[2] || n->nout < 1)
+		return -1;
+	const Value *q = n->in[0], *v = n->in[2];
+	double b = xdim(q, 0), qh, d, dv;
+	if (q->type.rank == 4)
+		qh = xdim(q, 1), d = xdim(q, 3), dv = xdim(v, 3);
+	else if (q->type.rank == 3) {
+		qh = (double)rt_attr_int(&n->attrs, "q_num_heads", 1);
+		double kvh = (double)rt_attr_int(&n->attrs, "kv_num_heads", 1);
+		d = qh > 0 ? xdim(q, 2) / qh : -1, dv = kvh > 0 ? xdim(v, 2) / kvh : -1;
+	} else
+		return -1;
+	double fl = ir_node_flops(n);
+	if (!(b > 0 && qh > 0 && d > 0 && dv > 0 && fl > 0))
+		return -1;
+	double scores = fl / (2 * d + 2 * dv + 5), heads = b * qh;
+	int cache = n->nin > 4 && n->in[4];
+	int64_t rd1 = vin[0] + vin[1] + vin[3] + vin[4], rd3 = vin[2] + vin[5];
+	int64_t wr = vout[0] + (cache ? vin[1] + vin[2] : vout[1] + vout[2]);
+	int64_t mq = (int64_t)ceil(scores * d / a->macs), sq = (int64_t)ceil((double)rd1 / a->mem_vec);
+	int64_t mp = (int64_t)ceil(scores * dv / a->macs), sp = (int64_t)ceil((double)(rd3 + wr) / a->mem_vec);
+	int64_t vx = (int64_t)ceil(5 * scores / a->valu);
+	int64_t M = (mq > sq ? mq : sq) + (mp > sp ? mp : sp), hi = M > vx ? M : vx, lo = M > vx ? vx : M;
+	c->kind = LK_MXM;
+	c->vectors = rd1 + rd3 + wr;
+	c->stream = sq + sp;
+	c->compute = vx > M ? vx : mq + mp;
+	c->qk = a->lat[LK_MXM] + (mq > sq ? mq : sq);
+	c->softmax = 5 * a->lat[LK_VXM] + vx;
+	c->pv = a->lat[LK_MXM] + (mp > sp ? mp : sp);
+	c->dur = a->mem_lat + 2 * a->lat[LK_MXM] + 5 * a->lat[LK_VXM] + hi + (int64_t)ceil((double)lo / heads);
+	return 0;
+}
+
 void lpu_node_cycles(const LpuArch *a, const Flat *f, int node, LpuCost *c)
 {
 	const FlatNode *fn = &f->nodes[node];
 	int64_t v = 0, outn = 0;
+	memset(c, 0, sizeof *c);
+	if (fn->n->op == OP_Attention) {
+		int64_t vin[6] = { 0 }, vout[3] = { 0 };
+		for (int k = 0; k < fn->nin && k < 6; k++)
+			if (fn->in[k] >= 0)
+				vin[k] = vecs(a, bytes_of(a, f->vals[fn->in[k]].dt, numel_of(f->vals[fn->in[k]].rank, f->vals[fn->in[k]].dims)));
+		for (int k = 0; k < fn->nout && k < 3; k++)
+			vout[k] = vecs(a, bytes_of(a, f->vals[fn->out[k]].dt, numel_of(f->vals[fn->out[k]].rank, f->vals[fn->out[k]].dims)));
+		if (lpu_attn(a, fn->n, vin, vout, c) == 0)
+			return;
+	}
 	for (int k = 0; k < fn->nin; k++)
 		if (fn->in[k] >= 0)
 			cycles_val(a, fn->n, k, 0, f->vals[fn->in[k]].dt, numel_of(f->vals[fn->in[k]].rank, f->vals[fn->in[k]].dims), &v, &outn);
@@ -237,6 +304,18 @@ int lpu_ir_node_cycles(const LpuArch *a, const Node *n, LpuCost *c)
 {
 	int64_t v = 0, outn = 0;
 	double slow = 1;
+	memset(c, 0, sizeof *c);
+	if (n->op == OP_Attention) {
+		int64_t vin[6] = { 0 }, vout[3] = { 0 };
+		for (int k = 0; k < n->nin && k < 6; k++)
+			if (n->in[k] && ir_type_numel(n->in[k]->type) >= 0)
+				vin[k] = vecs(a, bytes_of(a, n->in[k]->type.dt, ir_type_numel(n->in[k]->type)));
+		for (int k = 0; k < n->nout && k < 3; k++)
+			if (n->out[k] && ir_type_numel(n->out[k]->type) >= 0)
+				vout[k] = vecs(a, bytes_of(a, n->out[k]->type.dt, ir_type_numel(n->out[k]->type)));
+		if (lpu_attn(a, n, vin, vout, c) == 0)
+			return 0;
+	}
 	for (int k = 0; k < n->nin + n->nout; k++) {
 		const Value *x = k < n->nin ? n->in[k] : n->out[k - n->nin];
 		int64_t ne = x ? ir_type_numel(x->type) : 0;
@@ -281,6 +360,7 @@ static void price(const LpuArch *a, const Flat *f, const LpuProg *pg, LpuOp *o)
 		lpu_node_cycles(a, f, o->node, &c);
 		o->flops = fl > 0 ? fl : 0;
 		o->kind = c.kind, o->vectors = c.vectors, o->stream = c.stream, o->compute = c.compute, o->dur = c.dur;
+		o->qk = c.qk, o->softmax = c.softmax, o->pv = c.pv;
 		return;
 	}
 	Op op = o->what == LW_CONCAT ? OP_Concat : f->nodes[o->node].n->op;

@@ -163,15 +163,25 @@ double vr_cost(const Plan *p, int stream, const PlanInstr *in)
 	return t >= 0 && isfinite(t) ? t : 0;
 }
 
-/* Node pricing for passes (Target.node_time; disaggregate's pool sizes and micro-batches): the
- * GPU pool by the roofline of targets/lower.c; the LPU pool, for one node (TgtWork.node), as the
- * lowering prices its kernel (vr_lpu_node), else by the LPU's roofline (targets/lpu/cost.c). */
+/* Node pricing for passes (Target.node_time; disaggregate's pool sizes and micro-batches): one
+ * node (TgtWork.node) as the lowering prices its kernel, on the GPU pool the GPU model's kernel
+ * of the whole node (gpu_node_cost) with its parallel resources shared by the pool's w->chips
+ * GPUs and its fixed costs not (gpu_cost_pooled, as vr_cost prices the plan's kernel), on the
+ * LPU pool vr_lpu_node; other work by the GPU roofline of targets/lower.c or the LPU's
+ * (targets/lpu/cost.c). */
 double vr_node_time(const Target *t, const Machine *m, const Device *d, const Precision *p, const TgtWork *w)
 {
 	if (d->kind == DEV_LPU && w->node && !w->to && !w->reduce) {
 		double s = vr_lpu_node(m, d, w->node, w->chips);
 		if (s >= 0)
 			return s;
+	}
+	if (d->kind == DEV_GPU && w->node && !w->to && !(w->reduce > 0)) {
+		TgtWork one = *w;
+		GpuCost c;
+		one.chips = 1, one.tiles = 2;
+		if (gpu_node_cost(t, m, d, p, &one, &c))
+			return gpu_cost_pooled(&c, w->chips);
 	}
 	return d->kind == DEV_LPU ? lpu_node_time(t, m, d, p, w) : tgt_roofline_time(t, m, d, p, w);
 }

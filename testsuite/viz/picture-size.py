@@ -3,7 +3,8 @@
 
 PNG and SVG are renderings of the same picture (aicc ... --emit png / --emit svg).  Passes
 (exit 0, one line "png W x H px, svg W x H pt at scale 1, text >= F pt") when
-  * the PNG's size (its IHDR chunk) is at most MAX_W x MAX_H pixels and at least 100 x 100;
+  * the PNG's size (its IHDR chunk) is at most MAX_W x MAX_H pixels and at least 100 x 100, and
+    its longer side at most 4 times the shorter (a long chain is wrapped into columns);
   * the SVG is drawn at 100 %: its graph transform scales by 1 (Graphviz writes scale(s s) and
     shrinks the drawing when the graph has a size attribute smaller than the layout);
   * every text is at least 8 pt (the smallest label Graphviz draws, edge labels at 8 pt);
@@ -40,6 +41,8 @@ def main():
     scale = float(s.group(1))
     if w > max_w or h > max_h:
         bad.append('png %d x %d px is larger than %d x %d' % (w, h, max_w, max_h))
+    if max(w, h) > 4 * min(w, h):
+        bad.append('png %d x %d px is more than 4:1' % (w, h))
     if w < 100 or h < 100:
         bad.append('png %d x %d px is smaller than 100 x 100' % (w, h))
     if abs(scale - 1) > 1e-6:
