@@ -34,6 +34,10 @@ Module *fe_import_onnx(const char *path);
 /* The same for a model held in memory; `path` names it in diagnostics and its directory
  * resolves external data. */
 Module *fe_import_onnx_buf(const char *path, const void *buf, size_t len);
+/* The external data files (TensorProto data_location EXTERNAL, `location`, relative to the
+ * model's directory) the ONNX model at path reads, in the graph and its subgraphs, each once,
+ * sorted, as strings the caller frees with the array.  0, or -1 when the model does not read. */
+int fe_onnx_external_files(const char *path, char ***files, int *nfiles);
 /* Reads a serialized onnx.TensorProto (.pb) file into *t (the caller frees it with
  * rt_tensor_free); *name, if name is not NULL, receives the tensor's name (malloc'd) or NULL.
  * Returns 0, or -1 with a message in e. */

@@ -252,6 +252,17 @@ int shape_rotary(ShapeCtx *c, Node *n)
 		if (pos->rank != 2 || !dim_eq(pos->dims[0], b) || !dim_eq(pos->dims[1], s))
 			return sh_err(c, n, "position_ids must be [%s, %s], got %s", sh_dim(c, b), sh_dim(c, s),
 				      sh_ty(c, *pos));
+		if (cs.rank == 2 && x.rank == 3 && !rot && dim_isconst(cs.dims[1]) && dim_isconst(x.dims[2]) &&
+		    dim_isconst(d) && !dim_eq(cs.dims[1], half)) {
+			/* say what disagrees (newcomer31: a Q from the wrong weight read as "must be [.., 4]") */
+			int64_t h = rt_attr_int(&n->attrs, "num_heads", 0), want = 2 * cs.dims[1].k;
+			return sh_err(c, n, "cos_cache must be [max_position, %s] with position_ids, got %s: X's "
+				      "%lld columns are num_heads=%lld x a head size of %lld, but the table's %lld "
+				      "columns are half of a head size of %lld (X %lld = %lld x %lld wide); check "
+				      "what computes X (its weight) and num_heads", sh_dim(c, half), sh_ty(c, cs),
+				      (long long)x.dims[2].k, (long long)h, (long long)d.k, (long long)cs.dims[1].k,
+				      (long long)want, (long long)(h * want), (long long)h, (long long)want);
+		}
 		if (cs.rank != 2 || !dim_eq(cs.dims[1], half))
 			return sh_err(c, n, "cos_cache must be [max_position, %s] with position_ids, got %s",
 				      sh_dim(c, half), sh_ty(c, cs));

@@ -100,25 +100,31 @@ static uint64_t fnv_step(uint64_t h, const void *data, size_t n)
 
 uint64_t plan_hash(const void *data, size_t n) { return fnv_step(1469598103934665603ull, data, n); }
 
-int plan_hash_file(const char *path, char out[17])
+int plan_hash_files(const char *const *paths, int npaths, char out[17])
 {
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return -1;
 	uint64_t h = 1469598103934665603ull;
 	unsigned char buf[1 << 16];
-	size_t n;
-	while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-		h = fnv_step(h, buf, n);
-	int err = ferror(f);
-	fclose(f);
-	if (err) {
-		errno = EIO;
-		return -1;
+	for (int i = 0; i < npaths; i++) {
+		FILE *f = fopen(paths[i], "rb");
+		if (!f)
+			return -1;
+		if (i > 0)   /* each further file after its name: a renamed file is a change too */
+			h = fnv_step(h, paths[i], strlen(paths[i]) + 1);
+		size_t n;
+		while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+			h = fnv_step(h, buf, n);
+		int err = ferror(f);
+		fclose(f);
+		if (err) {
+			errno = EIO;
+			return -1;
+		}
 	}
 	snprintf(out, 17, "%016" PRIx64, h);
 	return 0;
 }
+
+int plan_hash_file(const char *path, char out[17]) { return plan_hash_files(&path, 1, out); }
 
 static int nomem(RtError *e)
 {

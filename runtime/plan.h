@@ -274,6 +274,9 @@ RtOp plan_op_lookup(const char *name);                   /* RT_OP_COUNT if unkno
 uint64_t plan_hash(const void *data, size_t n);
 /* The same hash of a file's bytes as 16 hex digits in out; -1 (errno set) when unreadable. */
 int plan_hash_file(const char *path, char out[17]);
+/* The same over several files in order, each after the first preceded by its path (the source's
+ * external data: one hash for the model); n = 1 is plan_hash_file. */
+int plan_hash_files(const char *const *paths, int npaths, char out[17]);
 
 /* ---- execution order ---- */
 typedef struct PlanStep {

@@ -167,8 +167,16 @@ static inline float mx_dec(uint32_t c, int M, int emin, int bits)
 		}                                                                        \
 	}
 
-static void mx_block(DType fmt, const MxElem *m, const float *x, int64_t len, ScaleRule rule,
-		     float *deq, uint8_t *codes, uint8_t *scale_code)
+/* The block loops are integer and exactly rounded float operations (no contraction, no
+ * reassociation), so the AVX2 clone computes the same bits as the baseline one, only wider. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define QUANT_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define QUANT_CLONES
+#endif
+
+QUANT_CLONES static void mx_block(DType fmt, const MxElem *m, const float *x, int64_t len, ScaleRule rule,
+				  float *deq, uint8_t *codes, uint8_t *scale_code)
 {
 	uint32_t sc = mx_scale_code(amax_bits(x, len), m, rule);
 	*scale_code = (uint8_t)sc;
@@ -221,8 +229,8 @@ void rt_nvfp4_global_scale(float amax, float *s_enc, float *s_dec)
 	*s_dec = 1.0f / enc;
 }
 
-int rt_quantize_nvfp4(const float *x, int64_t n, int block, float s_enc, float s_dec,
-		      float *deq, uint8_t *codes, uint8_t *scales)
+QUANT_CLONES int rt_quantize_nvfp4(const float *x, int64_t n, int block, float s_enc, float s_dec,
+				   float *deq, uint8_t *codes, uint8_t *scales)
 {
 	init_tables();
 	if (block <= 0)

@@ -279,7 +279,8 @@ static int plan_compile_layers(SvPool *p, const PassMixGroup *g, int ng, int64_t
 	int rc = 0;
 	if (pass_run_pipeline(m, &c, p->passes) > 0)
 		rc = sv_err(e, "aicc: error: pool %s: the plan of '%s' does not compile (see above)", p->role, mix);
-	int vr_chips = (int)(pass_stat_get(&c, "disaggregate", "gpu pool") + pass_stat_get(&c, "disaggregate", "lpu pool"));
+	int vr_gpus = (int)pass_stat_get(&c, "disaggregate", "gpu pool"), vr_lpus = (int)pass_stat_get(&c, "disaggregate", "lpu pool");
+	int vr_chips = vr_gpus + vr_lpus;
 	pass_ctx_free(&c);
 	RtError re = { 0 };
 	if (rc == 0) {
@@ -297,7 +298,15 @@ static int plan_compile_layers(SvPool *p, const PassMixGroup *g, int ng, int64_t
 		return -1;
 	}
 	out->chips = vr_chips > 0 ? vr_chips : plan_chips(out->plan);
-	if (out->chips > p->chips)
+	if (vr_chips > 0) {
+		/* the pass sizes the pools per plan (an LPU-only layout at one batch, GPU-only at
+		 * another): the replica holds the most of each class any of its plans takes, not the
+		 * largest plan's sum (264 for 248 LPUs at one context and 16 GPUs at another) */
+		p->vr_gpus = vr_gpus > p->vr_gpus ? vr_gpus : p->vr_gpus;
+		p->vr_lpus = vr_lpus > p->vr_lpus ? vr_lpus : p->vr_lpus;
+		if (p->vr_gpus + p->vr_lpus > p->chips)
+			p->chips = p->vr_gpus + p->vr_lpus;
+	} else if (out->chips > p->chips)
 		p->chips = out->chips;
 	p->compiles++;
 	p->compile_s += now_s() - t0;

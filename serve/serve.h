@@ -96,7 +96,9 @@ typedef struct SvPool {
 	double kv_token_bytes_all;   /* bytes per token of the whole replica (what a transfer moves) */
 	double host_bw;      /* bytes/s of the machine's host link (swap preemption), 0: none */
 	double weight_bytes; /* per replica, all devices */
-	int chips;           /* per replica: accelerator chips its plans use (the most seen) */
+	int chips;           /* per replica: accelerator chips its plans use (the most seen; pools
+				of two device classes: the most GPUs plus the most LPUs, vr_gpus + vr_lpus) */
+	int vr_gpus, vr_lpus;   /* vera-rubin: the most GPUs and LPUs one plan's pools take */
 	int64_t max_context; /* the model's positions (rows of its RoPE tables); 0: unknown */
 	int64_t max_tokens;  /* the largest iteration, in tokens, the memory profile was taken at */
 	int64_t layers;      /* repetitions of the model's layer stack (0: none found) */

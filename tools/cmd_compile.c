@@ -451,9 +451,9 @@ static int parse_opts(int argc, char **argv, CompileOpts *o)
 		if ((r = opt_value(argc, argv, &i, "--grad-accum", &v))) {   /* phase train */
 			char *end;
 			long k = r > 0 ? strtol(v, &end, 10) : 0;
-			if (r < 0 || end == v || *end || k < 1 || k > 64) {
+			if (r < 0 || end == v || *end || k < 1 || k > 4096) {
 				if (r > 0)
-					drv_error("--grad-accum expects an integer in 1..64, got '%s'", v);
+					drv_error("--grad-accum expects an integer in 1..4096, got '%s'", v);
 				return -1;
 			}
 			o->passes.ctx.grad_accum = (int)k;
@@ -539,6 +539,13 @@ static int parse_opts(int argc, char **argv, CompileOpts *o)
 	}
 	if (pc->recompute && !pass_train_parallel(pc)) {
 		drv_error("--recompute goes with a parallel training step (--phase train with --dp/--cp/--zero/--pp-virtual)");
+		return -1;
+	}
+	/* a step plan unrolls its micro-batches; a priced parallel step multiplies one (Megatron's
+	 * 1T row of SC'21 Table 1: 512 per replica) */
+	if (train && !pass_train_parallel(pc) && pc->grad_accum > 64) {
+		drv_error("--grad-accum above 64 goes with a parallel training step (--dp/--cp/--zero/--pp-virtual): "
+			  "a step plan unrolls its %d micro-batches", pc->grad_accum);
 		return -1;
 	}
 	if (pass_train_parallel(pc) && strcmp(o->emit, "summary") && strcmp(o->emit, "ir")) {
@@ -747,7 +754,7 @@ int cmd_compile(int argc, char **argv)
 			free(bi), free(pr), free(abs);
 		}
 		/* and its bytes' hash: --check refuses to rebuild the reference from an edited source */
-		if (plan->source.model && plan_hash_file(plan->source.model, plan->source.model_hash) < 0)
+		if (plan->source.model && drv_model_hash(plan->source.model, plan->source.model_hash) < 0)
 			plan->source.model_hash[0] = 0;
 		if (plan_write(plan, fp->f) < 0) {
 			drv_error("cannot write the plan to '%s'", o.output ? o.output : "-");

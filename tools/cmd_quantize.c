@@ -188,6 +188,16 @@ static int parse_input(char *buf, size_t len, Input *in)
 				i - bol + 1, buf + i);
 			return -1;
 		}
+		/* strtof's overflow: a decimal beyond f32's range (1e400) is no infinity; a hex float
+		 * past it (0x1p+128, the generated tests' way to write one) and the words inf and nan
+		 * are what they say */
+		const char *digits = buf + i + (buf[i] == '-' || buf[i] == '+');
+		int hex = digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X');
+		if (errno == ERANGE && isinf(v) && !hex) {
+			fprintf(stderr, "<stdin>:%d:%zu: error: '%s' is beyond f32's range (largest finite "
+				"3.4028235e38); write inf for an infinity\n", line, i - bol + 1, buf + i);
+			return -1;
+		}
 		buf[j] = save;
 		if (push(in, v, line, (int)(i - bol + 1)) < 0) {
 			drv_error("out of memory");

@@ -291,6 +291,18 @@ NUMBERS['lpudep.llama2-7b.spread.tps'] = ('lpudep.llama2-7b.spread', r'^TPOT .*?
 for k in TRAIN_ANCHORS:
     NUMBERS['train.%s.mfu' % k] = ('train.' + k, r'MFU predicted (\S+), published \S+: (\S+)%', 1, pct1, ' %')
     NUMBERS['train.%s.gap' % k] = ('train.' + k, r'MFU predicted (\S+), published \S+: (\S+)%', 2, asis, ' %')
+# docs/passes.md: every row of Megatron-LM's SC'21 Table 1 and of MaxText's README MFU table
+# (testsuite/train/megatron-sc21-table1.test, maxtext-readme-mfu.test)
+TRAIN_TABLES = {'megtab': 'megatron-sc21', 'mttab': 'maxtext-readme'}
+for k, f in TRAIN_TABLES.items():
+    COMMANDS['train.' + k] = ['python3 testsuite/train/Inputs/mfu_rows.py {aicc} . {tmp} testsuite/train/Inputs/%s.json' % f]
+    with open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'testsuite', 'train', 'Inputs', f + '.json')) as fh:
+        rows = [r['name'] for r in json.load(fh)['rows'] if r['expect'] != 'unpriced']
+    for i, name in enumerate(rows):
+        NUMBERS['train.%s.r%d' % (k, i)] = ('train.' + k, r'^%s +\d+ +\S+ +\S+ +(\S+)%%' % re.escape(name), 1, asis, ' %')
+    NUMBERS['train.%s.median' % k] = ('train.' + k, r'median \|error\| (\S+) %', 1, asis, ' %')
+    NUMBERS['train.%s.worst' % k] = ('train.' + k, r'worst (\S+) %', 1, asis, ' %')
+    NUMBERS['train.%s.within' % k] = ('train.' + k, r'within 10 %: (\d+)', 1, asis, '')
 NUMBERS['hc1bound.compute'] = ('hc1bound', r'bound\s+compute (\S+%)', 1, asis, '')
 for label in DEMO:
     NUMBERS['demo.%s.tpot' % label] = ('demo-%s-decode' % label, r'^TPOT\s+(\S+ \S+) \(decode.*?: (\S+) tokens/s per user', 1, asis, '')

@@ -354,6 +354,17 @@ int drv_explain_diff(const Plan *np, const Plan *op, const char *new_file, const
 			  np->source.model ? np->source.model : "no model file", np->target);
 		return -1;
 	}
+	/* the same file, other contents or sizes: say so, the comparison then measures the edit too */
+	const char *oh = op->source.model_hash, *nh = np->source.model_hash;
+	const char *ob = op->source.binds ? op->source.binds : "", *nb = np->source.binds ? np->source.binds : "";
+	int hash_changed = oh[0] && nh[0] && strcmp(oh, nh) != 0, binds_changed = strcmp(ob, nb) != 0;
+	if (hash_changed)
+		fprintf(stderr, "aicc: warning: explain --compare: %s and %s were compiled from different contents of '%s' "
+			"(model_hash %s and %s): the model changed between the compiles, so the comparison measures that "
+			"change too\n", old_file, new_file, np->source.model ? np->source.model : "?", oh, nh);
+	if (binds_changed)
+		fprintf(stderr, "aicc: warning: explain --compare: %s and %s bind the model's sizes differently ('%s' and "
+			"'%s'): plans of two model sizes\n", old_file, new_file, ob, nb);
 	Diff d = { 0 };
 	double wall[2];
 	for (int i = 0; i < op->ndevices; i++)
@@ -400,6 +411,8 @@ int drv_explain_diff(const Plan *np, const Plan *op, const char *new_file, const
 		json_t *o = json_object(), *dv = json_object(), *sh = json_object(), *ma = json_array();
 		json_object_set_new(o, "old", json_string(old_file));
 		json_object_set_new(o, "new", json_string(new_file));
+		json_object_set_new(o, "model_changed", json_boolean(hash_changed));
+		json_object_set_new(o, "binds_changed", json_boolean(binds_changed));
 		json_object_set_new(dv, "old", names_json(&d, in[0], NULL));
 		json_object_set_new(dv, "new", names_json(&d, in[1], NULL));
 		json_object_set_new(dv, "no_longer_used", names_json(&d, left, NULL));
@@ -431,6 +444,10 @@ int drv_explain_diff(const Plan *np, const Plan *op, const char *new_file, const
 		fprintf(f, "comparison: %s -> %s (%s, target %s, machine %s%s%s)\n", old_file, new_file,
 			np->source.model ? np->source.model : "no model file", np->target, np->machine,
 			strcmp(np->machine, op->machine) ? ", was " : "", strcmp(np->machine, op->machine) ? op->machine : "");
+		if (hash_changed)
+			fprintf(f, "  model      changed between the compiles (model_hash %s -> %s)\n", oh, nh);
+		if (binds_changed)
+			fprintf(f, "  binds      old '%s'; new '%s'\n", ob, nb);
 		range_of(&d, in[0], b0, sizeof b0);
 		range_of(&d, in[1], b1, sizeof b1);
 		fprintf(f, "  devices    old %d: %s\n             new %d: %s\n", op->ndevices, b0, np->ndevices, b1);

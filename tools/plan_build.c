@@ -300,6 +300,35 @@ Module *drv_load_model(const char *path)
 	return has_suffix(path, ".onnx") ? fe_import_onnx(path) : fe_parse_aig(path);
 }
 
+int drv_model_hash(const char *path, char out[17])
+{
+	char **ext = NULL;
+	int next = 0, rc = -1;
+	if (has_suffix(path, ".onnx") && fe_onnx_external_files(path, &ext, &next) < 0)
+		next = 0;   /* not readable as a model: the file's own bytes (the load says what is wrong) */
+	const char **paths = malloc(sizeof *paths * (size_t)(next + 1));
+	char **owned = calloc((size_t)next + 1, sizeof *owned);
+	if (paths && owned) {
+		const char *slash = strrchr(path, '/');
+		int dl = slash ? (int)(slash - path) + 1 : 0;
+		paths[0] = path;
+		rc = 0;
+		for (int i = 0; i < next && rc == 0; i++) {
+			size_t n = (size_t)dl + strlen(ext[i]) + 1;
+			if (!(owned[i] = malloc(n)))
+				rc = -1;
+			else
+				snprintf(owned[i], n, "%.*s%s", dl, path, ext[i]), paths[i + 1] = owned[i];
+		}
+		if (rc == 0)
+			rc = plan_hash_files(paths, next + 1, out);
+	}
+	for (int i = 0; i < next; i++)
+		free(ext[i]), free(owned ? owned[i] : NULL);
+	free(ext), free(owned), free(paths);
+	return rc;
+}
+
 /* The --bind names b->a[0..nuser) that m has neither as a `dim` constant nor as a symbol: an
  * error each, with the names it has; -1 when any.  A module without any (a printed, fully bound
  * one) gets a note instead: its shapes are fixed, so the binds change nothing. */
@@ -494,15 +523,17 @@ static Plan *rebuild_reference(const Plan *p, const char *precision, RtError *e)
 		return NULL;
 	}
 	char now[17];
-	if (p->source.model && plan_hash_file(p->source.model, now) < 0) {
+	if (p->source.model && drv_model_hash(p->source.model, now) < 0) {
 		drv_binds_free(&b);
-		rt_errorf(e, RT_EUSER, "--check: cannot rebuild the reference: cannot open '%s', the source the plan was "
-			  "compiled from: %s", p->source.model, strerror(errno));
+		rt_errorf(e, RT_EUSER, "--check: cannot rebuild the reference: cannot open '%s'%s, the source the plan was "
+			  "compiled from: %s", p->source.model, has_suffix(p->source.model, ".onnx") ? " or its external data" : "",
+			  strerror(errno));
 		return NULL;
 	}
 	if (p->source.model && p->source.model_hash[0] && strcmp(now, p->source.model_hash) != 0) {
 		drv_binds_free(&b);
-		rt_errorf(e, RT_EUSER, "--check: '%s' changed since the plan was compiled; recompile", p->source.model);
+		rt_errorf(e, RT_EUSER, "--check: '%s'%s changed since the plan was compiled; recompile", p->source.model,
+			  has_suffix(p->source.model, ".onnx") ? " or its external data" : "");
 		return NULL;
 	}
 	Module *m = drv_load_model_binds(p->source.model, &b);

@@ -39,6 +39,10 @@ int drv_value_inputs(Module *m, Value **out);
 int drv_write_weights(Plan *p, const char *out, OutFile *wf);
 /* Reads a model: .onnx through the ONNX importer, anything else as .aig.  NULL after errors. */
 Module *drv_load_model(const char *path);
+/* The hash a plan records of its source (PlanSource.model_hash): the model file's bytes and, for
+ * an ONNX model, those of every external data file it reads (fe_onnx_external_files), so an
+ * edited weight file is a changed source.  0, or -1 (errno set) when a file is unreadable. */
+int drv_model_hash(const char *path, char out[17]);
 
 /* --bind values collected before the model is read: a name the .aig defines with `dim` replaces
  * that constant, any other name is bound as a dimension symbol. */

@@ -786,3 +786,72 @@ Module *fe_import_onnx(const char *path)
 	free(buf);
 	return m;
 }
+
+/* ---- the external data a model reads (fe_onnx_external_files) ---- */
+
+static int ext_add(char ***v, int *n, const char *loc)
+{
+	for (int i = 0; i < *n; i++)
+		if (!strcmp((*v)[i], loc))
+			return 0;
+	char **nv = realloc(*v, sizeof *nv * (size_t)(*n + 1));
+	if (!nv || !(nv[*n] = strdup(loc))) {
+		if (nv)
+			*v = nv;
+		return -1;
+	}
+	*v = nv;
+	(*n)++;
+	return 0;
+}
+
+static int ext_tensor(const Onnx__TensorProto *tp, char ***v, int *n)
+{
+	if (!tp || !tp->has_data_location || tp->data_location != ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
+		return 0;
+	for (size_t i = 0; i < tp->n_external_data; i++)
+		if (tp->external_data[i]->key && !strcmp(tp->external_data[i]->key, "location") && tp->external_data[i]->value)
+			return ext_add(v, n, tp->external_data[i]->value);
+	return 0;
+}
+
+static int ext_graph(const Onnx__GraphProto *gp, char ***v, int *n, int depth)
+{
+	int rc = 0;
+	if (!gp || depth > 32)
+		return 0;
+	for (size_t i = 0; i < gp->n_initializer && rc == 0; i++)
+		rc = ext_tensor(gp->initializer[i], v, n);
+	for (size_t i = 0; i < gp->n_node && rc == 0; i++)
+		for (size_t a = 0; a < gp->node[i]->n_attribute && rc == 0; a++) {
+			const Onnx__AttributeProto *at = gp->node[i]->attribute[a];
+			rc = ext_tensor(at->t, v, n);
+			for (size_t k = 0; k < at->n_tensors && rc == 0; k++)
+				rc = ext_tensor(at->tensors[k], v, n);
+			if (rc == 0)
+				rc = ext_graph(at->g, v, n, depth + 1);
+			for (size_t k = 0; k < at->n_graphs && rc == 0; k++)
+				rc = ext_graph(at->graphs[k], v, n, depth + 1);
+		}
+	return rc;
+}
+
+static int str_cmp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+int fe_onnx_external_files(const char *path, char ***files, int *nfiles)
+{
+	RtError e = { 0 };
+	size_t len = 0;
+	*files = NULL;
+	*nfiles = 0;
+	uint8_t *buf = onnx_slurp(path, &len, &e);
+	Onnx__ModelProto *mp = buf ? onnx__model_proto__unpack(NULL, len, buf) : NULL;
+	free(buf);
+	if (!mp)
+		return -1;
+	int rc = ext_graph(mp->graph, files, nfiles, 0);
+	onnx__model_proto__free_unpacked(mp, NULL);
+	if (*nfiles > 1)
+		qsort(*files, (size_t)*nfiles, sizeof **files, str_cmp);
+	return rc;
+}

@@ -204,13 +204,36 @@ static void conv_dw2(KnDwRow row, const float *x, const float *wt, const Win *w,
 	}
 }
 
-/* The zero-padded plane of each of C channels of x into P (C * Hp * Wp floats, then 16 zeros),
- * for kn_conv_implicit. */
+/* The zero-padded plane of each of C channels of x into P (imp_scratch(w, C) floats, the last
+ * 16 zeros), for kn_conv_implicit, split into s column phases for the width stride s (phase q
+ * holds the padded columns q, q + s, ..., as in conv_dw2) so that every tap of an output row
+ * reads consecutive elements: channel c's phase q at P + (c*s + q) * Hp*Wq, Wq = ceil(Wp / s). */
 enum { IMP_TAPS = 1024 };
+
+static int64_t imp_wq(const Win *w) { return (w->in[1] + w->pb[1] + w->pe[1] + w->s[1] - 1) / w->s[1]; }
+
+static int64_t imp_scratch(const Win *w, int64_t C)
+{
+	return C * w->s[1] * (w->in[0] + w->pb[0] + w->pe[0]) * imp_wq(w) + 16;
+}
 
 static void pad_planes(const float *x, int64_t C, const Win *w, float *P)
 {
-	int64_t H = w->in[0], W = w->in[1], Hp = H + w->pb[0] + w->pe[0], Wp = W + w->pb[1] + w->pe[1];
+	int64_t H = w->in[0], W = w->in[1], Hp = H + w->pb[0] + w->pe[0], Wp = W + w->pb[1] + w->pe[1], s = w->s[1];
+	if (s > 1) {
+		int64_t Wq = imp_wq(w), ph = Hp * Wq;
+		memset(P, 0, (size_t)imp_scratch(w, C) * sizeof *P);
+		for (int64_t c = 0; c < C; c++)
+			for (int64_t h = 0; h < H; h++) {
+				const float *src = x + (c * H + h) * W;
+				float *row = P + c * s * ph + (h + w->pb[0]) * Wq;
+				for (int64_t i = 0; i < W; i++) {   /* padded column j = i + pb: phase j % s */
+					int64_t j = i + w->pb[1];
+					row[j % s * ph + j / s] = src[i];
+				}
+			}
+		return;
+	}
 	for (int64_t c = 0; c < C; c++) {   /* each plane: the top pad rows, rows with their side pads, the bottom */
 		float *q = P + c * Hp * Wp;
 		memset(q, 0, (size_t)(w->pb[0] * Wp) * sizeof *q);
@@ -225,17 +248,21 @@ static void pad_planes(const float *x, int64_t C, const Win *w, float *P)
 	memset(P + C * Hp * Wp, 0, 16 * sizeof *P);
 }
 
-/* Conv of one image and group by kn_conv_implicit: the im2col product without the im2col. */
+/* Conv of one image and group by kn_conv_implicit: the im2col product without the im2col.  Tap
+ * (kh, kw) of output (oh, ow) is the padded element (oh*s0 + kh*d0, ow*s1 + kw*d1): phase
+ * (kw*d1) % s1, phase column ow + (kw*d1) / s1. */
 static int conv_implicit(const float *x, int64_t Cg, const Win *w, const float *Wt, const float *pre, int64_t Mg,
 			 float *P, float *y, const float *bias, RtError *e)
 {
-	int64_t Hp = w->in[0] + w->pb[0] + w->pe[0], Wp = w->in[1] + w->pb[1] + w->pe[1], off[IMP_TAPS];
+	int64_t Hp = w->in[0] + w->pb[0] + w->pe[0], Wq = imp_wq(w), s = w->s[1], off[IMP_TAPS];
 	int nt = (int)(w->k[0] * w->k[1]);
 	for (int64_t kh = 0; kh < w->k[0]; kh++)
-		for (int64_t kw = 0; kw < w->k[1]; kw++)
-			off[kh * w->k[1] + kw] = kh * w->d[0] * Wp + kw * w->d[1];
+		for (int64_t kw = 0; kw < w->k[1]; kw++) {
+			int64_t col = kw * w->d[1];
+			off[kh * w->k[1] + kw] = col % s * Hp * Wq + kh * w->d[0] * Wq + col / s;
+		}
 	pad_planes(x, Cg, w, P);
-	return kn_conv_implicit(Mg, Cg, nt, off, Wt, pre, P, Hp * Wp, w->s[0] * Wp, w->out[0], w->out[1], y, bias, e);
+	return kn_conv_implicit(Mg, Cg, nt, off, Wt, pre, P, s * Hp * Wq, w->s[0] * Wq, w->out[0], w->out[1], y, bias, e);
 }
 
 /* Conv on f32 storage (f32 accumulation): per image and group Y = W_g @ cols + B, then the
@@ -254,10 +281,9 @@ static int conv_f32(const RtKernelArgs *a, const Win *w, int64_t G, RtError *e)
 	 * fresh 100 MB buffer per call; the product of each column does not depend on the chunking */
 	int64_t K = Cg * kn, ch = w->ns == 2 && kn_plain_f32(a->opts) ? ((int64_t)(2 << 20) / 4 / (K ? K : 1)) / 64 * 64 : on;
 	ch = ch < 256 ? 256 : ch > on ? on : ch;
-	/* width stride 1 (not pointwise, not depthwise): the implicit product, on padded planes */
-	int imp = !pw && !dw && w->ns == 2 && w->s[1] == 1 && kn <= IMP_TAPS && kn_plain_f32(a->opts) && kn_conv_implicit_ok();
-	int64_t ncols = dw ? dw_scratch(w) : imp ? Cg * (w->in[0] + w->pb[0] + w->pe[0]) * (w->in[1] + w->pb[1] + w->pe[1]) + 16
-		       : K * ch;
+	/* 2-D, not pointwise, not depthwise: the implicit product, on padded planes */
+	int imp = !pw && !dw && w->ns == 2 && kn <= IMP_TAPS && kn_plain_f32(a->opts) && kn_conv_implicit_ok();
+	int64_t ncols = dw ? dw_scratch(w) : imp ? imp_scratch(w, Cg) : K * ch;
 	float *cols = NULL;
 	if (!pw && !(cols = rt_malloc((size_t)(ncols + 1) * sizeof *cols)))
 		return rt_errorf(e, RT_ENOMEM, "Conv: out of memory for im2col");

@@ -511,7 +511,7 @@ static void dw_scalar(int64_t n, const float *w, int nt, const float *const *tap
 }
 
 /* ---- implicit-GEMM convolution: the product over an im2col that is never built ----
- * A 2-D Conv with width stride 1 reads, for output row oh and reduction index k = (c, t) (channel
+ * A 2-D Conv (a width stride split into column phases of P, conv.c) reads, for output row oh and reduction index k = (c, t) (channel
  * c, tap t of the window), the padded input row segment P + c*cs + oh*rs + off[t] + ow: the im2col
  * matrix's row k restricted to output row oh, in place.  The register tile is the AVX2 one above
  * (6 rows of W by 16 output columns, one fma per k in k order from +0), so every output is the

@@ -141,7 +141,8 @@ int kn_sgemm_bias(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, 
  * or memory runs out.  The packed values are A's own: the same bits as packing per call. */
 const float *kn_prepacked_a(const RtTensor *W, int64_t G, int64_t M, int64_t K, int whole, int64_t *gstride);
 
-/* Implicit-GEMM 2-D convolution of one group (runtime/kernels/gemm.c), for width stride 1:
+/* Implicit-GEMM 2-D convolution of one group (runtime/kernels/gemm.c; a width stride is folded
+ * into P's column phases by the caller, conv.c):
  * Y[m, oh*OW + ow] := +0, then for c < C, t < nt in order fma(W[m, c*nt + t],
  * P[c*cs + oh*rs + off[t] + ow], .), then + bias[m] (bias NULL: none): kn_sgemm's chain over the
  * im2col, in place on P (the zero-padded input; 16 floats past its end are read, never used);

@@ -142,11 +142,15 @@ static void test_conv(void **state)
 		{ { 1, 3, 6, 64 }, { 3, 1, 3, 3 }, 4, 3, 3, 1, 1, 1, 1 },   /* depthwise, rows of exactly 64 */
 		{ { 2, 16, 5, 7 }, { 24, 16, 1, 1 }, 4, 1, 1, 1, 1, 1, 0 }, /* pointwise */
 		{ { 1, 4, 5, 6, 7 }, { 3, 4, 2, 3, 2 }, 5, 1, 0, 1, 1, 1, 1 },
-		/* im2col by chunks of output positions (K = 576: 896 a chunk), a chunk ending mid-row */
+		/* the implicit product (AVX2), partial row panels and column tiles */
 		{ { 1, 64, 30, 40 }, { 4, 64, 3, 3 }, 4, 1, 3, 1, 1, 1, 1 },
-		{ { 1, 64, 60, 81 }, { 4, 64, 3, 3 }, 4, 1, 3, 2, 2, 1, 1 },
-		/* width stride 1: the implicit product (AVX2), partial row panels and column tiles */
+		{ { 1, 64, 60, 81 }, { 4, 64, 3, 3 }, 4, 1, 3, 2, 2, 1, 1 },  /* width stride 2: column phases */
 		{ { 1, 5, 13, 37 }, { 7, 5, 3, 3 }, 4, 1, 3, 2, 1, 2, 2 },  /* height stride 2, dilation 2 */
+		{ { 1, 5, 13, 47 }, { 7, 5, 3, 3 }, 4, 1, 3, 1, 2, 2, 2 },  /* width stride 2, dilation 2 */
+		{ { 1, 3, 11, 64 }, { 16, 3, 3, 3 }, 4, 1, 3, 2, 3, 1, 1 }, /* width stride 3 */
+		/* more than 1,024 taps: im2col by chunks of output positions (K = 1089: 448 a chunk),
+		 * a chunk ending mid-row */
+		{ { 1, 1, 60, 60 }, { 2, 1, 33, 33 }, 4, 1, 33, 1, 1, 1, 1 },
 		{ { 2, 6, 9, 20 }, { 10, 3, 1, 3 }, 4, 2, 3, 1, 1, 1, 0 },  /* groups, a 1x3 window */
 	};
 	for (int isa = 0; isa <= (int)rt_isa_best(); isa++) {

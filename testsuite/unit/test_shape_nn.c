@@ -342,6 +342,15 @@ static void test_rotary(void **st)
 	expect_err(m, "RotaryEmbedding: rotary_embedding_dim=256 must be in 0..128 (the head size)");
 	ir_set_attr_int(a, "rotary_embedding_dim", 0);
 	expect_err(m, "RotaryEmbedding: cos_cache must be [max_position, 64] with position_ids, got bf16[4096, 32]");
+	/* a 3-D X the wrong width for the table (a Q computed with K's weight): the error says which
+	 * head size each side implies */
+	ir_set_attr_int(a, "rotary_embedding_dim", 64);
+	Node *r = node(g, OP_RotaryEmbedding, 1, 4, in(g, "q", "bf16[1, 8, 32]"), in(g, "c3", "bf16[32, 8]"),
+		       in(g, "s3", "bf16[32, 8]"), in(g, "p3", "i64[1, 8]"));
+	ir_set_attr_int(r, "num_heads", 4);
+	expect_err(m, "RotaryEmbedding: cos_cache must be [max_position, 4] with position_ids, got bf16[32, 8]: X's 32 "
+		   "columns are num_heads=4 x a head size of 8, but the table's 8 columns are half of a head size of 16 "
+		   "(X 64 = 4 x 16 wide); check what computes X (its weight) and num_heads");
 	END;
 }
 

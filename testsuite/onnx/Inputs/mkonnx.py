@@ -1,6 +1,7 @@
 """testsuite/onnx/Inputs/mkonnx.py KIND OUT.onnx: write a small hand-encoded ONNX model for the
 importer's tests (plain Python, no onnx package).  KINDs: `unsupported` (a StringNormalizer node),
-`external` (an initializer whose external data file is missing), `symbolic` (dim_param names
+`external` (an initializer whose external data file is missing), `external-ok` (y = x + w, w in
+weights.bin beside the model), `symbolic` (dim_param names
 with dots, a Constant node, opset-11 Squeeze and Softmax forms), `cycle` (two nodes feeding
 each other), `badraw` (raw_data of the wrong length), `reshape` (Reshape whose shape is a graph
 input), `big` (y = x + w with a 5000-value initializer w), and tensor files: `shape.pb` (i64
@@ -103,6 +104,12 @@ def main():
     elif kind == 'external':
         w = tensor('w', [4], external=[('location', 'weights.bin'), ('offset', '0')])
         m = model([node('Add', ['x', 'w'], ['y'], 'add0')], [x], [y], [w])
+    elif kind == 'external-ok':   # y = x + w, w's 4 floats in weights.bin beside the model
+        import os
+        w = tensor('w', [4], external=[('location', 'weights.bin'), ('offset', '0'), ('length', '16')])
+        m = model([node('Add', ['x', 'w'], ['y'], 'add0')], [value_info('x', [4])], [value_info('y', [4])], [w])
+        with open(os.path.join(os.path.dirname(out) or '.', 'weights.bin'), 'wb') as f:
+            f.write(struct.pack('<4f', 1.0, 2.0, 3.0, 4.0))
     elif kind == 'badraw':
         w = tensor('w', [4], raw=b'\0' * 12)
         m = model([node('Add', ['x', 'w'], ['y'], 'add0')], [x], [y], [w])
