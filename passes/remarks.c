@@ -14,20 +14,28 @@
 #include "passes/pass.h"
 #include "ir/suggest.h"
 
+/* The distinct categories of the pass table, in its order, into cats (at most 64); their count. */
+static int categories(const char *cats[64])
+{
+	int n = 0;
+	for (int i = 0; i < pass_count; i++) {
+		int k = 0;
+		while (k < n && strcmp(cats[k], pass_table[i].category))
+			k++;
+		if (k == n && n < 64)
+			cats[n++] = pass_table[i].category;
+	}
+	return n;
+}
+
 /* The index of category `name` among the distinct categories of the pass table, or -1. */
 static int category_index(const char *name)
 {
-	int k = 0;
-	for (int i = 0; i < pass_count; i++) {
-		int seen = 0;
-		for (int j = 0; j < i; j++)
-			seen |= strcmp(pass_table[j].category, pass_table[i].category) == 0;
-		if (seen)
-			continue;
-		if (strcmp(pass_table[i].category, name) == 0)
+	const char *cats[64];
+	int n = categories(cats);
+	for (int k = 0; k < n; k++)
+		if (strcmp(cats[k], name) == 0)
 			return k;
-		k++;
-	}
 	return -1;
 }
 
@@ -37,19 +45,6 @@ unsigned pass_remark_category(const char *name)
 		return ~0u;
 	int k = category_index(name);
 	return k < 0 ? 0 : 1u << k;
-}
-
-/* Prints the distinct categories of the pass table, "a, b, ... or all", to f. */
-static void print_categories(FILE *f)
-{
-	for (int i = 0; i < pass_count; i++) {
-		int seen = 0;
-		for (int j = 0; j < i; j++)
-			seen |= strcmp(pass_table[j].category, pass_table[i].category) == 0;
-		if (!seen)
-			fprintf(f, "%s, ", pass_table[i].category);
-	}
-	fprintf(f, "or all");
 }
 
 int pass_parse_remarks(const char *list, unsigned *mask)
@@ -63,21 +58,19 @@ int pass_parse_remarks(const char *list, unsigned *mask)
 		if (!b) {
 			/* a pass's name gets its category; else the nearest category */
 			const char *cats[64], *near = NULL;
-			int nc = 0;
+			int nc = categories(cats);
 			for (int i = 0; i < pass_count && !near; i++)
 				if (strcmp(pass_table[i].name, t) == 0)
 					near = pass_table[i].category;
-			for (int i = 0; i < pass_count && nc < 64; i++)
-				if (category_index(pass_table[i].category) == nc)
-					cats[nc++] = pass_table[i].category;
 			if (!near)
 				near = diag_nearest(t, cats, nc);
 			fprintf(stderr, "aicc: error: unknown remark category '%s' (", t);
 			if (near)
 				fprintf(stderr, "did you mean '%s'?; ", near);
 			fprintf(stderr, "expected ");
-			print_categories(stderr);
-			fprintf(stderr, ")\n");
+			for (int k = 0; k < nc; k++)
+				fprintf(stderr, "%s, ", cats[k]);
+			fprintf(stderr, "or all)\n");
 			rc = -1;
 			break;
 		}

@@ -626,8 +626,14 @@ static int instr_copy(Plan *p, PlanInstr *d, const PlanInstr *s)
 		fail = attr_copy(p, &d->attrs.a[i], &s->attrs.a[i]) < 0;
 	if (fail)
 		return -1;
+	d->tile_interned = 0;
 	if (s->ntile > 0 && !(d->tile = rt_calloc((size_t)s->ntile, sizeof(PlanKV))))
 		return -1;
+	if (s->tile_interned) {
+		memcpy(d->tile, s->tile, sizeof *d->tile * (size_t)s->ntile);
+		d->ntile = s->ntile;
+		return 0;
+	}
 	for (int i = 0; i < s->ntile && !fail; i++, d->ntile++) {
 		d->tile[i].key = intern(p, s->tile[i].key, &fail);
 		d->tile[i].val = intern(p, s->tile[i].val, &fail);

@@ -128,6 +128,8 @@ typedef struct PlanInstr {
 	Attrs attrs;             /* operator attributes (ONNX semantics) */
 	RtExecOpts opts;         /* numerics: accumulation, MMA format, FP8 promotion, exp2 */
 	PlanKV *tile; int ntile; /* target attributes */
+	int tile_interned;       /* to plan_add_instr: every tile key and value is already one of the plan's
+				    interned strings (plan_intern), so they are copied as they are; 0 in a plan */
 	double flops;            /* work of this instruction, from the target */
 	char *node;              /* the source node it came from, or NULL */
 	int event;               /* PI_RECORD / PI_WAIT */

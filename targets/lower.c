@@ -112,16 +112,34 @@ int tgt_memo_put(TgtLower *l, TgtKernMemo *m, TgtKernEntry *k, const int64_t *si
 	return 0;
 }
 
-void tgt_memo_get(const TgtLower *l, const TgtKernEntry *k, int i, PlanInstr *pi, TgtAnn *t)
+/* Remembered entry k as node i's: its pairs into t (the fused-into name of i's group), pi's
+ * numerics and unit. */
+static void memo_get(const TgtLower *l, const TgtKernEntry *k, int i, PlanInstr *pi, TgtAnn *t)
 {
 	t->n = k->n;
 	memcpy(t->kv, k->kv, sizeof *t->kv * (size_t)k->n);
 	pi->opts = k->opts;
 	pi->unit = k->unit;
+	pi->tile_interned = 1;     /* the remembered pairs are interned; so is the fused-into name */
 	if (k->fused >= 0) {
 		tgt_fmt(t->val[k->fused], sizeof t->val[0], "into %s", l->p->buffers[l->buf[l->f.nodes[l->gfirst[i]].out[0]]].name);
-		t->kv[k->fused].val = t->val[k->fused];
+		char *v = plan_intern(l->p, t->val[k->fused]);
+		t->kv[k->fused].val = v ? v : t->val[k->fused];
+		pi->tile_interned = v != NULL;
 	}
+}
+
+int tgt_memo_lower(TgtLower *l, TgtKernMemo *m, const int64_t *sig, int nsig,
+		   int (*lower)(TgtLower *l, int i, PlanInstr *pi, TgtAnn *t), int i, PlanInstr *pi, TgtAnn *t)
+{
+	TgtKernEntry *k = nsig > 0 ? tgt_memo_slot(l, m, sig, nsig) : NULL;
+	if (k && k->sig) {
+		memo_get(l, k, i, pi, t);
+		return 0;
+	}
+	if (lower(l, i, pi, t) < 0)
+		return -1;
+	return k ? tgt_memo_put(l, m, k, sig, nsig, pi, t) : 0;
 }
 
 static DType dtype_of(const void *l, const FlatVal *v)

@@ -365,7 +365,7 @@ void *tgt_lower_state(TgtLower *l, size_t size);
  * position and whether it runs at load; the one instance-specific text is the name a fused node
  * is fused into ("fused"="into NAME").  tgt_kernel_sig writes those into sig (at most max
  * words) and returns their count, -1 when they do not fit; a target appends what else its hook
- * reads.  A node whose signature was lowered before reuses that result (tgt_memo_get), its
+ * reads.  A node whose signature was lowered before reuses that result (tgt_memo_lower), its
  * strings already interned in the plan, with only the fused-into name formatted again. */
 #define TGT_SIG_MAX 768
 typedef struct TgtKernEntry {
@@ -386,9 +386,12 @@ TgtKernEntry *tgt_memo_slot(TgtLower *l, TgtKernMemo *m, const int64_t *sig, int
  * unit, its strings interned.  0, or -1 with l->e set. */
 int tgt_memo_put(TgtLower *l, TgtKernMemo *m, TgtKernEntry *k, const int64_t *sig, int n, const PlanInstr *pi,
 		 const TgtAnn *t);
-/* Remembered entry k as node i's: its pairs into t (the fused-into name of i's group), pi's
- * numerics and unit. */
-void tgt_memo_get(const TgtLower *l, const TgtKernEntry *k, int i, PlanInstr *pi, TgtAnn *t);
+/* A kernel hook's lowering of node i through memo m: the entry of sig (nsig words; none when
+ * nsig <= 0) when one is remembered (its pairs into t with the fused-into name of i's group,
+ * pi's numerics and unit), else lower(l, i, pi, t), remembered under sig.  0, or -1 with l->e
+ * set. */
+int tgt_memo_lower(TgtLower *l, TgtKernMemo *m, const int64_t *sig, int nsig,
+		   int (*lower)(TgtLower *l, int i, PlanInstr *pi, TgtAnn *t), int i, PlanInstr *pi, TgtAnn *t);
 
 /* What a pass asks a target to price (Target.node_time): an IR node, or an aggregate of nodes
  * (disaggregate's attention and FFN sides), or a transfer between two devices.

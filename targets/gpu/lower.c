@@ -580,7 +580,7 @@ static int kernel_sig(const GpuLw *w, int i, int64_t *sig)
 	return n;
 }
 
-static int kernel(GpuLw *w, int i, PlanInstr *pi, TgtAnn *t);
+static int kernel(TgtLower *l, int i, PlanInstr *pi, TgtAnn *t);
 
 /* The kernel hook: a node on a GPU gets its GEMM, grouped GEMM or attention tiling from the
  * target's hooks, or a memory-bound kernel; a node placed on another device kind is the family
@@ -606,24 +606,17 @@ int gpu_kernel(TgtLower *l, int i, PlanInstr *pi, TgtAnn *t)
 			    w->a.dev->arch ? w->a.dev->arch : "?", want);
 		fprintf(stderr, "aicc: remark: precision: '%s': %s is not a tensor-core format of %s (%s): converted to bf16\n",
 			l->f.vals[fn->out[0]].name, want, l->in->machine->m->name, w->a.dev->arch ? w->a.dev->arch : "?");
-		return kernel(w, i, pi, t);
+		return kernel(l, i, pi, t);
 	}
 	int64_t sig[TGT_SIG_MAX];
-	int nsig = kernel_sig(w, i, sig);
-	TgtKernEntry *m = nsig > 0 ? tgt_memo_slot(l, &w->km, sig, nsig) : NULL;
-	if (m && m->sig) {
-		tgt_memo_get(l, m, i, pi, t);
-		return 0;
-	}
-	if (kernel(w, i, pi, t) < 0)
-		return -1;
-	return m ? tgt_memo_put(l, &w->km, m, sig, nsig, pi, t) : 0;
+	return tgt_memo_lower(l, &w->km, sig, kernel_sig(w, i, sig), kernel, i, pi, t);
 }
 
 /* gpu_kernel's GPU kernel, lowered. */
-static int kernel(GpuLw *w, int i, PlanInstr *pi, TgtAnn *t)
+static int kernel(TgtLower *l, int i, PlanInstr *pi, TgtAnn *t)
 {
-	const FlatNode *fn = &w->l->f.nodes[i];
+	GpuLw *w = l->ctx;
+	const FlatNode *fn = &l->f.nodes[i];
 	unsigned fl_op = ir_ops[fn->n->op].flags;
 	int done = 0;
 	if ((fn->n->op == OP_MatMul || fn->n->op == OP_Gemm) && fn->nin >= 2)

@@ -609,7 +609,7 @@ static int kernel_sig(const TpuLw *w, int i, const PlanInstr *pi, int64_t *sig)
 	return n;
 }
 
-static int kernel(TpuLw *w, int i, PlanInstr *pi, TgtAnn *t);
+static int kernel(TgtLower *l, int i, PlanInstr *pi, TgtAnn *t);
 
 /* The kernel hook: MXU products and convolutions, attention, else a vector-unit kernel; a node
  * lowered before by what decides it (kernel_sig) takes that result. */
@@ -617,21 +617,14 @@ int tpu_kernel(TgtLower *l, int i, PlanInstr *pi, TgtAnn *t)
 {
 	TpuLw *w = l->ctx;
 	int64_t sig[TGT_SIG_MAX];
-	int nsig = kernel_sig(w, i, pi, sig);
-	TgtKernEntry *m = nsig > 0 ? tgt_memo_slot(l, &w->km, sig, nsig) : NULL;
-	if (m && m->sig) {
-		tgt_memo_get(l, m, i, pi, t);
-		return 0;
-	}
-	if (kernel(w, i, pi, t) < 0)
-		return -1;
-	return m ? tgt_memo_put(l, &w->km, m, sig, nsig, pi, t) : 0;
+	return tgt_memo_lower(l, &w->km, sig, kernel_sig(w, i, pi, sig), kernel, i, pi, t);
 }
 
 /* tpu_kernel's kernel, lowered. */
-static int kernel(TpuLw *w, int i, PlanInstr *pi, TgtAnn *t)
+static int kernel(TgtLower *l, int i, PlanInstr *pi, TgtAnn *t)
 {
-	const FlatNode *fn = &w->l->f.nodes[i];
+	TpuLw *w = l->ctx;
+	const FlatNode *fn = &l->f.nodes[i];
 	int done = 0;
 	if ((fn->n->op == OP_MatMul || fn->n->op == OP_Gemm) && fn->nin >= 2)
 		done = gemm_kernel(w, fn, pi, t);
