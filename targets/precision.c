@@ -39,11 +39,37 @@ const int prec_nwords = (int)(sizeof prec_words / sizeof prec_words[0]);
 static const char *const options[] = { "graph", "nopromote", "tensor", "1x128", "128x128", "nosplitk" };
 enum { NOPTIONS = (int)(sizeof options / sizeof options[0]) };
 
+/* The same formats under `aicc quantize`'s names (issue 17: `--precision mxfp8_e4m3` was an
+ * unknown word and `quantize --format mxfp8` an unknown format): {word, quantize format}.  Both
+ * commands take either name; a plan records the word (prec_parse), so the two spellings
+ * compile to the same bytes.  A pair is the same element format (int8, bf16, mxfp4, nvfp4 are
+ * spelled alike); w4a16 (int4 weights, bf16 activations) and auto have no quantize format. */
+const PrecAlias prec_aliases[] = {
+	{ "f16", "fp16" },
+	{ "fp8", "fp8_e4m3" },
+	{ "mxfp8", "mxfp8_e4m3" },
+	{ "mxfp6", "mxfp6_e3m2" },
+	{ "fp4", "fp4_e2m1" },
+};
+const int prec_naliases = (int)(sizeof prec_aliases / sizeof prec_aliases[0]);
+
 const PrecWord *prec_word(const char *name)
 {
+	for (int i = 0; i < prec_naliases; i++)
+		if (strcmp(prec_aliases[i].quantize, name) == 0)
+			name = prec_aliases[i].word;
 	for (int i = 0; i < prec_nwords; i++)
 		if (strcmp(prec_words[i].name, name) == 0)
 			return &prec_words[i];
+	return NULL;
+}
+
+/* The other name of word or format `name` (prec_aliases), or NULL. */
+static const char *alias_of(const char *name)
+{
+	for (int i = 0; i < prec_naliases; i++)
+		if (strcmp(prec_aliases[i].word, name) == 0)
+			return prec_aliases[i].quantize;
 	return NULL;
 }
 
@@ -148,7 +174,11 @@ static const char *suggest(const char *s, int opt, const Target *t, const Device
 		if (opt ? t && !listed(t->formats, "+", name) : !usable(&prec_words[i], t, d))
 			continue;
 		int k = diag_distance(s, name);
-		if (k < bd)
+		const char *al = opt ? NULL : alias_of(name);
+		int ka = al ? diag_distance(s, al) : 99;
+		if (ka < k && ka < bd)
+			bd = ka, best = al;
+		else if (k < bd)
 			bd = k, best = name;
 	}
 	return best;
@@ -157,15 +187,22 @@ static const char *suggest(const char *s, int opt, const Target *t, const Device
 /* "aicc: error: --precision 'SPEC': WHY (did you mean 'X'?); valid for target T on machine M: ..." */
 static int fail(RtError *e, const char *spec, const Target *t, const Machine *m, const char *why, const char *mean)
 {
-	char valid[512], dym[96] = "";
+	char valid[512], dym[96] = "", also[256] = "";
 	prec_valid_words(t, m, valid, sizeof valid);
+	const Device *d = prec_device(t, m);
+	for (int i = 0, k = 0; i < prec_naliases && k < (int)sizeof also - 40; i++) {
+		const PrecWord *w = prec_word(prec_aliases[i].word);
+		if (w && usable(w, t, d))   /* the names quantize takes for the valid words */
+			k += snprintf(also + k, sizeof also - (size_t)k, "%s%s=%s", k ? ", " : "; also spelled ",
+				      prec_aliases[i].quantize, w->name);
+	}
 	if (mean)
 		snprintf(dym, sizeof dym, " (did you mean '%s'?)", mean);
 	char where[96] = "";
 	if (t)
 		snprintf(where, sizeof where, " for target %s", t->name);
-	return rt_errorf(e, RT_EUSER, "aicc: error: --precision '%s': %s%s; valid%s on machine %s: %s", spec, why, dym, where,
-			 m ? m->name : "?", valid);
+	return rt_errorf(e, RT_EUSER, "aicc: error: --precision '%s': %s%s; valid%s on machine %s: %s%s", spec, why, dym,
+			 where, m ? m->name : "?", valid, also);
 }
 
 /* What is wrong with word w on target t and device d (w known, not usable). */
@@ -243,6 +280,8 @@ int prec_parse(const char *spec, const Target *t, const Machine *m, Precision *p
 		why_unusable(p->word, t, p->dev, m, why, sizeof why);
 		return fail(e, spec, t, m, why, suggest(s, 0, t, p->dev));
 	}
+	if (strcmp(s, p->word->name))   /* an alias: the plan records the word (the same bytes) */
+		snprintf(p->spec, sizeof p->spec, "%s%s", p->word->name, spec + strlen(s));
 	for (char *o = plus ? plus + 1 : NULL, *next; o; o = next) {
 		if ((next = strchr(o, '+')))
 			*next++ = 0;

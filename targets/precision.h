@@ -37,6 +37,13 @@ typedef struct PrecWord {
 
 extern const PrecWord prec_words[];
 extern const int prec_nwords;
+/* A word's name under `aicc quantize --format` (targets/precision.c prec_aliases): both
+ * commands take both names. */
+typedef struct PrecAlias {
+	const char *word, *quantize;
+} PrecAlias;
+extern const PrecAlias prec_aliases[];
+extern const int prec_naliases;
 
 /* FP8 weight scaling granularity of the GPU kernels (runtime/kernels/matmul.c RtExecOpts.fp8_scale). */
 typedef enum PrecScale { PREC_SCALE_NONE, PREC_SCALE_TENSOR, PREC_SCALE_1X128, PREC_SCALE_128X128 } PrecScale;
@@ -67,7 +74,7 @@ struct Target;
  * Returns 0, or -1 with e set ("aicc: error: --precision 'x': ...; valid for target T on machine
  * M: ...").  The same spec, target and machine always give the same value or the same error. */
 int prec_parse(const char *spec, const struct Target *t, const Machine *m, Precision *p, RtError *e);
-/* The word `name` (exact), or NULL. */
+/* The word `name` (exact, or its quantize name: prec_aliases), or NULL. */
 const PrecWord *prec_word(const char *name);
 /* The matrix-unit format a node's `precision` attribute names: a word's mma, else the dtype of
  * that name (@precision(f8e4m3)), else DT_INVALID. */

@@ -17,7 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/suggest.h"
 #include "runtime/numerics.h"
+#include "targets/precision.h"
 #include "tools/driver.h"
 
 enum { F_SCALAR, F_BLOCK, F_INT };
@@ -78,6 +80,8 @@ static void usage(FILE *f)
 	      "                               (Transformer Engine recipe); nan/inf are refused\n"
 	      "  int8 int4 int4_asym          per-group f32 scales, groups of --block (default:\n"
 	      "                               the whole input); int4_asym: GPTQ zero points\n"
+	      "  f16 fp8 mxfp8 mxfp6 fp4      compile's --precision words: fp16, fp8_e4m3,\n"
+	      "                               mxfp8_e4m3, mxfp6_e3m2, fp4_e2m1\n"
 	      "\n"
 	      "options:\n"
 	      "  --block N             elements per block or group\n"
@@ -466,11 +470,23 @@ int cmd_quantize(int argc, char **argv)
 		return EXIT_USER;
 	}
 	const QFormat *f = NULL;
-	for (size_t k = 0; k < sizeof formats / sizeof formats[0]; k++)
+	enum { NF = (int)(sizeof formats / sizeof formats[0]) };
+	for (int k = 0; k < prec_naliases; k++)   /* compile's --precision word for the format */
+		if (strcmp(prec_aliases[k].word, fmt) == 0)
+			fmt = prec_aliases[k].quantize;
+	for (int k = 0; k < NF; k++)
 		if (strcmp(formats[k].name, fmt) == 0)
 			f = &formats[k];
 	if (!f) {
-		drv_error("quantize: unknown format '%s' (see aicc quantize --help)", fmt);
+		const char *names[NF + 16];
+		int nn = 0;
+		for (int k = 0; k < NF; k++)
+			names[nn++] = formats[k].name;
+		for (int k = 0; k < prec_naliases && nn < NF + 16; k++)
+			names[nn++] = prec_aliases[k].word;
+		char dym[768];   /* --precision's words too (prec_aliases) */
+		diag_suggest(dym, sizeof dym, fmt, names, nn);
+		drv_error("quantize: unknown format '%s'%s", fmt, dym);
 		return EXIT_USER;
 	}
 	if (strcmp(print, "table") && strcmp(print, "values") && strcmp(print, "codes") && strcmp(print, "scales")) {
