@@ -59,20 +59,15 @@ static const char *model_of(const Plan *p, int stream)
 	return p->target ? p->target : "";
 }
 
-/* Appends the n pairs kv to in's target attributes (interned in p). */
-static int add_tiles(Plan *p, PlanInstr *in, const PlanKV *kv, int n, RtError *e)
+/* Appends the n pairs kv (p's interned strings) to in's target attributes. */
+static int add_tiles(PlanInstr *in, const PlanKV *kv, int n, RtError *e)
 {
 	PlanKV *t = rt_realloc(in->tile, (size_t)(in->ntile + n) * sizeof *t);
 	if (!t)
 		return rt_errorf(e, RT_ENOMEM, "out of memory annotating the plan");
 	in->tile = t;
-	for (int i = 0; i < n; i++) {
-		t[in->ntile].key = plan_intern(p, kv[i].key);
-		t[in->ntile].val = plan_intern(p, kv[i].val);
-		if (!t[in->ntile].key || !t[in->ntile].val)
-			return rt_errorf(e, RT_ENOMEM, "out of memory annotating the plan");
-		in->ntile++;
-	}
+	memcpy(t + in->ntile, kv, sizeof *kv * (size_t)n);
+	in->ntile += n;
 	return 0;
 }
 
@@ -82,8 +77,12 @@ int tgt_annotate_bands(Plan *p, RtError *e)
 		return 0;     /* the reference target's times are illustrative, not predictions */
 	/* the last few (model, class) answers and their numbers' text: kernels alternate among a
 	 * handful of classes, and each answer is a scan of the table */
-	struct { const char *model, *cls; const TgtBand *b; char worst[32], median[32], cases[32]; } seen[8];
+	struct { const char *model, *cls; const TgtBand *b; PlanKV kv[4]; } seen[8];
 	int nseen = 0, next = 0;
+	const char *key[4] = { plan_intern(p, "class"), plan_intern(p, "band"), plan_intern(p, "band_median"),
+			       plan_intern(p, "band_cases") };
+	if (!key[0] || !key[1] || !key[2] || !key[3])
+		return rt_errorf(e, RT_ENOMEM, "out of memory annotating the plan");
 	for (int s = 0; s < p->nstreams; s++)
 		for (int i = 0; i < p->streams[s].nins; i++) {
 			PlanInstr *in = &p->streams[s].ins[i];
@@ -98,17 +97,20 @@ int tgt_annotate_bands(Plan *p, RtError *e)
 			if (k == nseen) {
 				k = nseen < 8 ? nseen++ : next++ % 8;
 				const TgtBand *b = tgt_band(model, cls);
+				char worst[32] = "none", median[32] = "", cases[32] = "";
 				seen[k].model = model, seen[k].cls = cls, seen[k].b = b;
 				if (b) {
-					strfromd(seen[k].worst, sizeof seen[k].worst, "%.4g", b->worst);   /* printf's digits */
-					strfromd(seen[k].median, sizeof seen[k].median, "%.4g", b->median);
-					snprintf(seen[k].cases, sizeof seen[k].cases, "%d", b->cases);
+					strfromd(worst, sizeof worst, "%.4g", b->worst);   /* printf's digits */
+					strfromd(median, sizeof median, "%.4g", b->median);
+					snprintf(cases, sizeof cases, "%d", b->cases);
 				}
+				/* the pairs' text interned once per answer, not once per instruction */
+				const char *val[4] = { cls, worst, median, cases };
+				for (int j = 0; j < 4; j++)
+					if (!(seen[k].kv[j] = (PlanKV){ (char *)key[j], plan_intern(p, val[j]) }).val)
+						return rt_errorf(e, RT_ENOMEM, "out of memory annotating the plan");
 			}
-			const TgtBand *b = seen[k].b;
-			PlanKV kv[4] = { { "class", (char *)cls }, { "band", b ? seen[k].worst : "none" },
-					 { "band_median", seen[k].median }, { "band_cases", seen[k].cases } };
-			if (add_tiles(p, in, kv, b ? 4 : 2, e) < 0)
+			if (add_tiles(in, seen[k].kv, seen[k].b ? 4 : 2, e) < 0)
 				return -1;
 		}
 	return 0;

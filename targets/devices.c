@@ -167,32 +167,49 @@ static int node_inst(Ctx *c, int i, const char *name, Inst *x)
 }
 
 /* The members of collective node i ("gpu0,gpu1"), as instance indices (or, when `collect`, added
- * to the instance list); *n receives their count. */
+ * to the instance list); *n receives their count.  The last list parsed is remembered in d
+ * (mem_s, mem_x): a repeat of it is neither parsed nor, when collecting, added again. */
 static int members(Ctx *c, int i, int collect, int *pl, int max, int *n)
 {
+	TgtDevs *d = c->d;
 	const char *s = rt_attr_str(&c->f->nodes[i].n->attrs, "devices", NULL);
 	*n = 0;
 	if (!s)
 		return node_err(c, i, "collective '%s' has no devices attribute%s",
 				c->f->vals[c->f->nodes[i].out[0]].name, "");
-	while (*s) {
-		char name[64];
-		size_t len = strcspn(s, ",");
-		snprintf(name, sizeof name, "%.*s", (int)(len < 63 ? len : 63), s);
-		Inst x;
-		if (node_inst(c, i, name, &x) < 0)
-			return -1;
-		if (*n >= max)
-			return node_err(c, i, "collective '%s' has more members than %s supports",
-					c->f->vals[c->f->nodes[i].out[0]].name, "one instruction");
-		if (collect) {
-			if (inst_add(c, x) < 0)
+	int hit = d->mem_s && strcmp(d->mem_s, s) == 0;
+	if (!hit) {
+		d->mem_s = NULL, d->mem_n = 0;
+		for (const char *t = s; *t;) {
+			char name[64];
+			size_t len = strcspn(t, ",");
+			memcpy(name, t, len < 63 ? len : 63);
+			name[len < 63 ? len : 63] = 0;
+			if (d->mem_n == d->mem_cap) {
+				int cap = d->mem_cap * 2 + 64;
+				Inst *x = realloc(d->mem_x, sizeof *x * (size_t)cap);
+				if (!x)
+					return rt_errorf(c->e, RT_ENOMEM, "out of memory placing devices");
+				d->mem_x = x, d->mem_cap = cap;
+			}
+			if (node_inst(c, i, name, &((Inst *)d->mem_x)[d->mem_n]) < 0)
 				return -1;
-		} else
-			pl[*n] = inst_index(c, x);
-		(*n)++;
-		s += len + (s[len] == ',');
+			d->mem_n++;
+			t += len + (t[len] == ',');
+		}
+		d->mem_s = s;
 	}
+	if (d->mem_n > max)
+		return node_err(c, i, "collective '%s' has more members than %s supports",
+				c->f->vals[c->f->nodes[i].out[0]].name, "one instruction");
+	for (int k = 0; k < d->mem_n; k++) {
+		Inst x = ((const Inst *)d->mem_x)[k];
+		if (!collect)
+			pl[k] = inst_index(c, x);
+		else if (!hit && inst_add(c, x) < 0)
+			return -1;
+	}
+	*n = d->mem_n;
 	if (*n != c->f->nodes[i].nin)
 		return node_err(c, i, "collective '%s': its devices attribute does not list one device per %s",
 				c->f->vals[c->f->nodes[i].out[0]].name, "input");
@@ -821,7 +838,7 @@ void tgt_devs_free(TgtDevs *d)
 	free(d->dev), free(d->space), free(d->stream), free(d->heap);
 	free(d->node_pl), free(d->val_pl), free(d->prim), free(d->rec_event), free(d->wait_seen);
 	free(d->rep_head), free(d->rep);
-	free(d->inst), free(d->first_reader), free(d->until), free(d->lmemo);
+	free(d->inst), free(d->first_reader), free(d->until), free(d->lmemo), free(d->mem_x);
 	memset(d, 0, sizeof *d);
 }
 

@@ -334,12 +334,20 @@ int tgt_heap_intervals(const TgtHeap *h, int64_t *lo, int *owner, int max)
 	return intervals(h, h->root, lo, owner, max, 0);
 }
 
+/* The characters a plan name cannot hold (spaces and controls, non-ASCII, = , [ ] "): bit c%64 of
+ * word c/64 (one test a character: every buffer's name passes through here). */
+static const uint64_t name_bad[4] = {
+	((UINT64_C(1) << 33) - 1) | UINT64_C(1) << '"' | UINT64_C(1) << ',' | UINT64_C(1) << '=',
+	UINT64_C(1) << ('[' - 64) | UINT64_C(1) << (']' - 64) | UINT64_C(1) << (0x7f - 64),
+	~UINT64_C(0), ~UINT64_C(0),
+};
+
 void tgt_plan_name(char *d, size_t n, const char *s)
 {
 	size_t i = 0;
 	for (; s[i] && i + 1 < n; i++) {
 		unsigned char c = (unsigned char)s[i];
-		d[i] = c <= ' ' || c >= 0x7f || c == '=' || c == ',' || c == '[' || c == ']' || c == '"' ? '_' : s[i];
+		d[i] = name_bad[c >> 6] >> (c & 63) & 1 ? '_' : s[i];
 	}
 	d[i] = 0;
 	if (strcmp(d, "_") == 0 || !*d)

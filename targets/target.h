@@ -261,6 +261,11 @@ typedef struct TgtDevs {
 				released sooner (events), else NULL (until) */
 	int swapv[TGT_MAX_OPERANDS], swapb[TGT_MAX_OPERANDS], nswap;   /* tgt_devs_bufs */
 	struct TgtLinkMemo { int a, b, link; } *lmemo;   /* link_of's answers, direct-mapped (NULL: none yet) */
+	/* the last collective devices list parsed (a partitioned graph's collectives repeat a few
+	 * lists thousands of times): its text, and its members as Insts (mem_n of them) */
+	const char *mem_s;
+	void *mem_x;
+	int mem_n, mem_cap;
 	int *dirty, ndirty;  /* tgt_devs_values: the instances whose heap took a buffer since its last release */
 	unsigned char *is_dirty;
 	/* set by the target before tgt_devs_values, optional: the buffer format of value v (NULL:
