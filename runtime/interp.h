@@ -269,7 +269,8 @@ int rt_phase_metrics(const Plan *p, double latency_s, RtPhase *out);
  * MFU = model FLOP (the plan's source.model_flops: 3 x forward) / (step x peak), HFU = the FLOP
  * the plan executes (recomputation, e.g. AttentionGrad's softmax, and the optimizer included) /
  * (step x peak), peak = the sum of the devices' peak_flops; and per device the bytes of its
- * weights (constants that are parameters), gradients (buffers AdamW reads as G), optimizer state
+ * weights (constants that are parameters), gradients (buffers AdamW reads as G, and under ZeRO 1
+ * the whole gradients its once-per-step reduce-scatter, outputs grad.zero.N, reads), optimizer state
  * (master weights P.master, moments P.exp_avg/P.exp_avg_sq, adamw.step), their updated copies
  * (AdamW's outputs), and activations (every other buffer: activations, gradients before their
  * cast to f32, inline literals; summed before the memory plan's reuse), with the planned peak of
