@@ -66,6 +66,11 @@ typedef struct Ad {
 	 * dplist), micro-batch mb on replica mb / mbr, ZeRO stage zero */
 	int dp, mbr, zero;
 	const char **dpdev, *dplist;
+	/* ZeRO 2-3 step plan, per primal parameter id: its gradient's shard on each replica
+	 * (gsh, summed over the rounds of micro-batches) and the current round's whole gradient on
+	 * each replica (mbg, until the round's reduce-scatter); NULL where accumulated whole */
+	Value ***gsh, ***mbg;
+	int nsh;                 /* entries of gsh and mbg: the values when the step began */
 } Ad;
 
 /* A value's gradient as one partial sum per device (a partitioned step, at most MAXPARTS
@@ -662,9 +667,13 @@ static void adamw(Ad *a, Value *p, Value *g, Value *step, Value **outs, int *nou
  * (Rajbhandari et al., SC'20) reduce-scatter it along axis 0, replica r holding shard r; the
  * optimizer state (f32 master weights, both moments) is stored as shards (Split {shard="weight"}:
  * each replica's constants are its own 1/D), AdamW runs per shard on its replica, and the updated
- * weights are all-gathered.  With one micro-batch per replica stages 1 and 2 are the same plan
- * (stage 2 frees the full gradient at its reduce-scatter, which the memory plan does anyway).
- * ZeRO 3 (FSDP) also stores the weights as shards and all-gathers them where the forward and
+ * weights are all-gathered.  ZeRO 1 reduce-scatters once, the replica's gradient summed over
+ * its micro-batches whole (names grad.zero); ZeRO 2 reduce-scatters after every round of
+ * micro-batches (the k-th of every replica, built in that order: zero_take, zero_round) and adds
+ * the shards (grad.shard), so a replica keeps only its 1/D shard across the micro-batches and
+ * each micro-batch's whole gradient is freed at its reduce-scatter; with one micro-batch per
+ * replica the two are the same plan but for the names.  ZeRO 3 (FSDP) reduce-scatters as ZeRO 2
+ * and also stores the weights as shards and all-gathers them where the forward and
  * backward passes read them.  The new moments and master weights are all-gathered too, only to
  * be the step's outputs under the unpartitioned step's names (the next step would read the
  * shards).  A parameter whose first axis does not divide by D keeps ZeRO 0's path. */
@@ -732,16 +741,37 @@ static int dp_devices(Ad *a, int dp)
 	return 0;
 }
 
+/* Whether parameter p's gradient is reduce-scattered (ZeRO 1-3: its first axis divides by D). */
+static int zero_shardable(const Ad *a, const Value *p)
+{
+	return a->dp && a->zero >= 1 && p->type.rank >= 1 && dim_isconst(p->type.dims[0]) && p->type.dims[0].k % a->dp == 0;
+}
+
+/* The reduce-scatter along axis 0 of the replicas' gradients part[0..dp) (member order), its
+ * outputs named name.N: replica r's shard is output r. */
+static Value **zero_scatter(Ad *a, Value **part, const char *name)
+{
+	Graph *G = a->g;
+	const char **gn = arena_alloc(G->m->arena, (size_t)a->dp * sizeof *gn);
+	for (int r = 0; r < a->dp; r++)
+		gn[r] = ir_fresh_name(G, name);
+	Node *rs = dp_node(a, OP_ReduceScatter, part, a->dp, gn, a->dp, a->dpdev[0]);
+	ir_set_attr_int(rs, "axis", 0);
+	ir_set_attr_str(rs, "devices", a->dplist);
+	pass_changed(a->c, "zero reduce-scatters");
+	return rs->out;
+}
+
 /* ZeRO 1-3's optimizer step of parameter p (see above); 0, or -1 for ZeRO 0's path. */
 static int zero_adamw(Ad *a, Value *p, Value *step, Value **outs, int *nout)
 {
 	Graph *G = a->g;
 	Parts *pt = a->parts[p->id];
-	if (a->zero < 1 || p->type.rank < 1 || !dim_isconst(p->type.dims[0]) || p->type.dims[0].k % a->dp || !pt ||
-	    pt->n != a->dp)
+	Value **shard = p->id < a->nsh ? a->gsh[p->id] : NULL;   /* ZeRO 2-3: reduce-scattered already */
+	if (!shard && (!zero_shardable(a, p) || !pt || pt->n != a->dp))
 		return -1;
 	Value **part = arena_alloc(G->m->arena, (size_t)a->dp * sizeof *part);
-	for (int r = 0; r < a->dp; r++) {   /* member order */
+	for (int r = 0; !shard && r < a->dp; r++) {   /* member order */
 		part[r] = NULL;
 		for (int i = 0; i < pt->n; i++)
 			if (same_dev(dev_of(pt->g[i]), a->dpdev[r]))
@@ -749,8 +779,10 @@ static int zero_adamw(Ad *a, Value *p, Value *step, Value **outs, int *nout)
 		if (!part[r])
 			return -1;
 	}
-	a->parts[p->id] = NULL;
-	free(pt);
+	if (!shard) {
+		a->parts[p->id] = NULL;
+		free(pt);
+	}
 	Value **ws = NULL;
 	if (a->zero >= 3) {   /* FSDP: the weight stored as shards, gathered where it is read */
 		ws = zero_shards(a, p);
@@ -770,13 +802,8 @@ static int zero_adamw(Ad *a, Value *p, Value *step, Value **outs, int *nout)
 					p->nuses--, full->nuses++;
 				}
 	}
-	const char **gn = arena_alloc(G->m->arena, (size_t)a->dp * sizeof *gn);
-	for (int r = 0; r < a->dp; r++)
-		gn[r] = ir_fresh_name(G, "grad.zero");
-	Node *rs = dp_node(a, OP_ReduceScatter, part, a->dp, gn, a->dp, a->dpdev[0]);
-	ir_set_attr_int(rs, "axis", 0);
-	ir_set_attr_str(rs, "devices", a->dplist);
-	pass_changed(a->c, "zero reduce-scatters");
+	if (!shard)
+		shard = zero_scatter(a, part, "grad.zero");
 	Type f = p->type;
 	int narrow = p->type.dt != DT_F32 && p->type.dt != DT_F64;
 	f.dt = narrow ? DT_F32 : p->type.dt;
@@ -788,7 +815,7 @@ static int zero_adamw(Ad *a, Value *p, Value *step, Value **outs, int *nout)
 	Value **nc = n2 + a->dp;
 	for (int r = 0; r < a->dp; r++) {
 		const char *dev = a->dpdev[r];
-		Value *g = rs->out[r];
+		Value *g = shard[r];
 		if (narrow) {
 			Node *c = dp_node(a, OP_Cast, &g, 1, (const char *[]){ ir_fresh_name(G, "grad") }, 1, dev);
 			ir_set_attr_str(c, "to", "f32");
@@ -816,6 +843,54 @@ static int zero_adamw(Ad *a, Value *p, Value *step, Value **outs, int *nout)
 static int trainable(const Value *v)
 {
 	return v->kind == V_PARAM && rt_dtype_isfloat(v->type.dt) && !(v->init && v->init->inline_lit);
+}
+
+/* ZeRO 2-3, after micro-batch mb's backward: each shardable parameter's gradient of that
+ * micro-batch (on its replica alone) taken out of the accumulation, held for the round's
+ * reduce-scatter.  Returns 0, or -1 (an internal error) when one came from several devices. */
+static int zero_take(Ad *a, int mb)
+{
+	Graph *G = a->g;
+	int r = mb / a->mbr;
+	for (int i = 0; i < G->nparams; i++) {
+		Value *p = G->params[i];
+		if (p->id >= a->nprimal || p->id >= a->nsh || !trainable(p) || !a->grad[p->id] || !zero_shardable(a, p))
+			continue;
+		if (a->parts[p->id]) {
+			diag_error(a->loc, "autodiff: internal: parameter '%s' has gradient parts on several devices in one "
+				   "micro-batch of a data-parallel step", p->name);
+			return -1;
+		}
+		if (!a->mbg[p->id]) {
+			a->mbg[p->id] = arena_alloc(G->m->arena, (size_t)a->dp * sizeof **a->mbg);
+			a->gsh[p->id] = arena_alloc(G->m->arena, (size_t)a->dp * sizeof **a->gsh);
+			memset(a->mbg[p->id], 0, (size_t)a->dp * sizeof **a->mbg);
+			memset(a->gsh[p->id], 0, (size_t)a->dp * sizeof **a->gsh);
+		}
+		a->mbg[p->id][r] = a->grad[p->id];
+		a->grad[p->id] = NULL;
+	}
+	return 0;
+}
+
+/* ZeRO 2-3, after the last replica's micro-batch of a round: every held gradient
+ * reduce-scattered, each replica's shard added to its sum (grad.shard). */
+static void zero_round(Ad *a)
+{
+	Graph *G = a->g;
+	for (int i = 0; i < G->nparams; i++) {
+		Value *p = G->params[i];
+		Value **held = p->id < a->nsh ? a->mbg[p->id] : NULL;
+		if (!held || !held[0])
+			continue;
+		Value **s = zero_scatter(a, held, "grad.shard");
+		for (int r = 0; r < a->dp; r++) {
+			Value **sum = &a->gsh[p->id][r];
+			*sum = *sum ? dp_node(a, OP_Add, (Value *[]){ *sum, s[r] }, 2,
+					      (const char *[]){ ir_fresh_name(G, "grad.shard") }, 1, a->dpdev[r])->out[0] : s[r];
+			held[r] = NULL;
+		}
+	}
 }
 
 /* The trainable parameters' dependents among the forward nodes fw[0..nf) (a->need grown to
@@ -891,7 +966,7 @@ static Value *loss_and_backward(Ad *a, Node **fw, int nf, Value *logits, int mb,
 	Graph *g = a->g;
 	Type lt = logits->type;
 	int r = lt.rank;
-	int64_t ld[IR_MAX_RANK], N = 1;
+	int64_t ld[IR_MAX_RANK] = { 0 }, N = 1;
 	const_dims(lt, ld);
 	for (int i = 0; i < r - 1; i++)
 		N *= ld[i];
@@ -991,7 +1066,7 @@ int pass_autodiff(Module *m, PassCtx *c)
 		return 1;
 	}
 	int mbs = c->grad_accum > 1 && !cs.scale ? c->grad_accum : 1;   /* a parallel step: priced M times */
-	Ad a = { m, g, c, NULL, NULL, 0, g->loc, 0, cs.scale ? mktag(SEC_PRE, PH_FWD) : 0, 0, NULL, NULL, 0, 0, 0, NULL, NULL };
+	Ad a = { m, g, c, NULL, NULL, 0, g->loc, 0, cs.scale ? mktag(SEC_PRE, PH_FWD) : 0, 0, NULL, NULL, 0, 0, 0, NULL, NULL, NULL, NULL, 0 };
 	if (c->dp_plan && c->dp > 1 && dp_devices(&a, c->dp) < 0)
 		return 1;
 	if (a.dp) {   /* a data-parallel step plan: --grad-accum micro-batches on each replica */
@@ -999,6 +1074,13 @@ int pass_autodiff(Module *m, PassCtx *c)
 		mbs *= a.dp;
 		a.zero = c->zero ? c->zero - 1 : 1;
 		a.split = 1;
+		if (a.zero >= 2) {
+			a.nsh = g->nvalues + 1;
+			a.gsh = calloc((size_t)a.nsh, sizeof *a.gsh);
+			a.mbg = calloc((size_t)a.nsh, sizeof *a.mbg);
+			if (!a.gsh || !a.mbg)
+				abort();
+		}
 	}
 	double fwd = 0;
 	int nn = 0, nin0 = g->nin;
@@ -1030,8 +1112,15 @@ int pass_autodiff(Module *m, PassCtx *c)
 		if (a.dp)
 			n->annot.device = a.dpdev[0];
 	}
-	/* 2-3. per micro-batch: forward (a copy after the first), loss, backward */
-	for (int mb = 0; mb < mbs && !a.errors; mb++) {
+	/* 2-3. per micro-batch: forward (a copy after the first), loss, backward; ZeRO 2-3 build the
+	 * k-th micro-batch of every replica before the k+1-th (a round), each round's gradients
+	 * reduce-scattered after it, and the inputs are put back in micro-batch order below */
+	int in_mb0 = g->nin, *in_mb = a.nsh ? calloc((size_t)mbs + 1, sizeof *in_mb) : NULL;
+	if (a.nsh && !in_mb)
+		abort();
+	for (int j = 0; j < mbs && !a.errors; j++) {
+		int mb = a.nsh ? j % a.dp * a.mbr + j / a.dp : j;
+		int nin_before = g->nin;
 		Node **fw = order;
 		Value *lg = logits;
 		if (mb > 0) {
@@ -1046,7 +1135,33 @@ int pass_autodiff(Module *m, PassCtx *c)
 		}
 		mark_need(&a, fw, nn);
 		losses[mb] = loss_and_backward(&a, fw, nn, lg, mb, mbs);
+		if (a.nsh) {
+			in_mb[mb] = g->nin - nin_before;
+			if (zero_take(&a, mb) < 0)
+				a.errors++;
+			else if (j % a.dp == a.dp - 1)
+				zero_round(&a);
+		}
 	}
+	if (a.nsh && !a.errors) {   /* the inputs in micro-batch order (ids, labels, ids.mb1, ...) */
+		int n = g->nin - in_mb0, at = 0, *start = calloc((size_t)mbs + 1, sizeof *start);
+		Value **was = calloc((size_t)n + 1, sizeof *was);
+		if (!start || !was)
+			abort();
+		memcpy(was, g->inputs + in_mb0, (size_t)n * sizeof *was);
+		for (int j = 0, o = 0; j < mbs; j++) {   /* where each micro-batch's inputs were added */
+			int mb = j % a.dp * a.mbr + j / a.dp;
+			start[mb] = o, o += in_mb[mb];
+		}
+		for (int mb = 0; mb < mbs; mb++)
+			for (int k = 0; k < in_mb[mb]; k++)
+				g->inputs[in_mb0 + at++] = was[start[mb] + k];
+		free(start), free(was);
+		for (int i = 0; i < g->nparams; i++)   /* the gradient's shards stand for it */
+			if (g->params[i]->id < a.nsh && a.gsh[g->params[i]->id])
+				a.grad[g->params[i]->id] = a.gsh[g->params[i]->id][0];
+	}
+	free(in_mb);
 	Value *loss = losses[0];
 	if (mbs > 1 && !a.errors) {
 		const char *lname = "loss";
@@ -1124,5 +1239,7 @@ int pass_autodiff(Module *m, PassCtx *c)
 	free(a.parts);
 	free(a.need);
 	free(a.grad);
+	free(a.gsh);
+	free(a.mbg);
 	return a.errors;
 }

@@ -537,9 +537,13 @@ static TrainStep *price(Graph *g, PassCtx *c, const Device *d, const TrainStep *
 			t->dp_rs = ar, t->dp_ag = 0;
 			t->dp_hidden = fmin(ar, b0);
 			t->dp_units = units(&net, gbytes, dpg, 1);
-		} else if (t->zero <= 2) {
+		} else if (t->zero == 1) {
 			t->dp_hidden = fmin(t->dp_rs, b0) + fmin(t->dp_ag, f0);
 			t->dp_units = urs + uag;
+		} else if (t->zero == 2) {   /* a reduce-scatter after every micro-batch, under its backward */
+			t->dp_hidden = M * fmin(t->dp_rs, b0) + fmin(t->dp_ag, f0);
+			t->dp_rs *= M;
+			t->dp_units = M * urs + uag;
 		} else {
 			double hid = fmin(t->dp_ag, f0) + fmin(t->dp_ag + t->dp_rs, b0);
 			t->dp_rs *= M, t->dp_ag *= 2 * M;

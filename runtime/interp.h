@@ -279,7 +279,8 @@ double rt_work_peak(const PlanDevice *d);
  * the plan executes (recomputation, e.g. AttentionGrad's softmax, and the optimizer included) /
  * (step x peak), peak = the sum of the devices' rt_work_peak (an fp8 plan's fp8 peak, as `aicc
  * run`'s compute lines); and per device the bytes of its
- * weights (constants that are parameters), gradients (buffers AdamW reads as G), optimizer state
+ * weights (constants that are parameters), gradients (buffers AdamW reads as G, and under ZeRO 1
+ * the whole gradients its once-per-step reduce-scatter, outputs grad.zero.N, reads), optimizer state
  * (master weights P.master, moments P.exp_avg/P.exp_avg_sq, adamw.step), their updated copies
  * (AdamW's outputs), and activations (every other buffer: activations, gradients before their
  * cast to f32, inline literals; summed before the memory plan's reuse), with the planned peak of

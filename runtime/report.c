@@ -212,6 +212,17 @@ int rt_train_metrics(const Plan *p, const RtTiming *t, RtTrain *out)
 	for (int i = 0; i < p->nconsts; i++)     /* inline literals (shapes, scalars) are not weights */
 		if (p->consts[i].kind != PINIT_INLINE)
 			cls[p->consts[i].buffer] = optimizer_state(p->buffers[p->consts[i].buffer].name) ? 2 : 1;
+	const PlanInstr **prod = rt_calloc((size_t)p->nbuffers + 1, sizeof *prod);   /* each buffer's producer */
+	if (!prod) {
+		rt_free(cls);
+		rt_train_free(out);
+		return -1;
+	}
+	for (int s = 0; s < p->nstreams; s++)
+		for (int i = 0; i < p->streams[s].nins; i++)
+			for (int k = 0; k < p->streams[s].ins[i].nout; k++)
+				if (p->streams[s].ins[i].out[k] >= 0)
+					prod[p->streams[s].ins[i].out[k]] = &p->streams[s].ins[i];
 	for (int s = 0; s < p->nstreams; s++)
 		for (int i = 0; i < p->streams[s].nins; i++) {
 			const PlanInstr *in = &p->streams[s].ins[i];
@@ -219,6 +230,16 @@ int rt_train_metrics(const Plan *p, const RtTiming *t, RtTrain *out)
 				continue;
 			if (in->in[1] >= 0 && !cls[in->in[1]])
 				cls[in->in[1]] = 3;
+			/* ZeRO 1: the gradient reduce-scattered once per step (grad.zero) was held whole until
+			 * then, each replica's summed over its micro-batches: those count as its gradients */
+			int g = in->in[1];
+			const PlanInstr *q = g >= 0 ? prod[g] : NULL;
+			if (q && q->kind == PI_KERNEL && q->op == RT_OP_Cast && q->nin >= 1 && q->in[0] >= 0)
+				g = q->in[0], q = prod[g];
+			if (q && q->kind == PI_COLLECTIVE && q->coll == PC_REDUCESCATTER && !strncmp(p->buffers[g].name, "grad.zero", 9))
+				for (int k = 0; k < q->nin; k++)
+					if (q->in[k] >= 0 && !cls[q->in[k]])
+						cls[q->in[k]] = 3;
 			for (int k = 0; k < in->nout; k++)
 				if (in->out[k] >= 0 && !cls[in->out[k]])
 					cls[in->out[k]] = 4;
@@ -231,6 +252,7 @@ int rt_train_metrics(const Plan *p, const RtTiming *t, RtTrain *out)
 	}
 	for (int s = 0; t->peak_bytes && s < p->nspaces; s++)
 		out->dev[p->spaces[s].device].peak += (double)t->peak_bytes[s];
+	rt_free(prod);
 	rt_free(cls);
 	return 0;
 }

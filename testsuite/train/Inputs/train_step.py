@@ -13,6 +13,9 @@
   train_step.py same A.json B.json        the same step (rel 1e-12)
   train_step.py zeromem Z0.json Z1.json Z2.json Z3.json   run --report of a ZeRO step plan
                                            (zero-step.test): the memory sharded by stage
+  train_step.py zero2mem Z0.json Z1.json Z2.json   run --report of ZeRO step plans with several
+                                           micro-batches per replica: ZeRO 1 holds each replica's
+                                           whole gradient, ZeRO 2 its 1/D shard
   train_step.py packed UNPACKED.json ONE.json PACKED.json   --pack: one sequence per row is the
                                            unpacked step; several price less attention
   train_step.py offload OFF.json ON.json MFU_OFF MFU_ON FACTOR   collective offload: faster, the
@@ -75,6 +78,8 @@ def zero(paths):
     near(z[0]['dp_all_gather_s'], 0, 'ZeRO 0 all-reduces (no all-gather of its own)')
     m = z[3]['parallel']['micro_batches']
     near(z[3]['dp_all_gather_s'], 2 * m * z[1]['dp_all_gather_s'], 'ZeRO 3 gathers twice per micro-batch')
+    near(z[2]['dp_reduce_scatter_s'], m * z[1]['dp_reduce_scatter_s'], 'ZeRO 2 reduce-scatters after every micro-batch')
+    near(z[2]['dp_all_gather_s'], z[1]['dp_all_gather_s'], 'ZeRO 2 gathers the weights once')
     print('ok: ZeRO over %d devices' % g)
 
 
@@ -182,6 +187,18 @@ if __name__ == '__main__':
             near(m['gradients_bytes'], mem[0]['gpu0']['gradients_bytes'] / d, 'ZeRO 3 %s gradients' % k)
         print('ok: ZeRO sharding over %d replicas: optimizer state %d -> %d B per replica, weights %d -> %d B' % (
             d, full_opt + step, full_opt / d + step, full_w, mem[3]['gpu0']['weights_bytes']))
+    elif a[0] == 'zero2mem':
+        mem = []
+        for path in a[1:4]:
+            with open(path) as f:
+                mem.append(json.load(f)['train']['memory'])
+        d = len(mem[0])
+        whole = mem[0]['gpu0']['gradients_bytes']   # ZeRO 0: the all-reduced gradient AdamW reads
+        for k in mem[1]:
+            near(mem[1][k]['gradients_bytes'], whole + whole / d, 'ZeRO 1 %s gradients (whole, and the shard AdamW reads)' % k)
+            near(mem[2][k]['gradients_bytes'], whole / d, 'ZeRO 2 %s gradients (the shard)' % k)
+        print('ok: gradients per replica over %d replicas: ZeRO 1 %d B (whole + shard), ZeRO 2 %d B (shard)' % (
+            d, mem[1]['gpu0']['gradients_bytes'], mem[2]['gpu0']['gradients_bytes']))
     elif a[0] == 'packed':
         with open(a[3]) as f:
             k = json.load(f)['packing']
