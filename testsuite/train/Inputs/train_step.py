@@ -25,6 +25,15 @@ import json
 import sys
 
 
+
+def train_memory(paths):
+    """The report's train.memory object of each report.json in paths, in order."""
+    mem = []
+    for path in paths:
+        with open(path) as f:
+            mem.append(json.load(f)['train']['memory'])
+    return mem
+
 def step(path):
     with open(path) as f:
         return json.load(f)['train_step']
@@ -169,10 +178,7 @@ if __name__ == '__main__':
             near(x[k], y[k], k)
         print('ok: the same step')
     elif a[0] == 'zeromem':
-        mem = []
-        for path in a[1:5]:
-            with open(path) as f:
-                mem.append(json.load(f)['train']['memory'])
+        mem = train_memory(a[1:5])
         d = len(mem[0])
         step = 4   # adamw.step, f32, on every replica that runs AdamW
         full_opt = mem[0]['gpu0']['optimizer_state_bytes'] - step
@@ -188,10 +194,7 @@ if __name__ == '__main__':
         print('ok: ZeRO sharding over %d replicas: optimizer state %d -> %d B per replica, weights %d -> %d B' % (
             d, full_opt + step, full_opt / d + step, full_w, mem[3]['gpu0']['weights_bytes']))
     elif a[0] == 'zero2mem':
-        mem = []
-        for path in a[1:4]:
-            with open(path) as f:
-                mem.append(json.load(f)['train']['memory'])
+        mem = train_memory(a[1:4])
         d = len(mem[0])
         whole = mem[0]['gpu0']['gradients_bytes']   # ZeRO 0: the all-reduced gradient AdamW reads
         for k in mem[1]:
