@@ -393,7 +393,7 @@ static int colsplit_inputs(Part *p, Region *r, Node *n, int from, int to, int np
 	return 1;
 }
 
-static Value *weight_shard(Part *p, Node *before, Value *w, int axis, int i, int k);
+static Value *weight_shard(Part *p, Node *before, Value *w, int axis, int i, int k, int of);
 
 /* Device shard i's part of a weight chain (chain_param) cut into k parts along `axis` of its
  * result (weight_shard): the parameter is cut (a weight shard) and the chain re-run on the
@@ -402,7 +402,7 @@ static Value *weight_shard(Part *p, Node *before, Value *w, int axis, int i, int
 static Value *chain_shard(Part *p, Node *before, Value *v, int axis, int i, int k, intptr_t aux)
 {
 	if (is_weight(v, 2))
-		return weight_shard(p, before, v, axis, i, k);
+		return weight_shard(p, before, v, axis, i, k, p->tp);
 	Node *n = v->def;
 	Value *x = chain_shard(p, before, n->in[0], n->op == OP_Transpose ? 1 - axis : axis, i, k, aux);
 	char buf[256];
@@ -451,14 +451,14 @@ static Node **copy_split(Part *p, Value *w, int c)
 	return &p->copys[p->ncopy++];
 }
 
-/* Device shard i's part of weight w cut into k parts along axis: part i when k is tp (one Split
- * per weight, shared by the shards); with k < tp parts (a KV head's projection columns, bias or
- * cache: kv_parts) part i / (tp / k), and each of the tp / k shards holding a part reads it
- * from a Split of its own ("<w>.shard<j>.copy<c>"), so every device stores its copy as a
- * constant or sharded input of its own, not a Transfer. */
-static Value *weight_shard(Part *p, Node *before, Value *w, int axis, int i, int k)
+/* Device shard i's (of `of`: tp, or ep for experts) part of weight w cut into k parts along axis:
+ * part i when k is `of` (one Split per weight, shared by the shards); with k < of parts (a KV
+ * head's projection columns, bias or cache: kv_parts) part i / (of / k), and each of the of / k
+ * shards holding a part reads it from a Split of its own ("<w>.shard<j>.copy<c>"), so every
+ * device stores its copy as a constant or sharded input of its own, not a Transfer. */
+static Value *weight_shard(Part *p, Node *before, Value *w, int axis, int i, int k, int of)
 {
-	int reps = p->tp / k, c = i % reps;
+	int reps = k > 0 && of >= k ? of / k : 1, c = i % reps;
 	Node **slot = copy_split(p, w, c);
 	if (!*slot) {
 		const char **names = arena_alloc(p->m->arena, (size_t)k * sizeof *names);
@@ -584,13 +584,13 @@ static void split_region(Part *p, Region *r, int rid)
 				in[j] = map_val(r, map, n->in[j]);
 			if (n->op == OP_Attention && nin == 6) {   /* the KV cache by KV heads */
 				in[3] = NULL;
-				in[4] = weight_shard(p, row, n->in[4], 1, i, kvp);
-				in[5] = weight_shard(p, row, n->in[5], 1, i, kvp);
+				in[4] = weight_shard(p, row, n->in[4], 1, i, kvp, p->tp);
+				in[5] = weight_shard(p, row, n->in[5], 1, i, kvp, p->tp);
 			}
 			if (n->op == OP_Reshape || n->op == OP_Expand)
 				in[1] = shard_shape(p, n->in[1], np, n->loc);
 			if (n->op == OP_GroupedMatMul)   /* [E, K, N]: rows (K) for the last, columns (N) before */
-				in[2] = weight_shard(p, row, n->in[2], k == r->n - 1 ? 1 : 2, i, np);
+				in[2] = weight_shard(p, row, n->in[2], k == r->n - 1 ? 1 : 2, i, np, p->tp);
 			else if (n->op == OP_MatMul && k == r->n - 1)
 				in[1] = chain_shard(p, row, n->in[1], 0, i, np, rid * SHARDS + i + 1);
 			else if (n->op == OP_MatMul)
@@ -598,7 +598,7 @@ static void split_region(Part *p, Region *r, int rid)
 			else
 				for (int j = 0; j < nin; j++)
 					if (is_weight(n->in[j], 1))
-						in[j] = weight_shard(p, row, n->in[j], 0, i, np);
+						in[j] = weight_shard(p, row, n->in[j], 0, i, np, p->tp);
 			const char *names[8];
 			int nout = (n->op == OP_Split || n->op == OP_Attention) && n->nout <= 8 ? n->nout : 1;
 			for (int j = 0; j < nout; j++) {
@@ -802,8 +802,9 @@ static int tensor_parallel(Part *p)
 				    p->tp, pass_node_name(a), kvh, p->tp);
 		else if (a && a->op == OP_Attention && !attention_splits(p, a))
 			pass_remark(p->c, REMARK_MISSED, p->g, n, "MatMul not split over %d devices: Attention '%s' "
-				    "cannot be split by heads (%lld query / %lld KV heads, both divisible by the group, "
-				    "3-D Q/K/V without mask, a KV cache only as graph inputs and outputs needed)", p->tp,
+				    "cannot be split by heads (%lld query / %lld KV heads: query heads divisible by the group, "
+				    "KV heads divisible by it or dividing it, 3-D Q/K/V without mask, a KV cache only as graph "
+				    "inputs and outputs needed)", p->tp,
 				    pass_node_name(a), qh, kvh);
 		else
 			pass_remark(p->c, REMARK_MISSED, p->g, n, "MatMul not split over %d devices: not part of a "
@@ -926,7 +927,7 @@ static Node *split_experts(Part *p, Region *r, Node *comb, int64_t E, int rid)
 			}
 			if (n->op == OP_GroupedMatMul) {
 				in[1] = loff;
-				in[2] = weight_shard(p, d, n->in[2], 0, j, p->ep);
+				in[2] = weight_shard(p, d, n->in[2], 0, j, p->ep, p->ep);
 			}
 			const char *names[2];
 			for (int i = 0; i < n->nout && i < 2; i++) {
