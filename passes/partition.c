@@ -668,12 +668,21 @@ static int new_region(Part *p, char kind, int shards)
  * i computes logits[..., iV/tp, (i+1)V/tp) from its columns of W, and the shards are the plan
  * output's, assembled by no instruction (a shard="output" Concat, targets/devices.c).  Before,
  * it stayed whole on gpu0: the 405B's 1 GB lm_head read there alone (newcomer finding 4). */
+/* Whether n is an output MatMul vocab_parallel cuts by columns over p->tp devices (its 2-D
+ * weight's columns divisible by p->tp, its result a graph output read nowhere else).  Changes
+ * nothing (asked by vocab_parallel and the -O1 placement's estimate). */
+static int vocab_split(const Part *p, const Node *n)
+{
+	Value *w = n->op == OP_MatMul && n->nin >= 2 ? n->in[1] : NULL, *y = n->nout > 0 ? n->out[0] : NULL;
+	return w && y && !n->aux && !n->annot.device && weight_2d(w) && dim_isconst(w->type.dims[0]) &&
+	       dim_isconst(w->type.dims[1]) && w->type.dims[1].k % p->tp == 0 && pass_is_output(y) && y->nuses == 1 &&
+	       y->type.rank >= 1;
+}
+
 static int vocab_parallel(Part *p, Node *n)
 {
 	Value *w = n->in[1], *y = n->out[0];
-	if (n->op != OP_MatMul || n->aux || n->annot.device || !weight_2d(w) || !dim_isconst(w->type.dims[0]) ||
-	    !dim_isconst(w->type.dims[1]) || w->type.dims[1].k % p->tp || !pass_is_output(y) || y->nuses != 1 ||
-	    y->type.rank < 1 || p->nreg >= MAXREGIONS - 2 || !pass_bisect(p->c, n, "vocab-parallel split"))
+	if (!vocab_split(p, n) || p->nreg >= MAXREGIONS - 2 || !pass_bisect(p->c, n, "vocab-parallel split"))
 		return 0;
 	int rid = new_region(p, 'T', p->tp);
 	Value *parts[SHARDS];
@@ -733,6 +742,37 @@ static void warn_attention(Part *p, const Node *a, long long qh, long long kvh)
 		p->g->name ? p->g->name : "?", hint);
 }
 
+enum { TPR_REGION = 1, TPR_HEADS = 2, TPR_REPS = 4, TPR_EXPERTS = 8 };
+
+/* Whether n closes a tensor-parallel region over p->tp devices: a row-split MatMul with a 2-D
+ * [K, N] weight (or, without --ep, an expert GroupedMatMul) whose input colsplit can compute cut
+ * into p->tp column parts.  Fills *r (the column part, then n last) and returns TPR_REGION with
+ * TPR_HEADS (an Attention split by heads), TPR_REPS (KV heads replicated: fewer than devices) and
+ * TPR_EXPERTS; 0 when not.  Changes nothing: tensor_parallel and the -O1 placement's estimate
+ * (auto_regions) both ask it, so the estimate prices the split the pass makes. */
+static int tp_region(Part *p, Node *n, Region *r)
+{
+	int experts = p->ep <= 1 && is_expert_matmul(n);
+	if ((!experts && (n->op != OP_MatMul || !weight_2d(n->in[1]) || !dim_isconst(n->in[1]->type.dims[0]))) ||
+	    n->aux || n->annot.device)
+		return 0;
+	*r = (Region){ .n = 0, .cols = experts ? n->in[2]->type.dims[1].k : n->in[1]->type.dims[0].k };
+	if (r->cols % p->tp || last_dim(n->in[0]) != r->cols || !colsplit(p, r, n->in[0], p->tp, 0))
+		return 0;
+	int bad = 0, heads = 0, reps = 0;
+	for (int k = 0; k < r->n; k++) {
+		bad |= r->nodes[k]->op == OP_MatMul && (r->nodes[k]->in[1]->type.dims[1].k % r->np[k]) != 0;
+		reps |= r->np[k] < p->tp;
+		bad |= (r->nodes[k]->op == OP_MatMul && experts) || (r->nodes[k]->op == OP_GroupedMatMul && !experts);
+		heads |= r->nodes[k]->op == OP_Attention;
+	}
+	if (bad)
+		return 0;
+	r->np[r->n] = p->tp;
+	r->nodes[r->n++] = n;
+	return TPR_REGION | (heads ? TPR_HEADS : 0) | (reps ? TPR_REPS : 0) | (experts ? TPR_EXPERTS : 0);
+}
+
 static int tensor_parallel(Part *p)
 {
 	int nreg = 0;
@@ -741,24 +781,10 @@ static int tensor_parallel(Part *p)
 	p->ncopy = 0;   /* weight_shard's copies: of this graph's weights only */
 	for (Node *n = p->g->first, *next; n; n = next) {
 		next = n->next;
-		int experts = p->ep <= 1 && is_expert_matmul(n);
-		if ((!experts && (n->op != OP_MatMul || !weight_2d(n->in[1]) || !dim_isconst(n->in[1]->type.dims[0]))) ||
-		    n->aux || n->annot.device)
+		Region r;
+		int kind = tp_region(p, n, &r), experts = kind & TPR_EXPERTS, heads = kind & TPR_HEADS, reps = kind & TPR_REPS;
+		if (!kind || p->nreg >= MAXREGIONS - 2 || !pass_bisect(p->c, n, "tensor-parallel split"))
 			continue;
-		Region r = { .n = 0, .cols = experts ? n->in[2]->type.dims[1].k : n->in[1]->type.dims[0].k };
-		if (r.cols % p->tp || last_dim(n->in[0]) != r.cols || !colsplit(p, &r, n->in[0], p->tp, 0))
-			continue;
-		int bad = 0, heads = 0, reps = 0;
-		for (int k = 0; k < r.n; k++) {
-			bad |= r.nodes[k]->op == OP_MatMul && (r.nodes[k]->in[1]->type.dims[1].k % r.np[k]) != 0;
-			reps |= r.np[k] < p->tp;
-			bad |= (r.nodes[k]->op == OP_MatMul && experts) || (r.nodes[k]->op == OP_GroupedMatMul && !experts);
-			heads |= r.nodes[k]->op == OP_Attention;
-		}
-		if (bad || p->nreg >= MAXREGIONS - 2 || !pass_bisect(p->c, n, "tensor-parallel split"))
-			continue;
-		r.np[r.n] = p->tp;
-		r.nodes[r.n++] = n;
 		int rid = new_region(p, 'T', p->tp);
 		nreg++;
 		if (experts)
@@ -2039,14 +2065,47 @@ static void auto_facts(const Graph *g, int64_t mult, AutoFacts *f, int depth)
 	}
 }
 
+/* Per node id of g (g->nvalues entries, calloc'd; NULL when out of memory): the parts
+ * tensor_parallel cuts the node into over tp devices, found by the pass's own tests without
+ * changing g (tp_region, vocab_split): > 0 a node of a region's column part (tp, or a KV head's
+ * count when KV heads are replicated), -tp the row-split node closing a region (its partial
+ * products all-reduced), tp a vocab-parallel output MatMul; 0 a node left whole.  A region
+ * reaching a node an earlier one took is skipped, as the pass, having split the earlier, would. */
+static int *auto_regions(Part *p, const Graph *g, int tp)
+{
+	int *part = calloc((size_t)g->nvalues + 1, sizeof *part), save_tp = p->tp;
+	Graph *save_g = p->g;
+	if (!part)
+		return NULL;
+	p->tp = tp, p->g = (Graph *)g;   /* colsplit, attention_splits and kv_cast read them */
+	for (Node *n = g->first; n; n = n->next) {
+		Region r;
+		if (n->id >= g->nvalues || part[n->id] || !tp_region(p, n, &r))
+			continue;
+		int taken = 0;
+		for (int k = 0; k < r.n; k++)
+			taken |= r.nodes[k]->id >= g->nvalues || part[r.nodes[k]->id] != 0;
+		for (int k = 0; k < r.n && !taken; k++)
+			part[r.nodes[k]->id] = r.nodes[k] == n ? -tp : r.np[k];
+	}
+	for (Node *n = g->first; n; n = n->next)
+		if (n->id < g->nvalues && !part[n->id] && vocab_split(p, n))
+			part[n->id] = tp;
+	p->tp = save_tp, p->g = save_g;
+	return part;
+}
+
 /* Predicted seconds of one step of graph g (mult times; a Call: its callee x its repeat) on tp
- * devices, laid out as tensor_parallel lays it out: a MatMul of a 2-D weight reading a
- * replicated value is column-split (its result sharded), one reading a sharded value row-split
- * (its partial products all-reduced, the result replicated), any other node reading a sharded
- * value is split with it (RotaryEmbedding, Attention by heads, SwiGLU), norms and elementwise ops
- * of values every device holds (the sums, the inputs) run on every device (replicate), and the
- * rest (the embedding) run whole on the stage's first device, which copies each result a shard
- * reads to the others (one link time: the copies run side by side).
+ * devices, laid out as tensor_parallel lays it out (auto_regions: the same region search, so an
+ * MLA's latent projection the pass leaves whole is not priced as split, nor its decompression
+ * MatMul as row-split with an all-reduce of the whole cache (newcomer 34 item 50: DeepSeek-V3
+ * decode at batch 32 estimated at 4.04 s for tp 8, whose plan runs 168.6 ms)): a region's column
+ * part runs cut into its parts (its result sharded), the MatMul closing it row-split (its partial
+ * products all-reduced, the result replicated), any other node reading a sharded value is split
+ * with it, norms and elementwise ops of values every device holds (the sums, the inputs) run on
+ * every device (replicate), and the rest (the embedding, the MLA latent) run whole on the stage's
+ * first device, which copies each result a shard reads to the others (one link time: the copies
+ * run side by side).
  * Every node is priced as the lowering prices its kernel (TgtWork.tiles 2: the GPU tile search,
  * the fused attention, the memory-bound kernel with its launch) and an all-reduce as the timing
  * engine's ring plus the library's cost per call, so the estimate is the plan's latency up to
@@ -2057,8 +2116,12 @@ static double auto_graph_time(Part *p, const Graph *g, int tp, double mult, int 
 	/* [id]: sharded; [nv + id]: copied to the shards; [2 nv + id]: held by every device (an
 	 * all-reduced sum, an input, a replicated norm or elementwise op of such values: replicate) */
 	unsigned char *sh = calloc((size_t)nv + 1, 3), *all = sh ? sh + 2 * nv : NULL;
-	if (!sh)
+	int *part = tp > 1 ? auto_regions(p, g, tp) : NULL;
+	if (!sh || (tp > 1 && !part)) {
+		free(sh);
+		free(part);
 		return INFINITY;
+	}
 	for (int i = 0; i < g->nin; i++)
 		if (g->inputs[i]->id < nv)
 			all[g->inputs[i]->id] = 1;
@@ -2068,11 +2131,11 @@ static double auto_graph_time(Part *p, const Graph *g, int tp, double mult, int 
 			t += auto_graph_time(p, n->callee, tp, mult * (double)(n->repeat > 0 ? n->repeat : 1), depth + 1);
 			continue;
 		}
-		int in_sh = 0;
+		int in_sh = 0, np = part && n->id < nv ? part[n->id] : 0;
 		for (int i = 0; i < n->nin; i++)
 			in_sh |= n->in[i] && n->in[i]->id < nv && sh[n->in[i]->id];
-		int mm = tp > 1 && n->op == OP_MatMul && n->nin >= 2 && weight_2d(n->in[1]), shard = mm || in_sh;
-		TgtWork w = { .node = n, .fmt = DT_INVALID, .chips = shard ? tp : 1, .tiles = 2 };
+		int row = np < 0, shard = np != 0 || in_sh;
+		TgtWork w = { .node = n, .fmt = DT_INVALID, .chips = np > 0 ? np : shard ? tp : 1, .tiles = 2 };
 		double s = pass_work_time(p->c, p->dev, &w);
 		for (int i = 0; shard && i < n->nin; i++) {
 			Value *v = n->in[i];
@@ -2085,9 +2148,9 @@ static double auto_graph_time(Part *p, const Graph *g, int tp, double mult, int 
 		int held = !shard && replicable_op(n);
 		for (int i = 0; i < n->nin && held; i++)
 			held = !n->in[i] || (n->in[i]->kind == V_PARAM ? rep_held(n->in[i], NULL) : n->in[i]->id < nv && all[n->in[i]->id]);
-		if (held || (mm && in_sh))
+		if (held || row)
 			all[n->out[0]->id] = n->out[0]->id < nv;
-		if (mm && in_sh) {
+		if (row) {
 			TgtWork r = { .fmt = DT_INVALID, .chips = tp, .reduce = (double)value_bytes(n->out[0]), .tiles = 2 };
 			s += pass_work_time(p->c, p->dev, &r);
 		} else if (shard)
@@ -2097,6 +2160,7 @@ static double auto_graph_time(Part *p, const Graph *g, int tp, double mult, int 
 		t += mult * s;
 	}
 	free(sh);
+	free(part);
 	return t;
 }
 

@@ -66,6 +66,30 @@ int gpu_node_cost(const Target *t, const Machine *m, const Device *d, const Prec
 			return 1;
 		}
 	}
+	const Node *gn = w->node;
+	if (h->gemm && gn->op == OP_GroupedMatMul && gn->nin >= 3 && gn->in[0] && gn->in[2] && gn->in[0]->type.rank == 2 &&
+	    gn->in[2]->type.rank == 3 && gn->nout >= 1 && dev_supports(d, gn->in[0]->type.dt) && num_has(&d->peak[gn->in[0]->type.dt])) {
+		/* MoE experts as the lowering's grouped GEMM (gmm_kernel: the expected active experts),
+		 * cut over w->chips devices along the experts' N (column part) or else K (row part) */
+		const Type *X = &gn->in[0]->type, *W = &gn->in[2]->type;
+		int64_t R = dim_isconst(X->dims[0]) ? X->dims[0].k : 0, E = dim_isconst(W->dims[0]) ? W->dims[0].k : 0,
+			K = dim_isconst(W->dims[1]) ? W->dims[1].k : 0, N = dim_isconst(W->dims[2]) ? W->dims[2].k : 0;
+		int64_t ch = w->chips > 1 ? w->chips : 1;
+		if (N % ch == 0)
+			N /= ch;
+		else if (K % ch == 0)
+			K /= ch;
+		else
+			R = 0;
+		GemmShape s = { .in = X->dt, .out_bytes = rt_dtype_bytes(gn->out[0]->type.dt, 1) };
+		GemmTile tile = { 0 };
+		char why[256];
+		if (R >= 1 && E >= 1 && K >= 1 && N >= 1 && (gpu_grouped_shape(R, E, K, N, &s), h->gemm(&a, &s, &tile, why, sizeof why))) {
+			gpu_launch(&a, graph, &tile.c);
+			*res = tile.c;
+			return 1;
+		}
+	}
 	if (h->attn && tgt_work_attn(w, &at) && dev_supports(d, at.in) && num_has(&d->peak[at.in])) {
 		double io = rt_dtype_bytes(at.in, 1);
 		AttnShape s = { .B = at.B, .qh = at.qh, .kvh = at.kvh, .Sq = at.Sq, .T = at.T, .d = at.d, .dv = at.dv,

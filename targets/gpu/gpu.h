@@ -112,6 +112,13 @@ typedef struct GemmTile {
 /* The time and resources of tile candidate t for shape s on a, filling t's derived fields;
  * returns 0 if the candidate does not fit (SMEM stages < 2, TMEM columns). */
 int gpu_gemm_eval(const GpuArch *a, const GemmShape *s, GemmTile *t);
+/* A grouped GEMM (MoE experts, GroupedMatMul: R routed rows of K over E experts' [K, N] weights)
+ * as the batch of GEMMs one grouped kernel runs: with uniform routing the expected experts that
+ * receive rows are E (1 - (1 - 1/E)^R) (each row picks one of E independently), rounded up,
+ * each one GEMM of ceil(R / active) rows against its own weight (read once); the CUTLASS /
+ * vLLM fused_moe grouped GEMM, one tile scheduler over all experts' tiles.  Sets s->batch, M,
+ * K, N; returns the active experts (>= 1, <= E).  R, E, K, N >= 1. */
+int64_t gpu_grouped_shape(int64_t R, int64_t E, int64_t K, int64_t N, GemmShape *s);
 
 /* ---- attention ---- */
 typedef struct AttnShape {

@@ -17,6 +17,7 @@
 #include "targets/gpu/gpu.h"
 #include "runtime/codec.h"
 
+#include <assert.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -425,26 +426,31 @@ static int conv_kernel(GpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
 	return 1;
 }
 
-/* A grouped GEMM (MoE experts: GroupedMatMul Y[r] = Xs[r] @ W[e] over each expert's rows): R
- * routed rows spread over E experts.  Routing is data-dependent; with uniform routing the
- * expected number of experts that receive rows is E (1 - (1 - 1/E)^R) (each row picks one of E
- * independently), and each runs one GEMM of its share of the rows against its own weight (read
- * once): priced as a batch of that many GEMMs of ceil(R / active) rows (the grouped GEMM of
- * CUTLASS / vLLM fused_moe: one kernel, one tile scheduler over all experts' tiles). */
-static int gmm_kernel(GpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
+int64_t gpu_grouped_shape(int64_t R, int64_t E, int64_t K, int64_t N, GemmShape *s)
 {
-	const FlatVal *X = &w->l->f.vals[fn->in[0]], *W = &w->l->f.vals[fn->in[2]], *Y = &w->l->f.vals[fn->out[0]];
-	if (X->rank != 2 || W->rank != 3 || Y->rank != 2 || X->dims[0] < 1 || W->dims[0] < 1)
-		return 0;
-	int64_t R = X->dims[0], E = W->dims[0];
+	assert(R >= 1 && E >= 1 && K >= 1 && N >= 1);
 	double active = (double)E * (1 - pow(1 - 1.0 / (double)E, (double)R));
 	int64_t ea = (int64_t)ceil(active - 1e-9);
 	if (ea < 1)
 		ea = 1;
 	if (ea > E)
 		ea = E;
+	s->batch = ea, s->M = (R + ea - 1) / ea, s->K = K, s->N = N;
+	return ea;
+}
+
+/* A grouped GEMM (MoE experts: GroupedMatMul Y[r] = Xs[r] @ W[e] over each expert's rows): R
+ * routed rows spread over E experts, priced as gpu_grouped_shape's batch of GEMMs (routing is
+ * data-dependent: the expected experts under uniform routing). */
+static int gmm_kernel(GpuLw *w, const FlatNode *fn, PlanInstr *pi, Ann *t)
+{
+	const FlatVal *X = &w->l->f.vals[fn->in[0]], *W = &w->l->f.vals[fn->in[2]], *Y = &w->l->f.vals[fn->out[0]];
+	if (X->rank != 2 || W->rank != 3 || Y->rank != 2 || X->dims[0] < 1 || W->dims[0] < 1)
+		return 0;
+	int64_t R = X->dims[0], E = W->dims[0];
 	GemmShape s = { .in = node_format(w, fn->n, 1), .out_bytes = rt_dtype_bytes(gpu_dtype(w, Y), 1),
-			.nosplit = w->pol->nosplitk, .batch = ea, .M = (R + ea - 1) / ea, .K = W->dims[1], .N = W->dims[2] };
+			.nosplit = w->pol->nosplitk };
+	int64_t ea = gpu_grouped_shape(R, E, W->dims[1], W->dims[2], &s);
 	int fp8pol = w->pol->word->mma == DT_F8E4M3, promote = fp8pol ? w->pol->promote : w->a.dev->fp8_promote;
 	if (s.in == DT_F8E4M3) {
 		s.scale = fp8_operands(X, W) ? PREC_SCALE_NONE : fp8pol ? w->pol->scale : PREC_SCALE_128X128;
