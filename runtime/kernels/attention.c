@@ -406,6 +406,19 @@ out:
 }
 
 /* ---- RotaryEmbedding ---- */
+/* The cache row of token i (position_ids[i], or i itself without them); -1 with e set and the
+ * outputs freed when the position lies beyond the cache. */
+static int64_t rope_row(const RtTensor *pos, const RtTensor *cc, int64_t i, const RtKernelArgs *a, RtError *e)
+{
+	int64_t row = pos ? rt_geti(pos, i) : i;
+	if (pos && (row < 0 || row >= cc->dims[0])) {
+		kn_free_outs(a);
+		rt_errorf(e, RT_EUSER, "RotaryEmbedding: position %lld beyond the cache", (long long)row);
+		return -1;
+	}
+	return row;
+}
+
 /* The f32 path of rk_RotaryEmbedding (x, caches and y all f32, no f64 accumulation): the same
  * operations in float.  Each product and difference of two f32 values computed in double and
  * rounded to f32 equals the f32 operation (double's 53 bits are at least 2 x 24 + 2, so the double
@@ -421,11 +434,9 @@ static int rope_f32(const RtTensor *x, const RtTensor *cc, const RtTensor *sc, c
 	int r4 = x->rank == 4;
 	for (int64_t b = 0; b < B; b++)
 		for (int64_t s = 0; s < S; s++) {
-			int64_t row = pos ? rt_geti(pos, b * S + s) : b * S + s;
-			if (pos && (row < 0 || row >= cc->dims[0])) {
-				kn_free_outs(a);
-				return rt_errorf(e, RT_EUSER, "RotaryEmbedding: position %lld beyond the cache", (long long)row);
-			}
+			int64_t row = rope_row(pos, cc, b * S + s, a, e);
+			if (row < 0)
+				return -1;
 			const float *c = cv + row * half, *sn = sv + row * half;
 			for (int64_t h = 0; h < H; h++) {
 				int64_t base = r4 ? ((b * H + h) * S + s) * hd : ((b * S + s) * H + h) * hd;
@@ -469,11 +480,9 @@ int rk_RotaryEmbedding(const RtKernelArgs *a, RtError *e)
 		rt_set(y, i, rt_get(x, i));
 	for (int64_t b = 0; b < B; b++)
 		for (int64_t s = 0; s < S; s++) {
-			int64_t row = pos ? rt_geti(pos, b * S + s) : b * S + s;
-			if (pos && (row < 0 || row >= cc->dims[0])) {
-				kn_free_outs(a);
-				return rt_errorf(e, RT_EUSER, "RotaryEmbedding: position %lld beyond the cache", (long long)row);
-			}
+			int64_t row = rope_row(pos, cc, b * S + s, a, e);
+			if (row < 0)
+				return -1;
 			for (int64_t h = 0; h < H; h++) {
 				int64_t base = x->rank == 4 ? ((b * H + h) * S + s) * hd : ((b * S + s) * H + h) * hd;
 				for (int64_t j = 0; j < half; j++) {

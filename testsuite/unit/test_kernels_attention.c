@@ -277,6 +277,18 @@ static void test_rotary_f32_bits(void **state)
 		rope_case(3, inter, 6);
 		rope_case(4, inter, 0);
 	}
+	/* a position beyond the cache: a user error on the f32 path (and no outputs) */
+	RtTensor x = KT_T(DT_F32, 3, KT_DIMS(1, 1, 4), KT_VALS(1, 2, 3, 4));
+	RtTensor c = KT_T(DT_F32, 2, KT_DIMS(2, 2), NULL), sn = KT_T(DT_F32, 2, KT_DIMS(2, 2), NULL);
+	RtTensor pos = KT_T(DT_I64, 2, KT_DIMS(1, 1), KT_VALS(2));
+	RtTensor *in[] = { &x, &c, &sn, &pos };
+	Attr at[] = { kt_ai("num_heads", 1) };
+	Attrs as = { 1, at };
+	Kt k = kt_run("RotaryEmbedding", in, 4, 1, &as, NULL);
+	assert_int_equal(k.rc, -1);
+	assert_non_null(strstr(k.err.msg, "position 2 beyond the cache"));
+	assert_null(k.out[0].data);
+	rt_tensor_free(&x), rt_tensor_free(&c), rt_tensor_free(&sn), rt_tensor_free(&pos);
 }
 
 static void test_norms(void **state)
