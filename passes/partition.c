@@ -80,6 +80,10 @@ typedef struct Part {
 	Value **repin;           /* a layer graph's replica inputs (replicate): repin[i] lives on device */
 	int *repdev, nrepin;     /* index repdev[i], not on the call's device */
 	struct Reps *reps;       /* the entry graph's values with copies on other devices (replicate) */
+	Value **copyw;           /* weight_shard: the Split of copy copyc[i] > 0 of weight copyw[i] */
+	int *copyc;              /* (copy 0's is the weight's aux); arena-allocated */
+	Node **copys;
+	int ncopy, capcopy;
 } Part;
 
 /* Entry-graph values and their copies on other devices: a call's carried outputs (replicate). */
@@ -152,6 +156,8 @@ static int64_t node_weights(const Part *p, const Node *n)
 
 typedef struct Region {
 	Node *nodes[MAXREG];     /* column part, in graph order, then the row MatMul last */
+	int np[MAXREG];          /* per node: the parts its split dimension is cut into, tp, or a
+				    KV head's count kvh < tp (its nodes replicated on tp / kvh shards) */
 	int n;
 	int64_t cols;            /* N, the split dimension */
 } Region;
@@ -208,6 +214,26 @@ static int in_region(const Region *r, const Node *n)
 	return 0;
 }
 
+/* The parts node n of region r is cut into (Region.np), or 0 when n is not in r. */
+static int region_parts(const Region *r, const Node *n)
+{
+	for (int i = 0; i < r->n; i++)
+		if (r->nodes[i] == n)
+			return r->np[i];
+	return 0;
+}
+
+/* The parts an attention's KV heads are cut into over tp devices: tp when tp divides them; the
+ * KV heads themselves when they divide tp (GQA with fewer KV heads than devices: each KV head,
+ * its K/V projection columns and its cache, replicated on the tp / kvh devices whose query
+ * heads read it, as vLLM's QKVParallelLinear and TensorRT-LLM do); 0: neither. */
+static int kv_parts(const Part *p, int64_t kvh)
+{
+	if (kvh < 1)
+		return 0;
+	return kvh % p->tp == 0 ? p->tp : p->tp % kvh == 0 ? (int)kvh : 0;
+}
+
 /* The axis attribute of n normalised against rank r (default 0). */
 static int64_t norm_axis(const Node *n, int r)
 {
@@ -248,12 +274,13 @@ static Node *kv_cast(const Part *p, const Value *v)
 }
 
 /* Whether Attention n can run per group of heads: 3-D Q, K, V ([B, S, heads * head]), no mask,
- * both head counts divisible by tp; a KV cache (past inputs, present outputs: docs/passes.md
- * "KV cache") is cut by KV heads too, so each shard keeps its heads' cache (whole GQA groups). */
+ * query heads divisible by tp, KV heads cut into kv_parts; a KV cache (past inputs, present
+ * outputs: docs/passes.md "KV cache") is cut by KV heads too, so each shard keeps its heads'
+ * cache (whole GQA groups, or its one KV head's, replicated). */
 static int attention_splits(Part *p, const Node *n)
 {
 	int64_t qh = rt_attr_int(&n->attrs, "q_num_heads", 0), kvh = rt_attr_int(&n->attrs, "kv_num_heads", 0);
-	if (qh < 1 || kvh < 1 || qh % p->tp || kvh % p->tp || n->nin < 3 || n->nin > 6)
+	if (qh < 1 || kvh < 1 || qh % p->tp || !kv_parts(p, kvh) || n->nin < 3 || n->nin > 6)
 		return 0;
 	if (n->nin > 3 && n->in[3])
 		return 0;
@@ -281,31 +308,32 @@ static int64_t split_dim(const Value *v)
 }
 
 /* Whether the shape operand s of a Reshape (lead 0, 0) or Expand (lead 1, 1) keeps the batch and
- * sequence axes and has a third element divisible by tp (the heads, or heads * d). */
-static int head_shape(Part *p, Value *s, int lead, int rank)
+ * sequence axes and has a third element divisible by np (the heads, or heads * d). */
+static int head_shape(Value *s, int lead, int rank, int np)
 {
 	const RtTensor *t = s ? ir_const_data(s) : NULL;
 	return t && t->n == rank && rt_geti(t, 0) == lead && rt_geti(t, 1) == lead && rt_geti(t, 2) > 0 &&
-	       rt_geti(t, 2) % p->tp == 0;
+	       rt_geti(t, 2) % np == 0;
 }
 
-/* Whether every input of n below `from` is column-split (adds their nodes). */
-static int colsplit_inputs(Part *p, Region *r, Node *n, int from, int to, int depth);
+/* Whether every input of n below `from` is column-split into np parts (adds their nodes). */
+static int colsplit_inputs(Part *p, Region *r, Node *n, int from, int to, int np, int depth);
 
-/* Whether v can be computed column-split (its split dimension, see split_dim, cut into tp equal,
- * head-aligned parts); adds its nodes.  Leaves are MatMuls with [K, N] weights; in between:
- * unary elementwise ops, Add/Sub/Mul/SwiGLU with [N] biases, RotaryEmbedding and Attention by
- * heads, and MLA's head layouts: Reshape between [B, S, heads * d] and [B, S, heads, d], Expand
- * of a shared [B, S, 1, d] to the heads, Split and Concat along d. */
-static int colsplit(Part *p, Region *r, Value *v, int depth)
+/* Whether v can be computed column-split (its split dimension, see split_dim, cut into np equal,
+ * head-aligned parts: tp, or an attention's kv_parts for its keys and values); adds its nodes.
+ * Leaves are MatMuls with [K, N] weights; in between: unary elementwise ops, Add/Sub/Mul/SwiGLU
+ * with [N] biases, RotaryEmbedding and Attention by heads, and MLA's head layouts: Reshape
+ * between [B, S, heads * d] and [B, S, heads, d], Expand of a shared [B, S, 1, d] to the heads,
+ * Split and Concat along d. */
+static int colsplit(Part *p, Region *r, Value *v, int np, int depth)
 {
 	if (depth > 16 || v->kind != V_NODE || r->n >= MAXREG - 1)
 		return 0;
 	Node *n = v->def;
 	if (in_region(r, n))
-		return 1;
+		return region_parts(r, n) == np;
 	int64_t w = split_dim(v);
-	if (n->annot.device || v->nuses != 1 || pass_is_output(v) || n->aux || w < 1 || w % p->tp)
+	if (n->annot.device || v->nuses != 1 || pass_is_output(v) || n->aux || w < 1 || w % np)
 		return 0;
 	if (n->nout != 1 && n->op != OP_Attention && n->op != OP_Split)
 		return 0;
@@ -319,7 +347,7 @@ static int colsplit(Part *p, Region *r, Value *v, int depth)
 			     with --ep the experts are split by expert instead) */
 	else if (((ir_ops[n->op].flags & (F_ELEM | F_UNARY)) == (F_ELEM | F_UNARY) && n->op != OP_Cast) ||
 		 (n->op == OP_Quantize && n->nin == 1))      /* an activation quantized per token */
-		ok = split_dim(n->in[0]) == w && n->in[0]->type.rank == rank && colsplit(p, r, n->in[0], depth + 1);
+		ok = split_dim(n->in[0]) == w && n->in[0]->type.rank == rank && colsplit(p, r, n->in[0], np, depth + 1);
 	else if (n->op == OP_Add || n->op == OP_Sub || n->op == OP_Mul || n->op == OP_SwiGLU) {
 		int any = 0;
 		ok = rank != 4;
@@ -327,52 +355,54 @@ static int colsplit(Part *p, Region *r, Value *v, int depth)
 			Value *x = n->in[i];
 			if (is_weight(x, 1) && dim_isconst(x->type.dims[0]) && x->type.dims[0].k == w)
 				continue;
-			ok = last_dim(x) == w && colsplit(p, r, x, depth + 1);
+			ok = last_dim(x) == w && colsplit(p, r, x, np, depth + 1);
 			any |= ok;
 		}
 		ok = ok && any;
 	} else if (n->op == OP_RotaryEmbedding) {
 		int64_t h = rt_attr_int(&n->attrs, "num_heads", 0);
-		ok = h > 0 && h % p->tp == 0 && rank == 3 && last_dim(n->in[0]) == w &&
-		     colsplit(p, r, n->in[0], depth + 1);
-	} else if (n->op == OP_Attention && attention_splits(p, n))
-		ok = colsplit_inputs(p, r, n, 0, 3, depth);
-	else if (n->op == OP_Reshape && n->in[0]->type.rank + rank == 7 && head_shape(p, n->in[1], 0, rank))
-		ok = split_dim(n->in[0]) > 0 && colsplit(p, r, n->in[0], depth + 1);   /* 3-D <-> 4-D */
-	else if (n->op == OP_Expand && rank == 4 && head_shape(p, n->in[1], 1, 4) && n->in[0]->type.rank == 4 &&
+		ok = h > 0 && h % np == 0 && rank == 3 && last_dim(n->in[0]) == w &&
+		     colsplit(p, r, n->in[0], np, depth + 1);
+	} else if (n->op == OP_Attention && np == p->tp && attention_splits(p, n)) {
+		int kvp = kv_parts(p, rt_attr_int(&n->attrs, "kv_num_heads", 0));
+		ok = colsplit_inputs(p, r, n, 0, 1, np, depth) && colsplit_inputs(p, r, n, 1, 3, kvp, depth);
+	} else if (n->op == OP_Reshape && n->in[0]->type.rank + rank == 7 && head_shape(n->in[1], 0, rank, np))
+		ok = split_dim(n->in[0]) > 0 && colsplit(p, r, n->in[0], np, depth + 1);   /* 3-D <-> 4-D */
+	else if (n->op == OP_Expand && rank == 4 && head_shape(n->in[1], 1, 4, np) && n->in[0]->type.rank == 4 &&
 		 dim_isconst(n->in[0]->type.dims[2]) && n->in[0]->type.dims[2].k == 1)
 		ok = 1;   /* a value shared by all heads, expanded per shard */
 	else if ((n->op == OP_Split || n->op == OP_Concat) && rank == 4 && norm_axis(n, 4) == 3)
-		ok = colsplit_inputs(p, r, n, 0, n->op == OP_Split ? 1 : n->nin, depth);
+		ok = colsplit_inputs(p, r, n, 0, n->op == OP_Split ? 1 : n->nin, np, depth);
 	else if ((n->op == OP_Split || n->op == OP_Concat) && rank == 3 && norm_axis(n, 3) == 1)
-		ok = colsplit_inputs(p, r, n, 0, n->op == OP_Split ? 1 : n->nin, depth);   /* token groups (--phase mixed) */
+		ok = colsplit_inputs(p, r, n, 0, n->op == OP_Split ? 1 : n->nin, np, depth);   /* token groups (--phase mixed) */
 	else if (n->op == OP_Reshape && rank == 3 && n->in[0]->type.rank == 3 && last_dim(n->in[0]) == w &&
 		 ir_const_data(n->in[1]) && ir_const_data(n->in[1])->n == 3 && rt_geti(ir_const_data(n->in[1]), 2) == w)
-		ok = colsplit(p, r, n->in[0], depth + 1);   /* [1, N*S, X] <-> [N, S, X] (--phase mixed) */
-	if (!ok)
+		ok = colsplit(p, r, n->in[0], np, depth + 1);   /* [1, N*S, X] <-> [N, S, X] (--phase mixed) */
+	if (!ok || r->n >= MAXREG - 1)
 		return 0;
+	r->np[r->n] = np;
 	r->nodes[r->n++] = n;
 	return 1;
 }
 
-static int colsplit_inputs(Part *p, Region *r, Node *n, int from, int to, int depth)
+static int colsplit_inputs(Part *p, Region *r, Node *n, int from, int to, int np, int depth)
 {
 	for (int i = from; i < to; i++)
-		if (!n->in[i] || !colsplit(p, r, n->in[i], depth + 1))
+		if (!n->in[i] || !colsplit(p, r, n->in[i], np, depth + 1))
 			return 0;
 	return 1;
 }
 
-static Value *weight_shard(Part *p, Node *before, Value *w, int axis, int i, int k);
+static Value *weight_shard(Part *p, Node *before, Value *w, int axis, int i, int k, int of);
 
-/* Shard i of a weight chain (chain_param) cut along `axis` of its result: the parameter is cut
- * (a weight shard) and the chain re-run on the shard, a Transpose swapping the axis, a per-group
- * Quantize cut along its last axis grouping per shard (shard_group); the new nodes carry region
- * code `aux` (they run on shard i's device). */
+/* Device shard i's part of a weight chain (chain_param) cut into k parts along `axis` of its
+ * result (weight_shard): the parameter is cut (a weight shard) and the chain re-run on the
+ * shard, a Transpose swapping the axis, a per-group Quantize cut along its last axis grouping per
+ * shard (shard_group); the new nodes carry region code `aux` (they run on shard i's device). */
 static Value *chain_shard(Part *p, Node *before, Value *v, int axis, int i, int k, intptr_t aux)
 {
 	if (is_weight(v, 2))
-		return weight_shard(p, before, v, axis, i, k);
+		return weight_shard(p, before, v, axis, i, k, p->tp);
 	Node *n = v->def;
 	Value *x = chain_shard(p, before, n->in[0], n->op == OP_Transpose ? 1 - axis : axis, i, k, aux);
 	char buf[256];
@@ -399,14 +429,45 @@ static void drop_chain(Part *p, Value *v)
 	}
 }
 
-/* Shard i of weight w cut into k parts along axis (one Split per weight, shared by the shards). */
-static Value *weight_shard(Part *p, Node *before, Value *w, int axis, int i, int k)
+/* The Split of copy c of weight (or KV-cache input) w: copy 0's is w's aux, the others' in the
+ * table Part.copyw/copyc/copys; NULL when none yet.  slot: where a new one goes. */
+static Node **copy_split(Part *p, Value *w, int c)
 {
-	if (!w->aux) {
+	if (c == 0)
+		return (Node **)&w->aux;
+	for (int i = 0; i < p->ncopy; i++)
+		if (p->copyw[i] == w && p->copyc[i] == c)
+			return &p->copys[i];
+	if (p->ncopy == p->capcopy) {   /* arena-allocated: freed with the module */
+		int cap = p->capcopy * 2 + 16;
+		Value **cw = arena_alloc(p->m->arena, (size_t)cap * sizeof *cw);
+		int *cc = arena_alloc(p->m->arena, (size_t)cap * sizeof *cc);
+		Node **cs = arena_alloc(p->m->arena, (size_t)cap * sizeof *cs);
+		for (int i = 0; i < p->ncopy; i++)
+			cw[i] = p->copyw[i], cc[i] = p->copyc[i], cs[i] = p->copys[i];
+		p->copyw = cw, p->copyc = cc, p->copys = cs, p->capcopy = cap;
+	}
+	p->copyw[p->ncopy] = w, p->copyc[p->ncopy] = c, p->copys[p->ncopy] = NULL;
+	return &p->copys[p->ncopy++];
+}
+
+/* Device shard i's (of `of`: tp, or ep for experts) part of weight w cut into k parts along axis:
+ * part i when k is `of` (one Split per weight, shared by the shards); with k < of parts (a KV
+ * head's projection columns, bias or cache: kv_parts) part i / (of / k), and each of the of / k
+ * shards holding a part reads it from a Split of its own ("<w>.shard<j>.copy<c>"), so every
+ * device stores its copy as a constant or sharded input of its own, not a Transfer. */
+static Value *weight_shard(Part *p, Node *before, Value *w, int axis, int i, int k, int of)
+{
+	int reps = k > 0 && of >= k ? of / k : 1, c = i % reps;
+	Node **slot = copy_split(p, w, c);
+	if (!*slot) {
 		const char **names = arena_alloc(p->m->arena, (size_t)k * sizeof *names);
 		for (int j = 0; j < k; j++) {
 			char buf[256];
-			snprintf(buf, sizeof buf, "%s.shard%d", w->name, j);
+			if (c)
+				snprintf(buf, sizeof buf, "%s.shard%d.copy%d", w->name, j, c);
+			else
+				snprintf(buf, sizeof buf, "%s.shard%d", w->name, j);
 			names[j] = ir_fresh_name(p->g, buf);
 		}
 		Node *s = ir_insert_node(p->g, before, OP_Split, &w, 1, names, k, before->loc);
@@ -415,9 +476,9 @@ static Value *weight_shard(Part *p, Node *before, Value *w, int axis, int i, int
 		/* the lowering stores the shards, it runs no Split (targets/devices.c) */
 		ir_set_attr_str(s, "shard", w->kind == V_INPUT ? "input" : "weight");
 		s->aux = (void *)SHARD_SPLIT;
-		w->aux = s;
+		*slot = s;
 	}
-	return ((Node *)w->aux)->out[i];
+	return (*slot)->out[i / reps];
 }
 
 static Value *map_val(Region *r, Node **map, Value *v)
@@ -429,8 +490,8 @@ static Value *map_val(Region *r, Node **map, Value *v)
 	return v;
 }
 
-/* A shard's copy of the constant shape operand s of a Reshape or Expand: element 2 / tp. */
-static Value *shard_shape(Part *p, Value *s, Loc loc)
+/* A shard's copy of the constant shape operand s of a Reshape or Expand: element 2 / k. */
+static Value *shard_shape(Part *p, Value *s, int k, Loc loc)
 {
 	const RtTensor *t = ir_const_data(s);
 	ParamInit *pi = arena_alloc(p->m->arena, sizeof *pi);
@@ -438,7 +499,7 @@ static Value *shard_shape(Part *p, Value *s, Loc loc)
 	pi->nlit = t->n;
 	pi->lit = arena_alloc(p->m->arena, (size_t)t->n * sizeof *pi->lit);
 	for (int64_t i = 0; i < t->n; i++)
-		pi->lit[i] = (double)(rt_geti(t, i) / (i == 2 ? p->tp : 1));
+		pi->lit[i] = (double)(rt_geti(t, i) / (i == 2 ? k : 1));
 	pi->inline_lit = 1;
 	return ir_add_param(p->g, ir_fresh_name(p->g, "c"), s->type, pi, loc);
 }
@@ -452,29 +513,31 @@ static void divide_attr(Node *c, const char *name, int k)
 }
 
 /* The graph output v (a present key or value) := Concat {axis=1} of result j of the shard
- * Attentions: KV heads in shard order.  No @device: the lowering makes it a sharded plan output
- * (each device keeps its heads' cache; targets/devices.c), not an instruction.  cast (or NULL):
- * the Cast between result j and the graph output (kv_cast), done per shard (region rid's shard
- * i), and v is then its result. */
-static void assemble_output(Part *p, Node *before, Value *v, Node **attn, int j, Node *cast, int rid)
+ * Attentions: KV heads in shard order, k parts (kv_parts), each from the first of the tp / k
+ * shards holding it (the others' copies are not outputs).  No @device: the lowering makes it a
+ * sharded plan output (each device keeps its heads' cache; targets/devices.c), not an
+ * instruction.  cast (or NULL): the Cast between result j and the graph output (kv_cast), done
+ * per holder (region rid's shard), and v is then its result. */
+static void assemble_output(Part *p, Node *before, Value *v, Node **attn, int j, Node *cast, int rid, int k)
 {
 	Value *parts[SHARDS];
 	char buf[256];
-	for (int i = 0; i < p->tp; i++) {
-		parts[i] = attn[i]->out[j];
+	for (int q = 0; q < k; q++) {
+		int i = q * (p->tp / k);
+		parts[q] = attn[i]->out[j];
 		if (cast) {
 			snprintf(buf, sizeof buf, "%s.tp%d", v->name, i);
 			const char *nm = ir_fresh_name(p->g, buf);
-			Node *c = ir_insert_node(p->g, before, OP_Cast, &parts[i], 1, &nm, 1, cast->loc);
+			Node *c = ir_insert_node(p->g, before, OP_Cast, &parts[q], 1, &nm, 1, cast->loc);
 			for (int a = 0; a < cast->attrs.n; a++)
 				ir_set_attr(c, &cast->attrs.a[a]);
 			c->aux = (void *)(intptr_t)(rid * SHARDS + i + 1);
-			parts[i] = c->out[0];
+			parts[q] = c->out[0];
 		}
 	}
 	snprintf(buf, sizeof buf, "%s.all", v->name);
 	const char *name = ir_fresh_name(p->g, buf);
-	Node *c = ir_insert_node(p->g, before, OP_Concat, parts, p->tp, &name, 1, before->loc);
+	Node *c = ir_insert_node(p->g, before, OP_Concat, parts, k, &name, 1, before->loc);
 	ir_set_attr_int(c, "axis", 1);
 	ir_set_attr_str(c, "shard", "output");   /* a sharded plan output, no instruction */
 	c->aux = (void *)OUTPUT_CONCAT;
@@ -510,29 +573,32 @@ static void split_region(Part *p, Region *r, int rid)
 	for (int i = 0; i < p->tp; i++) {
 		for (int k = 0; k < r->n; k++) {
 			Node *n = r->nodes[k];
+			int np = r->np[k], kvp = 0;   /* np: the parts this node is cut into (Region.np) */
 			Value *in[8];
 			int nin = n->nin < 8 ? n->nin : 8;
-			if (n->op == OP_Attention)
+			if (n->op == OP_Attention) {
 				nin = n->nin > 4 ? 6 : 3;
+				kvp = kv_parts(p, rt_attr_int(&n->attrs, "kv_num_heads", 0));
+			}
 			for (int j = 0; j < nin; j++)
 				in[j] = map_val(r, map, n->in[j]);
 			if (n->op == OP_Attention && nin == 6) {   /* the KV cache by KV heads */
 				in[3] = NULL;
-				in[4] = weight_shard(p, row, n->in[4], 1, i, p->tp);
-				in[5] = weight_shard(p, row, n->in[5], 1, i, p->tp);
+				in[4] = weight_shard(p, row, n->in[4], 1, i, kvp, p->tp);
+				in[5] = weight_shard(p, row, n->in[5], 1, i, kvp, p->tp);
 			}
 			if (n->op == OP_Reshape || n->op == OP_Expand)
-				in[1] = shard_shape(p, n->in[1], n->loc);
+				in[1] = shard_shape(p, n->in[1], np, n->loc);
 			if (n->op == OP_GroupedMatMul)   /* [E, K, N]: rows (K) for the last, columns (N) before */
-				in[2] = weight_shard(p, row, n->in[2], k == r->n - 1 ? 1 : 2, i, p->tp);
+				in[2] = weight_shard(p, row, n->in[2], k == r->n - 1 ? 1 : 2, i, np, p->tp);
 			else if (n->op == OP_MatMul && k == r->n - 1)
-				in[1] = chain_shard(p, row, n->in[1], 0, i, p->tp, rid * SHARDS + i + 1);
+				in[1] = chain_shard(p, row, n->in[1], 0, i, np, rid * SHARDS + i + 1);
 			else if (n->op == OP_MatMul)
-				in[1] = chain_shard(p, row, n->in[1], 1, i, p->tp, rid * SHARDS + i + 1);
+				in[1] = chain_shard(p, row, n->in[1], 1, i, np, rid * SHARDS + i + 1);
 			else
 				for (int j = 0; j < nin; j++)
 					if (is_weight(n->in[j], 1))
-						in[j] = weight_shard(p, row, n->in[j], 0, i, p->tp);
+						in[j] = weight_shard(p, row, n->in[j], 0, i, np, p->tp);
 			const char *names[8];
 			int nout = (n->op == OP_Split || n->op == OP_Attention) && n->nout <= 8 ? n->nout : 1;
 			for (int j = 0; j < nout; j++) {
@@ -544,12 +610,12 @@ static void split_region(Part *p, Region *r, int rid)
 			for (int a = 0; a < n->attrs.n; a++)
 				ir_set_attr(c, &n->attrs.a[a]);
 			if (n->op == OP_RotaryEmbedding)
-				divide_attr(c, "num_heads", p->tp);
+				divide_attr(c, "num_heads", np);
 			if (n->op == OP_Quantize)   /* an activation's per-token groups over its shard */
-				shard_group(c, n->in[0], p->tp);
+				shard_group(c, n->in[0], np);
 			if (n->op == OP_Attention) {
 				divide_attr(c, "q_num_heads", p->tp);
-				divide_attr(c, "kv_num_heads", p->tp);
+				divide_attr(c, "kv_num_heads", kvp);
 			}
 			c->aux = (void *)(intptr_t)(rid * SHARDS + i + 1);
 			map[k] = c;
@@ -559,14 +625,16 @@ static void split_region(Part *p, Region *r, int rid)
 		parts[i] = map[r->n - 1]->out[0];
 	}
 	for (int k = 0; k < r->n; k++)
-		if (r->nodes[k]->op == OP_Attention)
+		if (r->nodes[k]->op == OP_Attention) {
+			int kvp = kv_parts(p, rt_attr_int(&r->nodes[k]->attrs, "kv_num_heads", 0));
 			for (int j = 1; j < r->nodes[k]->nout && j < 3; j++) {
 				Node *cast = kv_cast(p, r->nodes[k]->out[j]);
 				if (pass_is_output(r->nodes[k]->out[j]))
-					assemble_output(p, row, r->nodes[k]->out[j], attn, j, NULL, rid);
+					assemble_output(p, row, r->nodes[k]->out[j], attn, j, NULL, rid, kvp);
 				else if (cast)
-					assemble_output(p, row, cast->out[0], attn, j, cast, rid);
+					assemble_output(p, row, cast->out[0], attn, j, cast, rid, kvp);
 			}
+		}
 	Value *chains[MAXREG];
 	int nch = 0;
 	for (int k = 0; k < r->n; k++)
@@ -641,7 +709,8 @@ static int vocab_parallel(Part *p, Node *n)
 /* An explicit --tp that leaves an Attention unsplit must not pass silently (newcomer 32 item 9:
  * --tp 8 on 12 query / 2 KV heads kept attention, its projections and its KV cache on gpu0 with
  * no message, where --tp 3, which splits nothing, warns): one warning per compile, naming the
- * head counts and the --tp values that divide them. */
+ * head counts and the --tp values that split them (the query heads divide by it and the KV
+ * heads divide by it or it by them: kv_parts). */
 static void warn_attention(Part *p, const Node *a, long long qh, long long kvh)
 {
 	if (p->c->tp < 2 || !p->attn_warned || *p->attn_warned)
@@ -650,12 +719,13 @@ static void warn_attention(Part *p, const Node *a, long long qh, long long kvh)
 	char ok[160] = "";
 	size_t k = 0;
 	for (int t = 2; t <= p->ndev && k < sizeof ok - 16; t++)
-		if (qh > 0 && kvh > 0 && qh % t == 0 && kvh % t == 0)
+		if (qh > 0 && kvh > 0 && qh % t == 0 && (kvh % t == 0 || t % kvh == 0))
 			k += (size_t)snprintf(ok + k, sizeof ok - k, "%s%d", k ? ", " : "", t);
 	char hint[400];      /* room for ok[] whole: the -O1 sanitizer build checks the truncation */
-	if (qh > 0 && kvh > 0 && (qh % p->tp || kvh % p->tp))
-		snprintf(hint, sizeof hint, "its %lld query / %lld KV heads do not divide by %d (a device holds whole KV "
-			 "groups); --tp %s divide%s them", qh, kvh, p->tp, k ? ok : "1", k && strchr(ok, ',') ? "" : "s");
+	if (qh > 0 && kvh > 0 && (qh % p->tp || !kv_parts(p, kvh)))
+		snprintf(hint, sizeof hint, "its %lld query / %lld KV heads do not split %d ways (a device holds whole "
+			 "query heads, and whole KV heads or a copy of one); --tp %s split%s them", qh, kvh, p->tp,
+			 k ? ok : "1", k && strchr(ok, ',') ? "" : "s");
 	else
 		snprintf(hint, sizeof hint, "it cannot be split by heads (--remarks=placement says why)");
 	fprintf(stderr, "aicc: warning: --tp %d: attention '%s' of graph '%s' is not split: %s; it, its projections and "
@@ -668,6 +738,7 @@ static int tensor_parallel(Part *p)
 	int nreg = 0;
 	if (p->tp < 2)
 		return 0;
+	p->ncopy = 0;   /* weight_shard's copies: of this graph's weights only */
 	for (Node *n = p->g->first, *next; n; n = next) {
 		next = n->next;
 		int experts = p->ep <= 1 && is_expert_matmul(n);
@@ -675,16 +746,18 @@ static int tensor_parallel(Part *p)
 		    n->aux || n->annot.device)
 			continue;
 		Region r = { .n = 0, .cols = experts ? n->in[2]->type.dims[1].k : n->in[1]->type.dims[0].k };
-		if (r.cols % p->tp || last_dim(n->in[0]) != r.cols || !colsplit(p, &r, n->in[0], 0))
+		if (r.cols % p->tp || last_dim(n->in[0]) != r.cols || !colsplit(p, &r, n->in[0], p->tp, 0))
 			continue;
-		int bad = 0, heads = 0;
+		int bad = 0, heads = 0, reps = 0;
 		for (int k = 0; k < r.n; k++) {
-			bad |= r.nodes[k]->op == OP_MatMul && (r.nodes[k]->in[1]->type.dims[1].k % p->tp) != 0;
+			bad |= r.nodes[k]->op == OP_MatMul && (r.nodes[k]->in[1]->type.dims[1].k % r.np[k]) != 0;
+			reps |= r.np[k] < p->tp;
 			bad |= (r.nodes[k]->op == OP_MatMul && experts) || (r.nodes[k]->op == OP_GroupedMatMul && !experts);
 			heads |= r.nodes[k]->op == OP_Attention;
 		}
 		if (bad || p->nreg >= MAXREGIONS - 2 || !pass_bisect(p->c, n, "tensor-parallel split"))
 			continue;
+		r.np[r.n] = p->tp;
 		r.nodes[r.n++] = n;
 		int rid = new_region(p, 'T', p->tp);
 		nreg++;
@@ -692,6 +765,12 @@ static int tensor_parallel(Part *p)
 			pass_remark(p->c, REMARK_APPLIED, p->g, n, "tensor parallel over %d devices: every expert's "
 				    "weights cut (%d column-split node(s) before this row-split GroupedMatMul), AllReduce "
 				    "of the partial products before MoECombine", p->tp, r.n - 1);
+		else if (heads && reps)
+			pass_remark(p->c, REMARK_APPLIED, p->g, n, "tensor parallel over %d devices: attention by heads, "
+				    "%d column-split node(s) (Q weights cut at head boundaries, query heads / %d; fewer KV "
+				    "heads than devices, so each KV head's K/V columns and cache are replicated on the "
+				    "devices whose query heads read it) before this row-split MatMul, AllReduce of the "
+				    "partial products", p->tp, r.n - 1, p->tp);
 		else if (heads)
 			pass_remark(p->c, REMARK_APPLIED, p->g, n, "tensor parallel over %d devices: attention by heads, "
 				    "%d column-split node(s) (Q/K/V weights cut at head boundaries, head counts / %d) "
@@ -714,16 +793,18 @@ static int tensor_parallel(Part *p)
 			continue;
 		Node *a = n->in[0]->kind == V_NODE ? n->in[0]->def : NULL;
 		long long qh = a ? rt_attr_int(&a->attrs, "q_num_heads", 0) : 0, kvh = a ? rt_attr_int(&a->attrs, "kv_num_heads", 0) : 0;
-		if (a && a->op == OP_Attention && (kvh % (p->tp > 0 ? p->tp : 1) || !attention_splits(p, a)))
+		if (a && a->op == OP_Attention && !attention_splits(p, a))
 			warn_attention(p, a, qh, kvh);
-		if (a && a->op == OP_Attention && kvh > 0 && qh % p->tp == 0 && kvh % p->tp && a->nin > 4)
+		if (a && a->op == OP_Attention && kvh > 0 && qh % p->tp == 0 && !kv_parts(p, kvh) && a->nin > 4)
 			pass_remark(p->c, REMARK_MISSED, p->g, n, "MatMul not split over %d devices: Attention '%s' "
-				    "has %lld KV heads, not divisible by %d: a device must hold whole KV groups (GQA), "
-				    "so the attention and its KV cache stay on one device", p->tp, pass_node_name(a), kvh, p->tp);
+				    "has %lld KV heads, which %d neither divides nor is a multiple of: a device holds whole "
+				    "KV heads or a copy of one (GQA), so the attention and its KV cache stay on one device",
+				    p->tp, pass_node_name(a), kvh, p->tp);
 		else if (a && a->op == OP_Attention && !attention_splits(p, a))
 			pass_remark(p->c, REMARK_MISSED, p->g, n, "MatMul not split over %d devices: Attention '%s' "
-				    "cannot be split by heads (%lld query / %lld KV heads, both divisible by the group, "
-				    "3-D Q/K/V without mask, a KV cache only as graph inputs and outputs needed)", p->tp,
+				    "cannot be split by heads (%lld query / %lld KV heads: query heads divisible by the group, "
+				    "KV heads divisible by it or dividing it, 3-D Q/K/V without mask, a KV cache only as graph "
+				    "inputs and outputs needed)", p->tp,
 				    pass_node_name(a), qh, kvh);
 		else
 			pass_remark(p->c, REMARK_MISSED, p->g, n, "MatMul not split over %d devices: not part of a "
@@ -846,7 +927,7 @@ static Node *split_experts(Part *p, Region *r, Node *comb, int64_t E, int rid)
 			}
 			if (n->op == OP_GroupedMatMul) {
 				in[1] = loff;
-				in[2] = weight_shard(p, d, n->in[2], 0, j, p->ep);
+				in[2] = weight_shard(p, d, n->in[2], 0, j, p->ep, p->ep);
 			}
 			const char *names[2];
 			for (int i = 0; i < n->nout && i < 2; i++) {

@@ -105,6 +105,9 @@ typedef struct PassCtx {
 	int no_seq_parallel;        /* --no-sequence-parallel: TP without sequence parallelism (the
 				     * layers' other operators replicated on the TP ranks) */
 	int unfused_attention;      /* --unfused-attention: the scores materialised in HBM */
+	int grad_after_backward;    /* --grad-after-backward: the data-parallel gradient collective
+				     * starts after the step's backward passes (exposed) */
+	int pp_blocking_sends;      /* --pp-blocking-sends: every pipeline send waits on its transfer */
 	int dp_plan;                /* --dp with --emit plan (no --cp/--pp-virtual/--train-search/
 				     * --recompute, --tp/--pp 1): a data-parallel step plan that runs,
 				     * ZeRO's sharding lowered (autodiff zero_adamw), not a priced step */
@@ -277,6 +280,8 @@ typedef struct TrainStep {
 	double tp_comm_layer;         /* its tensor-parallel collectives (forward and backward) */
 	double cp_comm_layer;         /* its context-parallel K/V all-gather and dK/dV reduce-scatter */
 	double p2p;                   /* one activation send between pipeline ranks */
+	double p2p_steady;            /* --pp-blocking-sends: the sends' time on the critical path of
+					 the micro-batches (0: they overlap compute) */
 	double pipeline;              /* the 1F1B (interleaved) schedule of the micro-batches */
 	double bubble;                /* its idle part on the slowest rank */
 	double dp_rs, dp_ag;          /* the data-parallel gradient reduce-scatter, weight all-gather */

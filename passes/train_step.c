@@ -44,10 +44,14 @@
  *     ranks is (M + (P-1)/V) t, the bubble (P-1)/V t of Narayanan et al. (V = 1: GPipe's and
  *     1F1B's (P-1)/(M+P-1) of the step); plus 2(P-1) activation sends (the fill and the
  *     drain; sends in the steady state overlap compute), each of the layer input's bytes / (T
- *     x C) (Megatron's scatter-gather of the activation over the TP group);
+ *     x C) (Megatron's scatter-gather of the activation over the TP group); --pp-blocking-sends
+ *     (Megatron-LM 2021): every exchange waits on its transfer and on the TP group's all-gather
+ *     of what it received, in the fill and drain and in the steady state (per micro-batch two
+ *     exchanges on a middle rank, 2V sends interleaved), see price();
  *   - data parallelism over the D x C devices holding the same weights, of the first pipeline
  *     rank's parameters / T (the last rank to finish): ZeRO 0 an all-reduce of the gradients,
- *     overlapped on a separate stream with the last micro-batch's backward pass; ZeRO 1 and 2
+ *     overlapped on a separate stream with the last micro-batch's backward pass (exposed, after
+ *     it, with --grad-after-backward: Megatron-LM 2021's local DDP); ZeRO 1 and 2
  *     a reduce-scatter of the gradients (overlapped the same way) and an all-gather of the
  *     updated weights, overlapped with the next step's first forward pass; ZeRO 3 (FSDP) an
  *     all-gather before every micro-batch's forward and backward and a reduce-scatter after
@@ -518,9 +522,24 @@ static TrainStep *price(Graph *g, PassCtx *c, const Device *d, const TrainStep *
 	const Sec *l0 = nrepeats ? &sec[SEC_CALL0] : &sec[SEC_POST];
 	t->fwd_layer = l0->fwd, t->bwd_layer = l0->bwd, t->tp_comm_layer = l0->tp, t->cp_comm_layer = l0->cp;
 	t->p2p = t->pp > 1 ? send(&net, l0->input / (double)shard, shard) : 0;
-	double M = t->micro, V = t->vstages;
-	t->pipeline = M * tmax + (tsum - tmax) / V + 2.0 * (t->pp - 1) * t->p2p;
-	t->bubble = t->pipeline - M * tmax;
+	double M = t->micro, V = t->vstages, fill = t->p2p;
+	if (c->pp_blocking_sends && t->pp > 1) {
+		/* Megatron-LM 2021 (megatron/p2p_communication.py, _communicate): each exchange between
+		 * neighbours waits on batch_isend_irecv's requests and synchronizes the device, then
+		 * all-gathers the received 1/T chunk over the TP group (the scatter/gather of SC'21
+		 * section 4.1), so the exchanges sit on every rank's critical path.  Per micro-batch
+		 * in the steady state (megatron/schedules.py): 1F1B, a middle rank's two exchanges
+		 * (send_forward_recv_backward, send_backward_recv_forward; one with two ranks, whose
+		 * exchange is the same pair's), each a send one way and a receive the other, at one
+		 * send's time on the full-duplex link; interleaved, one exchange per model chunk
+		 * (send_forward_backward_recv_forward_backward) that sends to both neighbours through
+		 * the device's one link: 2 V sends (SC'21 section 2.2.2: V times the communication). */
+		fill += ring(&net, l0->input / (double)t->cp, t->tp, 1, 0);
+		double per = V > 1 ? 2 * V : t->pp > 2 ? 2 : 1;
+		t->p2p_steady = M * per * fill;
+	}
+	t->pipeline = M * tmax + (tsum - tmax) / V + 2.0 * (t->pp - 1) * fill + t->p2p_steady;
+	t->bubble = t->pipeline - M * tmax - t->p2p_steady;
 	/* data parallelism over the replicas (and the context-parallel ranks) holding rank 0's weights */
 	double gbytes = wb0 / t->tp;
 	int64_t stride = (int64_t)t->tp * t->cp * t->pp;
@@ -532,13 +551,18 @@ static TrainStep *price(Graph *g, PassCtx *c, const Device *d, const TrainStep *
 		t->dp_rs = ring(&net, gbytes, dpg, t->dp > 1 ? stride : t->tp, 0);
 		t->dp_ag = t->dp_rs;
 		double urs = units(&net, gbytes, dpg, 0), uag = units(&net, gbytes, dpg, 2);
+		/* --grad-after-backward: the gradients' collective starts once the step's backward
+		 * passes are done (Megatron-LM 2021's local DDP: megatron/training.py train_step calls
+		 * model.allreduce_gradients() after forward_backward_func, one all-reduce of the
+		 * contiguous gradient buffer over the data-parallel group), nothing under it */
+		double under = c->grad_after_backward ? 0 : b0;
 		if (t->zero == 0) {
 			double ar = ring(&net, gbytes, dpg, t->dp > 1 ? stride : t->tp, 1);
 			t->dp_rs = ar, t->dp_ag = 0;
-			t->dp_hidden = fmin(ar, b0);
+			t->dp_hidden = fmin(ar, under);
 			t->dp_units = units(&net, gbytes, dpg, 1);
 		} else if (t->zero == 1) {
-			t->dp_hidden = fmin(t->dp_rs, b0) + fmin(t->dp_ag, f0);
+			t->dp_hidden = fmin(t->dp_rs, under) + fmin(t->dp_ag, f0);
 			t->dp_units = urs + uag;
 		} else if (t->zero == 2) {   /* a reduce-scatter after every micro-batch, under its backward */
 			t->dp_hidden = M * fmin(t->dp_rs, b0) + fmin(t->dp_ag, f0);
@@ -611,6 +635,11 @@ int train_step_price(Graph *g, PassCtx *c, const int64_t *repeats, int nrepeats,
 	if (!d) {
 		diag_error(g->loc, "autodiff: a parallel training step (--dp/--tp/--pp/--cp) is priced on a machine: "
 			   "give --target (and --machine)");
+		return 1;
+	}
+	if (c->grad_after_backward && c->zero > 2) {
+		diag_error(g->loc, "autodiff: --grad-after-backward goes with --zero 0 or 1 (ZeRO %d reduces the gradients "
+			   "inside the backward pass)", c->zero - 1);
 		return 1;
 	}
 	TrainStep cfg = { 0 };

@@ -206,6 +206,25 @@ static void io_order_free(IoOrder *o)
 	rt_free(o->ord), rt_free(o->pos), rt_free(o->start);
 }
 
+/* The device of buffer b's space, or -1. */
+static int buffer_device(const Plan *p, int b)
+{
+	int s = b >= 0 && b < p->nbuffers ? p->buffers[b].space : -1;
+	return s >= 0 && s < p->nspaces ? p->spaces[s].device : -1;
+}
+
+/* Whether input shards a and o (of one name, shape checked) are copies of one range on two
+ * devices: a tensor-parallel plan with fewer KV heads than devices replicates each KV head's
+ * cache on the devices whose query heads read it (passes/partition.c kv_parts), and each copy
+ * is an input of its own, filled from the same slice.  Outputs are never replicated. */
+static int replica(const Plan *p, const PlanIO *a, const PlanIO *o, const char *what)
+{
+	int da = buffer_device(p, a->buffer), dob = buffer_device(p, o->buffer);
+	return a != o && !strcmp(what, "input") && a->shard_off == o->shard_off &&
+	       p->buffers[a->buffer].dims[a->shard_axis] == p->buffers[o->buffer].dims[a->shard_axis] &&
+	       da >= 0 && dob >= 0 && da != dob;
+}
+
 static int check_shards(const Plan *p, const IoOrder *ord, int nio, int i, const char *what, RtError *e)
 {
 	const PlanIO *io = ord->io, *a = &io[i];
@@ -226,12 +245,15 @@ static int check_shards(const Plan *p, const IoOrder *ord, int nio, int i, const
 			return verr(p, e, a->line, "%s '%s': its shards differ in axis, full size, dtype or shape "
 				    "(line %d)", what, a->name, o->line);
 		if (j != i && o->shard_off < a->shard_off + b->dims[a->shard_axis] &&
-		    a->shard_off < o->shard_off + ob->dims[a->shard_axis])
+		    a->shard_off < o->shard_off + ob->dims[a->shard_axis] && !replica(p, a, o, what))
 			return verr(p, e, a->line, "%s '%s': shard [%" PRId64 ", %" PRId64 ") overlaps shard [%" PRId64
 				    ", %" PRId64 ") of line %d along axis %d", what, a->name, a->shard_off,
 				    a->shard_off + b->dims[a->shard_axis], o->shard_off,
 				    o->shard_off + ob->dims[a->shard_axis], o->line, a->shard_axis);
-		covered += ob->dims[a->shard_axis];
+		int again = 0;       /* a replica's range is covered once */
+		for (int q2 = ord->start[i]; q2 < q && !again; q2++)
+			again = replica(p, o, &io[ord->ord[q2]], what);
+		covered += again ? 0 : ob->dims[a->shard_axis];
 	}
 	if (covered != a->shard_full)
 		return verr(p, e, a->line, "%s '%s': its shards cover %" PRId64 " of %" PRId64 " along axis %d",

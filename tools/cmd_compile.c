@@ -136,6 +136,7 @@ static json_t *train_step_json(const TrainStep *t)
 	json_object_set_new(o, "layer_tp_comm_s", json_real(t->tp_comm_layer));
 	json_object_set_new(o, "layer_cp_comm_s", json_real(t->cp_comm_layer));
 	json_object_set_new(o, "pp_send_s", json_real(t->p2p));
+	json_object_set_new(o, "pp_blocking_s", json_real(t->p2p_steady));
 	json_object_set_new(o, "pipeline_s", json_real(t->pipeline));
 	json_object_set_new(o, "bubble_s", json_real(t->bubble));
 	json_object_set_new(o, "bubble_fraction", json_real(t->step > 0 ? t->bubble / t->step : 0));

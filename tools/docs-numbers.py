@@ -151,6 +151,10 @@ COMMANDS.update({
     'tp8.explain': [TP8D, '{aicc} explain {tmp}/tp8.aip'],
     'tp8.run': [TP8D, '{aicc} run {tmp}/tp8.aip --timing-only'],
     'pp4.run': [PP4, '{aicc} run {tmp}/pp4.aip --timing-only --per-device'],
+    # docs/passes.md "KV-head replication": a Qwen2-1.5B-like decoder (12 query / 2 KV heads) at --tp 4
+    'kvrep.run': ['{aicc} compile examples/llama3.1-8b.aig --bind L=28,H=12,KV=2,HD=128,F=8960,V=151936 '
+                  '--phase decode --batch 32 --context 8192 --target hopper --machine dgx-h100 --tp 4 '
+                  '--emit plan -o {tmp}/kvrep.aip', '{aicc} run {tmp}/kvrep.aip --timing-only'],
     # pictures (docs/explain.md): the SVG's size at scale 1 and its node count
     'pic.d8': [D8.replace('--emit plan -o {tmp}/d8.aip', '--emit svg -o {tmp}/d8.svg'), SVGSIZE.format(f='d8.svg')],
     'pic.tp8': [TP8D, '{aicc} explain {tmp}/tp8.aip --emit svg -o {tmp}/tp8.svg', SVGSIZE.format(f='tp8.svg')],
@@ -333,6 +337,9 @@ NUMBERS.update({
     'pp4.tpot': ('pp4.run', line('TPOT', r'(\S+) ms \(decode'), 1, sig3, ' ms'),
     'tp8.peak0': ('tp8.run', r'^memory\s+gpu0\.hbm: .*?peak (\S+ GB)', 1, str, ''),
     'tp8.peak1': ('tp8.run', r'^memory\s+gpu1\.hbm: .*?peak (\S+ GB)', 1, str, ''),
+    'kvrep.tpot': ('kvrep.run', line('TPOT', r'(\S+) ms \(decode'), 1, sig3, ' ms'),
+    'kvrep.peak0': ('kvrep.run', r'^memory\s+gpu0\.hbm: .*?peak (\S+ GB)', 1, str, ''),
+    'kvrep.peak1': ('kvrep.run', r'^memory\s+gpu1\.hbm: .*?peak (\S+ GB)', 1, str, ''),
 })
 for pic in ('d8', 'tp8', 'vr'):
     NUMBERS['pic.%s.size' % pic] = ('pic.' + pic, r'width="([0-9]+)pt" height="([0-9]+)pt"', 0,

@@ -79,6 +79,11 @@ void pass_opts_help(void)
 	       "                        adds run whole on every TP rank\n"
 	       "  --unfused-attention   phase train, parallel: attention without FlashAttention: two\n"
 	       "                        batched GEMMs and the softmax and dropout of the scores through HBM\n"
+	       "  --grad-after-backward  phase train, parallel, --zero 0 or 1: the gradients' all-reduce\n"
+	       "                        (reduce-scatter) starts after the last backward pass, exposed\n"
+	       "                        (Megatron-LM's local DDP of 2021)\n"
+	       "  --pp-blocking-sends   phase train, parallel: every pipeline send and receive waits on\n"
+	       "                        its transfer and the TP group's gather of it (Megatron-LM 2021)\n"
 	       "  --train-search        phase train, parallel: the fastest tp, cp, pp, dp, --pp-virtual,\n"
 	       "                        ZeRO (1, 3) and recomputation that fit memory, for the devices\n"
 	       "                        (dp x tp x pp x cp) and sequences per step (dp x --grad-accum) given\n"
@@ -205,10 +210,17 @@ int pass_opts_parse(int argc, char **argv, int *i, PassOpts *po)
 			*(int *)((char *)c + par[k].off) = (int)n + (par[k].lo == 0);   /* --zero: stored + 1 */
 			return 1;
 		}
-	if (!strcmp(argv[*i], "--no-sequence-parallel") || !strcmp(argv[*i], "--unfused-attention")) {
-		*(argv[*i][2] == 'n' ? &c->no_seq_parallel : &c->unfused_attention) = 1;
-		return 1;
-	}
+	static const struct { const char *opt; size_t off; } flag[] = {
+		{ "--no-sequence-parallel", offsetof(PassCtx, no_seq_parallel) },
+		{ "--unfused-attention", offsetof(PassCtx, unfused_attention) },
+		{ "--grad-after-backward", offsetof(PassCtx, grad_after_backward) },
+		{ "--pp-blocking-sends", offsetof(PassCtx, pp_blocking_sends) },
+	};
+	for (size_t k = 0; k < sizeof flag / sizeof flag[0]; k++)
+		if (!strcmp(argv[*i], flag[k].opt)) {
+			*(int *)((char *)c + flag[k].off) = 1;
+			return 1;
+		}
 	if ((r = opt_value(argc, argv, i, "--pack", &v))) {   /* phase train: packed sequences */
 		if (r < 0)
 			return -1;

@@ -63,7 +63,8 @@ def megatron_cmd(r, t, root, tmp):
                                                 4 * m['hidden'], m['vocab'], m['seq'])
     return [g, '--bind', binds, '--phase', 'train', '--batch', str(r['mbs']), '--context', str(m['seq']),
             '--grad-accum', str(micro), '--tp', str(r['tp']), '--pp', str(r['pp']), '--dp', str(dp),
-            '--pp-virtual', str(r.get('pp_virtual', 1))] + t['options'], r['gbs']
+            '--pp-virtual', str(r.get('pp_virtual', 1))] + (['--grad-after-backward'] if r['ddp'] == 'local' else []) + \
+        t['options'], r['gbs']
 
 
 def maxtext_cmd(r, t, root, tmp):
