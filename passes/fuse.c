@@ -21,7 +21,6 @@
  * a remark saying why.  Members of a group form a convex set: only the group's last value (and
  * the norm_residual sum) leaves it.  Requires inferred shapes.
  */
-#include <stdlib.h>
 #include <string.h>
 
 #include "passes/pass.h"
@@ -247,112 +246,5 @@ int pass_fuse(Module *m, PassCtx *c)
 		each(c, g, is_mm, fuse_epilogue);
 		each(c, g, is_chain_start, fuse_chain);
 	}
-	return 0;
-}
-
-/* ---- groups a later pass cut ----
- * A pass after fuse may put a node between two members of a group: partition's tensor-parallel
- * all-reduce between a row-parallel MatMul and the residual Add of its epilogue.  The Add then
- * reads the all-reduce's result, which needs the MatMul's: one kernel cannot run both (the
- * all-reduce is on the links between the GPUs' kernels), so the Add is no epilogue any more.  A
- * member reading a value of a non-member that depends on a member of its group (through nodes
- * after the group's first member) leaves the group; a group left with its anchor alone (or its
- * anchor's tensor-parallel copies, which share the group's number), or without its anchor, is
- * dissolved.  The removed attributes are dropped, so the plan, explain and the
- * picture say the node runs as its own kernel, and the target prices it so. */
-static void drop_attr(Node *n, const char *name)
-{
-	int k = 0;
-	while (k < n->attrs.n && strcmp(n->attrs.a[k].name, name))
-		k++;
-	if (k == n->attrs.n)
-		return;
-	Attr *na = arena_alloc(n->graph->m->arena, (size_t)(n->attrs.n ? n->attrs.n : 1) * sizeof *na);
-	int j = 0;
-	for (int i = 0; i < n->attrs.n; i++)
-		if (i != k)
-			na[j++] = n->attrs.a[i];
-	n->attrs.a = na, n->attrs.n = j;
-}
-
-/* Whether non-member d (at position pos[d->id]) depends on a node of group grp placed at or after
- * position first; seen[] marks nodes visited for this query (stamp). */
-static int reaches_group(const Node *d, int64_t grp, int first, const int *pos, int *seen, int stamp)
-{
-	if (!d || pos[d->id] < first || seen[d->id] == stamp)
-		return 0;
-	seen[d->id] = stamp;
-	if (rt_attr_int(&d->attrs, "fusion_group", -1) == grp)
-		return 1;
-	for (int i = 0; i < d->nin; i++)
-		if (d->in[i] && d->in[i]->kind == V_NODE && reaches_group(d->in[i]->def, grp, first, pos, seen, stamp))
-			return 1;
-	return 0;
-}
-
-int pass_fuse_repair(Module *m, PassCtx *c)
-{
-	int cut = 0;
-	for (Graph *g = m->graphs; g; g = g->next) {
-		int maxid = 0, np = 0;
-		ir_foreach_node(g, n)
-			maxid = n->id > maxid ? n->id : maxid;
-		int *pos = calloc((size_t)maxid + 1, sizeof *pos), *seen = calloc((size_t)maxid + 1, sizeof *seen);
-		int64_t maxg = max_group(g);
-		int *first = calloc((size_t)maxg + 2, sizeof *first), *count = calloc((size_t)maxg + 2, sizeof *count);
-		unsigned char *anchor = calloc((size_t)maxg + 2, 1);
-		if (!pos || !seen || !first || !count || !anchor) {
-			free(pos), free(seen), free(first), free(count), free(anchor);
-			return -1;
-		}
-		for (int64_t k = 0; k <= maxg; k++)
-			first[k] = -1;
-		ir_foreach_node(g, n) {
-			pos[n->id] = np++;
-			int64_t k = rt_attr_int(&n->attrs, "fusion_group", -1);
-			if (k >= 0 && k <= maxg && first[k] < 0)
-				first[k] = pos[n->id];
-		}
-		int stamp = 0;
-		ir_foreach_node(g, n) {
-			int64_t k = rt_attr_int(&n->attrs, "fusion_group", -1);
-			if (k < 0 || k > maxg || pos[n->id] == first[k])
-				continue;
-			int out = 0;
-			for (int i = 0; i < n->nin && !out; i++) {
-				const Node *d = n->in[i] && n->in[i]->kind == V_NODE ? n->in[i]->def : NULL;
-				if (d && rt_attr_int(&d->attrs, "fusion_group", -1) != k)
-					out = reaches_group(d, k, first[k], pos, seen, ++stamp);
-			}
-			if (!out)
-				continue;
-			pass_remark(c, REMARK_MISSED, g, n, "%s '%s' leaves fusion group %lld: it reads a value computed "
-				    "from the group outside it (a collective or transfer put in between after fusion)",
-				    ir_ops[n->op].name, pass_node_name(n), (long long)k);
-			drop_attr(n, "fusion_group");
-			drop_attr(n, "fusion");
-			anchor[k] = 1;   /* the group changed: checked below */
-			cut++;
-		}
-		/* the changed groups: dissolved when one member or no anchor is left */
-		ir_foreach_node(g, n) {
-			int64_t k = rt_attr_int(&n->attrs, "fusion_group", -1);
-			if (k >= 0 && k <= maxg && anchor[k])
-				count[k]++, count[k] += rt_attr_find(&n->attrs, "fusion") ? 1 << 20 : 0;
-		}
-		ir_foreach_node(g, n) {
-			int64_t k = rt_attr_int(&n->attrs, "fusion_group", -1);
-			if (k < 0 || k > maxg || !anchor[k])
-				continue;
-			int members = count[k] & ((1 << 20) - 1), anchors = count[k] >> 20;
-			if (members == anchors || anchors < 1) {   /* only anchors (a MatMul's shards) or none */
-				drop_attr(n, "fusion_group");
-				drop_attr(n, "fusion");
-			}
-		}
-		free(pos), free(seen), free(first), free(count), free(anchor);
-	}
-	if (cut)
-		pass_stat(c, "nodes cut from a fusion group", cut);
 	return 0;
 }

@@ -2443,8 +2443,7 @@ int pass_partition(Module *m, PassCtx *c)
 			"one device (--remarks=placement says why for each MatMul)\n", c->tp,
 			p.nvocab ? " pair (only the output MatMul, vocab-parallel)" : "", c->tp);
 	compress_collectives(m, c);
-	/* an all-reduce put between a MatMul and its epilogue's residual Add ends that fusion */
-	int e = pass_fuse_repair(m, c) < 0 ? 1 : check_memory(&p, p.ndev);
+	int e = check_memory(&p, p.ndev);
 	free(p.stage), free(p.devof), free(p.region), free(p.shard), free(p.phys);
 	return e;
 }

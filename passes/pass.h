@@ -251,13 +251,6 @@ const Remark *pass_remarks(const PassCtx *c);
  * last; without stacks, the entry graph's first and last F_QUANT nodes.  Returns the number of
  * calls peeled; shapes must be re-inferred after a peel. */
 extern const char LAYER_FIRST[], LAYER_LAST[];
-
-/* Fusion groups that a pass after fuse cut (passes/fuse.c): a member that reads a value computed
- * outside its group from the group (partition's all-reduce between a MatMul and its epilogue's
- * residual Add) leaves it; a group left with only its anchor (and its shards) or without its
- * anchor is dissolved.
- * Remarks each node cut.  Returns 0, or -1 when memory runs out. */
-int pass_fuse_repair(Module *m, PassCtx *c);
 int pass_mark_layers(Module *m, PassCtx *c);
 
 /* ---- the parallel training step (passes/train_step.c) ----
