@@ -42,6 +42,9 @@ typedef struct {
 	} pair[PAIR_CACHE];
 	char *pbuf;
 	size_t np, cp;
+	/* every buffer's name length (NULL: not allocated, strlen each time): a buffer's name is
+	 * written on its line and in every instruction that reads or writes it */
+	uint32_t *blen;
 } Out;
 
 static void out_flush(Out *o)
@@ -82,7 +85,8 @@ static inline void out_c(Out *o, char c)
 	o->b[o->n++] = c;
 }
 
-static void out_s(Out *o, const char *s) { out_mem(o, s, strlen(s)); }
+/* Inlined, so that a literal's length is known at compile time. */
+static inline void out_s(Out *o, const char *s) { out_mem(o, s, strlen(s)); }
 
 /* Writes v as the shortest decimal that reads back to the same double; float-looking (keeps a
  * '.' or exponent) when as_float is set so the reader can tell floats from integers. */
@@ -155,21 +159,31 @@ static void put_pair(Out *f, const char *pre, const char *key, const char *val)
 	f->np += len;
 }
 
-/* An integer in decimal, without printf (whose format parsing dominated writing large plans). */
+/* An integer in decimal, without printf (whose format parsing dominated writing large plans),
+ * two digits a step. */
 static void put_i64(Out *f, int64_t v)
 {
+	static const char pairs[201] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+				       "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+				       "8081828384858687888990919293949596979899";
 	char buf[24], *e = buf + sizeof buf, *c = e;
 	uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
-	do
-		*--c = (char)('0' + u % 10);
-	while (u /= 10);
+	while (u >= 100) {
+		unsigned d = (unsigned)(u % 100) * 2;
+		u /= 100;
+		*--c = pairs[d + 1], *--c = pairs[d];
+	}
+	if (u >= 10)
+		*--c = pairs[u * 2 + 1], *--c = pairs[u * 2];
+	else
+		*--c = (char)('0' + u);
 	if (v < 0)
 		*--c = '-';
 	out_mem(f, c, (size_t)(e - c));
 }
 
-/* " key=" then s */
-static void put_field(Out *f, const char *key, const char *s)
+/* " key=" then s (inlined: the keys are literals) */
+static inline void put_field(Out *f, const char *key, const char *s)
 {
 	out_c(f, ' ');
 	out_s(f, key);
@@ -178,7 +192,7 @@ static void put_field(Out *f, const char *key, const char *s)
 }
 
 /* " key=" then v */
-static void put_field_i64(Out *f, const char *key, int64_t v)
+static inline void put_field_i64(Out *f, const char *key, int64_t v)
 {
 	out_c(f, ' ');
 	out_s(f, key);
@@ -197,13 +211,25 @@ static void put_dims(Out *f, const int64_t *d, int n)
 	out_c(f, ']');
 }
 
+/* Buffer b's name. */
+static inline void put_buf(Out *f, const Plan *p, int b)
+{
+	if (f->blen)
+		out_mem(f, p->buffers[b].name, f->blen[b]);
+	else
+		out_s(f, p->buffers[b].name);
+}
+
 static void put_bufs(Out *f, const Plan *p, const char *key, const int *b, int n)
 {
 	put_field(f, key, "[");
 	for (int i = 0; i < n; i++) {
 		if (i)
 			out_c(f, ',');
-		out_s(f, b[i] < 0 ? "_" : p->buffers[b[i]].name);
+		if (b[i] < 0)
+			out_c(f, '_');
+		else
+			put_buf(f, p, b[i]);
 	}
 	out_c(f, ']');
 }
@@ -302,7 +328,7 @@ static void put_shard(Out *f, int axis, int64_t off, int64_t full)
 static void put_const(Out *f, const Plan *p, const PlanConst *c)
 {
 	out_s(f, "const ");
-	out_s(f, p->buffers[c->buffer].name);
+	put_buf(f, p, c->buffer);
 	put_field(f, "init", plan_init_names[c->kind]);
 	switch (c->kind) {
 	case PINIT_NORMAL:
@@ -476,12 +502,15 @@ int plan_write(const Plan *p, FILE *fp)
 	memset(f->str, 0, sizeof f->str);
 	memset(f->pair, 0, sizeof f->pair);
 	f->pbuf = NULL, f->np = f->cp = 0;
+	if ((f->blen = p->nbuffers > 0 ? rt_malloc(sizeof *f->blen * (size_t)p->nbuffers) : NULL))
+		for (int i = 0; i < p->nbuffers; i++)
+			f->blen[i] = (uint32_t)strlen(p->buffers[i].name);
 	put_header(f, p);
 	put_machine(f, p);
 	for (int i = 0; i < p->nbuffers; i++) {
 		const PlanBuffer *b = &p->buffers[i];
 		out_s(f, "buffer ");
-		out_s(f, b->name);
+		put_buf(f, p, i);
 		put_field(f, "space", p->spaces[b->space].name);
 		put_field_i64(f, "offset", b->offset);
 		put_field_i64(f, "size", b->size);
@@ -516,6 +545,7 @@ int plan_write(const Plan *p, FILE *fp)
 	out_flush(f);
 	int err = f->err;
 	rt_free(f->pbuf);
+	rt_free(f->blen);
 	rt_free(f);
 	return err || ferror(fp) ? -1 : 0;
 }

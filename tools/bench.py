@@ -141,12 +141,26 @@ def scaling(build):
             plan = os.path.join(tmp, "p.aip")
             args = ["compile", model, "--bind", "L=%d" % L, "--phase", "decode", "--batch", "1", "--context", "1024",
                     "--emit", "plan", "-o", plan] + extra(L)
-            t, vs = cpu_vs_baseline(aicc, base, args)
+            try:
+                t, vs = cpu_vs_baseline(aicc, base, args)
+            except subprocess.CalledProcessError as x:
+                # a compile that fails (this build's or the baseline's) is a row saying so, not the
+                # end of the bench: the section used to stop there and print nothing for the target
+                who = "baseline" if x.cmd[0] != aicc else "aicc"
+                err = subprocess.run(x.cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=ENV, text=True).stderr
+                why = ([l for l in err.splitlines() if "error:" in l] or [err.strip()[-100:]])[0]
+                print("%-12s %7d %8s %10s %8s   %s exit %d: %s" % (name, L, "-", "-", "n/a", who, x.returncode,
+                                                                  why.split("error: ", 1)[-1][:80]))
+                continue
             ts[L] = t
             goal = ("met" if t < 0.3 else "MISSED") if L == 126 else ""
             print("%-12s %7d %8d %10.3f %8s%s" % (name, L, plan_devices(plan), t, goal, vs))
-        print("%-12s growth exponent 126 -> 504 layers: %.2f (%s)" % (
-            name, math.log(ts[504] / ts[126]) / math.log(4), "met" if ts[504] / ts[126] <= 4 ** 1.1 else "MISSED"))
+            sys.stdout.flush()
+        if 126 in ts and 504 in ts:
+            print("%-12s growth exponent 126 -> 504 layers: %.2f (%s)" % (
+                name, math.log(ts[504] / ts[126]) / math.log(4), "met" if ts[504] / ts[126] <= 4 ** 1.1 else "MISSED"))
+        else:
+            print("%-12s growth exponent: not measured (a compile failed)" % name)
     shutil.rmtree(tmp, ignore_errors=True)
 
 
