@@ -122,8 +122,9 @@ static Value *scalar(Graph *g, DType dt, double x) { return lit(g, dt, 0, NULL, 
 
 static Node *node(Ad *a, Op op, Value **in, int nin, int nout, const char *name)
 {
-	const char *names[4];
-	for (int i = 0; i < nout && i < 4; i++)
+	/* one name per output, however many (a Split's backward has one per part) */
+	const char **names = arena_alloc(a->g->m->arena, (size_t)(nout > 0 ? nout : 1) * sizeof *names);
+	for (int i = 0; i < nout; i++)
 		names[i] = ir_fresh_name(a->g, name);
 	Node *n = ir_add_node(a->g, op, in, nin, names, nout, a->loc);
 	n->aux = (void *)a->tag;
@@ -485,9 +486,7 @@ static int rule(Ad *a, Node *n, Value *dy)
 		return 0;
 	}
 	case OP_Split: {
-		Value *parts[64];
-		if (n->nout > 64)
-			return rule_error(a, n, "more than 64 outputs");
+		Value **parts = arena_alloc(a->g->m->arena, (size_t)n->nout * sizeof *parts);
 		for (int i = 0; i < n->nout; i++)
 			parts[i] = a->grad[n->out[i]->id] ? grad_of(a, n->out[i]) : zeros(a, n->out[i]);
 		Node *c = node(a, OP_Concat, parts, n->nout, 1, "grad");
@@ -498,9 +497,7 @@ static int rule(Ad *a, Node *n, Value *dy)
 	case OP_Concat: {
 		int ax = (int)rt_attr_int(&n->attrs, "axis", 0);
 		ax = ax < 0 ? ax + y->type.rank : ax;
-		int64_t sz[64];
-		if (n->nin > 64)
-			return rule_error(a, n, "more than 64 inputs");
+		int64_t *sz = arena_alloc(a->g->m->arena, (size_t)n->nin * sizeof *sz);
 		for (int i = 0; i < n->nin; i++)
 			sz[i] = n->in[i]->type.dims[ax].k;
 		Node *s = node(a, OP_Split, (Value *[]){ dy, ints(a->g, sz, n->nin) }, 2, n->nin, "grad");
@@ -562,11 +559,11 @@ static void inline_call(Graph *g, Node *n, Calls *cs)
 			p->aux = ir_add_param(g, arena_strdup(g->m->arena, name), p->type, pi, p->loc);
 		}
 		ir_foreach_node(cg, cn) {
-			Value *in[256];
-			const char *names[64];
-			for (int i = 0; i < cn->nin && i < 256; i++)
+			Value **in = arena_alloc(g->m->arena, (size_t)(cn->nin > 0 ? cn->nin : 1) * sizeof *in);
+			const char **names = arena_alloc(g->m->arena, (size_t)(cn->nout > 0 ? cn->nout : 1) * sizeof *names);
+			for (int i = 0; i < cn->nin; i++)
 				in[i] = cn->in[i] ? cn->in[i]->aux : NULL;
-			for (int i = 0; i < cn->nout && i < 64; i++) {
+			for (int i = 0; i < cn->nout; i++) {
 				snprintf(name, sizeof name, "%s.%" PRId64 ".%s", cg->name, inst, cn->out[i]->name);
 				names[i] = arena_strdup(g->m->arena, name);
 			}
@@ -940,11 +937,11 @@ static void clone_forward(Ad *a, Node **fw, int nf, int nin0, int mb, Node **out
 		g->params[i]->aux = g->params[i];
 	for (int k = 0; k < nf; k++) {
 		Node *n = fw[k];
-		Value *in[256];
-		const char *names[64];
-		for (int i = 0; i < n->nin && i < 256; i++)
+		Value **in = arena_alloc(g->m->arena, (size_t)(n->nin > 0 ? n->nin : 1) * sizeof *in);
+		const char **names = arena_alloc(g->m->arena, (size_t)(n->nout > 0 ? n->nout : 1) * sizeof *names);
+		for (int i = 0; i < n->nin; i++)
 			in[i] = n->in[i] ? n->in[i]->aux : NULL;
-		for (int i = 0; i < n->nout && i < 64; i++) {
+		for (int i = 0; i < n->nout; i++) {
 			snprintf(name, sizeof name, "%s.mb%d", n->out[i]->name, mb);
 			names[i] = arena_strdup(g->m->arena, name);
 		}

@@ -609,6 +609,8 @@ static int *ints_dup(const int *v, int n, int *fail)
 	return d;
 }
 
+#define PLAN_TILE_SPARE 4
+
 /* Deep copy of src's owned parts into d (whose scalar fields are already copied). */
 static int instr_copy(Plan *p, PlanInstr *d, const PlanInstr *s)
 {
@@ -627,7 +629,10 @@ static int instr_copy(Plan *p, PlanInstr *d, const PlanInstr *s)
 	if (fail)
 		return -1;
 	d->tile_interned = 0;
-	if (s->ntile > 0 && !(d->tile = rt_calloc((size_t)s->ntile, sizeof(PlanKV))))
+	/* PLAN_TILE_SPARE pairs of room: the targets' annotation passes append theirs (the error band's
+	 * four, an ICI transfer's) with rt_realloc, which then stays in place instead of moving the
+	 * array of every instruction */
+	if (s->ntile > 0 && !(d->tile = rt_calloc((size_t)s->ntile + PLAN_TILE_SPARE, sizeof(PlanKV))))
 		return -1;
 	if (s->tile_interned) {
 		memcpy(d->tile, s->tile, sizeof *d->tile * (size_t)s->ntile);

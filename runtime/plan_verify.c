@@ -563,9 +563,11 @@ static int check_types(const Plan *p, const PlanInstr *in, RtError *e)
 			bo = by >= in->nin, bj = bo ? by - in->nin : by;
 			bb = &p->buffers[bo ? in->out[bj] : in->in[bj]];
 			uint64_t like = 0;
-			for (int x = 0; x < DT_COUNT; x++)
-				if ((allowed >> x & 1) && same_type((DType)x, bb->dtype))
+			for (uint64_t m = allowed; m; m &= m - 1) {    /* the allowed types only */
+				int x = __builtin_ctzll(m);
+				if (same_type((DType)x, bb->dtype))
 					like |= UINT64_C(1) << x;
+			}
 			allowed = like;
 		}
 		if (!(allowed >> d & 1) && to != DT_INVALID)   /* the reason, written only for the error */

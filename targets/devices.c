@@ -628,7 +628,14 @@ static int member_deaths(Ctx *c, const int *rd, const int *xrow, const int *snap
 {
 	TgtDevs *d = c->d;
 	const Flat *f = c->f;
-	for (int j = 0; j < f->nnodes; j++) {
+	/* the placed collectives in node order: the scan below visits only them */
+	int *coll = malloc(sizeof *coll * ((size_t)f->nnodes + 1)), ncoll = 0, rc = 0;
+	if (!coll)
+		return rt_errorf(c->e, RT_ENOMEM, "out of memory placing devices");
+	for (int k = 0; k < f->nnodes; k++)
+		if (d->node_pl[k] >= 0 && ir_op_is_collective(f->nodes[k].n->op))
+			coll[ncoll++] = k;
+	for (int j = 0; rc == 0 && j < f->nnodes; j++) {
 		const FlatNode *fn = &f->nodes[j];
 		int v = fn->nout > 0 ? fn->out[0] : -1;
 		if (d->node_pl[j] < 0 || !ir_op_is_collective(fn->n->op) || per_member(fn->n->op) || v < 0 ||
@@ -643,28 +650,43 @@ static int member_deaths(Ctx *c, const int *rd, const int *xrow, const int *snap
 				if (d->node_pl[i] == m && i > q)
 					q = i;
 			}
-			for (int k = q + 1; ok && k < d->until[v] && k < f->nnodes; k++) {
-				int mm[TGT_MAX_OPERANDS], nm = 0;
-				if (d->node_pl[k] < 0 || d->node_pl[k] == m || !ir_op_is_collective(f->nodes[k].n->op))
+			int a = 0, b = ncoll;   /* the first collective after q */
+			while (a < b) {
+				int mid = a + (b - a) / 2;
+				if (coll[mid] <= q)
+					a = mid + 1;
+				else
+					b = mid;
+			}
+			for (int x = a; ok && x < ncoll && coll[x] < d->until[v]; x++) {
+				int k = coll[x], mm[TGT_MAX_OPERANDS], nm = 0;
+				if (d->node_pl[k] == m)
 					continue;
-				if (members(c, k, 0, mm, TGT_MAX_OPERANDS, &nm) < 0)
-					return -1;
-				for (int x = 0; x < nm && ok; x++)
-					if (mm[x] == m)
+				if (members(c, k, 0, mm, TGT_MAX_OPERANDS, &nm) < 0) {
+					rc = -1;
+					break;
+				}
+				for (int y = 0; y < nm && ok; y++)
+					if (mm[y] == m)
 						ok = xrow[k] >= 0 && snap[(size_t)xrow[k] * ns + (size_t)m] >= q;
 			}
+			if (rc < 0)
+				break;
 			if (!ok || q == j || q + 1 >= d->until[v])
 				continue;   /* unread on m: m never waits for the write, a later node there may run first */
 			if (!d->huntil[m]) {
-				if (!(d->huntil[m] = malloc(sizeof *d->huntil[m] * ((size_t)f->nvals + 1))))
-					return rt_errorf(c->e, RT_ENOMEM, "out of memory placing devices");
+				if (!(d->huntil[m] = malloc(sizeof *d->huntil[m] * ((size_t)f->nvals + 1)))) {
+					rc = rt_errorf(c->e, RT_ENOMEM, "out of memory placing devices");
+					break;
+				}
 				memcpy(d->huntil[m], d->until, sizeof *d->until * ((size_t)f->nvals + 1));
 				d->heap[m].until = d->huntil[m];
 			}
 			d->huntil[m][v] = q + 1;
 		}
 	}
-	return 0;
+	free(coll);
+	return rc;
 }
 
 /* Which nodes' results are read on another stream (they record an event), and when values

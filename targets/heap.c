@@ -87,9 +87,9 @@ static int64_t align_up(const TgtHeap *h, int64_t x)
 	return (x + h->align - 1) / h->align * h->align;
 }
 
-static int64_t maxgap(const TgtHeap *h, int x) { return x == NIL ? INT64_MIN : h->t[x].maxgap; }
+static inline int64_t maxgap(const TgtHeap *h, int x) { return x == NIL ? INT64_MIN : h->t[x].maxgap; }
 
-static void update(TgtHeap *h, int x)
+static inline void update(TgtHeap *h, int x)
 {
 	TgtHeapNode *n = &h->t[x];
 	int64_t a = maxgap(h, n->l), b = maxgap(h, n->r), m = n->gap;

@@ -308,8 +308,8 @@ static void draw_edge(Agraph_t *root, Agnode_t **nodes, const VizEdge *e, int bi
  * operators + COL_PAD_PT), an operator being its longest label line at COL_CHAR_PT a character
  * (Helvetica 10 pt digits and capitals: 5.6-6.7 pt) plus margins; the drawn column is 1.5-2.9
  * times that (cluster margins and titles, edge labels and skip edges beside the chain: the
- * same six pictures).  Only pictures whose operators are on one device wrap (the clusters of
- * several devices would cross the columns). */
+ * same six pictures).  Only pictures whose operators are on one device wrap into columns (the
+ * clusters of several devices would cross them); those of several wrap into rows (below). */
 enum { COL_MAX = 8, COL_MIN_RANKS = 8 };
 #define COL_RANK_PT 82.0
 #define COL_RANK_NOLABEL_PT 45.0
@@ -552,8 +552,190 @@ static void align_columns(Agraph_t *root, Agnode_t **nodes, const int *head, int
 	}
 }
 
+/* ---- rows ----
+ * Several devices' operators side by side (an --expand of a tensor-parallel layer: 70B --tp 8
+ * --focus layer#3 --expand was 10,133 x 1,316 pt) are wrapped into rows of devices, numbered in
+ * the caption, read from row 1 on: each device cluster keeps its chain whole, and the devices go
+ * in plan order K to a row, each row under the one before (stack_rows).  An edge between two rows (a collective's, an input's) does not
+ * constrain the ranking and carries its label as tooltip (as between columns).  A picture wraps
+ * when its estimated width passes COL_TALL_PT, and K is the one whose rows make the estimated
+ * picture's longer side least (the fewest rows within 10 % of it): a device's width is
+ * COL_WIDTH_FACTOR x its widest rank + COL_PAD_PT and a row's height the picture's ranks x
+ * COL_RANK_PT (or COL_RANK_NOLABEL_PT), the estimates of the columns above. */
+typedef struct Rows {
+	int k, n;            /* devices per row, rows (1: not wrapped) */
+	int *row;            /* per node: its row */
+	int *first;          /* per device: its operator of least rank, or -1 (not shown) */
+	int *order;          /* the shown devices in plan order, n_used of them */
+	int nused;
+} Rows;
+
+static void rows_free(Rows *r)
+{
+	free(r->row), free(r->first), free(r->order);
+	memset(r, 0, sizeof *r);
+	r->k = r->n = 1;
+}
+
+/* Fills r for g (0; r->n 1 when the picture is not wrapped), or -1 out of memory. */
+static int wrap_rows(const VizGraph *g, int big, Rows *r)
+{
+	int n = g->nnodes, nd = g->ndevs;
+	memset(r, 0, sizeof *r);
+	r->k = r->n = 1;
+	r->row = calloc((size_t)n + 1, sizeof *r->row);
+	r->first = malloc(((size_t)nd + 1) * sizeof *r->first);
+	r->order = calloc((size_t)nd + 1, sizeof *r->order);
+	int *rank = calloc((size_t)n + 1, sizeof *rank), nranks = 0;
+	double *cw = NULL, *wd = calloc((size_t)nd + 1, sizeof *wd);
+	if (!r->row || !r->first || !r->order || !rank || !wd) {
+		free(rank), free(wd);
+		rows_free(r);
+		return -1;
+	}
+	for (int d = 0; d < nd; d++)
+		r->first[d] = -1;
+	/* ranks: the longest path over the edges forward in model order, node by node */
+	int *start = calloc((size_t)n + 2, sizeof *start), *pred = calloc((size_t)g->nedges + 1, sizeof *pred),
+	    *fill = calloc((size_t)n + 1, sizeof *fill);
+	if (!start || !pred || !fill) {
+		free(start), free(pred), free(fill), free(rank), free(wd);
+		rows_free(r);
+		return -1;
+	}
+	for (int e = 0; e < g->nedges; e++) {
+		const VizEdge *ed = &g->edges[e];
+		if (!g->nodes[ed->src].hidden && !g->nodes[ed->dst].hidden && ed->src < ed->dst)
+			start[ed->dst + 1]++;
+	}
+	for (int i = 0; i < n; i++)
+		start[i + 1] += start[i];
+	for (int e = 0; e < g->nedges; e++) {
+		const VizEdge *ed = &g->edges[e];
+		if (!g->nodes[ed->src].hidden && !g->nodes[ed->dst].hidden && ed->src < ed->dst)
+			pred[start[ed->dst] + fill[ed->dst]++] = ed->src;
+	}
+	for (int i = 0; i < n; i++)
+		for (int j = start[i]; j < start[i + 1]; j++)
+			rank[i] = rank[pred[j]] + 1 > rank[i] ? rank[pred[j]] + 1 : rank[i];
+	free(start), free(pred), free(fill);
+	for (int i = 0; i < n; i++) {
+		const VizNode *v = &g->nodes[i];
+		if (!is_op(v) || v->device < 0 || v->device >= nd)
+			continue;
+		nranks = rank[i] + 1 > nranks ? rank[i] + 1 : nranks;
+		int d = v->device;
+		if (r->first[d] < 0 || rank[i] < rank[r->first[d]])
+			r->first[d] = i;
+	}
+	for (int d = 0; d < nd; d++)
+		if (r->first[d] >= 0)
+			r->order[r->nused++] = d;
+	cw = r->nused > 1 ? calloc((size_t)nd * (size_t)(nranks + 1) + 1, sizeof *cw) : NULL;
+	if (!cw)
+		goto out;
+	for (int i = 0; i < n; i++) {   /* per device and rank: the operators' widths */
+		const VizNode *v = &g->nodes[i];
+		if (is_op(v) && v->device >= 0 && v->device < nd)
+			cw[(size_t)v->device * (size_t)(nranks + 1) + (size_t)rank[i]] += label_width(v);
+	}
+	double total = 0;
+	for (int j = 0; j < r->nused; j++) {
+		int d = r->order[j];
+		double m = 0;
+		for (int k = 0; k <= nranks; k++)
+			m = fmax(m, cw[(size_t)d * (size_t)(nranks + 1) + (size_t)k]);
+		wd[d] = COL_WIDTH_FACTOR * m + COL_PAD_PT;
+		total += wd[d];
+	}
+	double h = (double)nranks * (big ? COL_RANK_NOLABEL_PT : COL_RANK_PT), flat = fmax(total, h);
+	if (total <= COL_TALL_PT)
+		goto out;
+	double side[COL_MAX + 2] = { 0 }, best = flat;
+	for (int k = r->nused - 1; k >= 1; k--) {   /* k devices a row */
+		int rows = (r->nused + k - 1) / k;
+		if (rows > COL_MAX)
+			break;
+		double wide = 0, row = 0;
+		for (int j = 0; j < r->nused; j++) {
+			row = j % k == 0 ? wd[r->order[j]] : row + wd[r->order[j]];
+			wide = fmax(wide, row);
+		}
+		side[rows] = fmax(wide, (double)rows * h);
+		best = fmin(best, side[rows]);
+	}
+	for (int rows = 2; rows <= COL_MAX && r->n == 1; rows++)
+		if (side[rows] > 0 && side[rows] <= 1.1 * best && side[rows] < flat) {
+			r->n = rows;
+			r->k = (r->nused + rows - 1) / rows;
+			r->n = (r->nused + r->k - 1) / r->k;
+		}
+	if (r->n == 1)
+		goto out;
+	for (int i = 0; i < n; i++) {
+		const VizNode *v = &g->nodes[i];
+		if (v->device >= 0 && v->device < nd && r->first[v->device] >= 0) {
+			for (int j = 0; j < r->nused; j++)
+				if (r->order[j] == v->device)
+					r->row[i] = j / r->k;
+		}
+	}
+	for (int i = 0; i < n; i++)
+		if (g->nodes[i].kind == VN_INPUT)
+			r->row[i] = r->n;
+	for (int e = 0; e < g->nedges; e++) {   /* an input: its first reader's row; an output: its writer's */
+		const VizEdge *ed = &g->edges[e];
+		const VizNode *a = &g->nodes[ed->src], *b = &g->nodes[ed->dst];
+		if (a->hidden || b->hidden)
+			continue;
+		if (a->kind == VN_INPUT && is_op(b) && r->row[ed->dst] < r->row[ed->src])
+			r->row[ed->src] = r->row[ed->dst];
+		if (b->kind == VN_OUTPUT && is_op(a))
+			r->row[ed->dst] = r->row[ed->src];
+	}
+	for (int i = 0; i < n; i++)
+		if (g->nodes[i].kind == VN_INPUT && r->row[i] == r->n)
+			r->row[i] = 0;
+out:
+	free(cw), free(wd), free(rank);
+	return 0;
+}
+
+/* Each row below the one before: an invisible edge from every last operator of the row above (one
+ * whose result no operator of its device reads) to every first operator of the row below (one
+ * that reads no operator of its row: its operands come from other rows, by edges that do not
+ * constrain).  Not one separator node between the rows: the edges crossing between the rows
+ * have a virtual node on each rank they pass, and dot put the separator beside them, widening
+ * the picture by half (70B --tp 8 --focus layer#3 --expand: 6190 pt where the rows are 4310). */
+static void stack_rows(Agraph_t *root, Agnode_t **nodes, const VizGraph *g, const Rows *r)
+{
+	int n = g->nnodes;
+	unsigned char *last = calloc((size_t)n + 1, 1), *first = calloc((size_t)n + 1, 1);
+	if (!last || !first) {
+		free(last), free(first);
+		return;
+	}
+	for (int i = 0; i < n; i++)
+		last[i] = first[i] = nodes[i] && is_op(&g->nodes[i]);
+	for (int e = 0; e < g->nedges; e++) {
+		const VizEdge *ed = &g->edges[e];
+		const VizNode *a = &g->nodes[ed->src], *b = &g->nodes[ed->dst];
+		if (!is_op(a) || !is_op(b))
+			continue;
+		if (a->device == b->device)
+			last[ed->src] = 0;
+		if (r->row[ed->src] == r->row[ed->dst])
+			first[ed->dst] = 0;
+	}
+	for (int i = 0; i < n; i++)
+		for (int j = 0; last[i] && j < n; j++)
+			if (first[j] && r->row[j] == r->row[i] + 1)
+				set(agedge(root, nodes[i], nodes[j], NULL, 1), "style", "invis");
+	free(last), free(first);
+}
+
 /* The graph's caption: the title and how to read the colours. */
-static void caption(Agraph_t *root, const VizGraph *g, const unsigned char *used, int big, int columns)
+static void caption(Agraph_t *root, const VizGraph *g, const unsigned char *used, int big, int columns, const Rows *rows)
 {
 	char s[2048];
 	size_t n = (size_t)snprintf(s, sizeof s, "%s\\nfill: device; border: precision (", g->title ? g->title : "graph");
@@ -567,7 +749,10 @@ static void caption(Agraph_t *root, const VizGraph *g, const unsigned char *used
 	n += (size_t)snprintf(s + n, sizeof s - n, ")%s%s", g->from_plan ? "; bold red: transfers and collectives" : "",
 			      big ? "\\nedges without a label carry their source's output (bytes: the edge's tooltip)" : "");
 	if (columns > 1 && n < sizeof s)
-		snprintf(s + n, sizeof s - n, "\\nin %d columns: read each top to bottom, from column 1 on", columns);
+		n += (size_t)snprintf(s + n, sizeof s - n, "\\nin %d columns: read each top to bottom, from column 1 on", columns);
+	if (rows->n > 1 && n < sizeof s)
+		snprintf(s + n, sizeof s - n, "\\nin %d rows of up to %d devices, read from the top row on; an edge "
+			 "between rows carries its label as tooltip", rows->n, rows->k);
 	set(root, "label", s);
 }
 
@@ -724,6 +909,12 @@ static Agraph_t *build(const VizGraph *g)
 		head[c] = -1;
 	int *col = calloc((size_t)g->nnodes + 1, sizeof *col);
 	int k = col ? wrap_columns(g, nn > VIZ_LABEL_NODES, col, head) : 1;
+	Rows rows = { .k = 1, .n = 1 };   /* a picture wrapped into columns is on one device */
+	if (k <= 1 && wrap_rows(g, nn > VIZ_LABEL_NODES, &rows) < 0) {
+		free(col), free(nodes);
+		agclose(root);
+		return NULL;
+	}
 	Draw dr = { g, root, device_labels(g), 1, col, k };
 	for (int i = 0; i < g->nnodes; i++) {
 		const char *st = strstr(g->nodes[i].callee, ".stage");
@@ -742,12 +933,18 @@ static Agraph_t *build(const VizGraph *g)
 	}
 	for (int i = 0; i < g->nedges; i++)
 		if (nodes[g->edges[i].src] && nodes[g->edges[i].dst])
-			draw_edge(root, nodes, &g->edges[i], nn > VIZ_LABEL_NODES, col && col[g->edges[i].src] != col[g->edges[i].dst]);
+			draw_edge(root, nodes, &g->edges[i], nn > VIZ_LABEL_NODES, (col && col[g->edges[i].src] != col[g->edges[i].dst]) ||
+				  (rows.row && rows.row[g->edges[i].src] != rows.row[g->edges[i].dst]));
 	if (k > 1) {
 		set(root, "newrank", "true");
 		align_columns(root, nodes, head, k);
 	}
-	caption(root, g, used, nn > VIZ_LABEL_NODES || k > 1, k);
+	if (rows.n > 1) {
+		set(root, "newrank", "true");   /* rank across the clusters: a row's separator between a device's nodes */
+		stack_rows(root, nodes, g, &rows);
+	}
+	caption(root, g, used, nn > VIZ_LABEL_NODES || k > 1 || rows.n > 1, k, &rows);
+	rows_free(&rows);
 	free(col);
 	for (int d = 0; dr.dev_label && d < g->ndevs; d++)
 		free(dr.dev_label[d]);

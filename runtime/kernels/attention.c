@@ -406,6 +406,53 @@ out:
 }
 
 /* ---- RotaryEmbedding ---- */
+/* The cache row of token i (position_ids[i], or i itself without them); -1 with e set and the
+ * outputs freed when the position lies beyond the cache. */
+static int64_t rope_row(const RtTensor *pos, const RtTensor *cc, int64_t i, const RtKernelArgs *a, RtError *e)
+{
+	int64_t row = pos ? rt_geti(pos, i) : i;
+	if (pos && (row < 0 || row >= cc->dims[0])) {
+		kn_free_outs(a);
+		rt_errorf(e, RT_EUSER, "RotaryEmbedding: position %lld beyond the cache", (long long)row);
+		return -1;
+	}
+	return row;
+}
+
+/* The f32 path of rk_RotaryEmbedding (x, caches and y all f32, no f64 accumulation): the same
+ * operations in float.  Each product and difference of two f32 values computed in double and
+ * rounded to f32 equals the f32 operation (double's 53 bits are at least 2 x 24 + 2, so the double
+ * rounding is harmless: Figueroa, "When is double rounding innocuous?", SIGNUM 30(3), 1995), and
+ * -ffp-contract=off keeps them apart: the same bits as the generic path. */
+static int rope_f32(const RtTensor *x, const RtTensor *cc, const RtTensor *sc, const RtTensor *pos, RtTensor *y,
+		    int64_t B, int64_t H, int64_t S, int64_t hd, int64_t half, int inter, const RtKernelArgs *a,
+		    RtError *e)
+{
+	const float *xv = rt_f32(x), *cv = rt_f32(cc), *sv = rt_f32(sc);
+	float *yv = rt_f32(y);
+	memcpy(yv, xv, (size_t)x->n * sizeof *yv);
+	int r4 = x->rank == 4;
+	for (int64_t b = 0; b < B; b++)
+		for (int64_t s = 0; s < S; s++) {
+			int64_t row = rope_row(pos, cc, b * S + s, a, e);
+			if (row < 0)
+				return -1;
+			const float *c = cv + row * half, *sn = sv + row * half;
+			for (int64_t h = 0; h < H; h++) {
+				int64_t base = r4 ? ((b * H + h) * S + s) * hd : ((b * S + s) * H + h) * hd;
+				const float *xr = xv + base;
+				float *yr = yv + base;
+				for (int64_t j = 0; j < half; j++) {
+					int64_t i1 = inter ? 2 * j : j, i2 = inter ? 2 * j + 1 : j + half;
+					float x1 = xr[i1], x2 = xr[i2];
+					yr[i1] = c[j] * x1 - sn[j] * x2;
+					yr[i2] = sn[j] * x1 + c[j] * x2;
+				}
+			}
+		}
+	return 0;
+}
+
 int rk_RotaryEmbedding(const RtKernelArgs *a, RtError *e)
 {
 	const RtTensor *x = a->in[0], *cc = a->in[1], *sc = a->in[2], *pos = kn_in(a, 3);
@@ -427,15 +474,15 @@ int rk_RotaryEmbedding(const RtKernelArgs *a, RtError *e)
 	if (kn_out_like(a, 0, x->dtype, x, e) < 0)
 		return -1;
 	RtTensor *y = &a->out[0];
+	if (!f64 && x->dtype == DT_F32 && cc->dtype == DT_F32 && sc->dtype == DT_F32 && y->dtype == DT_F32)
+		return rope_f32(x, cc, sc, pos, y, B, H, S, hd, half, inter, a, e);
 	for (int64_t i = 0; i < x->n; i++)
 		rt_set(y, i, rt_get(x, i));
 	for (int64_t b = 0; b < B; b++)
 		for (int64_t s = 0; s < S; s++) {
-			int64_t row = pos ? rt_geti(pos, b * S + s) : b * S + s;
-			if (pos && (row < 0 || row >= cc->dims[0])) {
-				kn_free_outs(a);
-				return rt_errorf(e, RT_EUSER, "RotaryEmbedding: position %lld beyond the cache", (long long)row);
-			}
+			int64_t row = rope_row(pos, cc, b * S + s, a, e);
+			if (row < 0)
+				return -1;
 			for (int64_t h = 0; h < H; h++) {
 				int64_t base = x->rank == 4 ? ((b * H + h) * S + s) * hd : ((b * S + s) * H + h) * hd;
 				for (int64_t j = 0; j < half; j++) {

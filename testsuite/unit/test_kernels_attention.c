@@ -216,6 +216,81 @@ static void test_rotary(void **state)
 	rt_tensor_free(&cc), rt_tensor_free(&sc), rt_tensor_free(&pos);
 }
 
+/* The f32 path of RotaryEmbedding against the generic rule written out (each product and
+ * difference in double, rounded to f32), bit for bit: 3-D with position_ids and a partial
+ * rotation, 4-D with per-row caches, interleaved and not.  Values span 2^-12..2^12 with both
+ * signs, so a fused multiply-add or another order would change bits. */
+static float rope_val(uint64_t *s)
+{
+	*s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
+	uint32_t r = (uint32_t)(*s >> 33);
+	return ldexpf((float)(r & 0xffff) / 65536.0f - 0.5f, (int)((r >> 16) % 24) - 12);
+}
+
+static void rope_case(int rank, int inter, int64_t rd)
+{
+	enum { B = 2, H = 3, S = 5, HD = 8, P = 7 };
+	int64_t half = (rd ? rd : HD) / 2;
+	uint64_t seed = (uint64_t)(rank * 10 + inter * 100 + rd);
+	RtTensor x = rank == 4 ? KT_T(DT_F32, 4, KT_DIMS(B, H, S, HD), NULL) : KT_T(DT_F32, 3, KT_DIMS(B, S, H * HD), NULL);
+	RtTensor c = rank == 4 ? KT_T(DT_F32, 3, KT_DIMS(B, S, half), NULL) : KT_T(DT_F32, 2, KT_DIMS(P, half), NULL);
+	RtTensor sn = rank == 4 ? KT_T(DT_F32, 3, KT_DIMS(B, S, half), NULL) : KT_T(DT_F32, 2, KT_DIMS(P, half), NULL);
+	RtTensor pos = KT_T(DT_I64, 2, KT_DIMS(B, S), NULL);
+	for (int64_t i = 0; i < x.n; i++)
+		rt_f32(&x)[i] = rope_val(&seed);
+	for (int64_t i = 0; i < c.n; i++)
+		rt_f32(&c)[i] = rope_val(&seed), rt_f32(&sn)[i] = rope_val(&seed);
+	for (int64_t i = 0; i < pos.n; i++)
+		rt_i64(&pos)[i] = (i * 3 + 1) % P;
+	RtTensor *in[] = { &x, &c, &sn, &pos };
+	Attr at[] = { kt_ai("interleaved", inter), kt_ai("num_heads", H), kt_ai("rotary_embedding_dim", rd) };
+	Attrs as = { rank == 4 ? 1 : 3, at };
+	Kt k = kt_run("RotaryEmbedding", in, rank == 4 ? 3 : 4, 1, &as, NULL);
+	assert_int_equal(k.rc, 0);
+	const float *xv = rt_f32(&x), *y = rt_f32(&k.out[0]);
+	int64_t diff = 0;
+	for (int64_t b = 0; b < B; b++)
+		for (int64_t s = 0; s < S; s++)
+			for (int64_t h = 0; h < H; h++) {
+				int64_t row = rank == 4 ? b * S + s : rt_i64(&pos)[b * S + s];
+				int64_t base = rank == 4 ? ((b * H + h) * S + s) * HD : ((b * S + s) * H + h) * HD;
+				float want[HD];
+				memcpy(want, xv + base, sizeof want);
+				for (int64_t j = 0; j < half; j++) {
+					int64_t i1 = inter ? 2 * j : j, i2 = inter ? 2 * j + 1 : j + half;
+					double cj = rt_f32(&c)[row * half + j], sj = rt_f32(&sn)[row * half + j];
+					double x1 = xv[base + i1], x2 = xv[base + i2];
+					want[i1] = (float)((double)(float)(cj * x1) - (double)(float)(sj * x2));
+					want[i2] = (float)((double)(float)(sj * x1) + (double)(float)(cj * x2));
+				}
+				diff += memcmp(want, y + base, sizeof want) != 0;
+			}
+	assert_int_equal(diff, 0);
+	kt_free(&k);
+	rt_tensor_free(&x), rt_tensor_free(&c), rt_tensor_free(&sn), rt_tensor_free(&pos);
+}
+
+static void test_rotary_f32_bits(void **state)
+{
+	for (int inter = 0; inter < 2; inter++) {
+		rope_case(3, inter, 0);
+		rope_case(3, inter, 6);
+		rope_case(4, inter, 0);
+	}
+	/* a position beyond the cache: a user error on the f32 path (and no outputs) */
+	RtTensor x = KT_T(DT_F32, 3, KT_DIMS(1, 1, 4), KT_VALS(1, 2, 3, 4));
+	RtTensor c = KT_T(DT_F32, 2, KT_DIMS(2, 2), NULL), sn = KT_T(DT_F32, 2, KT_DIMS(2, 2), NULL);
+	RtTensor pos = KT_T(DT_I64, 2, KT_DIMS(1, 1), KT_VALS(2));
+	RtTensor *in[] = { &x, &c, &sn, &pos };
+	Attr at[] = { kt_ai("num_heads", 1) };
+	Attrs as = { 1, at };
+	Kt k = kt_run("RotaryEmbedding", in, 4, 1, &as, NULL);
+	assert_int_equal(k.rc, -1);
+	assert_non_null(strstr(k.err.msg, "position 2 beyond the cache"));
+	assert_null(k.out[0].data);
+	rt_tensor_free(&x), rt_tensor_free(&c), rt_tensor_free(&sn), rt_tensor_free(&pos);
+}
+
 static void test_norms(void **state)
 {
 	RtTensor x = KT_T(DT_F32, 2, KT_DIMS(1, 4), KT_VALS(1, 2, 3, 4));
@@ -257,7 +332,7 @@ int main(void)
 		cmocka_unit_test(test_attention_gqa), cmocka_unit_test(test_attention_past),
 		cmocka_unit_test(test_attention_masks), cmocka_unit_test(test_attention_3d_softcap_scale),
 		cmocka_unit_test(test_attention_exp2_poly), cmocka_unit_test(test_attention_packed),
-		cmocka_unit_test(test_rotary),
+		cmocka_unit_test(test_rotary), cmocka_unit_test(test_rotary_f32_bits),
 		cmocka_unit_test(test_norms),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
