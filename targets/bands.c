@@ -41,8 +41,10 @@ const char *tgt_kernel_class(const PlanInstr *in)
 {
 	if (in->kind == PI_COLLECTIVE || in->kind == PI_COPY)
 		return "collective";
-	const char *k = tile(in, "kind");
+	const char *k = tile(in, "kind"), *sl = tile(in, "slice");
 	if (k && (strstr(k, "gemm") || strstr(k, "matmul") || strstr(k, "conv") || strstr(k, "mxm")))
+		return "gemm";
+	if (!k && sl && strstr(sl, "mxm"))   /* the LPU records its functional slice, not a kind */
 		return "gemm";
 	if (k && strstr(k, "attention"))
 		return "attention";

@@ -43,6 +43,7 @@ typedef struct Row {
 	char *local;              /* the name inside its instance, without shard markers */
 	int64_t inst;             /* instance number (0: top level) */
 	int has_util, has_waste, is_link, has_kv;
+	int *members, nmembers;   /* a collective: the devices of its ranks (its inputs'), in order; else NULL */
 	double util, waste;       /* the target's mxu_util and pad_waste facts, when recorded */
 	double kv_sram, kv_hbm;   /* past KV-cache bytes read from on-chip SRAM and from HBM */
 } Row;
@@ -360,6 +361,18 @@ static void fill_row(const Plan *p, const Anchors *a, int s, int i, double start
 	r->has_util = has_fact(in, "mxu_util", &r->util);
 	r->has_waste = has_fact(in, "pad_waste", &r->waste);
 	r->is_link = in->kind == PI_COPY || in->kind == PI_COLLECTIVE;
+	if (in->kind == PI_COLLECTIVE) {   /* it occupies every rank of its group, not only the stream it is on */
+		r->members = xcalloc((size_t)in->nin + 1, sizeof *r->members);
+		for (int k = 0; k < in->nin; k++) {
+			if (in->in[k] < 0)
+				continue;
+			int d = p->spaces[p->buffers[in->in[k]].space].device, seen = 0;
+			for (int j = 0; j < r->nmembers; j++)
+				seen |= r->members[j] == d;
+			if (!seen)
+				r->members[r->nmembers++] = d;
+		}
+	}
 	r->has_kv = has_fact(in, "kv_sram_bytes", &r->kv_sram);
 	r->has_kv |= has_fact(in, "kv_hbm_bytes", &r->kv_hbm);
 }
@@ -367,6 +380,7 @@ static void fill_row(const Plan *p, const Anchors *a, int s, int i, double start
 static void free_row(Row *r)
 {
 	free(r->name), free(r->precision), free(r->fusion), free(r->gfusion), free(r->placement), free(r->format);
+	free(r->members);
 	free(r->layer), free(r->key), free(r->gname), free(r->local);
 }
 
@@ -448,6 +462,10 @@ static Group *group_rows(const Plan *p, const Row *rows, int n, int *ngroups)
 		x->fixed_s += r->fixed_s;
 		x->ndevs += !x->devs[r->dev];
 		x->devs[r->dev] = 1;
+		for (int j = 0; j < r->nmembers; j++) {   /* a collective: on each of its ranks */
+			x->ndevs += !x->devs[r->members[j]];
+			x->devs[r->members[j]] = 1;
+		}
 		x->mixed_prec |= strcmp(r->precision, rows[x->row].precision) != 0;
 		if (x->ninst == x->capinst) {
 			x->capinst = x->capinst ? 2 * x->capinst : 4;
@@ -569,7 +587,11 @@ static void totals(const Plan *p, const Row *rows, int n, Totals *t)
 		t->dev[t->ndev++] = (Total){ p->devices[d].name, 0, 0, 0 };
 	}
 	for (int i = 0; i < n; i++) {
-		add_total(&t->dev, &t->ndev, rows[i].device, &rows[i]);
+		if (rows[i].nmembers)   /* a collective occupies each rank of its group for its time */
+			for (int j = 0; j < rows[i].nmembers; j++)
+				add_total(&t->dev, &t->ndev, p->devices[rows[i].members[j]].name, &rows[i]);
+		else
+			add_total(&t->dev, &t->ndev, rows[i].device, &rows[i]);
 		add_total(&t->op, &t->nop, rows[i].op, &rows[i]);
 		add_total(&t->bound, &t->nbound, rows[i].bound, &rows[i]);
 		add_total(&t->cls, &t->ncls, rows[i].cls, &rows[i]);
@@ -731,13 +753,27 @@ static const char *link_str(const Plan *p, const RtTiming *tm, const Totals *t, 
 	return buf;
 }
 
+/* The device with the most instruction time (its units' busy time plus its time in copies and
+ * collectives, each collective on every rank of its group): the one the latency follows. */
+static int busiest_device(const Plan *p, const RtTiming *tm, const Totals *t, const double *busy)
+{
+	int top = 0;
+	for (int d = 1; d < p->ndevices; d++)
+		top = busy[d] + device_link(p, tm, t, d) > busy[top] + device_link(p, tm, t, top) ? d : top;
+	return top;
+}
+
 static void print_summary(FILE *f, const Plan *p, const RtTiming *tm, const Totals *t, const Group *g, int ng,
 			  const Row *rows, int n, int all)
 {
 	char a[32], b[32], name[256];
 	double lat = tm ? tm->latency_s : 0;
-	fprintf(f, "\nsummary (shares of the %s of instruction time summed over %d device%s):\n",
-		viz_time_str(t->busy, a, sizeof a), p->ndevices, p->ndevices == 1 ? "" : "s");
+	int colls = 0;
+	for (int i = 0; i < n && !colls; i++)
+		colls = rows[i].nmembers > 1;
+	fprintf(f, "\nsummary (shares of the %s of instruction time summed over %d device%s%s):\n",
+		viz_time_str(t->busy, a, sizeof a), p->ndevices, p->ndevices == 1 ? "" : "s",
+		colls ? ", a collective once; the devices below carry it on each of its ranks" : "");
 	fprintf(f, "  op class     ");
 	for (int i = 0; i < t->ncls; i++)
 		fprintf(f, "%s%s %.1f%% (%s)", i ? ", " : "", t->cls[i].key, pct(t->cls[i].time_s, t->busy),
@@ -756,9 +792,8 @@ static void print_summary(FILE *f, const Plan *p, const RtTiming *tm, const Tota
 		"device's overhead and the links' latency)\n", viz_time_str(t->fixed, a, sizeof a), pct(t->fixed, t->busy));
 	/* devices: runs of equal load, busiest first named */
 	double *busy = device_busy(p, tm, t);
-	int *start = xcalloc((size_t)p->ndevices + 2, sizeof *start), nr = device_runs(p, t, busy, start), top = 0;
-	for (int d = 1; d < p->ndevices; d++)
-		top = busy[d] > busy[top] ? d : top;
+	int *start = xcalloc((size_t)p->ndevices + 2, sizeof *start), nr = device_runs(p, t, busy, start),
+	    top = busiest_device(p, tm, t, busy);
 	char ln[64];
 	fprintf(f, "  devices      busiest %s: %s busy%s%s", p->devices[top].name, viz_time_str(busy[top], a, sizeof a),
 		link_str(p, tm, t, top, ln, sizeof ln), lat > 0 ? "" : "\n");
@@ -1266,9 +1301,8 @@ static json_t *json_summary(const Plan *p, const RtTiming *tm, const Totals *t, 
 	json_object_set_new(s, "fixed_s", json_real(t->fixed));
 	json_object_set_new(s, "fixed_share", json_real(t->busy > 0 ? t->fixed / t->busy : 0));
 	double *busy = device_busy(p, tm, t);
-	int *start = xcalloc((size_t)p->ndevices + 2, sizeof *start), nr = device_runs(p, t, busy, start), busiest = 0;
-	for (int d = 1; d < p->ndevices; d++)
-		busiest = busy[d] > busy[busiest] ? d : busiest;
+	int *start = xcalloc((size_t)p->ndevices + 2, sizeof *start), nr = device_runs(p, t, busy, start),
+	    busiest = busiest_device(p, tm, t, busy);
 	json_object_set_new(s, "busiest_device", p->ndevices ? json_string(p->devices[busiest].name) : json_null());
 	for (int k = 0; k < nr; k++) {
 		json_t *o = json_object(), *names = json_array();

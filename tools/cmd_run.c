@@ -665,8 +665,9 @@ static void summary(const Plan *p, const RtRun *r, const RtCheck *c, char **file
 				   "fused attention" : !strcmp(band.least, "memory") ? "elementwise, normalization and "
 				   "other memory-model kernels, whatever bounds them" : !strcmp(band.least, "collective") ?
 				   "copies and collectives" : NULL;
-		char least[256], cls[160];
-		snprintf(cls, sizeof cls, "kernel class %s%s%s%s", band.least, what ? " (" : "", what ? what : "", what ? ")" : "");
+		char least[448], cls[256];
+		snprintf(cls, sizeof cls, "kernel class %s%s%s%s", band.least, what ? " (" : "", what ? what : "",
+			 what ? "; the class make validate calibrates, not the bound below)" : "");
 		if (band.least_band < 0)
 			snprintf(least, sizeof least, "%s: no published case covers it (%.0f%% of the busy time)", cls,
 				 100 * band.least_s / fmax(band.covered_s + band.uncovered_s, 1e-30));

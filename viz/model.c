@@ -4,10 +4,10 @@
  * it, on the device of their reader or writer (decode's past_key.N / present_value.N); (2)
  * shards: nodes of one instance on different devices whose names differ only in a shard marker
  * (viz_shard_key), and inputs or outputs of one name, fold into the first; (3) a flat graph's
- * tandem-repeated blocks become synthetic instances; (4) runs: the members of an instance
- * ("layer#7") are its shown nodes in order; instances of one callee are visited in the order
- * they first appear, and a run is a maximal sequence of them whose members agree one for one in
- * operator, precision and shards, with either the same devices throughout (a pipeline that puts
+ * tandem-repeated blocks (a chain of equal-shape copies) become synthetic instances; (4) runs:
+ * the members of an instance ("layer#7") are its shown nodes in order; instances of one callee
+ * are visited in the order they first appear, and a run is a maximal sequence of them whose
+ * members agree one for one in operator, precision, shards and output shape, with either the same devices throughout (a pipeline that puts
  * layers 1-63 on one GPU and 64-126 on another keeps two runs) or every instance on other
  * devices of the same kind (an LPU plan that gives every layer its own chips: one run).  Member
  * k of every later instance of a run is drawn as member k of the first (rep), which counts the
@@ -139,7 +139,8 @@ static int same_members(const VizGraph *g, const Inst *a, const Inst *b)
 	for (int k = 0; k < a->n; k++) {
 		const VizNode *x = &g->nodes[a->members[k]], *y = &g->nodes[b->members[k]];
 		if (x->kind != y->kind || x->shards != y->shards || strcmp(x->op, y->op) ||
-		    strcmp(x->precision ? x->precision : "", y->precision ? y->precision : ""))
+		    strcmp(x->precision ? x->precision : "", y->precision ? y->precision : "") ||
+		    strcmp(x->shape ? x->shape : "", y->shape ? y->shape : ""))
 			return 0;
 		same &= x->device == y->device;
 		step &= x->device != y->device && strcmp(kind_of(g, x->device), kind_of(g, y->device)) == 0;
@@ -269,9 +270,11 @@ static void fold_shards(VizGraph *g)
 /* ---- repeated blocks of a flat graph ----
  * A graph without call instances (an ONNX CNN) repeats blocks of operators too: PP-OCR's
  * recogniser is 22 times "Conv Mul Add Add Clip Mul Div Mul Add".  A tandem repeat of period p
- * (2..MAX_PERIOD operators in model order) whose copies agree operator for operator, with the
- * same edges inside the block, becomes call instances "~p#1", "~p#2", ... that fold_repeats then
- * folds like any repeated layer.  A repeat covers MIN_COVER operators at least, or is a repeated
+ * (2..MAX_PERIOD operators in model order) whose copies agree operator for operator (operator,
+ * precision, device, shards and output shape), with the same edges inside the block, and each
+ * copy reading a value of the copy before it (a chain), becomes call instances "~p.i#1",
+ * "~p.i#2", ... of a callee "~p.i" of its own (i: where it starts), which fold_repeats then folds
+ * like any repeated layer; two repeats of one period elsewhere in the graph stay two.  A repeat covers MIN_COVER operators at least, or is a repeated
  * fused kernel (Conv+Silu twice: the Conv+BatchNormalization+Silu blocks once BN is folded). */
 enum { MAX_PERIOD = 128, MIN_COVER = 6 };
 
@@ -288,7 +291,8 @@ static int alike_at(const Seq *sq, int b1, int q1, int b2, int q2)
 {
 	const VizNode *x = &sq->g->nodes[sq->node[q1]], *y = &sq->g->nodes[sq->node[q2]];
 	if (x->kind != y->kind || x->device != y->device || x->shards != y->shards || strcmp(x->op, y->op) ||
-	    strcmp(x->precision ? x->precision : "", y->precision ? y->precision : ""))
+	    strcmp(x->precision ? x->precision : "", y->precision ? y->precision : "") ||
+	    strcmp(x->shape ? x->shape : "", y->shape ? y->shape : ""))
 		return 0;
 	int a = sq->node[q1], c = sq->node[q2];
 	int na = sq->pstart[a + 1] - sq->pstart[a], nc = sq->pstart[c + 1] - sq->pstart[c];
@@ -313,6 +317,22 @@ static int block_eq(const Seq *sq, int b1, int b2, int p)
 		if (!alike_at(sq, b1, b1 + t, b2, b2 + t))
 			return 0;
 	return 1;
+}
+
+/* Whether the block of p operators at b reads a value of the block just before it (b - p): the
+ * copies of a repeat are a chain, not parallel branches that happen to list alike (two MLP heads
+ * off one Flatten would else be drawn as one four-deep chain). */
+static int reads_previous(const Seq *sq, int b, int p)
+{
+	for (int q = b; q < b + p; q++) {
+		int a = sq->node[q];
+		for (int j = sq->pstart[a]; j < sq->pstart[a + 1]; j++) {
+			int pq = sq->pos[sq->pred[j]];
+			if (pq >= b - p && pq < b)
+				return 1;
+		}
+	}
+	return 0;
 }
 
 /* Reorders sq->node (and sq->pos) into the depth-first post-order from the sinks, predecessors in
@@ -396,7 +416,7 @@ static void find_blocks(VizGraph *g)
 		int best_p = 0, best_r = 0;
 		for (int p = 2; p <= MAX_PERIOD && i + 2 * p <= sq.n; p++) {
 			int r = 1;
-			while (i + (r + 1) * p <= sq.n && block_eq(&sq, i, i + r * p, p))
+			while (i + (r + 1) * p <= sq.n && block_eq(&sq, i, i + r * p, p) && reads_previous(&sq, i + r * p, p))
 				r++;
 			if (r >= 2 && (r * p >= MIN_COVER || one_group(&sq, i, p)) && r * p > best_r * best_p)
 				best_p = p, best_r = r;
@@ -405,8 +425,8 @@ static void find_blocks(VizGraph *g)
 			i++;
 			continue;
 		}
-		char callee[32], inst[64];
-		snprintf(callee, sizeof callee, "~%d", best_p);
+		char callee[48], inst[64];
+		snprintf(callee, sizeof callee, "~%d.%d", best_p, i);
 		for (int r = 0; r < best_r; r++)
 			for (int t = 0; t < best_p; t++) {
 				VizNode *v = &g->nodes[sq.node[i + r * best_p + t]];

@@ -83,8 +83,9 @@ int viz_from_plan(const Plan *p, const RtTiming *t, VizGraph *g);
 /* Draws repetition once (viz/model.c): inputs and outputs only one call instance reads or
  * writes join it (viz_attach_io); the copies of a node on several devices whose names differ
  * only in a shard marker (viz_shard_key) fold into the first, counting `shards`; a flat graph's
- * tandem-repeated blocks of operators become instances "~P#k"; each run of consecutive
- * instances of one callee with alike members (operator, precision, shards; the same devices, or
+ * tandem-repeated blocks of operators (each copy alike in operators and shapes and reading the
+ * copy before it) become instances "~P#k"; each run of consecutive instances of one callee with
+ * alike members (operator, precision, shards, output shape; the same devices, or
  * each instance on devices of its own) and alike inputs and outputs folds into its first
  * instance, counting `count` with the instance numbers `first`..`last`. */
 void viz_collapse(VizGraph *g);
