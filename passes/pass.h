@@ -108,6 +108,7 @@ typedef struct PassCtx {
 	int grad_after_backward;    /* --grad-after-backward: the data-parallel gradient collective
 				     * starts after the step's backward passes (exposed) */
 	int pp_blocking_sends;      /* --pp-blocking-sends: every pipeline send waits on its transfer */
+	int hidden_dropout;         /* --hidden-dropout: a dropout on each residual branch */
 	int dp_plan;                /* --dp with --emit plan (no --cp/--pp-virtual/--train-search/
 				     * --recompute, --tp/--pp 1): a data-parallel step plan that runs,
 				     * ZeRO's sharding lowered (autodiff zero_adamw), not a priced step */
@@ -257,8 +258,8 @@ int pass_mark_layers(Module *m, PassCtx *c);
  * A step of --dp D data-parallel replicas of a --tp T x --cp C x --pp P model-parallel replica
  * (ZeRO stage --zero Z, --pp-virtual V chunks per pipeline rank), --grad-accum M micro-batches
  * of --batch B sequences per replica.  Times in seconds, bytes per device. */
-/* --recompute none|selective|full|selective-ffn|layers (docs/passes.md), named in that order */
-enum { RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL, RECOMPUTE_SELECTIVE_FFN, RECOMPUTE_LAYERS };
+/* --recompute none|selective|full|selective-ffn|layers|dots (docs/passes.md), named in that order */
+enum { RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL, RECOMPUTE_SELECTIVE_FFN, RECOMPUTE_LAYERS, RECOMPUTE_DOTS };
 extern const char *const train_recompute_names[];
 typedef struct TrainStep {
 	int dp, tp, pp, cp, zero, vstages, micro;

@@ -79,7 +79,7 @@
 #include "passes/pass.h"
 #include "targets/target.h"
 
-const char *const train_recompute_names[] = { "none", "selective", "full", "selective-ffn", "layers", NULL };
+const char *const train_recompute_names[] = { "none", "selective", "full", "selective-ffn", "layers", "dots", NULL };
 
 enum { SEC_PRE, SEC_POST, SEC_CALL0 };
 enum { PH_FWD, PH_BWD, PH_OPT };
@@ -385,6 +385,18 @@ static TrainStep *price(Graph *g, PassCtx *c, const Device *d, const TrainStep *
 				big = fl, fmt = n->out[0]->type.dt;
 			if (s >= SEC_CALL0 && tp_point(n))
 				x->tp += 2 * ring(&net, vbytes(n->out[0]) / t->cp, t->tp, 1, 1);
+			if (c->hidden_dropout && s >= SEC_CALL0 && tp_point(n) && hbm_bw(d) > 0) {
+				/* --hidden-dropout: the residual branch's dropout (Megatron's fused
+				 * bias_dropout_add, --hidden-dropout 0.1 by default): the forward writes
+				 * a byte mask per element (kept for the backward), the backward reads the
+				 * gradient and the mask and writes the masked gradient; on the whole
+				 * residual stream per TP rank without sequence parallelism */
+				double el = (double)ir_type_numel(n->out[0]->type) /
+					    (double)(c->no_seq_parallel ? t->cp : shard);
+				double es = (double)rt_dtype_bytes(n->out[0]->type.dt, 1);
+				x->fwd += el / hbm_bw(d), x->bwd += el * (2 * es + 1) / hbm_bw(d);
+				x->saved += el * (double)shard;
+			}
 			if (s == SEC_PRE && n->op == OP_Embedding)
 				x->tp += ring(&net, vbytes(n->out[0]) / t->cp, t->tp, 1, 1);
 			if (s == SEC_POST && n->op == OP_MatMul && n->in[1] && n->in[1]->kind == V_PARAM)
@@ -449,18 +461,25 @@ static TrainStep *price(Graph *g, PassCtx *c, const Device *d, const TrainStep *
 	 * save_dot_with_context_except_mlp): it also recomputes the FFN's input projections (the
 	 * MatMuls a gated activation reads) and the attention operators (and, under context
 	 * parallelism, their K/V all-gather: the fourth of four CP rings); layers recomputes a
-	 * fraction recompute_frac of the layers in full (Megatron's --recompute-method block) */
+	 * fraction recompute_frac of the layers in full (Megatron's --recompute-method block); dots
+	 * is MaxText's remat policy minimal, jax.checkpoint_policies.checkpoint_dots_with_no_batch_dims
+	 * (MaxText's decoders.py): only the results of dot_generals without batch dimensions are
+	 * saved, the weight products (DenseGeneral contracts the features, no batch dimension),
+	 * while attention (the flash kernel's custom call, or the batched score and value einsums
+	 * over batch and heads) is recomputed with every other operator, and under context
+	 * parallelism its K/V all-gather */
 	for (int s = SEC_CALL0; s < nsec; s++) {
 		Sec *x = &sec[s];
 		double f = cfg->recompute_frac;
 		if (t->recompute == RECOMPUTE_FULL) {
 			x->bwd += x->fwd, x->tp *= 1.5, x->hflops += x->fflops, x->saved = x->input;
-		} else if (t->recompute == RECOMPUTE_SELECTIVE || t->recompute == RECOMPUTE_SELECTIVE_FFN) {
-			int ffn = t->recompute == RECOMPUTE_SELECTIVE_FFN;
-			x->bwd += x->fwd_vec + (ffn ? x->fwd_ffn + x->fwd_attn : 0);
-			x->hflops += x->fflops_vec + (ffn ? x->fflops_ffn + x->fflops_attn : 0);
-			x->saved = x->saved_mx - (ffn ? x->saved_ffn + x->saved_attn : 0) + x->input;
-			if (ffn)
+		} else if (t->recompute == RECOMPUTE_SELECTIVE || t->recompute == RECOMPUTE_SELECTIVE_FFN ||
+			   t->recompute == RECOMPUTE_DOTS) {
+			int ffn = t->recompute == RECOMPUTE_SELECTIVE_FFN, attn = ffn || t->recompute == RECOMPUTE_DOTS;
+			x->bwd += x->fwd_vec + (ffn ? x->fwd_ffn : 0) + (attn ? x->fwd_attn : 0);
+			x->hflops += x->fflops_vec + (ffn ? x->fflops_ffn : 0) + (attn ? x->fflops_attn : 0);
+			x->saved = x->saved_mx - (ffn ? x->saved_ffn : 0) - (attn ? x->saved_attn : 0) + x->input;
+			if (attn)
 				x->cp *= 4.0 / 3.0;
 		} else if (t->recompute == RECOMPUTE_LAYERS) {
 			x->bwd += f * x->fwd, x->tp *= 1 + 0.5 * f, x->hflops += f * x->fflops;

@@ -192,7 +192,7 @@ TRAIN_ANCHORS = {   # id -> (compile options, published MFU)
              '--machine tpu-v5p-8960 --dp 512 --zero 3 --recompute selective-ffn', 0.654),
     'meg18': ('{tmp}/gpt-bf16.aig --bind H=48,HD=128,L=40,F=24576,V=51200,P=2048 --phase train --batch 8 --context 2048 '
               '--grad-accum 4 --target ampere --machine selene-a100 --tp 8 --dp 32 --zero 0 --recompute full '
-              '--no-sequence-parallel --unfused-attention', 0.324),
+              '--no-sequence-parallel --unfused-attention --hidden-dropout', 0.324),
 }
 for k, (opts, pub) in TRAIN_ANCHORS.items():
     COMMANDS['train.' + k] = (["sed 's/f32\\[/bf16[/g' examples/gpt2-small.aig > {tmp}/gpt-bf16.aig"] if k == 'meg18' else []) + [

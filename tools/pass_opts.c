@@ -70,10 +70,11 @@ void pass_opts_help(void)
 	       "                        back (--context defaults to their sum); attention is block-diagonal\n"
 	       "                        over them (varlen, seq_offsets), and run reports the padding it saves\n"
 	       "  --pp-virtual V        phase train, parallel: model chunks per pipeline rank (interleaved 1F1B)\n"
-	       "  --recompute none|selective|full|selective-ffn|layers  phase train, parallel: activation\n"
+	       "  --recompute none|selective|full|selective-ffn|layers|dots  phase train, parallel: activation\n"
 	       "                        recomputation of the layers (selective keeps the matrix products'\n"
 	       "                        results; selective-ffn recomputes the FFN's input projections too;\n"
-	       "                        layers: the fewest layers recomputed in full that fit memory)\n"
+	       "                        layers: the fewest layers recomputed in full that fit memory; dots:\n"
+	       "                        the weight products' results kept, attention and the rest recomputed)\n"
 	       "  --no-sequence-parallel  phase train, parallel: tensor parallelism without sequence\n"
 	       "                        parallelism (Megatron-LM before 2022): norms, dropouts and residual\n"
 	       "                        adds run whole on every TP rank\n"
@@ -84,6 +85,8 @@ void pass_opts_help(void)
 	       "                        (Megatron-LM's local DDP of 2021)\n"
 	       "  --pp-blocking-sends   phase train, parallel: every pipeline send and receive waits on\n"
 	       "                        its transfer and the TP group's gather of it (Megatron-LM 2021)\n"
+	       "  --hidden-dropout      phase train, parallel: a dropout on each residual branch (a mask\n"
+	       "                        byte per element forward, the gradient masked backward; Megatron)\n"
 	       "  --train-search        phase train, parallel: the fastest tp, cp, pp, dp, --pp-virtual,\n"
 	       "                        ZeRO (1, 3) and recomputation that fit memory, for the devices\n"
 	       "                        (dp x tp x pp x cp) and sequences per step (dp x --grad-accum) given\n"
@@ -215,6 +218,7 @@ int pass_opts_parse(int argc, char **argv, int *i, PassOpts *po)
 		{ "--unfused-attention", offsetof(PassCtx, unfused_attention) },
 		{ "--grad-after-backward", offsetof(PassCtx, grad_after_backward) },
 		{ "--pp-blocking-sends", offsetof(PassCtx, pp_blocking_sends) },
+		{ "--hidden-dropout", offsetof(PassCtx, hidden_dropout) },
 	};
 	for (size_t k = 0; k < sizeof flag / sizeof flag[0]; k++)
 		if (!strcmp(argv[*i], flag[k].opt)) {
@@ -255,7 +259,7 @@ int pass_opts_parse(int argc, char **argv, int *i, PassOpts *po)
 		while (train_recompute_names[k] && strcmp(v, train_recompute_names[k]))
 			k++;
 		if (!train_recompute_names[k]) {
-			drv_error("--recompute expects none, selective, full, selective-ffn or layers, got '%s'", v);
+			drv_error("--recompute expects none, selective, full, selective-ffn, layers or dots, got '%s'", v);
 			return -1;
 		}
 		c->recompute = k;

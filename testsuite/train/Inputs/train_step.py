@@ -163,6 +163,8 @@ if __name__ == '__main__':
         print('ok: the same TP collectives per layer')
     elif a[0] == 'ffn':
         recompute(a[1:4], ('selective', 'selective-ffn', 'full'))
+    elif a[0] == 'dots':
+        recompute(a[1:4], ('selective', 'dots', 'selective-ffn'))
     elif a[0] == 'layers':
         layers(a[1], a[2])
     elif a[0] == 'slower':
