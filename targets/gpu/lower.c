@@ -43,6 +43,11 @@ struct GpuLw {
 	/* The kernels lowered so far by what decides their t.* and numerics (kernel_sig); layer
 	 * instances repeat them. */
 	TgtKernMemo km;
+	/* The formats gpu_kernel's "converted to bf16" remark has named (once per format per
+	 * compile: a repeated layer's instances would say it once each, 58 lines for DeepSeek-V3's
+	 * f32 routers on an H200, newcomer 34 item 49). */
+	DType said[8];
+	int nsaid;
 };
 
 static int same_gemm(const GemmShape *a, const GemmShape *b)
@@ -604,15 +609,22 @@ int gpu_kernel(TgtLower *l, int i, PlanInstr *pi, TgtAnn *t)
 		return w->h->foreign(l, w->foreign_ctx, dev, i, pi, t);
 	}
 	/* a node placed at a format this GPU's tensor cores lack (fp8 on an A100: @precision, the
-	 * quantization pass) runs at bf16 (node_format); say so once per node, in the plan and on
-	 * stderr */
+	 * quantization pass) runs at bf16 (node_format); say so in the plan for each node, on
+	 * stderr once per format */
 	const char *want = rt_attr_str(&fn->n->attrs, "precision", NULL);
 	DType wdt = prec_node_format(want);
 	if (wdt != DT_INVALID && !(dev_supports(w->a.dev, wdt) && num_has(&w->a.dev->peak[wdt]))) {
 		tgt_ann_put(t, "converted", "%s -> bf16: %s (%s) has no %s tensor-core format", want, w->a.dev->name ? w->a.dev->name : "?",
 			    w->a.dev->arch ? w->a.dev->arch : "?", want);
-		fprintf(stderr, "aicc: remark: precision: '%s': %s is not a tensor-core format of %s (%s): converted to bf16\n",
-			l->f.vals[fn->out[0]].name, want, l->in->machine->m->name, w->a.dev->arch ? w->a.dev->arch : "?");
+		int said = 0;
+		for (int k = 0; k < w->nsaid; k++)
+			said |= w->said[k] == wdt;
+		if (!said && w->nsaid < (int)(sizeof w->said / sizeof w->said[0]))
+			w->said[w->nsaid++] = wdt;
+		if (!said)
+			fprintf(stderr, "aicc: remark: precision: '%s': %s is not a tensor-core format of %s (%s): converted to "
+				"bf16; so is every other node placed at %s (said once)\n",
+				l->f.vals[fn->out[0]].name, want, l->in->machine->m->name, w->a.dev->arch ? w->a.dev->arch : "?", want);
 		return kernel(l, i, pi, t);
 	}
 	int64_t sig[TGT_SIG_MAX];
